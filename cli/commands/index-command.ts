@@ -1,0 +1,58 @@
+/** `awake-bundle index <folder>`: write the loose (formatVersion 2) index of a folder. */
+import { mkdir } from 'node:fs/promises';
+import { dirname } from 'node:path';
+import { serializeIndex } from '../../core/format/project-index.js';
+import { looseIndexFromFolder } from '../../core/node/loose-index.js';
+import { writeFileAtomic } from '../../core/node/publish.js';
+import { formatBytes, parseCommandLine, progressLine, UsageError, type Command } from '../usage.js';
+
+const HELP = `Usage: awake-bundle index <folder> [options]
+
+Writes the loose (formatVersion 2) index of every regular file below <folder>.
+
+Options:
+  --out <file>         where to write it (default build/project.index.json; - for stdout)
+  --url-prefix <dir>   prefix of the files' URLs (default files)
+  --root-path <text>   the index's rootPath (default /project)
+  --json               print a summary on stdout (with --out to a file)
+  -h, --help           show this help`;
+
+export const indexCommand: Command = {
+  name: 'index',
+  summary: 'write the loose index of a folder',
+  help: HELP,
+  async run(argv, { stdout, stderr }) {
+    const { values, positionals } = parseCommandLine(argv, {
+      out: { type: 'string' },
+      'url-prefix': { type: 'string' },
+      'root-path': { type: 'string' },
+      json: { type: 'boolean' },
+    });
+    if (values.help) {
+      stdout.write(`${HELP}\n`);
+      return 0;
+    }
+    if (positionals.length !== 1) throw new UsageError('index takes one folder');
+    if (values['root-path'] !== undefined && values['root-path'].trim() === '') throw new UsageError('--root-path must not be blank');
+    const out = values.out ?? 'build/project.index.json';
+    const progress = progressLine(stderr, !values.json && out !== '-');
+    const { index } = await looseIndexFromFolder(positionals[0]!, {
+      ...(out !== '-' ? { exclude: [out] } : {}),
+      ...(values['url-prefix'] !== undefined ? { urlPrefix: values['url-prefix'] } : {}),
+      ...(values['root-path'] !== undefined ? { rootPath: values['root-path'] } : {}),
+      onProgress: ({ files, bytes }) => progress.update(`indexing: ${files} files, ${formatBytes(bytes)}`),
+    });
+    progress.clear();
+    const text = serializeIndex(index);
+    if (out === '-') {
+      stdout.write(text);
+      return 0;
+    }
+    await mkdir(dirname(out), { recursive: true });
+    await writeFileAtomic(out, text);
+    const bytes = index.files.reduce((sum, file) => sum + file.sizeBytes, 0);
+    if (values.json) stdout.write(`${JSON.stringify({ ok: true, out, files: index.files.length, bytes })}\n`);
+    else stdout.write(`Indexed ${index.files.length} files (${formatBytes(bytes)}) into ${out}\n`);
+    return 0;
+  },
+};

@@ -1,0 +1,158 @@
+/** `awake-bundle <loose-index.json | folder> --out <dir>`: write bundles and the bundled index (SPEC §8). */
+import { stat } from 'node:fs/promises';
+import { resolve } from 'node:path';
+import { readFile } from 'node:fs/promises';
+import { parseProjectIndexJson, type LooseIndex } from '../../core/format/project-index.js';
+import { groupByFolder, oneGroup } from '../../core/publish/grouping.js';
+import { looseIndexFromFolder } from '../../core/node/loose-index.js';
+import { diskReader, looseFileLocator, publishToDirectory } from '../../core/node/publish.js';
+import { CommandFailure, formatBytes, parseCommandLine, progressLine, UsageError, type Command } from '../usage.js';
+
+const HELP = `Usage: awake-bundle <loose-index.json | assets-folder> [options]
+
+Packs a project's files into SHA-256-named AWKB bundles and writes the bundled index:
+  <out>/bundles/<sha256>.awkb and <out>/project.index.json
+Bundles the out folder already holds are not written again; the index is written last.
+
+Options:
+  --out <dir>          output folder (default build/published)
+  --group folder|one   group by top folders (default) or put everything in one group
+  --depth <n>          with --group folder: how many folder levels name a group (default 1)
+  --target-mb <n>      bundle size target in MiB, decimals allowed (default 16)
+  --opaque-ids         replace paths with salted HMAC-SHA256 ids (needs --salt)
+  --salt <text>        the salt for --opaque-ids
+  --url-prefix <dir>   folder of bundle URLs, relative to the index (default bundles)
+  --root <folder>      with a loose index: read files from <folder>/<path>
+                       (default: each file's url, relative to the index file)
+  --root-path <text>   with a folder: the index's rootPath (default /project)
+  --json               print a machine-readable summary on stdout
+  -h, --help           show this help
+
+Exit codes: 0 published, 1 publish failed (nothing new is indexed), 2 wrong command line.`;
+
+export interface PublishArguments {
+  input: string;
+  out: string;
+  grouping: 'folder' | 'one';
+  depth: number;
+  targetBundleBytes: number;
+  salt?: string;
+  urlPrefix: string;
+  root?: string;
+  rootPath?: string;
+  json: boolean;
+}
+
+export function parsePublishArguments(argv: string[]): PublishArguments | 'help' {
+  const { values, positionals } = parseCommandLine(argv, {
+    out: { type: 'string' },
+    group: { type: 'string' },
+    depth: { type: 'string' },
+    'target-mb': { type: 'string' },
+    'opaque-ids': { type: 'boolean' },
+    salt: { type: 'string' },
+    'url-prefix': { type: 'string' },
+    root: { type: 'string' },
+    'root-path': { type: 'string' },
+    json: { type: 'boolean' },
+  });
+  if (values.help) return 'help';
+  if (positionals.length === 0) throw new UsageError('missing the input: a loose index (.json) or an assets folder');
+  if (positionals.length > 1) throw new UsageError(`one input expected, got ${positionals.length}: ${positionals.join(' ')}`);
+  const grouping = values.group ?? 'folder';
+  if (grouping !== 'folder' && grouping !== 'one') throw new UsageError(`--group must be "folder" or "one", got ${JSON.stringify(grouping)}`);
+  let depth = 1;
+  if (values.depth !== undefined) {
+    if (!/^\d+$/.test(values.depth) || Number(values.depth) < 1) throw new UsageError(`--depth must be a positive integer, got ${JSON.stringify(values.depth)}`);
+    if (grouping === 'one') throw new UsageError('--depth applies to --group folder, not --group one');
+    depth = Number(values.depth);
+  }
+  let targetBundleBytes = 16 * 1024 * 1024;
+  if (values['target-mb'] !== undefined) {
+    const text = values['target-mb'];
+    const megabytes = /^\d+(\.\d+)?$|^\.\d+$/.test(text) ? Number(text) : Number.NaN;
+    // SPEC §8: the target is floor(n × 1,048,576) bytes.
+    targetBundleBytes = Math.floor(megabytes * 1048576);
+    if (!Number.isFinite(megabytes) || targetBundleBytes < 1) throw new UsageError(`--target-mb must be a number above 0 (MiB, decimals allowed), got ${JSON.stringify(text)}`);
+    if (!Number.isSafeInteger(targetBundleBytes)) throw new UsageError(`--target-mb ${text} is too large`);
+  }
+  if (values['opaque-ids'] && !values.salt) throw new UsageError('--opaque-ids needs --salt <text>');
+  if (values.salt !== undefined && !values['opaque-ids']) throw new UsageError('--salt is only used with --opaque-ids');
+  if (values.salt === '') throw new UsageError('--salt must not be empty');
+  if (values['root-path'] !== undefined && values['root-path'].trim() === '') throw new UsageError('--root-path must not be blank');
+  return {
+    input: positionals[0]!,
+    out: values.out ?? 'build/published',
+    grouping,
+    depth,
+    targetBundleBytes,
+    ...(values['opaque-ids'] ? { salt: values.salt! } : {}),
+    urlPrefix: values['url-prefix'] ?? 'bundles',
+    ...(values.root !== undefined ? { root: values.root } : {}),
+    ...(values['root-path'] !== undefined ? { rootPath: values['root-path'] } : {}),
+    json: values.json ?? false,
+  };
+}
+
+async function loadInput(args: PublishArguments, onHashed: (bytes: number) => void) {
+  let info;
+  try {
+    info = await stat(args.input);
+  } catch (error) {
+    throw new CommandFailure(`${args.input}: no such file or folder`);
+  }
+  if (info.isDirectory()) {
+    if (args.root !== undefined) throw new UsageError('--root applies to a loose index input, not a folder');
+    const { index, files } = await looseIndexFromFolder(args.input, {
+      exclude: [args.out],
+      ...(args.rootPath !== undefined ? { rootPath: args.rootPath } : {}),
+      onProgress: ({ bytes }) => onHashed(bytes),
+    });
+    const onDisk = new Map(files.map((file) => [file.path, file.absolutePath]));
+    return { looseIndex: index, read: diskReader((entry) => onDisk.get(entry.path)!) };
+  }
+  if (args.rootPath !== undefined) throw new UsageError('--root-path applies to a folder input; a loose index has its own rootPath');
+  const parsed = parseProjectIndexJson(await readFile(args.input, 'utf8'), { url: args.input });
+  if (parsed.formatVersion !== 2) throw new CommandFailure(`${args.input}: formatVersion ${parsed.formatVersion} is already bundled; publish takes a loose (formatVersion 2) index or a folder`);
+  return { looseIndex: parsed as LooseIndex, read: diskReader(looseFileLocator(resolve(args.input), args.root)) };
+}
+
+export const publishCommand: Command = {
+  name: 'publish',
+  summary: 'pack a folder or loose index into bundles (the default command)',
+  help: HELP,
+  async run(argv, { stdout, stderr }) {
+    const args = parsePublishArguments(argv);
+    if (args === 'help') {
+      stdout.write(`${HELP}\n`);
+      return 0;
+    }
+    const progress = progressLine(stderr, !args.json);
+    const started = Date.now();
+    const { looseIndex, read } = await loadInput(args, (bytes) => progress.update(`indexing ${args.input}: ${formatBytes(bytes)} hashed`));
+    const summary = await publishToDirectory({
+      looseIndex,
+      read,
+      outDir: args.out,
+      grouping: args.grouping === 'one' ? oneGroup() : groupByFolder(args.depth),
+      targetBundleBytes: args.targetBundleBytes,
+      pathIds: args.salt !== undefined ? { salt: args.salt } : null,
+      bundleUrlPrefix: args.urlPrefix,
+      onProgress: (p) => progress.update(`bundling: ${p.bundlesDone}/${p.bundlesTotal} bundles, ${formatBytes(p.bytesDone)} of ${formatBytes(p.bytesTotal)}`),
+    });
+    progress.clear();
+    const seconds = (Date.now() - started) / 1000;
+    if (args.json) {
+      const { index, ...counts } = summary;
+      stdout.write(`${JSON.stringify({ ok: true, out: args.out, files: index.files.length, ...counts, seconds }, null, 2)}\n`);
+    } else {
+      stdout.write(
+        `Published ${summary.index.files.length} files in ${summary.bundles} bundles (${formatBytes(summary.bytes)}) to ${args.out} in ${seconds.toFixed(1)} s\n` +
+          `  new:           ${summary.newBundles} bundles, ${formatBytes(summary.newBytes)} (${summary.newBytes} bytes) to upload\n` +
+          `  already there: ${summary.existingBundles} bundles, ${formatBytes(summary.existingBytes)}\n` +
+          `  index:         ${summary.indexPath}\n`,
+      );
+    }
+    return 0;
+  },
+};

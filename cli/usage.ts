@@ -1,0 +1,70 @@
+/** Command-line plumbing shared by the commands: usage errors, output, the progress line. */
+import { parseArgs, type ParseArgsConfig } from 'node:util';
+
+/** A wrong command line: exit code 2 (SPEC §8). */
+export class UsageError extends Error {
+  override name = 'UsageError';
+}
+
+/** A command that ran and failed: exit code 1, with the message already naming what failed. */
+export class CommandFailure extends Error {
+  override name = 'CommandFailure';
+}
+
+export interface CommandContext {
+  stdout: NodeJS.WritableStream & { isTTY?: boolean };
+  stderr: NodeJS.WritableStream & { isTTY?: boolean };
+}
+
+export interface Command {
+  name: string;
+  summary: string;
+  help: string;
+  /** Resolves to the exit code. */
+  run(argv: string[], context: CommandContext): Promise<number>;
+}
+
+type Options = NonNullable<ParseArgsConfig['options']>;
+
+/** `parseArgs` whose complaints become `UsageError`s naming the flag. */
+export type ParsedValues<T extends Options> = { [K in keyof T]?: T[K]['type'] extends 'string' ? string : boolean } & { help?: boolean };
+
+export function parseCommandLine<T extends Options>(argv: string[], options: T): { values: ParsedValues<T>; positionals: string[] } {
+  try {
+    return parseArgs({ args: argv, options: { ...options, help: { type: 'boolean', short: 'h' } }, allowPositionals: true, strict: true }) as { values: ParsedValues<T>; positionals: string[] };
+  } catch (error) {
+    throw new UsageError((error as Error).message);
+  }
+}
+
+/** A progress line that rewrites itself, only when stderr is a terminal. */
+export function progressLine(stderr: CommandContext['stderr'], enabled: boolean) {
+  const active = enabled && stderr.isTTY === true;
+  let last = 0;
+  let shown = false;
+  return {
+    update(text: string) {
+      if (!active) return;
+      const now = Date.now();
+      if (now - last < 100) return;
+      last = now;
+      shown = true;
+      stderr.write(`\r\x1b[2K${text}`);
+    },
+    clear() {
+      if (active && shown) stderr.write('\r\x1b[2K');
+    },
+  };
+}
+
+export function formatBytes(bytes: number): string {
+  if (bytes < 1024) return `${bytes} B`;
+  const units = ['KiB', 'MiB', 'GiB', 'TiB'];
+  let value = bytes / 1024;
+  let unit = 0;
+  while (value >= 1024 && unit < units.length - 1) {
+    value /= 1024;
+    unit++;
+  }
+  return `${value.toFixed(value < 10 ? 2 : 1)} ${units[unit]}`;
+}

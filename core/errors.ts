@@ -1,0 +1,105 @@
+/**
+ * Typed errors with a stable `code` (SPEC §7 "Errors"). Each is a small class with a literal
+ * `name`, so `instanceof` and `error.code` both work across bundlers.
+ */
+export type AwakeErrorCode =
+  | 'E_UNSAFE_PATH'
+  | 'E_INDEX_INVALID'
+  | 'E_INDEX_VERSION'
+  | 'E_BUNDLE_FORMAT'
+  | 'E_BUNDLE_INTEGRITY'
+  | 'E_FILE_INTEGRITY'
+  | 'E_NOT_FOUND'
+  | 'E_HTTP'
+  | 'E_NETWORK'
+  | 'E_TIMEOUT'
+  | 'E_ABORTED'
+  | 'E_RANGE'
+  | 'E_PUBLISH_INPUT'
+  | 'E_CACHE';
+
+export interface AwakeErrorDetails {
+  url?: string;
+  path?: string;
+  id?: string;
+  cause?: unknown;
+}
+
+export class AwakeError extends Error {
+  override name = 'AwakeError';
+  readonly code: AwakeErrorCode;
+  readonly url?: string;
+  readonly path?: string;
+  readonly id?: string;
+
+  constructor(code: AwakeErrorCode, message: string, details: AwakeErrorDetails = {}) {
+    super(message, details.cause === undefined ? undefined : { cause: details.cause });
+    this.code = code;
+    if (details.url !== undefined) this.url = details.url;
+    if (details.path !== undefined) this.path = details.path;
+    if (details.id !== undefined) this.id = details.id;
+  }
+}
+
+/** An index (SPEC §2–3) that breaks one or more rules; `problems` names every one of them. */
+export class IndexValidationError extends AwakeError {
+  override name = 'IndexValidationError';
+  readonly problems: string[];
+  constructor(problems: string[], details: AwakeErrorDetails = {}) {
+    super('E_INDEX_INVALID', `invalid project index${details.url ? ` ${details.url}` : ''}:\n  ${problems.join('\n  ')}`, details);
+    this.problems = problems;
+  }
+}
+
+/** An index whose `formatVersion` this reader does not know (SPEC §3). */
+export class UnsupportedIndexVersionError extends AwakeError {
+  override name = 'UnsupportedIndexVersionError';
+  readonly found: unknown;
+  constructor(found: unknown, details: AwakeErrorDetails = {}) {
+    super('E_INDEX_VERSION', `unsupported project index formatVersion ${JSON.stringify(found)}; this reader knows formatVersion 2 and 3`, details);
+    this.found = found;
+  }
+}
+
+export type BundlePart = 'header' | 'table' | 'members' | 'bundle';
+
+/** Bytes that are not a well-formed AWKB v1 bundle (SPEC §5 reader checks). */
+export class BundleFormatError extends AwakeError {
+  override name = 'BundleFormatError';
+  readonly part: 'header' | 'table';
+  constructor(part: 'header' | 'table', message: string, details: AwakeErrorDetails = {}) {
+    super('E_BUNDLE_FORMAT', `AWKB ${part}: ${message}`, details);
+    this.part = part;
+  }
+}
+
+/**
+ * A bundle that does not match what the index says (SPEC §7 "Verified"): its size or SHA-256,
+ * its table, or the named members. `damaged` lists every damaged member's path or id.
+ */
+export class BundleIntegrityError extends AwakeError {
+  override name = 'BundleIntegrityError';
+  readonly part: BundlePart;
+  readonly damaged: string[];
+  constructor(part: BundlePart, message: string, damaged: string[] = [], details: AwakeErrorDetails = {}) {
+    super('E_BUNDLE_INTEGRITY', message, details);
+    this.part = part;
+    this.damaged = damaged;
+  }
+}
+
+/** A loose file or a single member whose bytes do not match its index entry. */
+export class FileIntegrityError extends AwakeError {
+  override name = 'FileIntegrityError';
+  constructor(message: string, details: AwakeErrorDetails = {}) {
+    super('E_FILE_INTEGRITY', message, details);
+  }
+}
+
+/** A path that breaks SPEC §1. */
+export class UnsafePathError extends AwakeError {
+  override name = 'UnsafePathError';
+  constructor(path: string, reason: string) {
+    super('E_UNSAFE_PATH', `unsafe project path ${JSON.stringify(path)}: ${reason}`, { path });
+  }
+}

@@ -1,0 +1,69 @@
+/** Project paths and key order (SPEC §1, and "key order" in the preamble). */
+import { UnsafePathError } from '../errors.js';
+
+const encoder = new TextEncoder();
+const MAX_KEY_BYTES = 0xffff;
+
+export function utf8(text: string): Uint8Array {
+  return encoder.encode(text);
+}
+
+/** Why `path` is not a safe project path, or `undefined` when it is (SPEC §1). */
+export function unsafePathReason(path: unknown): string | undefined {
+  if (typeof path !== 'string') return 'not a string';
+  if (path.length === 0) return 'empty';
+  if (path.includes('\\')) return 'contains a backslash';
+  if (path.startsWith('/')) return 'starts with /';
+  if (/^[A-Za-z]:/.test(path)) return 'starts with a drive prefix';
+  for (const segment of path.split('/')) {
+    if (segment === '') return 'has an empty segment';
+    if (segment === '.' || segment === '..') return `has a "${segment}" segment`;
+  }
+  if (path.includes('\0')) return 'contains a NUL character';
+  // In u-mode a surrogate pair is one code point, so this finds only lone surrogates,
+  // which have no UTF-8 form.
+  if (/[\uD800-\uDFFF]/u.test(path)) return 'is not well-formed Unicode (lone surrogate)';
+  if (utf8(path).length > MAX_KEY_BYTES) return 'is longer than 65,535 UTF-8 bytes';
+  return undefined;
+}
+
+export function isSafePath(path: unknown): path is string {
+  return unsafePathReason(path) === undefined;
+}
+
+export function assertSafePath(path: string): void {
+  const reason = unsafePathReason(path);
+  if (reason !== undefined) throw new UnsafePathError(path, reason);
+}
+
+/**
+ * Compares two strings by their UTF-8 bytes as unsigned bytes. That equals comparing by code
+ * point, which differs from JavaScript's UTF-16 `<` above U+FFFF (a surrogate 0xD800 sorts
+ * below U+E000..U+FFFF in UTF-16 but above them in UTF-8).
+ */
+export function compareKeys(a: string, b: string): number {
+  const length = Math.min(a.length, b.length);
+  for (let i = 0; i < length; i++) {
+    const x = a.codePointAt(i)!;
+    const y = b.codePointAt(i)!;
+    if (x !== y) return x < y ? -1 : 1;
+    if (x > 0xffff) i++; // skip the low surrogate of this pair
+  }
+  return a.length === b.length ? 0 : a.length < b.length ? -1 : 1;
+}
+
+/** Compares raw UTF-8 byte strings as unsigned bytes. */
+export function compareBytes(a: Uint8Array, b: Uint8Array): number {
+  const length = Math.min(a.length, b.length);
+  for (let i = 0; i < length; i++) {
+    if (a[i] !== b[i]) return a[i]! < b[i]! ? -1 : 1;
+  }
+  return a.length - b.length;
+}
+
+/** The URL of a loose file under `prefix` (SPEC §2): each segment through encodeURIComponent. */
+export function looseFileUrl(path: string, prefix = 'files'): string {
+  const encoded = path.split('/').map(encodeURIComponent).join('/');
+  const trimmed = prefix.replace(/\/+$/, '');
+  return trimmed === '' ? encoded : `${trimmed}/${encoded}`;
+}

@@ -1,0 +1,261 @@
+/**
+ * The project index: formatVersion 2 (loose files, SPEC §2) and 3 (bundles, SPEC §3). Parsing
+ * checks every rule and names every broken one; `serializeIndex` writes the canonical JSON.
+ */
+import { IndexValidationError, UnsupportedIndexVersionError } from '../errors.js';
+import { PATH_ID_ALGORITHM, type PathIds } from './ids.js';
+import { compareKeys, unsafePathReason } from './paths.js';
+
+export interface LooseFileEntry {
+  path: string;
+  sizeBytes: number;
+  sha256: string;
+  url: string;
+}
+
+export interface LooseIndex {
+  formatVersion: 2;
+  rootPath: string;
+  files: LooseFileEntry[];
+}
+
+export interface BundleEntry {
+  sha256: string;
+  sizeBytes: number;
+  url: string;
+}
+
+/** A formatVersion 3 entry: keyed by `path` or `id`; located by `url` or by `bundle` + `offset`. */
+export interface BundledFileEntry {
+  path?: string;
+  id?: string;
+  sizeBytes: number;
+  sha256: string;
+  url?: string;
+  bundle?: string;
+  offset?: number;
+}
+
+export interface BundledIndex {
+  formatVersion: 3;
+  rootPath: string;
+  pathIds?: PathIds;
+  bundles: BundleEntry[];
+  files: BundledFileEntry[];
+}
+
+export type ProjectIndex = LooseIndex | BundledIndex;
+
+export const KNOWN_FORMAT_VERSIONS = [2, 3] as const;
+
+const SHA256_HEX = /^[0-9a-f]{64}$/;
+
+type Json = Record<string, unknown>;
+
+function isObject(value: unknown): value is Json {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+function isSize(value: unknown): value is number {
+  return typeof value === 'number' && Number.isSafeInteger(value) && value >= 0;
+}
+
+function isNonEmptyString(value: unknown): value is string {
+  return typeof value === 'string' && value.length > 0;
+}
+
+class Problems {
+  readonly list: string[] = [];
+  add(where: string, what: string): void {
+    this.list.push(`${where} ${what}`);
+  }
+}
+
+export interface ParseIndexOptions {
+  /** Named in errors: where the index came from. */
+  url?: string;
+}
+
+/**
+ * Checks an index object (as parsed from JSON) against SPEC §2–3 and returns it typed. A
+ * formatVersion other than 2 or 3 throws `UnsupportedIndexVersionError`; any other broken rule
+ * throws one `IndexValidationError` that lists them all.
+ */
+export function parseProjectIndex(value: unknown, options: ParseIndexOptions = {}): ProjectIndex {
+  const details = options.url === undefined ? {} : { url: options.url };
+  if (!isObject(value)) throw new IndexValidationError(['index is not a JSON object'], details);
+  const version = value.formatVersion;
+  if (version !== 2 && version !== 3) throw new UnsupportedIndexVersionError(version, details);
+  const problems = new Problems();
+  if (typeof value.rootPath !== 'string' || value.rootPath.trim() === '') problems.add('rootPath', 'must be a non-blank string');
+  if (!Array.isArray(value.files)) {
+    problems.add('files', 'must be an array');
+    throw new IndexValidationError(problems.list, details);
+  }
+  if (version === 2) checkLooseFiles(value.files, problems);
+  else checkBundledIndex(value, value.files, problems);
+  if (problems.list.length > 0) throw new IndexValidationError(problems.list, details);
+  return value as unknown as ProjectIndex;
+}
+
+/** Parses index JSON text; bad JSON is an `IndexValidationError` too. */
+export function parseProjectIndexJson(text: string, options: ParseIndexOptions = {}): ProjectIndex {
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch (error) {
+    throw new IndexValidationError([`not valid JSON: ${(error as Error).message}`], { ...(options.url === undefined ? {} : { url: options.url }), cause: error });
+  }
+  return parseProjectIndex(value, options);
+}
+
+function checkCommonEntryFields(entry: Json, where: string, problems: Problems): void {
+  if (!isSize(entry.sizeBytes)) problems.add(`${where}.sizeBytes`, 'must be a non-negative integer no larger than 2^53 − 1');
+  if (typeof entry.sha256 !== 'string' || !SHA256_HEX.test(entry.sha256)) problems.add(`${where}.sha256`, 'must be 64 lowercase hex digits');
+}
+
+function checkPath(entry: Json, where: string, problems: Problems): void {
+  const reason = unsafePathReason(entry.path);
+  if (reason !== undefined) problems.add(`${where}.path`, `${JSON.stringify(entry.path)} is not a safe path: ${reason}`);
+}
+
+function checkUniqueKeys(keys: (string | undefined)[], field: string, problems: Problems): void {
+  const firstIndex = new Map<string, number>();
+  keys.forEach((key, i) => {
+    if (key === undefined) return;
+    const first = firstIndex.get(key);
+    if (first === undefined) firstIndex.set(key, i);
+    else problems.add(`files[${i}].${field}`, `${JSON.stringify(key)} repeats files[${first}].${field}`);
+  });
+}
+
+function checkLooseFiles(files: unknown[], problems: Problems): void {
+  const keys: (string | undefined)[] = [];
+  files.forEach((entry, i) => {
+    const where = `files[${i}]`;
+    if (!isObject(entry)) {
+      problems.add(where, 'must be an object');
+      keys.push(undefined);
+      return;
+    }
+    checkPath(entry, where, problems);
+    checkCommonEntryFields(entry, where, problems);
+    if (!isNonEmptyString(entry.url)) problems.add(`${where}.url`, 'must be a non-empty string');
+    keys.push(typeof entry.path === 'string' ? entry.path : undefined);
+  });
+  checkUniqueKeys(keys, 'path', problems);
+}
+
+function checkBundledIndex(index: Json, files: unknown[], problems: Problems): void {
+  const usesIds = index.pathIds !== undefined;
+  if (usesIds) {
+    const pathIds = index.pathIds;
+    if (!isObject(pathIds)) problems.add('pathIds', 'must be an object');
+    else {
+      if (pathIds.algorithm !== PATH_ID_ALGORITHM) problems.add('pathIds.algorithm', `must be "${PATH_ID_ALGORITHM}", found ${JSON.stringify(pathIds.algorithm)}`);
+      if (!isNonEmptyString(pathIds.salt)) problems.add('pathIds.salt', 'must be a non-empty string');
+    }
+  }
+  const bundleSizes = new Map<string, number>();
+  const bundleUse = new Map<string, number>();
+  const bundlePosition = new Map<string, number>();
+  if (!Array.isArray(index.bundles)) problems.add('bundles', 'must be an array');
+  else {
+    index.bundles.forEach((bundle, i) => {
+      const where = `bundles[${i}]`;
+      if (!isObject(bundle)) return problems.add(where, 'must be an object');
+      if (typeof bundle.sha256 !== 'string' || !SHA256_HEX.test(bundle.sha256)) problems.add(`${where}.sha256`, 'must be 64 lowercase hex digits');
+      else if (bundleSizes.has(bundle.sha256)) problems.add(`${where}.sha256`, `${bundle.sha256} is listed twice`);
+      if (!isSize(bundle.sizeBytes)) problems.add(`${where}.sizeBytes`, 'must be a non-negative integer no larger than 2^53 − 1');
+      if (!isNonEmptyString(bundle.url)) problems.add(`${where}.url`, 'must be a non-empty string');
+      if (typeof bundle.sha256 === 'string' && !bundleSizes.has(bundle.sha256)) {
+        bundleSizes.set(bundle.sha256, isSize(bundle.sizeBytes) ? bundle.sizeBytes : Number.NaN);
+        bundleUse.set(bundle.sha256, 0);
+        bundlePosition.set(bundle.sha256, i);
+      }
+    });
+  }
+
+  const keys: (string | undefined)[] = [];
+  files.forEach((entry, i) => {
+    const where = `files[${i}]`;
+    if (!isObject(entry)) {
+      problems.add(where, 'must be an object');
+      keys.push(undefined);
+      return;
+    }
+    if (usesIds) {
+      if (entry.path !== undefined) problems.add(`${where}.path`, 'must be absent when pathIds is set (ids replace paths)');
+      if (typeof entry.id !== 'string' || !SHA256_HEX.test(entry.id)) problems.add(`${where}.id`, 'must be 64 lowercase hex digits when pathIds is set');
+      keys.push(typeof entry.id === 'string' ? entry.id : undefined);
+    } else {
+      if (entry.id !== undefined) problems.add(`${where}.id`, 'must be absent without pathIds');
+      checkPath(entry, where, problems);
+      keys.push(typeof entry.path === 'string' ? entry.path : undefined);
+    }
+    checkCommonEntryFields(entry, where, problems);
+    const hasUrl = entry.url !== undefined;
+    const hasBundle = entry.bundle !== undefined || entry.offset !== undefined;
+    if (hasUrl && hasBundle) problems.add(where, 'has both url and bundle/offset; an entry is either a loose file or a member');
+    else if (hasUrl) {
+      if (!isNonEmptyString(entry.url)) problems.add(`${where}.url`, 'must be a non-empty string');
+    } else if (entry.bundle === undefined || entry.offset === undefined) {
+      problems.add(where, 'needs either url, or both bundle and offset');
+    } else {
+      checkMemberPlacement(entry, where, bundleSizes, bundleUse, problems);
+    }
+  });
+  checkUniqueKeys(keys, usesIds ? 'id' : 'path', problems);
+  for (const [sha256, uses] of bundleUse) {
+    if (uses === 0) problems.add(`bundles[${bundlePosition.get(sha256)}]`, `${sha256} holds no entry; every listed bundle must hold at least one`);
+  }
+}
+
+function checkMemberPlacement(entry: Json, where: string, bundleSizes: Map<string, number>, bundleUse: Map<string, number>, problems: Problems): void {
+  const bundle = entry.bundle;
+  if (typeof bundle !== 'string' || !bundleSizes.has(bundle)) {
+    problems.add(`${where}.bundle`, `${JSON.stringify(bundle)} names no listed bundle`);
+    return;
+  }
+  bundleUse.set(bundle, bundleUse.get(bundle)! + 1);
+  if (!isSize(entry.offset)) return problems.add(`${where}.offset`, 'must be a non-negative integer');
+  const bundleSize = bundleSizes.get(bundle)!;
+  if (isSize(entry.sizeBytes) && Number.isFinite(bundleSize) && entry.offset + entry.sizeBytes > bundleSize) {
+    problems.add(`${where}.offset`, `${entry.offset} + sizeBytes ${entry.sizeBytes} lies outside bundle ${bundle.slice(0, 12)}… of ${bundleSize} bytes`);
+  }
+}
+
+/** The key an entry is looked up by: its path, or its id when ids replace paths. */
+export function entryKey(entry: { path?: string; id?: string }): string {
+  return entry.path ?? entry.id!;
+}
+
+/**
+ * Canonical JSON (SPEC §2–3): keys in the order the SPEC shows, `files` sorted by key in key
+ * order, two-space indent, final newline. Unknown fields are dropped.
+ */
+export function serializeIndex(index: ProjectIndex): string {
+  const files = [...index.files].sort((a, b) => compareKeys(entryKey(a), entryKey(b)));
+  let canonical: unknown;
+  if (index.formatVersion === 2) {
+    canonical = {
+      formatVersion: 2,
+      rootPath: index.rootPath,
+      files: (files as LooseFileEntry[]).map(({ path, sizeBytes, sha256, url }) => ({ path, sizeBytes, sha256, url })),
+    };
+  } else {
+    canonical = {
+      formatVersion: 3,
+      rootPath: index.rootPath,
+      ...(index.pathIds ? { pathIds: { algorithm: index.pathIds.algorithm, salt: index.pathIds.salt } } : {}),
+      bundles: index.bundles.map(({ sha256, sizeBytes, url }) => ({ sha256, sizeBytes, url })),
+      files: (files as BundledFileEntry[]).map((entry) => ({
+        ...(entry.path !== undefined ? { path: entry.path } : { id: entry.id }),
+        sizeBytes: entry.sizeBytes,
+        sha256: entry.sha256,
+        ...(entry.url !== undefined ? { url: entry.url } : { bundle: entry.bundle, offset: entry.offset }),
+      })),
+    };
+  }
+  return `${JSON.stringify(canonical, null, 2)}\n`;
+}

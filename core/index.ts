@@ -1,0 +1,11 @@
+/** awake-bundle core: the AWKB format, project indexes, opaque ids, the bundle writer, reading. */
+export * from './errors.js';
+export * from './format/paths.js';
+export * from './format/ids.js';
+export * from './format/awkb.js';
+export * from './format/project-index.js';
+export { sha256Hex, sha256HexSync, createSha256, toHex, fromHex, type IncrementalSha256 } from './hash.js';
+export * from './publish/grouping.js';
+export * from './publish/plan.js';
+export * from './publish/bundle-writer.js';
+export * from './read/verify.js';

@@ -1,0 +1,81 @@
+/**
+ * Checking a fetched bundle against the index (SPEC §7 "Verified"): its listed size and
+ * SHA-256, then each member against its entry. A bundle that fails is rejected whole, and the
+ * error names every damaged member, or the `header` or `table` when no member is damaged.
+ */
+import { BundleFormatError, BundleIntegrityError, FileIntegrityError } from '../errors.js';
+import { decodeBundle, type DecodedBundle } from '../format/awkb.js';
+import type { BundleEntry } from '../format/project-index.js';
+import { sha256Hex } from '../hash.js';
+
+/** What the index says of one member of a bundle. */
+export interface ExpectedMember {
+  /** The table key: path, or id when ids replace paths. */
+  key: string;
+  offset: number;
+  sizeBytes: number;
+  sha256: string;
+}
+
+export interface VerifiedMember extends ExpectedMember {
+  /** A view into the bundle bytes. */
+  bytes: Uint8Array;
+}
+
+/**
+ * Verifies `bytes` as the bundle `listing` holding `members`, and returns each member's bytes
+ * (views into `bytes`). Throws `BundleIntegrityError` naming every damaged member, or the part.
+ */
+export async function verifyBundle(bytes: Uint8Array, listing: BundleEntry, members: readonly ExpectedMember[], url?: string): Promise<VerifiedMember[]> {
+  const wholeMatches = bytes.length === listing.sizeBytes && (await sha256Hex(bytes)) === listing.sha256;
+  const verified: VerifiedMember[] = [];
+  const damaged: string[] = [];
+  for (const member of members) {
+    const inside = member.offset + member.sizeBytes <= bytes.length;
+    const memberBytes = inside ? bytes.subarray(member.offset, member.offset + member.sizeBytes) : undefined;
+    if (memberBytes && (await sha256Hex(memberBytes)) === member.sha256) verified.push({ ...member, bytes: memberBytes });
+    else damaged.push(member.key);
+  }
+  if (wholeMatches && damaged.length === 0) return verified;
+
+  const details = url === undefined ? {} : { url };
+  const what = `bundle ${listing.sha256}`;
+  if (damaged.length > 0) {
+    const structure = structuralProblem(bytes, members);
+    throw new BundleIntegrityError('members', `${what}: damaged member${damaged.length > 1 ? 's' : ''} ${damaged.map((key) => JSON.stringify(key)).join(', ')}${structure ? `; also ${structure.message}` : ''}`, damaged, { ...details, ...(damaged.length === 1 ? { path: damaged[0]! } : {}) });
+  }
+  const structure = structuralProblem(bytes, members);
+  if (structure) throw new BundleIntegrityError(structure.part, `${what}: ${structure.message}`, [], { ...details, cause: structure.cause });
+  const size = bytes.length === listing.sizeBytes ? '' : ` (${bytes.length} bytes, listed ${listing.sizeBytes})`;
+  throw new BundleIntegrityError('header', `${what}: bytes do not match the listed SHA-256${size}, though every member does`, [], details);
+}
+
+/** What is wrong with the header or table, if anything, judged against the index's members. */
+function structuralProblem(bytes: Uint8Array, members: readonly ExpectedMember[]): { part: 'header' | 'table'; message: string; cause?: unknown } | undefined {
+  let decoded: DecodedBundle;
+  try {
+    decoded = decodeBundle(bytes);
+  } catch (error) {
+    if (error instanceof BundleFormatError) return { part: error.part, message: error.message, cause: error };
+    throw error;
+  }
+  const byKey = new Map(decoded.records.map((record) => [record.key, record]));
+  for (const member of members) {
+    const record = byKey.get(member.key);
+    if (!record) return { part: 'table', message: `AWKB table: no record for ${JSON.stringify(member.key)}` };
+    if (record.offset !== member.offset || record.sizeBytes !== member.sizeBytes || record.sha256 !== member.sha256) {
+      return { part: 'table', message: `AWKB table: record ${JSON.stringify(member.key)} differs from its index entry` };
+    }
+  }
+  return undefined;
+}
+
+/** Checks one loose file, or one member read alone by range, against its entry. */
+export async function verifyFileBytes(bytes: Uint8Array, expected: { sizeBytes: number; sha256: string }, where: { url?: string; path?: string; id?: string }): Promise<void> {
+  const name = where.path ?? where.id ?? where.url ?? 'file';
+  if (bytes.length !== expected.sizeBytes) {
+    throw new FileIntegrityError(`${name}: got ${bytes.length} bytes, the index says ${expected.sizeBytes}`, where);
+  }
+  const actual = await sha256Hex(bytes);
+  if (actual !== expected.sha256) throw new FileIntegrityError(`${name}: SHA-256 ${actual} differs from the index's ${expected.sha256}`, where);
+}
