@@ -40,14 +40,19 @@ export async function verifyBundle(bytes: Uint8Array, listing: BundleEntry, memb
 
   const details = url === undefined ? {} : { url };
   const what = `bundle ${listing.sha256}`;
-  if (damaged.length > 0) {
-    const structure = structuralProblem(bytes, members);
-    throw new BundleIntegrityError('members', `${what}: damaged member${damaged.length > 1 ? 's' : ''} ${damaged.map((key) => JSON.stringify(key)).join(', ')}${structure ? `; also ${structure.message}` : ''}`, damaged, { ...details, ...(damaged.length === 1 ? { path: damaged[0]! } : {}) });
-  }
   const structure = structuralProblem(bytes, members);
-  if (structure) throw new BundleIntegrityError(structure.part, `${what}: ${structure.message}`, [], { ...details, cause: structure.cause });
+  // A broken header means nothing after it can be placed (a truncated file has no members at
+  // all), so the header is named alone; otherwise damaged members come first, then the table.
+  if (structure?.part === 'header' || (structure && damaged.length === 0)) {
+    throw new BundleIntegrityError(structure.part, `${what}: ${structure.message}`, [], { ...details, cause: structure.cause });
+  }
+  if (damaged.length > 0) {
+    const also = structure ? `; also ${structure.message}` : '';
+    const names = damaged.map((key) => JSON.stringify(key)).join(', ');
+    throw new BundleIntegrityError('members', `${what}: damaged member${damaged.length > 1 ? 's' : ''} ${names}${also}`, damaged, { ...details, ...(damaged.length === 1 ? { path: damaged[0]! } : {}) });
+  }
   const size = bytes.length === listing.sizeBytes ? '' : ` (${bytes.length} bytes, listed ${listing.sizeBytes})`;
-  throw new BundleIntegrityError('header', `${what}: bytes do not match the listed SHA-256${size}, though every member does`, [], details);
+  throw new BundleIntegrityError('header', `${what}: bytes do not match the listed SHA-256${size}, though every member and the table do`, [], details);
 }
 
 /** What is wrong with the header or table, if anything, judged against the index's members. */

@@ -1,0 +1,163 @@
+/** Project indexes (SPEC §2–3), paths (§1) and opaque ids (§4). */
+import { createHmac } from 'node:crypto';
+import fc from 'fast-check';
+import {
+  compareKeys, IndexValidationError, isSafePath, looseFileUrl, opaqueId, parseProjectIndex, parseProjectIndexJson,
+  serializeIndex, UnsupportedIndexVersionError, type BundledIndex, type LooseIndex,
+} from '../core/index.js';
+
+const hex = (c: string) => c.repeat(64);
+
+function loose(files: LooseIndex['files']): LooseIndex {
+  return { formatVersion: 2, rootPath: '/project', files };
+}
+
+function problemsOf(value: unknown): string[] {
+  try {
+    parseProjectIndex(value);
+  } catch (error) {
+    if (error instanceof IndexValidationError) return error.problems;
+    throw error;
+  }
+  return [];
+}
+
+describe('paths (SPEC §1)', () => {
+  test.each(['a', 'a/b.png', 'späce name.txt', 'Ａ/😀', '.hidden/x', 'a..b'])('%s is safe', (path) => {
+    expect(isSafePath(path)).toBe(true);
+  });
+  test.each(['', '/a', 'a\\b', 'C:/x', 'c:x', 'a//b', 'a/', './a', 'a/./b', '../a', 'a/..', '\ud800x'])('%j is unsafe', (path) => {
+    expect(isSafePath(path)).toBe(false);
+  });
+  test('a path longer than 65,535 UTF-8 bytes is unsafe', () => {
+    expect(isSafePath('é'.repeat(32768))).toBe(false);
+    expect(isSafePath('a'.repeat(65535))).toBe(true);
+  });
+  test('compareKeys orders by UTF-8 bytes', () => {
+    fc.assert(fc.property(fc.string({ unit: 'grapheme' }), fc.string({ unit: 'grapheme' }), (a, b) => {
+      const bytes = Buffer.compare(Buffer.from(a, 'utf8'), Buffer.from(b, 'utf8'));
+      expect(Math.sign(compareKeys(a, b))).toBe(bytes);
+    }));
+  });
+  test('loose URLs encode each segment', () => {
+    expect(looseFileUrl('assets/späce name.txt')).toBe('files/assets/sp%C3%A4ce%20name.txt');
+    expect(looseFileUrl('a/#?.txt', 'cdn/files/')).toBe('cdn/files/a/%23%3F.txt');
+  });
+});
+
+describe('opaque ids (SPEC §4)', () => {
+  test('match HMAC-SHA256 from node:crypto, for non-ASCII salts and paths', () => {
+    fc.assert(fc.property(fc.string({ minLength: 1, unit: 'grapheme' }), fc.string({ unit: 'grapheme' }), (salt, path) => {
+      expect(opaqueId(salt, path)).toBe(createHmac('sha256', Buffer.from(salt, 'utf8')).update(Buffer.from(path, 'utf8')).digest('hex'));
+    }));
+  });
+  test('known vector', () => {
+    expect(opaqueId('sält', 'assets/harbor/tex/t0.png')).toBe('0ce7f2e5174b2eccf4726425ebff720a0088dc961880b1482e14804e82ac02e1');
+  });
+  test('an empty salt is refused', () => {
+    expect(() => opaqueId('', 'a')).toThrow(/non-empty salt/);
+  });
+});
+
+describe('parseProjectIndex', () => {
+  test('accepts a good loose index', () => {
+    const index = loose([{ path: 'a.txt', sizeBytes: 1, sha256: hex('a'), url: 'files/a.txt' }]);
+    expect(parseProjectIndex(index)).toBe(index);
+  });
+
+  test('names every broken rule of a loose index, with its place', () => {
+    const problems = problemsOf({
+      formatVersion: 2,
+      rootPath: '  ',
+      files: [
+        { path: '../a', sizeBytes: -1, sha256: hex('A'), url: '' },
+        { path: 'b', sizeBytes: 2 ** 53, sha256: 'abc', url: 'files/b' },
+        { path: 'b', sizeBytes: 1.5, sha256: hex('b') },
+      ],
+    });
+    expect(problems).toEqual(expect.arrayContaining([
+      expect.stringMatching(/^rootPath /),
+      expect.stringMatching(/^files\[0\]\.path "\.\.\/a" is not a safe path/),
+      expect.stringMatching(/^files\[0\]\.sizeBytes /),
+      expect.stringMatching(/^files\[0\]\.sha256 /),
+      expect.stringMatching(/^files\[0\]\.url /),
+      expect.stringMatching(/^files\[1\]\.sizeBytes /),
+      expect.stringMatching(/^files\[1\]\.sha256 /),
+      expect.stringMatching(/^files\[2\]\.sizeBytes /),
+      expect.stringMatching(/^files\[2\]\.url /),
+      expect.stringMatching(/^files\[2\]\.path "b" repeats files\[1\]\.path/),
+    ]));
+    expect(problems).toHaveLength(10);
+  });
+
+  test.each([1, 4, '3', null, undefined])('refuses formatVersion %p naming it and the known versions', (version) => {
+    expect(() => parseProjectIndex({ formatVersion: version, rootPath: '/p', files: [] })).toThrow(UnsupportedIndexVersionError);
+    expect(() => parseProjectIndex({ formatVersion: version, rootPath: '/p', files: [] })).toThrow(new RegExp(`formatVersion ${JSON.stringify(version) ?? 'undefined'}.*2 and 3`));
+  });
+
+  test('bad JSON is an index error', () => {
+    expect(() => parseProjectIndexJson('{')).toThrow(IndexValidationError);
+  });
+
+  const bundle = { sha256: hex('b'), sizeBytes: 100, url: `bundles/${hex('b')}.awkb` };
+
+  test('accepts a bundled index with members and a loose entry', () => {
+    const index: BundledIndex = {
+      formatVersion: 3, rootPath: '/p', bundles: [bundle],
+      files: [
+        { path: 'a', sizeBytes: 10, sha256: hex('1'), bundle: hex('b'), offset: 90 },
+        { path: 'z', sizeBytes: 5, sha256: hex('2'), url: 'files/z' },
+      ],
+    };
+    expect(parseProjectIndex(index)).toBe(index);
+  });
+
+  test('names every broken rule of a bundled index', () => {
+    const problems = problemsOf({
+      formatVersion: 3, rootPath: '/p',
+      pathIds: { algorithm: 'md5', salt: '' },
+      bundles: [bundle, { sha256: hex('c'), sizeBytes: 10, url: 'x' }],
+      files: [
+        { path: 'a', sizeBytes: 10, sha256: hex('1'), bundle: hex('b'), offset: 95 },
+        { id: hex('2'), sizeBytes: 1, sha256: hex('1'), bundle: hex('d'), offset: 0 },
+        { id: hex('3'), sizeBytes: 1, sha256: hex('1'), url: 'u', bundle: hex('b'), offset: 0 },
+        { id: hex('4'), sizeBytes: 1, sha256: hex('1') },
+      ],
+    });
+    expect(problems).toEqual(expect.arrayContaining([
+      expect.stringMatching(/^pathIds\.algorithm /),
+      expect.stringMatching(/^pathIds\.salt /),
+      expect.stringMatching(/^files\[0\]\.path must be absent/),
+      expect.stringMatching(/^files\[0\]\.id /),
+      expect.stringMatching(/^files\[0\]\.offset 95 \+ sizeBytes 10 lies outside/),
+      expect.stringMatching(/^files\[1\]\.bundle .* names no listed bundle/),
+      expect.stringMatching(/^files\[2\] has both url and bundle/),
+      expect.stringMatching(/^files\[3\] needs either url, or both bundle and offset/),
+      expect.stringMatching(/^bundles\[1\] .* holds no entry/),
+    ]));
+  });
+
+  test('ids without pathIds, and paths mixed with ids, are refused', () => {
+    const problems = problemsOf({ formatVersion: 3, rootPath: '/p', bundles: [], files: [{ id: hex('1'), sizeBytes: 1, sha256: hex('1'), url: 'u' }] });
+    expect(problems).toEqual([expect.stringMatching(/^files\[0\]\.id must be absent/), expect.stringMatching(/^files\[0\]\.path /)]);
+  });
+});
+
+describe('serializeIndex', () => {
+  test('writes keys in SPEC order, files sorted by UTF-8 key, two-space indent and a final newline', () => {
+    const text = serializeIndex({
+      files: [
+        { url: 'files/%F0%9F%98%80', sha256: hex('1'), sizeBytes: 1, path: '😀' },
+        { url: 'files/%EF%BC%A1', sha256: hex('2'), sizeBytes: 2, path: 'Ａ' },
+      ],
+      rootPath: '/project',
+      formatVersion: 2,
+    } as LooseIndex);
+    expect(text.endsWith('}\n')).toBe(true);
+    const parsed = JSON.parse(text);
+    expect(Object.keys(parsed)).toEqual(['formatVersion', 'rootPath', 'files']);
+    expect(Object.keys(parsed.files[0])).toEqual(['path', 'sizeBytes', 'sha256', 'url']);
+    expect(parsed.files.map((f: { path: string }) => f.path)).toEqual(['Ａ', '😀']);
+    expect(text).toContain('\n  "files": [\n    {\n      "path"');
+  });
+});
