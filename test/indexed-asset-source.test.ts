@@ -1,0 +1,308 @@
+/**
+ * IndexedAssetSource (SPEC §7) in Node 20, against the project's own server on 127.0.0.1 and a
+ * plain node:http server that ignores Range. Requests are counted by wrapping the real fetch.
+ */
+import { createHash } from 'node:crypto';
+import { cpSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { createServer, type Server } from 'node:http';
+import { resolveObjectURL } from 'node:buffer';
+import type { AddressInfo } from 'node:net';
+import { join } from 'node:path';
+import {
+  AssetNotFoundError, BundleIntegrityError, HttpError, IndexedAssetSource, MemoryCache, tokenAuthorizedFetch,
+  UnsupportedIndexVersionError, type ContentCache,
+} from '../core/index.js';
+import { NodeFolderCache, startStaticServer, type StaticServer } from '../core/node/index.js';
+import { FIXTURES, temporaryDir } from './helpers/cli.js';
+
+const TREE = join(FIXTURES, 'trees/small');
+const loose = JSON.parse(readFileSync(join(FIXTURES, 'trees/small.loose.index.json'), 'utf8'));
+const PATHS: string[] = loose.files.map((file: { path: string }) => file.path);
+const fileBytes = (path: string) => new Uint8Array(readFileSync(join(TREE, path)));
+const sha256 = (bytes: Uint8Array) => createHash('sha256').update(bytes).digest('hex');
+
+/** A fetch that records each request's URL (path only) and Range header, then sends it for real. */
+function countingFetch(base: typeof fetch = fetch) {
+  const requests: { path: string; range: string | null }[] = [];
+  const counted: typeof fetch = (input, init) => {
+    const url = new URL(typeof input === 'string' ? input : input instanceof URL ? input.href : input.url);
+    requests.push({ path: decodeURIComponent(url.pathname), range: new Headers(init?.headers).get('range') });
+    return base(input, init);
+  };
+  const count = (part: string) => requests.filter((r) => r.path.includes(part)).length;
+  return { fetch: counted, requests, count, bundleRequests: () => requests.filter((r) => r.path.endsWith('.awkb')).length };
+}
+
+let root: string;
+let server: StaticServer;
+let site: string;
+
+beforeAll(async () => {
+  root = temporaryDir('awkb-site-');
+  cpSync(join(FIXTURES, 'expected/small-default'), join(root, 'bundled'), { recursive: true });
+  cpSync(join(FIXTURES, 'expected/small-ids'), join(root, 'ids'), { recursive: true });
+  mkdirSync(join(root, 'loose'));
+  writeFileSync(join(root, 'loose/project.index.json'), JSON.stringify(loose));
+  cpSync(TREE, join(root, 'loose/files'), { recursive: true });
+  writeFileSync(join(root, 'v4.index.json'), JSON.stringify({ formatVersion: 4, rootPath: '/p', files: [] }));
+  server = await startStaticServer({ root });
+  site = server.url;
+});
+afterAll(() => server.close());
+
+const bundledIndex = () => `${site}bundled/project.index.json`;
+
+describe('reading a bundled index', () => {
+  test('every file reads back verified, with one request per bundle', async () => {
+    const net = countingFetch();
+    const source = await IndexedAssetSource.open({ indexUrl: bundledIndex(), fetch: net.fetch });
+    for (const path of PATHS) expect(Buffer.from(await source.read(path)).equals(Buffer.from(fileBytes(path)))).toBe(true);
+    expect(net.bundleRequests()).toBe(source.index.formatVersion === 3 ? source.index.bundles.length : -1);
+    expect(net.requests).toHaveLength(1 + 4);
+  });
+
+  test('concurrent reads of one bundle share one request', async () => {
+    const net = countingFetch();
+    const source = await IndexedAssetSource.open({ indexUrl: bundledIndex(), fetch: net.fetch, cache: new MemoryCache() });
+    const assets = PATHS.filter((p) => p.startsWith('assets/'));
+    const all = await Promise.all(assets.map((path) => source.read(path)));
+    all.forEach((bytes, i) => expect(sha256(bytes)).toBe(sha256(fileBytes(assets[i]!))));
+    expect(net.bundleRequests()).toBe(1);
+  });
+
+  test('has, entry, paths, and a clear error for a path not in the index', async () => {
+    const source = await IndexedAssetSource.open({ indexUrl: bundledIndex() });
+    expect(source.has('ui/hud.json')).toBe(true);
+    expect(source.has('ui/missing.json')).toBe(false);
+    expect(source.entry('ui/hud.json')?.sizeBytes).toBe(11);
+    expect(source.paths()).toEqual(PATHS);
+    const error = await source.read('ui/missing.json').catch((e) => e);
+    expect(error).toBeInstanceOf(AssetNotFoundError);
+    expect(error.code).toBe('E_NOT_FOUND');
+    expect(error.path).toBe('ui/missing.json');
+    expect(await source.readJson('ui/hud.json')).toEqual(JSON.parse(readFileSync(join(TREE, 'ui/hud.json'), 'utf8')));
+  });
+
+  test('an index with opaque ids is read by path, hashing with its salt', async () => {
+    const source = await IndexedAssetSource.open({ indexUrl: `${site}ids/project.index.json` });
+    for (const path of PATHS) expect(sha256(await source.read(path))).toBe(sha256(fileBytes(path)));
+    expect(source.has('assets/😀.txt')).toBe(true);
+    expect(source.paths()).toEqual([]);
+    await expect(source.prefetchFolder('assets')).rejects.toThrow(/opaque ids hide the folders/);
+  });
+
+  test('an index given as an object reads with baseUrl', async () => {
+    const index = JSON.parse(readFileSync(join(root, 'bundled/project.index.json'), 'utf8'));
+    const source = await IndexedAssetSource.open({ index, baseUrl: `${site}bundled/` });
+    expect(sha256(await source.read('ui/hud.json'))).toBe(sha256(fileBytes('ui/hud.json')));
+  });
+
+  test('a formatVersion it does not know is refused, naming it', async () => {
+    const error = await IndexedAssetSource.open({ indexUrl: `${site}v4.index.json` }).catch((e) => e);
+    expect(error).toBeInstanceOf(UnsupportedIndexVersionError);
+    expect(error.message).toMatch(/formatVersion 4.*2 and 3/);
+    expect(error.url).toBe(`${site}v4.index.json`);
+  });
+});
+
+describe('loose and bundled indexes share one cache', () => {
+  test('after reading through the loose index, the bundled one fetches nothing', async () => {
+    const cache = new MemoryCache();
+    const net = countingFetch();
+    const looseSource = await IndexedAssetSource.open({ indexUrl: `${site}loose/project.index.json`, fetch: net.fetch, cache });
+    for (const path of PATHS) await looseSource.read(path);
+    // crate.glb and crate-copy.glb share a content: the second comes from the cache.
+    expect(net.count('/loose/files/')).toBe(new Set(loose.files.map((f: { sha256: string }) => f.sha256)).size);
+    const bundled = await IndexedAssetSource.open({ indexUrl: bundledIndex(), fetch: net.fetch, cache });
+    for (const path of PATHS) expect(sha256(await bundled.read(path))).toBe(sha256(fileBytes(path)));
+    expect(net.bundleRequests()).toBe(0);
+  });
+
+  test('after reading through the bundled index, the loose one fetches nothing', async () => {
+    const cache = new NodeFolderCache(temporaryDir('awkb-cache-'));
+    const net = countingFetch();
+    const bundled = await IndexedAssetSource.open({ indexUrl: bundledIndex(), fetch: net.fetch, cache });
+    await bundled.prefetch(PATHS);
+    const looseSource = await IndexedAssetSource.open({ indexUrl: `${site}loose/project.index.json`, fetch: net.fetch, cache });
+    for (const path of PATHS) expect(sha256(await looseSource.read(path))).toBe(sha256(fileBytes(path)));
+    expect(net.count('/loose/files/')).toBe(0);
+  });
+});
+
+describe('prefetch', () => {
+  test('downloads whole bundles once each, reports byte progress, and skips what is cached', async () => {
+    const net = countingFetch();
+    const cache = new MemoryCache();
+    const source = await IndexedAssetSource.open({ indexUrl: bundledIndex(), fetch: net.fetch, cache });
+    const events: { loadedBytes: number; totalBytes: number; requestsDone: number }[] = [];
+    await source.prefetch(PATHS, { onProgress: (p) => events.push(p) });
+    const total = source.index.formatVersion === 3 ? source.index.bundles.reduce((sum, b) => sum + b.sizeBytes, 0) : 0;
+    expect(net.bundleRequests()).toBe(4);
+    expect(events.at(-1)).toMatchObject({ loadedBytes: total, totalBytes: total, requestsDone: 4, requestsTotal: 4 });
+    for (let i = 1; i < events.length; i++) expect(events[i]!.loadedBytes).toBeGreaterThanOrEqual(events[i - 1]!.loadedBytes);
+    await source.prefetch(PATHS);
+    for (const path of PATHS) await source.read(path);
+    expect(net.bundleRequests()).toBe(4);
+  });
+
+  test('prefetchFolder fetches only the bundles of that folder', async () => {
+    const net = countingFetch();
+    const source = await IndexedAssetSource.open({ indexUrl: bundledIndex(), fetch: net.fetch, cache: new MemoryCache() });
+    const paths = await source.prefetchFolder('scenes/');
+    expect(paths).toEqual(['scenes/main.scene.json', 'scenes/pier.scene.json']);
+    expect(net.bundleRequests()).toBe(1);
+  });
+
+  test('with no cache, prefetched members wait in memory up to pendingBytes, oldest dropped first', async () => {
+    const net = countingFetch();
+    const source = await IndexedAssetSource.open({ indexUrl: bundledIndex(), fetch: net.fetch, pendingBytes: 60_000 });
+    await source.prefetch(['assets/sounds/bell.ogg', 'assets/Ａ.txt']);
+    expect(net.bundleRequests()).toBe(1);
+    // bell.ogg (50,000 bytes) and the small texts fit the budget; the 200,000-byte models did not stay.
+    await source.read('assets/sounds/bell.ogg');
+    await source.read('assets/Ａ.txt');
+    expect(net.bundleRequests()).toBe(1);
+    await source.read('assets/models/buoy.glb');
+    expect(net.bundleRequests()).toBe(2);
+  });
+});
+
+describe('damaged bundles are rejected whole, nothing cached, every damaged member named', () => {
+  const damagedDir = join(FIXTURES, 'damaged');
+  const expected = JSON.parse(readFileSync(join(damagedDir, 'expected.json'), 'utf8'));
+  let damagedServer: StaticServer;
+  let damagedRoot: string;
+  beforeAll(async () => {
+    damagedRoot = temporaryDir('awkb-damaged-');
+    damagedServer = await startStaticServer({ root: damagedRoot });
+  });
+  afterAll(() => damagedServer.close());
+
+  test.each(expected.cases.filter((c: { expect: { ok?: boolean } }) => !c.expect.ok) as { file: string; expect: { part?: string; damaged?: string[]; says?: string } }[])('$file', async ({ file, expect: expectation }) => {
+    const dir = join(damagedRoot, file);
+    mkdirSync(join(dir, 'bundles'), { recursive: true });
+    cpSync(join(damagedDir, file), join(dir, 'bundles', `${expected.good.sha256}.awkb`));
+    const index = {
+      formatVersion: 3, rootPath: '/p',
+      bundles: [{ sha256: expected.good.sha256, sizeBytes: expected.good.sizeBytes, url: `bundles/${expected.good.sha256}.awkb` }],
+      files: expected.members.map((m: { key: string; offset: number; sizeBytes: number; sha256: string }) => ({ path: m.key, sizeBytes: m.sizeBytes, sha256: m.sha256, bundle: expected.good.sha256, offset: m.offset })),
+    };
+    writeFileSync(join(dir, 'project.index.json'), JSON.stringify(index));
+    const cache = new MemoryCache();
+    const source = await IndexedAssetSource.open({ indexUrl: `${damagedServer.url}${file}/project.index.json`, cache, retry: { attempts: 1 } });
+    const error = await source.read('a/two.txt').catch((e) => e);
+    expect(error).toBeInstanceOf(BundleIntegrityError);
+    expect(error.url).toBe(`${damagedServer.url}${file}/bundles/${expected.good.sha256}.awkb`);
+    if (expectation.part) expect(error.part).toBe(expectation.part);
+    if (expectation.damaged) expect([...error.damaged].sort()).toEqual(expectation.damaged);
+    if (expectation.says) expect(error.message).toContain(expectation.says);
+    expect(cache.size).toBe(0);
+    await expect(source.prefetch(['a/one.txt'])).rejects.toBeInstanceOf(BundleIntegrityError);
+    expect(cache.size).toBe(0);
+  });
+});
+
+describe('the cache is re-checked on read', () => {
+  test('a corrupted entry is dropped and fetched again', async () => {
+    const cache = new MemoryCache();
+    const path = 'ui/hud.json';
+    const good = fileBytes(path);
+    await cache.put(sha256(good), new TextEncoder().encode('{"tampered":1}'));
+    const net = countingFetch();
+    const source = await IndexedAssetSource.open({ indexUrl: bundledIndex(), fetch: net.fetch, cache });
+    expect(Buffer.from(await source.read(path)).equals(Buffer.from(good))).toBe(true);
+    expect(net.bundleRequests()).toBe(1);
+    expect(Buffer.from((await cache.get(sha256(good)))!).equals(Buffer.from(good))).toBe(true);
+  });
+
+  test('a cache that throws is a miss, and a put that throws does not fail the load', async () => {
+    const broken: ContentCache = { get: async () => { throw new Error('disk gone'); }, put: async () => { throw new Error('quota'); } };
+    const source = await IndexedAssetSource.open({ indexUrl: bundledIndex(), cache: broken });
+    expect(sha256(await source.read('ui/hud.json'))).toBe(sha256(fileBytes('ui/hud.json')));
+  });
+});
+
+describe('range reads', () => {
+  test('one uncached member is one range request for just its bytes', async () => {
+    const net = countingFetch();
+    const source = await IndexedAssetSource.open({ indexUrl: bundledIndex(), fetch: net.fetch, rangeReads: true });
+    const entry = source.entry('assets/sounds/bell.ogg')!;
+    expect(sha256(await source.read('assets/sounds/bell.ogg'))).toBe(entry.sha256);
+    const ranged = net.requests.filter((r) => r.path.endsWith('.awkb'));
+    expect(ranged).toEqual([{ path: expect.stringMatching(/\.awkb$/), range: `bytes=${entry.offset}-${entry.offset! + entry.sizeBytes - 1}` }]);
+  });
+
+  test('a server that ignores Range sends the whole bundle, which is checked and cut', async () => {
+    const plain: Server = createServer((request, response) => {
+      const file = join(root, decodeURIComponent(new URL(request.url!, 'http://x').pathname));
+      try {
+        const body = readFileSync(file);
+        response.writeHead(200, { 'content-length': body.length });
+        response.end(body);
+      } catch {
+        response.writeHead(404).end();
+      }
+    });
+    await new Promise<void>((resolve) => plain.listen(0, '127.0.0.1', resolve));
+    try {
+      const cache = new MemoryCache();
+      const source = await IndexedAssetSource.open({ indexUrl: `http://127.0.0.1:${(plain.address() as AddressInfo).port}/bundled/project.index.json`, rangeReads: true, cache });
+      expect(sha256(await source.read('assets/Ａ.txt'))).toBe(sha256(fileBytes('assets/Ａ.txt')));
+      // The whole bundle was verified, so its other members are now cached too.
+      expect(await cache.get(sha256(fileBytes('assets/sounds/bell.ogg')))).toBeDefined();
+    } finally {
+      await new Promise((resolve) => plain.close(resolve));
+    }
+  });
+});
+
+describe('tokens, retries, aborts', () => {
+  test('a token-authorized fetch reads a host that wants a token; without it, a typed 401', async () => {
+    const guarded = await startStaticServer({ root, token: 'sesame' });
+    try {
+      const indexUrl = `${guarded.url}bundled/project.index.json`;
+      const source = await IndexedAssetSource.open({ indexUrl, fetch: tokenAuthorizedFetch({ token: 'sesame' }) });
+      expect(sha256(await source.read('ui/hud.json'))).toBe(sha256(fileBytes('ui/hud.json')));
+      const error = await IndexedAssetSource.open({ indexUrl }).catch((e) => e);
+      expect(error).toBeInstanceOf(HttpError);
+      expect(error.status).toBe(401);
+      expect(error.code).toBe('E_HTTP');
+      expect(error.url).toBe(indexUrl);
+    } finally {
+      await guarded.close();
+    }
+  });
+
+  test('reads go through a host that fails half its requests with 503 + Retry-After and resets', async () => {
+    const flaky = await startStaticServer({ root, faults: [{ fault: 503, probability: 0.3 }, { fault: 'reset', probability: 0.2 }], seed: 7 });
+    try {
+      const source = await IndexedAssetSource.open({ indexUrl: `${flaky.url}bundled/project.index.json`, retry: { attempts: 10, baseDelayMs: 1, maxDelayMs: 5 } });
+      for (const path of PATHS) expect(sha256(await source.read(path))).toBe(sha256(fileBytes(path)));
+    } finally {
+      await flaky.close();
+    }
+  });
+
+  test('dispose aborts reads in flight and revokes object URLs', async () => {
+    const slow = await startStaticServer({ root, latencyMs: 2000 });
+    try {
+      const fast = await IndexedAssetSource.open({ indexUrl: bundledIndex() });
+      const url = await fast.url('ui/hud.json');
+      expect(url).toMatch(/^blob:/);
+      expect(await fast.url('ui/hud.json')).toBe(url);
+      const blob = resolveObjectURL(url)!;
+      expect(blob.type).toBe('application/json');
+      expect(sha256(new Uint8Array(await blob.arrayBuffer()))).toBe(sha256(fileBytes('ui/hud.json')));
+      fast.release('ui/hud.json');
+      expect(resolveObjectURL(url)).toBeUndefined();
+
+      const index = JSON.parse(readFileSync(join(root, 'bundled/project.index.json'), 'utf8'));
+      const source = await IndexedAssetSource.open({ index, baseUrl: `${slow.url}bundled/` });
+      const reading = source.read('ui/hud.json');
+      source.dispose();
+      await expect(reading).rejects.toMatchObject({ code: 'E_ABORTED' });
+    } finally {
+      await slow.close();
+    }
+  });
+});
