@@ -103,3 +103,63 @@ export class UnsafePathError extends AwakeError {
     super('E_UNSAFE_PATH', `unsafe project path ${JSON.stringify(path)}: ${reason}`, { path });
   }
 }
+
+/** Options shared by the network errors (SPEC §7 "Retries"). */
+export interface NetworkErrorDetails extends AwakeErrorDetails {
+  /** How many requests were sent before giving up; 1 when the error was not retried. */
+  attempts?: number;
+}
+
+/** A response with a status that is not a success (SPEC §7 "Retries": other 4xx fail at once). */
+export class HttpError extends AwakeError {
+  override name = 'HttpError';
+  /** The HTTP status; 0 for a response the platform made opaque (a hidden redirect). */
+  readonly status: number;
+  readonly attempts: number;
+  /** The wait a 429 or 503 asked for with `Retry-After`, in milliseconds, before any cap. */
+  readonly retryAfterMs?: number;
+  constructor(status: number, message: string, details: NetworkErrorDetails & { url: string; retryAfterMs?: number }) {
+    super('E_HTTP', message, details);
+    this.status = status;
+    this.attempts = details.attempts ?? 1;
+    if (details.retryAfterMs !== undefined) this.retryAfterMs = details.retryAfterMs;
+  }
+}
+
+/** A request that failed below HTTP: fetch rejected, the connection was reset, or the body was cut short. */
+export class NetworkError extends AwakeError {
+  override name = 'NetworkError';
+  readonly attempts: number;
+  constructor(message: string, details: NetworkErrorDetails & { url: string }) {
+    super('E_NETWORK', message, details);
+    this.attempts = details.attempts ?? 1;
+  }
+}
+
+/** One attempt took longer than the transport's `timeoutMs`. */
+export class RequestTimeoutError extends AwakeError {
+  override name = 'RequestTimeoutError';
+  readonly attempts: number;
+  readonly timeoutMs: number;
+  constructor(timeoutMs: number, message: string, details: NetworkErrorDetails & { url: string }) {
+    super('E_TIMEOUT', message, details);
+    this.timeoutMs = timeoutMs;
+    this.attempts = details.attempts ?? 1;
+  }
+}
+
+/** The caller's `AbortSignal` stopped a request or a wait between attempts. */
+export class RequestAbortedError extends AwakeError {
+  override name = 'RequestAbortedError';
+  constructor(message: string, details: AwakeErrorDetails & { url: string }) {
+    super('E_ABORTED', message, details);
+  }
+}
+
+/** A 206 answer to a range request that is not the range asked for (SPEC §7 "Range reads"). */
+export class RangeResponseError extends AwakeError {
+  override name = 'RangeResponseError';
+  constructor(message: string, details: AwakeErrorDetails & { url: string }) {
+    super('E_RANGE', message, details);
+  }
+}

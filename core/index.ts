@@ -9,3 +9,4 @@ export * from './publish/grouping.js';
 export * from './publish/plan.js';
 export * from './publish/bundle-writer.js';
 export * from './read/verify.js';
+export * from './net/index.js';

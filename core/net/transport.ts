@@ -1,0 +1,306 @@
+/**
+ * The HTTP layer under the verified reader (SPEC §7 "Retries", "Range reads"): whole bodies,
+ * ranges, bounded retries that honour `Retry-After`, per-attempt timeouts, and an `AbortSignal`
+ * that stops a request or a wait at once. Browser-safe: no `node:` imports, only the platform
+ * `fetch` (or an injected one), `AbortController`, `TextDecoder` and timers.
+ */
+import { AwakeError, HttpError, NetworkError, RangeResponseError, RequestAbortedError, RequestTimeoutError } from '../errors.js';
+import { abortable, sleep as timerSleep } from './abort.js';
+import { parseRetryAfter } from './retry-after.js';
+
+export interface RetryOptions {
+  /** Total attempts including the first; default 4. */
+  attempts?: number;
+  /** Base of the exponential backoff (with jitter) for 5xx and network failures; default 250 ms. */
+  baseDelayMs?: number;
+  /** Cap on any single wait, `Retry-After` included; default 30 000 ms. */
+  maxDelayMs?: number;
+}
+
+/** What `onRetry` hears before each wait between attempts. */
+export interface RetryEvent {
+  url: string;
+  /** The attempt that just failed, from 1. */
+  attempt: number;
+  error: AwakeError;
+  /** How long the transport now waits before the next attempt. */
+  waitMs: number;
+}
+
+export interface TransportOptions {
+  /** Injected `fetch`; default the global `fetch`, looked up at each request. */
+  fetch?: typeof fetch;
+  retry?: RetryOptions;
+  /** Limit on one attempt, headers and body together; default 30 000 ms; 0 means none. */
+  timeoutMs?: number;
+  /** Injectable timer for the waits between attempts, so tests need not wait. */
+  sleep?: (ms: number, signal?: AbortSignal) => Promise<void>;
+  /** Called before each wait between attempts (logging, metrics, tests). */
+  onRetry?: (event: RetryEvent) => void;
+}
+
+export interface RequestOptions {
+  /** Stops the request, or the wait before the next attempt, with an `E_ABORTED` error. */
+  signal?: AbortSignal;
+  headers?: Record<string, string>;
+  /**
+   * Called as body bytes arrive. `totalBytes` is the Content-Length when the server sends one
+   * (and no Content-Encoding). A retried request reports again from 0.
+   */
+  onProgress?: (receivedBytes: number, totalBytes: number | undefined) => void;
+}
+
+/** A range read's answer: the range asked for (206), or the whole resource (200 from a server that ignores ranges). */
+export type RangeResult = { kind: 'range'; bytes: Uint8Array } | { kind: 'whole'; bytes: Uint8Array };
+
+const DEFAULT_ATTEMPTS = 4;
+const DEFAULT_BASE_DELAY_MS = 250;
+const DEFAULT_MAX_DELAY_MS = 30_000;
+const DEFAULT_TIMEOUT_MS = 30_000;
+
+/** Failures worth another attempt that a status alone does not show: network failures and timeouts. */
+const transientFailures = new WeakSet<AwakeError>();
+
+function transient<E extends AwakeError>(error: E): E {
+  transientFailures.add(error);
+  return error;
+}
+
+/** An exception thrown by the caller's `onProgress`: passed through unchanged, never retried. */
+class CallbackFailure {
+  constructor(readonly error: unknown) {}
+}
+
+interface Fetched {
+  status: number;
+  headers: Headers;
+  bytes: Uint8Array;
+}
+
+export class Transport {
+  readonly #fetch: typeof fetch;
+  readonly #attempts: number;
+  readonly #baseDelayMs: number;
+  readonly #maxDelayMs: number;
+  readonly #timeoutMs: number;
+  readonly #sleep: (ms: number, signal?: AbortSignal) => Promise<void>;
+  readonly #onRetry?: (event: RetryEvent) => void;
+
+  constructor(options: TransportOptions = {}) {
+    this.#fetch = options.fetch ?? ((input, init) => globalThis.fetch(input, init));
+    this.#attempts = options.retry?.attempts ?? DEFAULT_ATTEMPTS;
+    this.#baseDelayMs = options.retry?.baseDelayMs ?? DEFAULT_BASE_DELAY_MS;
+    this.#maxDelayMs = options.retry?.maxDelayMs ?? DEFAULT_MAX_DELAY_MS;
+    this.#timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
+    this.#sleep = options.sleep ?? timerSleep;
+    if (options.onRetry) this.#onRetry = options.onRetry;
+    if (!Number.isInteger(this.#attempts) || this.#attempts < 1) throw new RangeError(`retry.attempts must be an integer ≥ 1, got ${this.#attempts}`);
+    for (const [name, value] of [['retry.baseDelayMs', this.#baseDelayMs], ['retry.maxDelayMs', this.#maxDelayMs], ['timeoutMs', this.#timeoutMs]] as const) {
+      if (!(value >= 0)) throw new RangeError(`${name} must be ≥ 0, got ${value}`);
+    }
+  }
+
+  /** The whole body. A body shorter than its Content-Length is a network failure, and retried. */
+  async getBytes(url: string, options: RequestOptions = {}): Promise<Uint8Array> {
+    return (await this.#request(url, options.headers ?? {}, options)).bytes;
+  }
+
+  /** The whole body as UTF-8 text. */
+  async getText(url: string, options: RequestOptions = {}): Promise<string> {
+    return new TextDecoder().decode(await this.getBytes(url, options));
+  }
+
+  /**
+   * `size` bytes from `offset` (SPEC §7 "Range reads"): a 206 must hold exactly that range, else
+   * `RangeResponseError`; a 200 is the whole resource, for the caller to check and cut.
+   */
+  async getRange(url: string, offset: number, size: number, options: RequestOptions = {}): Promise<RangeResult> {
+    if (!Number.isSafeInteger(offset) || offset < 0) throw new RangeError(`range offset must be a safe integer ≥ 0, got ${offset}`);
+    if (!Number.isSafeInteger(size) || size < 0) throw new RangeError(`range size must be a safe integer ≥ 0, got ${size}`);
+    if (size === 0) return { kind: 'range', bytes: new Uint8Array(0) };
+    const last = offset + size - 1;
+    const fetched = await this.#request(url, { ...options.headers, Range: `bytes=${offset}-${last}` }, options);
+    if (fetched.status !== 206) return { kind: 'whole', bytes: fetched.bytes };
+    checkPartialContent(fetched, url, offset, last);
+    return { kind: 'range', bytes: fetched.bytes };
+  }
+
+  /** Attempts until one succeeds, a failure is not worth retrying, or the attempts run out. */
+  async #request(url: string, headers: Record<string, string>, options: RequestOptions): Promise<Fetched> {
+    for (let attempt = 1; ; attempt++) {
+      let failure: AwakeError;
+      try {
+        return await this.#attempt(url, headers, options);
+      } catch (error) {
+        if (!(error instanceof AwakeError)) throw error;
+        failure = error;
+      }
+      const waitMs = this.#waitBeforeRetry(failure, attempt);
+      if (waitMs === undefined) throw failure;
+      if (attempt >= this.#attempts) throw givenUp(failure, attempt);
+      this.#onRetry?.({ url, attempt, error: failure, waitMs });
+      await this.#wait(waitMs, url, options.signal);
+    }
+  }
+
+  /** SPEC §7 "Retries": how long to wait before retrying `failure`, or `undefined` not to retry. */
+  #waitBeforeRetry(failure: AwakeError, attempt: number): number | undefined {
+    if (failure instanceof HttpError) {
+      const { status, retryAfterMs } = failure;
+      if ((status === 429 || status === 503) && retryAfterMs !== undefined) return Math.min(retryAfterMs, this.#maxDelayMs);
+      if (status === 429 || (status >= 500 && status <= 599)) return this.#backoff(attempt);
+      return undefined;
+    }
+    return transientFailures.has(failure) ? this.#backoff(attempt) : undefined;
+  }
+
+  /** Exponential backoff with "equal jitter": between half and all of base·2^(attempt−1), capped. */
+  #backoff(attempt: number): number {
+    const ceiling = Math.min(this.#maxDelayMs, this.#baseDelayMs * 2 ** (attempt - 1));
+    return Math.round(ceiling / 2 + (Math.random() * ceiling) / 2);
+  }
+
+  async #wait(ms: number, url: string, signal: AbortSignal | undefined): Promise<void> {
+    try {
+      if (signal?.aborted) throw signal.reason;
+      await abortable(this.#sleep(ms, signal), signal);
+    } catch (error) {
+      if (signal?.aborted) throw abortedError(url, signal, 'while waiting to retry');
+      throw error;
+    }
+  }
+
+  /** One request: status checked, body read in full, all within the per-attempt timeout. */
+  async #attempt(url: string, headers: Record<string, string>, options: RequestOptions): Promise<Fetched> {
+    const callerSignal = options.signal;
+    if (callerSignal?.aborted) throw abortedError(url, callerSignal);
+    const controller = new AbortController();
+    const stop = (): void => controller.abort(callerSignal?.reason);
+    callerSignal?.addEventListener('abort', stop, { once: true });
+    let timedOut = false;
+    const timer = this.#timeoutMs > 0
+      ? setTimeout(() => {
+          timedOut = true;
+          controller.abort(new Error(`timed out after ${this.#timeoutMs} ms`));
+        }, this.#timeoutMs)
+      : undefined;
+    try {
+      const response = await abortable(this.#fetch(url, { method: 'GET', headers, signal: controller.signal }), controller.signal);
+      throwIfNotSuccess(response, url);
+      const bytes = await readBody(response, url, controller.signal, options.onProgress);
+      return { status: response.status, headers: response.headers, bytes };
+    } catch (error) {
+      if (error instanceof CallbackFailure) throw error.error;
+      if (callerSignal?.aborted) throw abortedError(url, callerSignal);
+      if (timedOut) throw transient(new RequestTimeoutError(this.#timeoutMs, `GET ${url}: timed out after ${this.#timeoutMs} ms`, { url, cause: error }));
+      if (error instanceof AwakeError) throw error;
+      throw transient(new NetworkError(`GET ${url}: network failure: ${describe(error)}`, { url, cause: error }));
+    } finally {
+      clearTimeout(timer);
+      callerSignal?.removeEventListener('abort', stop);
+    }
+  }
+}
+
+function abortedError(url: string, signal: AbortSignal, when = ''): RequestAbortedError {
+  return new RequestAbortedError(`GET ${url}: aborted${when ? ` ${when}` : ''}`, { url, cause: signal.reason });
+}
+
+/** The error thrown when the attempts run out: the last failure's kind, saying so, with it as `cause`. */
+function givenUp(last: AwakeError, attempts: number): AwakeError {
+  const message = `${last.message} (gave up after ${attempts} attempts)`;
+  const url = last.url ?? '';
+  const details = { url, attempts, cause: last };
+  if (last instanceof HttpError) return new HttpError(last.status, message, last.retryAfterMs === undefined ? details : { ...details, retryAfterMs: last.retryAfterMs });
+  if (last instanceof RequestTimeoutError) return new RequestTimeoutError(last.timeoutMs, message, details);
+  return new NetworkError(message, details);
+}
+
+/** Throws `HttpError` for anything but a 2xx, after releasing the unread body. */
+function throwIfNotSuccess(response: Response, url: string): void {
+  if (response.status >= 200 && response.status <= 299) return;
+  response.body?.cancel().catch(() => undefined);
+  if (response.type === 'opaqueredirect') {
+    throw new HttpError(0, `GET ${url}: the platform hid a redirect (opaque response); a token-authorized fetch in a browser follows redirects only within the page's own origin`, { url });
+  }
+  if (response.status === 0) throw new HttpError(0, `GET ${url}: opaque response (status 0); the body cannot be read`, { url });
+  const retryAfterMs = response.status === 429 || response.status === 503 ? parseRetryAfter(response.headers.get('retry-after')) : undefined;
+  const message = `GET ${url}: HTTP ${response.status}${response.statusText ? ` ${response.statusText}` : ''}`;
+  throw new HttpError(response.status, message, retryAfterMs === undefined ? { url } : { url, retryAfterMs });
+}
+
+/** Content-Length as the number of body bytes `fetch` will hand over, when that is known. */
+function declaredLength(headers: Headers): number | undefined {
+  const encoding = headers.get('content-encoding');
+  if (encoding && encoding.trim().toLowerCase() !== 'identity') return undefined;
+  const value = headers.get('content-length');
+  return value !== null && /^\s*\d+\s*$/.test(value) ? Number(value) : undefined;
+}
+
+async function readBody(response: Response, url: string, signal: AbortSignal, onProgress: RequestOptions['onProgress']): Promise<Uint8Array> {
+  const expected = declaredLength(response.headers);
+  const chunks: Uint8Array[] = [];
+  let received = 0;
+  if (response.body) {
+    const reader = response.body.getReader();
+    try {
+      for (;;) {
+        const { done, value } = await abortable(reader.read(), signal);
+        if (done) break;
+        chunks.push(value);
+        received += value.length;
+        reportProgress(onProgress, received, expected);
+      }
+    } catch (error) {
+      reader.cancel().catch(() => undefined);
+      throw error;
+    }
+  }
+  if (expected !== undefined && received !== expected) {
+    const how = received < expected ? 'body cut short' : 'body longer than its Content-Length';
+    throw transient(new NetworkError(`GET ${url}: ${how}: received ${received} of ${expected} bytes`, { url }));
+  }
+  return concatenate(chunks, received);
+}
+
+function reportProgress(onProgress: RequestOptions['onProgress'], received: number, expected: number | undefined): void {
+  if (!onProgress) return;
+  try {
+    onProgress(received, expected);
+  } catch (error) {
+    throw new CallbackFailure(error);
+  }
+}
+
+function concatenate(chunks: Uint8Array[], length: number): Uint8Array {
+  if (chunks.length === 1) return chunks[0]!;
+  const bytes = new Uint8Array(length);
+  let at = 0;
+  for (const chunk of chunks) {
+    bytes.set(chunk, at);
+    at += chunk.length;
+  }
+  return bytes;
+}
+
+/** A 206 must be exactly `bytes=<first>-<last>`: the right length, and a matching Content-Range if sent. */
+function checkPartialContent(fetched: Fetched, url: string, first: number, last: number): void {
+  const size = last - first + 1;
+  const contentRange = fetched.headers.get('content-range');
+  if (contentRange !== null) {
+    const match = /^\s*bytes\s+(\d+)-(\d+)\s*\/\s*(\d+|\*)\s*$/i.exec(contentRange);
+    if (!match || Number(match[1]) !== first || Number(match[2]) !== last) {
+      throw new RangeResponseError(`GET ${url}: asked for bytes ${first}-${last}, the 206 answer says Content-Range: ${contentRange}`, { url });
+    }
+  }
+  if (fetched.bytes.length !== size) {
+    throw new RangeResponseError(`GET ${url}: asked for ${size} bytes (${first}-${last}), the 206 answer holds ${fetched.bytes.length}`, { url });
+  }
+}
+
+/** A failure's message with its cause's, since `fetch failed` alone says little. */
+function describe(error: unknown): string {
+  if (!(error instanceof Error)) return String(error);
+  const cause = error.cause instanceof Error ? error.cause.message : undefined;
+  return cause && cause !== error.message ? `${error.message} (${cause})` : error.message;
+}
