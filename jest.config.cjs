@@ -3,7 +3,7 @@ module.exports = {
   testEnvironment: 'node',
   roots: ['<rootDir>/test'],
   testMatch: ['**/*.test.ts'],
-  transform: { '^.+\\.[tj]sx?$': ['ts-jest', { isolatedModules: true, allowJs: true, tsconfig: { module: 'commonjs', moduleResolution: 'bundler', allowJs: true, esModuleInterop: true, ignoreDeprecations: '6.0' } }] },
+  transform: { '^.+\\.[tj]sx?$': ['ts-jest', { tsconfig: { module: 'commonjs', moduleResolution: 'bundler', isolatedModules: true, allowJs: true, esModuleInterop: true, ignoreDeprecations: '6.0' } }] },
   transformIgnorePatterns: ['/node_modules/(?!(@noble|@babylonjs)/)'],
   moduleNameMapper: { '^(\\.{1,2}/.*)\\.js$': '$1' },
   testTimeout: 60000,
