@@ -8,10 +8,11 @@ import { AwakeError } from '../core/errors.js';
 import { indexCommand } from './commands/index-command.js';
 import { inspectCommand } from './commands/inspect.js';
 import { publishCommand } from './commands/publish.js';
+import { serveCommand } from './commands/serve.js';
 import { verifyCommand } from './commands/verify.js';
 import { CommandFailure, UsageError, type Command, type CommandContext } from './usage.js';
 
-const commands: Command[] = [publishCommand, indexCommand, inspectCommand, verifyCommand];
+const commands: Command[] = [publishCommand, indexCommand, inspectCommand, verifyCommand, serveCommand];
 
 function mainHelp(): string {
   return `Usage: awake-bundle <command> [options]

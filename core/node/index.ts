@@ -6,3 +6,5 @@ registerNodeHash();
 export { registerNodeHash, nodeSha256, sha256HexNode } from './hash.js';
 export * from './loose-index.js';
 export * from './publish.js';
+export * from './server.js';
+export { NodeFolderCache } from './folder-cache.js';

@@ -1,0 +1,420 @@
+/**
+ * The embedded static host behind `awake-bundle serve`: a folder over node:http with what a
+ * reader relies on from a real host (Range, ETag/304, cache headers for bundles vs the index,
+ * CORS), plus the things a developer wants to try locally before a CDN does them: a bearer
+ * token, added latency, and seeded fault injection (SPEC §7 "Range reads", "Retries", "Tokens").
+ */
+import { createHash, timingSafeEqual } from 'node:crypto';
+import { createReadStream, type Stats } from 'node:fs';
+import { realpath, stat } from 'node:fs/promises';
+import { createServer, STATUS_CODES, type IncomingMessage, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { extname, join, sep } from 'node:path';
+import { pipeline } from 'node:stream';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { AwakeError } from '../errors.js';
+import { unsafePathReason } from '../format/paths.js';
+
+/** One injected fault: an HTTP status (429, 503, …), a reset socket, or a body cut short. */
+export interface FaultRule {
+  fault: number | 'reset' | 'truncate';
+  /** 0..1, drawn independently for each rule on every GET/HEAD that passed the token check. */
+  probability: number;
+}
+
+export interface StaticServerOptions {
+  /** The folder to serve; nothing outside it is ever read. */
+  root: string;
+  /** 0 (the default) picks a free port. */
+  port?: number;
+  /** Default 127.0.0.1, so the folder is not offered to the network by accident. */
+  host?: string;
+  /** Delay before every response, preflights and errors included. */
+  latencyMs?: number;
+  /** Require `Authorization: Bearer <token>` (or `?token=<token>`) on GET and HEAD. */
+  token?: string;
+  faults?: FaultRule[];
+  /** Makes the fault draws repeatable: the same seed gives the same faults to the nth request. */
+  seed?: number;
+  /** Called once per finished request with a one-line access log entry. */
+  log?: (line: string) => void;
+}
+
+export interface StaticServer {
+  /** `http://<host>:<port>/`, with a trailing slash. */
+  url: string;
+  port: number;
+  /** Stops listening, drops open connections and pending delayed responses. Idempotent. */
+  close(): Promise<void>;
+}
+
+const CONTENT_TYPES: Record<string, string> = {
+  '.awkb': 'application/octet-stream',
+  '.bin': 'application/octet-stream',
+  '.json': 'application/json; charset=utf-8',
+  '.map': 'application/json; charset=utf-8',
+  '.html': 'text/html; charset=utf-8',
+  '.htm': 'text/html; charset=utf-8',
+  '.js': 'text/javascript; charset=utf-8',
+  '.mjs': 'text/javascript; charset=utf-8',
+  '.css': 'text/css; charset=utf-8',
+  '.txt': 'text/plain; charset=utf-8',
+  '.csv': 'text/csv; charset=utf-8',
+  '.xml': 'application/xml; charset=utf-8',
+  // BMFont descriptors come as text or XML; engines fetch them as text either way.
+  '.fnt': 'text/plain; charset=utf-8',
+  '.atlas': 'text/plain; charset=utf-8',
+  '.png': 'image/png',
+  '.jpg': 'image/jpeg',
+  '.jpeg': 'image/jpeg',
+  '.webp': 'image/webp',
+  '.avif': 'image/avif',
+  '.gif': 'image/gif',
+  '.svg': 'image/svg+xml',
+  '.ico': 'image/x-icon',
+  '.ktx2': 'image/ktx2',
+  '.glb': 'model/gltf-binary',
+  '.gltf': 'model/gltf+json',
+  '.ogg': 'audio/ogg',
+  '.mp3': 'audio/mpeg',
+  '.wav': 'audio/wav',
+  '.m4a': 'audio/mp4',
+  '.mp4': 'video/mp4',
+  '.webm': 'video/webm',
+  '.wasm': 'application/wasm',
+  '.woff': 'font/woff',
+  '.woff2': 'font/woff2',
+  '.ttf': 'font/ttf',
+  '.otf': 'font/otf',
+};
+
+export function contentTypeFor(fileName: string): string {
+  return CONTENT_TYPES[extname(fileName).toLowerCase()] ?? 'application/octet-stream';
+}
+
+/** Bundles are named by their SHA-256, so they never change (SPEC §5); everything else may. */
+export function cacheControlFor(fileName: string): string {
+  return fileName.toLowerCase().endsWith('.awkb') ? 'public, max-age=31536000, immutable' : 'no-cache';
+}
+
+const ALLOWED_METHODS = 'GET, HEAD, OPTIONS';
+const CORS_HEADERS = {
+  // `*` even with a token: the token travels in the Authorization header, which `*` allows once
+  // it is listed in Allow-Headers; only cookies would need the Origin echoed.
+  'Access-Control-Allow-Origin': '*',
+  'Access-Control-Expose-Headers': 'Content-Length, Content-Range, ETag, Accept-Ranges, Retry-After',
+};
+const PREFLIGHT_HEADERS = {
+  'Access-Control-Allow-Methods': ALLOWED_METHODS,
+  'Access-Control-Allow-Headers': 'Range, Authorization, If-None-Match, Content-Type',
+  'Access-Control-Max-Age': '600',
+};
+
+/** Parses `429:0.1`, `reset:0.05` or `truncate:1` (the CLI's `--fail`); throws a RangeError saying what is wrong. */
+export function parseFaultRule(text: string): FaultRule {
+  const match = /^([^:]+):(.+)$/.exec(text);
+  if (!match) throw new RangeError(`expected <status|reset|truncate>:<probability>, got ${JSON.stringify(text)}`);
+  const [, kind, probabilityText] = match as unknown as [string, string, string];
+  const fault = /^\d+$/.test(kind) ? Number(kind) : kind;
+  if (!/^(\d+(\.\d*)?|\.\d+)$/.test(probabilityText)) throw new RangeError(`fault probability must be a number from 0 to 1, got ${JSON.stringify(probabilityText)}`);
+  const rule = { fault, probability: Number(probabilityText) } as FaultRule;
+  checkFaultRule(rule);
+  return rule;
+}
+
+function checkFaultRule({ fault, probability }: FaultRule): void {
+  if (typeof fault === 'number' ? !(Number.isInteger(fault) && fault >= 400 && fault <= 599) : fault !== 'reset' && fault !== 'truncate') {
+    throw new RangeError(`unknown fault ${JSON.stringify(fault)}: use an HTTP status from 400 to 599, reset or truncate`);
+  }
+  if (!(probability >= 0 && probability <= 1)) throw new RangeError(`fault probability must be a number from 0 to 1, got ${String(probability)}`);
+}
+
+function checkOptions(options: StaticServerOptions): void {
+  const { port = 0, latencyMs = 0, token, faults = [], seed } = options;
+  if (!Number.isInteger(port) || port < 0 || port > 65535) throw new RangeError(`port must be an integer from 0 to 65535, got ${port}`);
+  if (!(Number.isFinite(latencyMs) && latencyMs >= 0)) throw new RangeError(`latencyMs must be a number ≥ 0, got ${latencyMs}`);
+  if (token !== undefined && !/^[\x21-\x7e]+$/.test(token)) throw new RangeError('token must be non-empty printable ASCII without spaces');
+  if (seed !== undefined && !Number.isSafeInteger(seed)) throw new RangeError(`seed must be an integer, got ${seed}`);
+  faults.forEach(checkFaultRule);
+}
+
+/** mulberry32: a tiny seedable generator; fault draws need repeatability, not quality. */
+function seededRandom(seed: number): () => number {
+  let state = seed >>> 0;
+  return () => {
+    state = (state + 0x6d2b79f5) >>> 0;
+    let t = state;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+/** Draws every rule on every request, so the nth request's fate depends only on the seed and n. */
+function faultDrawer(rules: FaultRule[], seed: number): () => FaultRule['fault'] | undefined {
+  const random = seededRandom(seed);
+  return () => {
+    let chosen: FaultRule['fault'] | undefined;
+    for (const rule of rules) {
+      const hit = random() < rule.probability;
+      if (hit && chosen === undefined) chosen = rule.fault;
+    }
+    return chosen;
+  };
+}
+
+function sameSecret(candidate: string, secret: string): boolean {
+  const digest = (text: string) => createHash('sha256').update(text).digest();
+  return timingSafeEqual(digest(candidate), digest(secret));
+}
+
+function isAuthorized(request: IncomingMessage, query: URLSearchParams, token: string): boolean {
+  const bearer = /^Bearer\s+(\S+)\s*$/i.exec(request.headers.authorization ?? '')?.[1];
+  return [bearer, query.get('token') ?? undefined].some((candidate) => candidate !== undefined && sameSecret(candidate, token));
+}
+
+/** Splits a request target into its still-encoded path and its query; absolute-form targets lose their origin. */
+function splitTarget(target: string): { rawPath: string; rawQuery: string } {
+  const originForm = target.replace(/^[a-z][a-z0-9+.-]*:\/\/[^/?#]*/i, '');
+  const queryStart = originForm.indexOf('?');
+  return queryStart < 0 ? { rawPath: originForm, rawQuery: '' } : { rawPath: originForm.slice(0, queryStart), rawQuery: originForm.slice(queryStart) };
+}
+
+type Resolved =
+  | { kind: 'file'; path: string; stats: Stats }
+  | { kind: 'redirect'; location: string }
+  | { kind: 'refused'; status: 400 | 403 | 404 };
+
+/** The real path and stats of `path` when it exists inside `realRoot` (symbolic links followed). */
+async function insideRoot(realRoot: string, path: string): Promise<{ path: string; stats: Stats } | 'missing' | 'outside'> {
+  let real: string;
+  try {
+    real = await realpath(path);
+  } catch {
+    return 'missing';
+  }
+  if (real !== realRoot && !real.startsWith(realRoot.endsWith(sep) ? realRoot : realRoot + sep)) return 'outside';
+  return { path: real, stats: await stat(real) };
+}
+
+/**
+ * Maps an encoded request path to a file under the root. Each segment is percent-decoded on its
+ * own, so `%2F` cannot make a new segment, and the decoded path must be a safe project path
+ * (SPEC §1); a symbolic link that leads outside the root is refused too.
+ */
+async function resolveRequestPath(realRoot: string, rawPath: string, rawQuery: string): Promise<Resolved> {
+  if (!rawPath.startsWith('/')) return { kind: 'refused', status: 400 };
+  const wantsFolder = rawPath.endsWith('/');
+  let segments: string[];
+  try {
+    segments = rawPath.slice(1, wantsFolder ? -1 : undefined).split('/').map(decodeURIComponent);
+  } catch {
+    return { kind: 'refused', status: 400 };
+  }
+  const relative = segments.join('/');
+  if (relative !== '' && (unsafePathReason(relative) !== undefined || segments.some((segment) => segment.includes('/')))) return { kind: 'refused', status: 403 };
+  const found = await insideRoot(realRoot, join(realRoot, ...segments.filter((segment) => segment !== '')));
+  if (found === 'missing') return { kind: 'refused', status: 404 };
+  if (found === 'outside') return { kind: 'refused', status: 403 };
+  if (found.stats.isFile()) return wantsFolder ? { kind: 'refused', status: 404 } : { kind: 'file', ...found };
+  if (!found.stats.isDirectory()) return { kind: 'refused', status: 404 };
+  const index = await insideRoot(realRoot, join(found.path, 'index.html'));
+  if (typeof index === 'string' || !index.stats.isFile()) return { kind: 'refused', status: index === 'outside' ? 403 : 404 };
+  // Without the slash, relative URLs inside index.html would resolve against the parent folder.
+  if (!wantsFolder) return { kind: 'redirect', location: `${rawPath}/${rawQuery}` };
+  return { kind: 'file', ...index };
+}
+
+export function entityTagFor(fileName: string, stats: Stats): string {
+  const bundleName = /(?:^|[/\\])([0-9a-f]{64})\.awkb$/.exec(fileName);
+  if (bundleName) return `"${bundleName[1]}"`;
+  return `"${stats.size.toString(16)}-${Math.floor(stats.mtimeMs).toString(16)}"`;
+}
+
+function isNotModified(request: IncomingMessage, etag: string, modified: Date): boolean {
+  const ifNoneMatch = request.headers['if-none-match'];
+  if (ifNoneMatch !== undefined) {
+    return ifNoneMatch.split(',').some((tag) => {
+      const trimmed = tag.trim();
+      return trimmed === '*' || trimmed.replace(/^W\//, '') === etag;
+    });
+  }
+  const since = Date.parse(request.headers['if-modified-since'] ?? '');
+  return Number.isFinite(since) && Math.floor(modified.getTime() / 1000) * 1000 <= since;
+}
+
+/**
+ * The one range a `Range` header asks for, `'unsatisfiable'`, or `undefined` to send the whole
+ * file: no header, or a malformed, invalid or multi-range one (RFC 9110 §14.2 lets a server
+ * ignore those).
+ */
+export function requestedRange(header: string | undefined, size: number): { start: number; end: number } | 'unsatisfiable' | undefined {
+  const match = header === undefined ? null : /^\s*bytes\s*=\s*(\d*)\s*-\s*(\d*)\s*$/i.exec(header);
+  if (!match) return undefined;
+  const [, first = '', last = ''] = match;
+  if (first === '' && last === '') return undefined;
+  if (first === '') {
+    const suffix = Number(last);
+    return suffix === 0 || size === 0 ? 'unsatisfiable' : { start: Math.max(0, size - suffix), end: size - 1 };
+  }
+  const start = Number(first);
+  if (last !== '' && Number(last) < start) return undefined;
+  if (start >= size) return 'unsatisfiable';
+  return { start, end: last === '' ? size - 1 : Math.min(Number(last), size - 1) };
+}
+
+interface RequestRecord {
+  outcome?: string;
+  /** Body bytes when they differ from Content-Length (a truncated body). */
+  bytes?: number;
+  note: string[];
+}
+
+function sendStatus(request: IncomingMessage, response: ServerResponse, status: number, headers: Record<string, string> = {}): void {
+  const body = `${status} ${STATUS_CODES[status] ?? 'Error'}\n`;
+  response.writeHead(status, { ...headers, 'Content-Type': 'text/plain; charset=utf-8', 'Content-Length': String(Buffer.byteLength(body)), 'Cache-Control': 'no-store' });
+  response.end(request.method === 'HEAD' ? undefined : body);
+}
+
+function resetConnection(request: IncomingMessage, record: RequestRecord): void {
+  record.outcome = 'reset';
+  record.note.push('fault reset');
+  request.socket.resetAndDestroy();
+}
+
+/** After headers with the full Content-Length, sends half the body and closes the connection. */
+function sendTruncated(response: ServerResponse, path: string, start: number, length: number, record: RequestRecord): void {
+  const kept = Math.floor(length / 2);
+  record.bytes = kept;
+  record.note.push(`fault truncate: ${kept} of ${length} bytes`);
+  response.flushHeaders();
+  const closeConnection = () => void setImmediate(() => response.socket?.end());
+  if (kept === 0) return closeConnection();
+  const source = createReadStream(path, { start, end: start + kept - 1 });
+  source.on('error', () => response.destroy());
+  source.on('end', closeConnection);
+  source.pipe(response, { end: false });
+}
+
+function serveFile(request: IncomingMessage, response: ServerResponse, file: { path: string; stats: Stats }, truncate: boolean, record: RequestRecord): void {
+  const { path, stats } = file;
+  const etag = entityTagFor(path, stats);
+  const lastModified = stats.mtime.toUTCString();
+  const headers: Record<string, string> = { ETag: etag, 'Last-Modified': lastModified, 'Cache-Control': cacheControlFor(path), 'Accept-Ranges': 'bytes' };
+  if (isNotModified(request, etag, stats.mtime)) {
+    response.writeHead(304, headers);
+    return void response.end();
+  }
+  const ifRange = request.headers['if-range'];
+  const rangeApplies = request.method === 'GET' && (ifRange === undefined || ifRange === etag || ifRange === lastModified);
+  const range = rangeApplies ? requestedRange(request.headers.range, stats.size) : undefined;
+  if (range === 'unsatisfiable') return sendStatus(request, response, 416, { ...headers, 'Content-Range': `bytes */${stats.size}` });
+  const { start, end } = range ?? { start: 0, end: stats.size - 1 };
+  const length = end - start + 1;
+  if (range) {
+    headers['Content-Range'] = `bytes ${start}-${end}/${stats.size}`;
+    record.note.push(headers['Content-Range']);
+  }
+  response.writeHead(range ? 206 : 200, { ...headers, 'Content-Type': contentTypeFor(path), 'Content-Length': String(length) });
+  if (request.method === 'HEAD' || length === 0) return void response.end();
+  // Only a body can be cut short; answers without one (HEAD, 304, errors) go out whole.
+  if (truncate) return sendTruncated(response, path, start, length, record);
+  // A client that goes away mid-body is an ordinary event, not an error to report.
+  pipeline(createReadStream(path, { start, end }), response, () => undefined);
+}
+
+interface ServerState {
+  realRoot: string;
+  latencyMs: number;
+  token?: string;
+  drawFault: () => FaultRule['fault'] | undefined;
+  closing: AbortController;
+}
+
+async function handleRequest(request: IncomingMessage, response: ServerResponse, state: ServerState, record: RequestRecord): Promise<void> {
+  for (const [name, value] of Object.entries(CORS_HEADERS)) response.setHeader(name, value);
+  response.setHeader('X-Content-Type-Options', 'nosniff');
+  if (state.latencyMs > 0) await sleep(state.latencyMs, undefined, { signal: state.closing.signal });
+  if (request.method === 'OPTIONS') {
+    response.writeHead(204, PREFLIGHT_HEADERS);
+    return void response.end();
+  }
+  if (request.method !== 'GET' && request.method !== 'HEAD') return sendStatus(request, response, 405, { Allow: ALLOWED_METHODS });
+  const { rawPath, rawQuery } = splitTarget(request.url ?? '/');
+  if (state.token !== undefined && !isAuthorized(request, new URLSearchParams(rawQuery), state.token)) return sendStatus(request, response, 401, { 'WWW-Authenticate': 'Bearer' });
+  const fault = state.drawFault();
+  if (fault === 'reset') return resetConnection(request, record);
+  if (typeof fault === 'number') {
+    record.note.push(`fault ${fault}`);
+    return sendStatus(request, response, fault, fault === 429 || fault === 503 ? { 'Retry-After': '1' } : {});
+  }
+  const resolved = await resolveRequestPath(state.realRoot, rawPath, rawQuery);
+  if (resolved.kind === 'refused') return sendStatus(request, response, resolved.status);
+  if (resolved.kind === 'redirect') return sendStatus(request, response, 301, { Location: resolved.location });
+  serveFile(request, response, resolved, fault === 'truncate', record);
+}
+
+function accessLogLine(request: IncomingMessage, response: ServerResponse, record: RequestRecord, started: number): string {
+  const time = new Date().toISOString().slice(11, 23);
+  // A token in the query string stays out of the log.
+  const target = (request.url ?? '').replace(/([?&]token=)[^&]*/gi, '$1***');
+  const outcome = record.outcome ?? (response.headersSent ? String(response.statusCode) : 'aborted');
+  const note = record.note.length > 0 ? ` (${record.note.join(', ')})` : '';
+  const hasBody = response.headersSent && request.method !== 'HEAD' && response.statusCode !== 304;
+  const bytes = record.bytes ?? (hasBody ? Number(response.getHeader('content-length') ?? 0) : 0);
+  return `${time} ${request.method} ${target} ${outcome} ${bytes}B ${Math.round(performance.now() - started)}ms${note}`;
+}
+
+async function folderRealPath(root: string): Promise<string> {
+  const info = await stat(root).catch(() => undefined);
+  if (!info) throw new AwakeError('E_NOT_FOUND', `${root}: no such folder`, { path: root });
+  if (!info.isDirectory()) throw new AwakeError('E_NOT_FOUND', `${root}: not a folder`, { path: root });
+  return realpath(root);
+}
+
+function hostInUrl(host: string): string {
+  return host.includes(':') ? `[${host}]` : host;
+}
+
+/** Serves `root` until `close()`; resolves once listening, with the URL to open. */
+export async function startStaticServer(options: StaticServerOptions): Promise<StaticServer> {
+  checkOptions(options);
+  const { port = 0, host = '127.0.0.1', latencyMs = 0, faults = [], log } = options;
+  const state: ServerState = {
+    realRoot: await folderRealPath(options.root),
+    latencyMs,
+    ...(options.token !== undefined ? { token: options.token } : {}),
+    drawFault: faultDrawer(faults, options.seed ?? Math.floor(Math.random() * 2 ** 32)),
+    closing: new AbortController(),
+  };
+  const server = createServer((request, response) => {
+    const started = performance.now();
+    const record: RequestRecord = { note: [] };
+    if (log) response.on('close', () => log(accessLogLine(request, response, record, started)));
+    handleRequest(request, response, state, record).catch(() => {
+      if (state.closing.signal.aborted || response.headersSent) return void response.destroy();
+      sendStatus(request, response, 500);
+    });
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen({ port, host }, () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
+  const actualPort = (server.address() as AddressInfo).port;
+  let closed: Promise<void> | undefined;
+  return {
+    url: `http://${hostInUrl(host)}:${actualPort}/`,
+    port: actualPort,
+    close() {
+      closed ??= new Promise<void>((resolve) => {
+        state.closing.abort();
+        server.close(() => resolve());
+        server.closeAllConnections();
+      });
+      return closed;
+    },
+  };
+}
