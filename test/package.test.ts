@@ -1,0 +1,47 @@
+/**
+ * The package as users get it: `npm pack`, installed into a fresh project, where `npx awake-bundle`
+ * runs and `awake-bundle` / `awake-bundle/node` import from ESM.
+ */
+import { execFileSync, spawnSync } from 'node:child_process';
+import { existsSync, readdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { FIXTURES, REPO, temporaryDir } from './helpers/cli';
+
+const npm = process.platform === 'win32' ? 'npm.cmd' : 'npm';
+let project: string;
+
+beforeAll(() => {
+  const packDir = temporaryDir('awkb-pack-');
+  // --ignore-scripts: dist/ is already built by `npm test`; packing must not rebuild it mid-run.
+  execFileSync(npm, ['pack', '--ignore-scripts', '--pack-destination', packDir], { cwd: REPO, stdio: 'pipe' });
+  const tarball = join(packDir, readdirSync(packDir).find((name) => name.endsWith('.tgz'))!);
+  project = temporaryDir('awkb-user-');
+  writeFileSync(join(project, 'package.json'), JSON.stringify({ name: 'a-game', version: '1.0.0', private: true, type: 'module' }));
+  execFileSync(npm, ['install', '--prefer-offline', '--no-audit', '--no-fund', tarball], { cwd: project, stdio: 'pipe' });
+}, 180_000);
+
+test('npx awake-bundle publishes in a project that installed the package', () => {
+  const out = join(project, 'published');
+  const result = spawnSync(npm, ['exec', '--', 'awake-bundle', join(FIXTURES, 'trees/small'), '--out', out], { cwd: project, encoding: 'utf8' });
+  expect(result.stderr).toBe('');
+  expect(result.status).toBe(0);
+  expect(existsSync(join(out, 'project.index.json'))).toBe(true);
+});
+
+test('the core and the node entry import from ESM by their package names', () => {
+  const script = [
+    "import { IndexedAssetSource, BundleWriter, sha256Hex } from 'awake-bundle';",
+    "import { publishToDirectory, startStaticServer } from 'awake-bundle/node';",
+    "console.log(typeof IndexedAssetSource.open, typeof BundleWriter, typeof publishToDirectory, typeof startStaticServer, await sha256Hex(new Uint8Array()));",
+  ].join('\n');
+  const result = spawnSync(process.execPath, ['--input-type=module', '-e', script], { cwd: project, encoding: 'utf8' });
+  expect(result.stderr).toBe('');
+  expect(result.stdout.trim()).toBe('function function function function e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855');
+});
+
+test('the package ships compiled JavaScript with type declarations, and no tests', () => {
+  const files = execFileSync(npm, ['pack', '--dry-run', '--json', '--ignore-scripts'], { cwd: REPO, encoding: 'utf8' });
+  const paths: string[] = JSON.parse(files)[0].files.map((file: { path: string }) => file.path);
+  expect(paths).toEqual(expect.arrayContaining(['dist/core/index.js', 'dist/core/index.d.ts', 'dist/cli/main.js', 'dist/core/node/index.js']));
+  expect(paths.filter((path) => path.startsWith('test/') || path.includes('fixtures'))).toEqual([]);
+});
