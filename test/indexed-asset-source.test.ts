@@ -202,7 +202,38 @@ describe('damaged bundles are rejected whole, nothing cached, every damaged memb
   });
 });
 
+describe('errors name what they concern', () => {
+  test('a missing bundle is an HttpError with its URL and the path that was read', async () => {
+    const dir = temporaryDir('awkb-missing-');
+    cpSync(join(FIXTURES, 'expected/small-default'), dir, { recursive: true });
+    const index = JSON.parse(readFileSync(join(dir, 'project.index.json'), 'utf8'));
+    const bundle = index.bundles.find((b: { sha256: string }) => b.sha256 === index.files.find((f: { path: string }) => f.path === 'ui/hud.json').bundle);
+    const source = await IndexedAssetSource.open({ index, baseUrl: `${site}nowhere/`, retry: { attempts: 1 } });
+    const error = await source.read('ui/hud.json').catch((e) => e);
+    expect(error).toBeInstanceOf(HttpError);
+    expect(error).toMatchObject({ code: 'E_HTTP', status: 404, path: 'ui/hud.json', url: `${site}nowhere/${bundle.url}` });
+  });
+});
+
 describe('the cache is re-checked on read', () => {
+  test('a Node folder cache entry damaged on disk is dropped and fetched again', async () => {
+    const dir = temporaryDir('awkb-folder-cache-');
+    const cache = new NodeFolderCache(dir);
+    const first = await IndexedAssetSource.open({ indexUrl: bundledIndex(), cache });
+    await first.prefetch(PATHS);
+    const hud = fileBytes('ui/hud.json');
+    const onDisk = join(dir, sha256(hud).slice(0, 2), sha256(hud));
+    expect(readFileSync(onDisk)).toEqual(Buffer.from(hud));
+    writeFileSync(onDisk, 'garbage');
+    const net = countingFetch();
+    const second = await IndexedAssetSource.open({ indexUrl: bundledIndex(), cache, fetch: net.fetch });
+    expect(Buffer.from(await second.read('ui/hud.json')).equals(Buffer.from(hud))).toBe(true);
+    expect(net.bundleRequests()).toBe(1);
+    expect(readFileSync(onDisk)).toEqual(Buffer.from(hud));
+    for (const path of PATHS) await second.read(path);
+    expect(net.bundleRequests()).toBe(1);
+  });
+
   test('a corrupted entry is dropped and fetched again', async () => {
     const cache = new MemoryCache();
     const path = 'ui/hud.json';

@@ -261,6 +261,12 @@ describe('bad input: a clear message, the SPEC exit code, nothing published', ()
     expectRefused([join(FIXTURES, 'trees/small.loose.index.json'), '--root', tree], 1, /scenes\/pier\.scene\.json: cannot read/, temporaryDir());
   });
 
+  test('a folder holding a file whose name is not a safe project path', () => {
+    const tree = temporaryDir();
+    writeTree(tree, { 'ok.txt': 'x', 'art/back\\slash.png': 'y' });
+    expectRefused([tree], 1, /unsafe project path "art\/back\\\\slash\.png": contains a backslash/, temporaryDir());
+  });
+
   test('an empty folder', () => {
     expectRefused([temporaryDir()], 1, /no files to publish/, temporaryDir());
   });

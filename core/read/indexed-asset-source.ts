@@ -147,7 +147,14 @@ export class IndexedAssetSource {
   /** The verified bytes of `path`: from the cache, a bundle fetched once, a range, or a loose file. */
   async read(path: string, options: ReadOptions = {}): Promise<Uint8Array> {
     const entry = this.requireEntry(path);
-    const signal = this.signalFor(options.signal);
+    try {
+      return await this.readEntry(path, entry, this.signalFor(options.signal));
+    } catch (error) {
+      throw naming(error, path, entry.id);
+    }
+  }
+
+  private async readEntry(path: string, entry: Entry, signal: AbortSignal): Promise<Uint8Array> {
     const cached = await this.fromCache(entry);
     if (cached) return cached;
     if (entry.url !== undefined) return this.readLoose(path, entry, signal);
@@ -385,6 +392,19 @@ export class IndexedAssetSource {
     this.pending.take(entry.sha256); // this caller reads it now
     return loaded.byContent.get(entry.sha256)!;
   }
+}
+
+/**
+ * Adds the path (and id) a read was for to an error that does not name one yet, such as the
+ * HTTP error of the bundle it needed, so every error says what it concerns (SPEC §7 "Errors").
+ */
+function naming(error: unknown, path: string, id: string | undefined): unknown {
+  if (error instanceof AwakeError && error.path === undefined) {
+    const target = error as { -readonly [K in 'path' | 'id']?: string };
+    target.path = path;
+    if (id !== undefined && error.id === undefined) target.id = id;
+  }
+  return error;
 }
 
 function absoluteUrl(url: string): string {

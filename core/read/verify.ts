@@ -49,7 +49,7 @@ export async function verifyBundle(bytes: Uint8Array, listing: BundleEntry, memb
   if (damaged.length > 0) {
     const also = structure ? `; also ${structure.message}` : '';
     const names = damaged.map((key) => JSON.stringify(key)).join(', ');
-    throw new BundleIntegrityError('members', `${what}: damaged member${damaged.length > 1 ? 's' : ''} ${names}${also}`, damaged, { ...details, ...(damaged.length === 1 ? { path: damaged[0]! } : {}) });
+    throw new BundleIntegrityError('members', `${what}: damaged member${damaged.length > 1 ? 's' : ''} ${names}${also}`, damaged, details);
   }
   const size = bytes.length === listing.sizeBytes ? '' : ` (${bytes.length} bytes, listed ${listing.sizeBytes})`;
   throw new BundleIntegrityError('header', `${what}: bytes do not match the listed SHA-256${size}, though every member and the table do`, [], details);
