@@ -10,3 +10,4 @@ export * from './publish/plan.js';
 export * from './publish/bundle-writer.js';
 export * from './read/verify.js';
 export * from './net/index.js';
+export * from './cache/index.js';

@@ -1,0 +1,509 @@
+/**
+ * Persistent content caches for browsers (SPEC §7 "Cache"), one per storage API:
+ * `IndexedDBCache`, `CacheStorageCache` and `OpfsCache` (Origin Private File System). Each maps
+ * a lowercase hex SHA-256 to bytes, returns a fresh copy of exactly the bytes put, and does not
+ * verify them: the reader re-checks every entry it gets back.
+ *
+ * `FallbackCache` keeps a load going when storage fails: a put that throws (a full quota, a
+ * private-mode store, a broken profile) goes to an in-memory LRU instead, and a get that throws
+ * is a miss. `openBrowserCache()` picks the first backend that opens, fastest first (see
+ * BENCHMARKS.md "Browser cache"), behind a `FallbackCache`.
+ *
+ * Browser-safe: no dependencies and no `node:` imports; nothing touches a browser global until a
+ * cache is first used, so importing this module in Node is harmless.
+ */
+import type { ContentCache } from './content-cache.js';
+import { MemoryCache } from './memory.js';
+
+export type BrowserCacheBackend = 'opfs' | 'indexeddb' | 'cache-storage';
+
+export interface BrowserCacheOptions {
+  /** The database, Cache Storage cache or OPFS folder name; 'awake-bundle' unless given. */
+  name?: string;
+}
+
+/** What every cache in this module offers beyond `ContentCache`'s two required methods. */
+export interface ClearableContentCache extends ContentCache {
+  has(sha256: string): Promise<boolean>;
+  delete(sha256: string): Promise<void>;
+  /** Drops every entry. */
+  clear(): Promise<void>;
+}
+
+export const DEFAULT_BROWSER_CACHE_NAME = 'awake-bundle';
+
+const SHA256_HEX = /^[0-9a-f]{64}$/;
+
+/** Keys become file names and URLs, so anything but 64 lowercase hex digits is refused. */
+function checkKey(sha256: string): void {
+  if (!SHA256_HEX.test(sha256)) {
+    throw new TypeError(`a cache key is a lowercase hex SHA-256 (64 digits), got ${JSON.stringify(String(sha256).slice(0, 80))}`);
+  }
+}
+
+/** The bytes `view` shows, as a buffer of their own (a view may see a larger buffer). */
+function ownBytes(view: Uint8Array): Uint8Array<ArrayBuffer> {
+  const whole = view.byteOffset === 0 && view.byteLength === view.buffer.byteLength && view.buffer instanceof ArrayBuffer;
+  return (whole ? view : view.slice()) as Uint8Array<ArrayBuffer>;
+}
+
+function isDomError(error: unknown, name: string): boolean {
+  return typeof error === 'object' && error !== null && (error as { name?: unknown }).name === name;
+}
+
+// ---------------------------------------------------------------------------------------------
+// IndexedDB
+
+const IDB_STORE = 'entries';
+
+/**
+ * Entries in an IndexedDB database `name`, object store 'entries', key = SHA-256, value = the
+ * bytes as a Uint8Array. Writes use relaxed durability: a cache may lose its last entries in a
+ * power cut, and the reader re-fetches what is missing.
+ */
+export class IndexedDBCache implements ClearableContentCache {
+  readonly backend = 'indexeddb' as const;
+  readonly name: string;
+  #database?: Promise<IDBDatabase>;
+
+  constructor(options: BrowserCacheOptions = {}) {
+    this.name = options.name ?? DEFAULT_BROWSER_CACHE_NAME;
+  }
+
+  static isAvailable(): boolean {
+    return typeof indexedDB !== 'undefined';
+  }
+
+  /** Opens the database; rejects where IndexedDB is missing or refused. Called by every method. */
+  open(): Promise<IDBDatabase> {
+    if (this.#database === undefined) {
+      const opening = openDatabase(this.name);
+      const forget = () => {
+        if (this.#database === opening) this.#database = undefined;
+      };
+      opening.then(
+        (database) => {
+          // Let another tab upgrade or delete the database; the next call here opens it again.
+          database.onversionchange = () => {
+            database.close();
+            forget();
+          };
+          database.onclose = forget;
+        },
+        forget,
+      );
+      this.#database = opening;
+    }
+    return this.#database;
+  }
+
+  /** Closes the connection (the next call reopens it); lets `indexedDB.deleteDatabase` proceed. */
+  close(): void {
+    const database = this.#database;
+    this.#database = undefined;
+    database?.then(
+      (d) => d.close(),
+      () => undefined,
+    );
+  }
+
+  async get(sha256: string): Promise<Uint8Array | undefined> {
+    checkKey(sha256);
+    const value = await this.#request('readonly', (store) => store.get(sha256));
+    if (value === undefined) return undefined;
+    // Structured clone gave us a copy no one else holds.
+    if (value instanceof Uint8Array) return value;
+    if (value instanceof ArrayBuffer) return new Uint8Array(value);
+    if (value instanceof Blob) return new Uint8Array(await value.arrayBuffer());
+    return undefined;
+  }
+
+  async put(sha256: string, bytes: Uint8Array): Promise<void> {
+    checkKey(sha256);
+    await this.#request('readwrite', (store) => store.put(ownBytes(bytes), sha256));
+  }
+
+  async has(sha256: string): Promise<boolean> {
+    checkKey(sha256);
+    return (await this.#request('readonly', (store) => store.count(sha256))) > 0;
+  }
+
+  async delete(sha256: string): Promise<void> {
+    checkKey(sha256);
+    await this.#request('readwrite', (store) => store.delete(sha256));
+  }
+
+  async clear(): Promise<void> {
+    await this.#request('readwrite', (store) => store.clear());
+  }
+
+  /** One request in its own transaction; settles when the transaction commits or aborts. */
+  async #request<T>(mode: IDBTransactionMode, make: (store: IDBObjectStore) => IDBRequest<T>): Promise<T> {
+    const database = await this.open();
+    return new Promise<T>((resolve, reject) => {
+      const transaction = database.transaction(IDB_STORE, mode, { durability: 'relaxed' });
+      const request = make(transaction.objectStore(IDB_STORE));
+      transaction.oncomplete = () => resolve(request.result);
+      // A full quota shows up here, as a QuotaExceededError on the aborted transaction.
+      transaction.onabort = () => reject(transaction.error ?? request.error ?? new DOMException('IndexedDB transaction aborted', 'AbortError'));
+    });
+  }
+}
+
+function openDatabase(name: string): Promise<IDBDatabase> {
+  return new Promise((resolve, reject) => {
+    if (typeof indexedDB === 'undefined') return reject(new DOMException('IndexedDB is not available here', 'NotSupportedError'));
+    const request = indexedDB.open(name, 1);
+    request.onupgradeneeded = () => {
+      if (!request.result.objectStoreNames.contains(IDB_STORE)) request.result.createObjectStore(IDB_STORE);
+    };
+    request.onsuccess = () => resolve(request.result);
+    request.onerror = () => reject(request.error);
+  });
+}
+
+// ---------------------------------------------------------------------------------------------
+// Cache Storage
+
+/**
+ * Entries in the Cache Storage cache `name`, each a response stored under a synthetic URL on the
+ * page's own origin: `<origin>/.awake-bundle-cache/<name>/<sha256>`. Nothing is ever fetched
+ * from that URL; the Cache API just needs an http(s) request as the key.
+ */
+export class CacheStorageCache implements ClearableContentCache {
+  readonly backend = 'cache-storage' as const;
+  readonly name: string;
+  #cache?: Promise<Cache>;
+
+  constructor(options: BrowserCacheOptions = {}) {
+    this.name = options.name ?? DEFAULT_BROWSER_CACHE_NAME;
+  }
+
+  static isAvailable(): boolean {
+    // Cache Storage exists only in secure contexts, and keys need an http(s) origin.
+    return typeof caches !== 'undefined' && /^https?:$/.test(globalThis.location?.protocol ?? '');
+  }
+
+  /** Opens the cache; rejects where Cache Storage is missing or refused. Called by every method. */
+  open(): Promise<Cache> {
+    this.#cache ??= (async () => {
+      if (!CacheStorageCache.isAvailable()) throw new DOMException('Cache Storage is not available here', 'NotSupportedError');
+      return caches.open(this.name);
+    })().catch((error: unknown) => {
+      this.#cache = undefined;
+      throw error;
+    });
+    return this.#cache;
+  }
+
+  /** The synthetic same-origin URL an entry is stored under. */
+  urlFor(sha256: string): string {
+    checkKey(sha256);
+    return new URL(`/.awake-bundle-cache/${encodeURIComponent(this.name)}/${sha256}`, globalThis.location.origin).href;
+  }
+
+  async get(sha256: string): Promise<Uint8Array | undefined> {
+    const url = this.urlFor(sha256);
+    const response = await (await this.open()).match(url);
+    return response === undefined ? undefined : new Uint8Array(await response.arrayBuffer());
+  }
+
+  async put(sha256: string, bytes: Uint8Array): Promise<void> {
+    const url = this.urlFor(sha256);
+    // The Response constructor copies the viewed bytes, so a view into a larger buffer is fine.
+    const response = new Response(bytes as Uint8Array<ArrayBuffer>, {
+      headers: { 'Content-Type': 'application/octet-stream', 'Content-Length': String(bytes.byteLength) },
+    });
+    await (await this.open()).put(url, response);
+  }
+
+  async has(sha256: string): Promise<boolean> {
+    const url = this.urlFor(sha256);
+    return (await (await this.open()).match(url)) !== undefined;
+  }
+
+  async delete(sha256: string): Promise<void> {
+    const url = this.urlFor(sha256);
+    await (await this.open()).delete(url);
+  }
+
+  async clear(): Promise<void> {
+    if (!CacheStorageCache.isAvailable()) return;
+    // Entry by entry rather than caches.delete(name): another CacheStorageCache of this name
+    // holding the open Cache would go on writing into a cache that no longer has a name.
+    const cache = await this.open();
+    await Promise.all((await cache.keys()).map((request) => cache.delete(request)));
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Origin Private File System
+
+/**
+ * Entries as files in the OPFS folder `name`, one file per entry, named by its SHA-256, written
+ * through `createWritable()` (which writes a swap file and swaps it in on close, so no reader
+ * ever sees half a file). Works on the main thread and in workers alike.
+ */
+export class OpfsCache implements ClearableContentCache {
+  readonly backend = 'opfs' as const;
+  readonly name: string;
+  #folder?: Promise<FileSystemDirectoryHandle>;
+  // createWritable() makes the file before it holds any bytes; a get or has of an entry being
+  // written here waits for that write, rather than finding an empty file.
+  readonly #writing = new Map<string, Promise<void>>();
+
+  constructor(options: BrowserCacheOptions = {}) {
+    this.name = options.name ?? DEFAULT_BROWSER_CACHE_NAME;
+  }
+
+  static isAvailable(): boolean {
+    return (
+      typeof navigator !== 'undefined' &&
+      typeof navigator.storage?.getDirectory === 'function' &&
+      typeof FileSystemFileHandle !== 'undefined' &&
+      typeof FileSystemFileHandle.prototype.createWritable === 'function'
+    );
+  }
+
+  /** Opens (creating) the folder; rejects where OPFS is missing or refused. Called by every method. */
+  open(): Promise<FileSystemDirectoryHandle> {
+    this.#folder ??= (async () => {
+      if (!OpfsCache.isAvailable()) throw new DOMException('the Origin Private File System is not available here', 'NotSupportedError');
+      const root = await navigator.storage.getDirectory();
+      return root.getDirectoryHandle(this.name, { create: true });
+    })().catch((error: unknown) => {
+      this.#folder = undefined;
+      throw error;
+    });
+    return this.#folder;
+  }
+
+  async get(sha256: string): Promise<Uint8Array | undefined> {
+    const handle = await this.#existing(sha256);
+    if (handle === undefined) return undefined;
+    try {
+      return new Uint8Array(await (await handle.getFile()).arrayBuffer());
+    } catch (error) {
+      if (isDomError(error, 'NotFoundError')) return undefined; // deleted since
+      throw error;
+    }
+  }
+
+  async put(sha256: string, bytes: Uint8Array): Promise<void> {
+    checkKey(sha256);
+    const previous = this.#writing.get(sha256);
+    const write = (previous ?? Promise.resolve()).catch(() => undefined).then(() => this.#write(sha256, bytes));
+    this.#writing.set(sha256, write);
+    try {
+      await write;
+    } finally {
+      if (this.#writing.get(sha256) === write) this.#writing.delete(sha256);
+    }
+  }
+
+  async has(sha256: string): Promise<boolean> {
+    return (await this.#existing(sha256)) !== undefined;
+  }
+
+  async delete(sha256: string): Promise<void> {
+    checkKey(sha256);
+    await this.#writing.get(sha256)?.catch(() => undefined);
+    try {
+      await (await this.open()).removeEntry(sha256);
+    } catch (error) {
+      if (!isDomError(error, 'NotFoundError')) throw error;
+    }
+  }
+
+  async clear(): Promise<void> {
+    if (!OpfsCache.isAvailable()) return;
+    await Promise.all([...this.#writing.values()].map((write) => write.catch(() => undefined)));
+    const root = await navigator.storage.getDirectory();
+    try {
+      await root.removeEntry(this.name, { recursive: true });
+    } catch (error) {
+      if (!isDomError(error, 'NotFoundError')) throw error;
+    }
+    this.#folder = undefined;
+  }
+
+  async #write(sha256: string, bytes: Uint8Array): Promise<void> {
+    let folder = await this.open();
+    let handle: FileSystemFileHandle;
+    try {
+      handle = await folder.getFileHandle(sha256, { create: true });
+    } catch (error) {
+      if (!isDomError(error, 'NotFoundError')) throw error;
+      // Another OpfsCache of this name cleared the folder under us: make it again, once.
+      this.#folder = undefined;
+      folder = await this.open();
+      handle = await folder.getFileHandle(sha256, { create: true });
+    }
+    let writable: FileSystemWritableFileStream | undefined;
+    try {
+      writable = await handle.createWritable();
+      await writable.write(bytes as Uint8Array<ArrayBuffer>);
+      await writable.close();
+    } catch (error) {
+      // Leave no empty or partial file behind (a full quota fails here).
+      await writable?.abort().catch(() => undefined);
+      await folder.removeEntry(sha256).catch(() => undefined);
+      throw error;
+    }
+  }
+
+  async #existing(sha256: string): Promise<FileSystemFileHandle | undefined> {
+    checkKey(sha256);
+    await this.#writing.get(sha256)?.catch(() => undefined);
+    try {
+      return await (await this.open()).getFileHandle(sha256);
+    } catch (error) {
+      if (isDomError(error, 'NotFoundError') || isDomError(error, 'TypeMismatchError')) return undefined;
+      throw error;
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Falling back to memory
+
+export type CacheOperation = 'open' | 'get' | 'put' | 'has' | 'delete' | 'clear';
+
+export interface FallbackCacheOptions<Primary extends ContentCache> {
+  /** The persistent store; without one, everything lives in `memory`. */
+  primary?: Primary;
+  /** Where entries go when the primary refuses them; a 64 MiB MemoryCache unless given. */
+  memory?: MemoryCache;
+  /** Told of every storage error the cache absorbed (a full quota, a failed read, …). */
+  onError?: (error: unknown, operation: CacheOperation, sha256?: string) => void;
+}
+
+/**
+ * A cache that never fails a load: a put the primary refuses (QuotaExceededError or any other
+ * storage error) is kept in an in-memory LRU instead, and a get, has or delete that the primary
+ * fails on counts as a miss. Entries in memory are looked up first.
+ */
+export class FallbackCache<Primary extends ContentCache = ContentCache> implements ClearableContentCache {
+  readonly primary: Primary | undefined;
+  readonly memory: MemoryCache;
+  readonly #onError: FallbackCacheOptions<Primary>['onError'];
+
+  constructor(options: FallbackCacheOptions<Primary> = {}) {
+    this.primary = options.primary;
+    this.memory = options.memory ?? new MemoryCache();
+    this.#onError = options.onError;
+  }
+
+  async get(sha256: string): Promise<Uint8Array | undefined> {
+    const remembered = await this.memory.get(sha256);
+    if (remembered !== undefined || this.primary === undefined) return remembered;
+    try {
+      return await this.primary.get(sha256);
+    } catch (error) {
+      this.#report(error, 'get', sha256);
+      return undefined;
+    }
+  }
+
+  async put(sha256: string, bytes: Uint8Array): Promise<void> {
+    if (this.primary !== undefined) {
+      try {
+        await this.primary.put(sha256, bytes);
+        await this.memory.delete(sha256);
+        return;
+      } catch (error) {
+        this.#report(error, 'put', sha256);
+      }
+    }
+    await this.memory.put(sha256, bytes);
+  }
+
+  async has(sha256: string): Promise<boolean> {
+    if (await this.memory.has(sha256)) return true;
+    if (this.primary === undefined) return false;
+    try {
+      if (this.primary.has) return await this.primary.has(sha256);
+      return (await this.primary.get(sha256)) !== undefined;
+    } catch (error) {
+      this.#report(error, 'has', sha256);
+      return false;
+    }
+  }
+
+  async delete(sha256: string): Promise<void> {
+    await this.memory.delete(sha256);
+    try {
+      await this.primary?.delete?.(sha256);
+    } catch (error) {
+      this.#report(error, 'delete', sha256);
+    }
+  }
+
+  async clear(): Promise<void> {
+    await this.memory.clear();
+    try {
+      await (this.primary as Partial<ClearableContentCache> | undefined)?.clear?.();
+    } catch (error) {
+      this.#report(error, 'clear');
+    }
+  }
+
+  #report(error: unknown, operation: CacheOperation, sha256?: string): void {
+    try {
+      this.#onError?.(error, operation, sha256);
+    } catch {
+      // A failing listener must not fail the load either.
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Choosing a backend
+
+export type BrowserStorageCache = IndexedDBCache | CacheStorageCache | OpfsCache;
+
+export interface OpenBrowserCacheOptions extends BrowserCacheOptions {
+  /** Backends to try, in order; the first that opens is used. `BROWSER_CACHE_PREFERENCE` unless given. */
+  backends?: readonly BrowserCacheBackend[];
+  /** The in-memory fallback's size; 64 MiB unless given. */
+  memoryMaxBytes?: number;
+  onError?: FallbackCacheOptions<BrowserStorageCache>['onError'];
+}
+
+/**
+ * Fastest first, as measured in Chromium by `npm run bench:browser-cache` (BENCHMARKS.md,
+ * "Browser cache"). On 200 MB of 4 KB–4 MB entries the three are within ~20% of each other and
+ * trade places between runs, IndexedDB reading fastest; on 4–64 KB entries IndexedDB does about
+ * twice the puts and gets per second of Cache Storage and three times those of OPFS.
+ */
+export const BROWSER_CACHE_PREFERENCE: readonly BrowserCacheBackend[] = ['indexeddb', 'cache-storage', 'opfs'];
+
+export function createBrowserCache(backend: BrowserCacheBackend, options: BrowserCacheOptions = {}): BrowserStorageCache {
+  switch (backend) {
+    case 'opfs':
+      return new OpfsCache(options);
+    case 'indexeddb':
+      return new IndexedDBCache(options);
+    case 'cache-storage':
+      return new CacheStorageCache(options);
+  }
+}
+
+/**
+ * The persistent cache to use here: the first backend in `backends` that opens, behind a
+ * `FallbackCache` (so a full quota never fails a load). Where none opens (an old browser, a
+ * locked-down private mode) the cache lives in memory only; `cache.primary` is then undefined.
+ */
+export async function openBrowserCache(options: OpenBrowserCacheOptions = {}): Promise<FallbackCache<BrowserStorageCache>> {
+  const memory = new MemoryCache(options.memoryMaxBytes === undefined ? {} : { maxBytes: options.memoryMaxBytes });
+  for (const backend of options.backends ?? BROWSER_CACHE_PREFERENCE) {
+    const primary = createBrowserCache(backend, options);
+    try {
+      await primary.open();
+      return new FallbackCache({ primary, memory, onError: options.onError });
+    } catch (error) {
+      options.onError?.(error, 'open');
+    }
+  }
+  return new FallbackCache<BrowserStorageCache>({ memory, onError: options.onError });
+}
