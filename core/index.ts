@@ -11,3 +11,5 @@ export * from './publish/bundle-writer.js';
 export * from './read/verify.js';
 export * from './net/index.js';
 export * from './cache/index.js';
+export * from './read/indexed-asset-source.js';
+export { mediaTypeOf } from './read/media-types.js';
