@@ -129,21 +129,27 @@ function checkUniqueKeys(keys: (string | undefined)[], field: string, problems: 
   });
 }
 
-function checkLooseFiles(files: unknown[], problems: Problems): void {
-  const keys: (string | undefined)[] = [];
-  files.forEach((entry, i) => {
+/** Checks each entry of `files` with `check`, which returns the entry's key; then that keys are unique. */
+function checkEntries(files: unknown[], field: 'path' | 'id', problems: Problems, check: (entry: Json, where: string) => unknown): void {
+  const keys = files.map((entry, i) => {
     const where = `files[${i}]`;
     if (!isObject(entry)) {
       problems.add(where, 'must be an object');
-      keys.push(undefined);
-      return;
+      return undefined;
     }
+    const key = check(entry, where);
+    return typeof key === 'string' ? key : undefined;
+  });
+  checkUniqueKeys(keys, field, problems);
+}
+
+function checkLooseFiles(files: unknown[], problems: Problems): void {
+  checkEntries(files, 'path', problems, (entry, where) => {
     checkPath(entry, where, problems);
     checkCommonEntryFields(entry, where, problems);
     if (!isNonEmptyString(entry.url)) problems.add(`${where}.url`, 'must be a non-empty string');
-    keys.push(typeof entry.path === 'string' ? entry.path : undefined);
+    return entry.path;
   });
-  checkUniqueKeys(keys, 'path', problems);
 }
 
 function checkBundledIndex(index: Json, files: unknown[], problems: Problems): void {
@@ -176,22 +182,13 @@ function checkBundledIndex(index: Json, files: unknown[], problems: Problems): v
     });
   }
 
-  const keys: (string | undefined)[] = [];
-  files.forEach((entry, i) => {
-    const where = `files[${i}]`;
-    if (!isObject(entry)) {
-      problems.add(where, 'must be an object');
-      keys.push(undefined);
-      return;
-    }
+  checkEntries(files, usesIds ? 'id' : 'path', problems, (entry, where) => {
     if (usesIds) {
       if (entry.path !== undefined) problems.add(`${where}.path`, 'must be absent when pathIds is set (ids replace paths)');
       if (typeof entry.id !== 'string' || !SHA256_HEX.test(entry.id)) problems.add(`${where}.id`, 'must be 64 lowercase hex digits when pathIds is set');
-      keys.push(typeof entry.id === 'string' ? entry.id : undefined);
     } else {
       if (entry.id !== undefined) problems.add(`${where}.id`, 'must be absent without pathIds');
       checkPath(entry, where, problems);
-      keys.push(typeof entry.path === 'string' ? entry.path : undefined);
     }
     checkCommonEntryFields(entry, where, problems);
     const hasUrl = entry.url !== undefined;
@@ -204,8 +201,8 @@ function checkBundledIndex(index: Json, files: unknown[], problems: Problems): v
     } else {
       checkMemberPlacement(entry, where, bundleSizes, bundleUse, problems);
     }
+    return usesIds ? entry.id : entry.path;
   });
-  checkUniqueKeys(keys, usesIds ? 'id' : 'path', problems);
   for (const [sha256, uses] of bundleUse) {
     if (uses === 0) problems.add(`bundles[${bundlePosition.get(sha256)}]`, `${sha256} holds no entry; every listed bundle must hold at least one`);
   }
