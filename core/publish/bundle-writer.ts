@@ -9,18 +9,44 @@ import { layoutBundle, type BundleLayout } from '../format/awkb.js';
 import { opaqueId, PATH_ID_ALGORITHM, type PathIds } from '../format/ids.js';
 import { assertSafePath } from '../format/paths.js';
 import { parseProjectIndex, type BundledFileEntry, type BundledIndex, type LooseFileEntry, type LooseIndex } from '../format/project-index.js';
-import { createSha256, sha256Hex } from '../hash.js';
+import { createSha256, sha256Hex, type IncrementalSha256 } from '../hash.js';
 import { groupByFolder, toGrouping, type GroupingLike } from './grouping.js';
 import { DEFAULT_TARGET_BUNDLE_BYTES, planBundles, type PlannedBundle } from './plan.js';
 
 /** A file's bytes: whole, or as chunks for files larger than the target (never held whole). */
 export type FileContent = Uint8Array | AsyncIterable<Uint8Array>;
 
+/** What the writer tells `read` about the file it asks for. */
+export interface ReadHint {
+  /** True when the file is larger than the target: return chunks then, never the whole file. */
+  stream: boolean;
+  /**
+   * Given when `stream` is false: a view of exactly `entry.sizeBytes` bytes inside the bundle
+   * being built, where the file's content goes. A reader may read the file straight into it and
+   * return `into` (or the part of it it filled), which saves a copy and an allocation; whatever
+   * else it returns is checked and copied in. A reader that finds the file larger than `into`
+   * returns the file's bytes instead, so that the writer can report the mismatch.
+   */
+  into?: Uint8Array;
+}
+
 /**
  * Reads one project file. `stream` is true when the file is larger than the target: return an
  * async iterable of chunks then (a Node `Readable` is one), so it is never held whole.
  */
-export type ReadProjectFile = (entry: LooseFileEntry, hint: { stream: boolean }) => FileContent | Promise<FileContent>;
+export type ReadProjectFile = (entry: LooseFileEntry, hint: ReadHint) => FileContent | Promise<FileContent>;
+
+/** How the writer computes SHA-256; platform code can plug in something faster. */
+export interface BundleHashing {
+  /** One-shot lowercase hex SHA-256. Default `sha256Hex` (WebCrypto where there is one). */
+  digest?: (bytes: Uint8Array) => string | Promise<string>;
+  /**
+   * A fast incremental SHA-256. When given, a bundle is hashed while its members arrive,
+   * and files larger than the target are hashed with it. Default: one-shot `digest` for
+   * bundles held in memory, `createSha256()` for streamed files.
+   */
+  incremental?: () => IncrementalSha256;
+}
 
 interface FinishedBundleBase {
   /** Which group the bundle belongs to. */
@@ -62,6 +88,24 @@ export interface BundleWriterOptions {
   pathIds?: { salt: string } | null;
   /** Default `bundles`. */
   bundleUrlPrefix?: string;
+  /** How many files of a bundle are read at once (default 8); 1 reads them one by one. */
+  readConcurrency?: number;
+  /** SHA-256 implementations (see `BundleHashing`). */
+  hashing?: BundleHashing;
+  /**
+   * Reuse the memory of a bundle once `onBundle` has resolved for it (default false). Only for
+   * an `onBundle` that is done with `bytes` when it resolves (writes them out, say), and does
+   * not look past `bytes.length` into `bytes.buffer`. Keeps memory flat on large projects.
+   */
+  reuseBuffers?: boolean;
+  /**
+   * 1 (the default): one bundle in memory at a time, as SPEC §6 asks. 2: while `onBundle`
+   * works on one bundle, the files of the next are already read into a second one: ~10%
+   * faster on a local disk, for twice the memory.
+   */
+  bundlesInMemory?: 1 | 2;
+  /** Called by `write` with its plan (see `plan`) before it reads any file. */
+  onPlan?: (plans: readonly PlannedBundle[]) => void;
 }
 
 /** A publish input that does not match its loose index, or cannot be read. */
@@ -72,20 +116,45 @@ export class PublishInputError extends AwakeError {
   }
 }
 
+type OnBundle = (bundle: FinishedBundle) => void | Promise<void>;
+
+/** One bundle built in memory, ready to hand over. */
+interface BuiltBundle {
+  sha256: string;
+  bytes: Uint8Array;
+}
+
+const DEFAULT_READ_CONCURRENCY = 8;
+
 export class BundleWriter {
   readonly targetBundleBytes: number;
   readonly bundleUrlPrefix: string;
   private readonly grouping;
   private readonly pathIds: PathIds | undefined;
+  private readonly readConcurrency: number;
+  private readonly digest: (bytes: Uint8Array) => string | Promise<string>;
+  private readonly incremental: (() => IncrementalSha256) | undefined;
+  private readonly reuseBuffers: boolean;
+  private readonly bundlesInMemory: 1 | 2;
+  private readonly onPlan: ((plans: readonly PlannedBundle[]) => void) | undefined;
 
   constructor(options: BundleWriterOptions = {}) {
     const target = options.targetBundleBytes ?? DEFAULT_TARGET_BUNDLE_BYTES;
     if (!Number.isSafeInteger(target) || target < 1) throw new RangeError(`targetBundleBytes must be a positive integer, got ${target}`);
     if (options.pathIds && !options.pathIds.salt) throw new RangeError('pathIds needs a non-empty salt');
+    const concurrency = options.readConcurrency ?? DEFAULT_READ_CONCURRENCY;
+    if (!Number.isSafeInteger(concurrency) || concurrency < 1) throw new RangeError(`readConcurrency must be a positive integer, got ${concurrency}`);
     this.targetBundleBytes = target;
     this.grouping = toGrouping(options.grouping ?? groupByFolder(1));
     this.pathIds = options.pathIds ? { algorithm: PATH_ID_ALGORITHM, salt: options.pathIds.salt } : undefined;
     this.bundleUrlPrefix = (options.bundleUrlPrefix ?? 'bundles').replace(/\/+$/, '');
+    this.readConcurrency = concurrency;
+    this.digest = options.hashing?.digest ?? sha256Hex;
+    this.incremental = options.hashing?.incremental;
+    this.reuseBuffers = options.reuseBuffers ?? false;
+    if (options.bundlesInMemory !== undefined && options.bundlesInMemory !== 1 && options.bundlesInMemory !== 2) throw new RangeError(`bundlesInMemory must be 1 or 2, got ${String(options.bundlesInMemory)}`);
+    this.bundlesInMemory = options.bundlesInMemory ?? 1;
+    this.onPlan = options.onPlan;
   }
 
   /** The bundles this writer will make from `looseIndex`, without reading any file. */
@@ -99,29 +168,61 @@ export class BundleWriter {
   /**
    * Reads every file of `looseIndex` once through `read`, checks it, and calls `onBundle` with
    * each finished bundle in order, awaiting it before the next. Resolves to the bundled index.
+   *
+   * With `bundlesInMemory: 2`, the files of the next bundle are read while `onBundle` works on
+   * one. A bundle with a file larger than the target waits for the bundle before it, and is
+   * streamed alone.
    */
-  async write(looseIndex: LooseIndex, read: ReadProjectFile, onBundle: (bundle: FinishedBundle) => void | Promise<void>): Promise<BundledIndex> {
+  async write(looseIndex: LooseIndex, read: ReadProjectFile, onBundle: OnBundle): Promise<BundledIndex> {
     const plans = this.plan(looseIndex);
+    this.onPlan?.(plans);
     const bundles: BundledIndex['bundles'] = [];
     const files: BundledFileEntry[] = [];
-    for (const plan of plans) {
-      const keyOf = (path: string) => (this.pathIds ? opaqueId(this.pathIds.salt, path) : path);
-      const layout = layoutBundle(plan.files.map((file) => ({ key: keyOf(file.path), sizeBytes: file.sizeBytes, sha256: file.sha256 })));
-      const { sha256, sizeBytes } = plan.dataBytes > this.targetBundleBytes
-        ? await this.writeStreamed(plan, layout, read, onBundle)
-        : await this.writeInMemory(plan, layout, keyOf, read, onBundle);
-      bundles.push({ sha256, sizeBytes, url: this.bundleUrl(sha256) });
-      const offsetOf = new Map(layout.records.map((record) => [record.key, record.offset]));
-      for (const file of plan.files) {
-        const key = keyOf(file.path);
-        files.push({
-          ...(this.pathIds ? { id: key } : { path: file.path }),
-          sizeBytes: file.sizeBytes,
-          sha256: file.sha256,
-          bundle: sha256,
-          offset: offsetOf.get(key)!,
-        });
+    const pool = this.reuseBuffers ? new BufferPool() : undefined;
+    let handing: Promise<void> | undefined; // the onBundle call under way, if any
+    const handed = async () => {
+      const pending = handing;
+      handing = undefined;
+      if (pending) await pending;
+    };
+    try {
+      for (const plan of plans) {
+        const keys = plan.files.map((file) => (this.pathIds ? opaqueId(this.pathIds.salt, file.path) : file.path));
+        const layout = layoutBundle(plan.files.map((file, i) => ({ key: keys[i]!, sizeBytes: file.sizeBytes, sha256: file.sha256 })));
+        let sha256: string;
+        if (plan.dataBytes > this.targetBundleBytes) {
+          await handed();
+          sha256 = (await this.writeStreamed(plan, layout, read, onBundle)).sha256;
+        } else {
+          if (this.bundlesInMemory === 1) await handed();
+          const built = await this.buildInMemory(plan, layout, keys, read, pool);
+          await handed();
+          sha256 = built.sha256;
+          const bundle: BundleBytes = { kind: 'bytes', group: plan.group, members: plan.files.length, sizeBytes: built.bytes.length, sha256, url: this.bundleUrl(sha256), bytes: built.bytes };
+          handing = (async () => {
+            await onBundle(bundle);
+            pool?.release(built.bytes);
+          })();
+          handing.catch(() => undefined); // awaited by handed(); this only stops an early unhandled-rejection report
+        }
+        bundles.push({ sha256, sizeBytes: layout.sizeBytes, url: this.bundleUrl(sha256) });
+        const offsetOf = new Map(layout.records.map((record) => [record.key, record.offset]));
+        for (const [i, file] of plan.files.entries()) {
+          const key = keys[i]!;
+          const offset = offsetOf.get(key)!;
+          // Plain literals (not a spread): one compact object per file, in key order.
+          files.push(this.pathIds
+            ? { id: key, sizeBytes: file.sizeBytes, sha256: file.sha256, bundle: sha256, offset }
+            : { path: file.path, sizeBytes: file.sizeBytes, sha256: file.sha256, bundle: sha256, offset });
+        }
       }
+      await handed();
+    } catch (error) {
+      // The bundle being handed over comes first in order: its failure, if any, is reported.
+      await handed();
+      throw error;
+    } finally {
+      pool?.dispose();
     }
     return {
       formatVersion: 3,
@@ -136,27 +237,68 @@ export class BundleWriter {
     return this.bundleUrlPrefix === '' ? `${sha256}.awkb` : `${this.bundleUrlPrefix}/${sha256}.awkb`;
   }
 
-  private async writeInMemory(plan: PlannedBundle, layout: BundleLayout, keyOf: (path: string) => string, read: ReadProjectFile, onBundle: (bundle: FinishedBundle) => void | Promise<void>) {
-    const out = new Uint8Array(layout.sizeBytes);
-    out.set(layout.head, 0);
-    const recordByKey = new Map(layout.records.map((record) => [record.key, record]));
-    // Records whose content goes into the data area; the rest share an earlier copy (SPEC §5).
-    const firstCopies = new Set(layout.written.map((index) => layout.records[index]!.key));
-    for (const file of plan.files) {
-      const bytes = await readWhole(file, read);
-      await checkFile(file, bytes);
-      const key = keyOf(file.path);
-      if (firstCopies.has(key)) out.set(bytes, recordByKey.get(key)!.offset);
+  /**
+   * Reads the members of one bundle, a few at a time, straight into their place in the bundle
+   * when the reader can, checks each against the loose index, and hashes the bundle (as its
+   * bytes arrive in order, when there is an incremental hash).
+   */
+  private async buildInMemory(plan: PlannedBundle, layout: BundleLayout, keys: string[], read: ReadProjectFile, pool: BufferPool | undefined): Promise<BuiltBundle> {
+    // A reused buffer gets room for the target plus a generous table, so that the next
+    // bundles (whose tables differ) fit it too.
+    const room = this.targetBundleBytes + Math.max(2 * layout.head.length, 1 << 20);
+    const out = pool ? pool.take(layout.sizeBytes, room) : new Uint8Array(layout.sizeBytes);
+    try {
+      out.set(layout.head, 0);
+      const recordIndex = new Map(layout.records.map((record, index) => [record.key, index]));
+      // Records whose content goes into the data area, in data order; the rest share an
+      // earlier copy (SPEC §5).
+      const isWritten = new Uint8Array(layout.records.length);
+      for (const index of layout.written) isWritten[index] = 1;
+      const bundleHash = this.incremental?.();
+      bundleHash?.update(out.subarray(0, layout.head.length));
+      const ready = new Uint8Array(layout.records.length);
+      let fed = 0; // layout.written[0 .. fed) are in the bundle hash
+      const feed = () => {
+        while (fed < layout.written.length && ready[layout.written[fed]!]) {
+          const record = layout.records[layout.written[fed++]!]!;
+          bundleHash!.update(out.subarray(record.offset, record.offset + record.sizeBytes));
+        }
+      };
+      const firsts: number[] = [];
+      const copies: number[] = [];
+      for (let i = 0; i < plan.files.length; i++) (isWritten[recordIndex.get(keys[i]!)!] ? firsts : copies).push(i);
+      // Each file is read straight into its content's place in the bundle when the reader can.
+      // Files whose content an earlier file already brought come last, into that same place:
+      // if they match (as they must), the bytes there do not change; if not, the bundle fails.
+      const member = (whenChecked: (index: number) => void) => async (i: number) => {
+        const file = plan.files[i]!;
+        const index = recordIndex.get(keys[i]!)!;
+        const record = layout.records[index]!;
+        const place = out.subarray(record.offset, record.offset + record.sizeBytes);
+        const bytes = await readWhole(file, read, place);
+        if (bytes.length !== file.sizeBytes) checkDigest(file, bytes.length, '');
+        checkDigest(file, bytes.length, await this.digest(bytes));
+        if (!sameMemory(bytes, place)) place.set(bytes);
+        whenChecked(index);
+      };
+      await runBounded(firsts, this.readConcurrency, member((index) => {
+        ready[index] = 1;
+        if (bundleHash) feed();
+      }));
+      const sha256 = bundleHash ? bundleHash.digestHex() : await this.digest(out);
+      await runBounded(copies, this.readConcurrency, member(() => undefined));
+      return { sha256, bytes: out };
+    } catch (error) {
+      pool?.release(out);
+      throw error;
     }
-    const sha256 = await sha256Hex(out);
-    await onBundle({ kind: 'bytes', group: plan.group, members: plan.files.length, sizeBytes: out.length, sha256, url: this.bundleUrl(sha256), bytes: out });
-    return { sha256, sizeBytes: out.length };
   }
 
   /** One content larger than the target (plus any files with the same content), streamed. */
-  private async writeStreamed(plan: PlannedBundle, layout: BundleLayout, read: ReadProjectFile, onBundle: (bundle: FinishedBundle) => void | Promise<void>) {
+  private async writeStreamed(plan: PlannedBundle, layout: BundleLayout, read: ReadProjectFile, onBundle: OnBundle) {
     const [first, ...copies] = plan.files as [LooseFileEntry, ...LooseFileEntry[]];
-    const bundleHash = createSha256();
+    const newHash = this.incremental ?? createSha256;
+    const bundleHash = newHash();
     let resolveFinished!: (value: { sha256: string; url: string }) => void;
     let rejectFinished!: (error: unknown) => void;
     const finished = new Promise<{ sha256: string; url: string }>((resolve, reject) => {
@@ -172,7 +314,7 @@ export class BundleWriter {
       try {
         bundleHash.update(layout.head);
         yield layout.head;
-        const fileHash = createSha256();
+        const fileHash = newHash();
         let seen = 0;
         for await (const chunk of await readChunks(first, read)) {
           seen += chunk.length;
@@ -182,7 +324,7 @@ export class BundleWriter {
           yield chunk;
         }
         checkDigest(first, seen, fileHash.digestHex());
-        for (const copy of copies) await checkStreamedCopy(copy, read);
+        for (const copy of copies) await checkStreamedCopy(copy, read, newHash);
         const sha256 = bundleHash.digestHex();
         resolveFinished({ sha256, url: url(sha256) });
       } catch (error) {
@@ -200,10 +342,70 @@ export class BundleWriter {
   }
 }
 
-async function readWhole(file: LooseFileEntry, read: ReadProjectFile): Promise<Uint8Array> {
+/**
+ * Bundle buffers for reuse (at most `bundlesInMemory` exist): one being filled, and with two,
+ * one being handed over. A buffer is made a little larger than asked, so that later bundles
+ * of about the target fit it again.
+ */
+class BufferPool {
+  private readonly free: ArrayBufferLike[] = [];
+
+  take(size: number, capacity: number): Uint8Array {
+    const at = this.free.findIndex((buffer) => buffer.byteLength >= size);
+    if (at >= 0) return new Uint8Array(this.free.splice(at, 1)[0]!, 0, size);
+    this.free.length = 0; // too small: let them go rather than hold more buffers
+    return new Uint8Array(Math.max(size, capacity)).subarray(0, size);
+  }
+
+  release(bytes: Uint8Array): void {
+    if (this.free.length < 2 && !this.free.includes(bytes.buffer)) this.free.push(bytes.buffer);
+  }
+
+  /**
+   * Lets the buffers go. A long-lived buffer would wait for a full garbage collection to free
+   * its memory; moved (transferred) into a fresh one, it goes with the next minor collection.
+   */
+  dispose(): void {
+    for (const buffer of this.free.splice(0)) {
+      if (typeof structuredClone === 'function' && buffer instanceof ArrayBuffer) structuredClone(buffer, { transfer: [buffer] });
+    }
+  }
+}
+
+function sameMemory(a: Uint8Array, b: Uint8Array): boolean {
+  return a.buffer === b.buffer && a.byteOffset === b.byteOffset && a.length === b.length;
+}
+
+/**
+ * Runs `work` over `items` with at most `limit` at once, started in order. On a failure no
+ * more items start; once the started ones settle, the failure of the earliest item is thrown
+ * (so the error does not depend on timing).
+ */
+async function runBounded<T>(items: readonly T[], limit: number, work: (item: T, index: number) => Promise<void>): Promise<void> {
+  let next = 0;
+  let failedAt = Infinity;
+  let failure: unknown;
+  const lane = async () => {
+    while (next < items.length && failedAt === Infinity) {
+      const index = next++;
+      try {
+        await work(items[index]!, index);
+      } catch (error) {
+        if (index < failedAt) {
+          failedAt = index;
+          failure = error;
+        }
+      }
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, lane));
+  if (failedAt !== Infinity) throw failure;
+}
+
+async function readWhole(file: LooseFileEntry, read: ReadProjectFile, into: Uint8Array | undefined): Promise<Uint8Array> {
   let content: FileContent;
   try {
-    content = await read(file, { stream: false });
+    content = await read(file, into ? { stream: false, into } : { stream: false });
   } catch (error) {
     throw new PublishInputError(`${file.path}: cannot read: ${(error as Error).message}`, file.path, error);
   }
@@ -211,10 +413,12 @@ async function readWhole(file: LooseFileEntry, read: ReadProjectFile): Promise<U
   const parts: Uint8Array[] = [];
   let length = 0;
   for await (const chunk of content) {
+    if (length + chunk.length > file.sizeBytes) throw new PublishInputError(`${file.path}: larger than the ${file.sizeBytes} bytes the loose index says`, file.path);
+    if (into) into.set(chunk, length);
+    else parts.push(chunk);
     length += chunk.length;
-    if (length > file.sizeBytes) throw new PublishInputError(`${file.path}: larger than the ${file.sizeBytes} bytes the loose index says`, file.path);
-    parts.push(chunk);
   }
+  if (into) return into.subarray(0, length);
   const out = new Uint8Array(length);
   let at = 0;
   for (const part of parts) {
@@ -238,19 +442,15 @@ async function readChunks(file: LooseFileEntry, read: ReadProjectFile): Promise<
   return content;
 }
 
-async function checkStreamedCopy(file: LooseFileEntry, read: ReadProjectFile): Promise<void> {
-  const hash = createSha256();
+async function checkStreamedCopy(file: LooseFileEntry, read: ReadProjectFile, newHash: () => IncrementalSha256): Promise<void> {
+  const hash = newHash();
   let seen = 0;
   for await (const chunk of await readChunks(file, read)) {
     seen += chunk.length;
+    if (seen > file.sizeBytes) throw new PublishInputError(`${file.path}: larger than the ${file.sizeBytes} bytes the loose index says`, file.path);
     hash.update(chunk);
   }
   checkDigest(file, seen, hash.digestHex());
-}
-
-async function checkFile(file: LooseFileEntry, bytes: Uint8Array): Promise<void> {
-  if (bytes.length !== file.sizeBytes) checkDigest(file, bytes.length, '');
-  checkDigest(file, bytes.length, await sha256Hex(bytes));
 }
 
 function checkDigest(file: LooseFileEntry, sizeBytes: number, sha256: string): void {
