@@ -9,7 +9,7 @@
  *
  * It generates a deterministic tree once under .bench/tree (kept and reused), then measures:
  *   baseline   find -print0 | xargs -0 sha256sum >/dev/null, then ... | xargs -0 cat > all.bin
- *   publish    node dist/cli/main.js .bench/tree --out .bench/out-N (a fresh out folder each run)
+ *   publish    dist/cli/main.js .bench/tree --out .bench/out-N (a fresh out folder each run)
  *   republish  the same into an out folder that already holds every bundle (nothing to write)
  * Each is run once unmeasured first (to warm the page cache; we cannot drop it), then --runs
  * times; medians are printed. Peak memory is the publish process's max RSS (/usr/bin/time -v,
@@ -186,8 +186,9 @@ function publishOnce(outDir) {
   sh('sync');
   let result;
   const started = performance.now();
-  if (hasTime) result = spawnSync('/usr/bin/time', ['-v', process.execPath, ...args], { cwd: repo, encoding: 'utf8', maxBuffer: 64 * MiB });
-  else result = spawnSync(process.execPath, ['-r', preload, ...args], { cwd: repo, encoding: 'utf8', maxBuffer: 64 * MiB });
+  // As users run it: the bin itself, so Node starts with the flags of its shebang.
+  if (hasTime) result = spawnSync('/usr/bin/time', ['-v', ...args], { cwd: repo, encoding: 'utf8', maxBuffer: 64 * MiB });
+  else result = spawnSync(process.execPath, ['--max-semi-space-size=4', '-r', preload, ...args], { cwd: repo, encoding: 'utf8', maxBuffer: 64 * MiB });
   const seconds = (performance.now() - started) / 1000;
   if (result.status !== 0) throw new Error(`publish failed (${result.status}):\n${result.stderr}`);
   const kib = hasTime ? /Maximum resident set size \(kbytes\): (\d+)/.exec(result.stderr) : /maxRSS=(\d+)/.exec(result.stderr);
