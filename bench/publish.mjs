@@ -186,9 +186,9 @@ function publishOnce(outDir) {
   sh('sync');
   let result;
   const started = performance.now();
-  // As users run it: the bin itself, so Node starts with the flags of its shebang.
+  // As users run it: the bin itself, through its shebang (and NODE_OPTIONS, if set).
   if (hasTime) result = spawnSync('/usr/bin/time', ['-v', ...args], { cwd: repo, encoding: 'utf8', maxBuffer: 64 * MiB });
-  else result = spawnSync(process.execPath, ['--max-semi-space-size=4', '-r', preload, ...args], { cwd: repo, encoding: 'utf8', maxBuffer: 64 * MiB });
+  else result = spawnSync(process.execPath, ['-r', preload, ...args], { cwd: repo, encoding: 'utf8', maxBuffer: 64 * MiB });
   const seconds = (performance.now() - started) / 1000;
   if (result.status !== 0) throw new Error(`publish failed (${result.status}):\n${result.stderr}`);
   const kib = hasTime ? /Maximum resident set size \(kbytes\): (\d+)/.exec(result.stderr) : /maxRSS=(\d+)/.exec(result.stderr);

@@ -1,8 +1,5 @@
-#!/usr/bin/env -S node --max-semi-space-size=4
+#!/usr/bin/env node
 /**
- * (The small young generation keeps a publish of tens of thousands of files inside its memory
- * budget at the same speed: measured in BENCHMARKS.md. npm's shims on Windows read `env -S` too.)
- *
  * The `awake-bundle` entry: a command table, one module per command, and the one place that
  * calls `process.exit` (0 ok, 1 failed, 2 wrong usage; SPEC §8).
  */
