@@ -221,6 +221,9 @@ describe('bad input: a clear message, the SPEC exit code, nothing published', ()
     [['--group', 'scene'], /--group must be "folder" or "one"/],
     [['--depth', '0'], /--depth/],
     [['--bogus'], /bogus/],
+    [['--url-prefix', 'https://cdn.example/b'], /--url-prefix "https:\/\/cdn.example\/b" must be a folder relative to the index/],
+    [['--url-prefix', '../up'], /--url-prefix/],
+    [['--salt', 'x'], /--salt is only used with --opaque-ids/],
   ])('%j exits 2', (flags, message) => {
     expectRefused([join(FIXTURES, 'trees/small'), ...flags], 2, message, temporaryDir());
   });
@@ -302,6 +305,19 @@ describe('bad input: a clear message, the SPEC exit code, nothing published', ()
     expect(index.files.map((f) => f.path)).toEqual(['a/file.txt', 'alias.txt']);
     const published = JSON.parse(readFileSync(join(out, 'project.index.json'), 'utf8'));
     expect(published.files.map((f: { path: string }) => f.path)).toEqual(['a/file.txt', 'alias.txt']);
+  });
+});
+
+describe('--url-prefix', () => {
+  test('bundles go below the out folder at the prefix, and the index names them there', () => {
+    const out = temporaryDir();
+    expect(runCli([join(FIXTURES, 'trees/small'), '--out', out, '--url-prefix', 'cdn/v1/']).code).toBe(0);
+    const index = JSON.parse(readFileSync(join(out, 'project.index.json'), 'utf8'));
+    for (const bundle of index.bundles) {
+      expect(bundle.url).toBe(`cdn/v1/${bundle.sha256}.awkb`);
+      expect(existsSync(join(out, 'cdn/v1', `${bundle.sha256}.awkb`))).toBe(true);
+    }
+    expect(runCli(['verify', out]).code).toBe(0);
   });
 });
 

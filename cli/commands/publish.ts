@@ -2,6 +2,7 @@
 import { stat } from 'node:fs/promises';
 import { resolve } from 'node:path';
 import { readFile } from 'node:fs/promises';
+import { unsafePathReason } from '../../core/format/paths.js';
 import { parseProjectIndexJson, type LooseIndex } from '../../core/format/project-index.js';
 import { groupByFolder, oneGroup } from '../../core/publish/grouping.js';
 import { looseIndexFromFolder } from '../../core/node/loose-index.js';
@@ -80,6 +81,9 @@ export function parsePublishArguments(argv: string[]): PublishArguments | 'help'
   if (values.salt !== undefined && !values['opaque-ids']) throw new UsageError('--salt is only used with --opaque-ids');
   if (values.salt === '') throw new UsageError('--salt must not be empty');
   if (values['root-path'] !== undefined && values['root-path'].trim() === '') throw new UsageError('--root-path must not be blank');
+  const urlPrefix = values['url-prefix'] ?? 'bundles';
+  const prefixProblem = urlPrefix.replace(/\/+$/, '') === '' ? undefined : unsafePathReason(urlPrefix.replace(/\/+$/, ''));
+  if (prefixProblem !== undefined) throw new UsageError(`--url-prefix ${JSON.stringify(urlPrefix)} must be a folder relative to the index (SPEC §5), such as "bundles" (it ${prefixProblem})`);
   return {
     input: positionals[0]!,
     out: values.out ?? 'build/published',
@@ -87,7 +91,7 @@ export function parsePublishArguments(argv: string[]): PublishArguments | 'help'
     depth,
     targetBundleBytes,
     ...(values['opaque-ids'] ? { salt: values.salt! } : {}),
-    urlPrefix: values['url-prefix'] ?? 'bundles',
+    urlPrefix,
     ...(values.root !== undefined ? { root: values.root } : {}),
     ...(values['root-path'] !== undefined ? { rootPath: values['root-path'] } : {}),
     json: values.json ?? false,
