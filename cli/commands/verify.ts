@@ -4,7 +4,7 @@
  */
 import { readFile, stat } from 'node:fs/promises';
 import { join } from 'node:path';
-import { AwakeError, BundleIntegrityError } from '../../core/errors.js';
+import { BundleIntegrityError } from '../../core/errors.js';
 import { decodeBundle, layoutBundle } from '../../core/format/awkb.js';
 import { unsafePathReason } from '../../core/format/paths.js';
 import { entryKey, parseProjectIndexJson, serializeIndex, type BundledFileEntry, type ProjectIndex } from '../../core/format/project-index.js';
@@ -123,4 +123,3 @@ export const verifyCommand: Command = {
   },
 };
 
-export { AwakeError };

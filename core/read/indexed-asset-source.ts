@@ -157,7 +157,7 @@ export class IndexedAssetSource {
   private async readEntry(path: string, entry: Entry, signal: AbortSignal): Promise<Uint8Array> {
     const cached = await this.fromCache(entry);
     if (cached) return cached;
-    if (entry.url !== undefined) return this.readLoose(path, entry, signal);
+    if (entry.url !== undefined) return this.fetchLoose(path, entry, signal);
     const waiting = this.pending.take(entry.sha256);
     if (waiting && (await sha256Hex(waiting)) === entry.sha256) return waiting;
     const shared = this.inFlight.get(entry.bundle!);
@@ -322,10 +322,6 @@ export class IndexedAssetSource {
     } catch {
       // A full or failing store must not fail the load: the bytes are verified and in hand.
     }
-  }
-
-  private async readLoose(path: string, entry: Entry, signal: AbortSignal): Promise<Uint8Array> {
-    return this.fetchLoose(path, entry, signal);
   }
 
   private async fetchLoose(path: string, entry: Entry, signal: AbortSignal, onProgress?: (received: number) => void): Promise<Uint8Array> {
