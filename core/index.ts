@@ -12,4 +12,4 @@ export * from './read/verify.js';
 export * from './net/index.js';
 export * from './cache/index.js';
 export * from './read/indexed-asset-source.js';
-export { mediaTypeOf } from './read/media-types.js';
+export { mediaTypeOf, contentTypeOf } from './read/media-types.js';

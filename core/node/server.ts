@@ -9,11 +9,12 @@ import { createReadStream, type Stats } from 'node:fs';
 import { realpath, stat } from 'node:fs/promises';
 import { createServer, STATUS_CODES, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { extname, join, sep } from 'node:path';
+import { join, sep } from 'node:path';
 import { pipeline } from 'node:stream';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { AwakeError } from '../errors.js';
 import { unsafePathReason } from '../format/paths.js';
+import { contentTypeOf } from '../read/media-types.js';
 
 /** One injected fault: an HTTP status (429, 503, …), a reset socket, or a body cut short. */
 export interface FaultRule {
@@ -48,48 +49,9 @@ export interface StaticServer {
   close(): Promise<void>;
 }
 
-const CONTENT_TYPES: Record<string, string> = {
-  '.awkb': 'application/octet-stream',
-  '.bin': 'application/octet-stream',
-  '.json': 'application/json; charset=utf-8',
-  '.map': 'application/json; charset=utf-8',
-  '.html': 'text/html; charset=utf-8',
-  '.htm': 'text/html; charset=utf-8',
-  '.js': 'text/javascript; charset=utf-8',
-  '.mjs': 'text/javascript; charset=utf-8',
-  '.css': 'text/css; charset=utf-8',
-  '.txt': 'text/plain; charset=utf-8',
-  '.csv': 'text/csv; charset=utf-8',
-  '.xml': 'application/xml; charset=utf-8',
-  // BMFont descriptors come as text or XML; engines fetch them as text either way.
-  '.fnt': 'text/plain; charset=utf-8',
-  '.atlas': 'text/plain; charset=utf-8',
-  '.png': 'image/png',
-  '.jpg': 'image/jpeg',
-  '.jpeg': 'image/jpeg',
-  '.webp': 'image/webp',
-  '.avif': 'image/avif',
-  '.gif': 'image/gif',
-  '.svg': 'image/svg+xml',
-  '.ico': 'image/x-icon',
-  '.ktx2': 'image/ktx2',
-  '.glb': 'model/gltf-binary',
-  '.gltf': 'model/gltf+json',
-  '.ogg': 'audio/ogg',
-  '.mp3': 'audio/mpeg',
-  '.wav': 'audio/wav',
-  '.m4a': 'audio/mp4',
-  '.mp4': 'video/mp4',
-  '.webm': 'video/webm',
-  '.wasm': 'application/wasm',
-  '.woff': 'font/woff',
-  '.woff2': 'font/woff2',
-  '.ttf': 'font/ttf',
-  '.otf': 'font/otf',
-};
-
+/** The Content-Type the server sends: one table with the reader's object URLs (core/read/media-types.ts). */
 export function contentTypeFor(fileName: string): string {
-  return CONTENT_TYPES[extname(fileName).toLowerCase()] ?? 'application/octet-stream';
+  return contentTypeOf(fileName);
 }
 
 /** Bundles are named by their SHA-256, so they never change (SPEC §5); everything else may. */

@@ -19,11 +19,12 @@
  * The harness page defines `globalThis.harnessImport = (specifier) => import(specifier)`; a test
  * that prefers the literal form can pass a string instead (`page.evaluate("import('/dist/…')")`).
  */
+import { contentTypeOf } from '../../core/read/media-types.js';
 import { existsSync, mkdtempSync, rmSync, statSync, createReadStream } from 'node:fs';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
-import { extname, join, resolve, sep } from 'node:path';
+import { join, resolve, sep } from 'node:path';
 import puppeteer, { type Browser, type Page } from 'puppeteer-core';
 
 /** The repository root (this file is test/helpers/browser.ts). */
@@ -162,30 +163,8 @@ export interface RepoServer {
   close(): Promise<void>;
 }
 
-const CONTENT_TYPES: Record<string, string> = {
-  '.js': 'text/javascript; charset=utf-8',
-  '.mjs': 'text/javascript; charset=utf-8',
-  '.cjs': 'text/javascript; charset=utf-8',
-  '.json': 'application/json; charset=utf-8',
-  '.map': 'application/json; charset=utf-8',
-  '.html': 'text/html; charset=utf-8',
-  '.css': 'text/css; charset=utf-8',
-  '.txt': 'text/plain; charset=utf-8',
-  '.wasm': 'application/wasm',
-  '.png': 'image/png',
-  '.jpg': 'image/jpeg',
-  '.jpeg': 'image/jpeg',
-  '.webp': 'image/webp',
-  '.svg': 'image/svg+xml',
-  '.ogg': 'audio/ogg',
-  '.mp3': 'audio/mpeg',
-  '.wav': 'audio/wav',
-  '.glb': 'model/gltf-binary',
-  '.gltf': 'model/gltf+json',
-};
-
 export function contentTypeFor(path: string): string {
-  return CONTENT_TYPES[extname(path).toLowerCase()] ?? 'application/octet-stream';
+  return contentTypeOf(path);
 }
 
 export const HARNESS_HTML = `<!doctype html>
