@@ -5,6 +5,7 @@
  * `fetch` (or an injected one), `AbortController`, `TextDecoder` and timers.
  */
 import { AwakeError, HttpError, NetworkError, RangeResponseError, RequestAbortedError, RequestTimeoutError } from '../errors.js';
+import { concatBytes } from '../bytes.js';
 import { abortable, sleep as timerSleep } from './abort.js';
 import { parseRetryAfter } from './retry-after.js';
 
@@ -260,7 +261,7 @@ async function readBody(response: Response, url: string, signal: AbortSignal, on
     const how = received < expected ? 'body cut short' : 'body longer than its Content-Length';
     throw transient(new NetworkError(`GET ${url}: ${how}: received ${received} of ${expected} bytes`, { url }));
   }
-  return concatenate(chunks, received);
+  return concatBytes(chunks, received);
 }
 
 function reportProgress(onProgress: RequestOptions['onProgress'], received: number, expected: number | undefined): void {
@@ -270,17 +271,6 @@ function reportProgress(onProgress: RequestOptions['onProgress'], received: numb
   } catch (error) {
     throw new CallbackFailure(error);
   }
-}
-
-function concatenate(chunks: Uint8Array[], length: number): Uint8Array {
-  if (chunks.length === 1) return chunks[0]!;
-  const bytes = new Uint8Array(length);
-  let at = 0;
-  for (const chunk of chunks) {
-    bytes.set(chunk, at);
-    at += chunk.length;
-  }
-  return bytes;
 }
 
 /** A 206 must be exactly `bytes=<first>-<last>`: the right length, and a matching Content-Range if sent. */

@@ -9,6 +9,7 @@ import { layoutBundle, type BundleLayout } from '../format/awkb.js';
 import { opaqueId, PATH_ID_ALGORITHM, type PathIds } from '../format/ids.js';
 import { assertSafePath } from '../format/paths.js';
 import { parseProjectIndex, type BundledFileEntry, type BundledIndex, type LooseFileEntry, type LooseIndex } from '../format/project-index.js';
+import { concatBytes } from '../bytes.js';
 import { createSha256, sha256Hex, type IncrementalSha256 } from '../hash.js';
 import { groupByFolder, toGrouping, type GroupingLike } from './grouping.js';
 import { DEFAULT_TARGET_BUNDLE_BYTES, planBundles, type PlannedBundle } from './plan.js';
@@ -294,9 +295,13 @@ export class BundleWriter {
     }
   }
 
-  /** One content larger than the target (plus any files with the same content), streamed. */
+  /**
+   * One file larger than the target, streamed. It is alone in its bundle: by the split rule of
+   * SPEC §6 any next file, even a copy of its content, would push the sum over the target.
+   */
   private async writeStreamed(plan: PlannedBundle, layout: BundleLayout, read: ReadProjectFile, onBundle: OnBundle) {
-    const [first, ...copies] = plan.files as [LooseFileEntry, ...LooseFileEntry[]];
+    if (plan.files.length !== 1) throw new Error(`internal: a streamed bundle holds one file, this plan has ${plan.files.length}`);
+    const first = plan.files[0]!;
     const newHash = this.incremental ?? createSha256;
     const bundleHash = newHash();
     let resolveFinished!: (value: { sha256: string; url: string }) => void;
@@ -324,7 +329,6 @@ export class BundleWriter {
           yield chunk;
         }
         checkDigest(first, seen, fileHash.digestHex());
-        for (const copy of copies) await checkStreamedCopy(copy, read, newHash);
         const sha256 = bundleHash.digestHex();
         resolveFinished({ sha256, url: url(sha256) });
       } catch (error) {
@@ -418,14 +422,7 @@ async function readWhole(file: LooseFileEntry, read: ReadProjectFile, into: Uint
     else parts.push(chunk);
     length += chunk.length;
   }
-  if (into) return into.subarray(0, length);
-  const out = new Uint8Array(length);
-  let at = 0;
-  for (const part of parts) {
-    out.set(part, at);
-    at += part.length;
-  }
-  return out;
+  return into ? into.subarray(0, length) : concatBytes(parts, length);
 }
 
 async function readChunks(file: LooseFileEntry, read: ReadProjectFile): Promise<AsyncIterable<Uint8Array>> {
@@ -440,17 +437,6 @@ async function readChunks(file: LooseFileEntry, read: ReadProjectFile): Promise<
     return (async function* () { yield whole; })();
   }
   return content;
-}
-
-async function checkStreamedCopy(file: LooseFileEntry, read: ReadProjectFile, newHash: () => IncrementalSha256): Promise<void> {
-  const hash = newHash();
-  let seen = 0;
-  for await (const chunk of await readChunks(file, read)) {
-    seen += chunk.length;
-    if (seen > file.sizeBytes) throw new PublishInputError(`${file.path}: larger than the ${file.sizeBytes} bytes the loose index says`, file.path);
-    hash.update(chunk);
-  }
-  checkDigest(file, seen, hash.digestHex());
 }
 
 function checkDigest(file: LooseFileEntry, sizeBytes: number, sha256: string): void {

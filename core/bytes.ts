@@ -1,0 +1,13 @@
+/** Small byte helpers shared by the network layer and the writer. */
+
+/** Joins `chunks` (of `length` bytes in all) into one array; a single chunk is returned as is. */
+export function concatBytes(chunks: readonly Uint8Array[], length = chunks.reduce((sum, chunk) => sum + chunk.length, 0)): Uint8Array {
+  if (chunks.length === 1) return chunks[0]!;
+  const bytes = new Uint8Array(length);
+  let at = 0;
+  for (const chunk of chunks) {
+    bytes.set(chunk, at);
+    at += chunk.length;
+  }
+  return bytes;
+}
