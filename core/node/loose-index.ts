@@ -10,8 +10,7 @@ import { availableParallelism } from 'node:os';
 import { join, relative, resolve, sep } from 'node:path';
 import { Worker } from 'node:worker_threads';
 import { PublishInputError } from '../publish/bundle-writer.js';
-import { looseFileUrl, unsafePathReason } from '../format/paths.js';
-import { compareKeys } from '../format/paths.js';
+import { compareKeys, looseFileUrl, unsafePathReason } from '../format/paths.js';
 import type { LooseFileEntry, LooseIndex } from '../format/project-index.js';
 import { nodeSha256 } from './hash.js';
 
@@ -127,7 +126,12 @@ export async function listFolderFiles(folder: string, options: Pick<FolderIndexO
     };
     pump();
   });
-  if (failures.length > 0) throw failures.sort((x, y) => compareKeys(x.at, y.at))[0]!.error;
+  if (failures.length > 0) {
+    const { at, error } = failures.sort((x, y) => compareKeys(x.at, y.at))[0]!;
+    if (error instanceof PublishInputError) throw error;
+    // A folder that cannot be listed, an entry that vanished: named like every other input error.
+    throw new PublishInputError(`${join(folder, at)}: cannot read: ${(error as Error).message}`, at === '' ? folder : at, error);
+  }
   return files.sort((a, b) => compareKeys(a.path, b.path));
 }
 
