@@ -128,6 +128,14 @@ export class WorkerDigestPool implements DigestPool {
     this.size = Math.max(1, Math.floor(options.size ?? Math.min(4, cores)));
   }
 
+  /** Whether jobs go to workers: undefined until the first job has found out, false after a fallback. */
+  get usingWorkers(): boolean | undefined {
+    if (this.#fallback) return false;
+    return this.#workers === undefined ? undefined : this.#ready;
+  }
+
+  #ready: boolean | undefined;
+
   async digest(job: DigestJob): Promise<DigestResult> {
     if (!this.#fallback) {
       const worker = await this.#pick();
@@ -155,6 +163,7 @@ export class WorkerDigestPool implements DigestPool {
     entry.load += 1; // reserve it while waiting for readiness, so concurrent jobs spread out
     const ready = await entry.ready;
     entry.load -= 1;
+    if (ready) this.#ready = true;
     return ready ? entry : this.#giveUp();
   }
 

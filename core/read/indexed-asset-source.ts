@@ -157,6 +157,9 @@ export class IndexedAssetSource {
       for (const entry of index.files) if (entry.bundle !== undefined) this.membersOf.get(entry.bundle)!.push(entry);
     }
     options.signal?.addEventListener('abort', () => this.lifetime.abort(options.signal!.reason), { once: true });
+    this.lifetime.signal.addEventListener('abort', () => {
+      for (const load of this.loads.values()) load.controller.abort(this.lifetime.signal.reason);
+    }, { once: true });
   }
 
   /** Reads and checks the index (formatVersion 2 or 3; others refused, SPEC §3). */
@@ -398,9 +401,11 @@ export class IndexedAssetSource {
 
   /** Waits for a load on behalf of one party; the load stops only when every party gave up. */
   private async join(load: Load, signal: AbortSignal): Promise<void> {
+    signal.throwIfAborted();
     load.interest++;
     try {
-      await abortable(load.done, signal);
+      // The source's own signal aborts the load itself (see the constructor): no listener per read.
+      await (signal === this.lifetime.signal ? load.done : abortable(load.done, signal));
     } finally {
       if (--load.interest === 0 && signal.aborted) load.controller.abort(signal.reason);
     }
@@ -409,8 +414,7 @@ export class IndexedAssetSource {
   /** Starts fetching a bundle or loose file; its verified contents go to `held` and the cache. */
   private startLoad(loadKey: string, onProgress?: (received: number) => void): Load {
     const controller = new AbortController();
-    const stopWithSource = () => controller.abort(this.lifetime.signal.reason);
-    this.lifetime.signal.addEventListener('abort', stopWithSource, { once: true });
+    if (this.lifetime.signal.aborted) controller.abort(this.lifetime.signal.reason);
     const progress = onProgress ? { onProgress: (received: number) => onProgress(received) } : {};
     let storing = Promise.resolve();
     const done = (async () => {
@@ -421,10 +425,7 @@ export class IndexedAssetSource {
     })();
     const load: Load = { controller, interest: 0, done, stored: done.then(() => storing, () => undefined) };
     this.loads.set(loadKey, load);
-    const finish = () => {
-      this.loads.delete(loadKey);
-      this.lifetime.signal.removeEventListener('abort', stopWithSource);
-    };
+    const finish = () => this.loads.delete(loadKey);
     load.done.then(finish, finish);
     load.done.catch(() => undefined); // a load nobody waits for any more must not be an unhandled rejection
     return load;
