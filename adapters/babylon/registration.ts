@@ -1,0 +1,209 @@
+/**
+ * `registerAwkb()`: opens (or adopts) an `IndexedAssetSource`, maps the URLs below its root to
+ * project paths, and switches Babylon's request hooks on while at least one registration lives.
+ * Everything that reads, verifies, caches or retries is the core reader's (SPEC §7); this file
+ * only decides which URL is which path.
+ */
+import { AwakeError } from '../../core/errors.js';
+import { IndexedAssetSource, type OpenOptions, type PrefetchProgress } from '../../core/read/indexed-asset-source.js';
+import { installHooks, removeHooks } from './hooks.js';
+import { absoluteUrl, asFolder, folderOf, projectPathOf, urlOfPath } from './url-path.js';
+
+export interface AwkbOptions extends Omit<OpenOptions, 'index' | 'baseUrl'> {
+  /** Where the project index is; with `source` instead, the source's own index. */
+  indexUrl?: string;
+  /** An open reader to serve from instead of opening one (the registration never disposes it). */
+  source?: IndexedAssetSource;
+  /** The URL that maps to the project root: `<root>/models/crate.glb` is `models/crate.glb`. Default: the folder that holds the index. */
+  root?: string;
+  /** Paths or folders (`models/`, `levels/harbor`) fetched before `registerAwkb` resolves. */
+  prefetch?: Iterable<string>;
+  /** Byte progress of that prefetch. */
+  onPrefetchProgress?: (progress: PrefetchProgress) => void;
+}
+
+/** A URL's place in one registration's index. */
+export interface AwkbTarget {
+  registration: AwkbRegistration;
+  path: string;
+  /** The absolute URL this path has below the root. */
+  url: string;
+}
+
+export interface AwkbReadOptions {
+  signal?: AbortSignal;
+  /** Bytes of this file received so far, and its size; called at least once, at the end. */
+  onProgress?: (loaded: number, total: number) => void;
+}
+
+/** Live registrations, newest last: a URL goes to the newest one whose index lists it. */
+const active: AwkbRegistration[] = [];
+/** Registrations being opened or open, by what they serve, so registering twice gives the same one. */
+const byKey = new Map<unknown, Promise<AwkbRegistration>>();
+
+export class AwkbRegistration {
+  readonly source: IndexedAssetSource;
+  /** The folder URL that maps to the project root. */
+  readonly root: string;
+  private readonly rootUrl: URL;
+  private readonly ownsSource: boolean;
+  private readonly lifetime = new AbortController();
+  /** Paths this registration made object URLs for (streaming sounds), to release. */
+  private readonly objectUrls = new Map<string, string>();
+  private readonly key: unknown;
+  private disposed = false;
+
+  /** @internal use `registerAwkb` */
+  constructor(source: IndexedAssetSource, root: URL, ownsSource: boolean, key: unknown) {
+    this.source = source;
+    this.rootUrl = root;
+    this.root = root.href;
+    this.ownsSource = ownsSource;
+    this.key = key;
+  }
+
+  /** The project path that `url` (absolute, or relative to the page) maps to, when this index lists it. */
+  pathOf(url: string): string | undefined {
+    const absolute = absoluteUrl(url);
+    const path = absolute && projectPathOf(absolute, this.rootUrl);
+    return path !== undefined && this.source.has(path) ? path : undefined;
+  }
+
+  /** The URL that maps to a project path. */
+  urlOf(path: string): string {
+    return urlOfPath(path, this.rootUrl);
+  }
+
+  /**
+   * The verified bytes of `path`, owned by the caller, with byte progress: a prefetch of its
+   * bundle reports what arrives and the read joins its request (one request per bundle).
+   */
+  async read(path: string, options: AwkbReadOptions = {}): Promise<Uint8Array> {
+    const signal = options.signal ? AbortSignal.any([options.signal, this.lifetime.signal]) : this.lifetime.signal;
+    const size = this.source.entry(path)?.sizeBytes ?? 0;
+    const { onProgress } = options;
+    if (onProgress) {
+      // The read below joins this prefetch's request; its own outcome is the read's.
+      this.source.prefetch([path], { signal, onProgress: (p) => onProgress(p.totalBytes > 0 ? Math.floor((size * p.loadedBytes) / p.totalBytes) : size, size) }).catch(() => undefined);
+    }
+    const bytes = await this.source.read(path, { signal });
+    onProgress?.(size, size);
+    return bytes;
+  }
+
+  /** An object URL of `path`'s verified bytes (for `<audio>` elements), kept until `dispose()`. */
+  async objectUrl(path: string): Promise<string> {
+    const url = await this.source.url(path, { signal: this.lifetime.signal });
+    this.objectUrls.set(path, url);
+    return url;
+  }
+
+  /** The object URL made for `path` already, if any: what a synchronous hook can hand out. */
+  objectUrlInHand(path: string): string | undefined {
+    return this.objectUrls.get(path);
+  }
+
+  /** Aborts this registration's loads, revokes its object URLs, and removes Babylon hooks no registration needs any more. */
+  dispose(): void {
+    if (this.disposed) return;
+    this.disposed = true;
+    this.lifetime.abort(new AwakeError('E_ABORTED', `the awkb registration of ${this.source.indexUrl ?? this.root} was disposed`, this.source.indexUrl ? { url: this.source.indexUrl } : {}));
+    const at = active.indexOf(this);
+    if (at >= 0) active.splice(at, 1);
+    if (byKey.get(this.key) !== undefined) byKey.delete(this.key);
+    if (this.ownsSource) this.source.dispose();
+    else for (const path of this.objectUrls.keys()) this.source.release(path);
+    this.objectUrls.clear();
+    if (active.length === 0) removeHooks();
+  }
+}
+
+/**
+ * Serves Babylon's loads of every URL below `root` from the index's verified bundles (SPEC §7),
+ * and registers the `awkb` scene-loader plugin (`pluginExtension: '.awkb'`). Registering the same
+ * index (or source) and root again while it is live resolves to the same registration.
+ */
+export function registerAwkb(options: AwkbOptions): Promise<AwkbRegistration> {
+  const indexUrl = options.source ? options.source.indexUrl : options.indexUrl === undefined ? undefined : absoluteUrl(options.indexUrl)?.href;
+  if (!options.source && indexUrl === undefined) throw new TypeError('registerAwkb needs indexUrl (an absolute URL, or one relative to the page) or source');
+  const root = rootOf(options, indexUrl);
+  const key = options.source ? options.source : `${indexUrl} ${root.href}`;
+  const existing = byKey.get(key);
+  if (existing) return existing;
+  const opening = open(options, root, key);
+  byKey.set(key, opening);
+  opening.catch(() => {
+    if (byKey.get(key) === opening) byKey.delete(key);
+  });
+  return opening;
+}
+
+async function open(options: AwkbOptions, root: URL, key: unknown): Promise<AwkbRegistration> {
+  const { source: given, root: _root, prefetch, onPrefetchProgress, ...openOptions } = options;
+  const source = given ?? (await IndexedAssetSource.open(openOptions));
+  const registration = new AwkbRegistration(source, root, !given, key);
+  try {
+    if (prefetch) await prefetchItems(source, [...prefetch], onPrefetchProgress);
+  } catch (error) {
+    registration.dispose();
+    throw error;
+  }
+  active.push(registration);
+  installHooks();
+  return registration;
+}
+
+/** `prefetch` items: a listed path, else a folder of listed paths. */
+async function prefetchItems(source: IndexedAssetSource, items: string[], onProgress: AwkbOptions['onPrefetchProgress']): Promise<void> {
+  const listed = source.paths();
+  const paths = new Set<string>();
+  for (const item of items) {
+    if (source.has(item)) {
+      paths.add(item);
+      continue;
+    }
+    const folder = item.replace(/^\/+|\/+$/g, '');
+    const below = listed.filter((path) => folder === '' || path.startsWith(`${folder}/`));
+    if (below.length === 0) throw new AwakeError('E_NOT_FOUND', `prefetch: ${JSON.stringify(item)} is neither a path nor a folder in the project index${source.indexUrl ? ` ${source.indexUrl}` : ''}`, { path: item, ...(source.indexUrl ? { url: source.indexUrl } : {}) });
+    for (const path of below) paths.add(path);
+  }
+  await source.prefetch(paths, onProgress ? { onProgress } : {});
+}
+
+function rootOf(options: AwkbOptions, indexUrl: string | undefined): URL {
+  if (options.root !== undefined) {
+    const root = absoluteUrl(options.root);
+    if (!root) throw new TypeError(`registerAwkb: root ${JSON.stringify(options.root)} is not a URL (and there is no page to resolve it against)`);
+    return asFolder(root);
+  }
+  const base = indexUrl ?? options.source?.resolveUrl('./');
+  const absolute = base === undefined || base === './' ? undefined : absoluteUrl(base);
+  if (!absolute) throw new TypeError('registerAwkb: give root, the URL that maps to the project root (the source has no index URL to take it from)');
+  return folderOf(absolute);
+}
+
+/** The registration and path that a URL Babylon asks for maps to, newest registration first. */
+export function targetOf(url: string): AwkbTarget | undefined {
+  for (let i = active.length - 1; i >= 0; i--) {
+    const registration = active[i]!;
+    const path = registration.pathOf(url);
+    if (path !== undefined) return { registration, path, url: registration.urlOf(path) };
+  }
+  return undefined;
+}
+
+/** Like `targetOf`, and also a bare project path (`models/truck.gltf`), for the `awkb` plugin. */
+export function targetOfUrlOrPath(urlOrPath: string): AwkbTarget | undefined {
+  const mapped = targetOf(urlOrPath);
+  if (mapped) return mapped;
+  for (let i = active.length - 1; i >= 0; i--) {
+    const registration = active[i]!;
+    if (registration.source.has(urlOrPath)) return { registration, path: urlOrPath, url: registration.urlOf(urlOrPath) };
+  }
+  return undefined;
+}
+
+/** Whether any registration is live (the permanent `awkb` plugin is inert otherwise). */
+export function anyRegistration(): boolean {
+  return active.length > 0;
+}
