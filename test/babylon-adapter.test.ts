@@ -36,7 +36,6 @@ beforeAll(async () => {
   browser = await puppeteer.launch({ executablePath: chromiumExecutablePath(), args: [...CHROMIUM_ARGS, '--autoplay-policy=no-user-gesture-required', `--user-data-dir=${profile}`], headless: true, handleSIGINT: false, handleSIGTERM: false, handleSIGHUP: false });
   page = await browser.newPage();
   page.on('pageerror', (error) => console.error(`[page error] ${String(error)}`));
-  page.on('console', (message) => { if (message.type() === 'error') console.error(`[console] ${message.text()}`); });
   await page.goto(`${server.origin}/page/index.html`, { waitUntil: 'load' });
   await page.waitForFunction(() => (window as { babylonReady?: boolean }).babylonReady === true, { timeout: 20_000 });
   // An .env made by Babylon itself from the six loose faces, published with the rest.
@@ -87,5 +86,124 @@ describe.each(['ImportMeshAsync', 'LoadAssetContainerAsync', 'AppendSceneAsync',
       await dispose();
     }
     expectOnlyIndexAndBundles(siteRequests());
+  });
+});
+
+describe("the 'awkb' scene-loader plugin (pluginExtension: '.awkb')", () => {
+  test('loads a URL below the root, or a bare project path, through the index and hands it to the glTF loader', async () => {
+    const model = 'gltf/CesiumMilkTruck/CesiumMilkTruck.gltf';
+    const loose = await call((t, url) => t.loadModel('ImportMeshAsync', url), LOOSE + model);
+    server.resetRequests();
+    // No root: the folder that holds the index (/site/published/) maps to the project root.
+    await register({ root: undefined });
+    try {
+      const byUrl = await call((t, url) => t.loadModel('ImportMeshAsync', url, { pluginExtension: '.awkb' }), `/site/published/${model}`);
+      const byPath = await call((t, path) => t.loadModel('LoadAssetContainerAsync', path, { pluginExtension: '.awkb' }), model);
+      const glb = await call((t, path) => t.loadModel('AppendSceneAsync', path, { pluginExtension: '.awkb' }), 'glb/CesiumMilkTruck.glb');
+      const glbLoose = await call((t, url) => t.loadModel('AppendSceneAsync', url), `${LOOSE}glb/CesiumMilkTruck.glb`);
+      const rename = (summary: { textures: { name: string }[] }) => ({ ...summary, textures: summary.textures.map((texture) => ({ ...texture, name: texture.name.replace(/^\/site\/published\//, '') })) });
+      expect(withoutProgress(rename(byUrl as never))).toEqual(withoutProgress(loose as never));
+      expect(withoutProgress(byPath as never)).toMatchObject({ meshes: (loose as { meshes: unknown[] }).meshes });
+      expect(withoutProgress(glb as never)).toEqual(withoutProgress(glbLoose as never));
+      server.resetRequests();
+      const missing = await call((t, path) => t.loadModel('ImportMeshAsync', path, { pluginExtension: '.awkb' }), 'models/none.glb');
+      expect((missing as { error: string }).error).toContain('"models/none.glb" is not below the root of any registered index');
+    } finally {
+      await dispose();
+    }
+    expect(siteRequests().filter((path) => !path.startsWith('/site/loose/'))).toEqual([]);
+  });
+
+  test('reports byte progress through onProgress, ending at the file size', async () => {
+    await register();
+    try {
+      const glb = site.index.files.find((file) => file.path === 'glb/CesiumMilkTruck.glb')!;
+      const viaHook = await call((t, url) => t.loadModel('ImportMeshAsync', url), `${LOOSE}glb/CesiumMilkTruck.glb`) as { progress: { loaded: number; total: number; lengthComputable: boolean }[] };
+      const viaPlugin = await call((t, path) => t.loadModel('ImportMeshAsync', path, { pluginExtension: '.awkb' }), 'glb/CesiumMilkTruck.glb') as typeof viaHook;
+      for (const { progress } of [viaHook, viaPlugin]) {
+        expect(progress.length).toBeGreaterThan(0);
+        expect(progress.at(-1)).toEqual({ loaded: glb.sizeBytes, total: glb.sizeBytes, lengthComputable: true });
+        expect(progress.every((event, i) => i === 0 || event.loaded >= progress[i - 1]!.loaded)).toBe(true);
+      }
+    } finally {
+      await dispose();
+    }
+  });
+});
+
+describe('textures and sounds', () => {
+  test('new Texture(url), CubeTexture (six faces and .env) load from bundles with the sizes of a loose load', async () => {
+    const load = () => Promise.all([
+      call((t, url) => t.loadTexture(url), `${LOOSE}textures/coin.png`),
+      call((t, url, extensions) => t.loadCube(url, extensions), `${LOOSE}textures/cube/sky`, FACES),
+      call((t, url) => t.loadCube(url), `${LOOSE}textures/sky.env`),
+    ]);
+    const loose = await load();
+    expect(loose[0]).toEqual({ width: 128, height: 128, ready: true });
+    expect(loose[1]).toEqual({ width: 128, height: 128, ready: true, isCube: true });
+    expect(loose[2]).toMatchObject({ ready: true, isCube: true });
+    server.resetRequests();
+    await register();
+    try {
+      expect(await load()).toEqual(loose);
+    } finally {
+      await dispose();
+    }
+    expectOnlyIndexAndBundles(siteRequests());
+  });
+
+  test('CreateSoundAsync, CreateStreamingSoundAsync and the legacy Sound play files from bundles', async () => {
+    const urls = { static: `${LOOSE}audio/coin.ogg`, streaming: `${LOOSE}audio/theme-4.ogg`, legacy: `${LOOSE}audio/laser1.wav` };
+    const loose = await call((t, urls) => t.sounds(urls), urls);
+    expect(loose).toEqual({ staticDuration: expect.any(Number), streamingDuration: expect.any(Number), streamingFrom: 'http:', legacyDuration: expect.any(Number) });
+    expect((loose as { streamingDuration: number }).streamingDuration).toBeGreaterThan(20_000);
+    server.resetRequests();
+    await register();
+    try {
+      // The streaming sound's <audio> plays an object URL of the verified bytes.
+      expect(await call((t, urls) => t.sounds(urls), urls)).toEqual({ ...(loose as object), streamingFrom: 'blob:' });
+    } finally {
+      await dispose();
+    }
+    expectOnlyIndexAndBundles(siteRequests());
+  });
+});
+
+describe('failures, dispose and registering twice', () => {
+  test('a damaged bundle rejects the load with an error naming the member', async () => {
+    await register({ indexUrl: '/site/damaged/project.index.json', retry: { attempts: 1 } });
+    try {
+      for (const options of [{}, { pluginExtension: '.awkb' }]) {
+        const outcome = await call((t, url, options) => t.loadModel('ImportMeshAsync', url, options), `${LOOSE}gltf/BoxTextured/BoxTextured.gltf`, options) as { error?: string };
+        expect(outcome.error).toContain(DAMAGED_MEMBER);
+        expect(outcome.error).toMatch(/BundleIntegrityError|E_BUNDLE_INTEGRITY/);
+      }
+    } finally {
+      await dispose();
+    }
+  });
+
+  test('dispose() removes every hook: the same URLs load loose again, and .awkb loads refuse', async () => {
+    const url = `${LOOSE}gltf/BoxTextured/BoxTextured.gltf`;
+    await register();
+    server.resetRequests();
+    await call((t, url) => t.loadModel('ImportMeshAsync', url), url);
+    expect(siteRequests().filter((path) => path.startsWith('/site/loose/'))).toEqual([]);
+    await dispose();
+    server.resetRequests();
+    const after = await call((t, url) => t.loadModel('ImportMeshAsync', url), url) as { meshes: unknown[] };
+    expect(after.meshes.length).toBeGreaterThan(0);
+    expect(siteRequests()).toEqual(expect.arrayContaining(['/site/loose/gltf/BoxTextured/BoxTextured.gltf', '/site/loose/gltf/BoxTextured/BoxTextured0.bin', '/site/loose/gltf/BoxTextured/CesiumLogoFlat.png']));
+    expect(await call((t) => t.hooks())).toEqual({ open: false, fetchAsync: false, modifiers: 0, streaming: 0 });
+    const refused = await call((t, url) => t.loadModel('ImportMeshAsync', url, { pluginExtension: '.awkb' }), url) as { error: string };
+    expect(refused.error).toContain('no live registration');
+  });
+
+  test('registering the same index twice gives the same registration, and one dispose() ends it', async () => {
+    expect(await call((t, options) => t.registerTwice(options), { indexUrl: INDEX, root: LOOSE })).toBe(true);
+    const hooks = await call((t) => t.hooks());
+    expect(hooks).toMatchObject({ open: true, fetchAsync: true, modifiers: 1 });
+    await dispose();
+    expect(await call((t) => t.hooks())).toEqual({ open: false, fetchAsync: false, modifiers: 0, streaming: 0 });
   });
 });
