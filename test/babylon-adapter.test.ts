@@ -68,7 +68,7 @@ async function dispose() {
   await call((t) => t.dispose());
 }
 
-const withoutProgress = ({ progress, ...rest }: { progress?: unknown }) => rest;
+const withoutProgress = (summary: unknown) => { const { progress, ...rest } = summary as { progress?: unknown }; return rest; };
 
 describe.each(['ImportMeshAsync', 'LoadAssetContainerAsync', 'AppendSceneAsync', 'SceneLoader.ImportMesh', 'SceneLoader.Append', 'SceneLoader.LoadAssetContainer', 'SceneLoader.ImportMeshAsync', 'SceneLoader.AppendAsync', 'SceneLoader.LoadAssetContainerAsync'])('%s', (api) => {
   test('loads each model from bundles exactly as from loose files, requesting only the index and bundles', async () => {

@@ -128,15 +128,21 @@ export class BundleRequest extends EventTarget {
   }
 
   private progress(loaded: number, total: number): void {
-    const event = new ProgressEvent('progress', { lengthComputable: true, loaded, total });
+    const event = progressEvent('progress', loaded, total);
     this.onprogress?.(event);
     this.dispatchEvent(event);
   }
 
   private finish(type: 'load' | 'abort'): void {
-    this.dispatchEvent(new ProgressEvent(type, { lengthComputable: true, loaded: this.contentLength, total: this.contentLength }));
-    this.dispatchEvent(new ProgressEvent('loadend', { lengthComputable: true, loaded: this.contentLength, total: this.contentLength }));
+    this.dispatchEvent(progressEvent(type, this.contentLength, this.contentLength));
+    this.dispatchEvent(progressEvent('loadend', this.contentLength, this.contentLength));
   }
+}
+
+/** A `ProgressEvent`, or an `Event` with its fields where there is none (Node, with NullEngine). */
+function progressEvent(type: string, loaded: number, total: number): ProgressEvent {
+  if (typeof ProgressEvent === 'function') return new ProgressEvent(type, { lengthComputable: true, loaded, total });
+  return Object.assign(new Event(type), { lengthComputable: true, loaded, total }) as ProgressEvent;
 }
 
 /** One line that says which file failed and why; an AwakeError already names the bundle and damaged members. */

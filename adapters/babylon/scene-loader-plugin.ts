@@ -101,13 +101,16 @@ class AwkbScenePlugin implements ISceneLoaderPluginAsync {
     const rootUrl = folderUrl(target.url);
     const signal = this.controller.signal;
     const report = onProgress ? (loaded: number, total: number) => onProgress({ lengthComputable: true, loaded, total }) : undefined;
-    if (!registration.isBinary && inner.loadFile) {
-      // A text format: its plugin requests the logical URL itself, which the request hook serves from the bundle.
+    if (!registration.isBinary && inner.loadFile && !inner.directLoad) {
+      // A text format its plugin only loads by URL: the request hook serves that URL from the bundle.
       return callLoadFile(inner, scene, target.url, rootUrl, onProgress, false, fileNameOf(path));
     }
     const bytes = await source.read(path, { signal, ...(report ? { onProgress: report } : {}) });
-    if (inner.loadFile) return callLoadFile(inner, scene, bytes, rootUrl, undefined, true, fileNameOf(path));
-    return registration.isBinary ? bytes.buffer : new TextDecoder().decode(bytes);
+    if (registration.isBinary) return inner.loadFile ? callLoadFile(inner, scene, bytes, rootUrl, undefined, true, fileNameOf(path)) : bytes.buffer;
+    const text = new TextDecoder().decode(bytes);
+    // The text itself, parsed as the plugin parses a `data:` source (a .gltf's JSON): no request, so this works in Node too.
+    if (inner.directLoad && inner.canDirectLoad?.(text)) return inner.directLoad(scene, text);
+    return text;
   }
 
   private handOver(): [ISceneLoaderPluginAsync, string, string] {

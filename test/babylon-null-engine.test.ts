@@ -1,0 +1,85 @@
+/**
+ * awake-bundle/babylon in Node with Babylon's NullEngine (no browser, no XMLHttpRequest): the
+ * `awkb` scene-loader plugin reads a model from a published project on a real local server and
+ * hands its bytes to the glTF loader; the result equals a load of the loose file's bytes.
+ */
+import '@babylonjs/loaders/glTF/index.js';
+import { NullEngine } from '@babylonjs/core/Engines/nullEngine.js';
+import { ImportMeshAsync, LoadAssetContainerAsync } from '@babylonjs/core/Loading/sceneLoader.js';
+import type { AbstractMesh } from '@babylonjs/core/Meshes/abstractMesh.js';
+import { Scene } from '@babylonjs/core/scene.js';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { registerAwkb, type AwkbRegistration } from '../adapters/babylon/index.js';
+import { startStaticServer, type StaticServer } from '../core/node/index.js';
+import { babylonSiteDir, publishSite, stageLoose } from './helpers/babylon-site';
+
+let server: StaticServer;
+let engine: NullEngine;
+let dir: string;
+const requested: string[] = [];
+
+beforeAll(async () => {
+  dir = babylonSiteDir();
+  stageLoose(dir);
+  publishSite(dir);
+  server = await startStaticServer({ root: dir, log: (line) => requested.push(line) });
+  engine = new NullEngine();
+}, 60_000);
+
+afterAll(async () => {
+  engine?.dispose();
+  // The XMLHttpRequest stand-in stays: Babylon aborts finished requests later, and jest gives each test file globals of its own.
+  await server?.close();
+});
+
+const summary = (meshes: AbstractMesh[]) => meshes.map((mesh) => ({ name: mesh.name, vertices: mesh.getTotalVertices(), indices: mesh.getTotalIndices(), material: mesh.material?.name ?? null }));
+
+test('ImportMeshAsync and LoadAssetContainerAsync with pluginExtension .awkb load a .glb from bundles, as from its loose bytes', async () => {
+  const looseScene = new Scene(engine);
+  const loose = await ImportMeshAsync(new Uint8Array(readFileSync(join(dir, 'loose/glb/CesiumMilkTruck.glb'))), looseScene, { pluginExtension: '.glb' });
+  let registration: AwkbRegistration | undefined;
+  try {
+    registration = await registerAwkb({ indexUrl: `${server.url}published/project.index.json` });
+    const scene = new Scene(engine);
+    const progress: number[] = [];
+    const bundled = await ImportMeshAsync('glb/CesiumMilkTruck.glb', scene, { pluginExtension: '.awkb', onProgress: (event) => progress.push(event.loaded) });
+    expect(summary(bundled.meshes)).toEqual(summary(loose.meshes));
+    expect(bundled.meshes.length).toBeGreaterThan(1);
+    expect(bundled.animationGroups.map((group) => group.name)).toEqual(loose.animationGroups.map((group) => group.name));
+    expect(progress.at(-1)).toBe(readFileSync(join(dir, 'loose/glb/CesiumMilkTruck.glb')).length);
+    const container = await LoadAssetContainerAsync(`${server.url}published/glb/CesiumMilkTruck.glb`, new Scene(engine), { pluginExtension: '.awkb' });
+    expect(summary(container.meshes)).toEqual(summary(loose.meshes));
+  } finally {
+    registration?.dispose();
+  }
+  // The server's access log: the index and bundles, never a loose file.
+  expect(requested.length).toBeGreaterThan(1);
+  expect(requested.filter((line) => !/\/published\/(project\.index\.json|bundles\/[0-9a-f]{64}\.awkb)\b/.test(line))).toEqual([]);
+});
+
+test('a .gltf with separate .bin and texture loads from bundles: Babylon constructs an XMLHttpRequest, the adapter answers it', async () => {
+  // Babylon's WebRequest constructs an XMLHttpRequest for every request, and Node has none; one
+  // that refuses to be used shows that nothing reached the network.
+  const scope = globalThis as { XMLHttpRequest?: unknown };
+  scope.XMLHttpRequest = class {
+    open(): never {
+      throw new Error('this test has no network: the adapter should have answered');
+    }
+  };
+  const registration = await registerAwkb({ indexUrl: `${server.url}published/project.index.json` });
+  requested.length = 0;
+  try {
+    for (const options of [{ pluginExtension: '.awkb' }, {}]) {
+      const url = options.pluginExtension ? 'gltf/Box Textured/Box Textured.gltf' : `${server.url}published/gltf/Box%20Textured/Box%20Textured.gltf`;
+      const result = await ImportMeshAsync(url, new Scene(engine), options);
+      expect(summary(result.meshes)).toEqual([
+        { name: '__root__', vertices: 0, indices: 0, material: null },
+        { name: 'node1', vertices: 24, indices: 36, material: 'Texture' },
+      ]);
+    }
+  } finally {
+    registration.dispose();
+  }
+  expect(requested.filter((line) => !/\/published\/(project\.index\.json|bundles\/[0-9a-f]{64}\.awkb)\b/.test(line))).toEqual([]);
+});
