@@ -42,7 +42,7 @@ test('the entry imports Babylon only through deep @babylonjs/core modules, and n
   expect(babylon.length).toBeGreaterThan(0);
   for (const specifier of babylon) expect(specifier).toMatch(/^@babylonjs\/core\/.+\.js$/);
   // The rest is the core's own dependency.
-  expect([...bare].filter((specifier) => !specifier.startsWith('@babylonjs/'))).toEqual(['@noble/hashes/sha2.js']);
+  for (const specifier of bare) if (!specifier.startsWith('@babylonjs/')) expect(specifier).toMatch(/^@noble\/hashes\//);
   expect([...bare].some((specifier) => /phaser/i.test(specifier))).toBe(false);
 });
 
