@@ -1,0 +1,26 @@
+import type { ContentCache, IndexedAssetSource } from '../../core/index.js';
+
+/** Options of `this.load.awkbIndex(key, url, options)`, also the fields of its config-object and pack-file forms. */
+export interface AwkbIndexOptions {
+  /**
+   * The URL that maps to the project root: a file URL below it reads the index path under it.
+   * Resolved like any loader URL (the loader's `baseURL` and `path` apply). Default: the folder
+   * that holds the index.
+   */
+  root?: string;
+  /** Paths, or folders (`levels/harbor`), to fetch with the index: the index file completes when they are stored. */
+  prefetch?: string[];
+  /** Where verified contents are kept: the persistent browser cache by default, `null` for none. */
+  cache?: ContentCache | null;
+  /** Read a single uncached member with an HTTP range request instead of its whole bundle. */
+  rangeReads?: boolean;
+  /** The fetch for the index and bundles, e.g. `tokenAuthorizedFetch({ token })`. */
+  fetch?: typeof fetch;
+  /** An already open source: no index request, and the game does not dispose it. */
+  source?: IndexedAssetSource;
+}
+
+export interface AwkbIndexFileConfig extends AwkbIndexOptions {
+  key: string;
+  url?: string;
+}
