@@ -9,6 +9,7 @@ export * from './publish/grouping.js';
 export * from './publish/plan.js';
 export * from './publish/bundle-writer.js';
 export * from './read/verify.js';
+export * from './read/digest-pool.js';
 export * from './net/index.js';
 export * from './cache/index.js';
 export * from './read/indexed-asset-source.js';

@@ -128,3 +128,85 @@ test('object URLs of verified bytes load as images in the page', async () => {
   expect(size).toEqual([1771, 74]);
   expect(createHash('sha256').update(png).digest('hex')).toMatch(/^[0-9a-f]{64}$/);
 });
+
+describe('in Chromium: hashing in Web Workers, ownership, the warm load', () => {
+  test('the default pool hashes in Web Workers: buffers move to a worker (transferred, not copied) and come back', async () => {
+    const result = await page.evaluate(async () => {
+      const core = await harnessImport('awake-bundle');
+      const pool = core.sharedDigestPool();
+      const bytes = new Uint8Array(3 * 1024 * 1024).map((_, i) => i % 251);
+      const expected = core.toHex(new Uint8Array(await crypto.subtle.digest('SHA-256', bytes)));
+      const { inputs, digests, parts } = await pool.digest({ inputs: [bytes], ranges: [{ input: 0, offset: 0, length: bytes.length }, { input: 0, offset: 10, length: 0 }], split: true, transfer: true });
+      // The original view stays detached: its buffer went to a worker and came back as another.
+      const transferred = bytes.byteLength === 0 && inputs[0] !== bytes;
+      return { worker: pool instanceof core.WorkerDigestPool && pool.usingWorkers, transferred, back: inputs[0].byteLength, same: digests[0] === expected, empty: digests[1], parts: parts.map((p: Uint8Array) => p.byteLength) };
+    });
+    expect(result).toEqual({
+      worker: true, transferred: true, back: 3 * 1024 * 1024, same: true,
+      empty: 'e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855', parts: [3 * 1024 * 1024, 0],
+    });
+  });
+
+  test('two concurrent reads own their bytes: one transferred to a worker and one written, the other unchanged', async () => {
+    const result = await page.evaluate(async () => {
+      const core = await harnessImport('awake-bundle');
+      const source = await core.IndexedAssetSource.open({ indexUrl: '/published/small/project.index.json' });
+      const [a, b] = await Promise.all([source.read('assets/sounds/bell.ogg'), source.read('assets/sounds/bell.ogg')]);
+      structuredClone(a.buffer, { transfer: [a.buffer] });
+      const bFirst = b[0];
+      b.fill(0);
+      const c = await source.read('assets/sounds/bell.ogg');
+      const hex = async (bytes: Uint8Array) => core.toHex(new Uint8Array(await crypto.subtle.digest('SHA-256', bytes)));
+      return { aDetached: a.byteLength === 0, bFirst, c: await hex(c) };
+    });
+    expect(result.aDetached).toBe(true);
+    expect(result.c).toBe(EXPECTED_SHA['assets/sounds/bell.ogg']);
+  });
+
+  test('a page whose CSP forbids workers still reads, hashing on its own thread', async () => {
+    const cspPage = await chromium.browser.newPage();
+    try {
+      await cspPage.goto(`${server.origin}/harness.html?csp=no-workers`, { waitUntil: 'load' });
+      await cspPage.waitForFunction(() => typeof (globalThis as { harnessImport?: unknown }).harnessImport === 'function');
+      const result = await cspPage.evaluate(async (paths: string[]) => {
+        const core = await harnessImport('awake-bundle');
+        const source = await core.IndexedAssetSource.open({ indexUrl: '/published/small/project.index.json' });
+        const hashes: Record<string, string> = {};
+        for (const path of paths) hashes[path] = core.toHex(new Uint8Array(await crypto.subtle.digest('SHA-256', await source.read(path))));
+        return { hashes, usingWorkers: core.sharedDigestPool().usingWorkers };
+      }, PATHS);
+      expect(result.hashes).toEqual(EXPECTED_SHA);
+      expect(result.usingWorkers).toBe(false);
+    } finally {
+      await cspPage.close();
+    }
+  });
+
+  test('a warm load is the index request and one IndexedDB read transaction per bundle', async () => {
+    const load = () => page.evaluate(async () => {
+      const core = await harnessImport('awake-bundle');
+      const transactions: string[] = [];
+      const original = IDBDatabase.prototype.transaction;
+      IDBDatabase.prototype.transaction = function (this: IDBDatabase, ...args: Parameters<IDBDatabase['transaction']>) {
+        transactions.push(String(args[1] ?? 'readonly'));
+        return original.apply(this, args);
+      };
+      try {
+        const cache = await core.openBrowserCache({ name: 'warm-load-test' });
+        const source = await core.IndexedAssetSource.open({ indexUrl: '/published/small/project.index.json', cache });
+        const paths = source.paths();
+        await source.prefetch(paths);
+        const sizes = await Promise.all(paths.map(async (path: string) => (await source.read(path)).byteLength));
+        return { transactions, files: sizes.length, bundles: source.index.bundles.length };
+      } finally {
+        IDBDatabase.prototype.transaction = original;
+      }
+    });
+    await load();
+    await reloadHarness(page);
+    server.resetRequests();
+    const warm = await load();
+    expect(server.requests.filter((r) => r.path.startsWith('/published/')).map((r) => r.path)).toEqual(['/published/small/project.index.json']);
+    expect(warm.transactions).toEqual(Array(warm.bundles).fill('readonly'));
+  });
+});

@@ -229,6 +229,7 @@ describe('the cache is re-checked on read', () => {
     const second = await IndexedAssetSource.open({ indexUrl: bundledIndex(), cache, fetch: net.fetch });
     expect(Buffer.from(await second.read('ui/hud.json')).equals(Buffer.from(hud))).toBe(true);
     expect(net.bundleRequests()).toBe(1);
+    await second.whenStored(); // the cache is written off the read's path
     expect(readFileSync(onDisk)).toEqual(Buffer.from(hud));
     for (const path of PATHS) await second.read(path);
     expect(net.bundleRequests()).toBe(1);
@@ -248,8 +249,14 @@ describe('the cache is re-checked on read', () => {
 
   test('a cache that throws is a miss, and a put that throws does not fail the load', async () => {
     const broken: ContentCache = { get: async () => { throw new Error('disk gone'); }, put: async () => { throw new Error('quota'); } };
-    const source = await IndexedAssetSource.open({ indexUrl: bundledIndex(), cache: broken });
+    const reported: string[] = [];
+    const source = await IndexedAssetSource.open({
+      indexUrl: bundledIndex(), cache: broken,
+      onCacheError: (error, { operation }) => reported.push(`${operation}: ${(error as Error).message}`),
+    });
     expect(sha256(await source.read('ui/hud.json'))).toBe(sha256(fileBytes('ui/hud.json')));
+    await source.whenStored();
+    expect(reported).toEqual(['get: disk gone', 'put: quota']);
   });
 });
 

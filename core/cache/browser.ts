@@ -64,7 +64,10 @@ const IDB_STORE = 'entries';
 export class IndexedDBCache implements ClearableContentCache {
   readonly backend = 'indexeddb' as const;
   readonly name: string;
+  readonly copiesBytes = true;
   #database?: Promise<IDBDatabase>;
+  /** The open database once `#database` has resolved, so a put can start its transaction (and copy) at once. */
+  #opened?: IDBDatabase;
 
   constructor(options: BrowserCacheOptions = {}) {
     this.name = options.name ?? DEFAULT_BROWSER_CACHE_NAME;
@@ -79,10 +82,14 @@ export class IndexedDBCache implements ClearableContentCache {
     if (this.#database === undefined) {
       const opening = openDatabase(this.name);
       const forget = () => {
-        if (this.#database === opening) this.#database = undefined;
+        if (this.#database === opening) {
+          this.#database = undefined;
+          this.#opened = undefined;
+        }
       };
       opening.then(
         (database) => {
+          if (this.#database === opening) this.#opened = database;
           // Let another tab upgrade or delete the database; the next call here opens it again.
           database.onversionchange = () => {
             database.close();
@@ -101,6 +108,7 @@ export class IndexedDBCache implements ClearableContentCache {
   close(): void {
     const database = this.#database;
     this.#database = undefined;
+    this.#opened = undefined;
     database?.then(
       (d) => d.close(),
       () => undefined,
@@ -108,46 +116,76 @@ export class IndexedDBCache implements ClearableContentCache {
   }
 
   async get(sha256: string): Promise<Uint8Array | undefined> {
-    checkKey(sha256);
-    const value = await this.#request('readonly', (store) => store.get(sha256));
-    if (value === undefined) return undefined;
-    // Structured clone gave us a copy no one else holds.
-    if (value instanceof Uint8Array) return value;
-    if (value instanceof ArrayBuffer) return new Uint8Array(value);
-    if (value instanceof Blob) return new Uint8Array(await value.arrayBuffer());
-    return undefined;
+    return (await this.getMany([sha256]))[0];
+  }
+
+  /** Every key in one read transaction. */
+  async getMany(sha256s: readonly string[]): Promise<(Uint8Array | undefined)[]> {
+    sha256s.forEach(checkKey);
+    const values = await this.#requests('readonly', (store) => sha256s.map((sha256) => store.get(sha256)));
+    // Structured clone gave us copies no one else holds.
+    return Promise.all(values.map(asBytes));
   }
 
   async put(sha256: string, bytes: Uint8Array): Promise<void> {
-    checkKey(sha256);
-    await this.#request('readwrite', (store) => store.put(ownBytes(bytes), sha256));
+    return this.putMany([[sha256, bytes]]);
+  }
+
+  /**
+   * Every entry in one write transaction. IndexedDB copies a value when `put` is called, so when
+   * the database is open the copies are taken before this returns; before that, it copies first.
+   */
+  putMany(entries: readonly (readonly [string, Uint8Array])[]): Promise<void> {
+    try {
+      entries.forEach(([sha256]) => checkKey(sha256));
+    } catch (error) {
+      return Promise.reject(error);
+    }
+    if (this.#opened) return this.#transaction(this.#opened, 'readwrite', (store) => entries.map(([sha256, bytes]) => store.put(ownBytes(bytes), sha256))).then(() => undefined);
+    const copies = entries.map(([sha256, bytes]) => [sha256, bytes.slice()] as const);
+    return this.#requests('readwrite', (store) => copies.map(([sha256, bytes]) => store.put(bytes, sha256))).then(() => undefined);
   }
 
   async has(sha256: string): Promise<boolean> {
-    checkKey(sha256);
-    return (await this.#request('readonly', (store) => store.count(sha256))) > 0;
+    return (await this.hasMany([sha256]))[0]!;
+  }
+
+  /** Every key in one read transaction. */
+  async hasMany(sha256s: readonly string[]): Promise<boolean[]> {
+    sha256s.forEach(checkKey);
+    return (await this.#requests('readonly', (store) => sha256s.map((sha256) => store.count(sha256)))).map((count) => count > 0);
   }
 
   async delete(sha256: string): Promise<void> {
     checkKey(sha256);
-    await this.#request('readwrite', (store) => store.delete(sha256));
+    await this.#requests('readwrite', (store) => [store.delete(sha256)]);
   }
 
   async clear(): Promise<void> {
-    await this.#request('readwrite', (store) => store.clear());
+    await this.#requests('readwrite', (store) => [store.clear()]);
   }
 
-  /** One request in its own transaction; settles when the transaction commits or aborts. */
-  async #request<T>(mode: IDBTransactionMode, make: (store: IDBObjectStore) => IDBRequest<T>): Promise<T> {
-    const database = await this.open();
-    return new Promise<T>((resolve, reject) => {
+  /** Requests in one transaction; settles when the transaction commits or aborts. */
+  async #requests<T>(mode: IDBTransactionMode, make: (store: IDBObjectStore) => IDBRequest<T>[]): Promise<T[]> {
+    return this.#transaction(await this.open(), mode, make);
+  }
+
+  #transaction<T>(database: IDBDatabase, mode: IDBTransactionMode, make: (store: IDBObjectStore) => IDBRequest<T>[]): Promise<T[]> {
+    return new Promise<T[]>((resolve, reject) => {
       const transaction = database.transaction(IDB_STORE, mode, { durability: 'relaxed' });
-      const request = make(transaction.objectStore(IDB_STORE));
-      transaction.oncomplete = () => resolve(request.result);
+      const requests = make(transaction.objectStore(IDB_STORE));
+      transaction.oncomplete = () => resolve(requests.map((request) => request.result));
       // A full quota shows up here, as a QuotaExceededError on the aborted transaction.
-      transaction.onabort = () => reject(transaction.error ?? request.error ?? new DOMException('IndexedDB transaction aborted', 'AbortError'));
+      transaction.onabort = () => reject(transaction.error ?? new DOMException('IndexedDB transaction aborted', 'AbortError'));
     });
   }
+}
+
+async function asBytes(value: unknown): Promise<Uint8Array | undefined> {
+  if (value instanceof Uint8Array) return value;
+  if (value instanceof ArrayBuffer) return new Uint8Array(value);
+  if (value instanceof Blob) return new Uint8Array(await value.arrayBuffer());
+  return undefined;
 }
 
 function openDatabase(name: string): Promise<IDBDatabase> {
@@ -173,6 +211,7 @@ function openDatabase(name: string): Promise<IDBDatabase> {
 export class CacheStorageCache implements ClearableContentCache {
   readonly backend = 'cache-storage' as const;
   readonly name: string;
+  readonly copiesBytes = true;
   #cache?: Promise<Cache>;
 
   constructor(options: BrowserCacheOptions = {}) {
@@ -247,6 +286,7 @@ export class CacheStorageCache implements ClearableContentCache {
 export class OpfsCache implements ClearableContentCache {
   readonly backend = 'opfs' as const;
   readonly name: string;
+  readonly copiesBytes = true;
   #folder?: Promise<FileSystemDirectoryHandle>;
   // createWritable() makes the file before it holds any bytes; a get or has of an entry being
   // written here waits for that write, rather than finding an empty file.
@@ -291,8 +331,10 @@ export class OpfsCache implements ClearableContentCache {
 
   async put(sha256: string, bytes: Uint8Array): Promise<void> {
     checkKey(sha256);
+    // The write happens later; take the copy now, so the caller may reuse or transfer `bytes`.
+    const own = bytes.slice();
     const previous = this.#writing.get(sha256);
-    const write = (previous ?? Promise.resolve()).catch(() => undefined).then(() => this.#write(sha256, bytes));
+    const write = (previous ?? Promise.resolve()).catch(() => undefined).then(() => this.#write(sha256, own));
     this.#writing.set(sha256, write);
     try {
       await write;
@@ -386,12 +428,62 @@ export interface FallbackCacheOptions<Primary extends ContentCache> {
 export class FallbackCache<Primary extends ContentCache = ContentCache> implements ClearableContentCache {
   readonly primary: Primary | undefined;
   readonly memory: MemoryCache;
+  readonly copiesBytes: boolean;
   readonly #onError: FallbackCacheOptions<Primary>['onError'];
 
   constructor(options: FallbackCacheOptions<Primary> = {}) {
     this.primary = options.primary;
     this.memory = options.memory ?? new MemoryCache();
     this.#onError = options.onError;
+    this.copiesBytes = this.primary === undefined || this.primary.copiesBytes === true;
+  }
+
+  async getMany(sha256s: readonly string[]): Promise<(Uint8Array | undefined)[]> {
+    const answers = await this.memory.getMany(sha256s);
+    const missing = sha256s.filter((_, i) => answers[i] === undefined);
+    if (missing.length === 0 || this.primary === undefined) return answers;
+    let found: (Uint8Array | undefined)[];
+    try {
+      found = this.primary.getMany ? await this.primary.getMany(missing) : await Promise.all(missing.map((sha256) => this.primary!.get(sha256)));
+    } catch (error) {
+      this.#report(error, 'get', missing[0]);
+      return answers;
+    }
+    let next = 0;
+    return answers.map((answer) => answer ?? found[next++]);
+  }
+
+  async hasMany(sha256s: readonly string[]): Promise<boolean[]> {
+    const answers = await this.memory.hasMany(sha256s);
+    const missing = sha256s.filter((_, i) => !answers[i]);
+    if (missing.length === 0 || this.primary === undefined) return answers;
+    let found: boolean[];
+    try {
+      found = this.primary.hasMany
+        ? await this.primary.hasMany(missing)
+        : await Promise.all(missing.map(async (sha256) => (this.primary!.has ? this.primary!.has(sha256) : (await this.primary!.get(sha256)) !== undefined)));
+    } catch (error) {
+      this.#report(error, 'has', missing[0]);
+      return answers;
+    }
+    let next = 0;
+    return answers.map((answer) => answer || found[next++]!);
+  }
+
+  /** One call to the primary (one transaction); entries it refuses go to memory. */
+  async putMany(entries: readonly (readonly [string, Uint8Array])[]): Promise<void> {
+    if (this.primary === undefined) return this.memory.putMany(entries);
+    // Called before any await, so a primary that copies on put has its copies before this returns.
+    const stored = this.primary.putMany ? this.primary.putMany(entries) : Promise.all(entries.map(([sha256, bytes]) => this.primary!.put(sha256, bytes)));
+    try {
+      await stored;
+      await Promise.all(entries.map(([sha256]) => this.memory.delete(sha256)));
+    } catch (error) {
+      this.#report(error, 'put', entries[0]?.[0]);
+      // A refused batch goes to memory. Bytes the caller has since moved elsewhere (transferred)
+      // arrive empty and fail the reader's re-check later: a miss, never wrong bytes.
+      await this.memory.putMany(entries);
+    }
   }
 
   async get(sha256: string): Promise<Uint8Array | undefined> {

@@ -14,6 +14,8 @@ export const DEFAULT_MEMORY_CACHE_BYTES = 64 * 1024 * 1024;
 
 export class MemoryCache implements ContentCache {
   readonly maxBytes: number;
+  /** `put` keeps a copy, `get` hands out a copy. */
+  readonly copiesBytes = true;
   // A Map iterates in insertion order; re-inserting on use keeps the least recently used first.
   readonly #entries = new Map<string, Uint8Array>();
   #bytes = 0;
@@ -62,6 +64,19 @@ export class MemoryCache implements ContentCache {
 
   async has(sha256: string): Promise<boolean> {
     return this.#entries.has(sha256);
+  }
+
+  async hasMany(sha256s: readonly string[]): Promise<boolean[]> {
+    return sha256s.map((sha256) => this.#entries.has(sha256));
+  }
+
+  async getMany(sha256s: readonly string[]): Promise<(Uint8Array | undefined)[]> {
+    return Promise.all(sha256s.map((sha256) => this.get(sha256)));
+  }
+
+  async putMany(entries: readonly (readonly [string, Uint8Array])[]): Promise<void> {
+    // put() has no await: every copy is taken before this returns.
+    await Promise.all(entries.map(([sha256, bytes]) => this.put(sha256, bytes)));
   }
 
   async delete(sha256: string): Promise<void> {

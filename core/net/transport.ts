@@ -238,30 +238,45 @@ function declaredLength(headers: Headers): number | undefined {
   return value !== null && /^\s*\d+\s*$/.test(value) ? Number(value) : undefined;
 }
 
+/**
+ * The whole body, copied as little as the platform allows: `arrayBuffer()` (no JavaScript on the
+ * way) when no progress is asked for; otherwise chunk by chunk into one buffer of the declared
+ * Content-Length, joining chunks only when the length is unknown.
+ */
 async function readBody(response: Response, url: string, signal: AbortSignal, onProgress: RequestOptions['onProgress']): Promise<Uint8Array> {
   const expected = declaredLength(response.headers);
+  let bytes: Uint8Array;
+  if (!response.body) bytes = new Uint8Array(0);
+  else if (!onProgress) bytes = new Uint8Array(await abortable(response.arrayBuffer(), signal));
+  else bytes = await readChunks(response.body, expected, signal, onProgress);
+  if (expected !== undefined && bytes.length !== expected) {
+    const how = bytes.length < expected ? 'body cut short' : 'body longer than its Content-Length';
+    throw transient(new NetworkError(`GET ${url}: ${how}: received ${bytes.length} of ${expected} bytes`, { url }));
+  }
+  return bytes;
+}
+
+async function readChunks(body: ReadableStream<Uint8Array>, expected: number | undefined, signal: AbortSignal, onProgress: NonNullable<RequestOptions['onProgress']>): Promise<Uint8Array> {
+  const reader = body.getReader();
+  const target = expected === undefined ? undefined : new Uint8Array(expected);
   const chunks: Uint8Array[] = [];
   let received = 0;
-  if (response.body) {
-    const reader = response.body.getReader();
-    try {
-      for (;;) {
-        const { done, value } = await abortable(reader.read(), signal);
-        if (done) break;
-        chunks.push(value);
-        received += value.length;
-        reportProgress(onProgress, received, expected);
-      }
-    } catch (error) {
-      reader.cancel().catch(() => undefined);
-      throw error;
+  try {
+    for (;;) {
+      const { done, value } = await abortable(reader.read(), signal);
+      if (done) break;
+      if (target && received + value.length <= target.length) target.set(value, received);
+      else chunks.push(value);
+      received += value.length;
+      reportProgress(onProgress, received, expected);
     }
+  } catch (error) {
+    reader.cancel().catch(() => undefined);
+    throw error;
   }
-  if (expected !== undefined && received !== expected) {
-    const how = received < expected ? 'body cut short' : 'body longer than its Content-Length';
-    throw transient(new NetworkError(`GET ${url}: ${how}: received ${received} of ${expected} bytes`, { url }));
-  }
-  return concatBytes(chunks, received);
+  if (!target) return concatBytes(chunks, received);
+  // Longer than declared: the caller reports it from the length; the bytes past it are not kept.
+  return received <= target.length ? target.subarray(0, received) : new Uint8Array(received);
 }
 
 function reportProgress(onProgress: RequestOptions['onProgress'], received: number, expected: number | undefined): void {

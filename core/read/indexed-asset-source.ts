@@ -7,11 +7,12 @@ import type { ContentCache } from '../cache/content-cache.js';
 import { AwakeError } from '../errors.js';
 import { opaqueId } from '../format/ids.js';
 import { entryKey, parseProjectIndex, parseProjectIndexJson, type BundleEntry, type BundledFileEntry, type ProjectIndex } from '../format/project-index.js';
-import { sha256Hex } from '../hash.js';
+import { abortable } from '../net/abort.js';
 import { Transport, type RetryOptions } from '../net/transport.js';
+import { InThreadDigests, sharedDigestPool, WorkerDigestPool, workersAvailable, type DigestPool } from './digest-pool.js';
 import { mediaTypeOf } from './media-types.js';
-import { PendingMembers } from './pending-members.js';
-import { verifyBundle, verifyFileBytes, type ExpectedMember } from './verify.js';
+import { HeldMembers } from './pending-members.js';
+import { acceptBundle, checkFileDigest, checkFileSize, type ExpectedMember } from './verify.js';
 
 export const DEFAULT_PENDING_BYTES = 64 * 1024 * 1024;
 
@@ -28,8 +29,20 @@ export interface OpenOptions {
   cache?: ContentCache | null;
   /** Read one uncached member with an HTTP range request instead of its whole bundle. */
   rangeReads?: boolean;
-  /** With no cache: bytes of not-yet-read members kept in memory (default 64 MiB). */
+  /**
+   * Bytes of fetched contents that no read has asked for yet, kept in memory for the reads to
+   * come (default 64 MiB; the oldest leave first). Contents a prefetch asked for are kept until
+   * read whatever this says. See README "Memory, prefetch and the cache".
+   */
   pendingBytes?: number;
+  /**
+   * Where bytes are hashed: a number of Web Workers (0: on this thread), or a `DigestPool` of
+   * your own. Default: a pool shared by every source on the page, min(4, cores) workers, or this
+   * thread where workers cannot run (Node, a CSP without `worker-src blob:`).
+   */
+  hashWorkers?: number | DigestPool;
+  /** Told of every cache failure (a full quota, a failing store); the load goes on without the cache. Default: `console.warn`. */
+  onCacheError?: (error: unknown, detail: CacheErrorDetail) => void;
   retry?: RetryOptions;
   /** Per-request timeout in ms (default 30 000; 0 = none). */
   timeoutMs?: number;
@@ -55,6 +68,17 @@ export interface PrefetchProgress {
 
 export interface PrefetchOptions extends ReadOptions {
   onProgress?: (progress: PrefetchProgress) => void;
+  /**
+   * Keep what this prefetch brings in memory until each file is read (default true). With a
+   * cache, `false` only fills the cache: use it to warm the cache for later without holding memory.
+   */
+  keep?: boolean;
+}
+
+/** What `onCacheError` hears besides the error. */
+export interface CacheErrorDetail {
+  operation: 'get' | 'put' | 'has' | 'delete';
+  sha256s: string[];
 }
 
 /** A path that the index does not list. */
@@ -67,9 +91,17 @@ export class AssetNotFoundError extends AwakeError {
 
 type Entry = BundledFileEntry;
 
-interface LoadedBundle {
-  /** Verified member bytes by SHA-256 (copies, not views into the bundle). */
-  byContent: Map<string, Uint8Array>;
+/** What the cache said of one content: verified bytes the caller owns, or nothing. */
+type CacheWaiter = (bytes: Uint8Array | undefined) => void;
+
+/** One request for a bundle or a loose file, shared by every read and prefetch that needs it. */
+interface Load {
+  done: Promise<void>;
+  /** Aborted when every party waiting for the load has given up, or the source is disposed. */
+  controller: AbortController;
+  interest: number;
+  /** Cache writes of what the load brought, settled (never rejects). */
+  stored: Promise<void>;
 }
 
 export class IndexedAssetSource {
@@ -79,14 +111,25 @@ export class IndexedAssetSource {
   private readonly transport: Transport;
   private readonly cache: ContentCache | undefined;
   private readonly rangeReads: boolean;
-  private readonly pending: PendingMembers;
+  private readonly held: HeldMembers;
+  private readonly pool: DigestPool;
+  private readonly ownsPool: boolean;
+  private readonly onCacheError: (error: unknown, detail: CacheErrorDetail) => void;
   private readonly entries = new Map<string, Entry>();
   private readonly bundles = new Map<string, BundleEntry>();
   private readonly membersOf = new Map<string, Entry[]>();
-  private readonly inFlight = new Map<string, Promise<LoadedBundle>>();
+  private readonly looseBySha = new Map<string, Entry[]>();
+  private readonly bySha = new Map<string, Entry>();
+  private readonly loads = new Map<string, Load>();
+  /** Keys of files a prefetch asked for that have not been read (or released) since. */
+  private readonly asked = new Set<string>();
   private readonly objectUrls = new Map<string, string>();
   private readonly lifetime = new AbortController();
   private readonly salt: string | undefined;
+  /** Cache writes not settled yet. */
+  private readonly writes = new Set<Promise<void>>();
+  /** Cache reads asked for in the current microtask, answered together by one `getMany`. */
+  private cacheBatch: Map<string, CacheWaiter[]> | undefined;
 
   private constructor(index: ProjectIndex, indexUrl: string | undefined, base: string | undefined, transport: Transport, options: OpenOptions) {
     this.index = index;
@@ -95,9 +138,17 @@ export class IndexedAssetSource {
     this.transport = transport;
     this.cache = options.cache ?? undefined;
     this.rangeReads = options.rangeReads ?? false;
-    this.pending = new PendingMembers(options.pendingBytes ?? DEFAULT_PENDING_BYTES);
+    this.held = new HeldMembers(options.pendingBytes ?? DEFAULT_PENDING_BYTES);
+    const workers = options.hashWorkers;
+    this.pool = workers === undefined ? sharedDigestPool() : typeof workers === 'number' ? (workers > 0 && workersAvailable() ? new WorkerDigestPool({ size: workers }) : new InThreadDigests()) : workers;
+    this.ownsPool = typeof workers === 'number';
+    this.onCacheError = options.onCacheError ?? warnCacheError;
     this.salt = index.formatVersion === 3 ? index.pathIds?.salt : undefined;
-    for (const entry of index.files as Entry[]) this.entries.set(entryKey(entry), entry);
+    for (const entry of index.files as Entry[]) {
+      this.entries.set(entryKey(entry), entry);
+      this.bySha.set(entry.sha256, entry);
+      if (entry.url !== undefined) pushTo(this.looseBySha, entry.sha256, entry);
+    }
     if (index.formatVersion === 3) {
       for (const bundle of index.bundles) {
         this.bundles.set(bundle.sha256, bundle);
@@ -106,6 +157,9 @@ export class IndexedAssetSource {
       for (const entry of index.files) if (entry.bundle !== undefined) this.membersOf.get(entry.bundle)!.push(entry);
     }
     options.signal?.addEventListener('abort', () => this.lifetime.abort(options.signal!.reason), { once: true });
+    this.lifetime.signal.addEventListener('abort', () => {
+      for (const load of this.loads.values()) load.controller.abort(this.lifetime.signal.reason);
+    }, { once: true });
   }
 
   /** Reads and checks the index (formatVersion 2 or 3; others refused, SPEC §3). */
@@ -144,26 +198,62 @@ export class IndexedAssetSource {
     return this.salt === undefined ? [...this.entries.keys()] : [];
   }
 
-  /** The verified bytes of `path`: from the cache, a bundle fetched once, a range, or a loose file. */
+  /**
+   * The verified bytes of `path`: held from a fetch or prefetch of this source, from the cache,
+   * from its bundle (fetched once however many reads need it), a range, or a loose file.
+   *
+   * The caller owns what it gets: a buffer no one else holds (`bytes.buffer` may be transferred,
+   * detached or written), so two reads of one path never share bytes.
+   */
   async read(path: string, options: ReadOptions = {}): Promise<Uint8Array> {
     const entry = this.requireEntry(path);
+    const key = entryKey(entry);
+    const signal = this.signalFor(options.signal);
+    const pinned = this.asked.delete(key);
     try {
-      return await this.readEntry(path, entry, this.signalFor(options.signal));
+      return await this.readEntry(path, entry, pinned, signal);
     } catch (error) {
+      if (pinned) this.held.unpin(entry.sha256);
       throw naming(error, path, entry.id);
     }
   }
 
-  private async readEntry(path: string, entry: Entry, signal: AbortSignal): Promise<Uint8Array> {
-    const cached = await this.fromCache(entry);
-    if (cached) return cached;
-    if (entry.url !== undefined) return this.fetchLoose(path, entry, signal);
-    const waiting = this.pending.take(entry.sha256);
-    if (waiting && (await sha256Hex(waiting)) === entry.sha256) return waiting;
-    const shared = this.inFlight.get(entry.bundle!);
-    if (shared) return this.memberFrom(await shared, entry);
-    if (this.rangeReads) return this.readRange(path, entry, signal);
-    return this.memberFrom(await this.loadBundle(entry.bundle!, signal), entry);
+  private async readEntry(path: string, entry: Entry, pinned: boolean, signal: AbortSignal): Promise<Uint8Array> {
+    const sha256 = entry.sha256;
+    const held = this.held.take(sha256, { pinned });
+    if (held) return held;
+    const loadKey = loadKeyOf(entry);
+    const inFlight = this.loads.get(loadKey);
+    if (inFlight) return this.takeAfter(inFlight, sha256, pinned, signal);
+    const cached = await this.readCache(entry);
+    if (cached) {
+      if (pinned) this.held.unpin(sha256);
+      return cached;
+    }
+    // While the cache answered, a load may have brought it or started.
+    const arrived = this.held.take(sha256, { pinned });
+    if (arrived) return arrived;
+    const started = this.loads.get(loadKey);
+    if (started) return this.takeAfter(started, sha256, pinned, signal);
+    if (entry.url === undefined && this.rangeReads) {
+      if (pinned) this.held.unpin(sha256);
+      return this.readRange(path, entry, signal);
+    }
+    return this.takeAfter(this.startLoad(loadKey), sha256, pinned, signal);
+  }
+
+  /** Waits for `load` (which keeps the content for this read), then takes the read's own bytes. */
+  private async takeAfter(load: Load, sha256: string, pinned: boolean, signal: AbortSignal): Promise<Uint8Array> {
+    this.held.expect(sha256);
+    try {
+      await this.join(load, signal);
+    } catch (error) {
+      this.held.unexpect(sha256);
+      throw error;
+    }
+    const bytes = this.held.take(sha256, { waited: true, pinned });
+    if (!bytes) throw new AwakeError('E_BUNDLE_INTEGRITY', `content ${sha256} was not in the bundle that the index names for it`);
+    return bytes;
   }
 
   /** A `text` read, UTF-8. */
@@ -177,57 +267,54 @@ export class IndexedAssetSource {
   }
 
   /**
-   * Downloads the bundles (one request each) and loose files that `paths` need, verifies and
-   * stores them, skipping a bundle whose requested files are all cached (SPEC §7 "Prefetch").
+   * Brings what `paths` need: from the cache, else their bundles (one request each) and loose
+   * files, verified (SPEC §7 "Prefetch"). Resolves once they are verified, held for their reads
+   * (unless `keep: false`) and written to the cache; reads do not wait for that: a read started
+   * during a prefetch joins its requests and gets its bytes as soon as they are verified.
    */
   async prefetch(paths: Iterable<string>, options: PrefetchOptions = {}): Promise<void> {
     const signal = this.signalFor(options.signal);
-    const bundleNeeds = new Map<string, Entry[]>();
-    const looseNeeds = new Map<string, { path: string; entry: Entry }>();
+    const keep = options.keep !== false || !this.cache;
+    const groups = new Map<string, Entry[]>();
     for (const path of paths) {
       const entry = this.requireEntry(path);
-      if (entry.url !== undefined) looseNeeds.set(entry.sha256, { path, entry });
-      else {
-        const list = bundleNeeds.get(entry.bundle!) ?? [];
-        list.push(entry);
-        bundleNeeds.set(entry.bundle!, list);
+      pushTo(groups, loadKeyOf(entry), entry);
+    }
+    if (keep) {
+      for (const group of groups.values()) {
+        for (const entry of group) {
+          const key = entryKey(entry);
+          if (this.asked.has(key)) continue;
+          this.asked.add(key);
+          this.held.pin(entry.sha256);
+        }
       }
     }
-    const bundleJobs: string[] = [];
-    for (const [bundle, wanted] of bundleNeeds) {
-      if (!(await this.allAvailable(wanted))) bundleJobs.push(bundle);
-    }
-    const looseJobs: { path: string; entry: Entry }[] = [];
-    for (const job of looseNeeds.values()) if (!(await this.allAvailable([job.entry]))) looseJobs.push(job);
+    // First the cache (one batch per bundle), then the network for what it lacks.
+    const needed = await Promise.all([...groups].map(async ([loadKey, group]) => ((await this.fromCacheForPrefetch(group, keep)) ? undefined : loadKey)));
+    const jobs = needed.filter((loadKey): loadKey is string => loadKey !== undefined);
 
     const loaded = new Map<string, number>();
+    const sizes = new Map(jobs.map((loadKey) => [loadKey, this.sizeOfLoad(loadKey)]));
     const progress: PrefetchProgress = {
       loadedBytes: 0,
-      totalBytes: bundleJobs.reduce((sum, sha) => sum + this.bundles.get(sha)!.sizeBytes, 0) + looseJobs.reduce((sum, job) => sum + job.entry.sizeBytes, 0),
+      totalBytes: [...sizes.values()].reduce((sum, size) => sum + size, 0),
       requestsDone: 0,
-      requestsTotal: bundleJobs.length + looseJobs.length,
+      requestsTotal: jobs.length,
     };
-    const report = (key: string, bytes: number) => {
-      progress.loadedBytes += bytes - (loaded.get(key) ?? 0);
-      loaded.set(key, bytes);
+    const report = (loadKey: string, bytes: number) => {
+      progress.loadedBytes += bytes - (loaded.get(loadKey) ?? 0);
+      loaded.set(loadKey, bytes);
       options.onProgress?.({ ...progress });
     };
-    const finish = (key: string, size: number) => {
+    if (jobs.length === 0) options.onProgress?.({ ...progress });
+    await Promise.all(jobs.map(async (loadKey) => {
+      const load = this.loads.get(loadKey) ?? this.startLoad(loadKey, options.onProgress ? (received) => report(loadKey, received) : undefined);
+      await this.join(load, signal);
       progress.requestsDone++;
-      report(key, size);
-    };
-    if (progress.requestsTotal === 0) options.onProgress?.({ ...progress });
-    await Promise.all([
-      ...bundleJobs.map(async (sha) => {
-        await (this.inFlight.get(sha) ?? this.loadBundle(sha, signal, (received) => report(sha, received)));
-        finish(sha, this.bundles.get(sha)!.sizeBytes);
-      }),
-      ...looseJobs.map(async ({ path, entry }) => {
-        const bytes = await this.fetchLoose(path, entry, signal, (received) => report(entry.sha256, received));
-        if (!this.cache) this.pending.put(entry.sha256, bytes);
-        finish(entry.sha256, entry.sizeBytes);
-      }),
-    ]);
+      report(loadKey, sizes.get(loadKey)!);
+      await load.stored;
+    }));
   }
 
   /** Prefetches every file below a folder: `prefix` like `levels/harbor` (plain-path indexes only). */
@@ -241,7 +328,8 @@ export class IndexedAssetSource {
 
   /**
    * An object URL of the verified bytes, for engines that want a URL. The same URL is handed out
-   * until `release(path)` or `dispose()` revokes it.
+   * until `release(path)` or `dispose()` revokes it; its Blob holds a copy of its own, so nothing
+   * a caller does to the bytes of a read changes what the URL serves.
    */
   async url(path: string, options: ReadOptions & { type?: string } = {}): Promise<string> {
     const existing = this.objectUrls.get(path);
@@ -254,20 +342,33 @@ export class IndexedAssetSource {
     return url;
   }
 
-  /** Revokes the object URL made for `path`, if any. */
+  /** Revokes the object URL made for `path`, if any, and lets go of bytes a prefetch held for it unread. */
   release(path: string): void {
     const url = this.objectUrls.get(path);
     if (url) {
       URL.revokeObjectURL(url);
       this.objectUrls.delete(path);
     }
+    const entry = this.entries.get(this.keyOf(path));
+    if (entry && this.asked.delete(entryKey(entry))) this.held.unpin(entry.sha256);
   }
 
-  /** Aborts requests in flight, revokes every object URL and drops members waiting in memory. */
+  /** Aborts requests in flight, revokes every object URL and drops members held in memory. */
   dispose(): void {
     this.lifetime.abort(new AwakeError('E_ABORTED', 'the IndexedAssetSource was disposed', this.indexUrl ? { url: this.indexUrl } : {}));
     for (const path of [...this.objectUrls.keys()]) this.release(path);
-    this.pending.clear();
+    this.asked.clear();
+    this.held.clear();
+    if (this.ownsPool) this.pool.terminate();
+  }
+
+  /**
+   * Resolves when every cache write started so far has settled (written, or reported to
+   * `onCacheError`). Reads never wait for the cache; call this before a page may go away
+   * right after a load, or in tests.
+   */
+  async whenStored(): Promise<void> {
+    while (this.writes.size > 0) await Promise.all(this.writes);
   }
 
   /** Absolute URL of an index-relative URL. */
@@ -290,50 +391,93 @@ export class IndexedAssetSource {
     return signal ? AbortSignal.any([signal, this.lifetime.signal]) : this.lifetime.signal;
   }
 
-  /** A cached copy that still hashes to its SHA-256; a bad one is dropped (SPEC §7 "Cache"). */
-  private async fromCache(entry: Entry): Promise<Uint8Array | undefined> {
-    if (!this.cache) return undefined;
-    let bytes: Uint8Array | undefined;
+  private where(path: string | undefined, entry: Entry): { path?: string; id?: string } {
+    const named = path ?? entry.path;
+    return { ...(named !== undefined ? { path: named } : {}), ...(entry.id !== undefined ? { id: entry.id } : {}) };
+  }
+
+  // -------------------------------------------------------------------------------------------
+  // Loads: one request per bundle (or loose file), shared
+
+  /** Waits for a load on behalf of one party; the load stops only when every party gave up. */
+  private async join(load: Load, signal: AbortSignal): Promise<void> {
+    signal.throwIfAborted();
+    load.interest++;
     try {
-      bytes = await this.cache.get(entry.sha256);
-    } catch {
-      return undefined; // a store that fails to read is a miss, never a failed load
-    }
-    if (!bytes) return undefined;
-    if (bytes.length === entry.sizeBytes && (await sha256Hex(bytes)) === entry.sha256) return bytes;
-    await this.cache.delete?.(entry.sha256).catch(() => undefined);
-    return undefined;
-  }
-
-  private async allAvailable(entries: Entry[]): Promise<boolean> {
-    for (const entry of entries) {
-      if (this.pending.has(entry.sha256)) continue;
-      if (!this.cache) return false;
-      const present = this.cache.has ? await this.cache.has(entry.sha256).catch(() => false) : (await this.fromCache(entry)) !== undefined;
-      if (!present) return false;
-    }
-    return true;
-  }
-
-  private async store(sha256: string, bytes: Uint8Array): Promise<void> {
-    if (!this.cache) return;
-    try {
-      await this.cache.put(sha256, bytes);
-    } catch {
-      // A full or failing store must not fail the load: the bytes are verified and in hand.
+      // The source's own signal aborts the load itself (see the constructor): no listener per read.
+      await (signal === this.lifetime.signal ? load.done : abortable(load.done, signal));
+    } finally {
+      if (--load.interest === 0 && signal.aborted) load.controller.abort(signal.reason);
     }
   }
 
-  private async fetchLoose(path: string, entry: Entry, signal: AbortSignal, onProgress?: (received: number) => void): Promise<Uint8Array> {
+  /** Starts fetching a bundle or loose file; its verified contents go to `held` and the cache. */
+  private startLoad(loadKey: string, onProgress?: (received: number) => void): Load {
+    const controller = new AbortController();
+    if (this.lifetime.signal.aborted) controller.abort(this.lifetime.signal.reason);
+    const progress = onProgress ? { onProgress: (received: number) => onProgress(received) } : {};
+    let storing = Promise.resolve();
+    const done = (async () => {
+      const contents = this.bundles.has(loadKey)
+        ? await this.fetchBundle(this.bundles.get(loadKey)!, controller.signal, progress)
+        : await this.fetchLoose(this.looseBySha.get(loadKey.slice(LOOSE_PREFIX.length))![0]!, controller.signal, progress);
+      storing = this.keepContents(loadKey, contents);
+    })();
+    const load: Load = { controller, interest: 0, done, stored: done.then(() => storing, () => undefined) };
+    this.loads.set(loadKey, load);
+    const finish = () => this.loads.delete(loadKey);
+    load.done.then(finish, finish);
+    load.done.catch(() => undefined); // a load nobody waits for any more must not be an unhandled rejection
+    return load;
+  }
+
+  private async fetchBundle(bundle: BundleEntry, signal: AbortSignal, progress: { onProgress?: (received: number) => void }): Promise<Map<string, Uint8Array>> {
+    const url = this.resolveUrl(bundle.url);
+    const bytes = await this.transport.getBytes(url, { signal, ...progress });
+    return this.verifyBundleBytes(bundle, bytes, url);
+  }
+
+  /** SPEC §7 "Verified": a bundle that fails is rejected whole, and nothing from it is kept or cached. */
+  private async verifyBundleBytes(bundle: BundleEntry, bytes: Uint8Array, url: string): Promise<Map<string, Uint8Array>> {
+    const members: ExpectedMember[] = this.membersOf.get(bundle.sha256)!.map((entry) => ({ key: entryKey(entry), offset: entry.offset!, sizeBytes: entry.sizeBytes, sha256: entry.sha256 }));
+    return (await acceptBundle(bytes, bundle, members, this.pool, url)).contents;
+  }
+
+  private async fetchLoose(entry: Entry, signal: AbortSignal, progress: { onProgress?: (received: number) => void }): Promise<Map<string, Uint8Array>> {
     const url = this.resolveUrl(entry.url!);
-    const bytes = await this.transport.getBytes(url, { signal, ...(onProgress ? { onProgress: (received: number) => onProgress(received) } : {}) });
-    await verifyFileBytes(bytes, entry, { url, ...this.where(path, entry) });
-    await this.store(entry.sha256, bytes);
-    return bytes;
+    const bytes = await this.transport.getBytes(url, { signal, ...progress });
+    return new Map([[entry.sha256, await this.verifyOwned(bytes, entry, { url, ...this.where(undefined, entry) })]]);
   }
 
-  private where(path: string, entry: Entry): { path: string; id?: string } {
-    return entry.id !== undefined ? { path, id: entry.id } : { path };
+  /** Checks bytes this source owns (fetched) against an entry, hashing in the pool. */
+  private async verifyOwned(bytes: Uint8Array, entry: Entry, where: { url?: string; path?: string; id?: string }): Promise<Uint8Array> {
+    checkFileSize(bytes.length, entry, where);
+    const { inputs, digests } = await this.pool.digest({ inputs: [bytes], transfer: true });
+    checkFileDigest(digests[0]!, entry, where);
+    return inputs[0]!;
+  }
+
+  /**
+   * Stores a load's verified contents in the cache (in the background, one batch) and holds
+   * them for the reads that will need them. Resolves when the cache writes have settled.
+   */
+  private keepContents(loadKey: string, contents: Map<string, Uint8Array>): Promise<void> {
+    // The cache is handed the bytes before any read can take them: a cache that copies does so now.
+    const storing = this.storeInCache([...contents]);
+    const files = this.bundles.has(loadKey) ? this.membersOf.get(loadKey)! : this.looseBySha.get(loadKey.slice(LOOSE_PREFIX.length))!;
+    const reads = new Map<string, number>();
+    const pins = new Map<string, number>();
+    for (const file of files) {
+      reads.set(file.sha256, (reads.get(file.sha256) ?? 0) + 1);
+      if (this.asked.has(entryKey(file))) pins.set(file.sha256, (pins.get(file.sha256) ?? 0) + 1);
+    }
+    for (const [sha256, bytes] of contents) this.held.put(sha256, bytes, reads.get(sha256) ?? 0, pins.get(sha256) ?? 0);
+    return storing;
+  }
+
+  private sizeOfLoad(loadKey: string): number {
+    const bundle = this.bundles.get(loadKey);
+    return bundle ? bundle.sizeBytes : this.looseBySha.get(loadKey.slice(LOOSE_PREFIX.length))![0]!.sizeBytes;
   }
 
   private async readRange(path: string, entry: Entry, signal: AbortSignal): Promise<Uint8Array> {
@@ -341,53 +485,150 @@ export class IndexedAssetSource {
     const url = this.resolveUrl(bundle.url);
     const answer = await this.transport.getRange(url, entry.offset!, entry.sizeBytes, { signal });
     if (answer.kind === 'whole') {
-      // A server that ignores ranges sent the whole bundle: check it as one (SPEC §7).
-      return this.memberFrom(await this.acceptBundle(bundle, answer.bytes, url), entry);
+      // A server that ignores ranges sent the whole bundle: check it as one (SPEC §7), keep its members.
+      const contents = await this.verifyBundleBytes(bundle, answer.bytes, url);
+      void this.keepContents(bundle.sha256, contents);
+      return this.held.take(entry.sha256) ?? contents.get(entry.sha256)!.slice();
     }
-    await verifyFileBytes(answer.bytes, entry, { url, ...this.where(path, entry) });
-    await this.store(entry.sha256, answer.bytes);
-    return answer.bytes;
+    const bytes = await this.verifyOwned(answer.bytes, entry, { url, ...this.where(path, entry) });
+    void this.storeInCache([[entry.sha256, bytes]]);
+    return this.cache && !this.cache.copiesBytes ? bytes.slice() : bytes;
   }
 
-  /** Fetches a bundle once (concurrent callers share the request), verifies and stores it. */
-  private loadBundle(sha256: string, signal: AbortSignal, onProgress?: (received: number) => void): Promise<LoadedBundle> {
-    const existing = this.inFlight.get(sha256);
-    if (existing) return existing;
-    const bundle = this.bundles.get(sha256)!;
-    const url = this.resolveUrl(bundle.url);
-    const job = (async () => {
-      const bytes = await this.transport.getBytes(url, { signal, ...(onProgress ? { onProgress: (received: number) => onProgress(received) } : {}) });
-      return this.acceptBundle(bundle, bytes, url);
-    })();
-    this.inFlight.set(sha256, job);
-    const forget = () => this.inFlight.delete(sha256);
-    job.then(forget, forget);
-    return job;
+  // -------------------------------------------------------------------------------------------
+  // The cache (SPEC §7 "Cache"): batched, re-checked on read, written off the critical path
+
+  /** Reads the cache for a prefetch group; true when every file of the group is then at hand. */
+  private async fromCacheForPrefetch(group: Entry[], keep: boolean): Promise<boolean> {
+    const wanted = [...new Map(group.filter((entry) => !this.held.has(entry.sha256)).map((entry) => [entry.sha256, entry])).values()];
+    if (wanted.length === 0) return true;
+    if (!this.cache) return false;
+    const shas = wanted.map((entry) => entry.sha256);
+    if (!keep) {
+      const present = await this.cacheCall('has', shas, () => (this.cache!.hasMany ? this.cache!.hasMany(shas) : Promise.all(shas.map((sha256) => hasOne(this.cache!, sha256)))));
+      return present !== undefined && present.every(Boolean);
+    }
+    const found = await this.getVerified(wanted);
+    let all = true;
+    for (const entry of wanted) {
+      const bytes = found.get(entry.sha256);
+      if (!bytes) {
+        all = false;
+        continue;
+      }
+      const reads = group.filter((file) => file.sha256 === entry.sha256).length;
+      this.held.put(entry.sha256, bytes, reads, reads);
+    }
+    return all;
   }
 
-  /** Verifies a whole bundle, then keeps each member: in the cache, or waiting in memory. */
-  private async acceptBundle(bundle: BundleEntry, bytes: Uint8Array, url: string): Promise<LoadedBundle> {
-    const members: ExpectedMember[] = this.membersOf.get(bundle.sha256)!.map((entry) => ({ key: entryKey(entry), offset: entry.offset!, sizeBytes: entry.sizeBytes, sha256: entry.sha256 }));
-    // A bundle that fails is rejected whole (BundleIntegrityError): nothing from it is stored.
-    const verified = await verifyBundle(bytes, bundle, members, url);
-    const byContent = new Map<string, Uint8Array>();
-    const readers = new Map<string, number>();
-    for (const member of verified) {
-      readers.set(member.sha256, (readers.get(member.sha256) ?? 0) + 1);
-      // A copy, so the bundle's buffer can be freed once its members are kept.
-      if (!byContent.has(member.sha256)) byContent.set(member.sha256, member.bytes.slice());
-    }
-    for (const [sha256, memberBytes] of byContent) {
-      if (this.cache) await this.store(sha256, memberBytes);
-      else this.pending.put(sha256, memberBytes, readers.get(sha256));
-    }
-    return { byContent };
+  /** The verified cached bytes of one entry, asked together with the other reads of this microtask. */
+  private readCache(entry: Entry): Promise<Uint8Array | undefined> {
+    if (!this.cache) return Promise.resolve(undefined);
+    return new Promise<Uint8Array | undefined>((resolve) => {
+      if (!this.cacheBatch) {
+        this.cacheBatch = new Map();
+        queueMicrotask(() => void this.answerCacheBatch());
+      }
+      pushTo(this.cacheBatch, entry.sha256, resolve);
+    });
   }
 
-  private memberFrom(loaded: LoadedBundle, entry: Entry): Uint8Array {
-    this.pending.take(entry.sha256); // this caller reads it now
-    return loaded.byContent.get(entry.sha256)!;
+  private async answerCacheBatch(): Promise<void> {
+    const batch = this.cacheBatch!;
+    this.cacheBatch = undefined;
+    const wanted = [...batch.keys()].map((sha256) => this.contentEntry(sha256));
+    const found = await this.getVerified(wanted).catch(() => new Map<string, Uint8Array>());
+    for (const [sha256, waiters] of batch) {
+      const bytes = found.get(sha256);
+      // Every waiter owns its bytes: copies first, the last one takes the buffer.
+      waiters.forEach((resolve, i) => resolve(bytes === undefined ? undefined : i === waiters.length - 1 ? bytes : bytes.slice()));
+    }
   }
+
+  /** Cached contents that still match their entries, by SHA-256; a bad entry is dropped (SPEC §7 "Cache"). */
+  private async getVerified(wanted: Entry[]): Promise<Map<string, Uint8Array>> {
+    const shas = wanted.map((entry) => entry.sha256);
+    const answers = await this.cacheCall('get', shas, () => (this.cache!.getMany ? this.cache!.getMany(shas) : Promise.all(shas.map((sha256) => this.cache!.get(sha256)))));
+    const found = new Map<string, Uint8Array>();
+    if (!answers) return found;
+    const candidates: { entry: Entry; bytes: Uint8Array }[] = [];
+    const bad: string[] = [];
+    wanted.forEach((entry, i) => {
+      const bytes = answers[i];
+      if (bytes === undefined) return;
+      if (bytes.length !== entry.sizeBytes) bad.push(entry.sha256);
+      // Bytes a cache may still hold are copied before they are ours to give away.
+      else candidates.push({ entry, bytes: this.cache!.copiesBytes ? bytes : bytes.slice() });
+    });
+    if (candidates.length > 0) {
+      const { inputs, digests } = await this.pool.digest({ inputs: candidates.map((c) => c.bytes), transfer: true });
+      candidates.forEach(({ entry }, i) => {
+        if (digests[i] === entry.sha256) found.set(entry.sha256, inputs[i]!);
+        else bad.push(entry.sha256);
+      });
+    }
+    // Awaited, so a delete cannot land after the good copy that replaces it.
+    await Promise.all(bad.map((sha256) => this.cacheCall('delete', [sha256], async () => this.cache!.delete?.(sha256))));
+    return found;
+  }
+
+  /** Writes verified contents in one batch; failures go to `onCacheError`, never to a read. */
+  private storeInCache(contents: [string, Uint8Array][]): Promise<void> {
+    if (!this.cache || contents.length === 0) return Promise.resolve();
+    const cache = this.cache;
+    // A cache that does not promise to copy gets copies: the originals go to callers.
+    const entries = cache.copiesBytes ? contents : contents.map(([sha256, bytes]) => [sha256, bytes.slice()] as [string, Uint8Array]);
+    const shas = entries.map(([sha256]) => sha256);
+    const put = async (): Promise<void> => {
+      if (cache.putMany) await cache.putMany(entries);
+      else await Promise.all(entries.map(([sha256, bytes]) => cache.put(sha256, bytes)));
+    };
+    const write = this.cacheCall('put', shas, put).then(() => undefined);
+    this.writes.add(write);
+    void write.then(() => this.writes.delete(write));
+    return write;
+  }
+
+  /** Runs one cache operation; a failure (a thrown error or a rejection) is reported and answers `undefined`. */
+  private async cacheCall<T>(operation: CacheErrorDetail['operation'], sha256s: string[], run: () => Promise<T>): Promise<T | undefined> {
+    try {
+      return await run();
+    } catch (error) {
+      try {
+        this.onCacheError(error, { operation, sha256s });
+      } catch {
+        // A failing listener must not fail the load either.
+      }
+      return undefined;
+    }
+  }
+
+  /** An entry with this content (for its size). */
+  private contentEntry(sha256: string): Entry {
+    return this.bySha.get(sha256)!;
+  }
+}
+
+const LOOSE_PREFIX = 'file:';
+
+/** What a load is keyed by: its bundle's SHA-256, or `file:` + a loose file's. */
+function loadKeyOf(entry: Entry): string {
+  return entry.url !== undefined ? LOOSE_PREFIX + entry.sha256 : entry.bundle!;
+}
+
+function pushTo<K, V>(map: Map<K, V[]>, key: K, value: V): void {
+  const list = map.get(key);
+  if (list) list.push(value);
+  else map.set(key, [value]);
+}
+
+async function hasOne(cache: ContentCache, sha256: string): Promise<boolean> {
+  return cache.has ? cache.has(sha256) : (await cache.get(sha256)) !== undefined;
+}
+
+function warnCacheError(error: unknown, detail: CacheErrorDetail): void {
+  console.warn(`awake-bundle: the cache failed to ${detail.operation} ${detail.sha256s.length} entr${detail.sha256s.length === 1 ? 'y' : 'ies'}; the load goes on without it`, error);
 }
 
 /**

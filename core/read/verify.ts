@@ -4,9 +4,10 @@
  * error names every damaged member, or the `header` or `table` when no member is damaged.
  */
 import { BundleFormatError, BundleIntegrityError, FileIntegrityError } from '../errors.js';
-import { decodeBundle, type DecodedBundle } from '../format/awkb.js';
+import { decodeBundle, layoutBundle, type BundleLayout, type DecodedBundle } from '../format/awkb.js';
 import type { BundleEntry } from '../format/project-index.js';
 import { sha256Hex } from '../hash.js';
+import { InThreadDigests, type DigestPool } from './digest-pool.js';
 
 /** What the index says of one member of a bundle. */
 export interface ExpectedMember {
@@ -77,10 +78,77 @@ function structuralProblem(bytes: Uint8Array, members: readonly ExpectedMember[]
 
 /** Checks one loose file, or one member read alone by range, against its entry. */
 export async function verifyFileBytes(bytes: Uint8Array, expected: { sizeBytes: number; sha256: string }, where: { url?: string; path?: string; id?: string }): Promise<void> {
-  const name = where.path ?? where.id ?? where.url ?? 'file';
-  if (bytes.length !== expected.sizeBytes) {
-    throw new FileIntegrityError(`${name}: got ${bytes.length} bytes, the index says ${expected.sizeBytes}`, where);
+  checkFileSize(bytes.length, expected, where);
+  checkFileDigest(await sha256Hex(bytes), expected, where);
+}
+
+/** The size half of `verifyFileBytes`, for callers that hash elsewhere (a worker). */
+export function checkFileSize(length: number, expected: { sizeBytes: number }, where: { url?: string; path?: string; id?: string }): void {
+  if (length !== expected.sizeBytes) {
+    throw new FileIntegrityError(`${nameOf(where)}: got ${length} bytes, the index says ${expected.sizeBytes}`, where);
   }
-  const actual = await sha256Hex(bytes);
-  if (actual !== expected.sha256) throw new FileIntegrityError(`${name}: SHA-256 ${actual} differs from the index's ${expected.sha256}`, where);
+}
+
+/** The SHA-256 half of `verifyFileBytes`. */
+export function checkFileDigest(actual: string, expected: { sha256: string }, where: { url?: string; path?: string; id?: string }): void {
+  if (actual !== expected.sha256) throw new FileIntegrityError(`${nameOf(where)}: SHA-256 ${actual} differs from the index's ${expected.sha256}`, where);
+}
+
+function nameOf(where: { url?: string; path?: string; id?: string }): string {
+  return where.path ?? where.id ?? where.url ?? 'file';
+}
+
+/** A bundle that passed: each distinct content's bytes, in a buffer of its own, by SHA-256. */
+export interface AcceptedBundle {
+  contents: Map<string, Uint8Array>;
+}
+
+/**
+ * Verifies a fetched bundle hashing each byte once (SPEC §7 "Verified", the equivalent check):
+ * its size is the listed size, its header and table equal the canonical ones (§5) built from the
+ * index's records, the index's offsets are the canonical layout (so the distinct contents tile
+ * the data exactly), and each distinct content matches its SHA-256. The hashing, and the cutting
+ * of each content into a buffer of its own, run in `pool` (Web Workers in browsers).
+ *
+ * `bytes` is given up: with a worker pool its buffer moves to a worker. When the quick check
+ * fails, the bundle is judged the slow way (`verifyBundle`, with the whole-bundle SHA-256) to
+ * name the damage; see FORMAT.md "Verifying a bundle".
+ */
+export async function acceptBundle(bytes: Uint8Array, listing: BundleEntry, members: readonly ExpectedMember[], pool: DigestPool = new InThreadDigests(), url?: string): Promise<AcceptedBundle> {
+  const layout = canonicalLayout(bytes, listing, members);
+  if (layout) {
+    const written = layout.written.map((index) => layout.records[index]!);
+    const { inputs, digests, parts } = await pool.digest({
+      inputs: [bytes],
+      ranges: written.map((record) => ({ input: 0, offset: record.offset, length: record.sizeBytes })),
+      split: true,
+      transfer: true,
+    });
+    if (written.every((record, i) => digests[i] === record.sha256)) {
+      return { contents: new Map(written.map((record, i) => [record.sha256, parts![i]!])) };
+    }
+    bytes = inputs[0]!;
+  }
+  // Damaged (or laid out in a way the quick check does not know): judge it whole, naming the damage.
+  const verified = await verifyBundle(bytes, listing, members, url);
+  const contents = new Map<string, Uint8Array>();
+  for (const member of verified) if (!contents.has(member.sha256)) contents.set(member.sha256, member.bytes.slice());
+  return { contents };
+}
+
+/** The canonical layout of `members`, when `bytes` has its size and its exact header and table. */
+function canonicalLayout(bytes: Uint8Array, listing: BundleEntry, members: readonly ExpectedMember[]): BundleLayout | undefined {
+  if (bytes.length !== listing.sizeBytes) return undefined;
+  let layout: BundleLayout;
+  try {
+    layout = layoutBundle(members.map(({ key, sizeBytes, sha256 }) => ({ key, sizeBytes, sha256 })));
+  } catch {
+    return undefined;
+  }
+  if (layout.sizeBytes !== bytes.length) return undefined;
+  const offsets = new Map(layout.records.map((record) => [record.key, record.offset]));
+  if (members.some((member) => offsets.get(member.key) !== member.offset)) return undefined;
+  const head = layout.head;
+  for (let i = 0; i < head.length; i++) if (bytes[i] !== head[i]) return undefined;
+  return layout;
 }

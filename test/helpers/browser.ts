@@ -240,6 +240,8 @@ function route(request: IncomingMessage, response: ServerResponse, path: string,
   if (request.method !== 'GET' && request.method !== 'HEAD') return send(response, 405, 'method not allowed');
   if (path === '/harness.html' || path === '/') {
     response.setHeader('Cache-Control', 'no-store');
+    // `?csp=no-workers`: a page whose Content-Security-Policy forbids every worker.
+    if (new URL(request.url ?? '/', 'http://localhost').searchParams.get('csp') === 'no-workers') response.setHeader('Content-Security-Policy', "worker-src 'none'");
     return send(response, 200, HARNESS_HTML, 'text/html; charset=utf-8', request.method === 'HEAD');
   }
   // Longest prefix first, so '/published/v2/' can shadow '/published/'.
