@@ -156,7 +156,7 @@ describe('in Chromium: hashing in Web Workers, ownership, the warm load', () => 
       const bFirst = b[0];
       b.fill(0);
       const c = await source.read('assets/sounds/bell.ogg');
-      const hex = async (bytes: Uint8Array) => core.toHex(new Uint8Array(await crypto.subtle.digest('SHA-256', bytes)));
+      const hex = async (bytes: Uint8Array) => core.toHex(new Uint8Array(await crypto.subtle.digest('SHA-256', bytes as BufferSource)));
       return { aDetached: a.byteLength === 0, bFirst, c: await hex(c) };
     });
     expect(result.aDetached).toBe(true);

@@ -6,6 +6,7 @@
  */
 import { AwakeError, HttpError, NetworkError, RangeResponseError, RequestAbortedError, RequestTimeoutError } from '../errors.js';
 import { concatBytes } from '../bytes.js';
+import type { BodyFetcher } from '../read/digest-pool.js';
 import { abortable, sleep as timerSleep } from './abort.js';
 import { parseRetryAfter } from './retry-after.js';
 
@@ -38,6 +39,11 @@ export interface TransportOptions {
   sleep?: (ms: number, signal?: AbortSignal) => Promise<void>;
   /** Called before each wait between attempts (logging, metrics, tests). */
   onRetry?: (event: RetryEvent) => void;
+  /**
+   * Reads bodies off the calling thread (the reader passes its worker pool's `fetchBody` when
+   * no `fetch` of your own is given). Retries, timeouts and checks stay here either way.
+   */
+  bodyFetcher?: BodyFetcher;
 }
 
 export interface RequestOptions {
@@ -86,6 +92,7 @@ export class Transport {
   readonly #timeoutMs: number;
   readonly #sleep: (ms: number, signal?: AbortSignal) => Promise<void>;
   readonly #onRetry?: (event: RetryEvent) => void;
+  readonly #bodyFetcher?: BodyFetcher;
 
   constructor(options: TransportOptions = {}) {
     this.#fetch = options.fetch ?? ((input, init) => globalThis.fetch(input, init));
@@ -95,6 +102,7 @@ export class Transport {
     this.#timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
     this.#sleep = options.sleep ?? timerSleep;
     if (options.onRetry) this.#onRetry = options.onRetry;
+    if (options.bodyFetcher) this.#bodyFetcher = options.bodyFetcher;
     if (!Number.isInteger(this.#attempts) || this.#attempts < 1) throw new RangeError(`retry.attempts must be an integer ≥ 1, got ${this.#attempts}`);
     for (const [name, value] of [['retry.baseDelayMs', this.#baseDelayMs], ['retry.maxDelayMs', this.#maxDelayMs], ['timeoutMs', this.#timeoutMs]] as const) {
       if (!(value >= 0)) throw new RangeError(`${name} must be ≥ 0, got ${value}`);
@@ -186,6 +194,8 @@ export class Transport {
         }, this.#timeoutMs)
       : undefined;
     try {
+      const elsewhere = this.#bodyFetcher ? await this.#fetchElsewhere(url, headers, controller, options.onProgress) : undefined;
+      if (elsewhere) return elsewhere;
       const response = await abortable(this.#fetch(url, { method: 'GET', headers, signal: controller.signal }), controller.signal);
       throwIfNotSuccess(response, url);
       const bytes = await readBody(response, url, controller.signal, options.onProgress);
@@ -201,6 +211,45 @@ export class Transport {
       callerSignal?.removeEventListener('abort', stop);
     }
   }
+
+  #fetchElsewhere(url: string, headers: Record<string, string>, controller: AbortController, onProgress: RequestOptions['onProgress']): Promise<Fetched | undefined> {
+    return fetchElsewhereAttempt(this.#bodyFetcher!, url, headers, controller, onProgress);
+  }
+}
+
+/**
+ * One attempt through the body fetcher: the same checks as a plain attempt. `undefined` when
+ * the fetcher cannot run here, so the caller fetches itself.
+ */
+async function fetchElsewhereAttempt(fetcher: BodyFetcher, url: string, headers: Record<string, string>, controller: AbortController, onProgress: RequestOptions['onProgress']): Promise<Fetched | undefined> {
+  let callbackFailure: CallbackFailure | undefined;
+  const progress = onProgress
+    ? {
+        onProgress: (received: number, total: number | undefined) => {
+          try {
+            reportProgress(onProgress, received, total);
+          } catch (error) {
+            callbackFailure ??= error as CallbackFailure;
+            controller.abort(error);
+          }
+        },
+      }
+    : {};
+  let fetched;
+  try {
+    fetched = await abortable(fetcher(url, { headers, signal: controller.signal, ...progress }), controller.signal);
+  } catch (error) {
+    throw callbackFailure ?? error;
+  }
+  if (fetched === undefined) return undefined;
+  throwIfNotSuccess(fetched, url);
+  const expected = declaredLength(fetched.headers);
+  if (expected !== undefined && fetched.bytes.length !== expected) {
+    const how = fetched.bytes.length < expected ? 'body cut short' : 'body longer than its Content-Length';
+    throw transient(new NetworkError(`GET ${url}: ${how}: received ${fetched.bytes.length} of ${expected} bytes`, { url }));
+  }
+  if (onProgress) reportProgress(onProgress, fetched.bytes.length, expected);
+  return { status: fetched.status, headers: fetched.headers, bytes: fetched.bytes };
 }
 
 function abortedError(url: string, signal: AbortSignal, when = ''): RequestAbortedError {
@@ -218,7 +267,7 @@ function givenUp(last: AwakeError, attempts: number): AwakeError {
 }
 
 /** Throws `HttpError` for anything but a 2xx, after releasing the unread body. */
-function throwIfNotSuccess(response: Response, url: string): void {
+function throwIfNotSuccess(response: Pick<Response, 'status' | 'statusText' | 'type' | 'headers'> & { body?: ReadableStream | null }, url: string): void {
   if (response.status >= 200 && response.status <= 299) return;
   response.body?.cancel().catch(() => undefined);
   if (response.type === 'opaqueredirect') {

@@ -36,9 +36,10 @@ export interface OpenOptions {
    */
   pendingBytes?: number;
   /**
-   * Where bytes are hashed: a number of Web Workers (0: on this thread), or a `DigestPool` of
-   * your own. Default: a pool shared by every source on the page, min(4, cores) workers, or this
-   * thread where workers cannot run (Node, a CSP without `worker-src blob:`).
+   * Where bytes are hashed, and bodies read: a number of Web Workers (0: on this thread), or a
+   * `DigestPool` of your own. Default: a pool shared by every source on the page, min(4, cores)
+   * workers, or this thread where workers cannot run (Node, a CSP without `worker-src blob:`).
+   * Bodies are read in the workers only with the platform's fetch (no `fetch` option given).
    */
   hashWorkers?: number | DigestPool;
   /** Told of every cache failure (a full quota, a failing store); the load goes on without the cache. Default: `console.warn`. */
@@ -131,7 +132,7 @@ export class IndexedAssetSource {
   /** Cache reads asked for in the current microtask, answered together by one `getMany`. */
   private cacheBatch: Map<string, CacheWaiter[]> | undefined;
 
-  private constructor(index: ProjectIndex, indexUrl: string | undefined, base: string | undefined, transport: Transport, options: OpenOptions) {
+  private constructor(index: ProjectIndex, indexUrl: string | undefined, base: string | undefined, transport: Transport, pool: DigestPool, options: OpenOptions) {
     this.index = index;
     this.indexUrl = indexUrl;
     this.base = base;
@@ -139,9 +140,8 @@ export class IndexedAssetSource {
     this.cache = options.cache ?? undefined;
     this.rangeReads = options.rangeReads ?? false;
     this.held = new HeldMembers(options.pendingBytes ?? DEFAULT_PENDING_BYTES);
-    const workers = options.hashWorkers;
-    this.pool = workers === undefined ? sharedDigestPool() : typeof workers === 'number' ? (workers > 0 && workersAvailable() ? new WorkerDigestPool({ size: workers }) : new InThreadDigests()) : workers;
-    this.ownsPool = typeof workers === 'number';
+    this.pool = pool;
+    this.ownsPool = typeof options.hashWorkers === 'number';
     this.onCacheError = options.onCacheError ?? warnCacheError;
     this.salt = index.formatVersion === 3 ? index.pathIds?.salt : undefined;
     for (const entry of index.files as Entry[]) {
@@ -164,10 +164,13 @@ export class IndexedAssetSource {
 
   /** Reads and checks the index (formatVersion 2 or 3; others refused, SPEC §3). */
   static async open(options: OpenOptions): Promise<IndexedAssetSource> {
+    const pool = poolFor(options.hashWorkers);
     const transport = options.transport ?? new Transport({
       ...(options.fetch ? { fetch: options.fetch } : {}),
       ...(options.retry ? { retry: options.retry } : {}),
       ...(options.timeoutMs !== undefined ? { timeoutMs: options.timeoutMs } : {}),
+      // With the platform's own fetch, bodies are read in the pool's workers too.
+      ...(!options.fetch && pool instanceof WorkerDigestPool ? { bodyFetcher: pool.fetchBody } : {}),
     });
     let index: ProjectIndex;
     const indexUrl = options.indexUrl === undefined ? undefined : absoluteUrl(options.indexUrl);
@@ -180,7 +183,7 @@ export class IndexedAssetSource {
       throw new TypeError('IndexedAssetSource.open needs indexUrl or index');
     }
     const base = indexUrl ?? (options.baseUrl === undefined ? undefined : absoluteUrl(options.baseUrl));
-    return new IndexedAssetSource(index, indexUrl, base, transport, options);
+    return new IndexedAssetSource(index, indexUrl, base, transport, pool, options);
   }
 
   /** Whether the index lists `path` (by its id when ids replace paths). */
@@ -611,6 +614,12 @@ export class IndexedAssetSource {
 }
 
 const LOOSE_PREFIX = 'file:';
+
+function poolFor(workers: OpenOptions['hashWorkers']): DigestPool {
+  if (workers === undefined) return sharedDigestPool();
+  if (typeof workers !== 'number') return workers;
+  return workers > 0 && workersAvailable() ? new WorkerDigestPool({ size: workers }) : new InThreadDigests();
+}
 
 /** What a load is keyed by: its bundle's SHA-256, or `file:` + a loose file's. */
 function loadKeyOf(entry: Entry): string {
