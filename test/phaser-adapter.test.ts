@@ -213,6 +213,27 @@ describe('phaser4: scenes, packs, failures, the persistent cache', () => {
     expect(log.some((line) => line.startsWith('warn: awake-bundle: without index "assets"'))).toBe(true);
   });
 
+  test('options: `root` elsewhere than the index, `prefetch` with the index, `cache: null`, and an open `source`', async () => {
+    const queue = ['image', 'imageAgain', 'atlas', 'audio', 'text'];
+    server.resetRequests();
+    const rooted = await run('phaser4', { baseURL: '/site/mirror/', index: { url: '../published/project.index.json', options: { cache: 'none', root: './', prefetch: ['images', 'fixtures/notes.txt'] } }, queue });
+    expect(rooted.events.loaderror).toEqual([]);
+    expect(rooted.first.caches.imageAgain.pixels).toBe(rooted.first.caches.image.pixels);
+    expect(rooted.first.caches.audio.again).toEqual(rooted.first.caches.audio.coin);
+    expect(rooted.first.caches.text).toBe('awake-bundle phaser fixture: text\n');
+    // Nothing was asked of the mirror folder: every file came from the index's bundles.
+    expect(siteRequests().filter((path) => !path.startsWith('/site/published/'))).toEqual([]);
+    const bundles = siteRequests().filter((path) => path.endsWith('.awkb'));
+    expect(new Set(bundles).size).toBe(bundles.length);
+    const bytes = rooted.events.awkbprogress.at(-1)!;
+    expect(bytes.loadedBytes).toBe(bytes.totalBytes);
+
+    server.resetRequests();
+    const handed = await run('phaser4', { baseURL: '/site/published/', index: { url: 'project.index.json', options: { source: 'open' } }, queue });
+    expect(handed.first.caches).toEqual(rooted.first.caches);
+    expect(siteRequests().filter((path) => path.endsWith('project.index.json'))).toHaveLength(1);
+  });
+
   test('with the default persistent cache, a second visit requests only the index', async () => {
     const visit = { baseURL: '/site/published/', index: { url: 'project.index.json' }, queue: ['image', 'atlas', 'bitmapFont', 'audio', 'text'] };
     const first = await run('phaser4', visit);

@@ -63,10 +63,9 @@ export function defineAwkbIndexFile(phaser: PhaserNamespace): AwkbIndexFactory {
       state.mount(mounted);
       loader.systems?.game.registry.set(this.key, source);
       if (prefetch && prefetch.length > 0) {
-        const run = LoadRun.of(loader, state);
         const paths = prefetch.flatMap((item) => (source.has(item) ? [item] : source.paths().filter((path) => path.startsWith(`${item.replace(/\/+$/, '')}/`))));
         // A bundle that fails here fails its files when they load, naming the member; the index itself is fine.
-        await Promise.all(paths.map((path) => run.fetch(mounted, path).catch(() => undefined)));
+        await LoadRun.of(loader, state).prefetch(mounted, paths);
       }
       return source;
     }

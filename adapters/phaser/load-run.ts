@@ -1,8 +1,10 @@
 /**
- * One load of one Phaser loader, from its first bundled file to its `complete`: each bundle it
- * needs is fetched once (SPEC §7 "One request per bundle"), through `prefetch`, so the load's byte
- * progress is known; files of a bundle wait for it and then read their member. A bundle that
- * failed stays failed for the rest of the load, so its files fail without asking again.
+ * One load of one Phaser loader, from its first bundled file to its `complete`. Each bundle it
+ * needs is asked for once, through `prefetch` (so the load's byte progress is known, SPEC §7
+ * "Prefetch"); the files of that bundle then read their members, joining that one request
+ * (SPEC §7 "One request per bundle"). Files read as soon as the bundle's bytes are coming (its
+ * first progress report), not after the cache has stored them. A bundle that failed stays
+ * failed for the rest of the load, so its later files fail without asking again.
  */
 import type { AwkbGameState, ByteProgress, MountedIndex } from './game-state.js';
 import type { PhaserFile, PhaserLoader } from './phaser-shapes.js';
@@ -15,7 +17,12 @@ interface BundleJob {
   files: Map<PhaserFile, number>;
   loadedBytes: number;
   totalBytes: number;
-  done: Promise<void>;
+  /** Settles when the bundle's bytes are coming, held or cached: reads then join its one request. */
+  ready: Promise<void>;
+  /** Settles when the prefetch has: the bundle verified and stored, or failed. */
+  settled: Promise<void>;
+  /** Why the bundle could not be had, once known. */
+  failure?: { error: unknown };
 }
 
 const runs = new WeakMap<PhaserLoader, LoadRun>();
@@ -40,17 +47,35 @@ export class LoadRun {
   }
 
   /**
-   * Resolves once the bundle (or loose file) holding `path` is verified and stored, so a read
-   * needs no request; rejects with the reader's error for that bundle.
+   * Reads `path` once its bundle (or loose file) is on its way for this load: one prefetch per
+   * bundle, joined by every file that needs it; fails with that bundle's error.
    */
-  fetch(mounted: MountedIndex, path: string, file?: PhaserFile): Promise<void> {
+  async read(mounted: MountedIndex, path: string, file?: PhaserFile): Promise<Uint8Array> {
+    const job = this.jobFor(mounted, path, file);
+    await job.ready;
+    if (job.failure) throw job.failure.error;
+    try {
+      return await mounted.source.read(path);
+    } catch (error) {
+      job.failure ??= { error };
+      throw error;
+    }
+  }
+
+  /** Fetches `paths` (the index's `prefetch` option) as part of this load; never rejects. */
+  async prefetch(mounted: MountedIndex, paths: string[]): Promise<void> {
+    await Promise.all(paths.map((path) => this.jobFor(mounted, path).settled));
+  }
+
+  private jobFor(mounted: MountedIndex, path: string, file?: PhaserFile): BundleJob {
     const entry = mounted.source.entry(path)!;
     const jobKey = `${mounted.key}\n${entry.bundle ?? `loose:${entry.sha256}`}`;
     let job = this.jobs.get(jobKey);
     if (!job) {
+      let markReady!: () => void;
       let start!: () => void;
-      const started = new Promise<void>((resolve) => (start = resolve));
-      const created: BundleJob = { paths: [], started: false, files: new Map(), loadedBytes: 0, totalBytes: 0, done: started.then(() => this.prefetch(mounted, created)) };
+      const ready = new Promise<void>((resolve) => (markReady = resolve));
+      const created: BundleJob = { paths: [], started: false, files: new Map(), loadedBytes: 0, totalBytes: 0, ready, settled: new Promise<void>((resolve) => (start = resolve)).then(() => this.start(mounted, created, markReady)) };
       job = created;
       this.jobs.set(jobKey, job);
       // Start on the next microtask: every file that Phaser starts in this tick joins the job.
@@ -58,23 +83,25 @@ export class LoadRun {
     }
     if (!job.started) job.paths.push(path);
     if (file) job.files.set(file, entry.sizeBytes);
-    return job.done;
+    return job;
   }
 
-  private async prefetch(mounted: MountedIndex, job: BundleJob): Promise<void> {
+  private async start(mounted: MountedIndex, job: BundleJob, markReady: () => void): Promise<void> {
     job.started = true;
-    try {
-      await mounted.source.prefetch(job.paths, {
-        onProgress: (progress) => {
-          job.loadedBytes = progress.loadedBytes;
-          job.totalBytes = progress.totalBytes;
-          for (const [file, size] of job.files) reportFileBytes(file, size, progress.totalBytes === 0 ? 1 : progress.loadedBytes / progress.totalBytes);
-          this.state.reportProgress(this.progress(), this.loader);
-        },
-      });
-    } finally {
+    await mounted.source.prefetch(job.paths, {
+      onProgress: (progress) => {
+        markReady();
+        job.loadedBytes = progress.loadedBytes;
+        job.totalBytes = progress.totalBytes;
+        for (const [file, size] of job.files) reportFileBytes(file, size, progress.totalBytes === 0 ? 1 : progress.loadedBytes / progress.totalBytes);
+        this.state.reportProgress(this.progress(), this.loader);
+      },
+    }).catch((error: unknown) => {
+      job.failure ??= { error };
+    }).finally(() => {
+      markReady();
       job.files.clear();
-    }
+    });
   }
 
   /** Bytes received and to receive over every bundle of this load. */

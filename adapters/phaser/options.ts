@@ -8,7 +8,11 @@ export interface AwkbIndexOptions {
    * that holds the index.
    */
   root?: string;
-  /** Paths, or folders (`levels/harbor`), to fetch with the index: the index file completes when they are stored. */
+  /**
+   * Paths, or folders (`levels/harbor`), to fetch with the index: the index file completes once
+   * their bundles are verified and stored, and their bytes count in the load's `awkbprogress`.
+   * They stay held in memory until read (or `source.release(path)`).
+   */
   prefetch?: string[];
   /** Where verified contents are kept: the persistent browser cache by default, `null` for none. */
   cache?: ContentCache | null;

@@ -55,8 +55,7 @@ async function serve(phaser: PhaserNamespace, file: PhaserFile, state: AwkbGameS
   }
   let bytes: Uint8Array;
   try {
-    await LoadRun.of(loader, state).fetch(mounted, path, file);
-    bytes = await mounted.source.read(path);
+    bytes = await LoadRun.of(loader, state).read(mounted, path, file);
   } catch (error) {
     return fail(phaser, file, path, error);
   }
