@@ -29,6 +29,7 @@ const runs = new WeakMap<PhaserLoader, LoadRun>();
 
 export class LoadRun {
   private readonly jobs = new Map<string, BundleJob>();
+  private readonly sharedReads = new Map<string, { waiting: number; bytes: Promise<Uint8Array> }>();
 
   private constructor(private readonly loader: PhaserLoader, private readonly state: AwkbGameState) {}
 
@@ -52,6 +53,25 @@ export class LoadRun {
    */
   async read(mounted: MountedIndex, path: string, file?: PhaserFile): Promise<Uint8Array> {
     const job = this.jobFor(mounted, path, file);
+    // Files of one load that need the same path (one image under two keys) share one read:
+    // with no cache, a second read would fetch the bundle again. Each gets bytes of its own,
+    // since decodeAudioData and texture uploads may take them over.
+    const key = `${mounted.key}\n${path}`;
+    let shared = this.sharedReads.get(key);
+    if (!shared) {
+      shared = { waiting: 0, bytes: this.readOnce(job, mounted, path) };
+      this.sharedReads.set(key, shared);
+    }
+    shared.waiting++;
+    try {
+      const bytes = await shared.bytes;
+      return shared.waiting > 1 ? bytes.slice() : bytes;
+    } finally {
+      if (--shared.waiting === 0 && this.sharedReads.get(key) === shared) this.sharedReads.delete(key);
+    }
+  }
+
+  private async readOnce(job: BundleJob, mounted: MountedIndex, path: string): Promise<Uint8Array> {
     await job.ready;
     if (job.failure) throw job.failure.error;
     try {
