@@ -21,14 +21,19 @@ export function registerAwkb(phaser: PhaserNamespace): void {
   phaser.Loader.FileTypesManager.register('awkbIndex', awkbIndex);
   proto.awkbIndex = awkbIndex;
 
-  const { addFile, loadComplete } = proto;
+  const { addFile, loadComplete, shutdown } = proto;
   proto.addFile = function (this: PhaserLoader, file: PhaserFile | PhaserFile[]) {
     for (const one of Array.isArray(file) ? file : [file]) wrapFileLoad(phaser, one);
     return addFile.call(this, file);
   };
+  // A load ends complete, or cut short by its scene shutting down; the next one starts afresh.
   proto.loadComplete = function (this: PhaserLoader) {
     LoadRun.end(this);
     return loadComplete.apply(this, arguments);
+  };
+  proto.shutdown = function (this: PhaserLoader) {
+    LoadRun.end(this);
+    return shutdown.apply(this, arguments);
   };
   patchLoaderProgress(proto);
 }

@@ -130,10 +130,10 @@ function objectUrlFor(phaser: PhaserNamespace, file: PhaserFile, state: AwkbGame
  * reader already retried what is safe to retry), the error on `file.error` and in the console.
  */
 function fail(phaser: PhaserNamespace, file: PhaserFile, path: string, error: unknown): void {
+  const loader = file.loader;
+  if (!loader) return; // the game was destroyed mid-load: nobody is waiting for this file
   file.error = error;
   console.error(`awake-bundle: ${file.type} "${file.key}" (${path}) was not loaded: ${error instanceof Error ? error.message : String(error)}`);
-  const loader = file.loader;
-  if (!loader) return;
   file.state = phaser.Loader.FILE_FAILED;
   loader.nextFile(file, false);
 }
