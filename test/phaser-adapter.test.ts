@@ -56,6 +56,8 @@ async function openPage(version: 'phaser4' | 'phaser3', log?: string[]): Promise
   page.on('pageerror', (error) => log?.push(`pageerror: ${String(error)}`));
   await page.goto(`${server.origin}/page/${version}.html`, { waitUntil: 'load' });
   await page.waitForFunction(() => typeof (globalThis as { runScene?: unknown }).runScene === 'function', { timeout: 30_000 });
+  // Phaser's ESM builds set no window.Phaser: the adapter works from the imported module.
+  expect(await page.evaluate(() => (globalThis as any).pageInfo)).toEqual({ version: version === 'phaser4' ? '4.2.1' : '3.90.0', hasGlobalPhaser: false });
   return page;
 }
 
@@ -232,6 +234,25 @@ describe('phaser4: scenes, packs, failures, the persistent cache', () => {
     const handed = await run('phaser4', { baseURL: '/site/published/', index: { url: 'project.index.json', options: { source: 'open' } }, queue });
     expect(handed.first.caches).toEqual(rooted.first.caches);
     expect(siteRequests().filter((path) => path.endsWith('project.index.json'))).toHaveLength(1);
+  });
+
+  test('an index with opaque ids, and range reads: one member per request', async () => {
+    const queue = ['image', 'atlas', 'audio', 'text'];
+    server.resetRequests();
+    const opaque = await run('phaser4', { baseURL: '/site/opaque/', index: { url: 'project.index.json', options: { cache: 'memory' } }, queue });
+    expect(opaque.events.loaderror).toEqual([]);
+    expect(opaque.first.source!.paths).toBe(0);
+    expect(opaque.first.caches.atlas.frames).toBe(24);
+    expect(opaque.first.caches.text).toBe('awake-bundle phaser fixture: text\n');
+    expect(siteRequests().every((path) => path.startsWith('/site/opaque/'))).toBe(true);
+
+    server.resetRequests();
+    const ranged = await run('phaser4', { baseURL: '/site/published/', index: { url: 'project.index.json', options: { cache: 'memory', rangeReads: true } }, queue });
+    expect(ranged.first.caches).toEqual(opaque.first.caches);
+    const bundleRequests = server.requests.filter((r) => r.path.endsWith('.awkb'));
+    // coin.png, emoji.png + emoji.json, coin.ogg (one read for its two keys), notes.txt.
+    expect(bundleRequests).toHaveLength(5);
+    expect(bundleRequests.every((r) => r.status === 206 && /^bytes=\d+-\d+$/.test(r.range ?? ''))).toBe(true);
   });
 
   test('with the default persistent cache, a second visit requests only the index', async () => {

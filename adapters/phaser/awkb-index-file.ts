@@ -59,7 +59,7 @@ export function defineAwkbIndexFile(phaser: PhaserNamespace): AwkbIndexFactory {
         console.warn(`awake-bundle: without index "${this.key}", files load from their own URLs`);
         return undefined;
       }
-      const mounted = { key: this.key, source, root, owned: given === undefined };
+      const mounted = { key: this.key, source, root, owned: given === undefined, rangeReads: rangeReads === true };
       state.mount(mounted);
       loader.systems?.game.registry.set(this.key, source);
       if (prefetch && prefetch.length > 0) {

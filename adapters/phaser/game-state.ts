@@ -15,6 +15,8 @@ export interface MountedIndex {
   root: URL;
   /** Opened by the adapter (disposed with the game), or handed in through `source`. */
   owned: boolean;
+  /** Files read their own member with a range request, not their whole bundle. */
+  rangeReads: boolean;
 }
 
 export interface ByteProgress {

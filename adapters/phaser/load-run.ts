@@ -52,7 +52,8 @@ export class LoadRun {
    * bundle, joined by every file that needs it; fails with that bundle's error.
    */
   async read(mounted: MountedIndex, path: string, file?: PhaserFile): Promise<Uint8Array> {
-    const job = this.jobFor(mounted, path, file);
+    // With range reads each file asks for its own member (SPEC §7 "Range reads"): no bundle job.
+    const job = mounted.rangeReads ? undefined : this.jobFor(mounted, path, file);
     // Files of one load that need the same path (one image under two keys) share one read:
     // with no cache, a second read would fetch the bundle again. Each gets bytes of its own,
     // since decodeAudioData and texture uploads may take them over.
@@ -71,13 +72,13 @@ export class LoadRun {
     }
   }
 
-  private async readOnce(job: BundleJob, mounted: MountedIndex, path: string): Promise<Uint8Array> {
-    await job.ready;
-    if (job.failure) throw job.failure.error;
+  private async readOnce(job: BundleJob | undefined, mounted: MountedIndex, path: string): Promise<Uint8Array> {
+    if (job) await job.ready;
+    if (job?.failure) throw job.failure.error;
     try {
       return await mounted.source.read(path);
     } catch (error) {
-      job.failure ??= { error };
+      if (job) job.failure ??= { error };
       throw error;
     }
   }

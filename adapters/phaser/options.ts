@@ -16,7 +16,11 @@ export interface AwkbIndexOptions {
   prefetch?: string[];
   /** Where verified contents are kept: the persistent browser cache by default, `null` for none. */
   cache?: ContentCache | null;
-  /** Read a single uncached member with an HTTP range request instead of its whole bundle. */
+  /**
+   * Each file reads its own member with an HTTP range request instead of its whole bundle (no
+   * byte progress then; the `prefetch` option still fetches whole bundles). With `source`, say
+   * here whether that source reads ranges.
+   */
   rangeReads?: boolean;
   /** The fetch for the index and bundles, e.g. `tokenAuthorizedFetch({ token })`. */
   fetch?: typeof fetch;

@@ -1,7 +1,8 @@
 /**
  * A published site for the Phaser adapter's browser tests: the example assets and the Phaser
- * fixtures as loose files (`loose/`), the same files published by the CLI (`published/`), and a
- * copy whose bundle holding `fixtures/notes.txt` is damaged (`damaged/`).
+ * fixtures as loose files (`loose/`), the same files published by the CLI (`published/`), and
+ * with opaque ids (`opaque/`), and a copy whose bundle holding `fixtures/notes.txt` is damaged
+ * (`damaged/`).
  */
 import { spawnSync } from 'node:child_process';
 import { cpSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
@@ -28,6 +29,9 @@ export function buildPhaserSite(): PhaserSite {
   const run = spawnSync(process.execPath, [join(REPO, 'dist/cli/main.js'), loose, '--out', published, '--target-mb', '0.5'], { encoding: 'utf8' });
   if (run.status !== 0) throw new Error(`publish failed: ${run.stderr}`);
   const index = JSON.parse(readFileSync(join(published, 'project.index.json'), 'utf8')) as PhaserSite['index'];
+  // The same files under opaque ids: the index lists no paths (SPEC §4).
+  const opaque = spawnSync(process.execPath, [join(REPO, 'dist/cli/main.js'), loose, '--out', join(dir, 'opaque'), '--opaque-ids', '--salt', 'phaser-test'], { encoding: 'utf8' });
+  if (opaque.status !== 0) throw new Error(`publish failed: ${opaque.stderr}`);
 
   cpSync(published, join(dir, 'damaged'), { recursive: true });
   const member = index.files.find((file) => file.path === DAMAGED_MEMBER)!;
