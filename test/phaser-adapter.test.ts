@@ -28,6 +28,7 @@ interface RunResult {
     pluginProgress: { loadedBytes: number; totalBytes: number }[];
   };
   keptUrls: { count: number; aliveBeforeDestroy: boolean[]; aliveAfterDestroy: boolean[] };
+  afterVideoRemoved?: { video: boolean; others: boolean[] };
 }
 
 beforeAll(async () => {
@@ -145,7 +146,7 @@ describe.each(['phaser4', 'phaser3'] as const)('%s', (version) => {
     const settings = { renderer: 'CANVAS', imageLoadType: 'HTMLImageElement', disableWebAudio: true };
     const loose = await run(version, { ...settings, baseURL: '/site/loose/' });
     server.resetRequests();
-    const bundled = await run(version, { ...settings, baseURL: '/site/published/', index: { url: 'project.index.json', options: { cache: 'memory' } } });
+    const bundled = await run(version, { ...settings, baseURL: '/site/published/', index: { url: 'project.index.json', options: { cache: 'memory' } }, removeVideo: true });
 
     expect(bundled.first.renderer).toBe('CANVAS');
     expect(withoutBlobFlags(bundled.first.caches)).toEqual(withoutBlobFlags(loose.first.caches));
@@ -154,7 +155,9 @@ describe.each(['phaser4', 'phaser3'] as const)('%s', (version) => {
     expect(siteRequests().filter((path) => !path.endsWith('.awkb'))).toEqual(['/site/published/project.index.json']);
     expect(bundled.events.loaderror).toEqual([]);
     expectMonotonicProgressEndingAtOne(bundled.events.progress);
-    // HTML5 audio (three keys) and video keep their object URLs until the game is destroyed.
+    // HTML5 audio (three keys) and video keep their object URLs while in the cache: removing the
+    // video from its cache revokes its URL alone; destroying the game revokes the rest.
+    expect(bundled.afterVideoRemoved).toEqual({ video: false, others: [true, true, true] });
     expect(bundled.keptUrls).toEqual({ count: 4, aliveBeforeDestroy: [true, true, true, true], aliveAfterDestroy: [false, false, false, false] });
   });
 });
