@@ -12,6 +12,7 @@
  * Browser-safe: no dependencies and no `node:` imports; nothing touches a browser global until a
  * cache is first used, so importing this module in Node is harmless.
  */
+import type { WorkerStoreAccess } from '../read/digest-pool.js';
 import type { ContentCache } from './content-cache.js';
 import { MemoryCache } from './memory.js';
 
@@ -55,6 +56,8 @@ function isDomError(error: unknown, name: string): boolean {
 // IndexedDB
 
 const IDB_STORE = 'entries';
+/** Bytes IndexedDB serialises per task in `putMany`. */
+const PUT_SLICE_BYTES = 1024 * 1024;
 
 /**
  * Entries in an IndexedDB database `name`, object store 'entries', key = SHA-256, value = the
@@ -65,12 +68,13 @@ export class IndexedDBCache implements ClearableContentCache {
   readonly backend = 'indexeddb' as const;
   readonly name: string;
   readonly copiesBytes = true;
+  /** Readers' workers open the same database to read and write entries off the main thread. */
+  readonly workerAccess: WorkerStoreAccess;
   #database?: Promise<IDBDatabase>;
-  /** The open database once `#database` has resolved, so a put can start its transaction (and copy) at once. */
-  #opened?: IDBDatabase;
 
   constructor(options: BrowserCacheOptions = {}) {
     this.name = options.name ?? DEFAULT_BROWSER_CACHE_NAME;
+    this.workerAccess = { database: this.name, objectStore: IDB_STORE };
   }
 
   static isAvailable(): boolean {
@@ -82,14 +86,10 @@ export class IndexedDBCache implements ClearableContentCache {
     if (this.#database === undefined) {
       const opening = openDatabase(this.name);
       const forget = () => {
-        if (this.#database === opening) {
-          this.#database = undefined;
-          this.#opened = undefined;
-        }
+        if (this.#database === opening) this.#database = undefined;
       };
       opening.then(
         (database) => {
-          if (this.#database === opening) this.#opened = database;
           // Let another tab upgrade or delete the database; the next call here opens it again.
           database.onversionchange = () => {
             database.close();
@@ -108,7 +108,6 @@ export class IndexedDBCache implements ClearableContentCache {
   close(): void {
     const database = this.#database;
     this.#database = undefined;
-    this.#opened = undefined;
     database?.then(
       (d) => d.close(),
       () => undefined,
@@ -132,8 +131,9 @@ export class IndexedDBCache implements ClearableContentCache {
   }
 
   /**
-   * Every entry in one write transaction. IndexedDB copies a value when `put` is called, so when
-   * the database is open the copies are taken before this returns; before that, it copies first.
+   * Every entry in one write transaction. The bytes are copied before this returns (a memcpy);
+   * IndexedDB's own serialisation, which costs several times more on the page's thread, then
+   * runs a slice of about 1 MiB per task, so a 16 MiB bundle never blocks the page for long.
    */
   putMany(entries: readonly (readonly [string, Uint8Array])[]): Promise<void> {
     try {
@@ -141,9 +141,23 @@ export class IndexedDBCache implements ClearableContentCache {
     } catch (error) {
       return Promise.reject(error);
     }
-    if (this.#opened) return this.#transaction(this.#opened, 'readwrite', (store) => entries.map(([sha256, bytes]) => store.put(ownBytes(bytes), sha256))).then(() => undefined);
     const copies = entries.map(([sha256, bytes]) => [sha256, bytes.slice()] as const);
-    return this.#requests('readwrite', (store) => copies.map(([sha256, bytes]) => store.put(bytes, sha256))).then(() => undefined);
+    return this.open().then((database) => this.#transaction(database, 'readwrite', (store, requests) => {
+      let next = 0;
+      const putSlice = (): void => {
+        let bytes = 0;
+        let last: IDBRequest | undefined;
+        while (next < copies.length && (bytes === 0 || bytes + copies[next]![1].length <= PUT_SLICE_BYTES)) {
+          const [sha256, value] = copies[next++]!;
+          bytes += value.length + 1;
+          last = store.put(value, sha256);
+          requests.push(last);
+        }
+        // The transaction stays active inside a request's callback: put the next slice from there.
+        if (last && next < copies.length) last.onsuccess = putSlice;
+      };
+      putSlice();
+    })).then(() => undefined);
   }
 
   async has(sha256: string): Promise<boolean> {
@@ -170,11 +184,18 @@ export class IndexedDBCache implements ClearableContentCache {
     return this.#transaction(await this.open(), mode, make);
   }
 
-  #transaction<T>(database: IDBDatabase, mode: IDBTransactionMode, make: (store: IDBObjectStore) => IDBRequest<T>[]): Promise<T[]> {
+  /**
+   * Requests made by `make` in one transaction. Each result is read in its own success event, so
+   * the values are deserialised one task at a time rather than all in the last one.
+   */
+  #transaction<T>(database: IDBDatabase, mode: IDBTransactionMode, make: (store: IDBObjectStore, requests: IDBRequest<T>[]) => IDBRequest<T>[] | void): Promise<T[]> {
     return new Promise<T[]>((resolve, reject) => {
       const transaction = database.transaction(IDB_STORE, mode, { durability: 'relaxed' });
-      const requests = make(transaction.objectStore(IDB_STORE));
-      transaction.oncomplete = () => resolve(requests.map((request) => request.result));
+      const made: IDBRequest<T>[] = [];
+      const requests = make(transaction.objectStore(IDB_STORE), made) ?? made;
+      const results: T[] = new Array(requests.length);
+      if (mode === 'readonly') requests.forEach((request, i) => request.addEventListener('success', () => (results[i] = request.result)));
+      transaction.oncomplete = () => resolve(mode === 'readonly' ? results : requests.map((request) => request.result));
       // A full quota shows up here, as a QuotaExceededError on the aborted transaction.
       transaction.onabort = () => reject(transaction.error ?? new DOMException('IndexedDB transaction aborted', 'AbortError'));
     });
@@ -436,6 +457,11 @@ export class FallbackCache<Primary extends ContentCache = ContentCache> implemen
     this.memory = options.memory ?? new MemoryCache();
     this.#onError = options.onError;
     this.copiesBytes = this.primary === undefined || this.primary.copiesBytes === true;
+  }
+
+  /** The primary's, when it offers one: entries kept in memory after a refused put are read here as usual. */
+  get workerAccess(): WorkerStoreAccess | undefined {
+    return this.primary?.workerAccess;
   }
 
   async getMany(sha256s: readonly string[]): Promise<(Uint8Array | undefined)[]> {

@@ -8,6 +8,8 @@
  * transaction instead of one per entry); without them the reader makes the single calls in
  * parallel.
  */
+import type { WorkerStoreAccess } from '../read/digest-pool.js';
+
 export interface ContentCache {
   get(sha256: string): Promise<Uint8Array | undefined>;
   put(sha256: string, bytes: Uint8Array): Promise<void>;
@@ -28,4 +30,10 @@ export interface ContentCache {
    * and may move (transfer) the bytes it got to a worker. Without it, the reader copies.
    */
   readonly copiesBytes?: boolean;
+  /**
+   * Optional: an IndexedDB object store holding this cache's entries (key: SHA-256, value: the
+   * bytes), which a reader's Web Workers may open to read and write entries off the page's main
+   * thread. `IndexedDBCache` (and `openBrowserCache()`'s cache over it) offer it.
+   */
+  readonly workerAccess?: WorkerStoreAccess;
 }

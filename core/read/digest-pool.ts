@@ -34,6 +34,22 @@ export interface DigestJob {
   split?: boolean;
   /** The caller owns the inputs' whole buffers and gives them up for the job (no copy). */
   transfer?: boolean;
+  /**
+   * Also write each range into this IndexedDB store under `keys[i]`, from the worker (see
+   * `WorkerStoreAccess`), if and only if every range's SHA-256 equals its key: a job with one
+   * mismatch stores nothing. `DigestResult.stored` tells how it went.
+   */
+  store?: WorkerStoreAccess & { keys: string[] };
+}
+
+/**
+ * An IndexedDB object store that a worker can open itself (same origin, same database), so the
+ * page's main thread never serialises or deserialises cache entries. `IndexedDBCache` offers it
+ * as `workerAccess`; entries are keyed by SHA-256 and hold the bytes as a `Uint8Array`.
+ */
+export interface WorkerStoreAccess {
+  database: string;
+  objectStore: string;
 }
 
 export interface DigestResult {
@@ -43,6 +59,8 @@ export interface DigestResult {
   digests: string[];
   /** With `split`: each range's bytes in a buffer no one else holds. */
   parts?: Uint8Array[];
+  /** With `store`: settles when the write has committed; rejects with the store's error. */
+  stored?: Promise<void>;
 }
 
 export interface DigestPool {
@@ -99,13 +117,89 @@ const WORKER_SOURCE = `'use strict';
 const HEX = Array.from({ length: 256 }, (_, i) => i.toString(16).padStart(2, '0'));
 const hex = (buffer) => { const b = new Uint8Array(buffer); let s = ''; for (let i = 0; i < b.length; i++) s += HEX[b[i]]; return s; };
 const fetches = new Map();
-async function digest({ id, buffers, ranges, split }) {
+const databases = new Map();
+const describe = (error) => String((error && (error.name ? error.name + ': ' + error.message : error.message)) || error);
+function openDatabase(name, storeName) {
+  let opening = databases.get(name);
+  if (!opening) {
+    opening = new Promise((resolve, reject) => {
+      const request = indexedDB.open(name, 1);
+      request.onupgradeneeded = () => { if (!request.result.objectStoreNames.contains(storeName)) request.result.createObjectStore(storeName); };
+      request.onsuccess = () => {
+        const database = request.result;
+        // Let the page upgrade or delete the database; the next job opens it again.
+        database.onversionchange = () => { database.close(); databases.delete(name); };
+        database.onclose = () => databases.delete(name);
+        resolve(database);
+      };
+      request.onerror = () => { databases.delete(name); reject(request.error); };
+    });
+    databases.set(name, opening);
+  }
+  return opening;
+}
+function transaction(database, storeName, mode, work) {
+  return new Promise((resolve, reject) => {
+    const tx = database.transaction(storeName, mode, { durability: 'relaxed' });
+    const result = work(tx.objectStore(storeName));
+    tx.oncomplete = () => resolve(result);
+    tx.onabort = () => reject(tx.error || new Error('transaction aborted'));
+  });
+}
+// Writes wait until the page says its loads are done (or too much waits): IndexedDB's work then
+// does not compete with fetching and hashing for the cores.
+const queued = [];
+let queuedBytes = 0;
+function flush() {
+  const jobs = queued.splice(0);
+  queuedBytes = 0;
+  for (const job of jobs) write(...job);
+}
+function store(id, target, entries) {
+  queued.push([id, target, entries]);
+  for (const entry of entries) queuedBytes += entry[1].length;
+  if (queuedBytes > 67108864) flush();
+}
+async function write(id, target, entries) {
+  try {
+    const database = await openDatabase(target.database, target.objectStore);
+    await transaction(database, target.objectStore, 'readwrite', (os) => { for (const [key, value] of entries) os.put(value, key); });
+    postMessage({ id, stored: true });
+  } catch (error) {
+    postMessage({ id, storeError: describe(error) });
+  }
+}
+async function digest({ id, buffers, ranges, split, store: target }) {
   try {
     const digests = await Promise.all(ranges.map((r) => crypto.subtle.digest('SHA-256', new Uint8Array(buffers[r[0]], r[1], r[2])).then(hex)));
     const parts = split ? ranges.map((r) => buffers[r[0]].slice(r[1], r[1] + r[2])) : undefined;
+    // Copies for the store, taken before the buffers go back; written after, off the reply's path.
+    // All or nothing: one range that does not match its key, and nothing is stored (SPEC §7).
+    const whole = target !== undefined && digests.every((d, i) => d === target.keys[i]);
+    const entries = whole ? ranges.map((r, i) => [target.keys[i], new Uint8Array(buffers[r[0]].slice(r[1], r[1] + r[2]))]) : [];
     postMessage({ id, buffers, digests, parts }, parts ? buffers.concat(parts) : buffers);
+    if (target) store(id, target, entries);
   } catch (error) {
     postMessage({ id, buffers, error: String((error && error.message) || error) }, buffers);
+    if (target) postMessage({ id, storeError: describe(error) });
+  }
+}
+async function readStored({ id, read }) {
+  try {
+    const database = await openDatabase(read.database, read.objectStore);
+    const requests = await transaction(database, read.objectStore, 'readonly', (os) => read.keys.map((key) => os.get(key)));
+    const found = [], bad = [];
+    await Promise.all(requests.map(async (request, i) => {
+      const value = request.result, key = read.keys[i];
+      let bytes = value instanceof Uint8Array ? value : value instanceof ArrayBuffer ? new Uint8Array(value) : value instanceof Blob ? new Uint8Array(await value.arrayBuffer()) : undefined;
+      if (bytes === undefined) return;
+      if (bytes.length !== read.sizes[i] || hex(await crypto.subtle.digest('SHA-256', bytes)) !== key) return void bad.push(key);
+      if (bytes.byteOffset !== 0 || bytes.byteLength !== bytes.buffer.byteLength) bytes = bytes.slice();
+      found.push([key, bytes.buffer]);
+    }));
+    postMessage({ id, found, bad }, found.map((f) => f[1]));
+  } catch (error) {
+    postMessage({ id, readError: describe(error) });
   }
 }
 async function readAll(id, response) {
@@ -151,6 +245,9 @@ onmessage = ({ data }) => {
   if (data.ping) return postMessage({ pong: true, subtle: !!(self.crypto && crypto.subtle && crypto.subtle.digest), fetch: typeof fetch === 'function' });
   if (data.abort) { const c = fetches.get(data.abort); if (c) c.abort(); return; }
   if (data.url) return get(data);
+  if (data.read) return readStored(data);
+  if (data.open) return void openDatabase(data.open.database, data.open.objectStore).catch(() => {});
+  if (data.flush) return flush();
   digest(data);
 };
 `;
@@ -174,6 +271,11 @@ interface WorkerReply {
   buffer?: ArrayBuffer;
   failure?: string;
   aborted?: boolean;
+  stored?: boolean;
+  storeError?: string;
+  found?: [string, ArrayBuffer][];
+  bad?: string[];
+  readError?: string;
 }
 
 interface PoolWorker {
@@ -206,6 +308,8 @@ export class WorkerDigestPool implements DigestPool {
   #ready: boolean | undefined;
   #nextId = 1;
   #scriptUrl: string | undefined;
+  /** Store writes in flight, answered after their digest job. */
+  readonly #stores = new Map<number, { resolve: () => void; reject: (error: Error) => void }>();
 
   constructor(options: WorkerDigestPoolOptions = {}) {
     const cores = (globalThis as { navigator?: { hardwareConcurrency?: number } }).navigator?.hardwareConcurrency ?? 2;
@@ -232,7 +336,40 @@ export class WorkerDigestPool implements DigestPool {
     return this.#sendFetch(worker, url, init);
   };
 
+  /**
+   * Reads cached entries in a worker from an IndexedDB store (see `WorkerStoreAccess`), checks
+   * each against its size and SHA-256 there, and hands back the ones that pass (`found`, bytes
+   * the caller owns) and the ones that failed (`bad`). `undefined` when workers cannot run here.
+   */
+  async readStored(access: WorkerStoreAccess, wanted: readonly { sha256: string; sizeBytes: number }[]): Promise<{ found: Map<string, Uint8Array>; bad: string[] } | undefined> {
+    const worker = this.#fallback ? undefined : await this.#pick(0);
+    if (!worker) return undefined;
+    const { id, result } = this.#track<{ found: Map<string, Uint8Array>; bad: string[] }>(worker, 1, (data, resolve, reject) => {
+      if (data.readError !== undefined) return reject(new Error(data.readError));
+      resolve({ found: new Map(data.found!.map(([key, buffer]) => [key, new Uint8Array(buffer)])), bad: data.bad! });
+    });
+    worker.worker.postMessage({ id, read: { ...access, keys: wanted.map((w) => w.sha256), sizes: wanted.map((w) => w.sizeBytes) } });
+    return result;
+  }
+
+  /**
+   * Lets the workers write what they hold for their stores. Writes wait for this (or for 64 MiB
+   * to pile up) so that IndexedDB's work comes after a load rather than competing with it.
+   */
+  flushStores(): void {
+    for (const entry of this.#workers ?? []) void entry.ready.then((ready) => ready && entry.worker.postMessage({ flush: true }));
+  }
+
+  /** Lets every worker open the store now, so the first read or write does not wait for it. */
+  prepareStore(access: WorkerStoreAccess): void {
+    if (this.#fallback) return;
+    this.#workers ??= this.#start();
+    for (const entry of this.#workers) void entry.ready.then((ready) => ready && entry.worker.postMessage({ open: access }));
+  }
+
   terminate(): void {
+    for (const waiter of this.#stores.values()) waiter.reject(new Error('the worker pool was terminated'));
+    this.#stores.clear();
     for (const entry of this.#workers ?? []) {
       entry.worker.terminate();
       for (const pending of entry.pending.values()) pending.reject(new Error('the worker pool was terminated'));
@@ -284,6 +421,11 @@ export class WorkerDigestPool implements DigestPool {
     entry.ready = new Promise<boolean>((resolve) => {
       worker.onmessage = ({ data }: MessageEvent) => {
         if (data?.pong) return resolve(Boolean(data.subtle && data.fetch));
+        if (data.stored !== undefined || data.storeError !== undefined) {
+          const waiter = this.#stores.get(data.id);
+          this.#stores.delete(data.id);
+          return data.storeError === undefined ? waiter?.resolve() : waiter?.reject(new Error(data.storeError));
+        }
         const pending = entry.pending.get(data.id);
         if (!pending) return;
         if (data.progress === undefined) {
@@ -337,9 +479,15 @@ export class WorkerDigestPool implements DigestPool {
       if (data.error !== undefined) return void new InThreadDigests().digest({ ...job, inputs }).then(resolve, reject);
       resolve({ inputs, digests: data.digests!, ...(data.parts ? { parts: data.parts.map((part) => new Uint8Array(part)) } : {}) });
     });
-    const message = { id, buffers, split: Boolean(job.split), ranges: ranges.map(({ input, offset, length }) => [where[input]!.buffer, where[input]!.byteOffset + offset, length]) };
+    const message = {
+      id, buffers, split: Boolean(job.split),
+      ranges: ranges.map(({ input, offset, length }) => [where[input]!.buffer, where[input]!.byteOffset + offset, length]),
+      ...(job.store ? { store: job.store } : {}),
+    };
+    const stored = job.store ? new Promise<void>((resolve, reject) => this.#stores.set(id, { resolve, reject })) : undefined;
+    stored?.catch(() => undefined); // the caller may never look
     entry.worker.postMessage(message, buffers);
-    return result;
+    return stored ? result.then((answer) => ({ ...answer, stored })) : result;
   }
 
   #sendFetch(entry: PoolWorker, url: string, init: FetchBodyInit): Promise<FetchedBody> {

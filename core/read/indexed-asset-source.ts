@@ -9,10 +9,10 @@ import { opaqueId } from '../format/ids.js';
 import { entryKey, parseProjectIndex, parseProjectIndexJson, type BundleEntry, type BundledFileEntry, type ProjectIndex } from '../format/project-index.js';
 import { abortable } from '../net/abort.js';
 import { Transport, type RetryOptions } from '../net/transport.js';
-import { InThreadDigests, sharedDigestPool, WorkerDigestPool, workersAvailable, type DigestPool } from './digest-pool.js';
+import { InThreadDigests, sharedDigestPool, WorkerDigestPool, workersAvailable, type DigestPool, type WorkerStoreAccess } from './digest-pool.js';
 import { mediaTypeOf } from './media-types.js';
 import { HeldMembers } from './pending-members.js';
-import { acceptBundle, checkFileDigest, checkFileSize, type ExpectedMember } from './verify.js';
+import { acceptBundle, checkFileDigest, checkFileSize, type AcceptedBundle, type ExpectedMember } from './verify.js';
 
 export const DEFAULT_PENDING_BYTES = 64 * 1024 * 1024;
 
@@ -127,6 +127,8 @@ export class IndexedAssetSource {
   private readonly objectUrls = new Map<string, string>();
   private readonly lifetime = new AbortController();
   private readonly salt: string | undefined;
+  /** Groups whose source (cache or network) a prefetch is deciding, by load key. */
+  private readonly deciding = new Map<string, Promise<void>>();
   /** Cache writes not settled yet. */
   private readonly writes = new Set<Promise<void>>();
   /** Cache reads asked for in the current microtask, answered together by one `getMany`. */
@@ -157,6 +159,8 @@ export class IndexedAssetSource {
       for (const entry of index.files) if (entry.bundle !== undefined) this.membersOf.get(entry.bundle)!.push(entry);
     }
     options.signal?.addEventListener('abort', () => this.lifetime.abort(options.signal!.reason), { once: true });
+    const store = this.workerStore();
+    if (store) (this.pool as WorkerDigestPool).prepareStore(store);
     this.lifetime.signal.addEventListener('abort', () => {
       for (const load of this.loads.values()) load.controller.abort(this.lifetime.signal.reason);
     }, { once: true });
@@ -228,6 +232,12 @@ export class IndexedAssetSource {
     const loadKey = loadKeyOf(entry);
     const inFlight = this.loads.get(loadKey);
     if (inFlight) return this.takeAfter(inFlight, sha256, pinned, signal);
+    const deciding = this.deciding.get(loadKey);
+    if (deciding) {
+      // A prefetch is finding out where this group comes from: go where it decides.
+      await abortable(deciding, signal);
+      return this.readEntry(path, entry, pinned, signal);
+    }
     const cached = await this.readCache(entry);
     if (cached) {
       if (pinned) this.held.unpin(sha256);
@@ -293,9 +303,26 @@ export class IndexedAssetSource {
         }
       }
     }
-    // First the cache (one batch per bundle), then the network for what it lacks.
-    const needed = await Promise.all([...groups].map(async ([loadKey, group]) => ((await this.fromCacheForPrefetch(group, keep)) ? undefined : loadKey)));
-    const jobs = needed.filter((loadKey): loadKey is string => loadKey !== undefined);
+    // Reads of these groups wait for this prefetch's decision rather than ask the cache themselves.
+    const decided = this.beginDeciding(groups.keys());
+    try {
+      await this.prefetchGroups(groups, keep, signal, decided, options.onProgress);
+    } finally {
+      for (const loadKey of groups.keys()) decided(loadKey);
+    }
+  }
+
+  private async prefetchGroups(groups: Map<string, Entry[]>, keep: boolean, signal: AbortSignal, decided: (loadKey: string) => void, onProgress: PrefetchOptions['onProgress']): Promise<void> {
+    // What the cache holds (one call), then the network for the rest at once, while the groups
+    // the cache holds whole are read from it (one batch each) when this prefetch keeps them.
+    const cached = await this.cachedGroups(groups);
+    const jobs = [...groups.keys()].filter((loadKey) => !cached.has(loadKey));
+    const fromCache = [...cached].map(async (loadKey) => {
+      if (!keep || (await this.holdFromCache(groups.get(loadKey)!))) return decided(loadKey);
+      const load = this.loads.get(loadKey) ?? this.startLoad(loadKey);
+      decided(loadKey);
+      await this.join(load, signal);
+    });
 
     const loaded = new Map<string, number>();
     const sizes = new Map(jobs.map((loadKey) => [loadKey, this.sizeOfLoad(loadKey)]));
@@ -308,16 +335,33 @@ export class IndexedAssetSource {
     const report = (loadKey: string, bytes: number) => {
       progress.loadedBytes += bytes - (loaded.get(loadKey) ?? 0);
       loaded.set(loadKey, bytes);
-      options.onProgress?.({ ...progress });
+      onProgress?.({ ...progress });
     };
-    if (jobs.length === 0) options.onProgress?.({ ...progress });
+    if (jobs.length === 0) onProgress?.({ ...progress });
     await Promise.all(jobs.map(async (loadKey) => {
-      const load = this.loads.get(loadKey) ?? this.startLoad(loadKey, options.onProgress ? (received) => report(loadKey, received) : undefined);
+      const load = this.loads.get(loadKey) ?? this.startLoad(loadKey, onProgress ? (received) => report(loadKey, received) : undefined);
+      decided(loadKey);
       await this.join(load, signal);
       progress.requestsDone++;
       report(loadKey, sizes.get(loadKey)!);
       await load.stored;
-    }));
+    }).concat(fromCache));
+  }
+
+  /** Marks groups as being decided by a prefetch; returns the function that ends one group's wait. */
+  private beginDeciding(loadKeys: Iterable<string>): (loadKey: string) => void {
+    const ends = new Map<string, () => void>();
+    for (const loadKey of loadKeys) {
+      if (this.deciding.has(loadKey)) continue;
+      let end!: () => void;
+      const decision = new Promise<void>((resolve) => (end = resolve));
+      this.deciding.set(loadKey, decision);
+      ends.set(loadKey, () => {
+        if (this.deciding.get(loadKey) === decision) this.deciding.delete(loadKey);
+        end();
+      });
+    }
+    return (loadKey) => ends.get(loadKey)?.();
   }
 
   /** Prefetches every file below a folder: `prefix` like `levels/harbor` (plain-path indexes only). */
@@ -362,6 +406,7 @@ export class IndexedAssetSource {
     for (const path of [...this.objectUrls.keys()]) this.release(path);
     this.asked.clear();
     this.held.clear();
+    if (this.pool instanceof WorkerDigestPool) this.pool.flushStores();
     if (this.ownsPool) this.pool.terminate();
   }
 
@@ -421,52 +466,64 @@ export class IndexedAssetSource {
     const progress = onProgress ? { onProgress: (received: number) => onProgress(received) } : {};
     let storing = Promise.resolve();
     const done = (async () => {
-      const contents = this.bundles.has(loadKey)
+      const accepted = this.bundles.has(loadKey)
         ? await this.fetchBundle(this.bundles.get(loadKey)!, controller.signal, progress)
         : await this.fetchLoose(this.looseBySha.get(loadKey.slice(LOOSE_PREFIX.length))![0]!, controller.signal, progress);
-      storing = this.keepContents(loadKey, contents);
+      storing = this.keepContents(loadKey, accepted);
     })();
     const load: Load = { controller, interest: 0, done, stored: done.then(() => storing, () => undefined) };
     this.loads.set(loadKey, load);
-    const finish = () => this.loads.delete(loadKey);
+    const finish = () => {
+      this.loads.delete(loadKey);
+      // The workers write the cache once this source's loads are done (see flushStores).
+      if (this.loads.size === 0 && this.pool instanceof WorkerDigestPool) this.pool.flushStores();
+    };
     load.done.then(finish, finish);
     load.done.catch(() => undefined); // a load nobody waits for any more must not be an unhandled rejection
     return load;
   }
 
-  private async fetchBundle(bundle: BundleEntry, signal: AbortSignal, progress: { onProgress?: (received: number) => void }): Promise<Map<string, Uint8Array>> {
+  private async fetchBundle(bundle: BundleEntry, signal: AbortSignal, progress: { onProgress?: (received: number) => void }): Promise<AcceptedBundle> {
     const url = this.resolveUrl(bundle.url);
     const bytes = await this.transport.getBytes(url, { signal, ...progress });
     return this.verifyBundleBytes(bundle, bytes, url);
   }
 
   /** SPEC §7 "Verified": a bundle that fails is rejected whole, and nothing from it is kept or cached. */
-  private async verifyBundleBytes(bundle: BundleEntry, bytes: Uint8Array, url: string): Promise<Map<string, Uint8Array>> {
+  private async verifyBundleBytes(bundle: BundleEntry, bytes: Uint8Array, url: string): Promise<AcceptedBundle> {
     const members: ExpectedMember[] = this.membersOf.get(bundle.sha256)!.map((entry) => ({ key: entryKey(entry), offset: entry.offset!, sizeBytes: entry.sizeBytes, sha256: entry.sha256 }));
-    return (await acceptBundle(bytes, bundle, members, this.pool, url)).contents;
+    return acceptBundle(bytes, bundle, members, this.pool, url, this.workerStore());
   }
 
-  private async fetchLoose(entry: Entry, signal: AbortSignal, progress: { onProgress?: (received: number) => void }): Promise<Map<string, Uint8Array>> {
+  private async fetchLoose(entry: Entry, signal: AbortSignal, progress: { onProgress?: (received: number) => void }): Promise<AcceptedBundle> {
     const url = this.resolveUrl(entry.url!);
     const bytes = await this.transport.getBytes(url, { signal, ...progress });
-    return new Map([[entry.sha256, await this.verifyOwned(bytes, entry, { url, ...this.where(undefined, entry) })]]);
+    const { bytes: verified, stored } = await this.verifyOwned(bytes, entry, { url, ...this.where(undefined, entry) });
+    return { contents: new Map([[entry.sha256, verified]]), ...(stored ? { stored } : {}) };
   }
 
-  /** Checks bytes this source owns (fetched) against an entry, hashing in the pool. */
-  private async verifyOwned(bytes: Uint8Array, entry: Entry, where: { url?: string; path?: string; id?: string }): Promise<Uint8Array> {
+  /** Checks bytes this source owns (fetched) against an entry, hashing (and storing, when a worker can) in the pool. */
+  private async verifyOwned(bytes: Uint8Array, entry: Entry, where: { url?: string; path?: string; id?: string }): Promise<{ bytes: Uint8Array; stored?: Promise<void> }> {
     checkFileSize(bytes.length, entry, where);
-    const { inputs, digests } = await this.pool.digest({ inputs: [bytes], transfer: true });
+    const store = this.workerStore();
+    const { inputs, digests, stored } = await this.pool.digest({ inputs: [bytes], transfer: true, ...(store ? { store: { ...store, keys: [entry.sha256] } } : {}) });
     checkFileDigest(digests[0]!, entry, where);
-    return inputs[0]!;
+    return { bytes: inputs[0]!, ...(stored ? { stored } : {}) };
+  }
+
+  /** The IndexedDB store the pool's workers may write and read themselves, when there is one. */
+  private workerStore(): WorkerStoreAccess | undefined {
+    return this.pool instanceof WorkerDigestPool && this.pool.usingWorkers !== false ? this.cache?.workerAccess : undefined;
   }
 
   /**
    * Stores a load's verified contents in the cache (in the background, one batch) and holds
    * them for the reads that will need them. Resolves when the cache writes have settled.
    */
-  private keepContents(loadKey: string, contents: Map<string, Uint8Array>): Promise<void> {
-    // The cache is handed the bytes before any read can take them: a cache that copies does so now.
-    const storing = this.storeInCache([...contents]);
+  private keepContents(loadKey: string, { contents, stored }: AcceptedBundle): Promise<void> {
+    // Written by a worker already, or handed to the cache now, before any read can take the
+    // bytes: a cache that copies does so at once.
+    const storing = stored ? this.trackWrite(this.cacheCall('put', [...contents.keys()], () => stored).then(() => undefined)) : this.storeInCache([...contents]);
     const files = this.bundles.has(loadKey) ? this.membersOf.get(loadKey)! : this.looseBySha.get(loadKey.slice(LOOSE_PREFIX.length))!;
     const reads = new Map<string, number>();
     const pins = new Map<string, number>();
@@ -489,11 +546,15 @@ export class IndexedAssetSource {
     const answer = await this.transport.getRange(url, entry.offset!, entry.sizeBytes, { signal });
     if (answer.kind === 'whole') {
       // A server that ignores ranges sent the whole bundle: check it as one (SPEC §7), keep its members.
-      const contents = await this.verifyBundleBytes(bundle, answer.bytes, url);
-      void this.keepContents(bundle.sha256, contents);
-      return this.held.take(entry.sha256) ?? contents.get(entry.sha256)!.slice();
+      const accepted = await this.verifyBundleBytes(bundle, answer.bytes, url);
+      void this.keepContents(bundle.sha256, accepted);
+      return this.held.take(entry.sha256) ?? accepted.contents.get(entry.sha256)!.slice();
     }
-    const bytes = await this.verifyOwned(answer.bytes, entry, { url, ...this.where(path, entry) });
+    const { bytes, stored } = await this.verifyOwned(answer.bytes, entry, { url, ...this.where(path, entry) });
+    if (stored) {
+      void this.trackWrite(this.cacheCall('put', [entry.sha256], () => stored).then(() => undefined));
+      return bytes;
+    }
     void this.storeInCache([[entry.sha256, bytes]]);
     return this.cache && !this.cache.copiesBytes ? bytes.slice() : bytes;
   }
@@ -501,28 +562,41 @@ export class IndexedAssetSource {
   // -------------------------------------------------------------------------------------------
   // The cache (SPEC §7 "Cache"): batched, re-checked on read, written off the critical path
 
-  /** Reads the cache for a prefetch group; true when every file of the group is then at hand. */
-  private async fromCacheForPrefetch(group: Entry[], keep: boolean): Promise<boolean> {
+  /**
+   * What the cache holds of each prefetch group, in one `hasMany` call for all of them (counts,
+   * no bytes): per load key, whether every content the group needs and `held` lacks is there.
+   */
+  private async cachedGroups(groups: Map<string, Entry[]>): Promise<Set<string>> {
+    const complete = new Set<string>();
+    const wanted = new Map<string, Entry[]>();
+    for (const [loadKey, group] of groups) {
+      const missing = [...new Map(group.filter((entry) => !this.held.has(entry.sha256)).map((entry) => [entry.sha256, entry])).values()];
+      if (missing.length === 0) complete.add(loadKey);
+      else wanted.set(loadKey, missing);
+    }
+    if (!this.cache || wanted.size === 0) return complete;
+    const shas = [...new Set([...wanted.values()].flat().map((entry) => entry.sha256))];
+    const cache = this.cache;
+    const answers = await this.cacheCall('has', shas, () => (cache.hasMany ? cache.hasMany(shas) : Promise.all(shas.map((sha256) => hasOne(cache, sha256)))));
+    if (!answers) return complete;
+    const present = new Set(shas.filter((_, i) => answers[i]));
+    for (const [loadKey, missing] of wanted) if (missing.every((entry) => present.has(entry.sha256))) complete.add(loadKey);
+    return complete;
+  }
+
+  /**
+   * Reads a group that the cache holds whole into `held` for the prefetch's reads (one batch,
+   * checked in a worker where there is one); false when an entry was gone or bad after all.
+   */
+  private async holdFromCache(group: Entry[]): Promise<boolean> {
     const wanted = [...new Map(group.filter((entry) => !this.held.has(entry.sha256)).map((entry) => [entry.sha256, entry])).values()];
     if (wanted.length === 0) return true;
-    if (!this.cache) return false;
-    const shas = wanted.map((entry) => entry.sha256);
-    if (!keep) {
-      const present = await this.cacheCall('has', shas, () => (this.cache!.hasMany ? this.cache!.hasMany(shas) : Promise.all(shas.map((sha256) => hasOne(this.cache!, sha256)))));
-      return present !== undefined && present.every(Boolean);
-    }
     const found = await this.getVerified(wanted);
-    let all = true;
-    for (const entry of wanted) {
-      const bytes = found.get(entry.sha256);
-      if (!bytes) {
-        all = false;
-        continue;
-      }
-      const reads = group.filter((file) => file.sha256 === entry.sha256).length;
-      this.held.put(entry.sha256, bytes, reads, reads);
+    for (const [sha256, bytes] of found) {
+      const reads = group.filter((file) => file.sha256 === sha256).length;
+      this.held.put(sha256, bytes, reads, reads);
     }
-    return all;
+    return found.size === wanted.length;
   }
 
   /** The verified cached bytes of one entry, asked together with the other reads of this microtask. */
@@ -551,6 +625,23 @@ export class IndexedAssetSource {
 
   /** Cached contents that still match their entries, by SHA-256; a bad entry is dropped (SPEC §7 "Cache"). */
   private async getVerified(wanted: Entry[]): Promise<Map<string, Uint8Array>> {
+    const store = this.workerStore();
+    if (store) {
+      // Read and checked in a worker; what it did not find may still be in the cache's memory part.
+      const answer = await this.cacheCall('get', wanted.map((entry) => entry.sha256), () => (this.pool as WorkerDigestPool).readStored(store, wanted));
+      if (answer) {
+        await this.dropBad(answer.bad);
+        const rest = wanted.filter((entry) => !answer.found.has(entry.sha256) && !answer.bad.includes(entry.sha256));
+        if (rest.length === 0) return answer.found;
+        for (const [sha256, bytes] of await this.getVerifiedHere(rest)) answer.found.set(sha256, bytes);
+        return answer.found;
+      }
+    }
+    return this.getVerifiedHere(wanted);
+  }
+
+  /** `getVerified` through the cache's own methods on this thread. */
+  private async getVerifiedHere(wanted: Entry[]): Promise<Map<string, Uint8Array>> {
     const shas = wanted.map((entry) => entry.sha256);
     const answers = await this.cacheCall('get', shas, () => (this.cache!.getMany ? this.cache!.getMany(shas) : Promise.all(shas.map((sha256) => this.cache!.get(sha256)))));
     const found = new Map<string, Uint8Array>();
@@ -571,9 +662,13 @@ export class IndexedAssetSource {
         else bad.push(entry.sha256);
       });
     }
-    // Awaited, so a delete cannot land after the good copy that replaces it.
-    await Promise.all(bad.map((sha256) => this.cacheCall('delete', [sha256], async () => this.cache!.delete?.(sha256))));
+    await this.dropBad(bad);
     return found;
+  }
+
+  /** Deletes cache entries that failed their check; awaited, so a delete cannot land after the good copy that replaces it. */
+  private async dropBad(bad: readonly string[]): Promise<void> {
+    await Promise.all(bad.map((sha256) => this.cacheCall('delete', [sha256], async () => this.cache!.delete?.(sha256))));
   }
 
   /** Writes verified contents in one batch; failures go to `onCacheError`, never to a read. */
@@ -587,7 +682,11 @@ export class IndexedAssetSource {
       if (cache.putMany) await cache.putMany(entries);
       else await Promise.all(entries.map(([sha256, bytes]) => cache.put(sha256, bytes)));
     };
-    const write = this.cacheCall('put', shas, put).then(() => undefined);
+    return this.trackWrite(this.cacheCall('put', shas, put).then(() => undefined));
+  }
+
+  /** Counts a cache write for `whenStored`. */
+  private trackWrite(write: Promise<void>): Promise<void> {
     this.writes.add(write);
     void write.then(() => this.writes.delete(write));
     return write;

@@ -7,7 +7,7 @@ import { BundleFormatError, BundleIntegrityError, FileIntegrityError } from '../
 import { decodeBundle, layoutBundle, type BundleLayout, type DecodedBundle } from '../format/awkb.js';
 import type { BundleEntry } from '../format/project-index.js';
 import { sha256Hex } from '../hash.js';
-import { InThreadDigests, type DigestPool } from './digest-pool.js';
+import { InThreadDigests, type DigestPool, type WorkerStoreAccess } from './digest-pool.js';
 
 /** What the index says of one member of a bundle. */
 export interface ExpectedMember {
@@ -101,6 +101,8 @@ function nameOf(where: { url?: string; path?: string; id?: string }): string {
 /** A bundle that passed: each distinct content's bytes, in a buffer of its own, by SHA-256. */
 export interface AcceptedBundle {
   contents: Map<string, Uint8Array>;
+  /** When `store` was given and the pool wrote the contents itself: settles with that write. */
+  stored?: Promise<void>;
 }
 
 /**
@@ -110,22 +112,27 @@ export interface AcceptedBundle {
  * the data exactly), and each distinct content matches its SHA-256. The hashing, and the cutting
  * of each content into a buffer of its own, run in `pool` (Web Workers in browsers).
  *
+ * With `store`, the pool also writes the contents to that IndexedDB store itself, when every
+ * one of them matches (a bundle that fails stores nothing, SPEC §7).
+ *
  * `bytes` is given up: with a worker pool its buffer moves to a worker. When the quick check
  * fails, the bundle is judged the slow way (`verifyBundle`, with the whole-bundle SHA-256) to
  * name the damage; see FORMAT.md "Verifying a bundle".
  */
-export async function acceptBundle(bytes: Uint8Array, listing: BundleEntry, members: readonly ExpectedMember[], pool: DigestPool = new InThreadDigests(), url?: string): Promise<AcceptedBundle> {
+export async function acceptBundle(bytes: Uint8Array, listing: BundleEntry, members: readonly ExpectedMember[], pool: DigestPool = new InThreadDigests(), url?: string, store?: WorkerStoreAccess): Promise<AcceptedBundle> {
   const layout = canonicalLayout(bytes, listing, members);
   if (layout) {
     const written = layout.written.map((index) => layout.records[index]!);
-    const { inputs, digests, parts } = await pool.digest({
+    const { inputs, digests, parts, stored } = await pool.digest({
       inputs: [bytes],
       ranges: written.map((record) => ({ input: 0, offset: record.offset, length: record.sizeBytes })),
       split: true,
       transfer: true,
+      // The store gets only contents that match (the worker compares each digest with its key).
+      ...(store ? { store: { ...store, keys: written.map((record) => record.sha256) } } : {}),
     });
     if (written.every((record, i) => digests[i] === record.sha256)) {
-      return { contents: new Map(written.map((record, i) => [record.sha256, parts![i]!])) };
+      return { contents: new Map(written.map((record, i) => [record.sha256, parts![i]!])), ...(stored ? { stored } : {}) };
     }
     bytes = inputs[0]!;
   }
