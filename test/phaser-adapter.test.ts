@@ -221,7 +221,7 @@ describe('phaser4: scenes, packs, failures, the persistent cache', () => {
   test('options: `root` elsewhere than the index, `prefetch` with the index, `cache: null`, and an open `source`', async () => {
     const queue = ['image', 'imageAgain', 'atlas', 'audio', 'text'];
     server.resetRequests();
-    const rooted = await run('phaser4', { baseURL: '/site/mirror/', index: { url: '../published/project.index.json', options: { cache: 'none', root: './', prefetch: ['images', 'fixtures/notes.txt'] } }, queue });
+    const rooted = await run('phaser4', { baseURL: '/site/mirror/', index: { url: '../published/project.index.json', options: { cache: 'none', root: '../mirror', prefetch: ['images', 'fixtures/notes.txt'] } }, queue });
     expect(rooted.events.loaderror).toEqual([]);
     expect(rooted.first.caches.imageAgain.pixels).toBe(rooted.first.caches.image.pixels);
     expect(rooted.first.caches.audio.again).toEqual(rooted.first.caches.audio.coin);

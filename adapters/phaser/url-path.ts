@@ -14,12 +14,21 @@ export function absoluteUrl(url: string): URL | undefined {
   }
 }
 
-/** A root URL as a folder: its query and fragment dropped, ending with `/`. */
+/** The folder that holds `url` (for an index URL): its query and fragment dropped, ending with `/`. */
 export function folderUrl(url: URL): URL {
   const folder = new URL(url.href);
   folder.search = '';
   folder.hash = '';
   if (!folder.pathname.endsWith('/')) folder.pathname = folder.pathname.slice(0, folder.pathname.lastIndexOf('/') + 1);
+  return folder;
+}
+
+/** `url` itself as a folder (for a `root` option): `…/published` and `…/published/` are the same root. */
+export function asFolder(url: URL): URL {
+  const folder = new URL(url.href);
+  folder.search = '';
+  folder.hash = '';
+  if (!folder.pathname.endsWith('/')) folder.pathname += '/';
   return folder;
 }
 
