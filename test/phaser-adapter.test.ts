@@ -162,12 +162,13 @@ describe.each(['phaser4', 'phaser3'] as const)('%s', (version) => {
   });
 });
 
-describe('phaser4: scenes, packs, failures, the persistent cache', () => {
-  const bundledIndex = { url: 'project.index.json', options: { cache: 'memory' } };
+const bundledIndex = { url: 'project.index.json', options: { cache: 'memory' } };
+
+describe.each(['phaser4', 'phaser3'] as const)('%s: scenes, packs, failures', (version) => {
 
   test('a second scene reuses the source from the registry: no second index request, its files from bundles', async () => {
     server.resetRequests();
-    const result = await run('phaser4', {
+    const result = await run(version, {
       baseURL: '/site/published/', index: bundledIndex, queue: ['image', 'text'],
       secondScene: { index: bundledIndex, queue: ['atlas', 'audio', 'pack'] },
     });
@@ -184,16 +185,25 @@ describe('phaser4: scenes, packs, failures, the persistent cache', () => {
 
   test('`type: "awkbIndex"` in a pack file: the files after it come from bundles, with ./, .. and a query', async () => {
     server.resetRequests();
-    const result = await run('phaser4', { baseURL: '/site/published/', queue: ['packWithIndex'] });
+    const result = await run(version, { baseURL: '/site/published/', queue: ['packWithIndex'] });
     expect(result.first.caches.packWithIndex).toEqual({ coin: expect.objectContaining({ width: 128, height: 128 }), notes: 'awake-bundle phaser fixture: text\n' });
     expect(siteRequests().filter((path) => !path.endsWith('.awkb'))).toEqual(['/site/packs/with-index.json', '/site/published/project.index.json']);
     expect(result.events.loaderror).toEqual([]);
   });
 
+  test('an index queued after its files, behind a small parallel-download limit, still serves them', async () => {
+    server.resetRequests();
+    const result = await run(version, { baseURL: '/site/published/', index: bundledIndex, indexLast: true, maxParallelDownloads: 2, queue: ['image', 'atlas', 'json', 'text', 'xml', 'audio'] });
+    expect(result.events.loaderror).toEqual([]);
+    expect(result.first.caches).toMatchObject({ json: 24, xml: 'harbor', atlas: { frames: 24 }, audio: { coin: { duration: 0.28 } } });
+    expect(siteRequests().filter((path) => !path.endsWith('.awkb'))).toEqual(['/site/published/project.index.json']);
+    expectMonotonicProgressEndingAtOne(result.events.progress);
+  });
+
   test('a damaged bundle fails the files that need it with loaderror naming the member; the rest load', async () => {
     const log: string[] = [];
     server.resetRequests();
-    const result = await run('phaser4', { baseURL: '/site/damaged/', index: bundledIndex, queue: ['image', 'atlas', 'text', 'xml', 'css', 'audio'] }, log);
+    const result = await run(version, { baseURL: '/site/damaged/', index: bundledIndex, queue: ['image', 'atlas', 'text', 'xml', 'css', 'audio'] }, log);
     const failed = result.events.loaderror;
     expect(failed.map((f) => f.key)).toEqual(expect.arrayContaining(['notes', 'level', 'style']));
     for (const file of failed) expect(file.error).toContain(DAMAGED_MEMBER);
@@ -210,14 +220,16 @@ describe('phaser4: scenes, packs, failures, the persistent cache', () => {
 
   test('a missing index fails the awkbIndex file; the files behind it load from their loose URLs, with a warning', async () => {
     const log: string[] = [];
-    const result = await run('phaser4', { baseURL: '/site/loose/', index: { url: '../missing/project.index.json', options: { cache: 'memory' } }, queue: ['image', 'atlas', 'text'] }, log);
+    const result = await run(version, { baseURL: '/site/loose/', index: { url: '../missing/project.index.json', options: { cache: 'memory' } }, queue: ['image', 'atlas', 'text'] }, log);
     expect(result.events.loaderror).toEqual([{ type: 'awkbIndex', key: 'assets', error: expect.stringContaining('404') }]);
     expect(result.first.caches.image).toMatchObject({ width: 128, height: 128 });
     expect(result.first.caches.atlas.frames).toBe(24);
     expect(result.first.caches.text).toBe('awake-bundle phaser fixture: text\n');
     expect(log.some((line) => line.startsWith('warn: awake-bundle: without index "assets"'))).toBe(true);
   });
+});
 
+describe('phaser4: options, opaque ids, range reads, the persistent cache', () => {
   test('options: `root` elsewhere than the index, `prefetch` with the index, `cache: null`, and an open `source`', async () => {
     const queue = ['image', 'imageAgain', 'atlas', 'audio', 'text'];
     server.resetRequests();
