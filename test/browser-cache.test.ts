@@ -224,3 +224,32 @@ test('openBrowserCache uses the first backend that opens, and memory alone when 
   expect(result.preferred).toBe(result.defaultOrder[0]);
   expect(result).toMatchObject({ chosen: 'opfs', none: true, fromMemory: [1, 2] });
 });
+
+describe('batches (IndexedDB, and FallbackCache over it)', () => {
+  test('putMany, getMany and hasMany: one call for many entries, answers in the keys order, copies taken at once', async () => {
+    const result = await page.evaluate(async () => {
+      const core = await harnessImport('/dist/core/index.js');
+      const direct = new core.IndexedDBCache({ name: 'batches' });
+      const fallback = await core.openBrowserCache({ name: 'batches-fallback' });
+      const out: Record<string, unknown> = {};
+      for (const [name, cache] of [['indexeddb', direct], ['fallback', fallback]] as const) {
+        // 40 entries of 0–100 KB, more than one 1 MiB slice of puts.
+        const entries: [string, Uint8Array][] = [];
+        for (let i = 0; i < 40; i++) {
+          const bytes = Uint8Array.from({ length: i * 2500 }, (_, j) => (i * 31 + j) & 0xff);
+          entries.push([await core.sha256Hex(bytes), bytes]);
+        }
+        const expected = await Promise.all(entries.map(([, bytes]) => core.sha256Hex(bytes)));
+        const writing = cache.putMany(entries);
+        for (const [, bytes] of entries) bytes.fill(0); // the caller may reuse its buffers at once
+        await writing;
+        const keys = [...entries.map(([key]) => key), '0'.repeat(64)];
+        const got: (Uint8Array | undefined)[] = await cache.getMany(keys);
+        const hashes = await Promise.all(got.slice(0, -1).map((bytes) => core.sha256Hex(bytes!)));
+        out[name] = { same: hashes.every((hash, i) => hash === expected[i]), missing: got.at(-1) === undefined, has: await cache.hasMany(keys.slice(-3)), copies: direct.copiesBytes === true };
+      }
+      return out;
+    });
+    for (const name of ['indexeddb', 'fallback']) expect(result[name]).toEqual({ same: true, missing: true, has: [true, true, false], copies: true });
+  });
+});

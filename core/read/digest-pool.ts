@@ -500,7 +500,9 @@ export class WorkerDigestPool implements DigestPool {
     });
     const abort = () => entry.worker.postMessage({ abort: id });
     init.signal.addEventListener('abort', abort, { once: true });
-    entry.worker.postMessage({ id, url, headers: init.headers, progress: Boolean(init.onProgress) });
+    // A worker made from a blob: URL resolves relative URLs against that, not the page: resolve here.
+    const absolute = new URL(url, (globalThis as { location?: { href: string } }).location?.href).href;
+    entry.worker.postMessage({ id, url: absolute, headers: init.headers, progress: Boolean(init.onProgress) });
     return result;
   }
 }

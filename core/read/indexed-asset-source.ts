@@ -235,7 +235,9 @@ export class IndexedAssetSource {
     const deciding = this.deciding.get(loadKey);
     if (deciding) {
       // A prefetch is finding out where this group comes from: go where it decides.
-      await abortable(deciding, signal);
+      // (The prefetch ends its decisions when it settles, disposal included: no listener needed then.)
+      await (signal === this.lifetime.signal ? deciding : abortable(deciding, signal));
+      signal.throwIfAborted();
       return this.readEntry(path, entry, pinned, signal);
     }
     const cached = await this.readCache(entry);
