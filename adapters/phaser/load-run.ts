@@ -2,8 +2,8 @@
  * One load of one Phaser loader, from its first bundled file to its `complete`. Each bundle it
  * needs is asked for once, through `prefetch` (so the load's byte progress is known, SPEC §7
  * "Prefetch"); the files of that bundle then read their members, joining that one request
- * (SPEC §7 "One request per bundle"). Files read as soon as the bundle's bytes are coming (its
- * first progress report), not after the cache has stored them. A bundle that failed stays
+ * (SPEC §7 "One request per bundle"). Files read as soon as the prefetch has been asked for,
+ * so each gets its bytes once verified, not after the cache has stored them. A bundle that failed stays
  * failed for the rest of the load, so its later files fail without asking again.
  */
 import type { AwkbGameState, ByteProgress, MountedIndex } from './game-state.js';
@@ -17,7 +17,7 @@ interface BundleJob {
   files: Map<PhaserFile, number>;
   loadedBytes: number;
   totalBytes: number;
-  /** Settles when the bundle's bytes are coming, held or cached: reads then join its one request. */
+  /** Settles once the prefetch is asked for: reads then join its one request. */
   ready: Promise<void>;
   /** Settles when the prefetch has: the bundle verified and stored, or failed. */
   settled: Promise<void>;
@@ -109,18 +109,20 @@ export class LoadRun {
 
   private async start(mounted: MountedIndex, job: BundleJob, markReady: () => void): Promise<void> {
     job.started = true;
-    await mounted.source.prefetch(job.paths, {
+    const prefetching = mounted.source.prefetch(job.paths, {
       onProgress: (progress) => {
-        markReady();
         job.loadedBytes = progress.loadedBytes;
         job.totalBytes = progress.totalBytes;
         for (const [file, size] of job.files) reportFileBytes(file, size, progress.totalBytes === 0 ? 1 : progress.loadedBytes / progress.totalBytes);
         this.state.reportProgress(this.progress(), this.loader);
       },
-    }).catch((error: unknown) => {
+    });
+    // A prefetch claims its bundles as soon as it is called: reads from now on join its requests
+    // (or its cache reads) rather than start their own (IndexedAssetSource#prefetch).
+    markReady();
+    await prefetching.catch((error: unknown) => {
       job.failure ??= { error };
     }).finally(() => {
-      markReady();
       job.files.clear();
     });
   }
