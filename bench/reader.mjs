@@ -499,7 +499,7 @@ async function startNginx(dir) {
 
 async function launchChromium() {
   const profile = mkdtempSync(join(tmpdir(), 'awake-bench-chromium-'));
-  const removeProfile = track(async () => rmSync(profile, { recursive: true, force: true }));
+  const removeProfile = track(async () => rmSync(profile, { recursive: true, force: true, maxRetries: 10, retryDelay: 100 }));
   let browser;
   try {
     browser = await puppeteer.launch({
@@ -516,7 +516,11 @@ async function launchChromium() {
     throw error;
   }
   const closeBrowser = track(async () => {
-    await browser.close().catch(() => browser.process()?.kill('SIGKILL'));
+    const child = browser.process();
+    const exited = child && child.exitCode === null ? new Promise((done) => child.once('exit', done)) : Promise.resolve();
+    await Promise.race([browser.close().catch(() => undefined), new Promise((wake) => setTimeout(wake, 5_000))]);
+    if (child && child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+    await exited;
   });
   return { browser, close: async () => (await closeBrowser(), await removeProfile()) };
 }
