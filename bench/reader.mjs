@@ -11,6 +11,12 @@
 //                         [--out part.json]          # a part of the grid: results JSON only
 //   node bench/reader.mjs --report part1.json part2.json …   # merge parts into BENCHMARKS.md
 //
+// The whole grid takes hours; run it in parts in the background, one at a time (2 cores), e.g.
+//   (for p in small small4k big; do node bench/reader.mjs --projects $p --extras verify \
+//      --out .bench/reader/$p.json; done; node bench/reader.mjs --projects small4k --cases none \
+//      --extras publish --out .bench/reader/publish.json) > .bench/reader/grid.log 2>&1 &
+//   node bench/reader.mjs --report .bench/reader/{small,small4k,big,publish}.json
+//
 // Cases (a "load" = every file of the project in hand, as bytes):
 //   b   loose files, one plain fetch each, all at once, HTTP/1.1 from `serve`
 //   b2  the same loose files over HTTP/2 from nginx (TLS, self-signed certificate)
@@ -87,7 +93,7 @@ function parseOptions() {
     projects: list('projects', 'small,small4k,big'),
     latencies: list('latency', '0,40,150').map(Number),
     bandwidths: list('bandwidth', '0,100,20').map(Number),
-    cases: list('cases', 'b,b2,c1,c2,cc,e,f'),
+    cases: list('cases', 'b,b2,c1,c2,cc,e,f').filter((id) => id !== 'none'),
     runs: Number(option('runs', '5')),
     extras: list('extras', 'verify,publish').filter((extra) => extra !== 'none'),
     out: option('out', undefined),
@@ -506,7 +512,8 @@ async function launchChromium() {
       executablePath: process.env.PUPPETEER_EXECUTABLE_PATH || '/usr/bin/chromium',
       args: [...CHROMIUM_ARGS, `--user-data-dir=${profile}`],
       headless: true,
-      protocolTimeout: 1_800_000,
+      // A loose load of 4,000 files at 20 Mbit/s under emulation can take many minutes.
+      protocolTimeout: 3_600_000,
       handleSIGINT: false,
       handleSIGTERM: false,
       handleSIGHUP: false,
@@ -570,7 +577,14 @@ async function runCase(id, project, origins, latencyMs, mbit, round, load) {
       // Alternate which goes first, so neither always meets a colder store.
       const warm = async () => view.measure('readerLoad', { indexUrl, cache: true, load });
       const direct = async () => view.measure('directFromStore', { indexUrl });
-      const [sample, bound] = round % 2 === 0 ? [await warm(), await direct()] : (([d, w]) => [w, d])([await direct(), await warm()]);
+      let sample, bound;
+      if (round % 2 === 0) {
+        sample = await warm();
+        bound = await direct();
+      } else {
+        bound = await direct();
+        sample = await warm();
+      }
       return { ...sample, directMs: bound.ms };
     }
     await view.emulate(latencyMs, mbit);
@@ -870,7 +884,7 @@ function renderSection(merged) {
     '- **Chromium\'s emulated rate is not the nominal one** on this machine: the one-file fetch shows the rate actually given (column "one file"); this is why every bound is measured under the same emulation instead of computed from the nominal rate.',
     '- **×bound below 1** happens and means "at the bound": the bound is one response, and several responses at once can beat it — from `serve`, one HTTP/1.1 connection is slower than six, and Chromium\'s throttle lets a few parallel requests together exceed one request\'s rate, while it makes a thousand parallel requests far slower than the same bytes in one. Under throttling, the loose cases measure Chromium\'s emulation as much as a network.',
     '- **Requests, MB:** from the page\'s Resource Timing (`transferSize`, headers included). **Long tasks:** `PerformanceObserver` longtask entries overlapping the load (most in any run, and the longest).',
-    `- Medians of ${[...new Set(merged.cells.flatMap((c) => Object.values(c.cases).map((r) => r.runs)))].sort().join(' or ')} runs (min–max); a cell with a sample over 20 s runs 3 rounds instead of 5. Each round measures the bound first, then every case, a different case first each round.`,
+    `- Medians of ${[...new Set(merged.cells.flatMap((c) => Object.values(c.cases).map((r) => r.runs)))].sort().join(' or ') || 'no'} runs (min–max, the "runs" column); a cell with a sample over 20 s in its first round runs 3 rounds instead of 5. Each round measures the bound first, then every case, a different case first each round.`,
     '',
     `Machine: ${m.cores} cores of an \`${m.cpu}\`, ${m.memoryGiB} GiB RAM, ${m.os}; ${m.chromium} (\`/usr/bin/chromium\`, \`--headless=new\`), ${m.nginx}, puppeteer-core ${m.puppeteer}, Node ${m.node}.`,
     '',
@@ -980,7 +994,7 @@ async function runGrid(options) {
         console.log(`\n${name} verification: reader path ${v.readerMBps.toFixed(0)} MB/s, WebCrypto ${v.webcryptoMBps.toFixed(0)} MB/s, @noble/hashes ${v.nobleMBps.toFixed(0)} MB/s (reader/WebCrypto ${((v.readerMBps / v.webcryptoMBps) * 100).toFixed(0)}%)`);
         save();
       }
-      for (const latencyMs of options.latencies) {
+      for (const latencyMs of options.cases.length > 0 ? options.latencies : []) {
         for (const mbit of options.bandwidths) {
           const cell = await runCell(project, options.cases, origins, latencyMs, mbit, options.runs, options.load);
           part.cells.push(cell);
