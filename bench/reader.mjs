@@ -424,10 +424,27 @@ async function stopEverything() {
   }
 }
 
+/**
+ * Requests and body bytes as the server saw them: the rewritten reader fetches in Web Workers,
+ * whose requests the page's Resource Timing does not list. `mark()` then `since(mark)`.
+ */
+function requestCounter(readLines) {
+  return {
+    mark: () => readLines().length,
+    since(mark) {
+      const lines = readLines().slice(mark);
+      return { requests: lines.length, bodyBytes: lines.reduce((sum, line) => sum + line.bytes, 0) };
+    },
+  };
+}
+
 async function startServe(dir) {
   const { startStaticServer } = await import(join(ROOT, 'dist', 'core', 'node', 'index.js'));
-  const server = await startStaticServer({ root: dir, host: '127.0.0.1' });
-  return { origin: server.url.replace(/\/$/, ''), stop: track(() => server.close()) };
+  const lines = [];
+  // serve's access log: "<time> <method> <target> <status> <bytes>B <ms>ms …"
+  const log = (line) => lines.push({ bytes: Number(/ (\d+)B /.exec(line)?.[1] ?? 0) });
+  const server = await startStaticServer({ root: dir, host: '127.0.0.1', log });
+  return { origin: server.url.replace(/\/$/, ''), counter: requestCounter(() => lines), stop: track(() => server.close()) };
 }
 
 function freePort() {
@@ -458,7 +475,8 @@ pid ${quoted(join(folder, 'nginx.pid'))};
 error_log stderr;
 events { worker_connections 1024; }
 http {
-  access_log off;
+  log_format bench '$request_method $status $body_bytes_sent';
+  access_log ${quoted(join(folder, 'access.log'))} bench;
   sendfile on;
   tcp_nopush on;
   types { text/html html; text/javascript js mjs; application/json json; }
@@ -512,7 +530,8 @@ async function startNginx(dir) {
     const deadline = Date.now() + 10_000;
     while (Date.now() < deadline && child.exitCode === null && !(await accepts(port))) await new Promise((wake) => setTimeout(wake, 25));
     if (child.exitCode === null && (await accepts(port))) {
-      return { origin: `https://127.0.0.1:${port}`, stop: async () => (await stop(), await removeFolder()) };
+      const readLines = () => (existsSync(join(folder, 'access.log')) ? readFileSync(join(folder, 'access.log'), 'utf8').split('\n').filter(Boolean).map((line) => ({ bytes: Number(line.split(' ')[2]) })) : []);
+      return { origin: `https://127.0.0.1:${port}`, counter: requestCounter(readLines), stop: async () => (await stop(), await removeFolder()) };
     }
     await stop();
     failure = stderr.trim();
@@ -585,19 +604,26 @@ function emulate(session, latencyMs, mbit) {
 // One cell of the grid: a project under one latency and bandwidth
 
 /** One sample of one case, in a fresh Chromium. */
-async function runCase(id, project, origins, latencyMs, mbit, round, load) {
+async function runCase(id, project, servers, latencyMs, mbit, round, load) {
   const spec = CASES[id];
-  const origin = origins[spec.protocol];
+  const { origin, counter } = servers[spec.protocol];
+  const counted = async (job, input) => {
+    const mark = counter.mark();
+    const sample = await view.measure(job, input);
+    const seen = counter.since(mark);
+    return { ...sample, pageRequests: sample.requests, requests: seen.requests, transferBytes: seen.bodyBytes };
+  };
+  let view;
   const indexUrl = `${origin}/published/project.index.json`;
   const chromium = await launchChromium();
   try {
-    const view = await openPage(chromium.browser, origin);
+    view = await openPage(chromium.browser, origin);
     if (spec.kind === 'warm') {
       await view.measure('readerLoad', { indexUrl, cache: true, load }); // fills the store, unmeasured
       await view.reload();
       await view.emulate(latencyMs, mbit);
       // Alternate which goes first, so neither always meets a colder store.
-      const warm = async () => view.measure('readerLoad', { indexUrl, cache: true, load });
+      const warm = async () => counted('readerLoad', { indexUrl, cache: true, load });
       const direct = async () => view.measure('directFromStore', { indexUrl });
       let sample, bound;
       if (round % 2 === 0) {
@@ -610,9 +636,9 @@ async function runCase(id, project, origins, latencyMs, mbit, round, load) {
       return { ...sample, directMs: bound.ms };
     }
     await view.emulate(latencyMs, mbit);
-    if (spec.kind === 'reader') return await view.measure('readerLoad', { indexUrl, cache: spec.cache, load });
-    if (spec.kind === 'zip') return await view.measure('zipLoad', { url: `${origin}/project.zip` });
-    return await view.measure('looseLoad', { urls: project.files.map((file) => `${origin}/files/${file.path}`), inFlight: LOOSE_IN_FLIGHT });
+    if (spec.kind === 'reader') return await counted('readerLoad', { indexUrl, cache: spec.cache, load });
+    if (spec.kind === 'zip') return await counted('zipLoad', { url: `${origin}/project.zip` });
+    return await counted('looseLoad', { urls: project.files.map((file) => `${origin}/files/${file.path}`), inFlight: LOOSE_IN_FLIGHT });
   } finally {
     await chromium.close();
   }
@@ -629,7 +655,8 @@ function caseBytes(project, kind) {
  * of bound.bin), then one WebCrypto SHA-256 pass over them. Loose files and the zip differ from
  * the bundled bytes by under 1%: their bounds scale the transfer part (see boundMs).
  */
-async function measureBoundParts(project, cases, origins, latencyMs, mbit) {
+async function measureBoundParts(project, cases, servers, latencyMs, mbit) {
+  const origins = Object.fromEntries(Object.entries(servers).map(([protocol, server]) => [protocol, server.origin]));
   const parts = { oneFileMs: {}, hashMsPerMB: undefined };
   const protocols = [...new Set(cases.map((id) => CASES[id].protocol))];
   const chromium = await launchChromium();
@@ -664,19 +691,19 @@ function boundMs(id, project, parts, latencyMs) {
   return roundTrips * latencyMs + transferMs + hashMs;
 }
 
-async function runCell(project, cases, origins, latencyMs, mbit, runs, load) {
+async function runCell(project, cases, servers, latencyMs, mbit, runs, load) {
   const samples = Object.fromEntries(cases.map((id) => [id, []]));
   const bounds = Object.fromEntries(cases.map((id) => [id, []]));
   const boundParts = [];
   let rounds = runs;
   const cellStarted = Date.now();
   for (let round = 0; round < rounds; round++) {
-    const parts = await measureBoundParts(project, cases, origins, latencyMs, mbit);
+    const parts = await measureBoundParts(project, cases, servers, latencyMs, mbit);
     boundParts.push(parts);
     // A different case first each round, so drift does not land on one case.
     for (let i = 0; i < cases.length; i++) {
       const id = cases[(i + round) % cases.length];
-      const sample = await runCase(id, project, origins, latencyMs, mbit, round, load);
+      const sample = await runCase(id, project, servers, latencyMs, mbit, round, load);
       if (sample.fileBytes !== project.looseBytes) throw new Error(`${id}: ${sample.fileBytes} bytes in hand, expected ${project.looseBytes}`);
       samples[id].push(sample);
       bounds[id].push(CASES[id].kind === 'warm' ? sample.directMs : boundMs(id, project, parts, latencyMs));
@@ -723,7 +750,8 @@ function summarizeCell(project, cases, latencyMs, mbit, load, samples, bounds, b
 // ---------------------------------------------------------------------------------------------
 // Verification speed and the incremental publish
 
-async function runVerification(project, origins, rounds) {
+async function runVerification(project, servers, rounds) {
+  const origins = { h1: servers.h1.origin };
   const chromium = await launchChromium();
   try {
     const view = await openPage(chromium.browser, origins.h1);
@@ -792,7 +820,7 @@ function printCell(cell) {
     console.log(
       `${`${id.padEnd(4)}${CASES[id].label}`.padEnd(44)} ${`${seconds(r.medianMs)} (${seconds(r.minMs)}–${seconds(r.maxMs)})`.padStart(22)} ×${r.runs}` +
         ` ${seconds(r.boundMs).padStart(9)} ${(r.medianMs / r.boundMs).toFixed(2).padStart(7)} ${String(r.requests).padStart(9)} ${(r.transferBytes / MB).toFixed(1).padStart(8)}` +
-        ` ${`${r.longTasks} (${r.longestTaskMs.toFixed(0)})`.padStart(20)}  ${r.protocols.join(',')}`,
+        ` ${`${r.longTasks} (${r.longestTaskMs.toFixed(0)})`.padStart(20)}  ${r.protocols.join(',') || '(workers)'}`,
     );
   }
   const ratios = Object.entries(cellRatios(cell)).filter(([, value]) => value !== '–');
@@ -907,7 +935,7 @@ function renderSection(merged) {
     '- **Bound:** measured in each round under the same emulation, in a fresh Chromium: the time it takes to fetch the bundled bytes (index + bundles) as one response from the same server (a range of one large file), that fetch\'s own latency taken out; plus round trips × latency (bundled: 2, the index then the bundles; loose files and the zip: 1, every file can be asked for at once — HTTP/1.1\'s six connections are the case\'s problem, not the bound\'s); plus, for the reader, one SHA-256 pass over the bundled bytes at the speed WebCrypto showed on those same bytes in that page. Loose and zip cases verify nothing, so their bound has no hash term; their byte counts differ from the bundled ones by under 1%, and their transfer term is scaled to them. Warm bound (f): the index over the network, then every member read straight from the reader\'s IndexedDB layout (database `awake-bundle`, store `entries`, one transaction per bundle) and hashed once with WebCrypto, in the same page, before or after the warm load (alternating). The cold-with-cache case (cc) has the same bound as c1: storing is not physically required, its cost shows in cc/c1.',
     '- **Chromium\'s emulated rate is not the nominal one** on this machine: the one-file fetch shows the rate actually given (column "one file"); this is why every bound is measured under the same emulation instead of computed from the nominal rate.',
     '- **×bound below 1** happens and means "at the bound": the bound is one response, and several responses at once can beat it — from `serve`, one HTTP/1.1 connection is slower than six, and Chromium\'s throttle lets a few parallel requests together exceed one request\'s rate (and was far slower with a thousand requests outstanding than with 128, one more reason for the cap in b and b2). Under throttling, every case measures Chromium\'s emulation as much as a network.',
-    '- **Requests, MB:** from the page\'s Resource Timing (`transferSize`, headers included). **Long tasks:** `PerformanceObserver` longtask entries overlapping the load (most in any run, and the longest).',
+    '- **Requests, MB:** as the server saw them (serve\'s access log, nginx\'s `access_log`): requests answered and body bytes sent during the load (the reader fetches in Web Workers, which the page\'s Resource Timing does not list). **Long tasks:** `PerformanceObserver` longtask entries overlapping the load (most in any run, and the longest).',
     `- Medians of ${[...new Set(merged.cells.flatMap((c) => Object.values(c.cases).map((r) => r.runs)))].sort().join(' or ') || 'no'} runs (min–max, the "runs" column); a cell with a sample over 20 s in its first round runs 3 rounds instead of 5. Each round measures the bound first, then every case, a different case first each round.`,
     '',
     `Machine: ${m.cores} cores of an \`${m.cpu}\`, ${m.memoryGiB} GiB RAM, ${m.os}; ${m.chromium} (\`/usr/bin/chromium\`, \`--headless=new\`), ${m.nginx}, puppeteer-core ${m.puppeteer}, Node ${m.node}.`,
@@ -1010,17 +1038,17 @@ async function runGrid(options) {
     console.error(`${name}: ${project.files.length} files, ${(project.looseBytes / MB).toFixed(1)} MB loose, ${project.bundles} bundles + index ${(project.bundledBytes / MB).toFixed(1)} MB, zip ${(project.zipBytes / MB).toFixed(1)} MB`);
     const serve = await startServe(project.dir);
     const nginx = needsH2 ? await startNginx(project.dir) : undefined;
-    const origins = { h1: serve.origin, ...(nginx ? { h2: nginx.origin } : {}) };
+    const servers = { h1: serve, ...(nginx ? { h2: nginx } : {}) };
     try {
       if (options.extras.includes('verify')) {
-        part.verification[name] = await runVerification(project, origins, 5);
+        part.verification[name] = await runVerification(project, servers, 5);
         const v = part.verification[name];
         console.log(`\n${name} verification: reader path ${v.readerMBps.toFixed(0)} MB/s, WebCrypto ${v.webcryptoMBps.toFixed(0)} MB/s, @noble/hashes ${v.nobleMBps.toFixed(0)} MB/s (reader/WebCrypto ${((v.readerMBps / v.webcryptoMBps) * 100).toFixed(0)}%)`);
         save();
       }
       for (const latencyMs of options.cases.length > 0 ? options.latencies : []) {
         for (const mbit of options.bandwidths) {
-          const cell = await runCell(project, options.cases, origins, latencyMs, mbit, options.runs, options.load);
+          const cell = await runCell(project, options.cases, servers, latencyMs, mbit, options.runs, options.load);
           part.cells.push(cell);
           printCell(cell);
           save();
