@@ -225,14 +225,14 @@ test('openBrowserCache uses the first backend that opens, and memory alone when 
   expect(result).toMatchObject({ chosen: 'opfs', none: true, fromMemory: [1, 2] });
 });
 
-describe('batches (IndexedDB, and FallbackCache over it)', () => {
+describe('batches (every backend, and FallbackCache over IndexedDB)', () => {
   test('putMany, getMany and hasMany: one call for many entries, answers in the keys order, copies taken at once', async () => {
     const result = await page.evaluate(async () => {
       const core = await harnessImport('/dist/core/index.js');
-      const direct = new core.IndexedDBCache({ name: 'batches' });
-      const fallback = await core.openBrowserCache({ name: 'batches-fallback' });
+      const caches: [string, any][] = ['indexeddb', 'cache-storage', 'opfs'].map((backend) => [backend, core.createBrowserCache(backend, { name: 'batches' })]);
+      caches.push(['fallback', await core.openBrowserCache({ name: 'batches-fallback' })]);
       const out: Record<string, unknown> = {};
-      for (const [name, cache] of [['indexeddb', direct], ['fallback', fallback]] as const) {
+      for (const [name, cache] of caches) {
         // 40 entries of 0–100 KB, more than one 1 MiB slice of puts.
         const entries: [string, Uint8Array][] = [];
         for (let i = 0; i < 40; i++) {
@@ -246,10 +246,10 @@ describe('batches (IndexedDB, and FallbackCache over it)', () => {
         const keys = [...entries.map(([key]) => key), '0'.repeat(64)];
         const got: (Uint8Array | undefined)[] = await cache.getMany(keys);
         const hashes = await Promise.all(got.slice(0, -1).map((bytes) => core.sha256Hex(bytes!)));
-        out[name] = { same: hashes.every((hash, i) => hash === expected[i]), missing: got.at(-1) === undefined, has: await cache.hasMany(keys.slice(-3)), copies: direct.copiesBytes === true };
+        out[name] = { same: hashes.every((hash, i) => hash === expected[i]), missing: got.at(-1) === undefined, has: await cache.hasMany(keys.slice(-3)), copies: cache.copiesBytes === true };
       }
       return out;
     });
-    for (const name of ['indexeddb', 'fallback']) expect(result[name]).toEqual({ same: true, missing: true, has: [true, true, false], copies: true });
+    for (const name of ['indexeddb', 'cache-storage', 'opfs', 'fallback']) expect(result[name]).toEqual({ same: true, missing: true, has: [true, true, false], copies: true });
   });
 });

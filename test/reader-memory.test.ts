@@ -194,3 +194,29 @@ describe('acceptBundle hashes each byte once', () => {
     expect([...error.damaged].sort()).toEqual(damaged.cases.find((c: { file: string }) => c.file === 'members-one-three-damaged.awkb').expect.damaged);
   });
 });
+
+test('a bundle laid out otherwise than §5 (data in another order) is still accepted when its SHA-256 and members match', async () => {
+  const encoder = new TextEncoder();
+  const x = encoder.encode('first content');
+  const y = encoder.encode('second, longer content');
+  const { layoutBundle } = await import('../core/index.js');
+  const members = [{ key: 'a', sizeBytes: x.length, sha256: sha256(x) }, { key: 'b', sizeBytes: y.length, sha256: sha256(y) }];
+  const { head } = layoutBundle(members);
+  // Canonical: x then y. Here: y then x, with the table's offsets changed to match.
+  const bytes = new Uint8Array(head.length + x.length + y.length);
+  bytes.set(head);
+  bytes.set(y, head.length);
+  bytes.set(x, head.length + y.length);
+  const view = new DataView(bytes.buffer);
+  const recordA = 16, recordB = 16 + 2 + 1 + 48;
+  view.setBigUint64(recordA + 3, BigInt(head.length + y.length));
+  view.setBigUint64(recordB + 3, BigInt(head.length));
+  const listing = { sha256: sha256(bytes), sizeBytes: bytes.length, url: 'odd.awkb' };
+  const expected = [
+    { key: 'a', offset: head.length + y.length, sizeBytes: x.length, sha256: sha256(x) },
+    { key: 'b', offset: head.length, sizeBytes: y.length, sha256: sha256(y) },
+  ];
+  const { contents } = await acceptBundle(bytes, listing, expected);
+  expect(new TextDecoder().decode(contents.get(sha256(x)))).toBe('first content');
+  expect(new TextDecoder().decode(contents.get(sha256(y)))).toBe('second, longer content');
+});

@@ -222,7 +222,27 @@ describe('Transport network failures', () => {
 
     const error = await failure(new Transport({ timeoutMs: 100, sleep: recordingSleep().sleep, retry: { attempts: 2 } }).getText(`${server.origin}/slower`));
     expect(error).toMatchObject({ name: 'RequestTimeoutError', code: 'E_TIMEOUT', timeoutMs: 100, url: `${server.origin}/slower` });
-    expect(error.message).toMatch(/timed out after 100 ms.*gave up after 2 attempts/);
+    expect(error.message).toMatch(/timed out: no answer or no bytes for 100 ms.*gave up after 2 attempts/);
+  });
+
+  test('timeoutMs limits quiet time, not the whole body: a body that keeps arriving slowly is read', async () => {
+    const chunks = 20;
+    const server = await startServer((_, response) => {
+      response.writeHead(200, { 'Content-Length': chunks });
+      let sent = 0;
+      const trickle = setInterval(() => {
+        response.write('x');
+        if (++sent === chunks) {
+          clearInterval(trickle);
+          response.end();
+        }
+      }, 30); // 20 × 30 ms in all, longer than the limit; each gap far below it
+    });
+    const transport = new Transport({ timeoutMs: 400, retry: { attempts: 1 } });
+    let steps = 0;
+    const bytes = await transport.getBytes(`${server.origin}/trickle`, { onProgress: () => steps++ });
+    expect(new TextDecoder().decode(bytes)).toBe('x'.repeat(chunks));
+    expect(steps).toBeGreaterThan(1);
   });
 
   test('a timeout also covers a body that stalls after the headers', async () => {

@@ -282,6 +282,21 @@ export class CacheStorageCache implements ClearableContentCache {
     return (await (await this.open()).match(url)) !== undefined;
   }
 
+  /** `has` for many keys (in parallel: this store has no transactions to batch them in). */
+  async hasMany(sha256s: readonly string[]): Promise<boolean[]> {
+    return Promise.all(sha256s.map((sha256) => this.has(sha256)));
+  }
+
+  /** `get` for many keys, in parallel. */
+  async getMany(sha256s: readonly string[]): Promise<(Uint8Array | undefined)[]> {
+    return Promise.all(sha256s.map((sha256) => this.get(sha256)));
+  }
+
+  /** `put` for many entries, in parallel; each copies its bytes before this returns. */
+  async putMany(entries: readonly (readonly [string, Uint8Array])[]): Promise<void> {
+    await Promise.all(entries.map(([sha256, bytes]) => this.put(sha256, bytes)));
+  }
+
   async delete(sha256: string): Promise<void> {
     const url = this.urlFor(sha256);
     await (await this.open()).delete(url);
@@ -366,6 +381,21 @@ export class OpfsCache implements ClearableContentCache {
 
   async has(sha256: string): Promise<boolean> {
     return (await this.#existing(sha256)) !== undefined;
+  }
+
+  /** `has` for many keys (in parallel: this store has no transactions to batch them in). */
+  async hasMany(sha256s: readonly string[]): Promise<boolean[]> {
+    return Promise.all(sha256s.map((sha256) => this.has(sha256)));
+  }
+
+  /** `get` for many keys, in parallel. */
+  async getMany(sha256s: readonly string[]): Promise<(Uint8Array | undefined)[]> {
+    return Promise.all(sha256s.map((sha256) => this.get(sha256)));
+  }
+
+  /** `put` for many entries, in parallel; each copies its bytes before this returns. */
+  async putMany(entries: readonly (readonly [string, Uint8Array])[]): Promise<void> {
+    await Promise.all(entries.map(([sha256, bytes]) => this.put(sha256, bytes)));
   }
 
   async delete(sha256: string): Promise<void> {

@@ -33,7 +33,12 @@ export interface TransportOptions {
   /** Injected `fetch`; default the global `fetch`, looked up at each request. */
   fetch?: typeof fetch;
   retry?: RetryOptions;
-  /** Limit on one attempt, headers and body together; default 30 000 ms; 0 means none. */
+  /**
+   * Limit on one attempt going quiet: the wait for the response headers, then for the body's
+   * next bytes (each progress step re-arms it, so a big body on a slow line is fine while bytes
+   * flow). A body read in one piece (no progress asked for, on this thread) is one step.
+   * Default 30 000 ms; 0 means none.
+   */
   timeoutMs?: number;
   /** Injectable timer for the waits between attempts, so tests need not wait. */
   sleep?: (ms: number, signal?: AbortSignal) => Promise<void>;
@@ -187,23 +192,35 @@ export class Transport {
     const stop = (): void => controller.abort(callerSignal?.reason);
     callerSignal?.addEventListener('abort', stop, { once: true });
     let timedOut = false;
-    const timer = this.#timeoutMs > 0
-      ? setTimeout(() => {
-          timedOut = true;
-          controller.abort(new Error(`timed out after ${this.#timeoutMs} ms`));
-        }, this.#timeoutMs)
-      : undefined;
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    /** (Re)starts the quiet-time limit: at the start and whenever body bytes arrive. */
+    const arm = (): void => {
+      if (this.#timeoutMs <= 0 || controller.signal.aborted) return;
+      clearTimeout(timer);
+      timer = setTimeout(() => {
+        timedOut = true;
+        controller.abort(new Error(`no answer or no bytes for ${this.#timeoutMs} ms`));
+      }, this.#timeoutMs);
+    };
+    arm();
+    const onProgress = options.onProgress;
+    const progress = (received: number, total: number | undefined): void => {
+      arm();
+      onProgress?.(received, total);
+    };
     try {
-      const elsewhere = this.#bodyFetcher ? await this.#fetchElsewhere(url, headers, controller, options.onProgress) : undefined;
+      // The worker always reports progress (cheaply, off this thread), so its bytes re-arm the limit.
+      const elsewhere = this.#bodyFetcher ? await this.#fetchElsewhere(url, headers, controller, progress) : undefined;
       if (elsewhere) return elsewhere;
       const response = await abortable(this.#fetch(url, { method: 'GET', headers, signal: controller.signal }), controller.signal);
       throwIfNotSuccess(response, url);
-      const bytes = await readBody(response, url, controller.signal, options.onProgress);
+      arm();
+      const bytes = await readBody(response, url, controller.signal, onProgress ? progress : undefined);
       return { status: response.status, headers: response.headers, bytes };
     } catch (error) {
       if (error instanceof CallbackFailure) throw error.error;
       if (callerSignal?.aborted) throw abortedError(url, callerSignal);
-      if (timedOut) throw transient(new RequestTimeoutError(this.#timeoutMs, `GET ${url}: timed out after ${this.#timeoutMs} ms`, { url, cause: error }));
+      if (timedOut) throw transient(new RequestTimeoutError(this.#timeoutMs, `GET ${url}: timed out: no answer or no bytes for ${this.#timeoutMs} ms`, { url, cause: error }));
       if (error instanceof AwakeError) throw error;
       throw transient(new NetworkError(`GET ${url}: network failure: ${describe(error)}`, { url, cause: error }));
     } finally {

@@ -45,7 +45,7 @@ export interface OpenOptions {
   /** Told of every cache failure (a full quota, a failing store); the load goes on without the cache. Default: `console.warn`. */
   onCacheError?: (error: unknown, detail: CacheErrorDetail) => void;
   retry?: RetryOptions;
-  /** Per-request timeout in ms (default 30 000; 0 = none). */
+  /** How long one request may go quiet, in ms: no headers, or no body bytes (default 30 000; 0 = none). See `TransportOptions.timeoutMs`. */
   timeoutMs?: number;
   /** Aborts opening, and every request of this source when it fires later. */
   signal?: AbortSignal;

@@ -1,0 +1,107 @@
+/**
+ * The `awkbIndex` file type: `this.load.awkbIndex(key, url, options)`, its config-object form and
+ * `type: 'awkbIndex'` in a pack file. It opens the index as soon as it is queued (so files that
+ * wait for it never hold the loader's parallel slots against it), mounts it for the game, keeps
+ * the source in the game registry under `key`, and fetches the `prefetch` list with it.
+ */
+import { IndexedAssetSource, openBrowserCache } from '../../core/index.js';
+import { ensureGameState, type AwkbGameState } from './game-state.js';
+import { LoadRun } from './load-run.js';
+import type { AwkbIndexFileConfig, AwkbIndexOptions } from './options.js';
+import type { PhaserLoader, PhaserNamespace } from './phaser-shapes.js';
+import { absoluteUrl, asFolder, folderUrl } from './url-path.js';
+
+export type AwkbIndexFactory = (this: PhaserLoader, key: string | AwkbIndexFileConfig | AwkbIndexFileConfig[], url?: string, options?: AwkbIndexOptions) => PhaserLoader;
+
+export function defineAwkbIndexFile(phaser: PhaserNamespace): AwkbIndexFactory {
+  const { Loader } = phaser;
+
+  class AwkbIndexFile extends Loader.File {
+    declare loader: PhaserLoader | null;
+    declare key: string;
+    declare state: number;
+    declare data: unknown;
+    declare error: unknown;
+    readonly options: AwkbIndexOptions;
+    private opening: Promise<IndexedAssetSource | undefined> | undefined;
+
+    constructor(loader: PhaserLoader, key: string, url: string | undefined, options: AwkbIndexOptions) {
+      super(loader, { type: 'awkbIndex', cache: false, extension: 'json', key, url });
+      this.options = options;
+    }
+
+    /** A key already in the registry is a source loaded before: reused, never loaded again. */
+    hasCacheConflict(): boolean {
+      return this.loader!.systems!.game.registry.has(this.key);
+    }
+
+    open(state: AwkbGameState): void {
+      const loader = this.loader!;
+      const indexUrl = absoluteUrl(String(Loader.GetURL(this as never, loader.baseURL)))!;
+      const root = this.options.root === undefined ? folderUrl(indexUrl) : asFolder(absoluteUrl(String(Loader.GetURL({ url: phaserFileUrl(loader, this.options.root) }, loader.baseURL)))!);
+      this.opening = this.mount(state, loader, indexUrl, root);
+      state.waitFor(this.opening);
+    }
+
+    private async mount(state: AwkbGameState, loader: PhaserLoader, indexUrl: URL, root: URL): Promise<IndexedAssetSource | undefined> {
+      const { source: given, cache, fetch, rangeReads, prefetch } = this.options;
+      let source: IndexedAssetSource;
+      try {
+        source = given ?? (await IndexedAssetSource.open({
+          indexUrl: indexUrl.href,
+          cache: cache === undefined ? await openBrowserCache() : cache,
+          ...(fetch ? { fetch } : {}),
+          ...(rangeReads !== undefined ? { rangeReads } : {}),
+        }));
+      } catch (error) {
+        this.error = error;
+        console.error(`awake-bundle: index "${this.key}" (${indexUrl.href}) was not loaded: ${error instanceof Error ? error.message : String(error)}`);
+        console.warn(`awake-bundle: without index "${this.key}", files load from their own URLs`);
+        return undefined;
+      }
+      const mounted = { key: this.key, source, root, owned: given === undefined, rangeReads: rangeReads === true };
+      state.mount(mounted);
+      loader.systems?.game.registry.set(this.key, source);
+      if (prefetch && prefetch.length > 0) {
+        const paths = prefetch.flatMap((item) => (source.has(item) ? [item] : source.paths().filter((path) => path.startsWith(`${item.replace(/\/+$/, '')}/`))));
+        // A bundle that fails here fails its files when they load, naming the member; the index itself is fine.
+        await LoadRun.of(loader, state).prefetch(mounted, paths);
+      }
+      return source;
+    }
+
+    load(): void {
+      this.state = Loader.FILE_LOADING;
+      void this.opening!.then((source) => {
+        if (!this.loader) return;
+        this.data = source;
+        this.loader.nextFile(this as never, source !== undefined);
+      });
+    }
+
+    onProcess(): void {
+      this.state = Loader.FILE_PROCESSING;
+      (this as unknown as { onProcessComplete(): void }).onProcessComplete();
+    }
+
+    /** The source went into the registry when it opened, for the files waiting on it. */
+    addToCache(): void {}
+  }
+
+  return function awkbIndex(this: PhaserLoader, key, url, options) {
+    const configs: AwkbIndexFileConfig[] = Array.isArray(key) ? key : typeof key === 'object' ? [key] : [{ ...options, key, ...(url !== undefined ? { url } : {}) }];
+    const game = this.systems!.game;
+    for (const { key: fileKey, url: fileUrl, ...fileOptions } of configs) {
+      const file = new AwkbIndexFile(this, fileKey, fileUrl, fileOptions);
+      if (this.keyExists(file as never)) continue;
+      this.addFile(file as never);
+      file.open(ensureGameState(game));
+    }
+    return this;
+  };
+}
+
+/** A URL as File.js stores it: the loader's `path` before a relative one. */
+function phaserFileUrl(loader: PhaserLoader, url: string): string {
+  return /^(?:blob:|data:|capacitor:\/\/|http:\/\/|https:\/\/|\/\/)/.test(url) ? url : loader.path + url;
+}

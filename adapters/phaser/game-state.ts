@@ -1,0 +1,119 @@
+/**
+ * What one game knows about its bundles: the indexes it loaded (each mounted at a root URL),
+ * the indexes still opening (every file waits for them), and the object URLs that Phaser keeps
+ * using after a load (HTML5 audio, video), revoked when their cache entry goes or the game does.
+ */
+import type { IndexedAssetSource } from '../../core/index.js';
+import type { PhaserEmitter, PhaserGame, PhaserLoader } from './phaser-shapes.js';
+import { projectPathOf } from './url-path.js';
+
+export interface MountedIndex {
+  /** The registry key the source is kept under. */
+  key: string;
+  source: IndexedAssetSource;
+  /** The folder URL that maps to the project root. */
+  root: URL;
+  /** Opened by the adapter (disposed with the game), or handed in through `source`. */
+  owned: boolean;
+  /** Files read their own member with a range request, not their whole bundle. */
+  rangeReads: boolean;
+}
+
+export interface ByteProgress {
+  loadedBytes: number;
+  totalBytes: number;
+}
+
+export type ByteProgressListener = (progress: ByteProgress, loader: PhaserLoader) => void;
+
+const states = new WeakMap<PhaserGame, AwkbGameState>();
+
+export class AwkbGameState {
+  readonly mounts: MountedIndex[] = [];
+  readonly progressListeners = new Set<ByteProgressListener>();
+  private readonly opening = new Set<Promise<unknown>>();
+  /** Object URLs kept for a cache entry: cache → key → URL. */
+  private readonly kept = new Map<PhaserEmitter, Map<string, string>>();
+
+  constructor(private readonly game: PhaserGame) {
+    game.events.once('destroy', () => this.destroy());
+  }
+
+  /** Files wait for indexes still opening; undefined when none is. */
+  indexesSettled(): Promise<unknown> | undefined {
+    return this.opening.size === 0 ? undefined : Promise.all(this.opening);
+  }
+
+  /** `opening` must never reject: a failed index settles to undefined. */
+  waitFor(opening: Promise<unknown>): void {
+    this.opening.add(opening);
+    void opening.finally(() => this.opening.delete(opening));
+  }
+
+  mount(mounted: MountedIndex): void {
+    this.mounts.push(mounted);
+  }
+
+  /** The index holding the file at `url`, and its project path there. */
+  find(url: URL): { mounted: MountedIndex; path: string } | undefined {
+    for (const mounted of this.mounts) {
+      const path = projectPathOf(url, mounted.root);
+      if (path !== undefined && mounted.source.has(path)) return { mounted, path };
+    }
+    return undefined;
+  }
+
+  /** A source by registry key, or the first one mounted. */
+  source(key?: string): IndexedAssetSource | undefined {
+    return (key === undefined ? this.mounts[0] : this.mounts.find((m) => m.key === key))?.source;
+  }
+
+  reportProgress(progress: ByteProgress, loader: PhaserLoader): void {
+    loader.emit('awkbprogress', progress, loader);
+    for (const listener of this.progressListeners) listener(progress, loader);
+  }
+
+  /** Keeps `url` alive while `cache` holds `key` (Phaser's BaseCache emits `remove`). */
+  keepUrl(cache: { events?: PhaserEmitter }, key: string, url: string): void {
+    const events = cache.events;
+    if (!events) return;
+    let urls = this.kept.get(events);
+    if (!urls) {
+      const byKey = new Map<string, string>();
+      urls = byKey;
+      this.kept.set(events, byKey);
+      events.on('remove', (_cache: unknown, removedKey: string) => {
+        const removed = byKey.get(removedKey);
+        if (removed !== undefined) {
+          byKey.delete(removedKey);
+          URL.revokeObjectURL(removed);
+        }
+      });
+    }
+    const previous = urls.get(key);
+    if (previous !== undefined && previous !== url) URL.revokeObjectURL(previous);
+    urls.set(key, url);
+  }
+
+  private destroy(): void {
+    for (const urls of this.kept.values()) for (const url of urls.values()) URL.revokeObjectURL(url);
+    this.kept.clear();
+    for (const mounted of this.mounts) if (mounted.owned) mounted.source.dispose();
+    this.mounts.length = 0;
+    this.progressListeners.clear();
+    states.delete(this.game);
+  }
+}
+
+export function gameStateOf(game: PhaserGame): AwkbGameState | undefined {
+  return states.get(game);
+}
+
+export function ensureGameState(game: PhaserGame): AwkbGameState {
+  let state = states.get(game);
+  if (!state) {
+    state = new AwkbGameState(game);
+    states.set(game, state);
+  }
+  return state;
+}

@@ -1,0 +1,39 @@
+/**
+ * `registerAwkb(Phaser)`: installs the adapter into one Phaser namespace, once. It registers the
+ * `awkbIndex` file type (FileTypesManager, and the loader prototype for loaders that exist
+ * already), wraps every file the loader is given so its load can come from a bundle, and makes
+ * the loader's progress monotonic. Phaser is always the caller's, never `window.Phaser`.
+ */
+import { defineAwkbIndexFile } from './awkb-index-file.js';
+import { LoadRun } from './load-run.js';
+import type { PhaserFile, PhaserLoader, PhaserNamespace } from './phaser-shapes.js';
+import { patchLoaderProgress } from './progress.js';
+import { wrapFileLoad } from './serve-file.js';
+
+const installed = new WeakSet<object>();
+
+export function registerAwkb(phaser: PhaserNamespace): void {
+  const proto = phaser.Loader.LoaderPlugin.prototype;
+  if (installed.has(proto)) return;
+  installed.add(proto);
+
+  const awkbIndex = defineAwkbIndexFile(phaser);
+  phaser.Loader.FileTypesManager.register('awkbIndex', awkbIndex);
+  proto.awkbIndex = awkbIndex;
+
+  const { addFile, loadComplete, shutdown } = proto;
+  proto.addFile = function (this: PhaserLoader, file: PhaserFile | PhaserFile[]) {
+    for (const one of Array.isArray(file) ? file : [file]) wrapFileLoad(phaser, one);
+    return addFile.call(this, file);
+  };
+  // A load ends complete, or cut short by its scene shutting down; the next one starts afresh.
+  proto.loadComplete = function (this: PhaserLoader) {
+    LoadRun.end(this);
+    return loadComplete.apply(this, arguments);
+  };
+  proto.shutdown = function (this: PhaserLoader) {
+    LoadRun.end(this);
+    return shutdown.apply(this, arguments);
+  };
+  patchLoaderProgress(proto);
+}

@@ -1,0 +1,34 @@
+import type { ContentCache, IndexedAssetSource } from '../../core/index.js';
+
+/** Options of `this.load.awkbIndex(key, url, options)`, also the fields of its config-object and pack-file forms. */
+export interface AwkbIndexOptions {
+  /**
+   * The URL that maps to the project root: a file URL below it reads the index path under it.
+   * Resolved like any loader URL (the loader's `baseURL` and `path` apply). Default: the folder
+   * that holds the index.
+   */
+  root?: string;
+  /**
+   * Paths, or folders (`levels/harbor`), to fetch with the index: the index file completes once
+   * their bundles are verified and stored, and their bytes count in the load's `awkbprogress`.
+   * They stay held in memory until read (or `source.release(path)`).
+   */
+  prefetch?: string[];
+  /** Where verified contents are kept: the persistent browser cache by default, `null` for none. */
+  cache?: ContentCache | null;
+  /**
+   * Each file reads its own member with an HTTP range request instead of its whole bundle (no
+   * byte progress then; the `prefetch` option still fetches whole bundles). With `source`, say
+   * here whether that source reads ranges.
+   */
+  rangeReads?: boolean;
+  /** The fetch for the index and bundles, e.g. `tokenAuthorizedFetch({ token })`. */
+  fetch?: typeof fetch;
+  /** An already open source: no index request, and the game does not dispose it. */
+  source?: IndexedAssetSource;
+}
+
+export interface AwkbIndexFileConfig extends AwkbIndexOptions {
+  key: string;
+  url?: string;
+}

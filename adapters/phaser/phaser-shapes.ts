@@ -1,0 +1,71 @@
+/**
+ * The parts of Phaser's loader that the adapter touches, as Phaser 3.60+ and 4.x both have them
+ * (src/loader/File.js, LoaderPlugin.js: the same structure in both). Typed structurally so one
+ * build serves both majors; `Phaser` itself always comes from the caller's import, never a global.
+ */
+import type { IndexedAssetSource } from '../../core/index.js';
+
+export interface PhaserEmitter {
+  on(event: string, listener: (...args: any[]) => void, context?: unknown): unknown;
+  once(event: string, listener: (...args: any[]) => void, context?: unknown): unknown;
+  off(event: string, listener?: (...args: any[]) => void, context?: unknown): unknown;
+  emit(event: string, ...args: unknown[]): boolean;
+}
+
+export interface PhaserGame {
+  registry: { get(key: string): unknown; set(key: string, value: unknown): unknown; has(key: string): boolean };
+  events: PhaserEmitter;
+}
+
+export interface PhaserLoader extends PhaserEmitter {
+  baseURL: string;
+  path: string;
+  totalToLoad: number;
+  progress: number;
+  systems: { game: PhaserGame } | null;
+  nextFile(file: PhaserFile, success: boolean): void;
+  addFile(file: PhaserFile | PhaserFile[]): void;
+  keyExists(file: PhaserFile): boolean;
+}
+
+export interface PhaserFile {
+  loader: PhaserLoader | null;
+  type: string;
+  key: string;
+  url: unknown;
+  src: string;
+  state: number;
+  cache: { events?: PhaserEmitter } | false | null;
+  xhrSettings: { responseType: XMLHttpRequestResponseType };
+  xhrLoader: unknown;
+  bytesLoaded: number;
+  bytesTotal: number;
+  percentComplete: number;
+  data: unknown;
+  /** Set by awake-bundle when serving the file from a bundle failed: the reader's error. */
+  error?: unknown;
+  load(): void;
+  onLoad(xhr: unknown, event: unknown): void;
+  onProcessComplete(): void;
+  onProcessError(): void;
+  destroy(): void;
+}
+
+/** The slice of the Phaser namespace the adapter uses: from `import * as Phaser from 'phaser'`. */
+export interface PhaserNamespace {
+  Loader: {
+    File: new (loader: any, fileConfig: any) => any;
+    LoaderPlugin: { prototype: any };
+    FileTypesManager: { register(key: string, factory: (...args: any[]) => unknown): void };
+    GetURL(file: { url: unknown }, baseURL: string): string | false;
+    FILE_PENDING: number;
+    FILE_LOADING: number;
+    FILE_LOADED: number;
+    FILE_FAILED: number;
+    FILE_PROCESSING: number;
+    FILE_POPULATED: number;
+    FILE_PENDING_DESTROY: number;
+  };
+}
+
+export type { IndexedAssetSource };

@@ -1,0 +1,57 @@
+/**
+ * From the URL a Phaser file would be fetched from to the project path it has in the index.
+ * Phaser builds a file's URL as `baseURL + path + url` (GetURL.js, File.js); the browser then
+ * resolves it against the page. We do the same, so `./`, `../`, `%20` and a query string land
+ * on the path the publish step wrote (SPEC §1: relative, `/`-separated, no `.`/`..` segments).
+ */
+
+/** The absolute URL of `url` as the page would request it, or undefined if it is not a URL. */
+export function absoluteUrl(url: string): URL | undefined {
+  try {
+    return new URL(url, globalThis.document?.baseURI ?? globalThis.location?.href);
+  } catch {
+    return undefined;
+  }
+}
+
+/** The folder that holds `url` (for an index URL): its query and fragment dropped, ending with `/`. */
+export function folderUrl(url: URL): URL {
+  const folder = new URL(url.href);
+  folder.search = '';
+  folder.hash = '';
+  if (!folder.pathname.endsWith('/')) folder.pathname = folder.pathname.slice(0, folder.pathname.lastIndexOf('/') + 1);
+  return folder;
+}
+
+/** `url` itself as a folder (for a `root` option): `…/published` and `…/published/` are the same root. */
+export function asFolder(url: URL): URL {
+  const folder = new URL(url.href);
+  folder.search = '';
+  folder.hash = '';
+  if (!folder.pathname.endsWith('/')) folder.pathname += '/';
+  return folder;
+}
+
+/**
+ * The project path that `url` names below `root` (a folder URL), or undefined when the URL is
+ * elsewhere (another origin or scheme, above the root) or does not spell a safe path.
+ */
+export function projectPathOf(url: URL, root: URL): string | undefined {
+  if (url.origin !== root.origin || url.protocol !== root.protocol) return undefined;
+  if (!url.pathname.startsWith(root.pathname)) return undefined;
+  const encoded = url.pathname.slice(root.pathname.length);
+  if (encoded === '') return undefined;
+  const segments: string[] = [];
+  for (const segment of encoded.split('/')) {
+    let decoded: string;
+    try {
+      decoded = decodeURIComponent(segment);
+    } catch {
+      return undefined;
+    }
+    // An encoded `/` or `\` inside one segment, or an empty segment, cannot be a project path.
+    if (decoded === '' || decoded.includes('/') || decoded.includes('\\')) return undefined;
+    segments.push(decoded);
+  }
+  return segments.join('/');
+}

@@ -1,0 +1,36 @@
+// `npm run demo`: publish examples/assets into bundles, build the Phaser example (webpack 5 +
+// ts-loader) beside them, and serve it on 127.0.0.1 (PORT, default 8080) until Ctrl-C.
+// `--no-serve` only builds it (the tests do that once per run); `--production` minifies (slower).
+import { spawnSync } from 'node:child_process';
+import { cpSync, mkdirSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const repo = join(dirname(fileURLToPath(import.meta.url)), '..');
+const site = join(repo, 'build', 'phaser-example');
+const require = createRequire(import.meta.url);
+
+mkdirSync(site, { recursive: true });
+const publish = spawnSync(process.execPath, [join(repo, 'dist/cli/main.js'), join(repo, 'examples/assets'), '--out', join(site, 'published')], { stdio: 'inherit' });
+if (publish.status !== 0) process.exit(publish.status ?? 1);
+
+const webpack = require('webpack');
+const config = require(join(repo, 'examples/phaser/webpack.config.cjs'))({ production: process.argv.includes('--production'), out: site });
+const stats = await new Promise((resolve, reject) => webpack(config, (error, result) => (error ? reject(error) : resolve(result))));
+if (stats.hasErrors()) {
+  console.error(stats.toString('errors-only'));
+  process.exit(1);
+}
+cpSync(join(repo, 'examples/phaser/index.html'), join(site, 'index.html'));
+
+if (process.argv.includes('--no-serve')) {
+  console.log(`Built the Phaser example in ${site}`);
+} else {
+  const { startStaticServer } = await import(join(repo, 'dist/core/node/index.js'));
+  const server = await startStaticServer({ root: site, port: Number(process.env.PORT ?? 8080), host: '127.0.0.1' });
+  console.log(`\nThe Phaser example: open ${server.url} (Ctrl-C stops the server)`);
+  const stop = () => server.close().then(() => process.exit(0));
+  process.on('SIGINT', stop);
+  process.on('SIGTERM', stop);
+}

@@ -1,0 +1,38 @@
+/**
+ * `awake-bundle/phaser` as a package entry: exported with its types, marked as having side
+ * effects (importing it registers the file type), and pulling in nothing but Phaser and the core.
+ */
+import { existsSync, readFileSync } from 'node:fs';
+import { dirname, join, resolve } from 'node:path';
+import { REPO } from './helpers/cli';
+
+const pkg = JSON.parse(readFileSync(join(REPO, 'package.json'), 'utf8'));
+
+test('the ./phaser export points at the built adapter and its declarations', () => {
+  expect(pkg.exports['./phaser']).toEqual({ types: './dist/adapters/phaser/index.d.ts', default: './dist/adapters/phaser/index.js' });
+  for (const file of Object.values<string>(pkg.exports['./phaser'])) expect(existsSync(join(REPO, file))).toBe(true);
+  expect(pkg.peerDependencies.phaser).toBe('^3.60.0 || ^4.0.0');
+  expect(pkg.peerDependenciesMeta.phaser.optional).toBe(true);
+});
+
+test('the modules that register the file type are listed as side effects', () => {
+  expect(pkg.sideEffects).toEqual(expect.arrayContaining(['./dist/adapters/phaser/index.js', './dist/adapters/phaser/register.js']));
+});
+
+test('everything the adapter imports, followed through the core, is Phaser, the core or @noble/hashes: never Babylon', () => {
+  const bare = new Set<string>();
+  const seen = new Set<string>();
+  const visit = (file: string) => {
+    if (seen.has(file)) return;
+    seen.add(file);
+    const source = readFileSync(file, 'utf8').replace(/\/\*[\s\S]*?\*\//g, '').replace(/^\s*\/\/.*$/gm, '');
+    for (const match of source.matchAll(/(?:import|export)\s[^'"]*?from\s*['"]([^'"]+)['"]|import\s*['"]([^'"]+)['"]/g)) {
+      const specifier = match[1] ?? match[2]!;
+      if (specifier.startsWith('.')) visit(resolve(dirname(file), specifier));
+      else bare.add(specifier);
+    }
+  };
+  visit(join(REPO, 'dist/adapters/phaser/index.js'));
+  expect([...bare].filter((name) => name !== 'phaser' && !name.startsWith('@noble/hashes'))).toEqual([]);
+  expect(bare.has('phaser')).toBe(true);
+});
