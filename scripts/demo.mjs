@@ -1,5 +1,6 @@
 // `npm run demo`: publish examples/assets into bundles, build the Phaser example (webpack 5 +
-// ts-loader) beside them, and serve it on 127.0.0.1 (PORT, default 8080) until Ctrl-C.
+// ts-loader) beside them, and the Babylon example under babylon/ (scripts/demo-babylon.mjs),
+// and serve both on 127.0.0.1 (PORT, default 8080) until Ctrl-C.
 // `--no-serve` only builds it (the tests do that once per run); `--production` minifies (slower).
 import { spawnSync } from 'node:child_process';
 import { cpSync, mkdirSync } from 'node:fs';
@@ -24,12 +25,15 @@ if (stats.hasErrors()) {
 }
 cpSync(join(repo, 'examples/phaser/index.html'), join(site, 'index.html'));
 
+const { buildBabylonExample } = await import('./demo-babylon.mjs');
+await buildBabylonExample({ out: join(site, 'babylon'), production: process.argv.includes('--production') });
+
 if (process.argv.includes('--no-serve')) {
-  console.log(`Built the Phaser example in ${site}`);
+  console.log(`Built the Phaser example in ${site}, the Babylon example in ${join(site, 'babylon')}`);
 } else {
   const { startStaticServer } = await import(join(repo, 'dist/core/node/index.js'));
   const server = await startStaticServer({ root: site, port: Number(process.env.PORT ?? 8080), host: '127.0.0.1' });
-  console.log(`\nThe Phaser example: open ${server.url} (Ctrl-C stops the server)`);
+  console.log(`\nThe Phaser example: open ${server.url}\nThe Babylon example: open ${server.url}babylon/\n(Ctrl-C stops the server)`);
   const stop = () => server.close().then(() => process.exit(0));
   process.on('SIGINT', stop);
   process.on('SIGTERM', stop);

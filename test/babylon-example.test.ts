@@ -2,6 +2,7 @@
  * The Babylon example (webpack 5 + ts-loader) built once, its assets published by the CLI, served
  * by the project's own server: in Chromium the scene renders with every model, texture and sound
  * read from bundles: below published/ the page asks for the index and bundles only, each once.
+ * It is served from a sub-folder, as `npm run demo` serves it beside the Phaser example (/babylon/).
  */
 import { spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
@@ -20,7 +21,7 @@ beforeAll(async () => {
   const built = spawnSync(process.execPath, [join(REPO, 'scripts/demo-babylon.mjs'), '--no-serve'], { encoding: 'utf8' });
   expect(built.stderr).toBe('');
   expect(built.status).toBe(0);
-  server = await startStaticServer({ root: site });
+  server = await startStaticServer({ root: join(site, '..') });
   profile = createProfile();
   browser = await puppeteer.launch({ executablePath: chromiumExecutablePath(), args: [...CHROMIUM_ARGS, '--autoplay-policy=no-user-gesture-required', `--user-data-dir=${profile}`], headless: true, handleSIGINT: false, handleSIGTERM: false, handleSIGHUP: false });
 }, 180_000);
@@ -40,7 +41,7 @@ test('the example scene renders, every asset read from bundles', async () => {
   page.on('pageerror', (error) => problems.push(String(error)));
   page.on('console', (message) => { if (message.type() === 'error') problems.push(message.text()); });
   page.on('response', (response) => { if (response.status() >= 400) problems.push(`${response.status()} ${response.url()}`); });
-  await page.goto(server.url, { waitUntil: 'load' });
+  await page.goto(`${server.url}babylon-example/`, { waitUntil: 'load' });
   await page.waitForFunction(() => (window as { exampleReady?: unknown; exampleFailed?: unknown }).exampleReady !== undefined || (window as { exampleFailed?: unknown }).exampleFailed !== undefined, { timeout: 90_000 });
   expect(await page.evaluate(() => (window as { exampleFailed?: unknown }).exampleFailed)).toBeUndefined();
   const ready = await page.evaluate(() => (window as { exampleReady?: unknown }).exampleReady) as { meshes: number; animations: number; texture: unknown; soundMs: number };
@@ -49,11 +50,11 @@ test('the example scene renders, every asset read from bundles', async () => {
   expect(ready.animations).toBeGreaterThan(0);
   expect(ready.soundMs).toBeGreaterThan(100);
   expect(problems).toEqual([]);
-  const published = requested.filter((path) => path.startsWith('/published/'));
-  expect(published[0]).toBe('/published/project.index.json');
+  const published = requested.filter((path) => path.startsWith('/babylon-example/published/'));
+  expect(published[0]).toBe('/babylon-example/published/project.index.json');
   const bundles = published.slice(1);
   expect(bundles.length).toBeGreaterThan(0);
-  expect(bundles.every((path) => path.startsWith('/published/bundles/') && path.endsWith('.awkb'))).toBe(true);
+  expect(bundles.every((path) => path.startsWith('/babylon-example/published/bundles/') && path.endsWith('.awkb'))).toBe(true);
   expect(new Set(bundles).size).toBe(bundles.length);
   // Only the bundles the scene needs, not every bundle of examples/assets.
   expect(bundles.length).toBeLessThan(index.bundles.length);
