@@ -60,8 +60,9 @@ function expectOnlyIndexAndBundles(requests: string[], indexUrl = INDEX): void {
   expect(requests.filter((path) => path !== indexUrl && !bundles.has(path))).toEqual([]);
 }
 
+/** No cache unless a test asks for one, so every load shows its bundle requests. */
 async function register(options: Record<string, unknown> = {}) {
-  return call((t, options) => t.register(options), { indexUrl: INDEX, root: LOOSE, ...options });
+  return call((t, options) => t.register(options), { indexUrl: INDEX, root: LOOSE, cache: null, ...options });
 }
 
 async function dispose() {
@@ -114,6 +115,21 @@ describe("the 'awkb' scene-loader plugin (pluginExtension: '.awkb')", () => {
     expect(siteRequests().filter((path) => !path.startsWith('/site/loose/'))).toEqual([]);
   });
 
+  test('an index with opaque ids (no paths listed) serves the same URLs', async () => {
+    const model = `${LOOSE}gltf/CesiumMilkTruck/CesiumMilkTruck.gltf`;
+    const loose = await call((t, url) => t.loadModel('ImportMeshAsync', url), model);
+    server.resetRequests();
+    await register({ indexUrl: '/site/opaque/project.index.json' });
+    try {
+      expect(withoutProgress(await call((t, url) => t.loadModel('ImportMeshAsync', url), model))).toEqual(withoutProgress(loose));
+    } finally {
+      await dispose();
+    }
+    const requests = siteRequests();
+    expect(requests[0]).toBe('/site/opaque/project.index.json');
+    expect(requests.slice(1).every((path) => /^\/site\/opaque\/bundles\/[0-9a-f]{64}\.awkb$/.test(path))).toBe(true);
+  });
+
   test('reports byte progress through onProgress, ending at the file size', async () => {
     await register();
     try {
@@ -150,6 +166,20 @@ describe('textures and sounds', () => {
       await dispose();
     }
     expectOnlyIndexAndBundles(siteRequests());
+  });
+
+  test('a texture rebuilt after a lost WebGL context is requested by its URL again, and served from its bundle', async () => {
+    await register();
+    server.resetRequests();
+    try {
+      expect(await call((t, url) => t.rebuildTexture(url), `${LOOSE}textures/coin.png`)).toEqual({ width: 128, height: 128, ready: true });
+    } finally {
+      await dispose();
+    }
+    const requests = siteRequests();
+    expectOnlyIndexAndBundles(requests);
+    // Read once for the load and again for the restore (no cache in this test): its bundle twice.
+    expect(requests.filter((path) => path.endsWith('.awkb'))).toHaveLength(2);
   });
 
   test('CreateSoundAsync, CreateStreamingSoundAsync and the legacy Sound play files from bundles', async () => {
@@ -197,6 +227,26 @@ describe('failures, dispose and registering twice', () => {
     expect(await call((t) => t.hooks())).toEqual({ open: false, fetchAsync: false, modifiers: 0, streaming: 0 });
     const refused = await call((t, url) => t.loadModel('ImportMeshAsync', url, { pluginExtension: '.awkb' }), url) as { error: string };
     expect(refused.error).toContain('no live registration');
+  });
+
+  test('by default verified files go to the persistent browser cache: a later registration loads with the index request only', async () => {
+    const url = `${LOOSE}gltf/CesiumMilkTruck/CesiumMilkTruck.gltf`;
+    const loose = await call((t, url) => t.loadModel('ImportMeshAsync', url), url);
+    await register({ cache: undefined });
+    try {
+      expect(withoutProgress(await call((t, url) => t.loadModel('ImportMeshAsync', url), url))).toEqual(withoutProgress(loose));
+      await call((t) => t.registration.source.whenStored());
+    } finally {
+      await dispose();
+    }
+    server.resetRequests();
+    await register({ cache: undefined });
+    try {
+      expect(withoutProgress(await call((t, url) => t.loadModel('ImportMeshAsync', url), url))).toEqual(withoutProgress(loose));
+    } finally {
+      await dispose();
+    }
+    expect(siteRequests()).toEqual([INDEX]);
   });
 
   test('registering the same index twice gives the same registration, and one dispose() ends it', async () => {

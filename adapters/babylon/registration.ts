@@ -4,12 +4,15 @@
  * Everything that reads, verifies, caches or retries is the core reader's (SPEC §7); this file
  * only decides which URL is which path.
  */
+import { openBrowserCache } from '../../core/cache/browser.js';
 import { AwakeError } from '../../core/errors.js';
 import { IndexedAssetSource, type OpenOptions, type PrefetchProgress } from '../../core/read/indexed-asset-source.js';
 import { installHooks, removeHooks } from './hooks.js';
 import { absoluteUrl, asFolder, folderOf, projectPathOf, urlOfPath } from './url-path.js';
 
 export interface AwkbOptions extends Omit<OpenOptions, 'index' | 'baseUrl'> {
+  /** Where verified contents are kept: `openBrowserCache()` (persistent) by default, as in the Phaser adapter; `null` for none. */
+  cache?: OpenOptions['cache'];
   /** Where the project index is; with `source` instead, the source's own index. */
   indexUrl?: string;
   /** An open reader to serve from instead of opening one (the registration never disposes it). */
@@ -139,8 +142,8 @@ export function registerAwkb(options: AwkbOptions): Promise<AwkbRegistration> {
 }
 
 async function open(options: AwkbOptions, root: URL, key: unknown): Promise<AwkbRegistration> {
-  const { source: given, root: _root, prefetch, onPrefetchProgress, ...openOptions } = options;
-  const source = given ?? (await IndexedAssetSource.open(openOptions));
+  const { source: given, root: _root, prefetch, onPrefetchProgress, cache, ...openOptions } = options;
+  const source = given ?? (await IndexedAssetSource.open({ ...openOptions, cache: cache === undefined ? await openBrowserCache() : cache }));
   const registration = new AwkbRegistration(source, root, !given, key);
   try {
     if (prefetch) await prefetchItems(source, [...prefetch], onPrefetchProgress);

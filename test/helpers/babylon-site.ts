@@ -1,7 +1,8 @@
 /**
  * A published site for the Babylon adapter's browser tests: real models, textures and sounds from
  * examples/assets as loose files (`loose/`), the same files published by the CLI (`published/`),
- * and a copy whose bundle holding `gltf/BoxTextured/BoxTextured0.bin` is damaged (`damaged/`).
+ * the same with opaque ids (`opaque/`, an index that lists no paths), and a copy whose bundle
+ * holding `gltf/BoxTextured/BoxTextured0.bin` is damaged (`damaged/`).
  *
  * `loose/gltf/Box Textured/Box Textured.gltf` is BoxTextured with spaces in its file names and
  * its uris percent-encoded (`Box%20Textured0.bin`), as an exporter writes them.
@@ -55,6 +56,8 @@ export function publishSite(dir: string): BabylonSite {
   const run = spawnSync(process.execPath, [join(REPO, 'dist/cli/main.js'), loose, '--out', published, '--target-mb', '0.25'], { encoding: 'utf8' });
   if (run.status !== 0) throw new Error(`publish failed: ${run.stderr}`);
   const index = JSON.parse(readFileSync(join(published, 'project.index.json'), 'utf8')) as BabylonSite['index'];
+  const opaque = spawnSync(process.execPath, [join(REPO, 'dist/cli/main.js'), loose, '--out', join(dir, 'opaque'), '--opaque-ids', '--salt', 'babylon-test'], { encoding: 'utf8' });
+  if (opaque.status !== 0) throw new Error(`publish failed: ${opaque.stderr}`);
   cpSync(published, join(dir, 'damaged'), { recursive: true });
   const member = index.files.find((file) => file.path === DAMAGED_MEMBER)!;
   const bundle = index.bundles.find((b) => b.sha256 === member.bundle)!;
