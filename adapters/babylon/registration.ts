@@ -126,7 +126,7 @@ export class AwkbRegistration {
  * and registers the `awkb` scene-loader plugin (`pluginExtension: '.awkb'`). Registering the same
  * index (or source) and root again while it is live resolves to the same registration.
  */
-export function registerAwkb(options: AwkbOptions): Promise<AwkbRegistration> {
+export async function registerAwkb(options: AwkbOptions): Promise<AwkbRegistration> {
   const indexUrl = options.source ? options.source.indexUrl : options.indexUrl === undefined ? undefined : absoluteUrl(options.indexUrl)?.href;
   if (!options.source && indexUrl === undefined) throw new TypeError('registerAwkb needs indexUrl (an absolute URL, or one relative to the page) or source');
   const root = rootOf(options, indexUrl);

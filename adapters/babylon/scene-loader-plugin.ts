@@ -90,23 +90,23 @@ class AwkbScenePlugin implements ISceneLoaderPluginAsync {
     if (!target) throw new AwakeError('E_NOT_FOUND', `${JSON.stringify(fileOrUrl)} is not below the root of any registered index, nor a path one lists`, { url: fileOrUrl });
     this.target = target;
     const extension = extensionOf(target.path);
-    const registration = GetRegisteredSceneLoaderPluginMetadata().flatMap((plugin) => plugin.extensions).find((entry) => entry.extension === extension);
-    if (!registration || extension === AWKB_EXTENSION) throw new AwakeError('E_NOT_FOUND', `no scene-loader plugin for ${extension} files (${target.path}); import it first, e.g. import '@babylonjs/loaders/glTF'`, { path: target.path });
+    const metadata = GetRegisteredSceneLoaderPluginMetadata().flatMap((plugin) => plugin.extensions).find((entry) => entry.extension === extension);
+    if (!metadata || extension === AWKB_EXTENSION) throw new AwakeError('E_NOT_FOUND', `no scene-loader plugin for ${extension} files (${target.path}); import it first, e.g. import '@babylonjs/loaders/glTF'`, { path: target.path });
     const plugin = SceneLoader.GetPluginForExtension(extension) as AnyPlugin | ISceneLoaderPluginFactory;
     const inner = 'createPlugin' in plugin ? await plugin.createPlugin(this.options) : plugin;
     this.inner = asAsync(inner);
     // Observers (pluginOptions hooks, a glTF loader's observables) see the plugin that does the work, as in a direct load.
     SceneLoader.OnPluginActivatedObservable.notifyObservers(inner);
-    const { registration: source, path } = target;
+    const { registration, path } = target;
     const rootUrl = folderUrl(target.url);
     const signal = this.controller.signal;
     const report = onProgress ? (loaded: number, total: number) => onProgress({ lengthComputable: true, loaded, total }) : undefined;
-    if (!registration.isBinary && inner.loadFile && !inner.directLoad) {
+    if (!metadata.isBinary && inner.loadFile && !inner.directLoad) {
       // A text format its plugin only loads by URL: the request hook serves that URL from the bundle.
       return callLoadFile(inner, scene, target.url, rootUrl, onProgress, false, fileNameOf(path));
     }
-    const bytes = await source.read(path, { signal, ...(report ? { onProgress: report } : {}) });
-    if (registration.isBinary) return inner.loadFile ? callLoadFile(inner, scene, bytes, rootUrl, undefined, true, fileNameOf(path)) : bytes.buffer;
+    const bytes = await registration.read(path, { signal, ...(report ? { onProgress: report } : {}) });
+    if (metadata.isBinary) return inner.loadFile ? callLoadFile(inner, scene, bytes, rootUrl, undefined, true, fileNameOf(path)) : bytes.buffer;
     const text = new TextDecoder().decode(bytes);
     // The text itself, parsed as the plugin parses a `data:` source (a .gltf's JSON): no request, so this works in Node too.
     if (inner.directLoad && inner.canDirectLoad?.(text)) return inner.directLoad(scene, text);
