@@ -83,3 +83,16 @@ test('a .gltf with separate .bin and texture loads from bundles: Babylon constru
   }
   expect(requested.filter((line) => !/\/published\/(project\.index\.json|bundles\/[0-9a-f]{64}\.awkb)\b/.test(line))).toEqual([]);
 });
+
+test('dispose() aborts a load in flight: it rejects, saying the registration was disposed', async () => {
+  const slow = await startStaticServer({ root: dir, latencyMs: 400 });
+  try {
+    const registration = await registerAwkb({ indexUrl: `${slow.url}published/project.index.json`, cache: null });
+    const loading = ImportMeshAsync('glb/CesiumMilkTruck.glb', new Scene(engine), { pluginExtension: '.awkb' }).then(() => 'loaded', (error: Error) => error.message);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    registration.dispose();
+    expect(await loading).toMatch(/disposed/);
+  } finally {
+    await slow.close();
+  }
+});
