@@ -24,9 +24,13 @@ const LOOSE = '/site/loose/';
 const INDEX = '/site/published/project.index.json';
 const FACES = CUBE_FACES.map((face) => `_${face}.png`);
 
-type Page_ = { babylonTest: any };
+/**
+ * Runs `fn(babylonTest, ...args)` in the page (test/fixtures/babylon-page/babylon-test.js). The
+ * function travels as source text: jest compiles this file to CommonJS, which would rewrite an
+ * `import()` or helper inside a function handed to `page.evaluate` directly.
+ */
 const call = <T>(fn: (t: any, ...args: any[]) => Promise<T> | T, ...args: unknown[]): Promise<T> =>
-  page.evaluate((source, args) => new Function('t', 'args', `return (${source})(t, ...args)`)((window as unknown as Page_).babylonTest, args), fn.toString(), args) as Promise<T>;
+  page.evaluate((source, args) => new Function('t', 'args', `return (${source})(t, ...args)`)((window as unknown as { babylonTest: unknown }).babylonTest, args), fn.toString(), args) as Promise<T>;
 
 beforeAll(async () => {
   const dir = babylonSiteDir();

@@ -23,7 +23,7 @@ export interface BabylonSite {
 
 const ASSETS = join(REPO, 'examples/assets');
 
-/** The loose files; `extra` adds files made at test time (the `.env`, which Chromium makes from the cube faces). */
+/** The loose files (the test adds `textures/sky.env`, which Babylon in Chromium makes from the cube faces, before publishing). */
 export function stageLoose(dir: string): string {
   const loose = join(dir, 'loose');
   cpSync(join(ASSETS, 'gltf'), join(loose, 'gltf'), { recursive: true });
