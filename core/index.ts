@@ -14,3 +14,4 @@ export * from './net/index.js';
 export * from './cache/index.js';
 export * from './read/indexed-asset-source.js';
 export { mediaTypeOf, contentTypeOf } from './read/media-types.js';
+export * from './read/project-urls.js';

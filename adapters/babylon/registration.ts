@@ -8,7 +8,7 @@ import { openBrowserCache } from '../../core/cache/browser.js';
 import { AwakeError } from '../../core/errors.js';
 import { IndexedAssetSource, type OpenOptions, type PrefetchProgress } from '../../core/read/indexed-asset-source.js';
 import { installHooks, removeHooks } from './hooks.js';
-import { absoluteUrl, asFolder, folderOf, projectPathOf, urlOfPath } from './url-path.js';
+import { absoluteUrl, asFolder, folderOf, projectPathOf, urlOfPath } from '../../core/index.js';
 
 export interface AwkbOptions extends Omit<OpenOptions, 'index' | 'baseUrl'> {
   /** Where verified contents are kept: `openBrowserCache()` (persistent) by default, as in the Phaser adapter; `null` for none. */

@@ -9,7 +9,7 @@ import { ensureGameState, type AwkbGameState } from './game-state.js';
 import { LoadRun } from './load-run.js';
 import type { AwkbIndexFileConfig, AwkbIndexOptions } from './options.js';
 import type { PhaserLoader, PhaserNamespace } from './phaser-shapes.js';
-import { absoluteUrl, asFolder, folderUrl } from './url-path.js';
+import { absoluteUrl, asFolder, folderOf } from '../../core/index.js';
 
 export type AwkbIndexFactory = (this: PhaserLoader, key: string | AwkbIndexFileConfig | AwkbIndexFileConfig[], url?: string, options?: AwkbIndexOptions) => PhaserLoader;
 
@@ -38,7 +38,7 @@ export function defineAwkbIndexFile(phaser: PhaserNamespace): AwkbIndexFactory {
     open(state: AwkbGameState): void {
       const loader = this.loader!;
       const indexUrl = absoluteUrl(String(Loader.GetURL(this as never, loader.baseURL)))!;
-      const root = this.options.root === undefined ? folderUrl(indexUrl) : asFolder(absoluteUrl(String(Loader.GetURL({ url: phaserFileUrl(loader, this.options.root) }, loader.baseURL)))!);
+      const root = this.options.root === undefined ? folderOf(indexUrl) : asFolder(absoluteUrl(String(Loader.GetURL({ url: phaserFileUrl(loader, this.options.root) }, loader.baseURL)))!);
       this.opening = this.mount(state, loader, indexUrl, root);
       state.waitFor(this.opening);
     }

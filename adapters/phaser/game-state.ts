@@ -5,7 +5,7 @@
  */
 import type { IndexedAssetSource } from '../../core/index.js';
 import type { PhaserEmitter, PhaserGame, PhaserLoader } from './phaser-shapes.js';
-import { projectPathOf } from './url-path.js';
+import { projectPathOf } from '../../core/index.js';
 
 export interface MountedIndex {
   /** The registry key the source is kept under. */

@@ -11,11 +11,10 @@
  *   an object URL of the verified bytes and its own `load` runs. HTML5 audio and video keep using
  *   that URL, so it lives while their cache entry does; the others' is revoked once processed.
  */
-import { mediaTypeOf } from '../../core/index.js';
+import { absoluteUrl, mediaTypeOf } from '../../core/index.js';
 import { gameStateOf, type AwkbGameState, type MountedIndex } from './game-state.js';
 import { LoadRun, reportFileBytes } from './load-run.js';
 import type { PhaserFile, PhaserNamespace } from './phaser-shapes.js';
-import { absoluteUrl } from './url-path.js';
 
 const wrapped = new WeakSet<PhaserFile>();
 

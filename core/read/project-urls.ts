@@ -1,13 +1,12 @@
 /**
- * From the URL Babylon would request to the project path it has in the index, and back.
+ * From the URL an engine would request to the project path it has in the index, and back: what
+ * every adapter needs to serve an engine's ordinary loads from an index.
  *
- * Babylon hands `XMLHttpRequest`/`fetch` URLs relative to the page (`rootUrl + uri` for glTF
- * externals, so a percent-encoded uri stays encoded); the browser resolves them against the
- * document. We do the same, then decode each segment, so `./`, `../`, `%20` and a query string
- * land on the path the publish step wrote (SPEC §1: relative, `/`-separated, no `.`/`..`).
- *
- * The Phaser adapter needs the same mapping (adapters/phaser/url-path.ts); adapters import
- * nothing from each other, so this belongs in core once core can change (see the README).
+ * Engines hand `XMLHttpRequest`/`fetch` URLs relative to the page (Phaser: `baseURL + path +
+ * url`; Babylon: `rootUrl + uri` for glTF externals, so a percent-encoded uri stays encoded);
+ * the browser resolves them against the document. We do the same, then decode each segment, so
+ * `./`, `../`, `%20` and a query string land on the path the publish step wrote (SPEC §1:
+ * relative, `/`-separated, no `.`/`..` segments).
  */
 
 /** The URL relative URLs resolve against: the document's base, else the page, else none (Node). */

@@ -1,5 +1,5 @@
 /** How the Phaser adapter turns the URL a file would be fetched from into its index path. */
-import { asFolder, folderUrl, projectPathOf } from '../adapters/phaser/url-path';
+import { asFolder, folderOf, projectPathOf } from '../core/index';
 
 const root = new URL('https://games.example/harbor/published/');
 const path = (url: string) => projectPathOf(new URL(url, 'https://games.example/harbor/index.html'), root);
@@ -25,6 +25,6 @@ test('URLs elsewhere, or that cannot spell a safe path, map to nothing', () => {
 test('the default root is the folder of the index URL; a given root is a folder itself', () => {
   expect(asFolder(new URL('https://games.example/harbor/published?v=2')).href).toBe('https://games.example/harbor/published/');
   expect(asFolder(new URL('https://games.example/harbor/published/')).href).toBe('https://games.example/harbor/published/');
-  expect(folderUrl(new URL('https://games.example/harbor/published/project.index.json?v=2')).href).toBe('https://games.example/harbor/published/');
-  expect(folderUrl(new URL('https://games.example/harbor/')).href).toBe('https://games.example/harbor/');
+  expect(folderOf(new URL('https://games.example/harbor/published/project.index.json?v=2')).href).toBe('https://games.example/harbor/published/');
+  expect(folderOf(new URL('https://games.example/harbor/')).href).toBe('https://games.example/harbor/');
 });
