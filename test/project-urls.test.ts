@@ -1,5 +1,5 @@
-/** How the Phaser adapter turns the URL a file would be fetched from into its index path. */
-import { asFolder, folderOf, projectPathOf } from '../core/index';
+/** How an adapter turns the URL an engine would fetch into its index path, and back (core/read/project-urls.ts). */
+import { asFolder, folderOf, projectPathOf, urlOfPath } from '../core/index';
 
 const root = new URL('https://games.example/harbor/published/');
 const path = (url: string) => projectPathOf(new URL(url, 'https://games.example/harbor/index.html'), root);
@@ -27,4 +27,9 @@ test('the default root is the folder of the index URL; a given root is a folder 
   expect(asFolder(new URL('https://games.example/harbor/published/')).href).toBe('https://games.example/harbor/published/');
   expect(folderOf(new URL('https://games.example/harbor/published/project.index.json?v=2')).href).toBe('https://games.example/harbor/published/');
   expect(folderOf(new URL('https://games.example/harbor/')).href).toBe('https://games.example/harbor/');
+});
+
+test('urlOfPath is the way back: each segment encoded as the publish step writes it', () => {
+  expect(urlOfPath('sounds/sea waves.ogg', root)).toBe('https://games.example/harbor/published/sounds/sea%20waves.ogg');
+  expect(path(urlOfPath('models/Box Textured/a#b.gltf', root))).toBe('models/Box Textured/a#b.gltf');
 });
