@@ -22,10 +22,22 @@ export function toHex(bytes: Uint8Array): string {
   return out;
 }
 
+/** Hex digit values by char code; -1 for anything else. */
+const HEX_VALUES = Int8Array.from({ length: 128 }, (_, code) => {
+  const digit = '0123456789abcdef'.indexOf(String.fromCharCode(code).toLowerCase());
+  return digit;
+});
+
 export function fromHex(hex: string): Uint8Array {
-  if (!/^(?:[0-9a-fA-F]{2})*$/.test(hex)) throw new TypeError(`not a hex string: ${JSON.stringify(hex.slice(0, 80))}`);
+  const bad = () => new TypeError(`not a hex string: ${JSON.stringify(hex.slice(0, 80))}`);
+  if (hex.length % 2 !== 0) throw bad();
   const out = new Uint8Array(hex.length / 2);
-  for (let i = 0; i < out.length; i++) out[i] = parseInt(hex.slice(i * 2, i * 2 + 2), 16);
+  for (let i = 0; i < out.length; i++) {
+    const high = HEX_VALUES[hex.charCodeAt(i * 2)] ?? -1;
+    const low = HEX_VALUES[hex.charCodeAt(i * 2 + 1)] ?? -1;
+    if (high < 0 || low < 0) throw bad();
+    out[i] = (high << 4) | low;
+  }
   return out;
 }
 

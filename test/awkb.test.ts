@@ -130,3 +130,11 @@ describe('decodeBundle on hostile bytes', () => {
     expect(() => decodeBundle(bytes)).toThrow(BundleFormatError);
   });
 });
+
+test('fromHex reads hex of either case and refuses anything else', async () => {
+  const { fromHex, toHex } = await import('../core/index.js');
+  expect([...fromHex('00ff7A')]).toEqual([0, 255, 122]);
+  expect(toHex(fromHex('DEADbeef'))).toBe('deadbeef');
+  expect(fromHex('')).toHaveLength(0);
+  for (const bad of ['abc', '0g', 'zz', 'é1', ' 1']) expect(() => fromHex(bad)).toThrow(/not a hex string/);
+});
