@@ -489,9 +489,9 @@ export class FallbackCache<Primary extends ContentCache = ContentCache> implemen
     this.copiesBytes = this.primary === undefined || this.primary.copiesBytes === true;
   }
 
-  /** The primary's, when it offers one: entries kept in memory after a refused put are read here as usual. */
+  /** The primary's, while no entry lives in memory instead (a worker cannot see those). */
   get workerAccess(): WorkerStoreAccess | undefined {
-    return this.primary?.workerAccess;
+    return this.memory.size === 0 ? this.primary?.workerAccess : undefined;
   }
 
   async getMany(sha256s: readonly string[]): Promise<(Uint8Array | undefined)[]> {

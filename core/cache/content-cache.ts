@@ -33,7 +33,9 @@ export interface ContentCache {
   /**
    * Optional: an IndexedDB object store holding this cache's entries (key: SHA-256, value: the
    * bytes), which a reader's Web Workers may open to read and write entries off the page's main
-   * thread. `IndexedDBCache` (and `openBrowserCache()`'s cache over it) offer it.
+   * thread. Offered only while that store holds every entry of the cache: a reader then asks it
+   * alone. `IndexedDBCache` offers it; `openBrowserCache()`'s cache too while nothing has had to
+   * fall back to memory.
    */
   readonly workerAccess?: WorkerStoreAccess;
 }

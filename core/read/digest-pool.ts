@@ -184,6 +184,15 @@ async function digest({ id, buffers, ranges, split, store: target }) {
     if (target) postMessage({ id, storeError: describe(error) });
   }
 }
+async function hasStored({ id, has }) {
+  try {
+    const database = await openDatabase(has.database, has.objectStore);
+    const requests = await transaction(database, has.objectStore, 'readonly', (os) => has.keys.map((key) => os.getKey(key)));
+    postMessage({ id, present: requests.map((request) => request.result !== undefined) });
+  } catch (error) {
+    postMessage({ id, readError: describe(error) });
+  }
+}
 async function readStored({ id, read }) {
   try {
     const database = await openDatabase(read.database, read.objectStore);
@@ -246,6 +255,7 @@ onmessage = ({ data }) => {
   if (data.abort) { const c = fetches.get(data.abort); if (c) c.abort(); return; }
   if (data.url) return get(data);
   if (data.read) return readStored(data);
+  if (data.has) return hasStored(data);
   if (data.open) return void openDatabase(data.open.database, data.open.objectStore).catch(() => {});
   if (data.flush) return flush();
   digest(data);
@@ -274,6 +284,7 @@ interface WorkerReply {
   stored?: boolean;
   storeError?: string;
   found?: [string, ArrayBuffer][];
+  present?: boolean[];
   bad?: string[];
   readError?: string;
 }
@@ -349,6 +360,18 @@ export class WorkerDigestPool implements DigestPool {
       resolve({ found: new Map(data.found!.map(([key, buffer]) => [key, new Uint8Array(buffer)])), bad: data.bad! });
     });
     worker.worker.postMessage({ id, read: { ...access, keys: wanted.map((w) => w.sha256), sizes: wanted.map((w) => w.sizeBytes) } });
+    return result;
+  }
+
+  /**
+   * Which of `keys` an IndexedDB store holds, asked in a worker (one read transaction, no bytes
+   * read). `undefined` when workers cannot run here.
+   */
+  async hasStored(access: WorkerStoreAccess, keys: readonly string[]): Promise<boolean[] | undefined> {
+    const worker = this.#fallback ? undefined : await this.#pick(0);
+    if (!worker) return undefined;
+    const { id, result } = this.#track<boolean[]>(worker, 1, (data, resolve, reject) => (data.readError !== undefined ? reject(new Error(data.readError)) : resolve(data.present!)));
+    worker.worker.postMessage({ id, has: { ...access, keys } });
     return result;
   }
 

@@ -579,7 +579,11 @@ export class IndexedAssetSource {
     if (!this.cache || wanted.size === 0) return complete;
     const shas = [...new Set([...wanted.values()].flat().map((entry) => entry.sha256))];
     const cache = this.cache;
-    const answers = await this.cacheCall('has', shas, () => (cache.hasMany ? cache.hasMany(shas) : Promise.all(shas.map((sha256) => hasOne(cache, sha256)))));
+    const store = this.workerStore();
+    const here = () => (cache.hasMany ? cache.hasMany(shas) : Promise.all(shas.map((sha256) => hasOne(cache, sha256))));
+    // Asked in a worker where one can see the store: the page then touches no store at all.
+    const ask = store ? async () => (await (this.pool as WorkerDigestPool).hasStored(store, shas)) ?? here() : here;
+    const answers = await this.cacheCall('has', shas, ask);
     if (!answers) return complete;
     const present = new Set(shas.filter((_, i) => answers[i]));
     for (const [loadKey, missing] of wanted) if (missing.every((entry) => present.has(entry.sha256))) complete.add(loadKey);
@@ -629,13 +633,11 @@ export class IndexedAssetSource {
   private async getVerified(wanted: Entry[]): Promise<Map<string, Uint8Array>> {
     const store = this.workerStore();
     if (store) {
-      // Read and checked in a worker; what it did not find may still be in the cache's memory part.
+      // Read and checked in a worker.
       const answer = await this.cacheCall('get', wanted.map((entry) => entry.sha256), () => (this.pool as WorkerDigestPool).readStored(store, wanted));
+      // The store is the whole cache when it offers worker access (see ContentCache.workerAccess).
       if (answer) {
         await this.dropBad(answer.bad);
-        const rest = wanted.filter((entry) => !answer.found.has(entry.sha256) && !answer.bad.includes(entry.sha256));
-        if (rest.length === 0) return answer.found;
-        for (const [sha256, bytes] of await this.getVerifiedHere(rest)) answer.found.set(sha256, bytes);
         return answer.found;
       }
     }
