@@ -7,7 +7,7 @@
 //
 //   npm run bench                       # the whole grid, then BENCHMARKS.md
 //   node bench/reader.mjs [--projects small,small4k,big,glb] [--latency 0,40,150] [--bandwidth 0,100,20]
-//                         [--cases b,b2,c1,c2,cc,e,f,a,d,bl,ba] [--runs 5] [--extras verify,publish|none]
+//                         [--cases b,b2,c1,c2,cc,e,f,a,d,bl,ba,bm] [--runs 5] [--extras verify,publish|none]
 //                         [--load sequential|together]
 //                         [--out part.json]          # a part of the grid: results JSON only
 //   node bench/reader.mjs --report part1.json part2.json …   # merge parts into BENCHMARKS.md
@@ -36,8 +36,10 @@
 //   bl  Babylon 9 (Engine on a canvas, WebGL by SwiftShader), `ImportMeshAsync(url, scene)` of
 //       every .glb of the glb project at once, loose: until every mesh is imported (issue 8)
 //   ba  the same after `registerAwkb({ indexUrl, root, cache: null })`; aim: ba ≤ 1.2× its bound
+//   bm  the same models fetched first (untimed), then imported from memory: Babylon's own parse
+//       and WebGL uploads, the part of bl and ba that no network or bundle can take away
 // Bounds: a and bl as b (loose), d, dc and ba as c1 (bundled: 2 round trips + one-file fetch +
-// one SHA-256 pass). Projects small and small4k take a and d; glb (real glTF 2.0 binaries, the
+// one SHA-256 pass). Projects small and small4k take a, d and dc; glb (real glTF 2.0 binaries, the
 // big project's sizes; glb20 is a 20-file, 25 MB version for trying) takes only bl and ba.
 //
 // Every sample runs in a fresh Chromium on a fresh profile with the HTTP cache disabled.
@@ -98,9 +100,10 @@ const CASES = {
   dc: { label: 'Phaser + adapter + browser cache, cold', kind: 'phaser', page: 'phaser', bound: 'reader', protocol: 'h1', adapter: true, cache: true },
   bl: { label: 'Babylon, loose .glb, HTTP/1.1', kind: 'babylon', page: 'babylon', bound: 'loose', protocol: 'h1' },
   ba: { label: 'Babylon + registerAwkb, no cache, HTTP/1.1', kind: 'babylon', page: 'babylon', bound: 'reader', protocol: 'h1', adapter: true, cache: false },
+  // Babylon's own work alone: no network in the time, so no bound.
+  bm: { label: 'Babylon, .glb already in memory', kind: 'babylon', page: 'babylon', bound: 'none', protocol: 'h1', fromMemory: true },
 };
 const BUNDLED_COLD = ['c1', 'c2', 'cc', 'cc2'];
-const ENGINE_CASES = Object.keys(CASES).filter((id) => CASES[id].page);
 
 /** "Many small files": a 2D game's scene; "big assets": 200 files of 0.2–8 MB. */
 const PROJECTS = {
@@ -112,7 +115,11 @@ const PROJECTS = {
   glb20: { label: 'big glTF models, 20 .glb (scaled down)', shape: 'glb', files: 20, seed: 0x5eed0b16, totalBytes: 25 * MB, minBytes: 0.2 * MB, maxBytes: 8 * MB },
 };
 
-/** Babylon's cases load glTF, which only the glb projects hold; they hold nothing else worth a reader case. */
+/**
+ * The projects a case is for: Babylon's load glTF, which only the glb projects hold; Phaser's
+ * are issue 7's many-small-files scenes; the reader's run on all but the glb projects, whose
+ * sizes are the big project's already.
+ */
 function caseFits(id, project) {
   const { kind } = CASES[id];
   if (kind === 'babylon') return project.spec.shape === 'glb';
@@ -126,7 +133,7 @@ function parseOptions() {
     projects: list('projects', 'small,small4k,big,glb'),
     latencies: list('latency', '0,40,150').map(Number),
     bandwidths: list('bandwidth', '0,100,20').map(Number),
-    cases: list('cases', 'b,b2,c1,c2,cc,e,f,a,d,bl,ba').filter((id) => id !== 'none'),
+    cases: list('cases', 'b,b2,c1,c2,cc,e,f,a,d,bl,ba,bm').filter((id) => id !== 'none'),
     runs: Number(option('runs', '5')),
     extras: list('extras', 'verify,publish').filter((extra) => extra !== 'none'),
     out: option('out', undefined),
@@ -352,7 +359,8 @@ function copyPageFiles(dir, spec) {
 // The page: every measurement happens in it, timed with performance.now()
 
 const PAGE_IMPORTS = { '@noble/hashes/': '/node_modules/@noble/hashes/', 'awake-bundle': '/dist/core/index.js', fflate: '/node_modules/fflate/esm/browser.js' };
-const PAGE_HTML = `<!doctype html><meta charset="utf-8"><title>reader bench</title>
+// No favicon request (a 404 in every page's console).
+const PAGE_HTML = `<!doctype html><meta charset="utf-8"><title>reader bench</title><link rel="icon" href="data:,">
 <script type="importmap">${JSON.stringify({ imports: PAGE_IMPORTS })}</script>
 <script type="module">(${pageScript.toString()})();</script>`;
 
@@ -556,12 +564,9 @@ function phaserPageScript() {
           this.load.once('complete', () => {
             const inHandAt = performance.now();
             const finish = async () => {
-              let files = 0;
-              let fileBytes = 0;
-              for (const path of paths) {
-                const bytes = this.cache.binary.get(path);
-                if (bytes) (files++, (fileBytes += bytes.byteLength));
-              }
+              const held = paths.map((path) => this.cache.binary.get(path)).filter(Boolean);
+              const files = held.length;
+              const fileBytes = held.reduce((sum, buffer) => sum + buffer.byteLength, 0);
               // The cache writes go on after `complete`; timed apart, as in the reader's cases.
               if (index?.cache) await this.registry.get('assets')?.whenStored();
               const storedAfterMs = performance.now() - inHandAt;
@@ -598,12 +603,20 @@ function babylonPageScript() {
   ]);
   let engine;
 
-  async function babylonLoad({ urls, index }) {
+  /** Fetches `urls` into memory for a later babylonLoad({ fromMemory: true }). */
+  let inMemory = [];
+  async function babylonFetch({ urls }) {
+    inMemory = await Promise.all(urls.map(async (url) => new Uint8Array(await (await fetch(url)).arrayBuffer())));
+    return { files: inMemory.length, fileBytes: total(inMemory) };
+  }
+
+  async function babylonLoad({ urls, index, fromMemory }) {
     const [, { Scene }, { ImportMeshAsync }, adapter] = await modules;
     const scene = new Scene(engine);
     const startedAt = performance.now();
     const registration = index ? await adapter.registerAwkb({ indexUrl: index.url, root: index.root, cache: null }) : undefined;
-    const results = await Promise.all(urls.map((url) => ImportMeshAsync(url, scene)));
+    const sources = fromMemory ? inMemory.splice(0) : urls;
+    const results = await Promise.all(sources.map((source) => ImportMeshAsync(source, scene, fromMemory ? { pluginExtension: '.glb' } : {})));
     const inHandAt = performance.now();
     const meshes = results.flatMap((result) => result.meshes).filter((mesh) => mesh.getTotalVertices() > 0);
     const vertices = meshes.reduce((sum, mesh) => sum + mesh.getTotalVertices(), 0);
@@ -625,7 +638,8 @@ function babylonPageScript() {
     scene.dispose();
   }
 
-  globalThis.engineJobs = { babylonLoad };
+  const total = (arrays) => arrays.reduce((sum, bytes) => sum + bytes.length, 0);
+  globalThis.engineJobs = { babylonLoad, babylonFetch };
   globalThis.engineReady = warmUp();
 }
 
@@ -867,7 +881,9 @@ async function runCase(id, project, servers, latencyMs, mbit, round, load) {
     // The engines ask for the loose URLs; with the adapter, those below files/ map to the index.
     const index = spec.adapter ? { url: indexUrl, root: `${origin}/files/`, cache: spec.cache } : undefined;
     if (spec.kind === 'phaser') return await counted('phaserLoad', { baseURL: `${origin}/files/`, paths: project.files.map((file) => file.path), index });
-    if (spec.kind === 'babylon') return await counted('babylonLoad', { urls: project.files.map((file) => `${origin}/files/${file.path}`), index });
+    const urls = project.files.map((file) => `${origin}/files/${file.path}`);
+    if (spec.fromMemory) await view.measure('babylonFetch', { urls });
+    if (spec.kind === 'babylon') return await counted('babylonLoad', { urls, index, fromMemory: spec.fromMemory });
     return await counted('looseLoad', { urls: project.files.map((file) => `${origin}/files/${file.path}`), inFlight: LOOSE_IN_FLIGHT });
   } finally {
     await chromium.close();
@@ -915,7 +931,7 @@ async function measureBoundParts(project, cases, servers, latencyMs, mbit) {
 function boundMs(id, project, parts, latencyMs) {
   const { protocol } = CASES[id];
   const kind = CASES[id].bound ?? CASES[id].kind;
-  if (kind === 'warm') return undefined;
+  if (kind === 'warm' || kind === 'none') return undefined;
   const transferMs = Math.max(0, parts.oneFileMs[protocol] - latencyMs) * (caseBytes(project, kind) / project.bundledBytes);
   const roundTrips = kind === 'reader' ? 2 : 1;
   const hashMs = kind === 'reader' ? parts.hashMsPerMB * (project.bundledBytes / MB) : 0;
@@ -964,7 +980,7 @@ function summarizeCell(project, cases, latencyMs, mbit, load, samples, bounds, b
       medianMs: median(ms),
       minMs: Math.min(...ms),
       maxMs: Math.max(...ms),
-      boundMs: median(bounds[id]),
+      boundMs: bounds[id].includes(undefined) ? undefined : median(bounds[id]),
       requests: median(list.map((s) => s.requests)),
       transferBytes: median(list.map((s) => s.transferBytes)),
       protocols: [...new Set(list.flatMap((s) => s.protocols))],
@@ -1024,7 +1040,7 @@ function runIncrementalPublish(project) {
 // ---------------------------------------------------------------------------------------------
 // Printing
 
-const seconds = (ms) => (ms >= 10_000 ? (ms / 1000).toFixed(1) : (ms / 1000).toFixed(2));
+const seconds = (ms) => (ms === undefined ? '–' : ms >= 10_000 ? (ms / 1000).toFixed(1) : (ms / 1000).toFixed(2));
 const ratio = (a, b) => (a === undefined || b === undefined ? '–' : (a / b).toFixed(2));
 
 function cellRatios(cell) {
@@ -1057,7 +1073,7 @@ function printCell(cell) {
   for (const [id, r] of Object.entries(cell.cases)) {
     console.log(
       `${`${id.padEnd(4)}${CASES[id].label}`.padEnd(44)} ${`${seconds(r.medianMs)} (${seconds(r.minMs)}–${seconds(r.maxMs)})`.padStart(22)} ×${r.runs}` +
-        ` ${seconds(r.boundMs).padStart(9)} ${(r.medianMs / r.boundMs).toFixed(2).padStart(7)} ${String(r.requests).padStart(9)} ${(r.transferBytes / MB).toFixed(1).padStart(8)}` +
+        ` ${seconds(r.boundMs).padStart(9)} ${ratio(r.medianMs, r.boundMs).padStart(7)} ${String(r.requests).padStart(9)} ${(r.transferBytes / MB).toFixed(1).padStart(8)}` +
         ` ${`${r.longTasks} (${r.longestTaskMs.toFixed(0)})`.padStart(20)}  ${r.protocols.join(',') || '(workers)'}` +
         (r.storedAfterMs !== undefined ? `  cache writes +${seconds(r.storedAfterMs)} s after` : ''),
     );
@@ -1147,7 +1163,8 @@ function aims(merged) {
   const babylon = each(['ba'], (cell, id) => ({ cell, id, value: cell.cases[id].medianMs / cell.cases[id].boundMs }));
   if (babylon.length) {
     const worst = babylon.reduce((a, b) => (b.value > a.value ? b : a));
-    lines.push(`- Babylon (issue 8), the glb project as a scene: the adapter (ba) within 1.2× of its bound: ${verdict(worst.value <= 1.2)} — worst ${worst.value.toFixed(2)}× (${where(worst.cell)}); ba/bl ${babylon.map((b) => `${ratio(b.cell.cases.ba.medianMs, b.cell.cases.bl?.medianMs)} (${where(b.cell)})`).join(', ')}.`);
+    const alone = (cell) => (cell.cases.bm ? `, ba/(bound + Babylon alone, bm) ${ratio(cell.cases.ba.medianMs, cell.cases.ba.boundMs + cell.cases.bm.medianMs)}` : '');
+    lines.push(`- Babylon (issue 8), the glb project as a scene: the adapter (ba) within 1.2× of its bound: ${verdict(worst.value <= 1.2)} — worst ${worst.value.toFixed(2)}× (${where(worst.cell)}); ${babylon.map((b) => `${where(b.cell)}: ba/bl ${ratio(b.cell.cases.ba.medianMs, b.cell.cases.bl?.medianMs)}${alone(b.cell)}`).join('; ')}.`);
   }
   const verification = Object.values(merged.verification);
   if (verification.length) {
@@ -1213,7 +1230,7 @@ function renderSection(merged) {
     out.push('| latency | bandwidth | case | median s (min–max) | runs | bound s | ×bound | requests | MB | long tasks (longest ms) | cache writes after, s |', '|--:|--:|:--|--:|--:|--:|--:|--:|--:|--:|--:|');
     for (const cell of cells) {
       for (const [id, r] of Object.entries(cell.cases)) {
-        out.push(`| ${cell.latencyMs} ms | ${cell.mbit ? `${cell.mbit} Mbit/s` : '∞'} | ${id} ${CASES[id].label} | ${seconds(r.medianMs)} (${seconds(r.minMs)}–${seconds(r.maxMs)}) | ${r.runs} | ${seconds(r.boundMs)} | ${(r.medianMs / r.boundMs).toFixed(2)} | ${r.requests} | ${(r.transferBytes / MB).toFixed(1)} | ${r.longTasks} (${r.longestTaskMs.toFixed(0)}) | ${r.storedAfterMs === undefined ? '–' : seconds(r.storedAfterMs)} |`);
+        out.push(`| ${cell.latencyMs} ms | ${cell.mbit ? `${cell.mbit} Mbit/s` : '∞'} | ${id} ${CASES[id].label} | ${seconds(r.medianMs)} (${seconds(r.minMs)}–${seconds(r.maxMs)}) | ${r.runs} | ${seconds(r.boundMs)} | ${ratio(r.medianMs, r.boundMs)} | ${r.requests} | ${(r.transferBytes / MB).toFixed(1)} | ${r.longTasks} (${r.longestTaskMs.toFixed(0)}) | ${r.storedAfterMs === undefined ? '–' : seconds(r.storedAfterMs)} |`);
       }
     }
     out.push('', '| latency | bandwidth | c1/b | c1/b2 | c2/b2 | cc/c1 | f/direct | one file (effective Mbit/s) | WebCrypto MB/s | cell took |', '|--:|--:|--:|--:|--:|--:|--:|:--|--:|--:|');
@@ -1252,26 +1269,27 @@ function renderEngines(merged) {
     '',
     '- **a** (issue 7, case (a)): Phaser ' + (merged.machine?.phaser ?? '4') + ' (`Phaser.HEADLESS`, no rendering), one scene whose `preload` queues `this.load.binary(path, path)` for every file of the project, so nothing is decoded; loose files through Phaser\'s loader (its default `maxParallelDownloads`, 32). Time: from `preload` until the loader\'s `complete`.',
     '- **d** (issue 7, case (d); aim: within 1.2× of its bound and ≤ 1/12 of a, many small files at 40 ms): the same scene with `this.load.awkbIndex(\'assets\', indexUrl, { root, cache: null })` queued first (`import \'awake-bundle/phaser\'`); the URLs stay the loose ones. **dc**: d with the adapter\'s default cache (`openBrowserCache()`, fresh storage); "cache writes after" = `whenStored()` after `complete`.',
-    '- **bl** (issue 8): Babylon ' + (merged.machine?.babylon ?? '9') + ', a real `Engine` on a canvas (WebGL by SwiftShader, `--disable-gpu --enable-unsafe-swiftshader`), `ImportMeshAsync(url, scene)` of every .glb of the glb project at once, loose; time until every mesh is imported (vertex buffers are uploaded to WebGL as each mesh is made). Before the load, unmeasured, the page imports a tiny model until its scene is ready, so the modules Babylon imports on first use are in. **ba** (aim: within 1.2× of its bound): the same after `registerAwkb({ indexUrl, root, cache: null })`, which is inside the time.',
-    '- **glb project:** the big project\'s 200 sizes (same seed), each a valid glTF 2.0 binary: one node, one mesh, one non-indexed triangle list whose POSITION buffer holds random float32 in [-1, 1) (xorshift32) with exact min/max; a 1 KiB JSON chunk. glb20 is its first 20 files scaled to 25 MB, for trying.',
+    '- **bl** (issue 8): Babylon ' + (merged.machine?.babylon ?? '9') + ', a real `Engine` on a canvas (WebGL by SwiftShader, `--disable-gpu --enable-unsafe-swiftshader`), `ImportMeshAsync(url, scene)` of every .glb of the glb project at once, loose; time until every mesh is imported (vertex buffers are uploaded to WebGL as each mesh is made). Before the load, unmeasured, the page imports a tiny model until its scene is ready, so the modules Babylon imports on first use are in. **ba** (aim: within 1.2× of its bound): the same after `registerAwkb({ indexUrl, root, cache: null })`, which is inside the time. **bm**: the same models fetched first, untimed, then imported from memory (`ImportMeshAsync(bytes, scene, { pluginExtension: \'.glb\' })`): Babylon\'s own work, which no network or bundle takes away; no bound.',
+    '- **glb project:** the big project\'s 200 sizes (same seed), each a valid glTF 2.0 binary: one node, one mesh, one non-indexed triangle list whose POSITION buffer holds random float32 in [-1, 1] (xorshift32) with exact min/max; a 1 KiB JSON chunk. glb20 is its first 20 files scaled to 25 MB, for trying.',
     '',
     '| project | latency | bandwidth | case | median s (min–max) | runs | bound s | ×bound | requests | MB | long tasks (longest ms) | cache writes after, s |',
     '|:--|--:|--:|:--|--:|--:|--:|--:|--:|--:|--:|--:|',
   ];
   for (const cell of cells) {
     for (const [id, r] of Object.entries(cell.cases)) {
-      out.push(`| ${where(cell)} | ${id} ${CASES[id].label} | ${seconds(r.medianMs)} (${seconds(r.minMs)}–${seconds(r.maxMs)}) | ${r.runs} | ${seconds(r.boundMs)} | ${(r.medianMs / r.boundMs).toFixed(2)} | ${r.requests} | ${(r.transferBytes / MB).toFixed(1)} | ${r.longTasks} (${r.longestTaskMs.toFixed(0)}) | ${r.storedAfterMs === undefined ? '–' : seconds(r.storedAfterMs)} |`);
+      out.push(`| ${where(cell)} | ${id} ${CASES[id].label} | ${seconds(r.medianMs)} (${seconds(r.minMs)}–${seconds(r.maxMs)}) | ${r.runs} | ${seconds(r.boundMs)} | ${ratio(r.medianMs, r.boundMs)} | ${r.requests} | ${(r.transferBytes / MB).toFixed(1)} | ${r.longTasks} (${r.longestTaskMs.toFixed(0)}) | ${r.storedAfterMs === undefined ? '–' : seconds(r.storedAfterMs)} |`);
     }
   }
   out.push('', 'd/c1: the Phaser adapter against the bare reader (case c1) of the same cell, where a part measured it.', '');
-  out.push('| project | latency | bandwidth | d/a | dc/d | d/c1 | ba/bl | one file (effective Mbit/s) | WebCrypto MB/s | cell took |', '|:--|--:|--:|--:|--:|--:|--:|:--|--:|--:|');
+  out.push('ba/(bound+bm): the Babylon adapter against its bound with Babylon\'s own work (bm) added.', '');
+  out.push('| project | latency | bandwidth | d/a | dc/d | d/c1 | ba/bl | ba/(bound+bm) | one file (effective Mbit/s) | WebCrypto MB/s | cell took |', '|:--|--:|--:|--:|--:|--:|--:|--:|:--|--:|--:|');
   for (const cell of cells) {
     const r = cellRatios(cell);
     const reader = merged.cells.find((other) => other.group === 'reader' && other.project === cell.project && other.latencyMs === cell.latencyMs && other.mbit === cell.mbit);
     const oneFile = Object.entries(cell.oneFileMs).map(([protocol, ms]) => `${protocol} ${seconds(ms)} s (${effectiveMbit(cell, ms)})`).join(', ');
     // Three places for d/a: its aim is 1/12 = 0.083.
     const dOverA = cell.cases.d && cell.cases.a ? (cell.cases.d.medianMs / cell.cases.a.medianMs).toFixed(3) : '–';
-    out.push(`| ${where(cell)} | ${dOverA} | ${r['dc/d']} | ${ratio(cell.cases.d?.medianMs, reader?.cases.c1?.medianMs)} | ${r['ba/bl']} | ${oneFile} | ${cell.hashMBps.toFixed(0)} | ${cell.seconds.toFixed(0)} s |`);
+    out.push(`| ${where(cell)} | ${dOverA} | ${r['dc/d']} | ${ratio(cell.cases.d?.medianMs, reader?.cases.c1?.medianMs)} | ${r['ba/bl']} | ${ratio(cell.cases.ba?.medianMs, cell.cases.ba && cell.cases.bm ? cell.cases.ba.boundMs + cell.cases.bm.medianMs : undefined)} | ${oneFile} | ${cell.hashMBps.toFixed(0)} | ${cell.seconds.toFixed(0)} s |`);
   }
   out.push('');
   return out;
