@@ -2,11 +2,12 @@
 // a generated game project in hand, loose or bundled, over HTTP/1.1 (the project's own `serve`)
 // and HTTP/2 (nginx with TLS), under Chromium's network emulation, each time printed as a
 // multiple of that case's physical bound measured in the same run. Also: verification MB/s
-// beside raw WebCrypto and @noble/hashes, and the upload of an incremental publish.
+// beside raw WebCrypto and @noble/hashes, the upload of an incremental publish, and the same
+// loads through the engines: a Phaser 4 scene and a Babylon 9 scene, loose and through the adapters.
 //
 //   npm run bench                       # the whole grid, then BENCHMARKS.md
-//   node bench/reader.mjs [--projects small,small4k,big] [--latency 0,40,150] [--bandwidth 0,100,20]
-//                         [--cases b,b2,c1,c2,cc,e,f] [--runs 5] [--extras verify,publish|none]
+//   node bench/reader.mjs [--projects small,small4k,big,glb] [--latency 0,40,150] [--bandwidth 0,100,20]
+//                         [--cases b,b2,c1,c2,cc,e,f,a,d,bl,ba,bm] [--runs 5] [--extras verify,publish|none]
 //                         [--load sequential|together]
 //                         [--out part.json]          # a part of the grid: results JSON only
 //   node bench/reader.mjs --report part1.json part2.json …   # merge parts into BENCHMARKS.md
@@ -26,6 +27,20 @@
 //   e   one zip of the same files (stored, fflate zipSync), fetched and unzipped with fflate
 //   f   warm: a second load through openBrowserCache(), storage filled by an unmeasured load
 //       (f2: the same over HTTP/2)
+// Engine cases (HTTP/1.1; each runs only on the projects it is for, see caseFits):
+//   a   Phaser 4 (HEADLESS), one scene whose preload queues `this.load.binary(path, path)` for
+//       every file, loose: from preload until the loader's `complete` (issue 7's case (a))
+//   d   the same scene with `this.load.awkbIndex(…, { cache: null })` queued first
+//       (import 'awake-bundle/phaser'); aim: d ≤ 1.2× its bound, d ≤ 1/12 of a on small at 40 ms
+//   dc  d with the adapter's default cache (openBrowserCache) on fresh storage
+//   bl  Babylon 9 (Engine on a canvas, WebGL by SwiftShader), `ImportMeshAsync(url, scene)` of
+//       every .glb of the glb project at once, loose: until every mesh is imported (issue 8)
+//   ba  the same after `registerAwkb({ indexUrl, root, cache: null })`; aim: ba ≤ 1.2× its bound
+//   bm  the same models fetched first (untimed), then imported from memory: Babylon's own parse
+//       and WebGL uploads, the part of bl and ba that no network or bundle can take away
+// Bounds: a and bl as b (loose), d, dc and ba as c1 (bundled: 2 round trips + one-file fetch +
+// one SHA-256 pass). Projects small and small4k take a, d and dc; glb (real glTF 2.0 binaries, the
+// big project's sizes; glb20 is a 20-file, 25 MB version for trying) takes only bl and ba.
 //
 // Every sample runs in a fresh Chromium on a fresh profile with the HTTP cache disabled.
 // Plain Node + puppeteer-core, no jest; no assertions: it prints numbers.
@@ -79,6 +94,14 @@ const CASES = {
   e: { label: 'one zip + fflate, HTTP/1.1', kind: 'zip', protocol: 'h1' },
   f: { label: 'reader + browser cache, warm, HTTP/1.1', kind: 'warm', protocol: 'h1', cache: true },
   f2: { label: 'reader + browser cache, warm, HTTP/2', kind: 'warm', protocol: 'h2', cache: true },
+  // The engines' own loaders; `bound` says which reader case's bound is theirs.
+  a: { label: 'Phaser, loose, its loader, HTTP/1.1', kind: 'phaser', page: 'phaser', bound: 'loose', protocol: 'h1' },
+  d: { label: 'Phaser + adapter, no cache, HTTP/1.1', kind: 'phaser', page: 'phaser', bound: 'reader', protocol: 'h1', adapter: true, cache: false },
+  dc: { label: 'Phaser + adapter + browser cache, cold', kind: 'phaser', page: 'phaser', bound: 'reader', protocol: 'h1', adapter: true, cache: true },
+  bl: { label: 'Babylon, loose .glb, HTTP/1.1', kind: 'babylon', page: 'babylon', bound: 'loose', protocol: 'h1' },
+  ba: { label: 'Babylon + registerAwkb, no cache, HTTP/1.1', kind: 'babylon', page: 'babylon', bound: 'reader', protocol: 'h1', adapter: true, cache: false },
+  // Babylon's own work alone: no network in the time, so no bound.
+  bm: { label: 'Babylon, .glb already in memory', kind: 'babylon', page: 'babylon', bound: 'none', protocol: 'h1', fromMemory: true },
 };
 const BUNDLED_COLD = ['c1', 'c2', 'cc', 'cc2'];
 
@@ -87,15 +110,30 @@ const PROJECTS = {
   small: { label: 'many small files, 1,000', shape: 'scene', files: 1000, seed: 0x5eed0001 },
   small4k: { label: 'many small files, 4,000', shape: 'scene', files: 4000, seed: 0x5eed0004 },
   big: { label: 'big assets, 200', shape: 'big', files: 200, seed: 0x5eed0b16, totalBytes: 250 * MB, minBytes: 0.2 * MB, maxBytes: 8 * MB },
+  // The big project's sizes (same seed) as valid glTF 2.0 binaries, for Babylon's glTF loader.
+  glb: { label: 'big glTF models, 200 .glb', shape: 'glb', files: 200, seed: 0x5eed0b16, totalBytes: 250 * MB, minBytes: 0.2 * MB, maxBytes: 8 * MB },
+  glb20: { label: 'big glTF models, 20 .glb (scaled down)', shape: 'glb', files: 20, seed: 0x5eed0b16, totalBytes: 25 * MB, minBytes: 0.2 * MB, maxBytes: 8 * MB },
 };
+
+/**
+ * The projects a case is for: Babylon's load glTF, which only the glb projects hold; Phaser's
+ * are issue 7's many-small-files scenes; the reader's run on all but the glb projects, whose
+ * sizes are the big project's already.
+ */
+function caseFits(id, project) {
+  const { kind } = CASES[id];
+  if (kind === 'babylon') return project.spec.shape === 'glb';
+  if (kind === 'phaser') return project.spec.shape === 'scene';
+  return project.spec.shape !== 'glb';
+}
 
 function parseOptions() {
   const options = {
     report: args.includes('--report'),
-    projects: list('projects', 'small,small4k,big'),
+    projects: list('projects', 'small,small4k,big,glb'),
     latencies: list('latency', '0,40,150').map(Number),
     bandwidths: list('bandwidth', '0,100,20').map(Number),
-    cases: list('cases', 'b,b2,c1,c2,cc,e,f').filter((id) => id !== 'none'),
+    cases: list('cases', 'b,b2,c1,c2,cc,e,f,a,d,bl,ba,bm').filter((id) => id !== 'none'),
     runs: Number(option('runs', '5')),
     extras: list('extras', 'verify,publish').filter((extra) => extra !== 'none'),
     out: option('out', undefined),
@@ -152,6 +190,54 @@ const BIG_KINDS = [
   { share: 0.2, folder: 'audio', ext: 'ogg' }, { share: 0.05, folder: 'video', ext: 'webm' },
 ];
 
+const GLB_KIND = { folder: 'models', ext: 'glb' };
+/** The JSON chunk of a generated .glb, padded with spaces to this length (glTF 2.0 §4.4.3.1). */
+const GLB_JSON_BYTES = 1024;
+const GLB_OVERHEAD = 12 + 8 + GLB_JSON_BYTES + 8;
+
+/**
+ * A glTF 2.0 binary of at most `size` bytes: one node, one mesh, one non-indexed triangle list
+ * whose POSITION buffer (the BIN chunk) holds random floats in [-1, 1) from `rng`, with the
+ * exact min/max the spec requires. Babylon's glTF loader parses it as any exported model.
+ */
+function glbBytes(size, rng, name) {
+  const vertices = Math.floor((size - GLB_OVERHEAD) / 36) * 3;
+  const binBytes = vertices * 12;
+  const bytes = new Uint8Array(GLB_OVERHEAD + binBytes);
+  const positions = new Float32Array(bytes.buffer, GLB_OVERHEAD, vertices * 3);
+  const min = [Infinity, Infinity, Infinity];
+  const max = [-Infinity, -Infinity, -Infinity];
+  for (let i = 0; i < positions.length; i++) {
+    positions[i] = rng.next() / 2 ** 31 - 1;
+    // min/max of the stored float32 values, which JSON then writes exactly.
+    const stored = positions[i];
+    const axis = i % 3;
+    if (stored < min[axis]) min[axis] = stored;
+    if (stored > max[axis]) max[axis] = stored;
+  }
+  const json = JSON.stringify({
+    asset: { version: '2.0', generator: 'awake-bundle bench/reader.mjs' },
+    scene: 0,
+    scenes: [{ nodes: [0] }],
+    nodes: [{ mesh: 0, name }],
+    meshes: [{ name, primitives: [{ attributes: { POSITION: 0 }, mode: 4 }] }],
+    buffers: [{ byteLength: binBytes }],
+    bufferViews: [{ buffer: 0, byteOffset: 0, byteLength: binBytes, target: 34962 }],
+    accessors: [{ bufferView: 0, componentType: 5126, count: vertices, type: 'VEC3', min, max }],
+  });
+  if (json.length > GLB_JSON_BYTES) throw new Error(`glb JSON of ${json.length} bytes does not fit in ${GLB_JSON_BYTES}`);
+  const view = new DataView(bytes.buffer);
+  view.setUint32(0, 0x46546c67, true); // "glTF"
+  view.setUint32(4, 2, true);
+  view.setUint32(8, bytes.length, true);
+  view.setUint32(12, GLB_JSON_BYTES, true);
+  view.setUint32(16, 0x4e4f534a, true); // "JSON"
+  bytes.set(new TextEncoder().encode(json.padEnd(GLB_JSON_BYTES, ' ')), 20);
+  view.setUint32(20 + GLB_JSON_BYTES, binBytes, true);
+  view.setUint32(24 + GLB_JSON_BYTES, 0x004e4942, true); // "BIN\0"
+  return { bytes, vertices };
+}
+
 /** Paths and sizes of a project, from its seed alone. */
 function planProject(spec) {
   const rng = random(spec.seed);
@@ -166,6 +252,8 @@ function planProject(spec) {
       // 0.2–8 MB, skewed towards the small end (0.2 MB × 40^(u²)); scaled to 250 MB below.
       size = 0.2 * MB * Math.pow(40, rng.unit() ** 2);
       kind = rng.pick(BIG_KINDS);
+      // The same draws as the big project, so the glb project has its sizes.
+      if (spec.shape === 'glb') kind = GLB_KIND;
     }
     const set = `set${rng.next() % 6}`;
     files.push({ path: `${kind.folder}/${set}/${kind.folder}-${String(i).padStart(4, '0')}.${kind.ext}`, size });
@@ -194,17 +282,30 @@ async function prepareProject(name) {
     mkdirSync(dir, { recursive: true });
     const files = planProject(spec);
     const rng = random(spec.seed ^ 0xa5a5a5a5);
+    const glb = spec.shape === 'glb';
     const zipInput = {};
     for (const file of files) {
-      const bytes = rng.fill(new Uint8Array(file.size));
+      let bytes;
+      if (glb) {
+        ({ bytes, vertices: file.vertices } = glbBytes(file.size, rng, file.path));
+        file.size = bytes.length;
+      } else {
+        bytes = rng.fill(new Uint8Array(file.size));
+      }
       const path = join(dir, 'files', ...file.path.split('/'));
       mkdirSync(dirname(path), { recursive: true });
       writeFileSync(path, bytes);
-      zipInput[file.path] = [bytes, { level: 0 }];
+      // The glb projects are for Babylon's cases only: no zip (case e) of them.
+      if (!glb) zipInput[file.path] = [bytes, { level: 0 }];
     }
-    const zip = zipSync(zipInput);
-    writeFileSync(join(dir, 'project.zip'), zip);
-    manifest = { generatorVersion: GENERATOR_VERSION, files, looseBytes: files.reduce((sum, f) => sum + f.size, 0), zipBytes: zip.length };
+    let zipBytes = 0;
+    if (!glb) {
+      const zip = zipSync(zipInput);
+      writeFileSync(join(dir, 'project.zip'), zip);
+      zipBytes = zip.length;
+    }
+    if (glb) writeFileSync(join(dir, 'warmup.glb'), glbBytes(GLB_OVERHEAD + 36, random(1), 'warmup').bytes);
+    manifest = { generatorVersion: GENERATOR_VERSION, files, looseBytes: files.reduce((sum, f) => sum + f.size, 0), zipBytes, vertices: glb ? files.reduce((sum, f) => sum + f.vertices, 0) : undefined };
     writeFileSync(manifestPath, JSON.stringify(manifest));
     console.error(`${name}: generated ${files.length} files, ${(manifest.looseBytes / MB).toFixed(1)} MB in ${((Date.now() - started) / 1000).toFixed(1)} s`);
   }
@@ -217,9 +318,9 @@ async function prepareProject(name) {
   const boundBytes = Math.max(bundledBytes, manifest.looseBytes, manifest.zipBytes);
   const boundPath = join(dir, 'bound.bin');
   if (!existsSync(boundPath) || statSync(boundPath).size < boundBytes) writeRandomFile(boundPath, boundBytes, spec.seed ^ 0x0b0b0b0b);
-  copyPageFiles(dir);
+  copyPageFiles(dir, spec);
   return {
-    name, dir, spec, files: manifest.files, looseBytes: manifest.looseBytes, zipBytes: manifest.zipBytes,
+    name, dir, spec, files: manifest.files, looseBytes: manifest.looseBytes, zipBytes: manifest.zipBytes, vertices: manifest.vertices,
     bundledBytes, indexBytes, bundles: index.bundles.length, publishSeconds: summary.seconds,
   };
 }
@@ -235,20 +336,46 @@ function writeRandomFile(path, size, seed) {
   }
 }
 
-function copyPageFiles(dir) {
+function copyPageFiles(dir, spec) {
   for (const part of ['dist', 'node_modules']) rmSync(join(dir, part), { recursive: true, force: true });
   cpSync(join(ROOT, 'dist'), join(dir, 'dist'), { recursive: true });
   cpSync(join(ROOT, 'node_modules', '@noble', 'hashes'), join(dir, 'node_modules', '@noble', 'hashes'), { recursive: true });
   cpSync(join(ROOT, 'node_modules', 'fflate'), join(dir, 'node_modules', 'fflate'), { recursive: true });
   writeFileSync(join(dir, 'bench.html'), PAGE_HTML);
+  // The engines, for their cases' pages (the server follows no link out of the folder: copies).
+  if (spec.shape === 'scene') {
+    mkdirSync(join(dir, 'node_modules', 'phaser', 'dist'), { recursive: true });
+    cpSync(join(ROOT, 'node_modules', 'phaser', 'dist', 'phaser.esm.js'), join(dir, 'node_modules', 'phaser', 'dist', 'phaser.esm.js'));
+    writeFileSync(join(dir, 'phaser.html'), enginePage(phaserPageScript, { phaser: '/node_modules/phaser/dist/phaser.esm.js', 'awake-bundle/phaser': '/dist/adapters/phaser/index.js' }));
+  }
+  if (spec.shape === 'glb') {
+    const scripts = (source) => statSync(source).isDirectory() || /\.js$|package\.json$/.test(source);
+    for (const name of ['core', 'loaders']) cpSync(join(ROOT, 'node_modules', '@babylonjs', name), join(dir, 'node_modules', '@babylonjs', name), { recursive: true, filter: scripts });
+    writeFileSync(join(dir, 'babylon.html'), enginePage(babylonPageScript, { '@babylonjs/core/': '/node_modules/@babylonjs/core/', '@babylonjs/loaders/': '/node_modules/@babylonjs/loaders/', 'awake-bundle/babylon': '/dist/adapters/babylon/index.js' }));
+  }
 }
 
 // ---------------------------------------------------------------------------------------------
 // The page: every measurement happens in it, timed with performance.now()
 
-const PAGE_HTML = `<!doctype html><meta charset="utf-8"><title>reader bench</title>
-<script type="importmap">${JSON.stringify({ imports: { '@noble/hashes/': '/node_modules/@noble/hashes/', 'awake-bundle': '/dist/core/index.js', fflate: '/node_modules/fflate/esm/browser.js' } })}</script>
+const PAGE_IMPORTS = { '@noble/hashes/': '/node_modules/@noble/hashes/', 'awake-bundle': '/dist/core/index.js', fflate: '/node_modules/fflate/esm/browser.js' };
+// No favicon request (a 404 in every page's console).
+const PAGE_HTML = `<!doctype html><meta charset="utf-8"><title>reader bench</title><link rel="icon" href="data:,">
+<script type="importmap">${JSON.stringify({ imports: PAGE_IMPORTS })}</script>
 <script type="module">(${pageScript.toString()})();</script>`;
+
+/**
+ * A page for an engine's cases: the bench page's jobs and measure(), plus the engine's jobs, which
+ * its script (run first: module scripts run in order) leaves in globalThis.engineJobs, with
+ * globalThis.engineReady settled once the engine's modules are in and warmed up.
+ */
+function enginePage(script, imports) {
+  return `<!doctype html><meta charset="utf-8"><title>reader bench, engines</title><link rel="icon" href="data:,">
+<script type="importmap">${JSON.stringify({ imports: { ...PAGE_IMPORTS, ...imports } })}</script>
+<body><canvas id="canvas" width="320" height="240"></canvas>
+<script type="module">(${script.toString()})();</script>
+<script type="module">(${pageScript.toString()})();</script>`;
+}
 
 /** Runs in the page (serialized into bench.html): defines globalThis.bench. */
 function pageScript() {
@@ -388,7 +515,7 @@ function pageScript() {
     return { bytes, bundles: bundles.length, path, roundsMs: ms };
   }
 
-  const jobs = { readerLoad, looseLoad, zipLoad, oneFile, digestOnce, directFromStore, verification };
+  const jobs = { readerLoad, looseLoad, zipLoad, oneFile, digestOnce, directFromStore, verification, ...globalThis.engineJobs };
 
   /** Runs one job and says how long it took, what went over the network, and the long tasks. */
   async function measure(job, input) {
@@ -397,13 +524,15 @@ function pageScript() {
     const result = await jobs[job](input);
     const ended = performance.now();
     const inHandAt = result.inHandAt ?? ended;
+    // An engine's load starts in its scene (startedAt), after the game or scene is made.
+    const loadStarted = result.startedAt ?? started;
     // Long tasks are reported after they end; give the observer a turn.
     await new Promise((resolve) => setTimeout(resolve, 100));
     const resources = performance.getEntriesByType('resource').filter((e) => e.startTime >= started && e.startTime <= ended);
     const tasks = longTasks.filter((t) => t.start + t.duration > started && t.start < ended);
     return {
       ...result,
-      ms: inHandAt - started,
+      ms: inHandAt - loadStarted,
       requests: resources.length,
       transferBytes: resources.reduce((sum, e) => sum + e.transferSize, 0),
       bodyBytes: resources.reduce((sum, e) => sum + e.encodedBodySize, 0),
@@ -413,7 +542,105 @@ function pageScript() {
     };
   }
 
-  globalThis.bench = { ready: modules.then(() => true), measure };
+  globalThis.bench = { ready: Promise.all([modules, globalThis.engineReady]).then(() => true), measure };
+}
+
+/**
+ * Runs in the Phaser page: phaserLoad, a real Phaser 4 game (HEADLESS: no rendering, and binary
+ * files are not decoded) whose one scene queues every file with `this.load.binary(path, path)`,
+ * after `this.load.awkbIndex(…)` when `index` is given.
+ */
+function phaserPageScript() {
+  const modules = Promise.all([import('phaser'), import('awake-bundle/phaser')]);
+
+  async function phaserLoad({ baseURL, paths, index }) {
+    const [Phaser] = await modules;
+    return new Promise((resolve, reject) => {
+      const failed = [];
+      class Load extends Phaser.Scene {
+        preload() {
+          const startedAt = performance.now();
+          this.load.on('loaderror', (file) => failed.push(file.key));
+          this.load.once('complete', () => {
+            const inHandAt = performance.now();
+            const finish = async () => {
+              const held = paths.map((path) => this.cache.binary.get(path)).filter(Boolean);
+              const files = held.length;
+              const fileBytes = held.reduce((sum, buffer) => sum + buffer.byteLength, 0);
+              // The cache writes go on after `complete`; timed apart, as in the reader's cases.
+              if (index?.cache) await this.registry.get('assets')?.whenStored();
+              const storedAfterMs = performance.now() - inHandAt;
+              if (failed.length) throw new Error(`Phaser failed ${failed.length} files, e.g. ${failed[0]}`);
+              return { files, fileBytes, startedAt, inHandAt, ...(index?.cache ? { storedAfterMs } : {}) };
+            };
+            finish().then(resolve, reject).finally(() => setTimeout(() => game.destroy(true)));
+          });
+          if (index) this.load.awkbIndex('assets', index.url, { root: index.root, ...(index.cache ? {} : { cache: null }) });
+          for (const path of paths) this.load.binary(path, path);
+        }
+      }
+      const game = new Phaser.Game({ type: Phaser.HEADLESS, width: 64, height: 64, banner: false, audio: { noAudio: true }, loader: { baseURL }, scene: [Load] });
+    });
+  }
+
+  globalThis.engineJobs = { phaserLoad };
+  globalThis.engineReady = modules;
+}
+
+/**
+ * Runs in the Babylon page: babylonLoad, `ImportMeshAsync(url, scene)` of every url at once into
+ * one scene of a real Engine (WebGL on the page's canvas; SwiftShader here), after
+ * `registerAwkb(…)` when `index` is given. Vertex buffers go to WebGL as each mesh is made.
+ */
+function babylonPageScript() {
+  const modules = Promise.all([
+    import('@babylonjs/core/Engines/engine.js'),
+    import('@babylonjs/core/scene.js'),
+    import('@babylonjs/core/Loading/sceneLoader.js'),
+    import('awake-bundle/babylon'),
+    import('@babylonjs/core/Loading/loadingScreen.js'),
+    import('@babylonjs/loaders/glTF/index.js'),
+  ]);
+  let engine;
+
+  /** Fetches `urls` into memory for a later babylonLoad({ fromMemory: true }). */
+  let inMemory = [];
+  async function babylonFetch({ urls }) {
+    inMemory = await Promise.all(urls.map(async (url) => new Uint8Array(await (await fetch(url)).arrayBuffer())));
+    return { files: inMemory.length, fileBytes: total(inMemory) };
+  }
+
+  async function babylonLoad({ urls, index, fromMemory }) {
+    const [, { Scene }, { ImportMeshAsync }, adapter] = await modules;
+    const scene = new Scene(engine);
+    const startedAt = performance.now();
+    const registration = index ? await adapter.registerAwkb({ indexUrl: index.url, root: index.root, cache: null }) : undefined;
+    const sources = fromMemory ? inMemory.splice(0) : urls;
+    const results = await Promise.all(sources.map((source) => ImportMeshAsync(source, scene, fromMemory ? { pluginExtension: '.glb' } : {})));
+    const inHandAt = performance.now();
+    const meshes = results.flatMap((result) => result.meshes).filter((mesh) => mesh.getTotalVertices() > 0);
+    const vertices = meshes.reduce((sum, mesh) => sum + mesh.getTotalVertices(), 0);
+    registration?.dispose();
+    scene.dispose();
+    return { files: urls.length, meshes: meshes.length, vertices, startedAt, inHandAt };
+  }
+
+  // Babylon imports parts of itself on first use (glTF extensions, the default PBR material, the
+  // shaders that decode its BRDF texture): one unmeasured load of a tiny model, until its scene is
+  // ready, brings them in before any emulation, so no case pays for (or counts) them.
+  async function warmUp() {
+    const [{ Engine }, { Scene }, { ImportMeshAsync, SceneLoader }] = await modules;
+    SceneLoader.ShowLoadingScreen = false;
+    engine = new Engine(document.getElementById('canvas'), false);
+    const scene = new Scene(engine);
+    await ImportMeshAsync('/warmup.glb', scene);
+    await scene.whenReadyAsync();
+    scene.dispose();
+  }
+
+  const total = (arrays) => arrays.reduce((sum, bytes) => sum + bytes.length, 0);
+  globalThis.engineJobs = { babylonLoad, babylonFetch };
+  globalThis.engineReady = warmUp();
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -585,16 +812,17 @@ async function launchChromium() {
   return { browser, close: async () => (await closeBrowser(), await removeProfile()) };
 }
 
-/** The bench page at `origin`, HTTP cache off, under the given network emulation. */
-async function openPage(browser, origin) {
+/** The bench page (or an engine's, `phaser` or `babylon`) at `origin`, HTTP cache off, under the given network emulation. */
+async function openPage(browser, origin, name = 'bench') {
   const page = await browser.newPage();
   page.on('pageerror', (error) => console.error(`[page] ${error}`));
+  page.on('console', (message) => message.type() === 'error' && console.error(`[page console] ${message.text()}`));
   await page.setCacheEnabled(false);
   const session = await page.createCDPSession();
   await session.send('Network.enable');
   const goto = async () => {
     await emulate(session, 0, 0);
-    await page.goto(`${origin}/bench.html`, { waitUntil: 'load' });
+    await page.goto(`${origin}/${name}.html`, { waitUntil: 'load' });
     await page.evaluate(() => globalThis.bench.ready);
   };
   await goto();
@@ -629,7 +857,7 @@ async function runCase(id, project, servers, latencyMs, mbit, round, load) {
   const indexUrl = `${origin}/published/project.index.json`;
   const chromium = await launchChromium();
   try {
-    view = await openPage(chromium.browser, origin);
+    view = await openPage(chromium.browser, origin, spec.page);
     if (spec.kind === 'warm') {
       await view.measure('readerLoad', { indexUrl, cache: true, load }); // fills the store, unmeasured
       await view.reload();
@@ -650,6 +878,12 @@ async function runCase(id, project, servers, latencyMs, mbit, round, load) {
     await view.emulate(latencyMs, mbit);
     if (spec.kind === 'reader') return await counted('readerLoad', { indexUrl, cache: spec.cache, load });
     if (spec.kind === 'zip') return await counted('zipLoad', { url: `${origin}/project.zip` });
+    // The engines ask for the loose URLs; with the adapter, those below files/ map to the index.
+    const index = spec.adapter ? { url: indexUrl, root: `${origin}/files/`, cache: spec.cache } : undefined;
+    if (spec.kind === 'phaser') return await counted('phaserLoad', { baseURL: `${origin}/files/`, paths: project.files.map((file) => file.path), index });
+    const urls = project.files.map((file) => `${origin}/files/${file.path}`);
+    if (spec.fromMemory) await view.measure('babylonFetch', { urls });
+    if (spec.kind === 'babylon') return await counted('babylonLoad', { urls, index, fromMemory: spec.fromMemory });
     return await counted('looseLoad', { urls: project.files.map((file) => `${origin}/files/${file.path}`), inFlight: LOOSE_IN_FLIGHT });
   } finally {
     await chromium.close();
@@ -695,8 +929,9 @@ async function measureBoundParts(project, cases, servers, latencyMs, mbit) {
  * for at once), one for bundles (the index first). Cases that verify add one SHA-256 pass.
  */
 function boundMs(id, project, parts, latencyMs) {
-  const { kind, protocol } = CASES[id];
-  if (kind === 'warm') return undefined;
+  const { protocol } = CASES[id];
+  const kind = CASES[id].bound ?? CASES[id].kind;
+  if (kind === 'warm' || kind === 'none') return undefined;
   const transferMs = Math.max(0, parts.oneFileMs[protocol] - latencyMs) * (caseBytes(project, kind) / project.bundledBytes);
   const roundTrips = kind === 'reader' ? 2 : 1;
   const hashMs = kind === 'reader' ? parts.hashMsPerMB * (project.bundledBytes / MB) : 0;
@@ -716,7 +951,10 @@ async function runCell(project, cases, servers, latencyMs, mbit, runs, load) {
     for (let i = 0; i < cases.length; i++) {
       const id = cases[(i + round) % cases.length];
       const sample = await runCase(id, project, servers, latencyMs, mbit, round, load);
-      if (sample.fileBytes !== project.looseBytes) throw new Error(`${id}: ${sample.fileBytes} bytes in hand, expected ${project.looseBytes}`);
+      // Babylon holds meshes, not files: its check is the vertices every mesh was made with.
+      if (CASES[id].kind === 'babylon' ? sample.vertices !== project.vertices : sample.fileBytes !== project.looseBytes) {
+        throw new Error(`${id}: ${CASES[id].kind === 'babylon' ? `${sample.vertices} vertices in ${sample.meshes} meshes, expected ${project.vertices}` : `${sample.fileBytes} bytes in hand, expected ${project.looseBytes}`}`);
+      }
       samples[id].push(sample);
       bounds[id].push(CASES[id].kind === 'warm' ? sample.directMs : boundMs(id, project, parts, latencyMs));
       process.stderr.write(`  ${project.name} ${latencyMs} ms ${mbit || '∞'} Mbit/s round ${round + 1}/${rounds} ${id}: ${(sample.ms / 1000).toFixed(2)} s\n`);
@@ -742,7 +980,7 @@ function summarizeCell(project, cases, latencyMs, mbit, load, samples, bounds, b
       medianMs: median(ms),
       minMs: Math.min(...ms),
       maxMs: Math.max(...ms),
-      boundMs: median(bounds[id]),
+      boundMs: bounds[id].includes(undefined) ? undefined : median(bounds[id]),
       requests: median(list.map((s) => s.requests)),
       transferBytes: median(list.map((s) => s.transferBytes)),
       protocols: [...new Set(list.flatMap((s) => s.protocols))],
@@ -802,13 +1040,16 @@ function runIncrementalPublish(project) {
 // ---------------------------------------------------------------------------------------------
 // Printing
 
-const seconds = (ms) => (ms >= 10_000 ? (ms / 1000).toFixed(1) : (ms / 1000).toFixed(2));
+const seconds = (ms) => (ms === undefined ? '–' : ms >= 10_000 ? (ms / 1000).toFixed(1) : (ms / 1000).toFixed(2));
 const ratio = (a, b) => (a === undefined || b === undefined ? '–' : (a / b).toFixed(2));
 
 function cellRatios(cell) {
   const c = cell.cases;
   const m = (id) => c[id]?.medianMs;
   return {
+    'd/a': ratio(m('d'), m('a')),
+    'dc/d': ratio(m('dc'), m('d')),
+    'ba/bl': ratio(m('ba'), m('bl')),
     'c1/b': ratio(m('c1'), m('b')),
     'c1/b2': ratio(m('c1'), m('b2')),
     'c2/b2': ratio(m('c2'), m('b2')),
@@ -832,7 +1073,7 @@ function printCell(cell) {
   for (const [id, r] of Object.entries(cell.cases)) {
     console.log(
       `${`${id.padEnd(4)}${CASES[id].label}`.padEnd(44)} ${`${seconds(r.medianMs)} (${seconds(r.minMs)}–${seconds(r.maxMs)})`.padStart(22)} ×${r.runs}` +
-        ` ${seconds(r.boundMs).padStart(9)} ${(r.medianMs / r.boundMs).toFixed(2).padStart(7)} ${String(r.requests).padStart(9)} ${(r.transferBytes / MB).toFixed(1).padStart(8)}` +
+        ` ${seconds(r.boundMs).padStart(9)} ${ratio(r.medianMs, r.boundMs).padStart(7)} ${String(r.requests).padStart(9)} ${(r.transferBytes / MB).toFixed(1).padStart(8)}` +
         ` ${`${r.longTasks} (${r.longestTaskMs.toFixed(0)})`.padStart(20)}  ${r.protocols.join(',') || '(workers)'}` +
         (r.storedAfterMs !== undefined ? `  cache writes +${seconds(r.storedAfterMs)} s after` : ''),
     );
@@ -846,6 +1087,8 @@ function printCell(cell) {
 
 const SECTION_TITLE = '## Reader load (npm run bench)';
 
+const caseGroup = (id) => (CASES[id].page ? 'engine' : 'reader');
+
 function mergeParts(parts) {
   const cells = new Map();
   const merged = { machine: undefined, commands: [], projects: {}, verification: {}, incremental: undefined };
@@ -855,11 +1098,18 @@ function mergeParts(parts) {
     Object.assign(merged.projects, part.projects);
     Object.assign(merged.verification, part.verification);
     merged.incremental = part.incremental ?? merged.incremental;
-    for (const cell of part.cells) {
-      const key = `${cell.project}|${cell.latencyMs}|${cell.mbit}`;
-      const existing = cells.get(key);
-      // A later part's cases replace an earlier part's, case by case.
-      cells.set(key, existing ? { ...cell, cases: { ...existing.cases, ...cell.cases } } : cell);
+    for (const whole of part.cells) {
+      // The engine cases and the reader's apply to one cell apart: each keeps the bound parts
+      // (one-file time, WebCrypto speed) and duration of the run that measured it.
+      for (const group of ['reader', 'engine']) {
+        const cases = Object.fromEntries(Object.entries(whole.cases).filter(([id]) => caseGroup(id) === group));
+        if (Object.keys(cases).length === 0) continue;
+        const cell = { ...whole, group, cases };
+        const key = `${cell.project}|${cell.latencyMs}|${cell.mbit}|${group}`;
+        const existing = cells.get(key);
+        // A later part's cases replace an earlier part's, case by case.
+        cells.set(key, existing ? { ...cell, cases: { ...existing.cases, ...cell.cases } } : cell);
+      }
     }
   }
   const order = Object.keys(PROJECTS);
@@ -904,6 +1154,18 @@ function aims(merged) {
     const worst = warm.reduce((a, b) => (b.value > a.value ? b : a));
     lines.push(`- Warm within 1.2× of reading the same bytes from the store directly (index on the network): ${verdict(worst.value <= 1.2)} — worst ${worst.value.toFixed(2)}× (${worst.id}, ${where(worst.cell)}).`);
   }
+  const phaser = cells.filter((cell) => cell.project.startsWith('small') && cell.latencyMs === 40 && cell.cases.d && cell.cases.a);
+  if (phaser.length) {
+    const values = phaser.map((cell) => ({ cell, bound: cell.cases.d.medianMs / cell.cases.d.boundMs, loose: cell.cases.d.medianMs / cell.cases.a.medianMs }));
+    const met = values.every((v) => v.bound <= 1.2 && v.loose <= 1 / 12);
+    lines.push(`- Phaser (issue 7), many small files at 40 ms: the adapter (d) within 1.2× of its bound and ≤ 1/12 (0.083) of Phaser's loose load (a): ${verdict(met)} — ${values.map((v) => `${where(v.cell)}: ${v.bound.toFixed(2)}× bound, d/a ${v.loose.toFixed(3)}`).join('; ')}.`);
+  }
+  const babylon = each(['ba'], (cell, id) => ({ cell, id, value: cell.cases[id].medianMs / cell.cases[id].boundMs }));
+  if (babylon.length) {
+    const worst = babylon.reduce((a, b) => (b.value > a.value ? b : a));
+    const alone = (cell) => (cell.cases.bm ? `, ba/(bound + Babylon alone, bm) ${ratio(cell.cases.ba.medianMs, cell.cases.ba.boundMs + cell.cases.bm.medianMs)}` : '');
+    lines.push(`- Babylon (issue 8), the glb project as a scene: the adapter (ba) within 1.2× of its bound: ${verdict(worst.value <= 1.2)} — worst ${worst.value.toFixed(2)}× (${where(worst.cell)}); ${babylon.map((b) => `${where(b.cell)}: ba/bl ${ratio(b.cell.cases.ba.medianMs, b.cell.cases.bl?.medianMs)}${alone(b.cell)}`).join('; ')}.`);
+  }
   const verification = Object.values(merged.verification);
   if (verification.length) {
     const worst = verification.reduce((a, b) => (b.readerMBps / b.webcryptoMBps < a.readerMBps / a.webcryptoMBps ? b : a));
@@ -942,9 +1204,9 @@ function renderSection(merged) {
     '',
     '- **Projects** (fixed seeds, xorshift32, incompressible bytes): ' +
       Object.values(merged.projects).map((p) => `**${p.name}** ${p.files.toLocaleString('en')} files, ${(p.looseBytes / MB).toFixed(1)} MB → ${p.bundles} bundles (${(p.bundledBytes / MB).toFixed(1)} MB with the index)`).join('; ') +
-      '. Many small files: ~75% of 1–16 KB, ~23% of 16–128 KB, ~2% of 256 KB–1 MB (.png/.json/.ogg under sprites/, ui/, data/, tiles/, sfx/, music/, atlases/); big assets: 0.2–8 MB (.ktx2/.glb/.ogg/.webm). Published with the CLI defaults (a bundle per top folder, 16 MiB target).',
+      '. Many small files: ~75% of 1–16 KB, ~23% of 16–128 KB, ~2% of 256 KB–1 MB (.png/.json/.ogg under sprites/, ui/, data/, tiles/, sfx/, music/, atlases/); big assets: 0.2–8 MB (.ktx2/.glb/.ogg/.webm); glb: the big project\'s sizes as real .glb models, for Babylon (see "Engines" below). Published with the CLI defaults (a bundle per top folder, 16 MiB target).',
     '- **Servers:** HTTP/1.1 = the project\'s `serve` (`startStaticServer`), Chromium\'s 6 connections per host; HTTP/2 = nginx 1.22 with TLS (a self-signed certificate made by the script, `--ignore-certificate-errors`), `http2_max_concurrent_streams` at its default 128. The page is served by the same server as the case.',
-    '- **Cases:** b loose files, one `fetch` each, 128 in flight at a time (Chromium fails a page\'s requests beyond ~1,400 outstanding with `net::ERR_INSUFFICIENT_RESOURCES`; 128 is nginx\'s HTTP/2 stream limit and far above HTTP/1.1\'s six connections) (HTTP/1.1); b2 the same over HTTP/2; c1/c2 the reader without a cache over HTTP/1.1 / HTTP/2; cc the reader with `openBrowserCache()` on fresh storage (HTTP/1.1); e one zip (stored, made with fflate `zipSync`) fetched and unpacked with fflate `unzipSync`; f warm: a second load through `openBrowserCache()`, the store filled by an unmeasured load in the same profile.',
+    '- **Cases:** b loose files, one `fetch` each, 128 in flight at a time (Chromium fails a page\'s requests beyond ~1,400 outstanding with `net::ERR_INSUFFICIENT_RESOURCES`; 128 is nginx\'s HTTP/2 stream limit and far above HTTP/1.1\'s six connections) (HTTP/1.1); b2 the same over HTTP/2; c1/c2 the reader without a cache over HTTP/1.1 / HTTP/2; cc the reader with `openBrowserCache()` on fresh storage (HTTP/1.1); e one zip (stored, made with fflate `zipSync`) fetched and unpacked with fflate `unzipSync`; f warm: a second load through `openBrowserCache()`, the store filled by an unmeasured load in the same profile; a, d, dc (Phaser) and bl, ba (Babylon): the engines\' own loads, loose and through the adapters (see "Engines" below).',
     '- **Bound:** measured in each round under the same emulation, in a fresh Chromium: the time it takes to fetch the bundled bytes (index + bundles) as one response from the same server (a range of one large file), that fetch\'s own latency taken out; plus round trips × latency (bundled: 2, the index then the bundles; loose files and the zip: 1, every file can be asked for at once — HTTP/1.1\'s six connections are the case\'s problem, not the bound\'s); plus, for the reader, one SHA-256 pass over the bundled bytes at the speed WebCrypto showed on those same bytes in that page. Loose and zip cases verify nothing, so their bound has no hash term; their byte counts differ from the bundled ones by under 1%, and their transfer term is scaled to them. Warm bound (f): the index over the network, then every member read straight from the reader\'s IndexedDB layout (database `awake-bundle`, store `entries`, one transaction per bundle) and hashed once with WebCrypto, in the same page, before or after the warm load (alternating). The cold-with-cache case (cc) has the same bound as c1: storing is not physically required, its cost shows in cc/c1.',
     '- **Chromium\'s emulated rate is not the nominal one** on this machine: the one-file fetch shows the rate actually given (column "one file"); this is why every bound is measured under the same emulation instead of computed from the nominal rate.',
     '- **×bound below 1** happens and means "at the bound": the bound is one response, and several responses at once can beat it — from `serve`, one HTTP/1.1 connection is slower than six, and Chromium\'s throttle lets a few parallel requests together exceed one request\'s rate (and was far slower with a thousand requests outstanding than with 128, one more reason for the cap in b and b2). Under throttling, every case measures Chromium\'s emulation as much as a network.',
@@ -952,7 +1214,7 @@ function renderSection(merged) {
     '- **Requests, MB:** as the server saw them (serve\'s access log, nginx\'s `access_log`): requests answered and body bytes sent during the load (the reader fetches in Web Workers, which the page\'s Resource Timing does not list). **Long tasks:** `PerformanceObserver` longtask entries overlapping the load (most in any run, and the longest).',
     `- Medians of ${[...new Set(merged.cells.flatMap((c) => Object.values(c.cases).map((r) => r.runs)))].sort().join(' or ') || 'no'} runs (min–max, the "runs" column); a cell with a sample over 20 s in its first round runs 3 rounds instead of 5. Each round measures the bound first, then every case, a different case first each round.`,
     '',
-    `Machine: ${m.cores} cores of an \`${m.cpu}\`, ${m.memoryGiB} GiB RAM, ${m.os}; ${m.chromium} (\`/usr/bin/chromium\`, \`--headless=new\`), ${m.nginx}, puppeteer-core ${m.puppeteer}, Node ${m.node}.`,
+    `Machine: ${m.cores} cores of an \`${m.cpu}\`, ${m.memoryGiB} GiB RAM, ${m.os}; ${m.chromium} (\`/usr/bin/chromium\`, \`--headless=new\`), ${m.nginx}, puppeteer-core ${m.puppeteer}, Node ${m.node}${m.phaser ? `; Phaser ${m.phaser}, Babylon ${m.babylon}` : ''}.`,
     '',
     'Commands:',
     '',
@@ -962,13 +1224,13 @@ function renderSection(merged) {
     '',
   );
   for (const project of Object.keys(PROJECTS)) {
-    const cells = merged.cells.filter((cell) => cell.project === project);
+    const cells = merged.cells.filter((cell) => cell.project === project && cell.group === 'reader');
     if (cells.length === 0) continue;
     out.push(`### ${PROJECTS[project].label} (${project})`, '');
     out.push('| latency | bandwidth | case | median s (min–max) | runs | bound s | ×bound | requests | MB | long tasks (longest ms) | cache writes after, s |', '|--:|--:|:--|--:|--:|--:|--:|--:|--:|--:|--:|');
     for (const cell of cells) {
       for (const [id, r] of Object.entries(cell.cases)) {
-        out.push(`| ${cell.latencyMs} ms | ${cell.mbit ? `${cell.mbit} Mbit/s` : '∞'} | ${id} ${CASES[id].label} | ${seconds(r.medianMs)} (${seconds(r.minMs)}–${seconds(r.maxMs)}) | ${r.runs} | ${seconds(r.boundMs)} | ${(r.medianMs / r.boundMs).toFixed(2)} | ${r.requests} | ${(r.transferBytes / MB).toFixed(1)} | ${r.longTasks} (${r.longestTaskMs.toFixed(0)}) | ${r.storedAfterMs === undefined ? '–' : seconds(r.storedAfterMs)} |`);
+        out.push(`| ${cell.latencyMs} ms | ${cell.mbit ? `${cell.mbit} Mbit/s` : '∞'} | ${id} ${CASES[id].label} | ${seconds(r.medianMs)} (${seconds(r.minMs)}–${seconds(r.maxMs)}) | ${r.runs} | ${seconds(r.boundMs)} | ${ratio(r.medianMs, r.boundMs)} | ${r.requests} | ${(r.transferBytes / MB).toFixed(1)} | ${r.longTasks} (${r.longestTaskMs.toFixed(0)}) | ${r.storedAfterMs === undefined ? '–' : seconds(r.storedAfterMs)} |`);
       }
     }
     out.push('', '| latency | bandwidth | c1/b | c1/b2 | c2/b2 | cc/c1 | f/direct | one file (effective Mbit/s) | WebCrypto MB/s | cell took |', '|--:|--:|--:|--:|--:|--:|--:|:--|--:|--:|');
@@ -979,6 +1241,7 @@ function renderSection(merged) {
     }
     out.push('');
   }
+  out.push(...renderEngines(merged));
   const verification = Object.values(merged.verification);
   if (verification.length) {
     out.push('### Verification speed', '', 'Every bundle fetched into the page first, then verified from memory, all bundles at once (`Promise.all`; median of 5 rounds): the reader\'s path (column "path": \`acceptBundle\` in the shared worker pool, hashing each byte once, where core exports it; else \`verifyBundle\`, which hashes the whole bundle and then each member) against one raw WebCrypto `digest` per bundle and `@noble/hashes` `sha256` per bundle (synchronous, one after another); MB of bundle bytes per second.', '');
@@ -992,6 +1255,44 @@ function renderSection(merged) {
   }
   out.push('### Aims', '', ...aims(merged), '');
   return out.join('\n');
+}
+
+/** The engine cases (a, d, dc, bl, ba): one table of loads, one of ratios and bound parts. */
+function renderEngines(merged) {
+  const cells = merged.cells.filter((cell) => cell.group === 'engine');
+  if (cells.length === 0) return [];
+  const where = (cell) => `${cell.project} | ${cell.latencyMs} ms | ${cell.mbit ? `${cell.mbit} Mbit/s` : '∞'}`;
+  const out = [
+    '### Engines: Phaser and Babylon through the adapters',
+    '',
+    'The same loads made by the engines\' own loading code, in a real game or scene, loose and through the adapter (HTTP/1.1 from `serve`, the page served by it too); the bounds are those of loose files (a, bl) and of the reader without a cache (d, dc, ba: 2 round trips, the bundled bytes as one response, one SHA-256 pass), measured in the same rounds. The engines\' own work (Phaser\'s queue, Babylon\'s glTF parse and WebGL uploads) is in the times and not in the bounds.',
+    '',
+    '- **a** (issue 7, case (a)): Phaser ' + (merged.machine?.phaser ?? '4') + ' (`Phaser.HEADLESS`, no rendering), one scene whose `preload` queues `this.load.binary(path, path)` for every file of the project, so nothing is decoded; loose files through Phaser\'s loader (its default `maxParallelDownloads`, 32). Time: from `preload` until the loader\'s `complete`.',
+    '- **d** (issue 7, case (d); aim: within 1.2× of its bound and ≤ 1/12 of a, many small files at 40 ms): the same scene with `this.load.awkbIndex(\'assets\', indexUrl, { root, cache: null })` queued first (`import \'awake-bundle/phaser\'`); the URLs stay the loose ones. **dc**: d with the adapter\'s default cache (`openBrowserCache()`, fresh storage); "cache writes after" = `whenStored()` after `complete`.',
+    '- **bl** (issue 8): Babylon ' + (merged.machine?.babylon ?? '9') + ', a real `Engine` on a canvas (WebGL by SwiftShader, `--disable-gpu --enable-unsafe-swiftshader`), `ImportMeshAsync(url, scene)` of every .glb of the glb project at once, loose; time until every mesh is imported (vertex buffers are uploaded to WebGL as each mesh is made). Before the load, unmeasured, the page imports a tiny model until its scene is ready, so the modules Babylon imports on first use are in. **ba** (aim: within 1.2× of its bound): the same after `registerAwkb({ indexUrl, root, cache: null })`, which is inside the time. **bm**: the same models fetched first, untimed, then imported from memory (`ImportMeshAsync(bytes, scene, { pluginExtension: \'.glb\' })`): Babylon\'s own work, which no network or bundle takes away; no bound.',
+    '- **glb project:** the big project\'s 200 sizes (same seed), each a valid glTF 2.0 binary: one node, one mesh, one non-indexed triangle list whose POSITION buffer holds random float32 in [-1, 1] (xorshift32) with exact min/max; a 1 KiB JSON chunk. glb20 is its first 20 files scaled to 25 MB, for trying.',
+    '',
+    '| project | latency | bandwidth | case | median s (min–max) | runs | bound s | ×bound | requests | MB | long tasks (longest ms) | cache writes after, s |',
+    '|:--|--:|--:|:--|--:|--:|--:|--:|--:|--:|--:|--:|',
+  ];
+  for (const cell of cells) {
+    for (const [id, r] of Object.entries(cell.cases)) {
+      out.push(`| ${where(cell)} | ${id} ${CASES[id].label} | ${seconds(r.medianMs)} (${seconds(r.minMs)}–${seconds(r.maxMs)}) | ${r.runs} | ${seconds(r.boundMs)} | ${ratio(r.medianMs, r.boundMs)} | ${r.requests} | ${(r.transferBytes / MB).toFixed(1)} | ${r.longTasks} (${r.longestTaskMs.toFixed(0)}) | ${r.storedAfterMs === undefined ? '–' : seconds(r.storedAfterMs)} |`);
+    }
+  }
+  out.push('', 'd/c1: the Phaser adapter against the bare reader (case c1) of the same cell, where a part measured it.', '');
+  out.push('ba/(bound+bm): the Babylon adapter against its bound with Babylon\'s own work (bm) added.', '');
+  out.push('| project | latency | bandwidth | d/a | dc/d | d/c1 | ba/bl | ba/(bound+bm) | one file (effective Mbit/s) | WebCrypto MB/s | cell took |', '|:--|--:|--:|--:|--:|--:|--:|--:|:--|--:|--:|');
+  for (const cell of cells) {
+    const r = cellRatios(cell);
+    const reader = merged.cells.find((other) => other.group === 'reader' && other.project === cell.project && other.latencyMs === cell.latencyMs && other.mbit === cell.mbit);
+    const oneFile = Object.entries(cell.oneFileMs).map(([protocol, ms]) => `${protocol} ${seconds(ms)} s (${effectiveMbit(cell, ms)})`).join(', ');
+    // Three places for d/a: its aim is 1/12 = 0.083.
+    const dOverA = cell.cases.d && cell.cases.a ? (cell.cases.d.medianMs / cell.cases.a.medianMs).toFixed(3) : '–';
+    out.push(`| ${where(cell)} | ${dOverA} | ${r['dc/d']} | ${ratio(cell.cases.d?.medianMs, reader?.cases.c1?.medianMs)} | ${r['ba/bl']} | ${ratio(cell.cases.ba?.medianMs, cell.cases.ba && cell.cases.bm ? cell.cases.ba.boundMs + cell.cases.bm.medianMs : undefined)} | ${oneFile} | ${cell.hashMBps.toFixed(0)} | ${cell.seconds.toFixed(0)} s |`);
+  }
+  out.push('');
+  return out;
 }
 
 function writeBenchmarks(merged) {
@@ -1015,6 +1316,8 @@ function writeBenchmarks(merged) {
 // ---------------------------------------------------------------------------------------------
 // Main
 
+const packageVersion = (name) => JSON.parse(readFileSync(join(ROOT, 'node_modules', name, 'package.json'), 'utf8')).version;
+
 function machine(chromium) {
   const os = existsSync('/etc/os-release') ? (/PRETTY_NAME="([^"]+)"/.exec(readFileSync('/etc/os-release', 'utf8'))?.[1] ?? 'Linux') : process.platform;
   return {
@@ -1025,7 +1328,9 @@ function machine(chromium) {
     chromium,
     // nginx prints its version on stderr.
     nginx: execFileSync('sh', ['-c', `${NGINX} -v 2>&1`], { encoding: 'utf8' }).trim().replace('nginx version: ', ''),
-    puppeteer: JSON.parse(readFileSync(join(ROOT, 'node_modules', 'puppeteer-core', 'package.json'), 'utf8')).version,
+    puppeteer: packageVersion('puppeteer-core'),
+    phaser: packageVersion('phaser'),
+    babylon: `core ${packageVersion('@babylonjs/core')}, loaders ${packageVersion('@babylonjs/loaders')}`,
     node: process.version,
   };
 }
@@ -1048,8 +1353,11 @@ async function runGrid(options) {
   }
   for (const name of options.projects) {
     const project = await prepareProject(name);
-    part.projects[name] = { name, files: project.files.length, looseBytes: project.looseBytes, bundledBytes: project.bundledBytes, zipBytes: project.zipBytes, bundles: project.bundles };
+    part.projects[name] = { name, files: project.files.length, looseBytes: project.looseBytes, bundledBytes: project.bundledBytes, zipBytes: project.zipBytes, bundles: project.bundles, vertices: project.vertices };
     console.error(`${name}: ${project.files.length} files, ${(project.looseBytes / MB).toFixed(1)} MB loose, ${project.bundles} bundles + index ${(project.bundledBytes / MB).toFixed(1)} MB, zip ${(project.zipBytes / MB).toFixed(1)} MB`);
+    const cases = options.cases.filter((id) => caseFits(id, project));
+    const skipped = options.cases.filter((id) => !cases.includes(id));
+    if (skipped.length) console.error(`${name}: cases ${skipped.join(', ')} are not for this project (see caseFits)`);
     const serve = await startServe(project.dir);
     const nginx = needsH2 ? await startNginx(project.dir) : undefined;
     const servers = { h1: serve, ...(nginx ? { h2: nginx } : {}) };
@@ -1060,9 +1368,9 @@ async function runGrid(options) {
         console.log(`\n${name} verification: reader path (${v.path}) ${v.readerMBps.toFixed(0)} MB/s, WebCrypto ${v.webcryptoMBps.toFixed(0)} MB/s, @noble/hashes ${v.nobleMBps.toFixed(0)} MB/s (reader/WebCrypto ${((v.readerMBps / v.webcryptoMBps) * 100).toFixed(0)}%)`);
         save();
       }
-      for (const latencyMs of options.cases.length > 0 ? options.latencies : []) {
+      for (const latencyMs of cases.length > 0 ? options.latencies : []) {
         for (const mbit of options.bandwidths) {
-          const cell = await runCell(project, options.cases, servers, latencyMs, mbit, options.runs, options.load);
+          const cell = await runCell(project, cases, servers, latencyMs, mbit, options.runs, options.load);
           part.cells.push(cell);
           printCell(cell);
           save();
