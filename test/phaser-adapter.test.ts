@@ -198,6 +198,9 @@ describe.each(['phaser4', 'phaser3'] as const)('%s: scenes, packs, failures', (v
     expect(result.first.caches).toMatchObject({ json: 24, xml: 'harbor', atlas: { frames: 24 }, audio: { coin: { duration: 0.28 } } });
     expect(siteRequests().filter((path) => !path.endsWith('.awkb'))).toEqual(['/site/published/project.index.json']);
     expectMonotonicProgressEndingAtOne(result.events.progress);
+    // Files from bundles are not held back by Phaser's per-step download limit; the limit comes back after.
+    expect(result.events.parallel).toBeGreaterThan(1000);
+    expect(result.first.parallelAfter).toBe(2);
   });
 
   test('a damaged bundle fails the files that need it with loaderror naming the member; the rest load', async () => {

@@ -143,7 +143,8 @@ export async function registerAwkb(options: AwkbOptions): Promise<AwkbRegistrati
 
 async function open(options: AwkbOptions, root: URL, key: unknown): Promise<AwkbRegistration> {
   const { source: given, root: _root, prefetch, onPrefetchProgress, cache, ...openOptions } = options;
-  const source = given ?? (await IndexedAssetSource.open({ ...openOptions, cache: cache === undefined ? await openBrowserCache() : cache }));
+  // The store opens while the reader fetches the index (a promise is awaited there).
+  const source = given ?? (await IndexedAssetSource.open({ ...openOptions, cache: cache === undefined ? openBrowserCache() : cache }));
   const registration = new AwkbRegistration(source, root, !given, key);
   try {
     if (prefetch) await prefetchItems(source, [...prefetch], onPrefetchProgress);

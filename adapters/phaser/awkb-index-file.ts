@@ -39,6 +39,7 @@ export function defineAwkbIndexFile(phaser: PhaserNamespace): AwkbIndexFactory {
       const loader = this.loader!;
       const indexUrl = absoluteUrl(String(Loader.GetURL(this as never, loader.baseURL)))!;
       const root = this.options.root === undefined ? folderOf(indexUrl) : asFolder(absoluteUrl(String(Loader.GetURL({ url: phaserFileUrl(loader, this.options.root) }, loader.baseURL)))!);
+      LoadRun.of(loader, state); // the load serves files from bundles from now on (see LoadRun)
       this.opening = this.mount(state, loader, indexUrl, root);
       state.waitFor(this.opening);
     }
@@ -49,7 +50,8 @@ export function defineAwkbIndexFile(phaser: PhaserNamespace): AwkbIndexFactory {
       try {
         source = given ?? (await IndexedAssetSource.open({
           indexUrl: indexUrl.href,
-          cache: cache === undefined ? await openBrowserCache() : cache,
+          // Not awaited here: the reader opens the store while it fetches the index.
+          cache: cache === undefined ? openBrowserCache() : cache,
           ...(fetch ? { fetch } : {}),
           ...(rangeReads !== undefined ? { rangeReads } : {}),
         }));

@@ -27,11 +27,24 @@ interface BundleJob {
 
 const runs = new WeakMap<PhaserLoader, LoadRun>();
 
+/** Files a loader may start at once during a run that serves files from bundles. */
+const PARALLEL_FROM_BUNDLES = 4096;
+
 export class LoadRun {
   private readonly jobs = new Map<string, BundleJob>();
   private readonly sharedReads = new Map<string, { waiting: number; bytes: Promise<Uint8Array> }>();
 
-  private constructor(private readonly loader: PhaserLoader, private readonly state: AwkbGameState) {}
+  /** The loader's own `maxParallelDownloads`, put back when the run ends. */
+  private readonly parallelBefore: number;
+
+  private constructor(private readonly loader: PhaserLoader, private readonly state: AwkbGameState) {
+    // Phaser starts at most maxParallelDownloads (32) files, topped up once per game step
+    // (LoaderPlugin#checkLoadQueue): 1,000 files served from memory would wait ~32 frames for
+    // their turn. Files from bundles make no requests of their own, so the run lifts the limit;
+    // loose files still go through the browser's own per-host limits.
+    this.parallelBefore = loader.maxParallelDownloads;
+    loader.maxParallelDownloads = Math.max(loader.maxParallelDownloads, PARALLEL_FROM_BUNDLES);
+  }
 
   static of(loader: PhaserLoader, state: AwkbGameState): LoadRun {
     let run = runs.get(loader);
@@ -44,6 +57,8 @@ export class LoadRun {
 
   /** The loader finished: the next load starts a new run (and may retry a failed bundle). */
   static end(loader: PhaserLoader): void {
+    const run = runs.get(loader);
+    if (run) loader.maxParallelDownloads = run.parallelBefore;
     runs.delete(loader);
   }
 

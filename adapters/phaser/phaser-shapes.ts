@@ -22,6 +22,7 @@ export interface PhaserLoader extends PhaserEmitter {
   path: string;
   totalToLoad: number;
   progress: number;
+  maxParallelDownloads: number;
   systems: { game: PhaserGame } | null;
   nextFile(file: PhaserFile, success: boolean): void;
   addFile(file: PhaserFile | PhaserFile[]): void;

@@ -25,8 +25,12 @@ export interface OpenOptions {
   baseUrl?: string;
   /** The fetch to use: a `tokenAuthorizedFetch`, a test server's, … Default the global fetch. */
   fetch?: typeof fetch;
-  /** Where verified contents are kept by SHA-256; none by default. */
-  cache?: ContentCache | null;
+  /**
+   * Where verified contents are kept by SHA-256; none by default. A promise (such as
+   * `openBrowserCache()` not awaited) is awaited while the index is fetched, so opening the
+   * store costs the load no time of its own.
+   */
+  cache?: ContentCache | null | Promise<ContentCache | null | undefined>;
   /** Read one uncached member with an HTTP range request instead of its whole bundle. */
   rangeReads?: boolean;
   /**
@@ -134,7 +138,7 @@ export class IndexedAssetSource {
   /** Cache reads asked for in the current microtask, answered together by one `getMany`. */
   private cacheBatch: Map<string, CacheWaiter[]> | undefined;
 
-  private constructor(index: ProjectIndex, indexUrl: string | undefined, base: string | undefined, transport: Transport, pool: DigestPool, options: OpenOptions) {
+  private constructor(index: ProjectIndex, indexUrl: string | undefined, base: string | undefined, transport: Transport, pool: DigestPool, options: OpenOptions & { cache: ContentCache | null | undefined }) {
     this.index = index;
     this.indexUrl = indexUrl;
     this.base = base;
@@ -176,6 +180,9 @@ export class IndexedAssetSource {
       // With the platform's own fetch, bodies are read in the pool's workers too.
       ...(!options.fetch && pool instanceof WorkerDigestPool ? { bodyFetcher: pool.fetchBody } : {}),
     });
+    // Opening a persistent store and fetching the index happen together.
+    const cache = Promise.resolve(options.cache);
+    cache.catch(() => undefined); // awaited below; not an unhandled rejection if the index fails first
     let index: ProjectIndex;
     const indexUrl = options.indexUrl === undefined ? undefined : absoluteUrl(options.indexUrl);
     if (options.index !== undefined) {
@@ -187,7 +194,7 @@ export class IndexedAssetSource {
       throw new TypeError('IndexedAssetSource.open needs indexUrl or index');
     }
     const base = indexUrl ?? (options.baseUrl === undefined ? undefined : absoluteUrl(options.baseUrl));
-    return new IndexedAssetSource(index, indexUrl, base, transport, pool, options);
+    return new IndexedAssetSource(index, indexUrl, base, transport, pool, { ...options, cache: await cache });
   }
 
   /** Whether the index lists `path` (by its id when ids replace paths). */
