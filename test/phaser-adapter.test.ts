@@ -17,7 +17,7 @@ let server: RepoServer;
 let chromium: LaunchedBrowser;
 
 interface RunResult {
-  first: { caches: Record<string, any>; source: { paths: number; viaPlugin: boolean | null; viaGetter: boolean } | null; renderer: string };
+  first: { caches: Record<string, any>; source: { paths: number; viaPlugin: boolean | null; viaGetter: boolean } | null; renderer: string; parallelAfter: number };
   second?: Record<string, any>;
   sameSource?: boolean;
   events: {
@@ -26,6 +26,8 @@ interface RunResult {
     loaderror: { type: string; key: string; error: string | null }[];
     awkbprogress: { loadedBytes: number; totalBytes: number }[];
     pluginProgress: { loadedBytes: number; totalBytes: number }[];
+    /** The highest maxParallelDownloads seen during the load. */
+    parallel?: number;
   };
   keptUrls: { count: number; aliveBeforeDestroy: boolean[]; aliveAfterDestroy: boolean[] };
   afterVideoRemoved?: { video: boolean; others: boolean[] };
