@@ -221,6 +221,30 @@ function openDatabase(name: string): Promise<IDBDatabase> {
   });
 }
 
+/**
+ * The batch methods for a store with no transactions to put them in (Cache Storage, OPFS): the
+ * single calls, in parallel. Each `put` copies its bytes before it returns, so `putMany` does too.
+ */
+abstract class UnbatchedStore implements ClearableContentCache {
+  abstract get(sha256: string): Promise<Uint8Array | undefined>;
+  abstract put(sha256: string, bytes: Uint8Array): Promise<void>;
+  abstract has(sha256: string): Promise<boolean>;
+  abstract delete(sha256: string): Promise<void>;
+  abstract clear(): Promise<void>;
+
+  async hasMany(sha256s: readonly string[]): Promise<boolean[]> {
+    return Promise.all(sha256s.map((sha256) => this.has(sha256)));
+  }
+
+  async getMany(sha256s: readonly string[]): Promise<(Uint8Array | undefined)[]> {
+    return Promise.all(sha256s.map((sha256) => this.get(sha256)));
+  }
+
+  async putMany(entries: readonly (readonly [string, Uint8Array])[]): Promise<void> {
+    await Promise.all(entries.map(([sha256, bytes]) => this.put(sha256, bytes)));
+  }
+}
+
 // ---------------------------------------------------------------------------------------------
 // Cache Storage
 
@@ -229,13 +253,14 @@ function openDatabase(name: string): Promise<IDBDatabase> {
  * page's own origin: `<origin>/.awake-bundle-cache/<name>/<sha256>`. Nothing is ever fetched
  * from that URL; the Cache API just needs an http(s) request as the key.
  */
-export class CacheStorageCache implements ClearableContentCache {
+export class CacheStorageCache extends UnbatchedStore {
   readonly backend = 'cache-storage' as const;
   readonly name: string;
   readonly copiesBytes = true;
   #cache?: Promise<Cache>;
 
   constructor(options: BrowserCacheOptions = {}) {
+    super();
     this.name = options.name ?? DEFAULT_BROWSER_CACHE_NAME;
   }
 
@@ -282,20 +307,6 @@ export class CacheStorageCache implements ClearableContentCache {
     return (await (await this.open()).match(url)) !== undefined;
   }
 
-  /** `has` for many keys (in parallel: this store has no transactions to batch them in). */
-  async hasMany(sha256s: readonly string[]): Promise<boolean[]> {
-    return Promise.all(sha256s.map((sha256) => this.has(sha256)));
-  }
-
-  /** `get` for many keys, in parallel. */
-  async getMany(sha256s: readonly string[]): Promise<(Uint8Array | undefined)[]> {
-    return Promise.all(sha256s.map((sha256) => this.get(sha256)));
-  }
-
-  /** `put` for many entries, in parallel; each copies its bytes before this returns. */
-  async putMany(entries: readonly (readonly [string, Uint8Array])[]): Promise<void> {
-    await Promise.all(entries.map(([sha256, bytes]) => this.put(sha256, bytes)));
-  }
 
   async delete(sha256: string): Promise<void> {
     const url = this.urlFor(sha256);
@@ -319,7 +330,7 @@ export class CacheStorageCache implements ClearableContentCache {
  * through `createWritable()` (which writes a swap file and swaps it in on close, so no reader
  * ever sees half a file). Works on the main thread and in workers alike.
  */
-export class OpfsCache implements ClearableContentCache {
+export class OpfsCache extends UnbatchedStore {
   readonly backend = 'opfs' as const;
   readonly name: string;
   readonly copiesBytes = true;
@@ -329,6 +340,7 @@ export class OpfsCache implements ClearableContentCache {
   readonly #writing = new Map<string, Promise<void>>();
 
   constructor(options: BrowserCacheOptions = {}) {
+    super();
     this.name = options.name ?? DEFAULT_BROWSER_CACHE_NAME;
   }
 
@@ -383,20 +395,6 @@ export class OpfsCache implements ClearableContentCache {
     return (await this.#existing(sha256)) !== undefined;
   }
 
-  /** `has` for many keys (in parallel: this store has no transactions to batch them in). */
-  async hasMany(sha256s: readonly string[]): Promise<boolean[]> {
-    return Promise.all(sha256s.map((sha256) => this.has(sha256)));
-  }
-
-  /** `get` for many keys, in parallel. */
-  async getMany(sha256s: readonly string[]): Promise<(Uint8Array | undefined)[]> {
-    return Promise.all(sha256s.map((sha256) => this.get(sha256)));
-  }
-
-  /** `put` for many entries, in parallel; each copies its bytes before this returns. */
-  async putMany(entries: readonly (readonly [string, Uint8Array])[]): Promise<void> {
-    await Promise.all(entries.map(([sha256, bytes]) => this.put(sha256, bytes)));
-  }
 
   async delete(sha256: string): Promise<void> {
     checkKey(sha256);
