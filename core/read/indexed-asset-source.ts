@@ -107,7 +107,17 @@ interface Load {
   interest: number;
   /** Cache writes of what the load brought, settled (never rejects). */
   stored: Promise<void>;
+  /** Reads that have resumed after the load, to hand their bytes out a slice per task. */
+  resumed: number;
+  /** `turns[k]` settles k tasks after the load: when the k-th slice of its reads takes its bytes. */
+  turns: Promise<void>[];
 }
+
+/**
+ * Reads of one load that take their bytes in one task. A bundle of 150 members would otherwise
+ * resolve 150 reads, and run what awaits each of them, in one long task on the page.
+ */
+const READS_PER_TASK = 48;
 
 export class IndexedAssetSource {
   readonly index: ProjectIndex;
@@ -272,6 +282,12 @@ export class IndexedAssetSource {
     } catch (error) {
       this.held.unexpect(sha256);
       throw error;
+    }
+    // The reads of a load resume a slice per task (held entries wait for them: they are expected).
+    const slice = Math.floor(load.resumed++ / READS_PER_TASK);
+    if (slice > 0) {
+      await turnOf(load, slice);
+      signal.throwIfAborted(); // disposed meanwhile: say so, rather than miss the held bytes
     }
     const bytes = this.held.take(sha256, { waited: true, pinned });
     if (!bytes) throw new AwakeError('E_BUNDLE_INTEGRITY', `content ${sha256} was not in the bundle that the index names for it`);
@@ -480,7 +496,7 @@ export class IndexedAssetSource {
         : await this.fetchLoose(this.looseBySha.get(loadKey.slice(LOOSE_PREFIX.length))![0]!, controller.signal, progress);
       storing = this.keepContents(loadKey, accepted);
     })();
-    const load: Load = { controller, interest: 0, done, stored: done.then(() => storing, () => undefined) };
+    const load: Load = { controller, interest: 0, done, stored: done.then(() => storing, () => undefined), resumed: 0, turns: [Promise.resolve()] };
     this.loads.set(loadKey, load);
     const finish = () => {
       this.loads.delete(loadKey);
@@ -724,6 +740,25 @@ export class IndexedAssetSource {
 }
 
 const LOOSE_PREFIX = 'file:';
+
+/** A promise that settles `slice` tasks after the load's first reads resumed. */
+function turnOf(load: Load, slice: number): Promise<void> {
+  for (let k = load.turns.length; k <= slice; k++) load.turns.push(load.turns[k - 1]!.then(nextTask));
+  return load.turns[slice]!;
+}
+
+/** Settles in a new task (a message to ourselves: no timer clamping, as setTimeout has when nested). */
+function nextTask(): Promise<void> {
+  return new Promise((resolve) => {
+    const channel = new MessageChannel();
+    channel.port1.onmessage = () => {
+      channel.port1.close();
+      channel.port2.close();
+      resolve();
+    };
+    channel.port2.postMessage(undefined);
+  });
+}
 
 function poolFor(workers: OpenOptions['hashWorkers']): DigestPool {
   if (workers === undefined) return sharedDigestPool();
