@@ -2,6 +2,7 @@
  * `awake-bundle serve` and `startStaticServer`: the embedded host, exercised over real HTTP on
  * 127.0.0.1 (SPEC §7 relies on its Range, ETag, CORS, token and fault behaviour).
  */
+import { setTimeout as setTimeoutPromise } from 'node:timers/promises';
 import { spawn } from 'node:child_process';
 import { mkdirSync, readFileSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { request as httpRequest } from 'node:http';
@@ -330,22 +331,39 @@ describe('token', () => {
 });
 
 describe('latency', () => {
-  test('every response, a preflight included, waits at least latencyMs', async () => {
-    const latencyMs = 150;
-    const { url } = await serve({ latencyMs });
+  test('every response, a preflight included, waits for a latencyMs delay first', async () => {
+    // The delay is the server's own hook, held by the test: no clock is read.
+    const asked: number[] = [];
+    let release: () => void = () => undefined;
+    const { url } = await serve({
+      latencyMs: 150,
+      delay: (ms) => new Promise<void>((resolve) => {
+        asked.push(ms);
+        release = resolve;
+      }),
+    });
     for (const method of ['GET', 'OPTIONS']) {
-      const begin = performance.now();
-      const response = await fetch(new URL('project.index.json', url), { method });
-      await response.arrayBuffer();
-      // Only a lower bound; 2 ms of slack for timers measured on a millisecond-granular loop clock.
-      expect(performance.now() - begin).toBeGreaterThanOrEqual(latencyMs - 2);
+      let answered = false;
+      const response = fetch(new URL('project.index.json', url), { method }).then((r) => ((answered = true), r));
+      while (asked.length === 0) await new Promise((resolve) => setImmediate(resolve));
+      expect(asked.splice(0)).toEqual([150]);
+      for (let turn = 0; turn < 20; turn++) await new Promise((resolve) => setImmediate(resolve));
+      expect(answered).toBe(false); // held as long as the delay is
+      release();
+      expect((await response).status).toBe(method === 'GET' ? 200 : 204);
     }
   });
 
   test('close() does not wait for delayed responses', async () => {
-    const server = await startStaticServer({ root: PUBLISHED, latencyMs: 60_000 });
+    let waiting!: () => void;
+    const delayed = new Promise<void>((resolve) => (waiting = resolve));
+    // The real timer, told of when the request reached it: close() comes while it waits.
+    const server = await startStaticServer({
+      root: PUBLISHED, latencyMs: 60_000,
+      delay: (ms, signal) => (waiting(), setTimeoutPromise(ms, undefined, { signal })),
+    });
     const pending = fetch(new URL('project.index.json', server.url)).then(() => 'answered', () => 'dropped');
-    await new Promise((resolve) => setTimeout(resolve, 50));
+    await delayed;
     await server.close();
     expect(await pending).toBe('dropped');
   });

@@ -32,6 +32,8 @@ export interface StaticServerOptions {
   host?: string;
   /** Delay before every response, preflights and errors included. */
   latencyMs?: number;
+  /** The wait behind `latencyMs` (default a timer); injectable so tests need not wait. */
+  delay?: (ms: number, signal: AbortSignal) => Promise<void>;
   /** Require `Authorization: Bearer <token>` (or `?token=<token>`) on GET and HEAD. */
   token?: string;
   faults?: FaultRule[];
@@ -288,6 +290,7 @@ function serveFile(request: IncomingMessage, response: ServerResponse, file: { p
 interface ServerState {
   realRoot: string;
   latencyMs: number;
+  delay: (ms: number, signal: AbortSignal) => Promise<void>;
   token?: string;
   drawFault: () => FaultRule['fault'] | undefined;
   closing: AbortController;
@@ -296,7 +299,7 @@ interface ServerState {
 async function handleRequest(request: IncomingMessage, response: ServerResponse, state: ServerState, record: RequestRecord): Promise<void> {
   for (const [name, value] of Object.entries(CORS_HEADERS)) response.setHeader(name, value);
   response.setHeader('X-Content-Type-Options', 'nosniff');
-  if (state.latencyMs > 0) await sleep(state.latencyMs, undefined, { signal: state.closing.signal });
+  if (state.latencyMs > 0) await state.delay(state.latencyMs, state.closing.signal);
   if (request.method === 'OPTIONS') {
     response.writeHead(204, PREFLIGHT_HEADERS);
     return void response.end();
@@ -345,6 +348,7 @@ export async function startStaticServer(options: StaticServerOptions): Promise<S
   const state: ServerState = {
     realRoot: await folderRealPath(options.root),
     latencyMs,
+    delay: options.delay ?? ((ms, signal) => sleep(ms, undefined, { signal })),
     ...(options.token !== undefined ? { token: options.token } : {}),
     drawFault: faultDrawer(faults, options.seed ?? Math.floor(Math.random() * 2 ** 32)),
     closing: new AbortController(),
