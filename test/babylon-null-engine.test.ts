@@ -3,6 +3,7 @@
  * `awkb` scene-loader plugin reads a model from a published project on a real local server and
  * hands its bytes to the glTF loader; the result equals a load of the loose file's bytes.
  */
+import { setTimeout as setTimeoutPromise } from 'node:timers/promises';
 import '@babylonjs/loaders/glTF/index.js';
 import { NullEngine } from '@babylonjs/core/Engines/nullEngine.js';
 import { ImportMeshAsync, LoadAssetContainerAsync } from '@babylonjs/core/Loading/sceneLoader.js';
@@ -85,11 +86,18 @@ test('a .gltf with separate .bin and texture loads from bundles: Babylon constru
 });
 
 test('dispose() aborts a load in flight: it rejects, saying the registration was disposed', async () => {
-  const slow = await startStaticServer({ root: dir, latencyMs: 400 });
+  // The index answers at once; the bundle is held by the server until the test has disposed.
+  let requests = 0;
+  let bundleAsked!: () => void;
+  const bundleHeld = new Promise<void>((resolve) => (bundleAsked = resolve));
+  const slow = await startStaticServer({
+    root: dir, latencyMs: 60_000,
+    delay: (ms, signal) => (++requests === 1 ? Promise.resolve() : (bundleAsked(), setTimeoutPromise(ms, undefined, { signal }))),
+  });
   try {
     const registration = await registerAwkb({ indexUrl: `${slow.url}published/project.index.json`, cache: null });
     const loading = ImportMeshAsync('glb/CesiumMilkTruck.glb', new Scene(engine), { pluginExtension: '.awkb' }).then(() => 'loaded', (error: Error) => error.message);
-    await new Promise((resolve) => setTimeout(resolve, 50));
+    await bundleHeld;
     registration.dispose();
     expect(await loading).toMatch(/disposed/);
   } finally {
