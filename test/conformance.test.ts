@@ -2,7 +2,7 @@
  * SPEC §9: every case of the independent implementation's conformance files, copied into
  * test/fixtures/conformance. Bundles must be byte-identical and indexes equal.
  */
-import { readdirSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { BundleFormatError, BundleIntegrityError, decodeBundle, verifyBundle } from '../core/index.js';
 import { FIXTURES, runCli, temporaryDir } from './helpers/cli.js';
@@ -111,4 +111,11 @@ describe('damaged bundles (conformance/damaged)', () => {
     expect(result.code).toBe(1);
     expect(result.stderr).toMatch(/header.*version 2/);
   });
+});
+
+// docs/SPEC.md is the repository's copy of the shared specification; where the shared folder is
+// beside the clone (as in CI), the copy must not have drifted from it.
+const SHARED_SPEC = join(__dirname, '..', '..', 'shared', 'SPEC.md');
+(existsSync(SHARED_SPEC) ? test : test.skip)('docs/SPEC.md is the shared SPEC.md, unchanged', () => {
+  expect(readFileSync(join(__dirname, '..', 'docs', 'SPEC.md'), 'utf8')).toBe(readFileSync(SHARED_SPEC, 'utf8'));
 });
