@@ -7,10 +7,10 @@
  * `loose/gltf/Box Textured/Box Textured.gltf` is BoxTextured with spaces in its file names and
  * its uris percent-encoded (`Box%20Textured0.bin`), as an exporter writes them.
  */
-import { spawnSync } from 'node:child_process';
 import { cpSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { REPO, temporaryDir } from './cli';
+import { publishLooseFolder, type PublishedIndex } from './published-site';
 
 export const BABYLON_PAGE = join(REPO, 'test', 'fixtures', 'babylon-page');
 export const DAMAGED_MEMBER = 'gltf/BoxTextured/BoxTextured0.bin';
@@ -18,7 +18,7 @@ export const CUBE_FACES = ['px', 'py', 'pz', 'nx', 'ny', 'nz'];
 
 export interface BabylonSite {
   dir: string;
-  index: { bundles: { sha256: string; url: string }[]; files: { path: string; bundle: string; offset: number; sizeBytes: number }[] };
+  index: PublishedIndex;
 }
 
 const ASSETS = join(REPO, 'examples/assets');
@@ -51,21 +51,7 @@ export function stageLoose(dir: string): string {
 
 /** Publishes `loose/` into `published/` (small bundles, so files spread over several) and a damaged copy. */
 export function publishSite(dir: string): BabylonSite {
-  const loose = join(dir, 'loose');
-  const published = join(dir, 'published');
-  const run = spawnSync(process.execPath, [join(REPO, 'dist/cli/main.js'), loose, '--out', published, '--target-mb', '0.25'], { encoding: 'utf8' });
-  if (run.status !== 0) throw new Error(`publish failed: ${run.stderr}`);
-  const index = JSON.parse(readFileSync(join(published, 'project.index.json'), 'utf8')) as BabylonSite['index'];
-  const opaque = spawnSync(process.execPath, [join(REPO, 'dist/cli/main.js'), loose, '--out', join(dir, 'opaque'), '--opaque-ids', '--salt', 'babylon-test'], { encoding: 'utf8' });
-  if (opaque.status !== 0) throw new Error(`publish failed: ${opaque.stderr}`);
-  cpSync(published, join(dir, 'damaged'), { recursive: true });
-  const member = index.files.find((file) => file.path === DAMAGED_MEMBER)!;
-  const bundle = index.bundles.find((b) => b.sha256 === member.bundle)!;
-  const damagedPath = join(dir, 'damaged', bundle.url);
-  const bytes = readFileSync(damagedPath);
-  bytes[member.offset + 10] ^= 0xff;
-  writeFileSync(damagedPath, bytes);
-  return { dir, index };
+  return { dir, index: publishLooseFolder(dir, { targetMb: 0.25, salt: 'babylon-test', damagedMember: DAMAGED_MEMBER, damagedAt: 10 }) };
 }
 
 export function babylonSiteDir(): string {
