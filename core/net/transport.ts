@@ -210,7 +210,7 @@ export class Transport {
     };
     try {
       // The worker always reports progress (cheaply, off this thread), so its bytes re-arm the limit.
-      const elsewhere = this.#bodyFetcher ? await this.#fetchElsewhere(url, headers, controller, progress) : undefined;
+      const elsewhere = this.#bodyFetcher ? await fetchElsewhereAttempt(this.#bodyFetcher, url, headers, controller, progress) : undefined;
       if (elsewhere) return elsewhere;
       const response = await abortable(this.#fetch(url, { method: 'GET', headers, signal: controller.signal }), controller.signal);
       throwIfNotSuccess(response, url);
@@ -227,10 +227,6 @@ export class Transport {
       clearTimeout(timer);
       callerSignal?.removeEventListener('abort', stop);
     }
-  }
-
-  #fetchElsewhere(url: string, headers: Record<string, string>, controller: AbortController, onProgress: RequestOptions['onProgress']): Promise<Fetched | undefined> {
-    return fetchElsewhereAttempt(this.#bodyFetcher!, url, headers, controller, onProgress);
   }
 }
 

@@ -548,7 +548,7 @@ export class IndexedAssetSource {
   private keepContents(loadKey: string, { contents, stored }: AcceptedBundle): Promise<void> {
     // Written by a worker already, or handed to the cache now, before any read can take the
     // bytes: a cache that copies does so at once.
-    const storing = stored ? this.trackWrite(this.cacheCall('put', [...contents.keys()], () => stored).then(() => undefined)) : this.storeInCache([...contents]);
+    const storing = this.storeInCache([...contents], stored);
     const files = this.bundles.has(loadKey) ? this.membersOf.get(loadKey)! : this.looseBySha.get(loadKey.slice(LOOSE_PREFIX.length))!;
     const reads = new Map<string, number>();
     const pins = new Map<string, number>();
@@ -576,12 +576,9 @@ export class IndexedAssetSource {
       return this.held.take(entry.sha256) ?? accepted.contents.get(entry.sha256)!.slice();
     }
     const { bytes, stored } = await this.verifyOwned(answer.bytes, entry, { url, ...this.where(path, entry) });
-    if (stored) {
-      void this.trackWrite(this.cacheCall('put', [entry.sha256], () => stored).then(() => undefined));
-      return bytes;
-    }
-    void this.storeInCache([[entry.sha256, bytes]]);
-    return this.cache && !this.cache.copiesBytes ? bytes.slice() : bytes;
+    // The cache gets a copy of its own where it needs one (storeInCache): these bytes are the caller's.
+    void this.storeInCache([[entry.sha256, bytes]], stored);
+    return bytes;
   }
 
   // -------------------------------------------------------------------------------------------
@@ -698,9 +695,13 @@ export class IndexedAssetSource {
     await Promise.all(bad.map((sha256) => this.cacheCall('delete', [sha256], async () => this.cache!.delete?.(sha256))));
   }
 
-  /** Writes verified contents in one batch; failures go to `onCacheError`, never to a read. */
-  private storeInCache(contents: [string, Uint8Array][]): Promise<void> {
+  /**
+   * Writes verified contents in one batch, or follows the write a worker already makes of them
+   * (`byWorker`); failures go to `onCacheError`, never to a read.
+   */
+  private storeInCache(contents: [string, Uint8Array][], byWorker?: Promise<void>): Promise<void> {
     if (!this.cache || contents.length === 0) return Promise.resolve();
+    if (byWorker) return this.trackWrite(this.cacheCall('put', contents.map(([sha256]) => sha256), () => byWorker).then(() => undefined));
     const cache = this.cache;
     // A cache that does not promise to copy gets copies: the originals go to callers.
     const entries = cache.copiesBytes ? contents : contents.map(([sha256, bytes]) => [sha256, bytes.slice()] as [string, Uint8Array]);
