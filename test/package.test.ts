@@ -3,7 +3,7 @@
  * runs and `awake-bundle` / `awake-bundle/node` import from ESM.
  */
 import { execFileSync, spawnSync } from 'node:child_process';
-import { existsSync, readdirSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { FIXTURES, REPO, temporaryDir } from './helpers/cli';
 
@@ -44,4 +44,23 @@ test('the package ships compiled JavaScript with type declarations, and no tests
   const paths: string[] = JSON.parse(files)[0].files.map((file: { path: string }) => file.path);
   expect(paths).toEqual(expect.arrayContaining(['dist/core/index.js', 'dist/core/index.d.ts', 'dist/cli/main.js', 'dist/core/node/index.js']));
   expect(paths.filter((path) => path.startsWith('test/') || path.includes('fixtures'))).toEqual([]);
+  // The CLI is run, not imported: no declarations for it.
+  expect(paths.filter((path) => path.startsWith('dist/cli/') && path.endsWith('.d.ts'))).toEqual([]);
+  expect(paths).toEqual(expect.arrayContaining(['LICENSE', 'docs/SPEC.md']));
+});
+
+test('every file the README and FORMAT.md link to is in the package', () => {
+  const files = execFileSync(npm, ['pack', '--dry-run', '--json', '--ignore-scripts'], { cwd: REPO, encoding: 'utf8' });
+  const paths = new Set<string>(JSON.parse(files)[0].files.map((file: { path: string }) => file.path));
+  for (const document of ['README.md', 'FORMAT.md']) {
+    const text = readFileSync(join(REPO, document), 'utf8');
+    const links = [...text.matchAll(/\]\(([^)#\s]+)(?:#[^)]*)?\)/g)].map((match) => match[1]!).filter((link) => !/^[a-z]+:/.test(link));
+    expect(links.length).toBeGreaterThan(0);
+    for (const link of links) expect({ document, link, shipped: paths.has(link) }).toEqual({ document, link, shipped: true });
+  }
+});
+
+test('source maps carry their sources, so a bundler\'s source-map-loader needs no .ts files', () => {
+  const map = JSON.parse(readFileSync(join(project, 'node_modules/awake-bundle/dist/core/read/verify.js.map'), 'utf8'));
+  expect(map.sourcesContent?.[0]).toContain('export');
 });

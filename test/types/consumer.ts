@@ -1,0 +1,15 @@
+// A game's code that uses every entry of the package, type-checked with the oldest TypeScript
+// the README claims (test/types.test.ts). It is compiled, never run.
+import { IndexedAssetSource, MemoryCache, sha256Hex } from 'awake-bundle';
+import { publishToDirectory, startStaticServer } from 'awake-bundle/node';
+import { registerAwkb as registerPhaser } from 'awake-bundle/phaser';
+import { registerAwkb as registerBabylon } from 'awake-bundle/babylon';
+
+export async function load(): Promise<Uint8Array> {
+  const source = await IndexedAssetSource.open({ indexUrl: '/published/project.index.json', cache: new MemoryCache() });
+  const bytes: Uint8Array = await source.read('images/coin.png');
+  await sha256Hex(bytes);
+  return bytes;
+}
+
+export const entries = [publishToDirectory, startStaticServer, registerPhaser, registerBabylon];
