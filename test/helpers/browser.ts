@@ -48,7 +48,7 @@ export const BROWSER_KINDS: readonly BrowserKind[] = ['chromium', 'firefox'];
  * The browsers the cross-browser suites run in: every kind, or the comma-separated list in
  * `AWKB_BROWSERS` (`AWKB_BROWSERS=chromium` on a machine without Firefox ESR).
  */
-export function testedBrowsers(value = process.env.AWKB_BROWSERS): BrowserKind[] {
+export function testedBrowsers(value: string | undefined): BrowserKind[] {
   if (value === undefined || value.trim() === '') return [...BROWSER_KINDS];
   const kinds = value.split(',').map((kind) => kind.trim().toLowerCase()).filter((kind) => kind !== '');
   for (const kind of kinds) {
@@ -57,7 +57,7 @@ export function testedBrowsers(value = process.env.AWKB_BROWSERS): BrowserKind[]
   return [...new Set(kinds)] as BrowserKind[];
 }
 
-export const TESTED_BROWSERS: BrowserKind[] = testedBrowsers();
+export const TESTED_BROWSERS: BrowserKind[] = testedBrowsers(process.env.AWKB_BROWSERS);
 
 /** A test that runs only where `condition` holds, skipped (and counted as skipped) elsewhere. */
 export const testIf = (condition: boolean): jest.It => (condition ? test : test.skip);
