@@ -13,7 +13,6 @@ import {
   type LaunchedBrowser,
   type RepoServer,
   TESTED_BROWSERS,
-  testIf,
 } from './helpers/browser';
 
 const BACKENDS = ['indexeddb', 'cache-storage', 'opfs'] as const;
@@ -179,37 +178,63 @@ describe.each(TESTED_BROWSERS)('%s', (kind) => {
     expect(result).toEqual({ got: 'missing', has: false });
   });
 
-  // The quota comes from CDP's Storage.overrideQuotaForOrigin, which WebDriver BiDi has no
-  // counterpart for, so in Firefox these are skipped (FallbackCache's QuotaExceededError path is
-  // still covered there by the test above, with a store that refuses every put).
-  testIf(kind === 'chromium').each(BACKENDS)(`over a real quota (CDP, Chromium only), openBrowserCache with %s still serves the entry from memory`, async (backend) => {
-    const cdp = await page.createCDPSession();
-    await cdp.send('Storage.overrideQuotaForOrigin', { origin: server.origin, quotaSize: 1024 * 1024 });
-    try {
-      const result = await page.evaluate(async (backend) => {
-        const core = await harnessImport('/dist/core/index.js');
-        const reported: string[] = [];
-        const cache = await core.openBrowserCache({ name: 'quota', backends: [backend], onError: (error: Error) => reported.push(error.name) });
-        // 2 MB of random bytes: over the 1 MB quota even where the store compresses values.
-        const bytes = new Uint8Array(2 * 1024 * 1024);
-        for (let offset = 0; offset < bytes.length; offset += 65536) crypto.getRandomValues(bytes.subarray(offset, offset + 65536));
-        const key: string = await core.sha256Hex(bytes);
-        await cache.put(key, bytes);
-        const got: Uint8Array = await cache.get(key);
-        return {
-          backend: cache.primary.backend,
-          equal: got.byteLength === bytes.byteLength && got.every((x, i) => x === bytes[i]),
-          inMemory: await cache.memory.has(key),
-          inStorage: await cache.primary.has(key),
-          reported,
-        };
-      }, backend);
-      expect(result).toEqual({ backend, equal: true, inMemory: true, inStorage: false, reported: ['QuotaExceededError'] });
-    } finally {
-      await cdp.send('Storage.overrideQuotaForOrigin', { origin: server.origin });
-      await cdp.detach();
-    }
-  });
+  /** In `on`: a 2 MB put through openBrowserCache over a 1 MB quota, and what came of it. */
+  const putOverQuota = (on: Page, backend: string) => on.evaluate(async (backend) => {
+    const core = await harnessImport('/dist/core/index.js');
+    const reported: string[] = [];
+    const cache = await core.openBrowserCache({ name: 'quota', backends: [backend], onError: (error: Error) => reported.push(error.name) });
+    // 2 MB of random bytes: over the 1 MB quota even where the store compresses values.
+    const bytes = new Uint8Array(2 * 1024 * 1024);
+    for (let offset = 0; offset < bytes.length; offset += 65536) crypto.getRandomValues(bytes.subarray(offset, offset + 65536));
+    const key: string = await core.sha256Hex(bytes);
+    await cache.put(key, bytes);
+    const got: Uint8Array = await cache.get(key);
+    return {
+      backend: cache.primary.backend,
+      equal: got.byteLength === bytes.byteLength && got.every((x, i) => x === bytes[i]),
+      inMemory: await cache.memory.has(key),
+      inStorage: await cache.primary.has(key),
+      reported,
+    };
+  }, backend);
+
+  /**
+   * The error a full store reports: QuotaExceededError, except Firefox's Cache Storage, whose
+   * `cache.put` rejects with an error named NS_ERROR_FILE_NO_DEVICE_SPACE. FallbackCache treats
+   * every put error alike, so the entry is served from memory either way.
+   */
+  const quotaError = (backend: string) => (kind === 'firefox' && backend === 'cache-storage' ? 'NS_ERROR_FILE_NO_DEVICE_SPACE' : 'QuotaExceededError');
+
+  if (kind === 'chromium') {
+    // A 1 MB quota for this origin alone, set and lifted through CDP.
+    test.each(BACKENDS)('over a real quota (CDP Storage.overrideQuotaForOrigin), openBrowserCache with %s still serves the entry from memory', async (backend) => {
+      const cdp = await page.createCDPSession();
+      await cdp.send('Storage.overrideQuotaForOrigin', { origin: server.origin, quotaSize: 1024 * 1024 });
+      try {
+        expect(await putOverQuota(page, backend)).toEqual({ backend, equal: true, inMemory: true, inStorage: false, reported: [quotaError(backend)] });
+      } finally {
+        await cdp.send('Storage.overrideQuotaForOrigin', { origin: server.origin });
+        await cdp.detach();
+      }
+    });
+  } else {
+    // WebDriver BiDi has no quota override: a second Firefox whose whole storage is limited to
+    // 1 MB by a preference (dom.quotaManager.temporaryStorage.fixedLimit, in KB).
+    describe('over a real quota (a Firefox limited to 1 MB of storage)', () => {
+      let small: LaunchedBrowser;
+      let smallPage: Page;
+      beforeAll(async () => {
+        small = await launchBrowser({ kind, firefoxPrefs: { 'dom.quotaManager.temporaryStorage.fixedLimit': 1024 } });
+        smallPage = await small.openHarness(server);
+      });
+      afterAll(async () => {
+        await small?.close();
+      });
+      test.each(BACKENDS)('openBrowserCache with %s still serves the entry from memory', async (backend) => {
+        expect(await putOverQuota(smallPage, backend)).toEqual({ backend, equal: true, inMemory: true, inStorage: false, reported: [quotaError(backend)] });
+      });
+    });
+  }
 
   test('openBrowserCache uses the first backend that opens, and memory alone when none does', async () => {
     const result = await page.evaluate(async () => {
