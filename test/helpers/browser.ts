@@ -76,13 +76,13 @@ export const CHROMIUM_ARGS = [
 
 /**
  * Firefox preferences for tests (puppeteer adds its own automation ones): media plays without a
- * user gesture, WebGL runs on the software rasterizer headless, and no background traffic.
+ * user gesture, and no background traffic. No preference gives headless Firefox on Linux a WebGL
+ * context (FEATURE_FAILURE_WEBGL_EXHAUSTED_DRIVERS, Mozilla bug 1375585; webgl.force-enabled,
+ * gfx.x11-egl.force-enabled and software WebRender were tried), so WebGL tests are Chromium's.
  */
 export const FIREFOX_PREFS: Record<string, unknown> = {
   'media.autoplay.default': 0,
   'media.autoplay.blocking_policy': 0,
-  'webgl.force-enabled': true,
-  'webgl.disabled': false,
   'app.update.enabled': false,
   'browser.shell.checkDefaultBrowser': false,
   'datareporting.policy.dataSubmissionEnabled': false,
