@@ -1,5 +1,6 @@
 /**
- * awake-bundle/babylon in real Chromium with Babylon 9 (WebGL on SwiftShader): models, textures,
+ * awake-bundle/babylon in real Chromium with Babylon 9 (WebGL on SwiftShader), and in Firefox ESR
+ * (NullEngine, see below): models, textures,
  * cube textures and sounds loaded through every listed API from bundles, compared with a loose
  * load of the same URLs; only the index and the bundles on the network; a damaged bundle named;
  * `dispose()` gives Babylon its loose loads back.
@@ -9,255 +10,271 @@
  */
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import puppeteer, { type Browser, type Page } from 'puppeteer-core';
-import { CHROMIUM_ARGS, chromiumExecutablePath, createProfile, removeProfile, startRepoServer, type RepoServer } from './helpers/browser';
+import type { Page } from 'puppeteer-core';
+import { launchBrowser, startRepoServer, testIf, TESTED_BROWSERS, type LaunchedBrowser, type RepoServer } from './helpers/browser';
 import { BABYLON_PAGE, CUBE_FACES, DAMAGED_MEMBER, babylonSiteDir, publishSite, stageLoose, type BabylonSite } from './helpers/babylon-site';
 
-let server: RepoServer;
-let browser: Browser;
-let profile: string;
-let page: Page;
-let site: BabylonSite;
+describe.each(TESTED_BROWSERS)('%s', (kind) => {
+  /**
+   * Headless Firefox on Linux has no WebGL (FEATURE_FAILURE_WEBGL_EXHAUSTED_DRIVERS; Mozilla bug
+   * 1375585): there the page runs Babylon's NullEngine (`?engine=null`), which loads models,
+   * requests glTF images and plays sounds as usual but decodes no texture, so the two texture
+   * tests (sizes, a WebGL context's restore) run in Chromium only.
+   */
+  const WEBGL = kind === 'chromium';
 
-const MODELS = ['gltf/BoxTextured/BoxTextured.gltf', 'gltf/CesiumMilkTruck/CesiumMilkTruck.gltf', 'glb/CesiumMilkTruck.glb', 'gltf/Box Textured/Box Textured.gltf'];
-const LOOSE = '/site/loose/';
-const INDEX = '/site/published/project.index.json';
-const FACES = CUBE_FACES.map((face) => `_${face}.png`);
+  let server: RepoServer;
+  let browser: LaunchedBrowser;
+  let page: Page;
+  let site: BabylonSite;
 
-/**
- * Runs `fn(babylonTest, ...args)` in the page (test/fixtures/babylon-page/babylon-test.js). The
- * function travels as source text: jest compiles this file to CommonJS, which would rewrite an
- * `import()` or helper inside a function handed to `page.evaluate` directly.
- */
-const call = <T>(fn: (t: any, ...args: any[]) => Promise<T> | T, ...args: unknown[]): Promise<T> =>
-  page.evaluate((source, args) => new Function('t', 'args', `return (${source})(t, ...args)`)((window as unknown as { babylonTest: unknown }).babylonTest, args), fn.toString(), args) as Promise<T>;
+  const MODELS = ['gltf/BoxTextured/BoxTextured.gltf', 'gltf/CesiumMilkTruck/CesiumMilkTruck.gltf', 'glb/CesiumMilkTruck.glb', 'gltf/Box Textured/Box Textured.gltf'];
+  const LOOSE = '/site/loose/';
+  const INDEX = '/site/published/project.index.json';
+  const FACES = CUBE_FACES.map((face) => `_${face}.png`);
 
-beforeAll(async () => {
-  const dir = babylonSiteDir();
-  stageLoose(dir);
-  server = await startRepoServer({ mounts: { '/site/': dir, '/page/': BABYLON_PAGE } });
-  profile = createProfile();
-  browser = await puppeteer.launch({ executablePath: chromiumExecutablePath(), args: [...CHROMIUM_ARGS, '--autoplay-policy=no-user-gesture-required', `--user-data-dir=${profile}`], headless: true, handleSIGINT: false, handleSIGTERM: false, handleSIGHUP: false });
-  page = await browser.newPage();
-  page.on('pageerror', (error) => console.error(`[page error] ${String(error)}`));
-  await page.goto(`${server.origin}/page/index.html`, { waitUntil: 'load' });
-  await page.waitForFunction(() => (window as { babylonReady?: boolean }).babylonReady === true, { timeout: 20_000 });
-  // An .env made by Babylon itself from the six loose faces, published with the rest.
-  const env = await call((t, url, extensions) => t.makeEnv(url, extensions), `${LOOSE}textures/cube/sky`, FACES);
-  writeFileSync(join(dir, 'loose/textures/sky.env'), Buffer.from(env, 'base64'));
-  site = publishSite(dir);
-}, 120_000);
+  /**
+   * Runs `fn(babylonTest, ...args)` in the page (test/fixtures/babylon-page/babylon-test.js). The
+   * function travels as source text: jest compiles this file to CommonJS, which would rewrite an
+   * `import()` or helper inside a function handed to `page.evaluate` directly.
+   */
+  const call = <T>(fn: (t: any, ...args: any[]) => Promise<T> | T, ...args: unknown[]): Promise<T> =>
+    page.evaluate(async (source, args) => {
+      const result = await new Function('t', 'args', `return (${source})(t, ...args)`)((window as unknown as { babylonTest: unknown }).babylonTest, args);
+      // As JSON text, as CDP would copy it: WebDriver BiDi (Firefox) sends an object met twice in a
+      // result as a reference, which puppeteer hands back as undefined.
+      return result === undefined ? undefined : JSON.stringify(result);
+    }, fn.toString(), args).then((text) => (text === undefined ? undefined : JSON.parse(text))) as Promise<T>;
 
-afterAll(async () => {
-  await browser?.close();
-  if (profile) removeProfile(profile);
-  await server?.close();
-});
-
-/** Requests below /site/ since the last reset, in order. */
-function siteRequests(): string[] {
-  return server.requests.filter((r) => r.path.startsWith('/site/')).map((r) => r.path);
-}
-
-function expectOnlyIndexAndBundles(requests: string[], indexUrl = INDEX): void {
-  const bundles = new Set(site.index.bundles.map((bundle) => `/site/published/${bundle.url}`));
-  expect(requests.filter((path) => path !== indexUrl && !bundles.has(path))).toEqual([]);
-}
-
-/** No cache unless a test asks for one, so every load shows its bundle requests. */
-async function register(options: Record<string, unknown> = {}) {
-  return call((t, options) => t.register(options), { indexUrl: INDEX, root: LOOSE, cache: null, ...options });
-}
-
-async function dispose() {
-  await call((t) => t.dispose());
-}
-
-const withoutProgress = (summary: unknown) => { const { progress, ...rest } = summary as { progress?: unknown }; return rest; };
-
-describe.each(['ImportMeshAsync', 'LoadAssetContainerAsync', 'AppendSceneAsync', 'SceneLoader.ImportMesh', 'SceneLoader.Append', 'SceneLoader.LoadAssetContainer', 'SceneLoader.ImportMeshAsync', 'SceneLoader.AppendAsync', 'SceneLoader.LoadAssetContainerAsync'])('%s', (api) => {
-  test('loads each model from bundles exactly as from loose files, requesting only the index and bundles', async () => {
-    const loose: Record<string, unknown> = {};
-    for (const model of MODELS) loose[model] = await call((t, api, url) => t.loadModel(api, url), api, LOOSE + encodeURI(model));
-    server.resetRequests();
-    await register();
-    try {
-      for (const model of MODELS) {
-        const bundled = await call((t, api, url) => t.loadModel(api, url), api, LOOSE + encodeURI(model));
-        expect({ model, ...withoutProgress(bundled as object) }).toEqual({ model, ...withoutProgress(loose[model] as object) });
-        expect((bundled as { meshes: unknown[] }).meshes.length).toBeGreaterThan(0);
-      }
-    } finally {
-      await dispose();
+  beforeAll(async () => {
+    const dir = babylonSiteDir();
+    stageLoose(dir);
+    server = await startRepoServer({ mounts: { '/site/': dir, '/page/': BABYLON_PAGE } });
+    // Firefox: autoplay is allowed by the harness's preferences (FIREFOX_PREFS).
+    browser = await launchBrowser({ kind, chromiumArgs: ['--autoplay-policy=no-user-gesture-required'] });
+    page = await browser.browser.newPage();
+    page.on('pageerror', (error) => console.error(`[page error] ${String(error)}`));
+    await page.goto(`${server.origin}/page/index.html${WEBGL ? '' : '?engine=null'}`, { waitUntil: 'load' });
+    await page.waitForFunction(() => (window as { babylonReady?: boolean }).babylonReady === true, { timeout: 20_000 });
+    expect(await call((t) => t.engineKind)).toBe(WEBGL ? 'webgl' : 'null');
+    if (WEBGL) {
+      // An .env made by Babylon itself from the six loose faces, published with the rest.
+      const env = await call((t, url, extensions) => t.makeEnv(url, extensions), `${LOOSE}textures/cube/sky`, FACES);
+      writeFileSync(join(dir, 'loose/textures/sky.env'), Buffer.from(env, 'base64'));
     }
-    expectOnlyIndexAndBundles(siteRequests());
-  });
-});
+    site = publishSite(dir);
+  }, 120_000);
 
-describe("the 'awkb' scene-loader plugin (pluginExtension: '.awkb')", () => {
-  test('loads a URL below the root, or a bare project path, through the index and hands it to the glTF loader', async () => {
-    const model = 'gltf/CesiumMilkTruck/CesiumMilkTruck.gltf';
-    const loose = await call((t, url) => t.loadModel('ImportMeshAsync', url), LOOSE + model);
-    server.resetRequests();
-    // No root: the folder that holds the index (/site/published/) maps to the project root.
-    await register({ root: undefined });
-    try {
-      const byUrl = await call((t, url) => t.loadModel('ImportMeshAsync', url, { pluginExtension: '.awkb' }), `/site/published/${model}`);
-      const byPath = await call((t, path) => t.loadModel('LoadAssetContainerAsync', path, { pluginExtension: '.awkb' }), model);
-      const glb = await call((t, path) => t.loadModel('AppendSceneAsync', path, { pluginExtension: '.awkb' }), 'glb/CesiumMilkTruck.glb');
-      const glbLoose = await call((t, url) => t.loadModel('AppendSceneAsync', url), `${LOOSE}glb/CesiumMilkTruck.glb`);
-      const rename = (summary: { textures: { name: string }[] }) => ({ ...summary, textures: summary.textures.map((texture) => ({ ...texture, name: texture.name.replace(/^\/site\/published\//, '') })) });
-      expect(withoutProgress(rename(byUrl as never))).toEqual(withoutProgress(loose as never));
-      expect(withoutProgress(byPath as never)).toMatchObject({ meshes: (loose as { meshes: unknown[] }).meshes });
-      expect(withoutProgress(glb as never)).toEqual(withoutProgress(glbLoose as never));
+  afterAll(async () => {
+    await browser?.close();
+    await server?.close();
+  });
+
+  /** Requests below /site/ since the last reset, in order. */
+  function siteRequests(): string[] {
+    return server.requests.filter((r) => r.path.startsWith('/site/')).map((r) => r.path);
+  }
+
+  function expectOnlyIndexAndBundles(requests: string[], indexUrl = INDEX): void {
+    const bundles = new Set(site.index.bundles.map((bundle) => `/site/published/${bundle.url}`));
+    expect(requests.filter((path) => path !== indexUrl && !bundles.has(path))).toEqual([]);
+  }
+
+  /** No cache unless a test asks for one, so every load shows its bundle requests. */
+  async function register(options: Record<string, unknown> = {}) {
+    return call((t, options) => t.register(options), { indexUrl: INDEX, root: LOOSE, cache: null, ...options });
+  }
+
+  async function dispose() {
+    await call((t) => t.dispose());
+  }
+
+  const withoutProgress = (summary: unknown) => { const { progress, ...rest } = summary as { progress?: unknown }; return rest; };
+
+  describe.each(['ImportMeshAsync', 'LoadAssetContainerAsync', 'AppendSceneAsync', 'SceneLoader.ImportMesh', 'SceneLoader.Append', 'SceneLoader.LoadAssetContainer', 'SceneLoader.ImportMeshAsync', 'SceneLoader.AppendAsync', 'SceneLoader.LoadAssetContainerAsync'])('%s', (api) => {
+    test('loads each model from bundles exactly as from loose files, requesting only the index and bundles', async () => {
+      const loose: Record<string, unknown> = {};
+      for (const model of MODELS) loose[model] = await call((t, api, url) => t.loadModel(api, url), api, LOOSE + encodeURI(model));
       server.resetRequests();
-      const missing = await call((t, path) => t.loadModel('ImportMeshAsync', path, { pluginExtension: '.awkb' }), 'models/none.glb');
-      expect((missing as { error: string }).error).toContain('"models/none.glb" is not below the root of any registered index');
-    } finally {
-      await dispose();
-    }
-    expect(siteRequests().filter((path) => !path.startsWith('/site/loose/'))).toEqual([]);
-  });
-
-  test('an index with opaque ids (no paths listed) serves the same URLs', async () => {
-    const model = `${LOOSE}gltf/CesiumMilkTruck/CesiumMilkTruck.gltf`;
-    const loose = await call((t, url) => t.loadModel('ImportMeshAsync', url), model);
-    server.resetRequests();
-    await register({ indexUrl: '/site/opaque/project.index.json' });
-    try {
-      expect(withoutProgress(await call((t, url) => t.loadModel('ImportMeshAsync', url), model))).toEqual(withoutProgress(loose));
-    } finally {
-      await dispose();
-    }
-    const requests = siteRequests();
-    expect(requests[0]).toBe('/site/opaque/project.index.json');
-    expect(requests.slice(1).every((path) => /^\/site\/opaque\/bundles\/[0-9a-f]{64}\.awkb$/.test(path))).toBe(true);
-  });
-
-  test('reports byte progress through onProgress, ending at the file size', async () => {
-    await register();
-    try {
-      const glb = site.index.files.find((file) => file.path === 'glb/CesiumMilkTruck.glb')!;
-      const viaHook = await call((t, url) => t.loadModel('ImportMeshAsync', url), `${LOOSE}glb/CesiumMilkTruck.glb`) as { progress: { loaded: number; total: number; lengthComputable: boolean }[] };
-      const viaPlugin = await call((t, path) => t.loadModel('ImportMeshAsync', path, { pluginExtension: '.awkb' }), 'glb/CesiumMilkTruck.glb') as typeof viaHook;
-      for (const { progress } of [viaHook, viaPlugin]) {
-        expect(progress.length).toBeGreaterThan(0);
-        expect(progress.at(-1)).toEqual({ loaded: glb.sizeBytes, total: glb.sizeBytes, lengthComputable: true });
-        expect(progress.every((event, i) => i === 0 || event.loaded >= progress[i - 1]!.loaded)).toBe(true);
+      await register();
+      try {
+        for (const model of MODELS) {
+          const bundled = await call((t, api, url) => t.loadModel(api, url), api, LOOSE + encodeURI(model));
+          expect({ model, ...withoutProgress(bundled as object) }).toEqual({ model, ...withoutProgress(loose[model] as object) });
+          expect((bundled as { meshes: unknown[] }).meshes.length).toBeGreaterThan(0);
+        }
+      } finally {
+        await dispose();
       }
-    } finally {
-      await dispose();
-    }
-  });
-});
-
-describe('textures and sounds', () => {
-  test('new Texture(url), CubeTexture (six faces and .env) load from bundles with the sizes of a loose load', async () => {
-    const load = () => Promise.all([
-      call((t, url) => t.loadTexture(url), `${LOOSE}textures/coin.png`),
-      call((t, url, extensions) => t.loadCube(url, extensions), `${LOOSE}textures/cube/sky`, FACES),
-      call((t, url) => t.loadCube(url), `${LOOSE}textures/sky.env`),
-    ]);
-    const loose = await load();
-    expect(loose[0]).toEqual({ width: 128, height: 128, ready: true });
-    expect(loose[1]).toEqual({ width: 128, height: 128, ready: true, isCube: true });
-    expect(loose[2]).toMatchObject({ ready: true, isCube: true });
-    server.resetRequests();
-    await register();
-    try {
-      expect(await load()).toEqual(loose);
-    } finally {
-      await dispose();
-    }
-    expectOnlyIndexAndBundles(siteRequests());
+      expectOnlyIndexAndBundles(siteRequests());
+    });
   });
 
-  test('a texture rebuilt after a lost WebGL context is requested by its URL again, and served from its bundle', async () => {
-    await register();
-    server.resetRequests();
-    try {
-      expect(await call((t, url) => t.rebuildTexture(url), `${LOOSE}textures/coin.png`)).toEqual({ width: 128, height: 128, ready: true });
-    } finally {
-      await dispose();
-    }
-    const requests = siteRequests();
-    expectOnlyIndexAndBundles(requests);
-    // Read once for the load and again for the restore (no cache in this test): its bundle twice.
-    expect(requests.filter((path) => path.endsWith('.awkb'))).toHaveLength(2);
-  });
-
-  test('CreateSoundAsync, CreateStreamingSoundAsync and the legacy Sound play files from bundles', async () => {
-    const urls = { static: `${LOOSE}audio/coin.ogg`, streaming: `${LOOSE}audio/theme-4.ogg`, legacy: `${LOOSE}audio/laser1.wav` };
-    const loose = await call((t, urls) => t.sounds(urls), urls);
-    expect(loose).toEqual({ staticDuration: expect.any(Number), streamingDuration: expect.any(Number), streamingFrom: 'http:', legacyDuration: expect.any(Number) });
-    expect((loose as { streamingDuration: number }).streamingDuration).toBeGreaterThan(20_000);
-    server.resetRequests();
-    await register();
-    try {
-      // The streaming sound's <audio> plays an object URL of the verified bytes.
-      expect(await call((t, urls) => t.sounds(urls), urls)).toEqual({ ...(loose as object), streamingFrom: 'blob:' });
-    } finally {
-      await dispose();
-    }
-    expectOnlyIndexAndBundles(siteRequests());
-  });
-});
-
-describe('failures, dispose and registering twice', () => {
-  test('a damaged bundle rejects the load with an error naming the member', async () => {
-    await register({ indexUrl: '/site/damaged/project.index.json', retry: { attempts: 1 } });
-    try {
-      for (const options of [{}, { pluginExtension: '.awkb' }]) {
-        const outcome = await call((t, url, options) => t.loadModel('ImportMeshAsync', url, options), `${LOOSE}gltf/BoxTextured/BoxTextured.gltf`, options) as { error?: string };
-        expect(outcome.error).toContain(DAMAGED_MEMBER);
-        expect(outcome.error).toMatch(/BundleIntegrityError|E_BUNDLE_INTEGRITY/);
+  describe("the 'awkb' scene-loader plugin (pluginExtension: '.awkb')", () => {
+    test('loads a URL below the root, or a bare project path, through the index and hands it to the glTF loader', async () => {
+      const model = 'gltf/CesiumMilkTruck/CesiumMilkTruck.gltf';
+      const loose = await call((t, url) => t.loadModel('ImportMeshAsync', url), LOOSE + model);
+      server.resetRequests();
+      // No root: the folder that holds the index (/site/published/) maps to the project root.
+      await register({ root: undefined });
+      try {
+        const byUrl = await call((t, url) => t.loadModel('ImportMeshAsync', url, { pluginExtension: '.awkb' }), `/site/published/${model}`);
+        const byPath = await call((t, path) => t.loadModel('LoadAssetContainerAsync', path, { pluginExtension: '.awkb' }), model);
+        const glb = await call((t, path) => t.loadModel('AppendSceneAsync', path, { pluginExtension: '.awkb' }), 'glb/CesiumMilkTruck.glb');
+        const glbLoose = await call((t, url) => t.loadModel('AppendSceneAsync', url), `${LOOSE}glb/CesiumMilkTruck.glb`);
+        const rename = (summary: { textures: { name: string }[] }) => ({ ...summary, textures: summary.textures.map((texture) => ({ ...texture, name: texture.name.replace(/^\/site\/published\//, '') })) });
+        expect(withoutProgress(rename(byUrl as never))).toEqual(withoutProgress(loose as never));
+        expect(withoutProgress(byPath as never)).toMatchObject({ meshes: (loose as { meshes: unknown[] }).meshes });
+        expect(withoutProgress(glb as never)).toEqual(withoutProgress(glbLoose as never));
+        server.resetRequests();
+        const missing = await call((t, path) => t.loadModel('ImportMeshAsync', path, { pluginExtension: '.awkb' }), 'models/none.glb');
+        expect((missing as { error: string }).error).toContain('"models/none.glb" is not below the root of any registered index');
+      } finally {
+        await dispose();
       }
-    } finally {
-      await dispose();
-    }
+      expect(siteRequests().filter((path) => !path.startsWith('/site/loose/'))).toEqual([]);
+    });
+
+    test('an index with opaque ids (no paths listed) serves the same URLs', async () => {
+      const model = `${LOOSE}gltf/CesiumMilkTruck/CesiumMilkTruck.gltf`;
+      const loose = await call((t, url) => t.loadModel('ImportMeshAsync', url), model);
+      server.resetRequests();
+      await register({ indexUrl: '/site/opaque/project.index.json' });
+      try {
+        expect(withoutProgress(await call((t, url) => t.loadModel('ImportMeshAsync', url), model))).toEqual(withoutProgress(loose));
+      } finally {
+        await dispose();
+      }
+      const requests = siteRequests();
+      expect(requests[0]).toBe('/site/opaque/project.index.json');
+      expect(requests.slice(1).every((path) => /^\/site\/opaque\/bundles\/[0-9a-f]{64}\.awkb$/.test(path))).toBe(true);
+    });
+
+    test('reports byte progress through onProgress, ending at the file size', async () => {
+      await register();
+      try {
+        const glb = site.index.files.find((file) => file.path === 'glb/CesiumMilkTruck.glb')!;
+        const viaHook = await call((t, url) => t.loadModel('ImportMeshAsync', url), `${LOOSE}glb/CesiumMilkTruck.glb`) as { progress: { loaded: number; total: number; lengthComputable: boolean }[] };
+        const viaPlugin = await call((t, path) => t.loadModel('ImportMeshAsync', path, { pluginExtension: '.awkb' }), 'glb/CesiumMilkTruck.glb') as typeof viaHook;
+        for (const { progress } of [viaHook, viaPlugin]) {
+          expect(progress.length).toBeGreaterThan(0);
+          expect(progress.at(-1)).toEqual({ loaded: glb.sizeBytes, total: glb.sizeBytes, lengthComputable: true });
+          expect(progress.every((event, i) => i === 0 || event.loaded >= progress[i - 1]!.loaded)).toBe(true);
+        }
+      } finally {
+        await dispose();
+      }
+    });
   });
 
-  test('dispose() removes every hook: the same URLs load loose again, and .awkb loads refuse', async () => {
-    const url = `${LOOSE}gltf/BoxTextured/BoxTextured.gltf`;
-    await register();
-    server.resetRequests();
-    await call((t, url) => t.loadModel('ImportMeshAsync', url), url);
-    expect(siteRequests().filter((path) => path.startsWith('/site/loose/'))).toEqual([]);
-    await dispose();
-    server.resetRequests();
-    const after = await call((t, url) => t.loadModel('ImportMeshAsync', url), url) as { meshes: unknown[] };
-    expect(after.meshes.length).toBeGreaterThan(0);
-    expect(siteRequests()).toEqual(expect.arrayContaining(['/site/loose/gltf/BoxTextured/BoxTextured.gltf', '/site/loose/gltf/BoxTextured/BoxTextured0.bin', '/site/loose/gltf/BoxTextured/CesiumLogoFlat.png']));
-    expect(await call((t) => t.hooks())).toEqual({ open: false, fetchAsync: false, modifiers: 0, streaming: 0 });
-    const refused = await call((t, url) => t.loadModel('ImportMeshAsync', url, { pluginExtension: '.awkb' }), url) as { error: string };
-    expect(refused.error).toContain('no live registration');
+  describe('textures and sounds', () => {
+    testIf(WEBGL)('new Texture(url), CubeTexture (six faces and .env) load from bundles with the sizes of a loose load (WebGL only)', async () => {
+      const load = () => Promise.all([
+        call((t, url) => t.loadTexture(url), `${LOOSE}textures/coin.png`),
+        call((t, url, extensions) => t.loadCube(url, extensions), `${LOOSE}textures/cube/sky`, FACES),
+        call((t, url) => t.loadCube(url), `${LOOSE}textures/sky.env`),
+      ]);
+      const loose = await load();
+      expect(loose[0]).toEqual({ width: 128, height: 128, ready: true });
+      expect(loose[1]).toEqual({ width: 128, height: 128, ready: true, isCube: true });
+      expect(loose[2]).toMatchObject({ ready: true, isCube: true });
+      server.resetRequests();
+      await register();
+      try {
+        expect(await load()).toEqual(loose);
+      } finally {
+        await dispose();
+      }
+      expectOnlyIndexAndBundles(siteRequests());
+    });
+
+    testIf(WEBGL)('a texture rebuilt after a lost WebGL context is requested by its URL again, and served from its bundle (WebGL only)', async () => {
+      await register();
+      server.resetRequests();
+      try {
+        expect(await call((t, url) => t.rebuildTexture(url), `${LOOSE}textures/coin.png`)).toEqual({ width: 128, height: 128, ready: true });
+      } finally {
+        await dispose();
+      }
+      const requests = siteRequests();
+      expectOnlyIndexAndBundles(requests);
+      // Read once for the load and again for the restore (no cache in this test): its bundle twice.
+      expect(requests.filter((path) => path.endsWith('.awkb'))).toHaveLength(2);
+    });
+
+    test('CreateSoundAsync, CreateStreamingSoundAsync and the legacy Sound play files from bundles', async () => {
+      const urls = { static: `${LOOSE}audio/coin.ogg`, streaming: `${LOOSE}audio/theme-4.ogg`, legacy: `${LOOSE}audio/laser1.wav` };
+      const loose = await call((t, urls) => t.sounds(urls), urls);
+      expect(loose).toEqual({ staticDuration: expect.any(Number), streamingDuration: expect.any(Number), streamingFrom: 'http:', legacyDuration: expect.any(Number) });
+      expect((loose as { streamingDuration: number }).streamingDuration).toBeGreaterThan(20_000);
+      server.resetRequests();
+      await register();
+      try {
+        // The streaming sound's <audio> plays an object URL of the verified bytes.
+        expect(await call((t, urls) => t.sounds(urls), urls)).toEqual({ ...(loose as object), streamingFrom: 'blob:' });
+      } finally {
+        await dispose();
+      }
+      expectOnlyIndexAndBundles(siteRequests());
+    });
   });
 
-  test('by default verified files go to the persistent browser cache: a later registration loads with the index request only', async () => {
-    const url = `${LOOSE}gltf/CesiumMilkTruck/CesiumMilkTruck.gltf`;
-    const loose = await call((t, url) => t.loadModel('ImportMeshAsync', url), url);
-    await register({ cache: undefined });
-    try {
-      expect(withoutProgress(await call((t, url) => t.loadModel('ImportMeshAsync', url), url))).toEqual(withoutProgress(loose));
-      await call((t) => t.registration.source.whenStored());
-    } finally {
-      await dispose();
-    }
-    server.resetRequests();
-    await register({ cache: undefined });
-    try {
-      expect(withoutProgress(await call((t, url) => t.loadModel('ImportMeshAsync', url), url))).toEqual(withoutProgress(loose));
-    } finally {
-      await dispose();
-    }
-    expect(siteRequests()).toEqual([INDEX]);
-  });
+  describe('failures, dispose and registering twice', () => {
+    test('a damaged bundle rejects the load with an error naming the member', async () => {
+      await register({ indexUrl: '/site/damaged/project.index.json', retry: { attempts: 1 } });
+      try {
+        for (const options of [{}, { pluginExtension: '.awkb' }]) {
+          const outcome = await call((t, url, options) => t.loadModel('ImportMeshAsync', url, options), `${LOOSE}gltf/BoxTextured/BoxTextured.gltf`, options) as { error?: string };
+          expect(outcome.error).toContain(DAMAGED_MEMBER);
+          expect(outcome.error).toMatch(/BundleIntegrityError|E_BUNDLE_INTEGRITY/);
+        }
+      } finally {
+        await dispose();
+      }
+    });
 
-  test('registering the same index twice gives the same registration, and one dispose() ends it', async () => {
-    expect(await call((t, options) => t.registerTwice(options), { indexUrl: INDEX, root: LOOSE })).toBe(true);
-    const hooks = await call((t) => t.hooks());
-    expect(hooks).toMatchObject({ open: true, fetchAsync: true, modifiers: 1 });
-    await dispose();
-    expect(await call((t) => t.hooks())).toEqual({ open: false, fetchAsync: false, modifiers: 0, streaming: 0 });
+    test('dispose() removes every hook: the same URLs load loose again, and .awkb loads refuse', async () => {
+      const url = `${LOOSE}gltf/BoxTextured/BoxTextured.gltf`;
+      await register();
+      server.resetRequests();
+      await call((t, url) => t.loadModel('ImportMeshAsync', url), url);
+      expect(siteRequests().filter((path) => path.startsWith('/site/loose/'))).toEqual([]);
+      await dispose();
+      server.resetRequests();
+      const after = await call((t, url) => t.loadModel('ImportMeshAsync', url), url) as { meshes: unknown[] };
+      expect(after.meshes.length).toBeGreaterThan(0);
+      expect(siteRequests()).toEqual(expect.arrayContaining(['/site/loose/gltf/BoxTextured/BoxTextured.gltf', '/site/loose/gltf/BoxTextured/BoxTextured0.bin', '/site/loose/gltf/BoxTextured/CesiumLogoFlat.png']));
+      expect(await call((t) => t.hooks())).toEqual({ open: false, fetchAsync: false, modifiers: 0, streaming: 0 });
+      const refused = await call((t, url) => t.loadModel('ImportMeshAsync', url, { pluginExtension: '.awkb' }), url) as { error: string };
+      expect(refused.error).toContain('no live registration');
+    });
+
+    test('by default verified files go to the persistent browser cache: a later registration loads with the index request only', async () => {
+      const url = `${LOOSE}gltf/CesiumMilkTruck/CesiumMilkTruck.gltf`;
+      const loose = await call((t, url) => t.loadModel('ImportMeshAsync', url), url);
+      await register({ cache: undefined });
+      try {
+        expect(withoutProgress(await call((t, url) => t.loadModel('ImportMeshAsync', url), url))).toEqual(withoutProgress(loose));
+        await call((t) => t.registration.source.whenStored());
+      } finally {
+        await dispose();
+      }
+      server.resetRequests();
+      await register({ cache: undefined });
+      try {
+        expect(withoutProgress(await call((t, url) => t.loadModel('ImportMeshAsync', url), url))).toEqual(withoutProgress(loose));
+      } finally {
+        await dispose();
+      }
+      expect(siteRequests()).toEqual([INDEX]);
+    });
+
+    test('registering the same index twice gives the same registration, and one dispose() ends it', async () => {
+      expect(await call((t, options) => t.registerTwice(options), { indexUrl: INDEX, root: LOOSE })).toBe(true);
+      const hooks = await call((t) => t.hooks());
+      expect(hooks).toMatchObject({ open: true, fetchAsync: true, modifiers: 1 });
+      await dispose();
+      expect(await call((t) => t.hooks())).toEqual({ open: false, fetchAsync: false, modifiers: 0, streaming: 0 });
+    });
   });
 });

@@ -1,5 +1,5 @@
 /**
- * IndexedAssetSource in real headless Chromium (SPEC §7): the built core loaded through the
+ * IndexedAssetSource in real headless Chromium and Firefox ESR (SPEC §7): the built core loaded through the
  * harness page, a published project served on 127.0.0.1, requests counted by the server and by
  * the page's own fetch (so the browser's HTTP cache cannot hide a request).
  */
@@ -7,7 +7,7 @@ import { createHash } from 'node:crypto';
 import { cpSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Page } from 'puppeteer-core';
-import { launchBrowser, reloadHarness, startRepoServer, type LaunchedBrowser, type RepoServer } from './helpers/browser';
+import { launchBrowser, reloadHarness, startRepoServer, TESTED_BROWSERS, type LaunchedBrowser, type RepoServer } from './helpers/browser';
 import { FIXTURES, temporaryDir } from './helpers/cli';
 
 const TREE = join(FIXTURES, 'trees/small');
@@ -15,223 +15,225 @@ const loose = JSON.parse(readFileSync(join(FIXTURES, 'trees/small.loose.index.js
 const PATHS: string[] = loose.files.map((file: { path: string }) => file.path);
 const EXPECTED_SHA = Object.fromEntries(loose.files.map((file: { path: string; sha256: string }) => [file.path, file.sha256]));
 
-let server: RepoServer;
-let chromium: LaunchedBrowser;
-let page: Page;
+describe.each(TESTED_BROWSERS)('%s', (kind) => {
+  let server: RepoServer;
+  let browser: LaunchedBrowser;
+  let page: Page;
 
-beforeAll(async () => {
-  const site = temporaryDir('awkb-browser-site-');
-  cpSync(join(FIXTURES, 'expected/small-default'), join(site, 'small'), { recursive: true });
-  // A damaged copy: the index lists good.awkb, the server holds member-two-damaged.awkb under its name.
-  const damaged = JSON.parse(readFileSync(join(FIXTURES, 'damaged/expected.json'), 'utf8'));
-  mkdirSync(join(site, 'damaged/bundles'), { recursive: true });
-  cpSync(join(FIXTURES, 'damaged/member-two-damaged.awkb'), join(site, 'damaged/bundles', `${damaged.good.sha256}.awkb`));
-  writeFileSync(join(site, 'damaged/project.index.json'), JSON.stringify({
-    formatVersion: 3, rootPath: '/p',
-    bundles: [{ ...damaged.good, url: `bundles/${damaged.good.sha256}.awkb` }],
-    files: damaged.members.map((m: { key: string; offset: number; sizeBytes: number; sha256: string }) => ({ path: m.key, sizeBytes: m.sizeBytes, sha256: m.sha256, bundle: damaged.good.sha256, offset: m.offset })),
-  }));
-  server = await startRepoServer({ mounts: { '/published/': site } });
-  chromium = await launchBrowser();
-  page = await chromium.openHarness(server);
-});
-
-afterAll(async () => {
-  await chromium?.close();
-  await server?.close();
-});
-
-/** Opens the source in the page, reads `paths`, and returns their SHA-256s and the page's own fetches. */
-async function readInPage(options: { paths: string[]; persistent?: boolean; rangeReads?: boolean; prefetch?: boolean; index?: string }) {
-  return page.evaluate(async ({ paths, persistent, rangeReads, prefetch, index }) => {
-    const core = await harnessImport('awake-bundle');
-    const fetched: string[] = [];
-    const countingFetch: typeof fetch = (input, init) => {
-      fetched.push(new URL(String(input instanceof Request ? input.url : input), location.href).pathname);
-      return fetch(input, init);
-    };
-    const cache = persistent ? await core.openBrowserCache({ name: 'reader-test' }) : undefined;
-    const source = await core.IndexedAssetSource.open({ indexUrl: `/published/${index ?? 'small'}/project.index.json`, fetch: countingFetch, cache, rangeReads });
-    const progress: number[] = [];
-    if (prefetch) await source.prefetch(paths, { onProgress: (p: { loadedBytes: number }) => progress.push(p.loadedBytes) });
-    const hashes: Record<string, string> = {};
-    for (const path of paths) hashes[path] = core.toHex(new Uint8Array(await crypto.subtle.digest('SHA-256', await source.read(path))));
-    return { hashes, fetched, progress };
-  }, options);
-}
-
-test('reads and prefetches a published project, one request per bundle, every file verified', async () => {
-  server.resetRequests();
-  const result = await readInPage({ paths: PATHS, prefetch: true });
-  expect(result.hashes).toEqual(EXPECTED_SHA);
-  expect(result.fetched.filter((path) => path.endsWith('.awkb'))).toHaveLength(4);
-  expect(result.progress.length).toBeGreaterThan(0);
-  expect(server.requests.filter((r) => r.path.endsWith('.awkb'))).toHaveLength(4);
-});
-
-test('the persistent cache survives a reload: the second load requests only the index', async () => {
-  const first = await readInPage({ paths: PATHS, persistent: true, prefetch: true });
-  expect(first.hashes).toEqual(EXPECTED_SHA);
-  await reloadHarness(page);
-  server.resetRequests();
-  const second = await readInPage({ paths: PATHS, persistent: true, prefetch: true });
-  expect(second.hashes).toEqual(EXPECTED_SHA);
-  expect(second.fetched).toEqual(['/published/small/project.index.json']);
-  expect(server.requests.filter((r) => r.path.startsWith('/published/')).map((r) => r.path)).toEqual(['/published/small/project.index.json']);
-});
-
-test('range reads ask for one member\'s bytes', async () => {
-  server.resetRequests();
-  const index = JSON.parse(readFileSync(join(FIXTURES, 'expected/small-default/project.index.json'), 'utf8'));
-  const entry = index.files.find((f: { path: string }) => f.path === 'assets/sounds/bell.ogg');
-  const result = await readInPage({ paths: ['assets/sounds/bell.ogg'], rangeReads: true });
-  expect(result.hashes['assets/sounds/bell.ogg']).toBe(entry.sha256);
-  const ranged = server.requests.filter((r) => r.path.endsWith('.awkb'));
-  expect(ranged).toEqual([expect.objectContaining({ range: `bytes=${entry.offset}-${entry.offset + entry.sizeBytes - 1}`, status: 206 })]);
-});
-
-test('a damaged bundle is refused, naming the damaged member, and nothing reaches the page', async () => {
-  const outcome = await page.evaluate(async () => {
-    const core = await harnessImport('awake-bundle');
-    const cache = new core.MemoryCache();
-    const source = await core.IndexedAssetSource.open({ indexUrl: '/published/damaged/project.index.json', cache, retry: { attempts: 1 } });
-    try {
-      await source.read('a/one.txt');
-      return { accepted: true };
-    } catch (error) {
-      const e = error as { name: string; code: string; part: string; damaged: string[]; message: string };
-      return { accepted: false, name: e.name, code: e.code, part: e.part, damaged: e.damaged, message: e.message, cached: cache.size };
-    }
+  beforeAll(async () => {
+    const site = temporaryDir('awkb-browser-site-');
+    cpSync(join(FIXTURES, 'expected/small-default'), join(site, 'small'), { recursive: true });
+    // A damaged copy: the index lists good.awkb, the server holds member-two-damaged.awkb under its name.
+    const damaged = JSON.parse(readFileSync(join(FIXTURES, 'damaged/expected.json'), 'utf8'));
+    mkdirSync(join(site, 'damaged/bundles'), { recursive: true });
+    cpSync(join(FIXTURES, 'damaged/member-two-damaged.awkb'), join(site, 'damaged/bundles', `${damaged.good.sha256}.awkb`));
+    writeFileSync(join(site, 'damaged/project.index.json'), JSON.stringify({
+      formatVersion: 3, rootPath: '/p',
+      bundles: [{ ...damaged.good, url: `bundles/${damaged.good.sha256}.awkb` }],
+      files: damaged.members.map((m: { key: string; offset: number; sizeBytes: number; sha256: string }) => ({ path: m.key, sizeBytes: m.sizeBytes, sha256: m.sha256, bundle: damaged.good.sha256, offset: m.offset })),
+    }));
+    server = await startRepoServer({ mounts: { '/published/': site } });
+    browser = await launchBrowser({ kind });
+    page = await browser.openHarness(server);
   });
-  expect(outcome).toMatchObject({ accepted: false, name: 'BundleIntegrityError', code: 'E_BUNDLE_INTEGRITY', part: 'members', damaged: ['a/two.txt'], cached: 0 });
-  expect(outcome.message).toContain('a/two.txt');
-});
 
-test('a damaged bundle leaves nothing in the persistent cache, not even its good members', async () => {
-  const outcome = await page.evaluate(async () => {
-    const core = await harnessImport('awake-bundle');
-    const cache = await core.openBrowserCache({ name: 'damaged-test' });
-    const source = await core.IndexedAssetSource.open({ indexUrl: '/published/damaged/project.index.json', cache, retry: { attempts: 1 } });
-    const error = await source.prefetch(source.paths()).catch((e: Error) => e);
-    await source.whenStored();
-    const shas = source.paths().map((path: string) => source.entry(path).sha256);
-    return { name: error?.name, present: await cache.hasMany(shas) };
+  afterAll(async () => {
+    await browser?.close();
+    await server?.close();
   });
-  expect(outcome.name).toBe('BundleIntegrityError');
-  expect(outcome.present).toEqual([false, false, false]);
-});
 
-test('object URLs of verified bytes load as images in the page', async () => {
-  const dir = temporaryDir('awkb-img-');
-  const png = readFileSync(join(__dirname, '..', 'examples/assets/atlas/emoji/emoji.png'));
-  mkdirSync(join(dir, 'in/img'), { recursive: true });
-  writeFileSync(join(dir, 'in/img/emoji.png'), png);
-  const { spawnSync } = await import('node:child_process');
-  const published = spawnSync(process.execPath, [join(__dirname, '..', 'dist/cli/main.js'), join(dir, 'in'), '--out', join(dir, 'out')], { encoding: 'utf8' });
-  expect(published.status).toBe(0);
-  server.mount('/img-site/', join(dir, 'out'));
-  const size = await page.evaluate(async () => {
-    const core = await harnessImport('awake-bundle');
-    const source = await core.IndexedAssetSource.open({ indexUrl: '/img-site/project.index.json' });
-    const image = new Image();
-    image.src = await source.url('img/emoji.png');
-    await image.decode();
-    source.release('img/emoji.png');
-    return [image.naturalWidth, image.naturalHeight];
-  });
-  expect(size).toEqual([1771, 74]);
-  expect(createHash('sha256').update(png).digest('hex')).toMatch(/^[0-9a-f]{64}$/);
-});
-
-describe('in Chromium: hashing in Web Workers, ownership, the warm load', () => {
-  test('the default pool hashes in Web Workers: buffers move to a worker (transferred, not copied) and come back', async () => {
-    const result = await page.evaluate(async () => {
+  /** Opens the source in the page, reads `paths`, and returns their SHA-256s and the page's own fetches. */
+  async function readInPage(options: { paths: string[]; persistent?: boolean; rangeReads?: boolean; prefetch?: boolean; index?: string }) {
+    return page.evaluate(async ({ paths, persistent, rangeReads, prefetch, index }) => {
       const core = await harnessImport('awake-bundle');
-      const pool = core.sharedDigestPool();
-      const bytes = new Uint8Array(3 * 1024 * 1024).map((_, i) => i % 251);
-      const expected = core.toHex(new Uint8Array(await crypto.subtle.digest('SHA-256', bytes)));
-      const { inputs, digests, parts } = await pool.digest({ inputs: [bytes], ranges: [{ input: 0, offset: 0, length: bytes.length }, { input: 0, offset: 10, length: 0 }], split: true, transfer: true });
-      // The original view stays detached: its buffer went to a worker and came back as another.
-      const transferred = bytes.byteLength === 0 && inputs[0] !== bytes;
-      return { worker: pool instanceof core.WorkerDigestPool && pool.usingWorkers, transferred, back: inputs[0].byteLength, same: digests[0] === expected, empty: digests[1], parts: parts.map((p: Uint8Array) => p.byteLength) };
-    });
-    expect(result).toEqual({
-      worker: true, transferred: true, back: 3 * 1024 * 1024, same: true,
-      empty: 'e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855', parts: [3 * 1024 * 1024, 0],
-    });
-  });
-
-  test('two concurrent reads own their bytes: one transferred to a worker and one written, the other unchanged', async () => {
-    const result = await page.evaluate(async () => {
-      const core = await harnessImport('awake-bundle');
-      const source = await core.IndexedAssetSource.open({ indexUrl: '/published/small/project.index.json' });
-      const [a, b] = await Promise.all([source.read('assets/sounds/bell.ogg'), source.read('assets/sounds/bell.ogg')]);
-      structuredClone(a.buffer, { transfer: [a.buffer] });
-      const bFirst = b[0];
-      b.fill(0);
-      const c = await source.read('assets/sounds/bell.ogg');
-      const hex = async (bytes: Uint8Array) => core.toHex(new Uint8Array(await crypto.subtle.digest('SHA-256', bytes as BufferSource)));
-      return { aDetached: a.byteLength === 0, bFirst, c: await hex(c) };
-    });
-    expect(result.aDetached).toBe(true);
-    expect(result.c).toBe(EXPECTED_SHA['assets/sounds/bell.ogg']);
-  });
-
-  test('a page whose CSP forbids workers still reads, hashing on its own thread', async () => {
-    const cspPage = await chromium.browser.newPage();
-    try {
-      await cspPage.goto(`${server.origin}/harness.html?csp=no-workers`, { waitUntil: 'load' });
-      await cspPage.waitForFunction(() => typeof (globalThis as { harnessImport?: unknown }).harnessImport === 'function');
-      const result = await cspPage.evaluate(async (paths: string[]) => {
-        const core = await harnessImport('awake-bundle');
-        const source = await core.IndexedAssetSource.open({ indexUrl: '/published/small/project.index.json' });
-        const hashes: Record<string, string> = {};
-        for (const path of paths) hashes[path] = core.toHex(new Uint8Array(await crypto.subtle.digest('SHA-256', await source.read(path))));
-        return { hashes, usingWorkers: core.sharedDigestPool().usingWorkers };
-      }, PATHS);
-      expect(result.hashes).toEqual(EXPECTED_SHA);
-      expect(result.usingWorkers).toBe(false);
-    } finally {
-      await cspPage.close();
-    }
-  });
-
-  test('a warm load is the index request and one IndexedDB read (in a worker) per bundle; the page itself touches no store', async () => {
-    const load = () => page.evaluate(async () => {
-      const core = await harnessImport('awake-bundle');
-      const transactions: string[] = [];
-      const original = IDBDatabase.prototype.transaction;
-      IDBDatabase.prototype.transaction = function (this: IDBDatabase, ...args: Parameters<IDBDatabase['transaction']>) {
-        transactions.push(String(args[1] ?? 'readonly'));
-        return original.apply(this, args);
+      const fetched: string[] = [];
+      const countingFetch: typeof fetch = (input, init) => {
+        fetched.push(new URL(String(input instanceof Request ? input.url : input), location.href).pathname);
+        return fetch(input, init);
       };
-      // Each readStored is one read transaction in a worker: count them.
-      const pool = core.sharedDigestPool();
-      const readStored = pool.readStored;
-      const workerReads: number[] = [];
-      pool.readStored = function (this: unknown, access: unknown, wanted: unknown[]) {
-        workerReads.push(wanted.length);
-        return readStored.call(this, access, wanted);
-      };
-      try {
-        const cache = await core.openBrowserCache({ name: 'warm-load-test' });
-        const source = await core.IndexedAssetSource.open({ indexUrl: '/published/small/project.index.json', cache });
-        const paths = source.paths();
-        await source.prefetch(paths);
-        const sizes = await Promise.all(paths.map(async (path: string) => (await source.read(path)).byteLength));
-        return { transactions, workerReads, files: sizes.length, bundles: source.index.bundles.length };
-      } finally {
-        IDBDatabase.prototype.transaction = original;
-        pool.readStored = readStored;
-      }
-    });
-    await load();
+      const cache = persistent ? await core.openBrowserCache({ name: 'reader-test' }) : undefined;
+      const source = await core.IndexedAssetSource.open({ indexUrl: `/published/${index ?? 'small'}/project.index.json`, fetch: countingFetch, cache, rangeReads });
+      const progress: number[] = [];
+      if (prefetch) await source.prefetch(paths, { onProgress: (p: { loadedBytes: number }) => progress.push(p.loadedBytes) });
+      const hashes: Record<string, string> = {};
+      for (const path of paths) hashes[path] = core.toHex(new Uint8Array(await crypto.subtle.digest('SHA-256', await source.read(path))));
+      return { hashes, fetched, progress };
+    }, options);
+  }
+
+  test('reads and prefetches a published project, one request per bundle, every file verified', async () => {
+    server.resetRequests();
+    const result = await readInPage({ paths: PATHS, prefetch: true });
+    expect(result.hashes).toEqual(EXPECTED_SHA);
+    expect(result.fetched.filter((path) => path.endsWith('.awkb'))).toHaveLength(4);
+    expect(result.progress.length).toBeGreaterThan(0);
+    expect(server.requests.filter((r) => r.path.endsWith('.awkb'))).toHaveLength(4);
+  });
+
+  test('the persistent cache survives a reload: the second load requests only the index', async () => {
+    const first = await readInPage({ paths: PATHS, persistent: true, prefetch: true });
+    expect(first.hashes).toEqual(EXPECTED_SHA);
     await reloadHarness(page);
     server.resetRequests();
-    const warm = await load();
+    const second = await readInPage({ paths: PATHS, persistent: true, prefetch: true });
+    expect(second.hashes).toEqual(EXPECTED_SHA);
+    expect(second.fetched).toEqual(['/published/small/project.index.json']);
     expect(server.requests.filter((r) => r.path.startsWith('/published/')).map((r) => r.path)).toEqual(['/published/small/project.index.json']);
-    expect(warm.workerReads).toHaveLength(warm.bundles);
-    // The page itself touches no store: the workers count and read the entries.
-    expect(warm.transactions).toEqual([]);
+  });
+
+  test('range reads ask for one member\'s bytes', async () => {
+    server.resetRequests();
+    const index = JSON.parse(readFileSync(join(FIXTURES, 'expected/small-default/project.index.json'), 'utf8'));
+    const entry = index.files.find((f: { path: string }) => f.path === 'assets/sounds/bell.ogg');
+    const result = await readInPage({ paths: ['assets/sounds/bell.ogg'], rangeReads: true });
+    expect(result.hashes['assets/sounds/bell.ogg']).toBe(entry.sha256);
+    const ranged = server.requests.filter((r) => r.path.endsWith('.awkb'));
+    expect(ranged).toEqual([expect.objectContaining({ range: `bytes=${entry.offset}-${entry.offset + entry.sizeBytes - 1}`, status: 206 })]);
+  });
+
+  test('a damaged bundle is refused, naming the damaged member, and nothing reaches the page', async () => {
+    const outcome = await page.evaluate(async () => {
+      const core = await harnessImport('awake-bundle');
+      const cache = new core.MemoryCache();
+      const source = await core.IndexedAssetSource.open({ indexUrl: '/published/damaged/project.index.json', cache, retry: { attempts: 1 } });
+      try {
+        await source.read('a/one.txt');
+        return { accepted: true };
+      } catch (error) {
+        const e = error as { name: string; code: string; part: string; damaged: string[]; message: string };
+        return { accepted: false, name: e.name, code: e.code, part: e.part, damaged: e.damaged, message: e.message, cached: cache.size };
+      }
+    });
+    expect(outcome).toMatchObject({ accepted: false, name: 'BundleIntegrityError', code: 'E_BUNDLE_INTEGRITY', part: 'members', damaged: ['a/two.txt'], cached: 0 });
+    expect(outcome.message).toContain('a/two.txt');
+  });
+
+  test('a damaged bundle leaves nothing in the persistent cache, not even its good members', async () => {
+    const outcome = await page.evaluate(async () => {
+      const core = await harnessImport('awake-bundle');
+      const cache = await core.openBrowserCache({ name: 'damaged-test' });
+      const source = await core.IndexedAssetSource.open({ indexUrl: '/published/damaged/project.index.json', cache, retry: { attempts: 1 } });
+      const error = await source.prefetch(source.paths()).catch((e: Error) => e);
+      await source.whenStored();
+      const shas = source.paths().map((path: string) => source.entry(path).sha256);
+      return { name: error?.name, present: await cache.hasMany(shas) };
+    });
+    expect(outcome.name).toBe('BundleIntegrityError');
+    expect(outcome.present).toEqual([false, false, false]);
+  });
+
+  test('object URLs of verified bytes load as images in the page', async () => {
+    const dir = temporaryDir('awkb-img-');
+    const png = readFileSync(join(__dirname, '..', 'examples/assets/atlas/emoji/emoji.png'));
+    mkdirSync(join(dir, 'in/img'), { recursive: true });
+    writeFileSync(join(dir, 'in/img/emoji.png'), png);
+    const { spawnSync } = await import('node:child_process');
+    const published = spawnSync(process.execPath, [join(__dirname, '..', 'dist/cli/main.js'), join(dir, 'in'), '--out', join(dir, 'out')], { encoding: 'utf8' });
+    expect(published.status).toBe(0);
+    server.mount('/img-site/', join(dir, 'out'));
+    const size = await page.evaluate(async () => {
+      const core = await harnessImport('awake-bundle');
+      const source = await core.IndexedAssetSource.open({ indexUrl: '/img-site/project.index.json' });
+      const image = new Image();
+      image.src = await source.url('img/emoji.png');
+      await image.decode();
+      source.release('img/emoji.png');
+      return [image.naturalWidth, image.naturalHeight];
+    });
+    expect(size).toEqual([1771, 74]);
+    expect(createHash('sha256').update(png).digest('hex')).toMatch(/^[0-9a-f]{64}$/);
+  });
+
+  describe('hashing in Web Workers, ownership, the warm load', () => {
+    test('the default pool hashes in Web Workers: buffers move to a worker (transferred, not copied) and come back', async () => {
+      const result = await page.evaluate(async () => {
+        const core = await harnessImport('awake-bundle');
+        const pool = core.sharedDigestPool();
+        const bytes = new Uint8Array(3 * 1024 * 1024).map((_, i) => i % 251);
+        const expected = core.toHex(new Uint8Array(await crypto.subtle.digest('SHA-256', bytes)));
+        const { inputs, digests, parts } = await pool.digest({ inputs: [bytes], ranges: [{ input: 0, offset: 0, length: bytes.length }, { input: 0, offset: 10, length: 0 }], split: true, transfer: true });
+        // The original view stays detached: its buffer went to a worker and came back as another.
+        const transferred = bytes.byteLength === 0 && inputs[0] !== bytes;
+        return { worker: pool instanceof core.WorkerDigestPool && pool.usingWorkers, transferred, back: inputs[0].byteLength, same: digests[0] === expected, empty: digests[1], parts: parts.map((p: Uint8Array) => p.byteLength) };
+      });
+      expect(result).toEqual({
+        worker: true, transferred: true, back: 3 * 1024 * 1024, same: true,
+        empty: 'e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855', parts: [3 * 1024 * 1024, 0],
+      });
+    });
+
+    test('two concurrent reads own their bytes: one transferred to a worker and one written, the other unchanged', async () => {
+      const result = await page.evaluate(async () => {
+        const core = await harnessImport('awake-bundle');
+        const source = await core.IndexedAssetSource.open({ indexUrl: '/published/small/project.index.json' });
+        const [a, b] = await Promise.all([source.read('assets/sounds/bell.ogg'), source.read('assets/sounds/bell.ogg')]);
+        structuredClone(a.buffer, { transfer: [a.buffer] });
+        const bFirst = b[0];
+        b.fill(0);
+        const c = await source.read('assets/sounds/bell.ogg');
+        const hex = async (bytes: Uint8Array) => core.toHex(new Uint8Array(await crypto.subtle.digest('SHA-256', bytes as BufferSource)));
+        return { aDetached: a.byteLength === 0, bFirst, c: await hex(c) };
+      });
+      expect(result.aDetached).toBe(true);
+      expect(result.c).toBe(EXPECTED_SHA['assets/sounds/bell.ogg']);
+    });
+
+    test('a page whose CSP forbids workers still reads, hashing on its own thread', async () => {
+      const cspPage = await browser.browser.newPage();
+      try {
+        await cspPage.goto(`${server.origin}/harness.html?csp=no-workers`, { waitUntil: 'load' });
+        await cspPage.waitForFunction(() => typeof (globalThis as { harnessImport?: unknown }).harnessImport === 'function');
+        const result = await cspPage.evaluate(async (paths: string[]) => {
+          const core = await harnessImport('awake-bundle');
+          const source = await core.IndexedAssetSource.open({ indexUrl: '/published/small/project.index.json' });
+          const hashes: Record<string, string> = {};
+          for (const path of paths) hashes[path] = core.toHex(new Uint8Array(await crypto.subtle.digest('SHA-256', await source.read(path))));
+          return { hashes, usingWorkers: core.sharedDigestPool().usingWorkers };
+        }, PATHS);
+        expect(result.hashes).toEqual(EXPECTED_SHA);
+        expect(result.usingWorkers).toBe(false);
+      } finally {
+        await cspPage.close();
+      }
+    });
+
+    test('a warm load is the index request and one IndexedDB read (in a worker) per bundle; the page itself touches no store', async () => {
+      const load = () => page.evaluate(async () => {
+        const core = await harnessImport('awake-bundle');
+        const transactions: string[] = [];
+        const original = IDBDatabase.prototype.transaction;
+        IDBDatabase.prototype.transaction = function (this: IDBDatabase, ...args: Parameters<IDBDatabase['transaction']>) {
+          transactions.push(String(args[1] ?? 'readonly'));
+          return original.apply(this, args);
+        };
+        // Each readStored is one read transaction in a worker: count them.
+        const pool = core.sharedDigestPool();
+        const readStored = pool.readStored;
+        const workerReads: number[] = [];
+        pool.readStored = function (this: unknown, access: unknown, wanted: unknown[]) {
+          workerReads.push(wanted.length);
+          return readStored.call(this, access, wanted);
+        };
+        try {
+          const cache = await core.openBrowserCache({ name: 'warm-load-test' });
+          const source = await core.IndexedAssetSource.open({ indexUrl: '/published/small/project.index.json', cache });
+          const paths = source.paths();
+          await source.prefetch(paths);
+          const sizes = await Promise.all(paths.map(async (path: string) => (await source.read(path)).byteLength));
+          return { transactions, workerReads, files: sizes.length, bundles: source.index.bundles.length };
+        } finally {
+          IDBDatabase.prototype.transaction = original;
+          pool.readStored = readStored;
+        }
+      });
+      await load();
+      await reloadHarness(page);
+      server.resetRequests();
+      const warm = await load();
+      expect(server.requests.filter((r) => r.path.startsWith('/published/')).map((r) => r.path)).toEqual(['/published/small/project.index.json']);
+      expect(warm.workerReads).toHaveLength(warm.bundles);
+      // The page itself touches no store: the workers count and read the entries.
+      expect(warm.transactions).toEqual([]);
+    });
   });
 });

@@ -1,5 +1,5 @@
 /**
- * awake-bundle/phaser in real Chromium with real Phaser (4.x, and 3.90 through the `phaser3`
+ * awake-bundle/phaser in real Chromium and Firefox ESR with real Phaser (4.x, and 3.90 through the `phaser3`
  * alias): one scene queues every file type, once from loose files and once through
  * `this.load.awkbIndex` from bundles published by the CLI; what lands in Phaser's caches must be
  * the same (sizes, frames, durations, texture pixels), and the server must see only the index
@@ -9,279 +9,296 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Page } from 'puppeteer-core';
-import { launchBrowser, startRepoServer, type LaunchedBrowser, type RepoServer } from './helpers/browser';
+import { launchBrowser, startRepoServer, TESTED_BROWSERS, type LaunchedBrowser, type RepoServer } from './helpers/browser';
 import { buildPhaserSite, DAMAGED_MEMBER, PHASER_PAGES, type PhaserSite } from './helpers/phaser-site';
 
-let site: PhaserSite;
-let server: RepoServer;
-let chromium: LaunchedBrowser;
+describe.each(TESTED_BROWSERS)('%s', (kind) => {
+  /**
+   * Headless Firefox on Linux has no WebGL (context creation fails with
+   * FEATURE_FAILURE_WEBGL_EXHAUSTED_DRIVERS; Mozilla bug 1375585), so there the "every file type"
+   * test runs on Phaser's Canvas renderer, and Phaser.AUTO falls back to Canvas elsewhere.
+   */
+  const RENDERER = kind === 'firefox' ? 'CANVAS' : 'WEBGL';
+  /**
+   * coin.ogg decoded by Web Audio, in seconds to 2 places: Chromium's decoder gives 12515 frames at
+   * 44.1 kHz (0.284 s), Firefox's 12643 (0.287 s); the same bytes, loose or bundled, in both.
+   */
+  const COIN_WEBAUDIO_SECONDS = kind === 'firefox' ? 0.29 : 0.28;
 
-interface RunResult {
-  first: { caches: Record<string, any>; source: { paths: number; viaPlugin: boolean | null; viaGetter: boolean } | null; renderer: string; parallelAfter: number };
-  second?: Record<string, any>;
-  sameSource?: boolean;
-  events: {
-    progress: [string, number][];
-    fileprogress: [string, number, number][];
-    loaderror: { type: string; key: string; error: string | null }[];
-    awkbprogress: { loadedBytes: number; totalBytes: number }[];
-    pluginProgress: { loadedBytes: number; totalBytes: number }[];
-    /** The highest maxParallelDownloads seen during the load. */
-    parallel?: number;
-  };
-  keptUrls: { count: number; aliveBeforeDestroy: boolean[]; aliveAfterDestroy: boolean[] };
-  afterVideoRemoved?: { video: boolean; others: boolean[] };
-}
+  let site: PhaserSite;
+  let server: RepoServer;
+  let browser: LaunchedBrowser;
 
-beforeAll(async () => {
-  site = buildPhaserSite();
-  // A pack outside the index that queues the index first, then files the index holds.
-  mkdirSync(join(site.dir, 'packs'), { recursive: true });
-  writeFileSync(join(site.dir, 'packs/with-index.json'), JSON.stringify({
-    main: { files: [
-      { type: 'awkbIndex', key: 'assets', url: 'project.index.json' },
-      { type: 'image', key: 'packCoin', url: './images/kenney/coin.png' },
-      { type: 'text', key: 'packNotes', url: 'fixtures/../fixtures/notes.txt?v=3' },
-    ] },
-  }));
-  server = await startRepoServer({ mounts: { '/site/': site.dir, '/page/': PHASER_PAGES } });
-  chromium = await launchBrowser();
-});
-
-afterAll(async () => {
-  await chromium?.close();
-  await server?.close();
-});
-
-async function openPage(version: 'phaser4' | 'phaser3', log?: string[]): Promise<Page> {
-  const page = await chromium.browser.newPage();
-  page.on('console', (message) => log?.push(`${message.type()}: ${message.text()}`));
-  page.on('pageerror', (error) => log?.push(`pageerror: ${String(error)}`));
-  await page.goto(`${server.origin}/page/${version}.html`, { waitUntil: 'load' });
-  await page.waitForFunction(() => typeof (globalThis as { runScene?: unknown }).runScene === 'function', { timeout: 30_000 });
-  // Phaser's ESM builds set no window.Phaser: the adapter works from the imported module.
-  expect(await page.evaluate(() => (globalThis as any).pageInfo)).toEqual({ version: version === 'phaser4' ? '4.2.1' : '3.90.0', hasGlobalPhaser: false });
-  return page;
-}
-
-async function run(version: 'phaser4' | 'phaser3', options: Record<string, unknown>, log?: string[]): Promise<RunResult> {
-  const page = await openPage(version, log);
-  try {
-    return await page.evaluate((o) => (globalThis as any).runScene(o), options);
-  } finally {
-    await page.close();
+  interface RunResult {
+    first: { caches: Record<string, any>; source: { paths: number; viaPlugin: boolean | null; viaGetter: boolean } | null; renderer: string; parallelAfter: number };
+    second?: Record<string, any>;
+    sameSource?: boolean;
+    events: {
+      progress: [string, number][];
+      fileprogress: [string, number, number][];
+      loaderror: { type: string; key: string; error: string | null }[];
+      awkbprogress: { loadedBytes: number; totalBytes: number }[];
+      pluginProgress: { loadedBytes: number; totalBytes: number }[];
+      /** The highest maxParallelDownloads seen during the load. */
+      parallel?: number;
+    };
+    keptUrls: { count: number; aliveBeforeDestroy: boolean[]; aliveAfterDestroy: boolean[] };
+    afterVideoRemoved?: { video: boolean; others: boolean[] };
   }
-}
 
-/** What the server was asked below /site/, as paths. */
-function siteRequests(): string[] {
-  return server.requests.map((r) => r.path).filter((path) => path.startsWith('/site/'));
-}
-
-/** Cache results with the one expected difference taken out: bundled media play from object URLs. */
-function withoutBlobFlags(caches: Record<string, any>): Record<string, any> {
-  return JSON.parse(JSON.stringify(caches, (key, value) => (key === 'blob' ? undefined : value)));
-}
-
-function expectMonotonicProgressEndingAtOne(progress: [string, number][]): void {
-  const values = progress.map(([, value]) => value);
-  for (let i = 1; i < values.length; i++) expect(values[i]).toBeGreaterThanOrEqual(values[i - 1]!);
-  expect(values[values.length - 1]).toBe(1);
-  expect(values.filter((value) => value === 1)).toHaveLength(1);
-}
-
-function bundleSize(url: string): number {
-  return (site.index.bundles as { url: string; sizeBytes?: number }[]).find((b) => b.url === url)?.sizeBytes ?? 0;
-}
-
-describe.each(['phaser4', 'phaser3'] as const)('%s', (version) => {
-  test('every file type lands in Phaser\'s caches from bundles as from loose files (WebGL), one request per bundle', async () => {
-    const loose = await run(version, { renderer: 'WEBGL', baseURL: '/site/loose/' });
-    server.resetRequests();
-    const bundled = await run(version, { renderer: 'WEBGL', baseURL: '/site/published/', index: { url: 'project.index.json', options: { cache: 'memory' } }, plugin: true });
-
-    expect(bundled.first.renderer).toBe('WEBGL');
-    expect(withoutBlobFlags(bundled.first.caches)).toEqual(withoutBlobFlags(loose.first.caches));
-    // Spot checks against the real files, so "equal" cannot mean "equally empty".
-    const caches = bundled.first.caches;
-    expect(caches.image).toMatchObject({ width: 128, height: 128 });
-    expect(caches.imageAgain.pixels).toBe(caches.image.pixels);
-    expect(caches.spritesheet.frames).toBe(32);
-    expect(caches.atlas).toMatchObject({ frames: 24, width: 1771, height: 74 });
-    expect(caches.atlasArray.frames).toBe(24);
-    expect(caches.atlasXML.frames).toBe(24);
-    expect(caches.multiatlas.frames).toBe(8);
-    expect(caches.unityAtlas.frames).toBe(6);
-    expect(caches.aseprite.anims).toEqual([['open', 6]]);
-    expect(caches.bitmapFont).toMatchObject({ chars: 95, lineHeight: 16 });
-    expect(caches).toMatchObject({ json: 24, text: 'awake-bundle phaser fixture: text\n', xml: 'harbor', binary: 13934, glsl: true, css: '123px', script: 1, font: true });
-    expect(caches.tilemapTiledJSON).toMatchObject({ width: 29, height: 12, tileset: 374 });
-    expect(caches.tilemapCSV).toEqual({ width: 5, height: 3 });
-    expect(caches.pack.slime.frames).toBe(25);
-    expect(caches.audio.coin).toMatchObject({ kind: 'webaudio', duration: 0.28 });
-    expect(caches.audio.again).toEqual(caches.audio.coin);
-    expect(caches.audioMulti).toMatchObject({ kind: 'webaudio', duration: 1.61 });
-    expect(caches.audioSprite.sprites).toEqual(['zap', 'tail']);
-    expect(caches.video).toEqual({ blob: true, duration: 1, width: 64 });
-
-    // Only the index and each bundle once; never a loose URL.
-    const requests = siteRequests();
-    expect(requests.filter((path) => path.endsWith('project.index.json'))).toEqual(['/site/published/project.index.json']);
-    const bundles = requests.filter((path) => path.endsWith('.awkb'));
-    expect(new Set(bundles).size).toBe(bundles.length);
-    expect(requests).toHaveLength(1 + bundles.length);
-
-    expect(bundled.events.loaderror).toEqual([]);
-    expectMonotonicProgressEndingAtOne(bundled.events.progress);
-    const lastBytes = bundled.events.awkbprogress.at(-1)!;
-    expect(lastBytes.loadedBytes).toBe(lastBytes.totalBytes);
-    expect(lastBytes.totalBytes).toBe(bundles.reduce((sum, path) => sum + bundleSize(path.replace('/site/published/', '')), 0));
-    expect(bundled.events.pluginProgress.at(-1)).toEqual(lastBytes);
-    const coinSize = site.index.files.find((f) => f.path === 'images/kenney/coin.png')!.sizeBytes;
-    expect(bundled.events.fileprogress.filter(([key]) => key === 'coin').at(-1)).toEqual(['coin', coinSize, coinSize]);
-    expect(bundled.first.source).toEqual({ paths: site.index.files.length, viaPlugin: true, viaGetter: true });
-    // The video's object URL lives as long as the game, and no longer.
-    expect(bundled.keptUrls).toEqual({ count: 1, aliveBeforeDestroy: [true], aliveAfterDestroy: [false] });
+  beforeAll(async () => {
+    site = buildPhaserSite();
+    // A pack outside the index that queues the index first, then files the index holds.
+    mkdirSync(join(site.dir, 'packs'), { recursive: true });
+    writeFileSync(join(site.dir, 'packs/with-index.json'), JSON.stringify({
+      main: { files: [
+        { type: 'awkbIndex', key: 'assets', url: 'project.index.json' },
+        { type: 'image', key: 'packCoin', url: './images/kenney/coin.png' },
+        { type: 'text', key: 'packNotes', url: 'fixtures/../fixtures/notes.txt?v=3' },
+      ] },
+    }));
+    server = await startRepoServer({ mounts: { '/site/': site.dir, '/page/': PHASER_PAGES } });
+    browser = await launchBrowser({ kind });
   });
 
-  test('Canvas renderer, HTMLImageElement loading and HTML5 audio from bundles', async () => {
-    const settings = { renderer: 'CANVAS', imageLoadType: 'HTMLImageElement', disableWebAudio: true };
-    const loose = await run(version, { ...settings, baseURL: '/site/loose/' });
-    server.resetRequests();
-    const bundled = await run(version, { ...settings, baseURL: '/site/published/', index: { url: 'project.index.json', options: { cache: 'memory' } }, removeVideo: true });
-
-    expect(bundled.first.renderer).toBe('CANVAS');
-    expect(withoutBlobFlags(bundled.first.caches)).toEqual(withoutBlobFlags(loose.first.caches));
-    expect(bundled.first.caches.audio.coin).toEqual({ kind: 'html5', blob: true, duration: 0.3, width: null });
-    expect(bundled.first.caches.audioSprite.audio).toMatchObject({ kind: 'html5', blob: true, duration: 1.6 });
-    expect(siteRequests().filter((path) => !path.endsWith('.awkb'))).toEqual(['/site/published/project.index.json']);
-    expect(bundled.events.loaderror).toEqual([]);
-    expectMonotonicProgressEndingAtOne(bundled.events.progress);
-    // HTML5 audio (three keys) and video keep their object URLs while in the cache: removing the
-    // video from its cache revokes its URL alone; destroying the game revokes the rest.
-    expect(bundled.afterVideoRemoved).toEqual({ video: false, others: [true, true, true] });
-    expect(bundled.keptUrls).toEqual({ count: 4, aliveBeforeDestroy: [true, true, true, true], aliveAfterDestroy: [false, false, false, false] });
+  afterAll(async () => {
+    await browser?.close();
+    await server?.close();
   });
-});
 
-const bundledIndex = { url: 'project.index.json', options: { cache: 'memory' } };
+  async function openPage(version: 'phaser4' | 'phaser3', log?: string[]): Promise<Page> {
+    const page = await browser.browser.newPage();
+    page.on('console', (message) => log?.push(`${message.type()}: ${message.text()}`));
+    page.on('pageerror', (error) => log?.push(`pageerror: ${String(error)}`));
+    await page.goto(`${server.origin}/page/${version}.html`, { waitUntil: 'load' });
+    await page.waitForFunction(() => typeof (globalThis as { runScene?: unknown }).runScene === 'function', { timeout: 30_000 });
+    // Phaser's ESM builds set no window.Phaser: the adapter works from the imported module.
+    expect(await page.evaluate(() => (globalThis as any).pageInfo)).toEqual({ version: version === 'phaser4' ? '4.2.1' : '3.90.0', hasGlobalPhaser: false });
+    return page;
+  }
 
-describe.each(['phaser4', 'phaser3'] as const)('%s: scenes, packs, failures', (version) => {
+  async function run(version: 'phaser4' | 'phaser3', options: Record<string, unknown>, log?: string[]): Promise<RunResult> {
+    const page = await openPage(version, log);
+    try {
+      // As JSON text: the result holds one object twice (each byte-progress event is in
+      // `awkbprogress` and in `pluginProgress`), and WebDriver BiDi sends a repeated object as a
+      // reference that puppeteer hands back as undefined; CDP (Chromium) copies it each time.
+      return JSON.parse(await page.evaluate(async (o) => JSON.stringify(await (globalThis as any).runScene(o)), options));
+    } finally {
+      await page.close();
+    }
+  }
 
-  test('a second scene reuses the source from the registry: no second index request, its files from bundles', async () => {
-    server.resetRequests();
-    const result = await run(version, {
-      baseURL: '/site/published/', index: bundledIndex, queue: ['image', 'text'],
-      secondScene: { index: bundledIndex, queue: ['atlas', 'audio', 'pack'] },
+  /** What the server was asked below /site/, as paths. */
+  function siteRequests(): string[] {
+    return server.requests.map((r) => r.path).filter((path) => path.startsWith('/site/'));
+  }
+
+  /** Cache results with the one expected difference taken out: bundled media play from object URLs. */
+  function withoutBlobFlags(caches: Record<string, any>): Record<string, any> {
+    return JSON.parse(JSON.stringify(caches, (key, value) => (key === 'blob' ? undefined : value)));
+  }
+
+  function expectMonotonicProgressEndingAtOne(progress: [string, number][]): void {
+    const values = progress.map(([, value]) => value);
+    for (let i = 1; i < values.length; i++) expect(values[i]).toBeGreaterThanOrEqual(values[i - 1]!);
+    expect(values[values.length - 1]).toBe(1);
+    expect(values.filter((value) => value === 1)).toHaveLength(1);
+  }
+
+  function bundleSize(url: string): number {
+    return (site.index.bundles as { url: string; sizeBytes?: number }[]).find((b) => b.url === url)?.sizeBytes ?? 0;
+  }
+
+  describe.each(['phaser4', 'phaser3'] as const)('%s', (version) => {
+    test(`every file type lands in Phaser's caches from bundles as from loose files (${RENDERER}), one request per bundle`, async () => {
+      const loose = await run(version, { renderer: RENDERER, baseURL: '/site/loose/' });
+      server.resetRequests();
+      const bundled = await run(version, { renderer: RENDERER, baseURL: '/site/published/', index: { url: 'project.index.json', options: { cache: 'memory' } }, plugin: true });
+
+      expect(bundled.first.renderer).toBe(RENDERER);
+      expect(withoutBlobFlags(bundled.first.caches)).toEqual(withoutBlobFlags(loose.first.caches));
+      // Spot checks against the real files, so "equal" cannot mean "equally empty".
+      const caches = bundled.first.caches;
+      expect(caches.image).toMatchObject({ width: 128, height: 128 });
+      expect(caches.imageAgain.pixels).toBe(caches.image.pixels);
+      expect(caches.spritesheet.frames).toBe(32);
+      expect(caches.atlas).toMatchObject({ frames: 24, width: 1771, height: 74 });
+      expect(caches.atlasArray.frames).toBe(24);
+      expect(caches.atlasXML.frames).toBe(24);
+      expect(caches.multiatlas.frames).toBe(8);
+      expect(caches.unityAtlas.frames).toBe(6);
+      expect(caches.aseprite.anims).toEqual([['open', 6]]);
+      expect(caches.bitmapFont).toMatchObject({ chars: 95, lineHeight: 16 });
+      expect(caches).toMatchObject({ json: 24, text: 'awake-bundle phaser fixture: text\n', xml: 'harbor', binary: 13934, glsl: true, css: '123px', script: 1, font: true });
+      expect(caches.tilemapTiledJSON).toMatchObject({ width: 29, height: 12, tileset: 374 });
+      expect(caches.tilemapCSV).toEqual({ width: 5, height: 3 });
+      expect(caches.pack.slime.frames).toBe(25);
+      expect(caches.audio.coin).toMatchObject({ kind: 'webaudio', duration: COIN_WEBAUDIO_SECONDS });
+      expect(caches.audio.again).toEqual(caches.audio.coin);
+      expect(caches.audioMulti).toMatchObject({ kind: 'webaudio', duration: 1.61 });
+      expect(caches.audioSprite.sprites).toEqual(['zap', 'tail']);
+      expect(caches.video).toEqual({ blob: true, duration: 1, width: 64 });
+
+      // Only the index and each bundle once; never a loose URL.
+      const requests = siteRequests();
+      expect(requests.filter((path) => path.endsWith('project.index.json'))).toEqual(['/site/published/project.index.json']);
+      const bundles = requests.filter((path) => path.endsWith('.awkb'));
+      expect(new Set(bundles).size).toBe(bundles.length);
+      expect(requests).toHaveLength(1 + bundles.length);
+
+      expect(bundled.events.loaderror).toEqual([]);
+      expectMonotonicProgressEndingAtOne(bundled.events.progress);
+      const lastBytes = bundled.events.awkbprogress.at(-1)!;
+      expect(lastBytes.loadedBytes).toBe(lastBytes.totalBytes);
+      expect(lastBytes.totalBytes).toBe(bundles.reduce((sum, path) => sum + bundleSize(path.replace('/site/published/', '')), 0));
+      expect(bundled.events.pluginProgress.at(-1)).toEqual(lastBytes);
+      const coinSize = site.index.files.find((f) => f.path === 'images/kenney/coin.png')!.sizeBytes;
+      expect(bundled.events.fileprogress.filter(([key]) => key === 'coin').at(-1)).toEqual(['coin', coinSize, coinSize]);
+      expect(bundled.first.source).toEqual({ paths: site.index.files.length, viaPlugin: true, viaGetter: true });
+      // The video's object URL lives as long as the game, and no longer.
+      expect(bundled.keptUrls).toEqual({ count: 1, aliveBeforeDestroy: [true], aliveAfterDestroy: [false] });
     });
-    expect(result.sameSource).toBe(true);
-    expect(result.second!.atlas.frames).toBe(24);
-    expect(result.second!.audio.coin.duration).toBe(0.28);
-    expect(result.second!.pack.data).toEqual({ fixture: 'json', numbers: [1, 2, 3] });
-    const requests = siteRequests();
-    expect(requests.filter((path) => path.endsWith('project.index.json'))).toHaveLength(1);
-    expect(requests.filter((path) => !path.endsWith('.awkb') && !path.endsWith('project.index.json'))).toEqual([]);
-    expect(result.events.loaderror).toEqual([]);
-    expectMonotonicProgressEndingAtOne(result.events.progress.filter(([scene]) => scene === 'second'));
+
+    test('Canvas renderer, HTMLImageElement loading and HTML5 audio from bundles', async () => {
+      const settings = { renderer: 'CANVAS', imageLoadType: 'HTMLImageElement', disableWebAudio: true };
+      const loose = await run(version, { ...settings, baseURL: '/site/loose/' });
+      server.resetRequests();
+      const bundled = await run(version, { ...settings, baseURL: '/site/published/', index: { url: 'project.index.json', options: { cache: 'memory' } }, removeVideo: true });
+
+      expect(bundled.first.renderer).toBe('CANVAS');
+      expect(withoutBlobFlags(bundled.first.caches)).toEqual(withoutBlobFlags(loose.first.caches));
+      expect(bundled.first.caches.audio.coin).toEqual({ kind: 'html5', blob: true, duration: 0.3, width: null });
+      expect(bundled.first.caches.audioSprite.audio).toMatchObject({ kind: 'html5', blob: true, duration: 1.6 });
+      expect(siteRequests().filter((path) => !path.endsWith('.awkb'))).toEqual(['/site/published/project.index.json']);
+      expect(bundled.events.loaderror).toEqual([]);
+      expectMonotonicProgressEndingAtOne(bundled.events.progress);
+      // HTML5 audio (three keys) and video keep their object URLs while in the cache: removing the
+      // video from its cache revokes its URL alone; destroying the game revokes the rest.
+      expect(bundled.afterVideoRemoved).toEqual({ video: false, others: [true, true, true] });
+      expect(bundled.keptUrls).toEqual({ count: 4, aliveBeforeDestroy: [true, true, true, true], aliveAfterDestroy: [false, false, false, false] });
+    });
   });
 
-  test('`type: "awkbIndex"` in a pack file: the files after it come from bundles, with ./, .. and a query', async () => {
-    server.resetRequests();
-    const result = await run(version, { baseURL: '/site/published/', queue: ['packWithIndex'] });
-    expect(result.first.caches.packWithIndex).toEqual({ coin: expect.objectContaining({ width: 128, height: 128 }), notes: 'awake-bundle phaser fixture: text\n' });
-    expect(siteRequests().filter((path) => !path.endsWith('.awkb'))).toEqual(['/site/packs/with-index.json', '/site/published/project.index.json']);
-    expect(result.events.loaderror).toEqual([]);
+  const bundledIndex = { url: 'project.index.json', options: { cache: 'memory' } };
+
+  describe.each(['phaser4', 'phaser3'] as const)('%s: scenes, packs, failures', (version) => {
+
+    test('a second scene reuses the source from the registry: no second index request, its files from bundles', async () => {
+      server.resetRequests();
+      const result = await run(version, {
+        baseURL: '/site/published/', index: bundledIndex, queue: ['image', 'text'],
+        secondScene: { index: bundledIndex, queue: ['atlas', 'audio', 'pack'] },
+      });
+      expect(result.sameSource).toBe(true);
+      expect(result.second!.atlas.frames).toBe(24);
+      expect(result.second!.audio.coin.duration).toBe(COIN_WEBAUDIO_SECONDS);
+      expect(result.second!.pack.data).toEqual({ fixture: 'json', numbers: [1, 2, 3] });
+      const requests = siteRequests();
+      expect(requests.filter((path) => path.endsWith('project.index.json'))).toHaveLength(1);
+      expect(requests.filter((path) => !path.endsWith('.awkb') && !path.endsWith('project.index.json'))).toEqual([]);
+      expect(result.events.loaderror).toEqual([]);
+      expectMonotonicProgressEndingAtOne(result.events.progress.filter(([scene]) => scene === 'second'));
+    });
+
+    test('`type: "awkbIndex"` in a pack file: the files after it come from bundles, with ./, .. and a query', async () => {
+      server.resetRequests();
+      const result = await run(version, { baseURL: '/site/published/', queue: ['packWithIndex'] });
+      expect(result.first.caches.packWithIndex).toEqual({ coin: expect.objectContaining({ width: 128, height: 128 }), notes: 'awake-bundle phaser fixture: text\n' });
+      expect(siteRequests().filter((path) => !path.endsWith('.awkb'))).toEqual(['/site/packs/with-index.json', '/site/published/project.index.json']);
+      expect(result.events.loaderror).toEqual([]);
+    });
+
+    test('an index queued after its files, behind a small parallel-download limit, still serves them', async () => {
+      server.resetRequests();
+      const result = await run(version, { baseURL: '/site/published/', index: bundledIndex, indexLast: true, maxParallelDownloads: 2, queue: ['image', 'atlas', 'json', 'text', 'xml', 'audio'] });
+      expect(result.events.loaderror).toEqual([]);
+      expect(result.first.caches).toMatchObject({ json: 24, xml: 'harbor', atlas: { frames: 24 }, audio: { coin: { duration: COIN_WEBAUDIO_SECONDS } } });
+      expect(siteRequests().filter((path) => !path.endsWith('.awkb'))).toEqual(['/site/published/project.index.json']);
+      expectMonotonicProgressEndingAtOne(result.events.progress);
+      // Files from bundles are not held back by Phaser's per-step download limit; the limit comes back after.
+      expect(result.events.parallel).toBeGreaterThan(1000);
+      expect(result.first.parallelAfter).toBe(2);
+    });
+
+    test('a damaged bundle fails the files that need it with loaderror naming the member; the rest load', async () => {
+      const log: string[] = [];
+      server.resetRequests();
+      const result = await run(version, { baseURL: '/site/damaged/', index: bundledIndex, queue: ['image', 'atlas', 'text', 'xml', 'css', 'audio'] }, log);
+      const failed = result.events.loaderror;
+      expect(failed.map((f) => f.key)).toEqual(expect.arrayContaining(['notes', 'level', 'style']));
+      for (const file of failed) expect(file.error).toContain(DAMAGED_MEMBER);
+      expect(result.first.caches.text).toBeNull();
+      expect(result.first.caches.image).toMatchObject({ width: 128, height: 128 });
+      expect(result.first.caches.atlas.frames).toBe(24);
+      expect(result.first.caches.audio.coin.duration).toBe(COIN_WEBAUDIO_SECONDS);
+      expect(log.some((line) => line.startsWith('error: awake-bundle: text "notes"') && line.includes(DAMAGED_MEMBER))).toBe(true);
+      // The damaged bundle was asked for once, not once per file.
+      const bundles = siteRequests().filter((path) => path.endsWith('.awkb'));
+      expect(new Set(bundles).size).toBe(bundles.length);
+      expectMonotonicProgressEndingAtOne(result.events.progress);
+    });
+
+    test('a missing index fails the awkbIndex file; the files behind it load from their loose URLs, with a warning', async () => {
+      const log: string[] = [];
+      const result = await run(version, { baseURL: '/site/loose/', index: { url: '../missing/project.index.json', options: { cache: 'memory' } }, queue: ['image', 'atlas', 'text'] }, log);
+      expect(result.events.loaderror).toEqual([{ type: 'awkbIndex', key: 'assets', error: expect.stringContaining('404') }]);
+      expect(result.first.caches.image).toMatchObject({ width: 128, height: 128 });
+      expect(result.first.caches.atlas.frames).toBe(24);
+      expect(result.first.caches.text).toBe('awake-bundle phaser fixture: text\n');
+      expect(log.some((line) => line.startsWith('warn: awake-bundle: without index "assets"'))).toBe(true);
+    });
   });
 
-  test('an index queued after its files, behind a small parallel-download limit, still serves them', async () => {
-    server.resetRequests();
-    const result = await run(version, { baseURL: '/site/published/', index: bundledIndex, indexLast: true, maxParallelDownloads: 2, queue: ['image', 'atlas', 'json', 'text', 'xml', 'audio'] });
-    expect(result.events.loaderror).toEqual([]);
-    expect(result.first.caches).toMatchObject({ json: 24, xml: 'harbor', atlas: { frames: 24 }, audio: { coin: { duration: 0.28 } } });
-    expect(siteRequests().filter((path) => !path.endsWith('.awkb'))).toEqual(['/site/published/project.index.json']);
-    expectMonotonicProgressEndingAtOne(result.events.progress);
-    // Files from bundles are not held back by Phaser's per-step download limit; the limit comes back after.
-    expect(result.events.parallel).toBeGreaterThan(1000);
-    expect(result.first.parallelAfter).toBe(2);
-  });
+  describe('phaser4: options, opaque ids, range reads, the persistent cache', () => {
+    test('options: `root` elsewhere than the index, `prefetch` with the index, `cache: null`, and an open `source`', async () => {
+      const queue = ['image', 'imageAgain', 'atlas', 'audio', 'text'];
+      server.resetRequests();
+      const rooted = await run('phaser4', { baseURL: '/site/mirror/', index: { url: '../published/project.index.json', options: { cache: 'none', root: '../mirror', prefetch: ['images', 'fixtures/notes.txt'] } }, queue });
+      expect(rooted.events.loaderror).toEqual([]);
+      expect(rooted.first.caches.imageAgain.pixels).toBe(rooted.first.caches.image.pixels);
+      expect(rooted.first.caches.audio.again).toEqual(rooted.first.caches.audio.coin);
+      expect(rooted.first.caches.text).toBe('awake-bundle phaser fixture: text\n');
+      // Nothing was asked of the mirror folder: every file came from the index's bundles.
+      expect(siteRequests().filter((path) => !path.startsWith('/site/published/'))).toEqual([]);
+      const bundles = siteRequests().filter((path) => path.endsWith('.awkb'));
+      expect(new Set(bundles).size).toBe(bundles.length);
+      const bytes = rooted.events.awkbprogress.at(-1)!;
+      expect(bytes.loadedBytes).toBe(bytes.totalBytes);
 
-  test('a damaged bundle fails the files that need it with loaderror naming the member; the rest load', async () => {
-    const log: string[] = [];
-    server.resetRequests();
-    const result = await run(version, { baseURL: '/site/damaged/', index: bundledIndex, queue: ['image', 'atlas', 'text', 'xml', 'css', 'audio'] }, log);
-    const failed = result.events.loaderror;
-    expect(failed.map((f) => f.key)).toEqual(expect.arrayContaining(['notes', 'level', 'style']));
-    for (const file of failed) expect(file.error).toContain(DAMAGED_MEMBER);
-    expect(result.first.caches.text).toBeNull();
-    expect(result.first.caches.image).toMatchObject({ width: 128, height: 128 });
-    expect(result.first.caches.atlas.frames).toBe(24);
-    expect(result.first.caches.audio.coin.duration).toBe(0.28);
-    expect(log.some((line) => line.startsWith('error: awake-bundle: text "notes"') && line.includes(DAMAGED_MEMBER))).toBe(true);
-    // The damaged bundle was asked for once, not once per file.
-    const bundles = siteRequests().filter((path) => path.endsWith('.awkb'));
-    expect(new Set(bundles).size).toBe(bundles.length);
-    expectMonotonicProgressEndingAtOne(result.events.progress);
-  });
+      server.resetRequests();
+      const handed = await run('phaser4', { baseURL: '/site/published/', index: { url: 'project.index.json', options: { source: 'open' } }, queue });
+      expect(handed.first.caches).toEqual(rooted.first.caches);
+      expect(siteRequests().filter((path) => path.endsWith('project.index.json'))).toHaveLength(1);
+    });
 
-  test('a missing index fails the awkbIndex file; the files behind it load from their loose URLs, with a warning', async () => {
-    const log: string[] = [];
-    const result = await run(version, { baseURL: '/site/loose/', index: { url: '../missing/project.index.json', options: { cache: 'memory' } }, queue: ['image', 'atlas', 'text'] }, log);
-    expect(result.events.loaderror).toEqual([{ type: 'awkbIndex', key: 'assets', error: expect.stringContaining('404') }]);
-    expect(result.first.caches.image).toMatchObject({ width: 128, height: 128 });
-    expect(result.first.caches.atlas.frames).toBe(24);
-    expect(result.first.caches.text).toBe('awake-bundle phaser fixture: text\n');
-    expect(log.some((line) => line.startsWith('warn: awake-bundle: without index "assets"'))).toBe(true);
-  });
-});
+    test('an index with opaque ids, and range reads: one member per request', async () => {
+      const queue = ['image', 'atlas', 'audio', 'text'];
+      server.resetRequests();
+      const opaque = await run('phaser4', { baseURL: '/site/opaque/', index: { url: 'project.index.json', options: { cache: 'memory' } }, queue });
+      expect(opaque.events.loaderror).toEqual([]);
+      expect(opaque.first.source!.paths).toBe(0);
+      expect(opaque.first.caches.atlas.frames).toBe(24);
+      expect(opaque.first.caches.text).toBe('awake-bundle phaser fixture: text\n');
+      expect(siteRequests().every((path) => path.startsWith('/site/opaque/'))).toBe(true);
 
-describe('phaser4: options, opaque ids, range reads, the persistent cache', () => {
-  test('options: `root` elsewhere than the index, `prefetch` with the index, `cache: null`, and an open `source`', async () => {
-    const queue = ['image', 'imageAgain', 'atlas', 'audio', 'text'];
-    server.resetRequests();
-    const rooted = await run('phaser4', { baseURL: '/site/mirror/', index: { url: '../published/project.index.json', options: { cache: 'none', root: '../mirror', prefetch: ['images', 'fixtures/notes.txt'] } }, queue });
-    expect(rooted.events.loaderror).toEqual([]);
-    expect(rooted.first.caches.imageAgain.pixels).toBe(rooted.first.caches.image.pixels);
-    expect(rooted.first.caches.audio.again).toEqual(rooted.first.caches.audio.coin);
-    expect(rooted.first.caches.text).toBe('awake-bundle phaser fixture: text\n');
-    // Nothing was asked of the mirror folder: every file came from the index's bundles.
-    expect(siteRequests().filter((path) => !path.startsWith('/site/published/'))).toEqual([]);
-    const bundles = siteRequests().filter((path) => path.endsWith('.awkb'));
-    expect(new Set(bundles).size).toBe(bundles.length);
-    const bytes = rooted.events.awkbprogress.at(-1)!;
-    expect(bytes.loadedBytes).toBe(bytes.totalBytes);
+      server.resetRequests();
+      const ranged = await run('phaser4', { baseURL: '/site/published/', index: { url: 'project.index.json', options: { cache: 'memory', rangeReads: true } }, queue });
+      expect(ranged.first.caches).toEqual(opaque.first.caches);
+      const bundleRequests = server.requests.filter((r) => r.path.endsWith('.awkb'));
+      // coin.png, emoji.png + emoji.json, coin.ogg (one read for its two keys), notes.txt.
+      expect(bundleRequests).toHaveLength(5);
+      expect(bundleRequests.every((r) => r.status === 206 && /^bytes=\d+-\d+$/.test(r.range ?? ''))).toBe(true);
+    });
 
-    server.resetRequests();
-    const handed = await run('phaser4', { baseURL: '/site/published/', index: { url: 'project.index.json', options: { source: 'open' } }, queue });
-    expect(handed.first.caches).toEqual(rooted.first.caches);
-    expect(siteRequests().filter((path) => path.endsWith('project.index.json'))).toHaveLength(1);
-  });
-
-  test('an index with opaque ids, and range reads: one member per request', async () => {
-    const queue = ['image', 'atlas', 'audio', 'text'];
-    server.resetRequests();
-    const opaque = await run('phaser4', { baseURL: '/site/opaque/', index: { url: 'project.index.json', options: { cache: 'memory' } }, queue });
-    expect(opaque.events.loaderror).toEqual([]);
-    expect(opaque.first.source!.paths).toBe(0);
-    expect(opaque.first.caches.atlas.frames).toBe(24);
-    expect(opaque.first.caches.text).toBe('awake-bundle phaser fixture: text\n');
-    expect(siteRequests().every((path) => path.startsWith('/site/opaque/'))).toBe(true);
-
-    server.resetRequests();
-    const ranged = await run('phaser4', { baseURL: '/site/published/', index: { url: 'project.index.json', options: { cache: 'memory', rangeReads: true } }, queue });
-    expect(ranged.first.caches).toEqual(opaque.first.caches);
-    const bundleRequests = server.requests.filter((r) => r.path.endsWith('.awkb'));
-    // coin.png, emoji.png + emoji.json, coin.ogg (one read for its two keys), notes.txt.
-    expect(bundleRequests).toHaveLength(5);
-    expect(bundleRequests.every((r) => r.status === 206 && /^bytes=\d+-\d+$/.test(r.range ?? ''))).toBe(true);
-  });
-
-  test('with the default persistent cache, a second visit requests only the index', async () => {
-    const visit = { baseURL: '/site/published/', index: { url: 'project.index.json' }, queue: ['image', 'atlas', 'bitmapFont', 'audio', 'text'] };
-    const first = await run('phaser4', visit);
-    server.resetRequests();
-    const second = await run('phaser4', visit);
-    expect(second.first.caches).toEqual(first.first.caches);
-    expect(siteRequests()).toEqual(['/site/published/project.index.json']);
-    expectMonotonicProgressEndingAtOne(second.events.progress);
+    test('with the default persistent cache, a second visit requests only the index', async () => {
+      const visit = { baseURL: '/site/published/', index: { url: 'project.index.json' }, queue: ['image', 'atlas', 'bitmapFont', 'audio', 'text'] };
+      const first = await run('phaser4', visit);
+      server.resetRequests();
+      const second = await run('phaser4', visit);
+      expect(second.first.caches).toEqual(first.first.caches);
+      expect(siteRequests()).toEqual(['/site/published/project.index.json']);
+      expectMonotonicProgressEndingAtOne(second.events.progress);
+    });
   });
 });

@@ -1,23 +1,33 @@
 /**
- * A real-Chromium harness for browser tests: `launchBrowser()` starts Debian's Chromium through
- * puppeteer-core (which never downloads a browser), and `startRepoServer()` serves the built
- * package so a page can import it natively, with no bundler.
+ * A real-browser harness for browser tests: `launchBrowser()` starts Debian's Chromium (or, with
+ * `{ kind: 'firefox' }`, Debian's Firefox ESR over WebDriver BiDi) through puppeteer-core (which
+ * never downloads a browser), and `startRepoServer()` serves the built package so a page can
+ * import it natively, with no bundler.
  *
  *   const server = await startRepoServer({ mounts: { '/published/': publishedDir } });
- *   const chromium = await launchBrowser();
- *   const page = await chromium.openHarness(server);
+ *   const browser = await launchBrowser({ kind: 'firefox' });
+ *   const page = await browser.openHarness(server);
  *   const hex = await page.evaluate(async () => {
  *     const core = await harnessImport('/dist/core/index.js');
  *     return core.sha256Hex(new Uint8Array([1, 2, 3]));
  *   });
  *   expect(server.requestCount('/published/project.index.json')).toBe(1);
- *   await chromium.close();
+ *   await browser.close();
  *   await server.close();
+ *
+ * Which browsers a suite runs in: `TESTED_BROWSERS` (both, unless `AWKB_BROWSERS=chromium` or
+ * `AWKB_BROWSERS=firefox` says otherwise); a suite wraps its tests in
+ * `describe.each(TESTED_BROWSERS)('%s', (kind) => …)`. A browser that is listed but not installed
+ * fails its suite with a message saying so; it is never skipped quietly.
  *
  * Why `harnessImport` and not `import()`: jest compiles test files to CommonJS, which rewrites
  * `import()` inside an evaluated function into `require()`, and the page has no `require`.
  * The harness page defines `globalThis.harnessImport = (specifier) => import(specifier)`; a test
  * that prefers the literal form can pass a string instead (`page.evaluate("import('/dist/…')")`).
+ *
+ * Firefox notes: WebCrypto (`crypto.subtle`) exists only in a secure context, so a page must be on
+ * `http://127.0.0.1` (the repository server), not `about:blank` or a `data:` URL; and under BiDi
+ * there is no CDP (`page.createCDPSession()` throws), so a test that needs one is Chromium-only.
  */
 import { contentTypeOf } from '../../core/read/media-types.js';
 import { existsSync, mkdtempSync, rmSync, statSync, createReadStream } from 'node:fs';
@@ -29,6 +39,28 @@ import puppeteer, { type Browser, type Page } from 'puppeteer-core';
 
 /** The repository root (this file is test/helpers/browser.ts). */
 export const REPO_ROOT = resolve(__dirname, '..', '..');
+
+export type BrowserKind = 'chromium' | 'firefox';
+
+export const BROWSER_KINDS: readonly BrowserKind[] = ['chromium', 'firefox'];
+
+/**
+ * The browsers the cross-browser suites run in: every kind, or the comma-separated list in
+ * `AWKB_BROWSERS` (`AWKB_BROWSERS=chromium` on a machine without Firefox ESR).
+ */
+export function testedBrowsers(value: string | undefined): BrowserKind[] {
+  if (value === undefined || value.trim() === '') return [...BROWSER_KINDS];
+  const kinds = value.split(',').map((kind) => kind.trim().toLowerCase()).filter((kind) => kind !== '');
+  for (const kind of kinds) {
+    if (!(BROWSER_KINDS as readonly string[]).includes(kind)) throw new Error(`AWKB_BROWSERS: unknown browser "${kind}" (known: ${BROWSER_KINDS.join(', ')})`);
+  }
+  return [...new Set(kinds)] as BrowserKind[];
+}
+
+export const TESTED_BROWSERS: BrowserKind[] = testedBrowsers(process.env.AWKB_BROWSERS);
+
+/** A test that runs only where `condition` holds, skipped (and counted as skipped) elsewhere. */
+export const testIf = (condition: boolean): jest.It => (condition ? test : test.skip);
 
 export const CHROMIUM_ARGS = [
   '--headless=new',
@@ -42,31 +74,53 @@ export const CHROMIUM_ARGS = [
   '--disable-sync',
 ];
 
+/**
+ * Firefox preferences for tests (puppeteer adds its own automation ones): media plays without a
+ * user gesture, and no background traffic. No preference gives headless Firefox on Linux a WebGL
+ * context (FEATURE_FAILURE_WEBGL_EXHAUSTED_DRIVERS, Mozilla bug 1375585; webgl.force-enabled,
+ * gfx.x11-egl.force-enabled and software WebRender were tried), so WebGL tests are Chromium's.
+ */
+export const FIREFOX_PREFS: Record<string, unknown> = {
+  'media.autoplay.default': 0,
+  'media.autoplay.blocking_policy': 0,
+  'app.update.enabled': false,
+  'browser.shell.checkDefaultBrowser': false,
+  'datareporting.policy.dataSubmissionEnabled': false,
+  'toolkit.telemetry.enabled': false,
+};
+
 // ---------------------------------------------------------------------------------------------
-// Chromium
+// Launching
 
 export interface LaunchOptions {
+  /** Which browser; Chromium unless said. */
+  kind?: BrowserKind;
   /**
    * Reuse this profile folder, so a test can close the browser and launch it again on the same
    * storage (persistence across browser restarts). The harness never deletes a folder it was
    * given; without this option it makes a fresh temporary profile and deletes it on `close()`.
    */
   userDataDir?: string;
+  /** More Chromium command-line arguments (Firefox ignores them). */
+  chromiumArgs?: string[];
+  /** More Firefox preferences (Chromium ignores them). */
+  firefoxPrefs?: Record<string, unknown>;
 }
 
 export interface LaunchedBrowser {
+  kind: BrowserKind;
   browser: Browser;
   /** The profile folder in use. */
   userDataDir: string;
   /** A new tab showing the server's `/harness.html`, with `harnessImport` ready. */
   openHarness(server: RepoServer): Promise<Page>;
-  /** Closes Chromium (flushing its storage to the profile) and deletes a temporary profile. */
+  /** Closes the browser (flushing its storage to the profile) and deletes a temporary profile. */
   close(): Promise<void>;
 }
 
-/** A fresh, empty profile folder for tests that relaunch Chromium; remove it with `removeProfile`. */
-export function createProfile(): string {
-  return mkdtempSync(join(tmpdir(), 'awake-bundle-chromium-'));
+/** A fresh, empty profile folder for tests that relaunch a browser; remove it with `removeProfile`. */
+export function createProfile(kind: BrowserKind = 'chromium'): string {
+  return mkdtempSync(join(tmpdir(), `awake-bundle-${kind}-`));
 }
 
 export function removeProfile(userDataDir: string): void {
@@ -77,26 +131,42 @@ export function chromiumExecutablePath(): string {
   return process.env.PUPPETEER_EXECUTABLE_PATH || '/usr/bin/chromium';
 }
 
+export function firefoxExecutablePath(): string {
+  return process.env.AWKB_FIREFOX_PATH || '/usr/bin/firefox-esr';
+}
+
+export function executablePath(kind: BrowserKind): string {
+  return kind === 'firefox' ? firefoxExecutablePath() : chromiumExecutablePath();
+}
+
+/** "Chromium" or "Firefox ESR", for messages and test names. */
+export function browserName(kind: BrowserKind): string {
+  return kind === 'firefox' ? 'Firefox ESR' : 'Chromium';
+}
+
 export async function launchBrowser(options: LaunchOptions = {}): Promise<LaunchedBrowser> {
+  const kind = options.kind ?? 'chromium';
+  const path = executablePath(kind);
   const ownsProfile = options.userDataDir === undefined;
-  const userDataDir = options.userDataDir ?? createProfile();
+  const userDataDir = options.userDataDir ?? createProfile(kind);
+  const common = { executablePath: path, headless: true, handleSIGINT: false, handleSIGTERM: false, handleSIGHUP: false } as const;
   let browser: Browser;
   try {
-    browser = await puppeteer.launch({
-      executablePath: chromiumExecutablePath(),
-      args: [...CHROMIUM_ARGS, `--user-data-dir=${userDataDir}`],
+    if (!existsSync(path)) throw new Error(`${path} does not exist`);
+    browser = kind === 'firefox'
+      ? await puppeteer.launch({ ...common, browser: 'firefox', userDataDir, extraPrefsFirefox: { ...FIREFOX_PREFS, ...options.firefoxPrefs } })
       // With --user-data-dir among the arguments puppeteer uses that profile, not one of its own.
-      headless: true,
-      handleSIGINT: false,
-      handleSIGTERM: false,
-      handleSIGHUP: false,
-    });
+      : await puppeteer.launch({ ...common, args: [...CHROMIUM_ARGS, ...(options.chromiumArgs ?? []), `--user-data-dir=${userDataDir}`] });
   } catch (error) {
     if (ownsProfile) removeProfile(userDataDir);
-    throw new Error(`could not launch Chromium at ${chromiumExecutablePath()} (set PUPPETEER_EXECUTABLE_PATH to another one)`, { cause: error });
+    const hint = kind === 'firefox'
+      ? 'install Debian\'s firefox-esr (.ci/run does), set AWKB_FIREFOX_PATH to another one, or run Chromium alone with AWKB_BROWSERS=chromium'
+      : 'set PUPPETEER_EXECUTABLE_PATH to another one, or run Firefox alone with AWKB_BROWSERS=firefox';
+    throw new Error(`could not launch ${browserName(kind)} at ${path} (${hint})`, { cause: error });
   }
   let closed = false;
   return {
+    kind,
     browser,
     userDataDir,
     async openHarness(server) {
