@@ -1,5 +1,18 @@
-/** Jest runs the TypeScript sources through ts-jest as CommonJS; type checking is `tsc --noEmit`. */
+/**
+ * Jest runs the TypeScript sources through ts-jest as CommonJS; type checking is `tsc --noEmit`.
+ * `AWKB_QUICK=1 npx jest` leaves out the slow suites (README "Testing") for a quick local loop;
+ * `npm test` and CI run everything.
+ */
+const SLOW_SUITES = [
+  'package.test.ts', // npm pack and install into a new project
+  'types.test.ts', // a second TypeScript compiler over every entry
+  'crash-publish.test.ts', // publishes killed with SIGKILL
+  'example.test.ts', 'phaser-example.test.ts', 'babylon-example.test.ts', // webpack builds of the examples
+];
+const quick = /^(1|true|yes)$/i.test(process.env.AWKB_QUICK ?? '');
+
 module.exports = {
+  testPathIgnorePatterns: ['/node_modules/', ...(quick ? SLOW_SUITES.map((name) => `/test/${name.replace(/\./g, '\\.')}$`) : [])],
   testEnvironment: 'node',
   roots: ['<rootDir>/test'],
   testMatch: ['**/*.test.ts'],
