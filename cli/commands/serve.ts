@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { AwakeError } from '../../core/errors.js';
 import { INDEX_FILE_NAME } from '../../core/node/publish.js';
 import { parseFaultRule, startStaticServer, type FaultRule, type StaticServerOptions } from '../../core/node/server.js';
-import { CommandFailure, parseCommandLine, UsageError, type Command, type CommandContext } from '../usage.js';
+import { CommandFailure, parseCommandLine, printable, UsageError, type Command, type CommandContext } from '../usage.js';
 
 const HELP = `Usage: awake-bundle serve <dir> [options]
 
@@ -96,7 +96,7 @@ export async function serveFolder(args: ServeArguments, { stdout }: CommandConte
   const { quiet, ...options } = args;
   let server;
   try {
-    server = await startStaticServer({ ...options, ...(quiet ? {} : { log: (line: string) => void stdout.write(`${line}\n`) }) });
+    server = await startStaticServer({ ...options, ...(quiet ? {} : { log: (line: string) => void stdout.write(`${printable(line)}\n`) }) });
   } catch (error) {
     if (error instanceof AwakeError) throw new CommandFailure(error.message);
     throw new CommandFailure(`cannot listen on ${args.host}:${args.port}: ${(error as Error).message}`);
