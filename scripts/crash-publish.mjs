@@ -15,7 +15,8 @@
  * run, bundles the current index does not name are removed, as a host's cleanup would do, so
  * the folder stays about twice the tree's size. Kill points come from the
  * seeded generator, alternately: a delay (a share of the first full publish's duration), or the
- * moment the out folder has gained a random number of bytes since the run started. Nothing is
+ * moment the out folder has gained a random number of bytes since the run started (up to 70% of
+ * the tree: a run rewrites most, not all, of it). Nothing is
  * timed or asserted on durations; it prints counts (and exits 1 on any violation).
  */
 import { spawn, spawnSync } from 'node:child_process';
@@ -202,7 +203,7 @@ for (let run = 1; run <= runs; run++) {
   }
   const targetMb = Math.round((0.5 + random() * 7.5) * 100) / 100;
   pruneUnindexedBundles(out);
-  const killPoint = run % 2 === 1 ? { kind: 'delay', ms: Math.floor(random() * fullMs * 1.1) } : { kind: 'bytes', bytes: Math.floor(random() * total) };
+  const killPoint = run % 2 === 1 ? { kind: 'delay', ms: Math.floor(random() * fullMs * 0.9) } : { kind: 'bytes', bytes: Math.floor(random() * total * 0.7) };
   const result = await killedPublish(tree, out, targetMb, killPoint);
   counts.runs++;
   if (result.killed) counts.killed++;

@@ -6,7 +6,7 @@
  * that was killed are removed by the next one.
  */
 import { closeSync, constants, createReadStream, fsyncSync, openSync, readSync, rmSync, writeSync } from 'node:fs';
-import { lstat, mkdir, open, readdir, readFile, realpath, rename, rm, stat } from 'node:fs/promises';
+import { lstat, mkdir, open, readdir, readFile, realpath, rename, rm } from 'node:fs/promises';
 import { dirname, join, relative, sep } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { PublishOutputError } from '../errors.js';
