@@ -10,7 +10,7 @@ import { inspectCommand } from './commands/inspect.js';
 import { publishCommand } from './commands/publish.js';
 import { serveCommand } from './commands/serve.js';
 import { verifyCommand } from './commands/verify.js';
-import { CommandFailure, UsageError, type Command, type CommandContext } from './usage.js';
+import { CommandFailure, printable, UsageError, type Command, type CommandContext } from './usage.js';
 
 const commands: Command[] = [publishCommand, indexCommand, inspectCommand, verifyCommand, serveCommand];
 
@@ -24,31 +24,68 @@ ${commands.map((command) => `  ${command.name.padEnd(9)} ${command.summary}`).jo
 Run awake-bundle <command> --help for a command's options.`;
 }
 
+const isHelp = (first: string | undefined) => first === undefined || first === '--help' || first === '-h' || first === 'help';
+
+/** The command `argv` runs: a named one, or publish (the default command). */
+function commandFor(argv: string[]): Command | undefined {
+  if (isHelp(argv[0])) return undefined;
+  return commands.find((candidate) => candidate.name === argv[0]) ?? publishCommand;
+}
+
+/** An error from the operating system (ENOENT, EACCES, ENOSPC…): its message names the path. */
+function isSystemError(error: unknown): error is NodeJS.ErrnoException {
+  return error instanceof Error && typeof (error as NodeJS.ErrnoException).code === 'string' && typeof (error as NodeJS.ErrnoException).syscall === 'string';
+}
+
 export async function runCli(argv: string[], context: CommandContext): Promise<number> {
   const [first, ...rest] = argv;
+  // Messages name paths and keys from the input: escaped, so they cannot drive the terminal.
+  const fail = (message: string) => context.stderr.write(`awake-bundle: ${printable(message, { keepNewlines: true })}\n`);
   try {
-    if (first === undefined || first === '--help' || first === '-h' || first === 'help') {
+    if (isHelp(first)) {
       (first === undefined ? context.stderr : context.stdout).write(`${mainHelp()}\n`);
       return first === undefined ? 2 : 0;
     }
-    const command = commands.find((candidate) => candidate.name === first);
-    return command ? await command.run(rest, context) : await publishCommand.run(argv, context);
+    const command = commandFor(argv)!;
+    return await command.run(command === publishCommand && first !== 'publish' ? argv : rest, context);
   } catch (error) {
     if (error instanceof UsageError) {
-      context.stderr.write(`awake-bundle: ${error.message}\nRun awake-bundle --help for usage.\n`);
+      fail(`${error.message}\nRun awake-bundle --help for usage.`);
       return 2;
     }
-    if (error instanceof CommandFailure || error instanceof AwakeError) {
-      context.stderr.write(`awake-bundle: ${error.message}\n`);
+    if (error instanceof CommandFailure || error instanceof AwakeError || isSystemError(error)) {
+      fail(error.message);
       return 1;
     }
-    context.stderr.write(`awake-bundle: ${(error as Error)?.stack ?? String(error)}\n`);
+    // Anything else is a bug in awake-bundle: the stack helps whoever reports it.
+    fail(`internal error: ${(error as Error)?.stack ?? String(error)}`);
     return 1;
   }
 }
 
+/** SIGINT and SIGTERM exit with 128 + the signal's number, the shells' convention. */
+const SIGNAL_EXIT_CODES = { SIGINT: 130, SIGTERM: 143 } as const;
+
+/**
+ * A command that writes through temporary files removes its own on SIGINT/SIGTERM and exits at
+ * once; the index is written last, so nothing new is indexed. (serve handles its signals itself.)
+ */
+function exitOnSignal(command: Command | undefined): void {
+  const cleanUp = command?.cleanUpOnSignal;
+  if (!cleanUp) return;
+  for (const [signal, code] of Object.entries(SIGNAL_EXIT_CODES)) {
+    process.once(signal, () => {
+      cleanUp();
+      process.stderr.write(`awake-bundle: stopped by ${signal}; temporary files removed, nothing new indexed\n`);
+      process.exit(code);
+    });
+  }
+}
+
 registerNodeHash();
-runCli(process.argv.slice(2), { stdout: process.stdout, stderr: process.stderr }).then(
+const argv = process.argv.slice(2);
+exitOnSignal(commandFor(argv));
+runCli(argv, { stdout: process.stdout, stderr: process.stderr }).then(
   (code) => {
     process.exitCode = code;
   },

@@ -16,6 +16,7 @@ export type AwakeErrorCode =
   | 'E_ABORTED'
   | 'E_RANGE'
   | 'E_PUBLISH_INPUT'
+  | 'E_PUBLISH_OUTPUT'
   | 'E_CACHE';
 
 export interface AwakeErrorDetails {
@@ -101,6 +102,17 @@ export class UnsafePathError extends AwakeError {
   override name = 'UnsafePathError';
   constructor(path: string, reason: string) {
     super('E_UNSAFE_PATH', `unsafe project path ${JSON.stringify(path)}: ${reason}`, { path });
+  }
+}
+
+/**
+ * The out folder of a publish cannot take the output (SPEC §8): a file where a folder must be,
+ * a symbolic link that leads outside `--out`, a write that failed. `path` names the place.
+ */
+export class PublishOutputError extends AwakeError {
+  override name = 'PublishOutputError';
+  constructor(message: string, path: string, cause?: unknown) {
+    super('E_PUBLISH_OUTPUT', message, { path, ...(cause === undefined ? {} : { cause }) });
   }
 }
 

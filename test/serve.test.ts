@@ -290,24 +290,43 @@ describe('conditional requests', () => {
 });
 
 describe('CORS', () => {
-  test('every answer allows any origin and exposes the headers a reader needs', async () => {
+  test('a page on this machine (any loopback origin) gets its Origin echoed, and the headers a reader needs', async () => {
     const { url } = await serve();
-    for (const path of [BIG_BUNDLE.url, 'missing.json']) {
-      const response = await fetch(new URL(path, url), { headers: { Origin: 'http://game.example' } });
-      expect(response.headers.get('access-control-allow-origin')).toBe('*');
-      expect(response.headers.get('access-control-expose-headers')).toBe('Content-Length, Content-Range, ETag, Accept-Ranges, Retry-After');
-      await response.arrayBuffer();
+    for (const origin of ['http://127.0.0.1:5173', 'http://localhost:8080', 'https://[::1]:3000']) {
+      for (const path of [BIG_BUNDLE.url, 'missing.json']) {
+        const response = await fetch(new URL(path, url), { headers: { Origin: origin } });
+        expect(response.headers.get('access-control-allow-origin')).toBe(origin);
+        expect(response.headers.get('access-control-expose-headers')).toBe('Content-Length, Content-Range, ETag, Accept-Ranges, Retry-After');
+        expect(response.headers.get('vary')).toBe('Origin');
+        await response.arrayBuffer();
+      }
     }
   });
 
+  test('a page from another origin gets no Access-Control-Allow-Origin unless corsOrigins lists it (or *)', async () => {
+    const closed = await serve();
+    const other = await fetch(new URL(BIG_BUNDLE.url, closed.url), { headers: { Origin: 'http://game.example' } });
+    expect(other.headers.get('access-control-allow-origin')).toBeNull();
+    await other.arrayBuffer();
+    const listed = await serve({ corsOrigins: ['http://game.example'] });
+    const allowed = await fetch(new URL(BIG_BUNDLE.url, listed.url), { headers: { Origin: 'http://game.example' } });
+    expect(allowed.headers.get('access-control-allow-origin')).toBe('http://game.example');
+    await allowed.arrayBuffer();
+    const open = await serve({ corsOrigins: ['*'] });
+    const any = await fetch(new URL(BIG_BUNDLE.url, open.url), { headers: { Origin: 'http://game.example' } });
+    expect(any.headers.get('access-control-allow-origin')).toBe('*');
+    expect(any.headers.get('vary')).toBeNull();
+    await any.arrayBuffer();
+  });
+
   test('a preflight is 204 with the allowed methods and headers', async () => {
-    const { url } = await serve();
+    const { url } = await serve({ corsOrigins: ['http://game.example'] });
     const response = await fetch(new URL(BIG_BUNDLE.url, url), {
       method: 'OPTIONS',
       headers: { Origin: 'http://game.example', 'Access-Control-Request-Method': 'GET', 'Access-Control-Request-Headers': 'range, authorization' },
     });
     expect(response.status).toBe(204);
-    expect(response.headers.get('access-control-allow-origin')).toBe('*');
+    expect(response.headers.get('access-control-allow-origin')).toBe('http://game.example');
     expect(response.headers.get('access-control-allow-methods')).toBe('GET, HEAD, OPTIONS');
     expect(response.headers.get('access-control-allow-headers')).toBe('Range, Authorization, If-None-Match, Content-Type');
   });
@@ -317,16 +336,16 @@ describe('token', () => {
   test('GET needs the bearer token, in the Authorization header or ?token=; a preflight never does', async () => {
     const { url } = await serve({ token: 's3cret' });
     const target = new URL('project.index.json', url);
-    const missing = await fetch(target);
+    const missing = await fetch(target, { headers: { Origin: 'http://localhost:5173' } });
     expect(missing.status).toBe(401);
     expect(missing.headers.get('www-authenticate')).toBe('Bearer');
-    expect(missing.headers.get('access-control-allow-origin')).toBe('*');
+    expect(missing.headers.get('access-control-allow-origin')).toBe('http://localhost:5173');
     expect((await fetch(target, { headers: { Authorization: 'Bearer wrong' } })).status).toBe(401);
     expect((await fetch(target, { method: 'HEAD' })).status).toBe(401);
     expect((await fetch(target, { headers: { Authorization: 'Bearer s3cret' } })).status).toBe(200);
     expect((await fetch(`${target}?token=s3cret`)).status).toBe(200);
     expect((await fetch(`${target}?token=wrong`)).status).toBe(401);
-    expect((await fetch(target, { method: 'OPTIONS', headers: { Origin: 'http://game.example', 'Access-Control-Request-Method': 'GET' } })).status).toBe(204);
+    expect((await fetch(target, { method: 'OPTIONS', headers: { Origin: 'http://localhost:5173', 'Access-Control-Request-Method': 'GET' } })).status).toBe(204);
   });
 });
 
@@ -372,10 +391,10 @@ describe('latency', () => {
 describe('faults', () => {
   test.each([429, 503])('--fail %i:1 answers that status with Retry-After: 1', async (status) => {
     const { url } = await serve({ faults: [{ fault: status, probability: 1 }] });
-    const response = await fetch(new URL(BIG_BUNDLE.url, url));
+    const response = await fetch(new URL(BIG_BUNDLE.url, url), { headers: { Origin: 'http://127.0.0.1:5173' } });
     expect(response.status).toBe(status);
     expect(response.headers.get('retry-after')).toBe('1');
-    expect(response.headers.get('access-control-allow-origin')).toBe('*');
+    expect(response.headers.get('access-control-allow-origin')).toBe('http://127.0.0.1:5173');
   });
 
   test('another status carries no Retry-After', async () => {

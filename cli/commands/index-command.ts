@@ -3,8 +3,8 @@ import { mkdir } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import { serializeIndex } from '../../core/format/project-index.js';
 import { looseIndexFromFolder } from '../../core/node/loose-index.js';
-import { writeFileAtomic } from '../../core/node/publish.js';
-import { formatBytes, parseCommandLine, progressLine, UsageError, type Command } from '../usage.js';
+import { removeOwnTemporaryFilesSync, writeFileAtomic } from '../../core/node/publish.js';
+import { formatBytes, parseCommandLine, printable, progressLine, UsageError, type Command } from '../usage.js';
 
 const HELP = `Usage: awake-bundle index <folder> [options]
 
@@ -21,6 +21,7 @@ export const indexCommand: Command = {
   name: 'index',
   summary: 'write the loose index of a folder',
   help: HELP,
+  cleanUpOnSignal: removeOwnTemporaryFilesSync,
   async run(argv, { stdout, stderr }) {
     const { values, positionals } = parseCommandLine(argv, {
       out: { type: 'string' },
@@ -52,7 +53,7 @@ export const indexCommand: Command = {
     await writeFileAtomic(out, text);
     const bytes = index.files.reduce((sum, file) => sum + file.sizeBytes, 0);
     if (values.json) stdout.write(`${JSON.stringify({ ok: true, out, files: index.files.length, bytes })}\n`);
-    else stdout.write(`Indexed ${index.files.length} files (${formatBytes(bytes)}) into ${out}\n`);
+    else stdout.write(printable(`Indexed ${index.files.length} files (${formatBytes(bytes)}) into ${out}\n`, { keepNewlines: true }));
     return 0;
   },
 };

@@ -4,7 +4,7 @@ import { basename } from 'node:path';
 import { BundleFormatError } from '../../core/errors.js';
 import { decodeBundle, memberBytes } from '../../core/format/awkb.js';
 import { sha256HexNode } from '../../core/node/hash.js';
-import { CommandFailure, parseCommandLine, UsageError, type Command } from '../usage.js';
+import { CommandFailure, parseCommandLine, printable, UsageError, type Command } from '../usage.js';
 
 const HELP = `Usage: awake-bundle inspect <file.awkb> [--json]
 
@@ -50,12 +50,14 @@ export const inspectCommand: Command = {
     if (values.json) {
       stdout.write(`${JSON.stringify({ file, sha256, sizeBytes: bytes.length, nameMatches, version: decoded.version, memberCount: decoded.records.length, tableBytes: decoded.dataStart - 16, dataStart: decoded.dataStart, members, damaged: damaged.map((member) => member.key) }, null, 2)}\n`);
     } else {
+      // Keys and the file name come from the bundle and the disk: escaped (printable), so a
+      // key holding an escape sequence cannot drive the terminal. --json keeps them exact.
       stdout.write(
-        `${file}\n  AWKB version ${decoded.version}, ${decoded.records.length} members, table ${decoded.dataStart - 16} bytes, data from ${decoded.dataStart}, ${bytes.length} bytes\n` +
+        `${printable(file)}\n  AWKB version ${decoded.version}, ${decoded.records.length} members, table ${decoded.dataStart - 16} bytes, data from ${decoded.dataStart}, ${bytes.length} bytes\n` +
           `  sha256 ${sha256}${nameMatches ? '' : ' (the file name is not <sha256>.awkb)'}\n`,
       );
       for (const member of members) {
-        stdout.write(`  ${String(member.offset).padStart(10)} ${String(member.sizeBytes).padStart(10)}  ${member.sha256.slice(0, 16)}  ${member.key}${member.sharesContent ? '  (same content as above)' : ''}${member.ok ? '' : '  DAMAGED'}\n`);
+        stdout.write(`  ${String(member.offset).padStart(10)} ${String(member.sizeBytes).padStart(10)}  ${member.sha256.slice(0, 16)}  ${printable(member.key)}${member.sharesContent ? '  (same content as above)' : ''}${member.ok ? '' : '  DAMAGED'}\n`);
       }
     }
     if (damaged.length > 0) throw new CommandFailure(`${file}: damaged member${damaged.length > 1 ? 's' : ''}: ${damaged.map((member) => member.key).join(', ')}`);

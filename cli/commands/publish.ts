@@ -1,19 +1,21 @@
 /** `awake-bundle <loose-index.json | folder> --out <dir>`: write bundles and the bundled index (SPEC §8). */
-import { stat } from 'node:fs/promises';
+import { readFile, realpath, stat } from 'node:fs/promises';
 import { resolve } from 'node:path';
-import { readFile } from 'node:fs/promises';
 import { unsafePathReason } from '../../core/format/paths.js';
 import { parseProjectIndexJson, type LooseIndex } from '../../core/format/project-index.js';
 import { groupByFolder, oneGroup } from '../../core/publish/grouping.js';
 import { looseIndexFromFolder } from '../../core/node/loose-index.js';
-import { diskReader, looseFileLocator, publishToDirectory } from '../../core/node/publish.js';
-import { CommandFailure, formatBytes, parseCommandLine, progressLine, UsageError, type Command } from '../usage.js';
+import { diskReader, looseFileLocator, publishToDirectory, removeOwnTemporaryFilesSync, type PublishSummary } from '../../core/node/publish.js';
+import { CommandFailure, formatBytes, parseCommandLine, printable, progressLine, UsageError, type Command } from '../usage.js';
 
 const HELP = `Usage: awake-bundle <loose-index.json | assets-folder> [options]
 
 Packs a project's files into SHA-256-named AWKB bundles and writes the bundled index:
   <out>/bundles/<sha256>.awkb and <out>/project.index.json
-Bundles the out folder already holds are not written again; the index is written last.
+Bundles the out folder already holds (checked by their SHA-256) are not written again; a
+damaged one is rewritten and reported. The index is written last, so an interrupted publish
+never leaves an index naming a missing bundle. The out folder may lie inside the input folder
+(it is left out of the input); it may not be the input folder itself.
 
 Options:
   --out <dir>          output folder (default build/published)
@@ -26,10 +28,15 @@ Options:
   --root <folder>      with a loose index: read files from <folder>/<path>
                        (default: each file's url, relative to the index file)
   --root-path <text>   with a folder: the index's rootPath (default /project)
+  --allow-case-collisions
+                       publish paths that differ only by case or Unicode normalization
+                       (they collide on macOS and Windows hosts) with a warning, instead
+                       of refusing them
   --json               print a machine-readable summary on stdout
   -h, --help           show this help
 
-Exit codes: 0 published, 1 publish failed (nothing new is indexed), 2 wrong command line.`;
+Exit codes: 0 published, 1 publish failed (nothing new is indexed), 2 wrong command line,
+130/143 stopped by SIGINT/SIGTERM (its temporary files removed, nothing new indexed).`;
 
 export interface PublishArguments {
   input: string;
@@ -41,6 +48,7 @@ export interface PublishArguments {
   urlPrefix: string;
   root?: string;
   rootPath?: string;
+  allowCaseCollisions: boolean;
   json: boolean;
 }
 
@@ -55,9 +63,11 @@ export function parsePublishArguments(argv: string[]): PublishArguments | 'help'
     'url-prefix': { type: 'string' },
     root: { type: 'string' },
     'root-path': { type: 'string' },
+    'allow-case-collisions': { type: 'boolean' },
     json: { type: 'boolean' },
   });
   if (values.help) return 'help';
+  if (values.out === '') throw new UsageError('--out must not be empty');
   if (positionals.length === 0) throw new UsageError('missing the input: a loose index (.json) or an assets folder');
   if (positionals.length > 1) throw new UsageError(`one input expected, got ${positionals.length}: ${positionals.join(' ')}`);
   const grouping = values.group ?? 'folder';
@@ -94,8 +104,19 @@ export function parsePublishArguments(argv: string[]): PublishArguments | 'help'
     urlPrefix,
     ...(values.root !== undefined ? { root: values.root } : {}),
     ...(values['root-path'] !== undefined ? { rootPath: values['root-path'] } : {}),
+    allowCaseCollisions: values['allow-case-collisions'] ?? false,
     json: values.json ?? false,
   };
+}
+
+/**
+ * The out folder may lie inside the input (SPEC §8: it is left out of the input), but it may not
+ * be the input itself: everything would be left out, and bundles would land among the assets.
+ */
+async function checkOutIsNotInput(args: PublishArguments): Promise<void> {
+  const real = (path: string) => realpath(resolve(path)).catch(() => resolve(path));
+  const [input, out] = await Promise.all([real(args.input), real(args.out)]);
+  if (input === out) throw new UsageError(`--out ${args.out} is the input folder ${args.input}: choose another out folder, such as build/published`);
 }
 
 async function loadInput(args: PublishArguments, onHashed: (bytes: number) => void) {
@@ -103,10 +124,12 @@ async function loadInput(args: PublishArguments, onHashed: (bytes: number) => vo
   try {
     info = await stat(args.input);
   } catch (error) {
-    throw new CommandFailure(`${args.input}: no such file or folder`);
+    const code = (error as NodeJS.ErrnoException).code;
+    throw new CommandFailure(`${args.input}: ${code === 'ENOENT' ? 'no such file or folder' : `cannot read: ${(error as Error).message}`}`);
   }
   if (info.isDirectory()) {
     if (args.root !== undefined) throw new UsageError('--root applies to a loose index input, not a folder');
+    await checkOutIsNotInput(args);
     const { index, files } = await looseIndexFromFolder(args.input, {
       exclude: [args.out],
       ...(args.rootPath !== undefined ? { rootPath: args.rootPath } : {}),
@@ -125,6 +148,7 @@ export const publishCommand: Command = {
   name: 'publish',
   summary: 'pack a folder or loose index into bundles (the default command)',
   help: HELP,
+  cleanUpOnSignal: removeOwnTemporaryFilesSync,
   async run(argv, { stdout, stderr }) {
     const args = parsePublishArguments(argv);
     if (args === 'help') {
@@ -142,6 +166,11 @@ export const publishCommand: Command = {
       targetBundleBytes: args.targetBundleBytes,
       pathIds: args.salt !== undefined ? { salt: args.salt } : null,
       bundleUrlPrefix: args.urlPrefix,
+      allowCaseCollisions: args.allowCaseCollisions,
+      onWarning: (message) => {
+        progress.clear();
+        stderr.write(`awake-bundle: warning: ${printable(message)}\n`);
+      },
       onProgress: (p) => progress.update(`bundling: ${p.bundlesDone}/${p.bundlesTotal} bundles, ${formatBytes(p.bytesDone)} of ${formatBytes(p.bytesTotal)}`),
     });
     progress.clear();
@@ -150,13 +179,22 @@ export const publishCommand: Command = {
       const { index, ...counts } = summary;
       stdout.write(`${JSON.stringify({ ok: true, out: args.out, files: index.files.length, ...counts, seconds }, null, 2)}\n`);
     } else {
-      stdout.write(
-        `Published ${summary.index.files.length} files in ${summary.bundles} bundles (${formatBytes(summary.bytes)}) to ${args.out} in ${seconds.toFixed(1)} s\n` +
-          `  new:           ${summary.newBundles} bundles, ${formatBytes(summary.newBytes)} (${summary.newBytes} bytes) to upload\n` +
-          `  already there: ${summary.existingBundles} bundles, ${formatBytes(summary.existingBytes)}\n` +
-          `  index:         ${summary.indexPath}\n`,
-      );
+      stdout.write(summaryText(summary, args.out, seconds));
     }
     return 0;
   },
 };
+
+function summaryText(summary: PublishSummary, out: string, seconds: number): string {
+  const rewritten = summary.rewrittenBundles;
+  return printable(
+    `Published ${summary.index.files.length} files in ${summary.bundles} bundles (${formatBytes(summary.bytes)}) to ${out} in ${seconds.toFixed(1)} s\n` +
+      `  new:           ${summary.newBundles} bundles, ${formatBytes(summary.newBytes)} (${summary.newBytes} bytes) to upload\n` +
+      `  rewritten:     ${rewritten.length} damaged bundle${rewritten.length === 1 ? '' : 's'}${rewritten.length > 0 ? ' (their bytes did not match their name; counted in new):' : ''}\n` +
+      rewritten.map((url) => `                 ${url}\n`).join('') +
+      `  already there: ${summary.existingBundles} bundles, ${formatBytes(summary.existingBytes)}\n` +
+      (summary.staleTemporaryFilesRemoved > 0 ? `  cleaned up:    ${summary.staleTemporaryFilesRemoved} temporary files of interrupted publishes\n` : '') +
+      `  index:         ${summary.indexPath}\n`,
+    { keepNewlines: true },
+  );
+}

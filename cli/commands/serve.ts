@@ -3,14 +3,17 @@ import { stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { AwakeError } from '../../core/errors.js';
 import { INDEX_FILE_NAME } from '../../core/node/publish.js';
-import { parseFaultRule, startStaticServer, type FaultRule, type StaticServerOptions } from '../../core/node/server.js';
-import { CommandFailure, parseCommandLine, UsageError, type Command, type CommandContext } from '../usage.js';
+import { parseCorsOrigin, parseFaultRule, startStaticServer, type FaultRule, type StaticServerOptions } from '../../core/node/server.js';
+import { CommandFailure, parseCommandLine, printable, UsageError, type Command, type CommandContext } from '../usage.js';
 
 const HELP = `Usage: awake-bundle serve <dir> [options]
 
 Serves a folder (usually a publish's out folder) over HTTP until Ctrl-C, with what a reader
 relies on from a real host: Range requests, ETag/304, long-lived caching for *.awkb bundles and
-no-cache for everything else, CORS for any origin.
+no-cache for everything else. CORS answers pages on this machine (http(s) on 127.0.0.1,
+localhost or [::1], any port) and the origins given with --cors; other pages cannot read it.
+Connections that send nothing, stop mid-headers or stop reading are closed (20 s for headers,
+60 s for a request, 120 s without traffic, 5 s between kept-alive requests).
 
 Options:
   --port <n>                 port, 0 for any free one (default 8080)
@@ -22,6 +25,9 @@ Options:
                              reset (drop the connection) or truncate (cut the body short).
                              Repeat for several: --fail 429:0.1 --fail reset:0.05
   --seed <n>                 make the --fail draws repeat from run to run
+  --cors <origin|*>          also let pages from <origin> (https://game.example:8443)
+                             read the answers; * lets every page do so. Repeatable,
+                             or a comma-separated list
   --quiet                    no access log on stdout
   -h, --help                 show this help
 
@@ -50,6 +56,16 @@ function faultFlags(texts: string[]): FaultRule[] {
   });
 }
 
+function corsFlags(texts: string[]): string[] {
+  return texts.flatMap((text) => text.split(',')).map((text) => {
+    try {
+      return parseCorsOrigin(text.trim());
+    } catch (error) {
+      throw new UsageError(`--cors ${text}: ${(error as Error).message}`);
+    }
+  });
+}
+
 export function parseServeArguments(argv: string[]): ServeArguments | 'help' {
   const { values, positionals } = parseCommandLine(argv, {
     port: { type: 'string' },
@@ -58,6 +74,7 @@ export function parseServeArguments(argv: string[]): ServeArguments | 'help' {
     token: { type: 'string' },
     fail: { type: 'string', multiple: true },
     seed: { type: 'string' },
+    cors: { type: 'string', multiple: true },
     quiet: { type: 'boolean' },
   });
   if (values.help) return 'help';
@@ -67,6 +84,7 @@ export function parseServeArguments(argv: string[]): ServeArguments | 'help' {
   if (values.host !== undefined && values.host.trim() === '') throw new UsageError('--host must not be empty');
   if (values.token !== undefined && !/^[\x21-\x7e]+$/.test(values.token)) throw new UsageError('--token must be non-empty printable ASCII without spaces');
   if (values.seed !== undefined && failTexts.length === 0) throw new UsageError('--seed is only used with --fail');
+  const corsOrigins = corsFlags((values.cors as unknown as string[] | undefined) ?? []);
   return {
     root: positionals[0]!,
     port: values.port === undefined ? 8080 : integerFlag('--port', values.port, 0, 65535),
@@ -75,6 +93,7 @@ export function parseServeArguments(argv: string[]): ServeArguments | 'help' {
     ...(values.token !== undefined ? { token: values.token } : {}),
     faults: faultFlags(failTexts),
     ...(values.seed !== undefined ? { seed: integerFlag('--seed', values.seed, 0, 2 ** 32 - 1) } : {}),
+    ...(corsOrigins.length > 0 ? { corsOrigins } : {}),
     quiet: values.quiet ?? false,
   };
 }
@@ -96,7 +115,7 @@ export async function serveFolder(args: ServeArguments, { stdout }: CommandConte
   const { quiet, ...options } = args;
   let server;
   try {
-    server = await startStaticServer({ ...options, ...(quiet ? {} : { log: (line: string) => void stdout.write(`${line}\n`) }) });
+    server = await startStaticServer({ ...options, ...(quiet ? {} : { log: (line: string) => void stdout.write(`${printable(line)}\n`) }) });
   } catch (error) {
     if (error instanceof AwakeError) throw new CommandFailure(error.message);
     throw new CommandFailure(`cannot listen on ${args.host}:${args.port}: ${(error as Error).message}`);
@@ -106,6 +125,7 @@ export async function serveFolder(args: ServeArguments, { stdout }: CommandConte
   stdout.write(
     `Serving ${args.root} at ${server.url}\n` +
       (hasIndex ? `  index: ${server.url}${INDEX_FILE_NAME}\n` : '') +
+      (args.corsOrigins ? `  CORS: this machine's pages and ${args.corsOrigins.join(', ')}\n` : '') +
       (faults ? `  faults: ${faults}${args.seed !== undefined ? ` (seed ${args.seed})` : ''}\n` : '') +
       'Press Ctrl-C to stop.\n',
   );

@@ -11,7 +11,7 @@ import { entryKey, parseProjectIndexJson, serializeIndex, type BundledFileEntry,
 import { INDEX_FILE_NAME } from '../../core/node/publish.js';
 import { sha256HexNode } from '../../core/node/hash.js';
 import { verifyBundle, type ExpectedMember } from '../../core/read/verify.js';
-import { parseCommandLine, UsageError, type Command } from '../usage.js';
+import { parseCommandLine, printable, UsageError, type Command } from '../usage.js';
 
 const HELP = `Usage: awake-bundle verify <published-dir | project.index.json> [--json]
 
@@ -118,7 +118,7 @@ export const verifyCommand: Command = {
     const result = await verifyPublished(positionals[0]!);
     if (values.json) stdout.write(`${JSON.stringify({ ok: result.problems.length === 0, bundles: result.bundles, files: result.files, problems: result.problems }, null, 2)}\n`);
     else if (result.problems.length === 0) stdout.write(`OK: ${result.bundles} bundles and ${result.files} files match the index\n`);
-    else stderr.write(`${result.problems.length} problem${result.problems.length > 1 ? 's' : ''}:\n${result.problems.map((problem) => `  ${problem}`).join('\n')}\n`);
+    else stderr.write(`${result.problems.length} problem${result.problems.length > 1 ? 's' : ''}:\n${result.problems.map((problem) => `  ${printable(problem, { keepNewlines: true })}`).join('\n')}\n`);
     return result.problems.length === 0 ? 0 : 1;
   },
 };

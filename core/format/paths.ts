@@ -67,3 +67,37 @@ export function looseFileUrl(path: string, prefix = 'files'): string {
   const trimmed = prefix.replace(/\/+$/, '');
   return trimmed === '' ? encoded : `${trimmed}/${encoded}`;
 }
+
+/**
+ * The form under which a host that ignores case and Unicode normalization (macOS, Windows)
+ * stores a path: `Art/Café.png` (NFC) and `art/cafe\u0301.png` (NFD) are one file there.
+ */
+export function foldedPath(path: string): string {
+  return path.normalize('NFC').toLowerCase().normalize('NFC');
+}
+
+/**
+ * Pairs of distinct paths that such a host cannot keep apart (FORMAT.md "Paths"): the same
+ * folded form, or a file whose folded form is a folder of another path (`Level` and
+ * `level/map.json`). Folders that differ only by case merge there without loss, so they pass.
+ * Pairs come in key order of their first path.
+ */
+export function pathCollisions(paths: readonly string[]): [string, string][] {
+  const files = new Map<string, string>();
+  const collisions: [string, string][] = [];
+  const sorted = [...paths].sort(compareKeys);
+  for (const path of sorted) {
+    const folded = foldedPath(path);
+    const earlier = files.get(folded);
+    if (earlier !== undefined && earlier !== path) collisions.push([earlier, path]);
+    else files.set(folded, path);
+  }
+  for (const path of sorted) {
+    const segments = foldedPath(path).split('/');
+    for (let depth = 1; depth < segments.length; depth++) {
+      const file = files.get(segments.slice(0, depth).join('/'));
+      if (file !== undefined) collisions.push([file, path]);
+    }
+  }
+  return collisions.sort((x, y) => compareKeys(x[0], y[0]) || compareKeys(x[1], y[1]));
+}

@@ -2,16 +2,40 @@
  * A content-addressed folder for Node (SPEC §7 "Cache"): `<dir>/<first 2 hex>/<sha256>`, written
  * through a temporary file and a rename, so a reader never sees half an entry. The reader
  * re-checks every entry it gets; a bad one is deleted and fetched again.
+ *
+ * The folder is shared ground (other processes, other tools, a user's hands), so an entry is
+ * read only when it is a regular file no larger than `maxEntryBytes`: a FIFO, a link, a folder
+ * or a device in its place is removed and counts as missing, and a FIFO can never block a read.
+ * `clear()` works while other processes write into the folder.
  */
-import { mkdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
+import { constants } from 'node:fs';
+import { lstat, mkdir, open, readdir, rename, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { ContentCache } from '../cache/content-cache.js';
 
 const SHA256_HEX = /^[0-9a-f]{64}$/;
+/** Larger entries are not read: well above a bundle member, below Node's Buffer limit. */
+const DEFAULT_MAX_ENTRY_BYTES = 2 ** 31;
+/** O_NONBLOCK: opening a FIFO does not wait for a writer; O_NOFOLLOW: a link is not an entry. */
+const READ_FLAGS = constants.O_RDONLY | (constants.O_NONBLOCK ?? 0) | (constants.O_NOFOLLOW ?? 0);
+/** A put whose folder a concurrent clear() took away starts again; this many times at most. */
+const PUT_ATTEMPTS = 3;
 let counter = 0;
 
+export interface NodeFolderCacheOptions {
+  /** Entries larger than this are treated as missing (and removed). Default 2 GiB. */
+  maxEntryBytes?: number;
+}
+
+const errorCode = (error: unknown) => (error as NodeJS.ErrnoException).code;
+
 export class NodeFolderCache implements ContentCache {
-  constructor(readonly dir: string) {}
+  readonly maxEntryBytes: number;
+
+  constructor(readonly dir: string, options: NodeFolderCacheOptions = {}) {
+    this.maxEntryBytes = options.maxEntryBytes ?? DEFAULT_MAX_ENTRY_BYTES;
+    if (!(Number.isSafeInteger(this.maxEntryBytes) && this.maxEntryBytes >= 0)) throw new RangeError(`maxEntryBytes must be a non-negative integer, got ${options.maxEntryBytes}`);
+  }
 
   private pathOf(sha256: string): string {
     if (!SHA256_HEX.test(sha256)) throw new TypeError(`cache key must be a lowercase hex SHA-256, got ${JSON.stringify(sha256)}`);
@@ -19,25 +43,71 @@ export class NodeFolderCache implements ContentCache {
   }
 
   async get(sha256: string): Promise<Uint8Array | undefined> {
+    const path = this.pathOf(sha256);
+    let handle;
     try {
-      return new Uint8Array(await readFile(this.pathOf(sha256)));
+      handle = await open(path, READ_FLAGS);
     } catch (error) {
-      if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+      if (errorCode(error) === 'ENOENT' || errorCode(error) === 'ENOTDIR') return undefined;
+      if (errorCode(error) === 'ELOOP' || errorCode(error) === 'EISDIR') return this.dropStrayEntry(path);
       throw error;
+    }
+    try {
+      const info = await handle.stat();
+      if (!info.isFile() || info.size > this.maxEntryBytes) {
+        await handle.close();
+        handle = undefined;
+        return await this.dropStrayEntry(path);
+      }
+      // Exactly the size fstat gave: a file that grows meanwhile cannot make us read on forever.
+      const bytes = new Uint8Array(info.size);
+      let filled = 0;
+      while (filled < bytes.length) {
+        const { bytesRead } = await handle.read(bytes, filled, bytes.length - filled, filled);
+        if (bytesRead === 0) break;
+        filled += bytesRead;
+      }
+      return filled === bytes.length ? bytes : bytes.subarray(0, filled); // a short one fails its SHA-256 check
+    } finally {
+      await handle?.close();
     }
   }
 
+  /** Something that is not an entry (folder, FIFO, link, oversized file) sits at `path`. */
+  private async dropStrayEntry(path: string): Promise<undefined> {
+    await rm(path, { recursive: true, force: true }).catch(() => undefined);
+    return undefined;
+  }
+
   async has(sha256: string): Promise<boolean> {
-    return stat(this.pathOf(sha256)).then((info) => info.isFile(), () => false);
+    return lstat(this.pathOf(sha256)).then((info) => info.isFile() && info.size <= this.maxEntryBytes, () => false);
   }
 
   async put(sha256: string, bytes: Uint8Array): Promise<void> {
     const path = this.pathOf(sha256);
-    await mkdir(join(this.dir, sha256.slice(0, 2)), { recursive: true });
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await this.putOnce(path, bytes);
+      } catch (error) {
+        // ENOENT: a clear() moved the folder away between our mkdir and our rename.
+        if (errorCode(error) !== 'ENOENT' || attempt >= PUT_ATTEMPTS) throw error;
+      }
+    }
+  }
+
+  private async putOnce(path: string, bytes: Uint8Array): Promise<void> {
+    await mkdir(join(path, '..'), { recursive: true });
     const temporary = `${path}.tmp-${process.pid}-${++counter}`;
     try {
-      await writeFile(temporary, bytes);
-      await rename(temporary, path);
+      await writeFile(temporary, bytes, { flag: 'wx' });
+      try {
+        await rename(temporary, path);
+      } catch (error) {
+        const code = errorCode(error);
+        if (code !== 'EISDIR' && code !== 'ENOTEMPTY' && code !== 'EEXIST' && code !== 'ENOTDIR') throw error;
+        await rm(path, { recursive: true, force: true }); // a folder in an entry's place
+        await rename(temporary, path);
+      }
     } catch (error) {
       await rm(temporary, { force: true });
       throw error;
@@ -45,10 +115,34 @@ export class NodeFolderCache implements ContentCache {
   }
 
   async delete(sha256: string): Promise<void> {
-    await rm(this.pathOf(sha256), { force: true });
+    await rm(this.pathOf(sha256), { recursive: true, force: true });
   }
 
+  /**
+   * Empties the cache, also while other processes write into it: the folder is first renamed
+   * aside (atomic; a writer then makes a fresh folder), and the renamed copy removed, which no
+   * writer can reach any more. Where the rename is impossible (a mount point), entries are
+   * removed one by one, and ones that vanish or fill meanwhile are let be.
+   */
   async clear(): Promise<void> {
-    await rm(this.dir, { recursive: true, force: true });
+    const aside = `${this.dir}.clearing-${process.pid}-${++counter}`;
+    try {
+      await rename(this.dir, aside);
+    } catch (error) {
+      if (errorCode(error) === 'ENOENT') return;
+      return this.clearInPlace();
+    }
+    await rm(aside, { recursive: true, force: true, maxRetries: 3 });
+  }
+
+  private async clearInPlace(): Promise<void> {
+    const names = await readdir(this.dir).catch(() => [] as string[]);
+    await Promise.all(
+      names.map((name) =>
+        rm(join(this.dir, name), { recursive: true, force: true, maxRetries: 3 }).catch((error: unknown) => {
+          if (errorCode(error) !== 'ENOENT' && errorCode(error) !== 'ENOTEMPTY') throw error;
+        }),
+      ),
+    );
   }
 }

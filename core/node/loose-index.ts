@@ -37,6 +37,23 @@ export interface FolderFile {
   sizeBytes: number;
 }
 
+const strictUtf8 = new TextDecoder('utf-8', { fatal: true });
+
+/** Raw file-name bytes for a message: printable ASCII as is, every other byte as `\xNN`. */
+export function escapeFileNameBytes(bytes: Uint8Array): string {
+  return Array.from(bytes, (byte) => (byte > 0x20 && byte < 0x7f && byte !== 0x5c ? String.fromCharCode(byte) : `\\x${byte.toString(16).padStart(2, '0')}`)).join('');
+}
+
+/** A file name as text; one that is not valid UTF-8 has no project path (SPEC §1: text is UTF-8). */
+function fileNameText(bytes: Buffer, folder: string, projectDir: string): string {
+  try {
+    return strictUtf8.decode(bytes);
+  } catch {
+    const where = join(folder, ...projectDir.split('/'));
+    throw new PublishInputError(`${where}: a file name is not valid UTF-8: "${escapeFileNameBytes(bytes)}" (rename it; project paths are UTF-8 text)`, projectDir === '' ? folder : projectDir);
+  }
+}
+
 function isInside(child: string, parent: string): boolean {
   const rel = relative(parent, child);
   return rel === '' || (!rel.startsWith('..') && !rel.startsWith(sep) && rel !== '..' && !/^[A-Za-z]:/.test(rel));
@@ -56,12 +73,13 @@ export async function listFolderFiles(folder: string, options: Pick<FolderIndexO
   const files: FolderFile[] = [];
 
   // Where an entry leads: a file, a folder to walk, or nothing (left out).
-  async function resolveEntry(realDir: string, projectDir: string, entry: Dirent, ancestors: Set<string>) {
-    if (SKIPPED_NAMES.has(entry.name)) return undefined;
-    const projectPath = projectDir === '' ? entry.name : `${projectDir}/${entry.name}`;
+  async function resolveEntry(realDir: string, projectDir: string, entry: Dirent<Buffer>, ancestors: Set<string>) {
+    const name = fileNameText(entry.name, folder, projectDir);
+    if (SKIPPED_NAMES.has(name)) return undefined;
+    const projectPath = projectDir === '' ? name : `${projectDir}/${name}`;
     const reason = unsafePathReason(projectPath);
     if (reason !== undefined) throw new PublishInputError(`${join(folder, projectPath)}: unsafe project path ${JSON.stringify(projectPath)}: ${reason}`, projectPath);
-    const onDisk = join(realDir, entry.name);
+    const onDisk = join(realDir, name);
     let target = onDisk;
     if (entry.isSymbolicLink()) {
       try {
@@ -89,9 +107,11 @@ export async function listFolderFiles(folder: string, options: Pick<FolderIndexO
   type Folder = { real: string; project: string; ancestors: Set<string> };
   const failures: { at: string; error: unknown }[] = [];
   async function visit({ real, project, ancestors }: Folder, more: Folder[]): Promise<void> {
-    let entries: Dirent[];
+    let entries: Dirent<Buffer>[];
     try {
-      entries = await readdir(real, { withFileTypes: true });
+      // As bytes: a name that is not UTF-8 would otherwise come back with U+FFFD in it, and
+      // then be reported as missing (ENOENT) instead of by its real bytes.
+      entries = await readdir(real, { withFileTypes: true, encoding: 'buffer' });
     } catch (error) {
       failures.push({ at: project, error });
       return;
@@ -101,7 +121,8 @@ export async function listFolderFiles(folder: string, options: Pick<FolderIndexO
       const settled = await Promise.allSettled(batch.map((entry) => resolveEntry(real, project, entry, ancestors)));
       for (const [i, outcome] of settled.entries()) {
         if (outcome.status === 'rejected') {
-          failures.push({ at: project === '' ? batch[i]!.name : `${project}/${batch[i]!.name}`, error: outcome.reason });
+          const name = batch[i]!.name.toString('utf8');
+          failures.push({ at: project === '' ? name : `${project}/${name}`, error: outcome.reason });
           continue;
         }
         const found = outcome.value;

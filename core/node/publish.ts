@@ -1,13 +1,16 @@
 /**
  * Publishing into a folder (SPEC §8): bundles named by SHA-256 under the out folder, only the
- * new ones written, and the index written last and atomically (temp file + rename), so an
- * interrupted publish never leaves an index that names a missing bundle.
+ * new (or damaged) ones written, and the index written last and atomically (temp file, fsync,
+ * rename, fsync of the folder), so an interrupted publish — even a power cut or a SIGKILL —
+ * never leaves an index that names a missing or partial bundle. Temporary files of a publish
+ * that was killed are removed by the next one.
  */
-import { closeSync, createReadStream, openSync, readSync, writeSync } from 'node:fs';
-import { mkdir, open, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
-import { dirname, join } from 'node:path';
+import { closeSync, constants, createReadStream, fsyncSync, openSync, readSync, rmSync, writeSync } from 'node:fs';
+import { lstat, mkdir, open, readdir, readFile, realpath, rename, rm } from 'node:fs/promises';
+import { dirname, join, relative, sep } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import { unsafePathReason } from '../format/paths.js';
+import { PublishOutputError } from '../errors.js';
+import { pathCollisions, unsafePathReason } from '../format/paths.js';
 import { serializeIndex, type BundledIndex, type LooseFileEntry, type LooseIndex } from '../format/project-index.js';
 import { BundleWriter, PublishInputError, type BundleHashing, type BundleWriterOptions, type FinishedBundle, type ReadProjectFile } from '../publish/bundle-writer.js';
 import { nodeSha256, sha256HexNode } from './hash.js';
@@ -26,6 +29,12 @@ export interface PublishOptions extends BundleWriterOptions {
   read: ReadProjectFile;
   outDir: string;
   onProgress?: (progress: PublishProgress) => void;
+  /**
+   * Paths that differ only by case or Unicode normalization collide on case-insensitive hosts
+   * (FORMAT.md "Paths"): refused unless this is true; then each pair goes to `onWarning`.
+   */
+  allowCaseCollisions?: boolean;
+  onWarning?: (message: string) => void;
 }
 
 export interface PublishSummary {
@@ -36,34 +45,124 @@ export interface PublishSummary {
   /** Bundles written by this publish: the upload a host needs. */
   newBundles: number;
   newBytes: number;
-  /** Bundles the out folder already held. */
+  /** Bundles the out folder already held, checked by their SHA-256 (their name). */
   existingBundles: number;
   existingBytes: number;
+  /**
+   * URLs of bundles the out folder held under the right name but with other bytes (or as a
+   * link, not a file): written again, and counted in `newBundles` too.
+   */
+  rewrittenBundles: string[];
+  /** Temporary files of earlier publishes whose process is gone, removed before writing. */
+  staleTemporaryFilesRemoved: number;
 }
 
+/**
+ * Temporary files are `<final name>.tmp-<pid>-<n>`: the pid lets a later publish tell a
+ * killed publish's leftovers from a running one's.
+ */
 let temporaryCounter = 0;
+const liveTemporaryFiles = new Set<string>();
 function temporaryName(path: string): string {
   return `${path}.tmp-${process.pid}-${++temporaryCounter}`;
 }
 
-async function existingSize(path: string): Promise<number | undefined> {
+/**
+ * Removes this process's temporary files at once. For a signal handler (the CLI's SIGINT and
+ * SIGTERM): synchronous, so nothing else runs between it and the exit. Returns how many.
+ */
+export function removeOwnTemporaryFilesSync(): number {
+  let removed = 0;
+  for (const path of liveTemporaryFiles) {
+    try {
+      rmSync(path, { force: true });
+      removed++;
+    } catch {
+      // Best effort: the next publish removes what is left (removeStaleTemporaryFiles).
+    }
+  }
+  liveTemporaryFiles.clear();
+  return removed;
+}
+
+/** Only names a publish makes: a bundle, a streamed bundle before it has its name, the index. */
+const TEMPORARY_FILE = /^(?:[0-9a-f]{64}\.awkb|\.incoming\.awkb|project\.index\.json)\.tmp-(\d+)-\d+$/;
+
+function processIsGone(pid: number): boolean {
+  if (!(Number.isSafeInteger(pid) && pid > 0)) return false; // kill(0 or -n) would signal a group
+  if (pid === process.pid) return true; // ours are in liveTemporaryFiles, skipped below
   try {
-    const info = await stat(path);
-    return info.isFile() ? info.size : undefined;
-  } catch {
-    return undefined;
+    process.kill(pid, 0);
+    return false;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'ESRCH'; // EPERM: alive, someone else's
   }
 }
 
-/** Writes `bytes` to `path` through a temporary file and a rename. */
+/** Removes, from `dir`, the temporary files of publishes whose process no longer runs. */
+export async function removeStaleTemporaryFiles(dir: string): Promise<number> {
+  let names: string[];
+  try {
+    names = await readdir(dir);
+  } catch {
+    return 0;
+  }
+  let removed = 0;
+  for (const name of names) {
+    const match = TEMPORARY_FILE.exec(name);
+    const path = join(dir, name);
+    if (!match || liveTemporaryFiles.has(path) || !processIsGone(Number(match[1]))) continue;
+    const info = await lstat(path).catch(() => undefined);
+    if (!info?.isFile()) continue;
+    await rm(path, { force: true });
+    removed++;
+  }
+  return removed;
+}
+
+/** Makes a rename in `dir` durable; a file system that cannot sync a folder is left as it is. */
+function syncFolder(dir: string): void {
+  let fd: number | undefined;
+  try {
+    fd = openSync(dir, 'r');
+    fsyncSync(fd);
+  } catch {
+    // EISDIR/EINVAL/EPERM on platforms or file systems without folder fsync.
+  } finally {
+    if (fd !== undefined) closeSync(fd);
+  }
+}
+
+/** Renames a finished temporary file into place and makes the rename durable. */
+async function commitTemporary(temporary: string, path: string): Promise<void> {
+  try {
+    await rename(temporary, path);
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    const why = code === 'EISDIR' || code === 'ENOTEMPTY' || code === 'EEXIST' ? 'a folder is in the way' : (error as Error).message;
+    throw new PublishOutputError(`${path}: cannot write: ${why}`, path, error);
+  }
+  liveTemporaryFiles.delete(temporary);
+  syncFolder(dirname(path));
+}
+
+async function discardTemporary(temporary: string): Promise<void> {
+  await rm(temporary, { force: true });
+  liveTemporaryFiles.delete(temporary);
+}
+
+/**
+ * Writes `bytes` to `path` through a temporary file, fsync and a rename (then an fsync of the
+ * folder): a reader sees the old file or the whole new one, also after a crash. A link at
+ * `path` is replaced, never written through.
+ */
 export async function writeFileAtomic(path: string, bytes: Uint8Array | string): Promise<void> {
   const temporary = temporaryName(path);
   try {
-    if (typeof bytes === 'string') await writeFile(temporary, bytes);
-    else await writeWhole(temporary, bytes);
-    await rename(temporary, path);
+    await writeWhole(temporary, typeof bytes === 'string' ? Buffer.from(bytes) : bytes);
+    await commitTemporary(temporary, path);
   } catch (error) {
-    await rm(temporary, { force: true });
+    await discardTemporary(temporary);
     throw error;
   }
 }
@@ -93,11 +192,26 @@ async function writeAll(fd: number, bytes: Uint8Array): Promise<void> {
   }
 }
 
-/** Writes `bytes` to a new file at `path`. */
+/**
+ * Creates the temporary file `path` (never an existing file or a link: O_EXCL) and notes it for
+ * removeOwnTemporaryFilesSync.
+ */
+function createTemporary(path: string): number {
+  liveTemporaryFiles.add(path);
+  try {
+    return openSync(path, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL, 0o644);
+  } catch (error) {
+    liveTemporaryFiles.delete(path);
+    throw new PublishOutputError(`${path}: cannot create: ${(error as Error).message}`, path, error);
+  }
+}
+
+/** Writes `bytes` to a new temporary file at `path`, on disk (fsync) before it is renamed. */
 async function writeWhole(path: string, bytes: Uint8Array): Promise<void> {
-  const fd = openSync(path, 'w');
+  const fd = createTemporary(path);
   try {
     await writeAll(fd, bytes);
+    fsyncSync(fd);
   } finally {
     closeSync(fd);
   }
@@ -105,18 +219,87 @@ async function writeWhole(path: string, bytes: Uint8Array): Promise<void> {
 
 async function writeStreamAtomic(chunks: AsyncIterable<Uint8Array>, directory: string): Promise<string> {
   const temporary = temporaryName(join(directory, '.incoming.awkb'));
-  const fd = openSync(temporary, 'w');
+  const fd = createTemporary(temporary);
   let isOpen = true;
   try {
     for await (const chunk of chunks) await writeAll(fd, chunk);
+    fsyncSync(fd);
     isOpen = false;
     closeSync(fd);
     return temporary;
   } catch (error) {
     if (isOpen) closeSync(fd);
-    await rm(temporary, { force: true });
+    await discardTemporary(temporary);
     throw error;
   }
+}
+
+/**
+ * Whether the out folder already holds the bundle at `path`: a regular file (not a link) of
+ * the listed size whose bytes hash to its name (FORMAT.md "Command line"). A file of the right
+ * size is not enough: a damaged copy would never be rewritten.
+ */
+async function holdsBundle(path: string, sizeBytes: number, sha256: string): Promise<'absent' | 'same' | 'damaged'> {
+  const info = await lstat(path).catch(() => undefined);
+  if (info === undefined) return 'absent';
+  if (!info.isFile() || info.size !== sizeBytes) return 'damaged';
+  const hash = nodeSha256();
+  try {
+    const handle = await open(path, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
+    try {
+      for await (const chunk of handle.createReadStream({ highWaterMark: STREAM_CHUNK_BYTES, autoClose: false })) hash.update(chunk as Buffer);
+    } finally {
+      await handle.close();
+    }
+  } catch {
+    return 'damaged';
+  }
+  return hash.digestHex() === sha256 ? 'same' : 'damaged';
+}
+
+function isInside(child: string, parent: string): boolean {
+  const rel = relative(parent, child);
+  return rel === '' || (rel !== '..' && !rel.startsWith(`..${sep}`) && !rel.startsWith(sep) && !/^[A-Za-z]:/.test(rel));
+}
+
+/** Makes `dir` a folder, or names what is in the way (a file, a link to a file). */
+async function makeFolder(dir: string, what: string): Promise<void> {
+  try {
+    await mkdir(dir, { recursive: true });
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    const message = code === 'EEXIST' || code === 'ENOTDIR' ? 'a file is in the way (it must be a folder)' : (error as Error).message;
+    throw new PublishOutputError(`${dir}: cannot make the ${what}: ${message}`, dir, error);
+  }
+}
+
+/**
+ * Makes the out folder and the bundle folder below it. The bundle folder must stay inside the
+ * out folder once links are followed: a publish never writes outside --out.
+ */
+async function prepareOutFolder(outDir: string, bundleDir: string): Promise<void> {
+  await makeFolder(outDir, 'out folder');
+  await makeFolder(bundleDir, 'bundle folder');
+  const [realOut, realBundles] = await Promise.all([realpath(outDir), realpath(bundleDir)]);
+  if (!isInside(realBundles, realOut)) {
+    throw new PublishOutputError(`${bundleDir}: a symbolic link leads outside the out folder ${outDir} (to ${realBundles}); a publish never writes outside --out`, bundleDir);
+  }
+}
+
+/** Refuses (or, when allowed, reports) paths that collide on case-insensitive hosts. */
+function checkPathCollisions(index: LooseIndex, options: PublishOptions): void {
+  const collisions = pathCollisions(index.files.map((entry) => entry.path));
+  if (collisions.length === 0) return;
+  const pairs = collisions.map(([a, b]) => `${JSON.stringify(a)} and ${JSON.stringify(b)}`);
+  if (options.allowCaseCollisions) {
+    for (const pair of pairs) options.onWarning?.(`paths ${pair} collide on case-insensitive hosts (they differ only by case or Unicode normalization)`);
+    return;
+  }
+  throw new PublishInputError(
+    `paths that differ only by case or Unicode normalization collide on case-insensitive hosts (macOS, Windows): ${pairs.join('; ')}. ` +
+      'Rename one of each pair, or publish anyway with allowCaseCollisions (--allow-case-collisions)',
+    collisions[0]![0],
+  );
 }
 
 export function checkBundleUrlPrefix(prefix: string): void {
@@ -146,32 +329,40 @@ export async function publishToDirectory(options: PublishOptions): Promise<Publi
   // A reader from diskReader streams through reused buffers here (see recycledChunks).
   const read = recyclingReaders.get(options.read) ?? options.read;
   checkBundleUrlPrefix(writer.bundleUrlPrefix);
+  checkPathCollisions(options.looseIndex, options);
   const bundleDir = join(options.outDir, ...writer.bundleUrlPrefix.split('/').filter(Boolean));
-  await mkdir(bundleDir, { recursive: true });
-  const summary = { bundles: 0, bytes: 0, newBundles: 0, newBytes: 0, existingBundles: 0, existingBytes: 0 };
+  await prepareOutFolder(options.outDir, bundleDir);
+  const staleTemporaryFilesRemoved = (await removeStaleTemporaryFiles(bundleDir)) + (bundleDir === options.outDir ? 0 : await removeStaleTemporaryFiles(options.outDir));
+  const summary = { bundles: 0, bytes: 0, newBundles: 0, newBytes: 0, existingBundles: 0, existingBytes: 0, rewrittenBundles: [] as string[], staleTemporaryFilesRemoved };
   let bytesDone = 0;
 
   const store = async (bundle: FinishedBundle): Promise<void> => {
-    let sha256: string;
     let temporary: string | undefined;
-    if (bundle.kind === 'stream') {
-      temporary = await writeStreamAtomic(bundle.chunks, bundleDir);
-      sha256 = (await bundle.finished).sha256;
-    } else sha256 = bundle.sha256;
-    const path = join(options.outDir, writer.bundleUrl(sha256));
-    const existing = await existingSize(path);
-    summary.bundles++;
-    summary.bytes += bundle.sizeBytes;
-    if (existing === bundle.sizeBytes) {
-      // Named by its SHA-256: a file of that name and size already holds these bytes.
-      summary.existingBundles++;
-      summary.existingBytes += bundle.sizeBytes;
-      if (temporary) await rm(temporary, { force: true });
-    } else {
-      if (bundle.kind === 'stream') await rename(temporary!, path);
-      else await writeFileAtomic(path, bundle.bytes);
-      summary.newBundles++;
-      summary.newBytes += bundle.sizeBytes;
+    try {
+      let sha256: string;
+      if (bundle.kind === 'stream') {
+        temporary = await writeStreamAtomic(bundle.chunks, bundleDir);
+        sha256 = (await bundle.finished).sha256;
+      } else sha256 = bundle.sha256;
+      const url = writer.bundleUrl(sha256);
+      const path = join(options.outDir, url);
+      const existing = await holdsBundle(path, bundle.sizeBytes, sha256);
+      summary.bundles++;
+      summary.bytes += bundle.sizeBytes;
+      if (existing === 'same') {
+        summary.existingBundles++;
+        summary.existingBytes += bundle.sizeBytes;
+        if (temporary) await discardTemporary(temporary);
+      } else {
+        if (existing === 'damaged') summary.rewrittenBundles.push(url);
+        if (temporary) await commitTemporary(temporary, path);
+        else await writeFileAtomic(path, (bundle as { bytes: Uint8Array }).bytes);
+        summary.newBundles++;
+        summary.newBytes += bundle.sizeBytes;
+      }
+    } catch (error) {
+      if (temporary !== undefined && liveTemporaryFiles.has(temporary)) await discardTemporary(temporary);
+      throw error;
     }
     bytesDone += bundleBytes[summary.bundles - 1] ?? 0;
     options.onProgress?.({ bundlesDone: summary.bundles, bundlesTotal: bundleBytes.length, bytesDone, bytesTotal });

@@ -41,7 +41,24 @@ export interface StaticServerOptions {
   seed?: number;
   /** Called once per finished request with a one-line access log entry. */
   log?: (line: string) => void;
+  /**
+   * Origins, besides this machine's own, whose pages may read the answers (CORS): exact origins
+   * such as `https://game.example:8443`, or `*` for any page (the folder is then readable by
+   * every site open in the browser). By default only http(s) pages on 127.0.0.1, localhost and
+   * [::1], any port, are allowed; any other page gets no Access-Control-Allow-Origin.
+   */
+  corsOrigins?: string[];
+  /** A connection must send its request headers within this time (default 20 s), else 408 and closed. */
+  headersTimeoutMs?: number;
+  /** A whole request must arrive within this time (default 60 s). */
+  requestTimeoutMs?: number;
+  /** A connection with no traffic either way for this long is closed (default 120 s): a client that stops reading. */
+  idleTimeoutMs?: number;
+  /** How long a kept-alive connection may wait for its next request (default 5 s). */
+  keepAliveTimeoutMs?: number;
 }
+
+export const DEFAULT_SERVER_TIMEOUTS = { headersTimeoutMs: 20_000, requestTimeoutMs: 60_000, idleTimeoutMs: 120_000, keepAliveTimeoutMs: 5_000 } as const;
 
 export interface StaticServer {
   /** `http://<host>:<port>/`, with a trailing slash. */
@@ -62,12 +79,36 @@ export function cacheControlFor(fileName: string): string {
 }
 
 const ALLOWED_METHODS = 'GET, HEAD, OPTIONS';
-const CORS_HEADERS = {
-  // `*` even with a token: the token travels in the Authorization header, which `*` allows once
-  // it is listed in Allow-Headers; only cookies would need the Origin echoed.
-  'Access-Control-Allow-Origin': '*',
-  'Access-Control-Expose-Headers': 'Content-Length, Content-Range, ETag, Accept-Ranges, Retry-After',
-};
+const EXPOSED_HEADERS = 'Content-Length, Content-Range, ETag, Accept-Ranges, Retry-After';
+/** Pages served from this machine: http(s) on a loopback name, any port. */
+const LOOPBACK_ORIGIN = /^https?:\/\/(?:127\.0\.0\.1|localhost|\[::1\])(?::\d{1,5})?$/i;
+
+/** Checks a `--cors` origin: `*`, or scheme://host[:port] with nothing after it. */
+export function parseCorsOrigin(text: string): string {
+  if (text === '*') return text;
+  let url: URL;
+  try {
+    url = new URL(text);
+  } catch {
+    throw new RangeError(`expected an origin such as https://game.example:8443, or *, got ${JSON.stringify(text)}`);
+  }
+  if ((url.protocol !== 'http:' && url.protocol !== 'https:') || url.origin !== text.replace(/\/$/, '').toLowerCase()) {
+    throw new RangeError(`expected an origin (http or https scheme, host, optional port, no path), such as https://game.example:8443, got ${JSON.stringify(text)}`);
+  }
+  return url.origin;
+}
+
+/**
+ * The Access-Control-Allow-Origin for a request, or undefined for none: the folder is readable
+ * by this machine's own pages, and by the origins the user listed (or every page with `*`).
+ * The token, when there is one, travels in the Authorization header, never a cookie, so the
+ * answer never needs Allow-Credentials.
+ */
+function allowedOrigin(origin: string | undefined, allowed: Set<string>): string | undefined {
+  if (allowed.has('*')) return '*';
+  if (origin === undefined) return undefined;
+  return LOOPBACK_ORIGIN.test(origin) || allowed.has(origin.toLowerCase()) ? origin : undefined;
+}
 const PREFLIGHT_HEADERS = {
   'Access-Control-Allow-Methods': ALLOWED_METHODS,
   'Access-Control-Allow-Headers': 'Range, Authorization, If-None-Match, Content-Type',
@@ -95,6 +136,13 @@ function checkFaultRule({ fault, probability }: FaultRule): void {
 
 function checkOptions(options: StaticServerOptions): void {
   const { port = 0, latencyMs = 0, token, faults = [], seed } = options;
+  for (const name of Object.keys(DEFAULT_SERVER_TIMEOUTS) as (keyof typeof DEFAULT_SERVER_TIMEOUTS)[]) {
+    const value = options[name];
+    if (value !== undefined && !(Number.isSafeInteger(value) && value > 0)) throw new RangeError(`${name} must be a positive integer (milliseconds), got ${value}`);
+  }
+  const { headersTimeoutMs, requestTimeoutMs } = { ...DEFAULT_SERVER_TIMEOUTS, ...definedOnly(options) };
+  if (headersTimeoutMs > requestTimeoutMs) throw new RangeError(`headersTimeoutMs (${headersTimeoutMs}) must not exceed requestTimeoutMs (${requestTimeoutMs})`);
+  (options.corsOrigins ?? []).forEach(parseCorsOrigin);
   if (!Number.isInteger(port) || port < 0 || port > 65535) throw new RangeError(`port must be an integer from 0 to 65535, got ${port}`);
   if (!(Number.isFinite(latencyMs) && latencyMs >= 0)) throw new RangeError(`latencyMs must be a number ≥ 0, got ${latencyMs}`);
   if (token !== undefined && !/^[\x21-\x7e]+$/.test(token)) throw new RangeError('token must be non-empty printable ASCII without spaces');
@@ -289,6 +337,7 @@ function serveFile(request: IncomingMessage, response: ServerResponse, file: { p
 
 interface ServerState {
   realRoot: string;
+  corsOrigins: Set<string>;
   latencyMs: number;
   delay: (ms: number, signal: AbortSignal) => Promise<void>;
   token?: string;
@@ -297,7 +346,13 @@ interface ServerState {
 }
 
 async function handleRequest(request: IncomingMessage, response: ServerResponse, state: ServerState, record: RequestRecord): Promise<void> {
-  for (const [name, value] of Object.entries(CORS_HEADERS)) response.setHeader(name, value);
+  const origin = allowedOrigin(request.headers.origin, state.corsOrigins);
+  if (origin !== undefined) {
+    response.setHeader('Access-Control-Allow-Origin', origin);
+    response.setHeader('Access-Control-Expose-Headers', EXPOSED_HEADERS);
+  }
+  // The answer depends on the Origin unless every origin gets `*`: a shared cache must know.
+  if (origin !== '*') response.setHeader('Vary', 'Origin');
   response.setHeader('X-Content-Type-Options', 'nosniff');
   if (state.latencyMs > 0) await state.delay(state.latencyMs, state.closing.signal);
   if (request.method === 'OPTIONS') {
@@ -341,19 +396,32 @@ function hostInUrl(host: string): string {
   return host.includes(':') ? `[${host}]` : host;
 }
 
+function definedOnly<T extends object>(object: T): Partial<T> {
+  return Object.fromEntries(Object.entries(object).filter(([, value]) => value !== undefined)) as Partial<T>;
+}
+
 /** Serves `root` until `close()`; resolves once listening, with the URL to open. */
 export async function startStaticServer(options: StaticServerOptions): Promise<StaticServer> {
   checkOptions(options);
   const { port = 0, host = '127.0.0.1', latencyMs = 0, faults = [], log } = options;
+  const timeouts = { ...DEFAULT_SERVER_TIMEOUTS, ...definedOnly(options) };
   const state: ServerState = {
     realRoot: await folderRealPath(options.root),
+    corsOrigins: new Set((options.corsOrigins ?? []).map(parseCorsOrigin)),
     latencyMs,
     delay: options.delay ?? ((ms, signal) => sleep(ms, undefined, { signal })),
     ...(options.token !== undefined ? { token: options.token } : {}),
     drawFault: faultDrawer(faults, options.seed ?? Math.floor(Math.random() * 2 ** 32)),
     closing: new AbortController(),
   };
-  const server = createServer((request, response) => {
+  // Silent, slow and non-reading clients must not hold a connection forever (Node checks the
+  // header and request deadlines every connectionsCheckingInterval; the idle timer is per socket).
+  const server = createServer({
+    headersTimeout: timeouts.headersTimeoutMs,
+    requestTimeout: timeouts.requestTimeoutMs,
+    keepAliveTimeout: timeouts.keepAliveTimeoutMs,
+    connectionsCheckingInterval: Math.max(5, Math.min(1000, Math.floor(timeouts.headersTimeoutMs / 4))),
+  }, (request, response) => {
     const started = performance.now();
     const record: RequestRecord = { note: [] };
     if (log) response.on('close', () => log(accessLogLine(request, response, record, started)));
@@ -362,6 +430,8 @@ export async function startStaticServer(options: StaticServerOptions): Promise<S
       sendStatus(request, response, 500);
     });
   });
+  // With no 'timeout' listener, Node destroys a socket idle for this long.
+  server.setTimeout(timeouts.idleTimeoutMs);
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen({ port, host }, () => {
