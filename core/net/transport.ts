@@ -302,7 +302,7 @@ async function fetchElsewhereAttempt(fetcher: BodyFetcher, url: string, headers:
   if (fetched === undefined) return undefined;
   throwIfNotSuccess(fetched, url);
   const limit = limitFor(fetched.status, bound);
-  // The worker stopped at the limit (or at a Content-Length that differs from it), as readBody does here.
+  // The worker stopped at the limit (or at a Content-Length past it), as readBody does here.
   if (fetched.overLimit && limit !== undefined) throw sizeError(url, fetched.status, limit, fetched.overLimit);
   if (limit !== undefined && fetched.bytes.length > limit) throw sizeError(url, fetched.status, limit, { receivedBytes: fetched.bytes.length });
   const expected = declaredLength(fetched.headers);

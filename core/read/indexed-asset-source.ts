@@ -891,7 +891,9 @@ function tokenOrigin(indexOrBase: string | undefined): string {
 
 /**
  * Every bundle and file URL the index names must be http(s) on an allowed origin, checked at
- * open, before any of them is fetched: an index cannot send the reader (and its token) elsewhere.
+ * open, before any of them is fetched: an index cannot send the reader (and its token, SPEC §7
+ * "Tokens") elsewhere. Redirects are the fetch's business: `tokenAuthorizedFetch` drops the token
+ * at the first hop off its origin.
  */
 function checkIndexUrls(index: ProjectIndex, base: string | undefined, allowed: Set<string>): void {
   const check = (url: string, where: string, file?: { path?: string; id?: string }): void => {
