@@ -15,6 +15,9 @@ export type AwakeErrorCode =
   | 'E_TIMEOUT'
   | 'E_ABORTED'
   | 'E_RANGE'
+  | 'E_RESPONSE_SIZE'
+  | 'E_ORIGIN'
+  | 'E_TOKEN_ORIGIN'
   | 'E_PUBLISH_INPUT'
   | 'E_PUBLISH_OUTPUT'
   | 'E_CACHE';
@@ -173,5 +176,47 @@ export class RangeResponseError extends AwakeError {
   override name = 'RangeResponseError';
   constructor(message: string, details: AwakeErrorDetails & { url: string }) {
     super('E_RANGE', message, details);
+  }
+}
+
+/**
+ * A response body that is not the size the caller expects: a `Content-Length` that says so, or
+ * more bytes than expected, reading stopped there (SPEC §7 "Verified"). Not retried: the same
+ * server would send the same body. The reader reports it as the bundle's or file's integrity error.
+ */
+export class ResponseSizeError extends AwakeError {
+  override name = 'ResponseSizeError';
+  readonly expectedBytes: number;
+  /** The `Content-Length` the server sent, when that is what differs. */
+  readonly declaredBytes?: number;
+  /** Bytes read before reading stopped, when the body itself ran over. */
+  readonly receivedBytes?: number;
+  constructor(message: string, details: AwakeErrorDetails & { url: string; expectedBytes: number; declaredBytes?: number; receivedBytes?: number }) {
+    super('E_RESPONSE_SIZE', message, details);
+    this.expectedBytes = details.expectedBytes;
+    if (details.declaredBytes !== undefined) this.declaredBytes = details.declaredBytes;
+    if (details.receivedBytes !== undefined) this.receivedBytes = details.receivedBytes;
+  }
+}
+
+/**
+ * A URL the reader will not fetch (SPEC §7 "Tokens"): not http(s), or on an origin that is
+ * neither the index's nor in `allowOrigins`. The message says where it came from (`bundles[2].url`).
+ */
+export class OriginNotAllowedError extends AwakeError {
+  override name = 'OriginNotAllowedError';
+  constructor(message: string, details: AwakeErrorDetails & { url: string }) {
+    super('E_ORIGIN', message, details);
+  }
+}
+
+/**
+ * A `tokenAuthorizedFetch` with no origin yet: made without `origin` and not bound by
+ * `IndexedAssetSource.open` (or `bindTokenOrigin`), it sends nothing rather than guess.
+ */
+export class TokenOriginError extends AwakeError {
+  override name = 'TokenOriginError';
+  constructor(message: string, details: AwakeErrorDetails = {}) {
+    super('E_TOKEN_ORIGIN', message, details);
   }
 }

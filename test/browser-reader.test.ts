@@ -32,6 +32,12 @@ describe.each(TESTED_BROWSERS)('%s', (kind) => {
       bundles: [{ ...damaged.good, url: `bundles/${damaged.good.sha256}.awkb` }],
       files: damaged.members.map((m: { key: string; offset: number; sizeBytes: number; sha256: string }) => ({ path: m.key, sizeBytes: m.sizeBytes, sha256: m.sha256, bundle: damaged.good.sha256, offset: m.offset })),
     }));
+    // An oversized copy: every bundle served with 8 MiB more than the index lists (SPEC §7 "Verified").
+    cpSync(join(FIXTURES, 'expected/small-default'), join(site, 'oversized'), { recursive: true });
+    for (const bundle of JSON.parse(readFileSync(join(site, 'oversized/project.index.json'), 'utf8')).bundles as { url: string }[]) {
+      const path = join(site, 'oversized', bundle.url);
+      writeFileSync(path, Buffer.concat([readFileSync(path), Buffer.alloc(8 * 1024 * 1024, 0x5a)]));
+    }
     server = await startRepoServer({ mounts: { '/published/': site } });
     browser = await launchBrowser({ kind });
     page = await browser.openHarness(server);
@@ -106,6 +112,25 @@ describe.each(TESTED_BROWSERS)('%s', (kind) => {
     });
     expect(outcome).toMatchObject({ accepted: false, name: 'BundleIntegrityError', code: 'E_BUNDLE_INTEGRITY', part: 'members', damaged: ['a/two.txt'], cached: 0 });
     expect(outcome.message).toContain('a/two.txt');
+  });
+
+  test('a bundle served larger than listed is refused at its Content-Length, in the worker that reads it and on the page', async () => {
+    const outcomes = await page.evaluate(async () => {
+      const core = await harnessImport('awake-bundle');
+      const attempt = async (options: object) => {
+        // No fetch of our own: the default pool's workers read the bodies (BodyFetcher); with one, the page does.
+        const source = await core.IndexedAssetSource.open({ indexUrl: '/published/oversized/project.index.json', retry: { attempts: 1 }, ...options });
+        const error = await source.read('ui/hud.json').then(() => undefined, (e: Error) => e as Error & { code: string; part: string; url: string });
+        source.dispose();
+        return JSON.stringify({ name: error?.name, code: error?.code, part: error?.part, url: error?.url, message: error?.message });
+      };
+      return { worker: await attempt({}), page: await attempt({ fetch: (input: RequestInfo, init?: RequestInit) => fetch(input, init) }) };
+    });
+    for (const outcome of [JSON.parse(outcomes.worker), JSON.parse(outcomes.page)]) {
+      expect(outcome).toMatchObject({ name: 'BundleIntegrityError', code: 'E_BUNDLE_INTEGRITY', part: 'bundle' });
+      expect(outcome.url).toMatch(/\/published\/oversized\/bundles\/[0-9a-f]{64}\.awkb$/);
+      expect(outcome.message).toMatch(/Content-Length says \d+/);
+    }
   });
 
   test('a damaged bundle leaves nothing in the persistent cache, not even its good members', async () => {

@@ -378,8 +378,8 @@ describe('tokenAuthorizedFetch (SPEC §7 "Tokens")', () => {
   test("sends the token to its origin only, never to another origin's server", async () => {
     const content = await startServer((_, response) => send(response, 200, 'index'));
     const elsewhere = await startServer((_, response) => send(response, 200, 'other'));
-    const transport = new Transport({ fetch: tokenAuthorizedFetch({ token: 'secret' }) });
-    // The first request fixes the token's origin: it is the index's.
+    // The token's origin is fixed up front (here by `origin`; IndexedAssetSource.open binds one made without it).
+    const transport = new Transport({ fetch: tokenAuthorizedFetch({ token: 'secret', origin: content.origin }) });
     expect(await transport.getText(`${content.origin}/index.json`)).toBe('index');
     expect(await transport.getText(`${elsewhere.origin}/b.awkb`)).toBe('other');
     expect(await transport.getText(`${content.origin}/b.awkb`)).toBe('index');
@@ -420,7 +420,7 @@ describe('tokenAuthorizedFetch (SPEC §7 "Tokens")', () => {
 
   test('too many redirects fail with E_NETWORK, not retried', async () => {
     const content = await startServer((_, response) => send(response, 302, '', { Location: '/again' }));
-    const error = await failure(new Transport({ fetch: tokenAuthorizedFetch({ token: 't', maxRedirects: 3 }) }).getBytes(`${content.origin}/loop`));
+    const error = await failure(new Transport({ fetch: tokenAuthorizedFetch({ token: 't', maxRedirects: 3, origin: content.origin }) }).getBytes(`${content.origin}/loop`));
     expect(error).toMatchObject({ code: 'E_NETWORK', url: `${content.origin}/loop` });
     expect(content.hits).toBe(4);
   });
@@ -430,7 +430,7 @@ describe('tokenAuthorizedFetch (SPEC §7 "Tokens")', () => {
       request.headers.authorization === 'Bearer fresh' ? send(response, 200, 'welcome') : send(response, 401, 'expired'),
     );
     let refreshes = 0;
-    const authorizedFetch = tokenAuthorizedFetch({ token: 'stale', refreshToken: async () => (refreshes++, 'fresh') });
+    const authorizedFetch = tokenAuthorizedFetch({ token: 'stale', refreshToken: async () => (refreshes++, 'fresh'), origin: content.origin });
     const transport = new Transport({ fetch: authorizedFetch });
     expect(await transport.getText(`${content.origin}/index.json`)).toBe('welcome');
     expect(refreshes).toBe(1);
@@ -444,7 +444,7 @@ describe('tokenAuthorizedFetch (SPEC §7 "Tokens")', () => {
       request.headers.authorization === 'Bearer second' ? send(response, 200, 'welcome') : send(response, 401),
     );
     const issued = ['first', 'second'];
-    const transport = new Transport({ fetch: tokenAuthorizedFetch({ token: () => issued.shift()! }) });
+    const transport = new Transport({ fetch: tokenAuthorizedFetch({ token: () => issued.shift()!, origin: content.origin }) });
     expect(await transport.getText(`${content.origin}/index.json`)).toBe('welcome');
     expect(issued).toEqual([]);
   });
@@ -452,7 +452,7 @@ describe('tokenAuthorizedFetch (SPEC §7 "Tokens")', () => {
   test('a second 401 is returned as is, and becomes an HttpError 401', async () => {
     const content = await startServer((_, response) => send(response, 401, 'no'));
     let refreshes = 0;
-    const transport = new Transport({ fetch: tokenAuthorizedFetch({ token: 'a', refreshToken: () => (refreshes++, 'b') }) });
+    const transport = new Transport({ fetch: tokenAuthorizedFetch({ token: 'a', refreshToken: () => (refreshes++, 'b'), origin: content.origin }) });
     const error = await failure(transport.getBytes(`${content.origin}/index.json`));
     expect(error).toMatchObject({ code: 'E_HTTP', status: 401, url: `${content.origin}/index.json` });
     expect(refreshes).toBe(1);
@@ -475,7 +475,7 @@ describe('tokenAuthorizedFetch (SPEC §7 "Tokens")', () => {
     test("a request to the page's own origin is sent again with redirect 'follow' and mode 'same-origin'", async () => {
       const content = await startServer((request, response) => (request.url === '/moved' ? send(response, 302, '', { Location: '/here' }) : send(response, 200, 'here')));
       const sent: RequestInit[] = [];
-      const authorizedFetch = tokenAuthorizedFetch({ token: 't', fetch: browserLikeFetch(sent), pageOrigin: content.origin });
+      const authorizedFetch = tokenAuthorizedFetch({ token: 't', fetch: browserLikeFetch(sent), pageOrigin: content.origin, origin: content.origin });
       expect(await new Transport({ fetch: authorizedFetch }).getText(`${content.origin}/moved`)).toBe('here');
       expect(sent.map(({ redirect, mode }) => [redirect, mode])).toEqual([
         ['manual', undefined],
@@ -485,7 +485,7 @@ describe('tokenAuthorizedFetch (SPEC §7 "Tokens")', () => {
 
     test('for another origin than the page, the hidden redirect is an HttpError with status 0', async () => {
       const content = await startServer((_, response) => send(response, 302, '', { Location: '/here' }));
-      const authorizedFetch = tokenAuthorizedFetch({ token: 't', fetch: browserLikeFetch([]), pageOrigin: 'https://game.example' });
+      const authorizedFetch = tokenAuthorizedFetch({ token: 't', fetch: browserLikeFetch([]), pageOrigin: 'https://game.example', origin: content.origin });
       const error = await failure(new Transport({ fetch: authorizedFetch }).getBytes(`${content.origin}/moved`));
       expect(error).toMatchObject({ code: 'E_HTTP', status: 0 });
       expect(error.message).toMatch(/hid a redirect/);

@@ -45,7 +45,7 @@ export function defineAwkbIndexFile(phaser: PhaserNamespace): AwkbIndexFactory {
     }
 
     private async mount(state: AwkbGameState, loader: PhaserLoader, indexUrl: URL, root: URL): Promise<IndexedAssetSource | undefined> {
-      const { source: given, cache, fetch, rangeReads, prefetch } = this.options;
+      const { source: given, cache, fetch, rangeReads, prefetch, allowOrigins } = this.options;
       let source: IndexedAssetSource;
       try {
         source = given ?? (await IndexedAssetSource.open({
@@ -54,6 +54,7 @@ export function defineAwkbIndexFile(phaser: PhaserNamespace): AwkbIndexFactory {
           cache: cache === undefined ? openBrowserCache() : cache,
           ...(fetch ? { fetch } : {}),
           ...(rangeReads !== undefined ? { rangeReads } : {}),
+          ...(allowOrigins ? { allowOrigins } : {}),
         }));
       } catch (error) {
         this.error = error;

@@ -22,8 +22,10 @@ export interface AwkbIndexOptions {
    * here whether that source reads ranges.
    */
   rangeReads?: boolean;
-  /** The fetch for the index and bundles, e.g. `tokenAuthorizedFetch({ token })`. */
+  /** The fetch for the index and bundles, e.g. `tokenAuthorizedFetch({ token })` (its token goes to the index's origin only). */
   fetch?: typeof fetch;
+  /** Origins besides the index's that its bundles and files may be on, e.g. a CDN (see `OpenOptions.allowOrigins`). */
+  allowOrigins?: readonly string[];
   /** An already open source: no index request, and the game does not dispose it. */
   source?: IndexedAssetSource;
 }

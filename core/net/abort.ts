@@ -41,3 +41,30 @@ export function abortable<T>(promise: Promise<T>, signal: AbortSignal | undefine
     );
   });
 }
+
+/**
+ * One signal that aborts when any of `signals` does. `AbortSignal.any` adds no listener to its
+ * sources (so a long-lived signal, such as an app's or a source's lifetime, gathers none however
+ * many requests derive from it); where it is missing, listeners are added and `release` removes
+ * them. Call `release` when the derived signal is no longer needed.
+ */
+export function linkSignals(signals: readonly (AbortSignal | undefined)[]): { signal: AbortSignal; release: () => void } {
+  const sources = signals.filter((signal): signal is AbortSignal => signal !== undefined);
+  if (typeof AbortSignal.any === 'function') return { signal: AbortSignal.any(sources), release: () => undefined };
+  const controller = new AbortController();
+  const aborted = sources.find((signal) => signal.aborted);
+  if (aborted) {
+    controller.abort(aborted.reason);
+    return { signal: controller.signal, release: () => undefined };
+  }
+  const listeners = sources.map((signal) => {
+    const onAbort = (): void => controller.abort(signal.reason);
+    signal.addEventListener('abort', onAbort, { once: true });
+    return () => signal.removeEventListener('abort', onAbort);
+  });
+  const release = (): void => {
+    for (const remove of listeners.splice(0)) remove();
+  };
+  controller.signal.addEventListener('abort', release, { once: true });
+  return { signal: controller.signal, release };
+}

@@ -12,15 +12,24 @@
  * origin that is not the page's, the opaque response is returned as is (the `Transport` reports it
  * as an `HttpError` with status 0). Serve token-protected content without redirects, or from
  * the page's origin, to read it in a browser.
+ *
+ * The token's origin is fixed before any request: the `origin` option, else the origin that
+ * `IndexedAssetSource.open` binds (the index URL's, else the `baseUrl`'s) through
+ * `bindTokenOrigin`. An unbound one never guesses from the first URL it sees (that might be a
+ * bundle on a CDN the index names): it fails with `TokenOriginError` and sends nothing.
  */
-import { NetworkError } from '../errors.js';
+import { NetworkError, TokenOriginError } from '../errors.js';
 
 export interface TokenAuthorizedFetchOptions {
   /** The token, or a function that supplies it; a function is asked once, then again after a 401. */
   token: string | (() => string | Promise<string>);
   /** Asked for a fresh token after a 401; default: call `token` again when it is a function. */
   refreshToken?: () => string | Promise<string>;
-  /** The only origin that gets the token; default: the origin of the first request made through it. */
+  /**
+   * The only origin that gets the token. Without it, the fetch must be bound before use:
+   * `IndexedAssetSource.open` binds it to the index URL's origin (else the `baseUrl`'s), or call
+   * `bindTokenOrigin(fetch, origin)`; a request through an unbound one fails with `TokenOriginError`.
+   */
   origin?: string;
   fetch?: typeof fetch;
   /** The authorization scheme; default `Bearer`. */
@@ -36,13 +45,57 @@ type FetchInit = RequestInit & { headers: Headers };
 const REDIRECT_STATUSES = new Set([301, 302, 303, 307, 308]);
 const REQUEST_BODY_HEADERS = ['content-encoding', 'content-language', 'content-location', 'content-type', 'content-length'];
 
+/** Where an unbound token fetch keeps the function that binds it (see `bindTokenOrigin`). */
+const bindOrigin = Symbol('awake-bundle.bindTokenOrigin');
+type Bindable = typeof fetch & { [bindOrigin]?: (origin: string) => typeof fetch };
+
+/**
+ * `fetch` bound to `origin` when it is a `tokenAuthorizedFetch` made without `origin`: a new
+ * fetch sending the token to that origin only, sharing the token (and its refreshes). Any other
+ * fetch comes back unchanged, so callers can pass whatever fetch they were given.
+ */
+export function bindTokenOrigin(given: typeof fetch, origin: string): typeof fetch {
+  const bind = (given as Bindable)[bindOrigin];
+  return bind ? bind(origin) : given;
+}
+
+/** Whether `fetch` is a `tokenAuthorizedFetch` that still needs `bindTokenOrigin`. */
+export function needsTokenOrigin(given: typeof fetch | undefined): boolean {
+  return given !== undefined && (given as Bindable)[bindOrigin] !== undefined;
+}
+
 export function tokenAuthorizedFetch(options: TokenAuthorizedFetchOptions): typeof fetch {
+  const tokens = new TokenSupply(options.token, options.refreshToken);
+  if (options.origin !== undefined) return authorizedFetchFor(originOf(options.origin, 'origin'), tokens, options);
+  const unbound: Bindable = async (input) => {
+    const url = requestUrl(input);
+    throw new TokenOriginError(`tokenAuthorizedFetch has no origin to send its token to (request for ${url}): give it \`origin\`, or pass it to IndexedAssetSource.open, which binds it to the index's origin`, { url });
+  };
+  unbound[bindOrigin] = (origin) => authorizedFetchFor(originOf(origin, 'the origin to bind'), tokens, options);
+  return unbound;
+}
+
+function originOf(value: string, what: string): string {
+  let url: URL;
+  try {
+    url = new URL(value);
+  } catch (error) {
+    throw new TokenOriginError(`tokenAuthorizedFetch: ${what} ${JSON.stringify(value)} is not an absolute URL`, { cause: error });
+  }
+  if (url.protocol !== 'https:' && url.protocol !== 'http:') throw new TokenOriginError(`tokenAuthorizedFetch: ${what} ${JSON.stringify(value)} is not an http(s) origin`, { url: url.href });
+  return url.origin;
+}
+
+function requestUrl(input: RequestInfo | URL): string {
+  return input instanceof URL ? input.href : typeof input === 'string' ? input : input.url;
+}
+
+/** The fetch that sends the token to `tokenOrigin` only. */
+function authorizedFetchFor(tokenOrigin: string, tokens: TokenSupply, options: TokenAuthorizedFetchOptions): typeof fetch {
   const baseFetch: typeof fetch = options.fetch ?? ((input, init) => globalThis.fetch(input, init));
   const scheme = options.scheme ?? 'Bearer';
   const maxRedirects = options.maxRedirects ?? 10;
   const pageOrigin = options.pageOrigin ?? pageLocation()?.origin;
-  const tokens = new TokenSupply(options.token, options.refreshToken);
-  let tokenOrigin = options.origin === undefined ? undefined : new URL(options.origin).origin;
   let redirectsHidden = false;
 
   /** One hop with the token; on a 401, once per request, again with a fresh token. */
@@ -88,8 +141,7 @@ export function tokenAuthorizedFetch(options: TokenAuthorizedFetchOptions): type
   }
 
   return async function authorizedFetch(input: RequestInfo | URL, init?: RequestInit): Promise<Response> {
-    const url = new URL(input instanceof URL ? input.href : typeof input === 'string' ? input : input.url, pageLocation()?.href);
-    tokenOrigin ??= url.origin;
+    const url = new URL(requestUrl(input), pageLocation()?.href);
     if (url.origin !== tokenOrigin) return baseFetch(input, init);
     const merged = await mergedInit(input, init);
     const redirect = merged.redirect ?? 'follow';

@@ -4,10 +4,10 @@
  * that stops a request or a wait at once. Browser-safe: no `node:` imports, only the platform
  * `fetch` (or an injected one), `AbortController`, `TextDecoder` and timers.
  */
-import { AwakeError, HttpError, NetworkError, RangeResponseError, RequestAbortedError, RequestTimeoutError } from '../errors.js';
+import { AwakeError, HttpError, NetworkError, RangeResponseError, RequestAbortedError, RequestTimeoutError, ResponseSizeError } from '../errors.js';
 import { concatBytes } from '../bytes.js';
 import type { BodyFetcher } from '../read/digest-pool.js';
-import { abortable, sleep as timerSleep } from './abort.js';
+import { abortable, linkSignals, sleep as timerSleep } from './abort.js';
 import { parseRetryAfter } from './retry-after.js';
 
 export interface RetryOptions {
@@ -17,6 +17,12 @@ export interface RetryOptions {
   baseDelayMs?: number;
   /** Cap on any single wait, `Retry-After` included; default 30 000 ms. */
   maxDelayMs?: number;
+  /**
+   * Cap on all the waits of one request together: when the next wait would pass it, the request
+   * fails with its last error at once (a storm of 429/503 with `Retry-After` cannot hold a read
+   * for long). Default: none beyond `attempts` and `maxDelayMs`.
+   */
+  maxTotalWaitMs?: number;
 }
 
 /** What `onRetry` hears before each wait between attempts. */
@@ -60,6 +66,24 @@ export interface RequestOptions {
    * (and no Content-Encoding). A retried request reports again from 0.
    */
   onProgress?: (receivedBytes: number, totalBytes: number | undefined) => void;
+  /**
+   * The body's size when the caller knows it (a bundle's listed size; for `getRange`, the whole
+   * resource's, which bounds a 200 answer). A larger `Content-Length` fails at the headers, and
+   * reading stops as soon as more bytes arrive: `ResponseSizeError`, not retried (SPEC §7
+   * "Verified": a body cannot grow past what the index lists). A shorter body is handed over for
+   * the caller's checks, which say what it lacks.
+   */
+  expectedBytes?: number;
+}
+
+/** The most body bytes an attempt may read: `partial` for a 206, `whole` otherwise. */
+interface BodyBound {
+  whole?: number;
+  partial?: number;
+}
+
+function limitFor(status: number, bound: BodyBound): number | undefined {
+  return status === 206 && bound.partial !== undefined ? bound.partial : bound.whole;
 }
 
 /** A range read's answer: the range asked for (206), or the whole resource (200 from a server that ignores ranges). */
@@ -94,6 +118,7 @@ export class Transport {
   readonly #attempts: number;
   readonly #baseDelayMs: number;
   readonly #maxDelayMs: number;
+  readonly #maxTotalWaitMs: number;
   readonly #timeoutMs: number;
   readonly #sleep: (ms: number, signal?: AbortSignal) => Promise<void>;
   readonly #onRetry?: (event: RetryEvent) => void;
@@ -104,19 +129,21 @@ export class Transport {
     this.#attempts = options.retry?.attempts ?? DEFAULT_ATTEMPTS;
     this.#baseDelayMs = options.retry?.baseDelayMs ?? DEFAULT_BASE_DELAY_MS;
     this.#maxDelayMs = options.retry?.maxDelayMs ?? DEFAULT_MAX_DELAY_MS;
+    this.#maxTotalWaitMs = options.retry?.maxTotalWaitMs ?? Infinity;
     this.#timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
     this.#sleep = options.sleep ?? timerSleep;
     if (options.onRetry) this.#onRetry = options.onRetry;
     if (options.bodyFetcher) this.#bodyFetcher = options.bodyFetcher;
     if (!Number.isInteger(this.#attempts) || this.#attempts < 1) throw new RangeError(`retry.attempts must be an integer ≥ 1, got ${this.#attempts}`);
-    for (const [name, value] of [['retry.baseDelayMs', this.#baseDelayMs], ['retry.maxDelayMs', this.#maxDelayMs], ['timeoutMs', this.#timeoutMs]] as const) {
+    for (const [name, value] of [['retry.baseDelayMs', this.#baseDelayMs], ['retry.maxDelayMs', this.#maxDelayMs], ['retry.maxTotalWaitMs', this.#maxTotalWaitMs], ['timeoutMs', this.#timeoutMs]] as const) {
       if (!(value >= 0)) throw new RangeError(`${name} must be ≥ 0, got ${value}`);
     }
   }
 
   /** The whole body. A body shorter than its Content-Length is a network failure, and retried. */
   async getBytes(url: string, options: RequestOptions = {}): Promise<Uint8Array> {
-    return (await this.#request(url, options.headers ?? {}, options)).bytes;
+    const bound = options.expectedBytes === undefined ? {} : { whole: checkedSize(options.expectedBytes, 'expectedBytes') };
+    return (await this.#request(url, options.headers ?? {}, options, bound)).bytes;
   }
 
   /** The whole body as UTF-8 text. */
@@ -133,27 +160,38 @@ export class Transport {
     if (!Number.isSafeInteger(size) || size < 0) throw new RangeError(`range size must be a safe integer ≥ 0, got ${size}`);
     if (size === 0) return { kind: 'range', bytes: new Uint8Array(0) };
     const last = offset + size - 1;
-    const fetched = await this.#request(url, { ...options.headers, Range: `bytes=${offset}-${last}` }, options);
+    const bound = { partial: size, ...(options.expectedBytes === undefined ? {} : { whole: checkedSize(options.expectedBytes, 'expectedBytes') }) };
+    const fetched = await this.#request(url, { ...options.headers, Range: `bytes=${offset}-${last}` }, options, bound);
     if (fetched.status !== 206) return { kind: 'whole', bytes: fetched.bytes };
     checkPartialContent(fetched, url, offset, last);
     return { kind: 'range', bytes: fetched.bytes };
   }
 
   /** Attempts until one succeeds, a failure is not worth retrying, or the attempts run out. */
-  async #request(url: string, headers: Record<string, string>, options: RequestOptions): Promise<Fetched> {
-    for (let attempt = 1; ; attempt++) {
-      let failure: AwakeError;
-      try {
-        return await this.#attempt(url, headers, options);
-      } catch (error) {
-        if (!(error instanceof AwakeError)) throw error;
-        failure = error;
+  async #request(url: string, headers: Record<string, string>, options: RequestOptions, bound: BodyBound): Promise<Fetched> {
+    // One signal per request: the caller's (an app's, a source's lifetime) gains no listener per attempt or wait.
+    const link = options.signal ? linkSignals([options.signal]) : undefined;
+    const request = link ? { ...options, signal: link.signal } : options;
+    let waitedMs = 0;
+    try {
+      for (let attempt = 1; ; attempt++) {
+        let failure: AwakeError;
+        try {
+          return await this.#attempt(url, headers, request, bound);
+        } catch (error) {
+          if (!(error instanceof AwakeError)) throw error;
+          failure = error;
+        }
+        const waitMs = this.#waitBeforeRetry(failure, attempt);
+        if (waitMs === undefined) throw failure;
+        if (attempt >= this.#attempts) throw givenUp(failure, attempt);
+        if (waitedMs + waitMs > this.#maxTotalWaitMs) throw givenUp(failure, attempt, `waiting ${waitMs} ms more would pass retry.maxTotalWaitMs (${this.#maxTotalWaitMs} ms)`);
+        waitedMs += waitMs;
+        this.#onRetry?.({ url, attempt, error: failure, waitMs });
+        await this.#wait(waitMs, url, request.signal);
       }
-      const waitMs = this.#waitBeforeRetry(failure, attempt);
-      if (waitMs === undefined) throw failure;
-      if (attempt >= this.#attempts) throw givenUp(failure, attempt);
-      this.#onRetry?.({ url, attempt, error: failure, waitMs });
-      await this.#wait(waitMs, url, options.signal);
+    } finally {
+      link?.release();
     }
   }
 
@@ -185,7 +223,7 @@ export class Transport {
   }
 
   /** One request: status checked, body read in full, all within the per-attempt timeout. */
-  async #attempt(url: string, headers: Record<string, string>, options: RequestOptions): Promise<Fetched> {
+  async #attempt(url: string, headers: Record<string, string>, options: RequestOptions, bound: BodyBound): Promise<Fetched> {
     const callerSignal = options.signal;
     if (callerSignal?.aborted) throw abortedError(url, callerSignal);
     const controller = new AbortController();
@@ -210,12 +248,18 @@ export class Transport {
     };
     try {
       // The worker always reports progress (cheaply, off this thread), so its bytes re-arm the limit.
-      const elsewhere = this.#bodyFetcher ? await fetchElsewhereAttempt(this.#bodyFetcher, url, headers, controller, progress) : undefined;
+      const elsewhere = this.#bodyFetcher ? await fetchElsewhereAttempt(this.#bodyFetcher, url, headers, controller, progress, bound) : undefined;
       if (elsewhere) return elsewhere;
       const response = await abortable(this.#fetch(url, { method: 'GET', headers, signal: controller.signal }), controller.signal);
       throwIfNotSuccess(response, url);
+      const limit = limitFor(response.status, bound);
+      const declared = declaredLength(response.headers);
+      if (refusedLength(response.status, declared, limit)) {
+        response.body?.cancel().catch(() => undefined);
+        throw sizeError(url, response.status, limit, { declaredBytes: declared });
+      }
       arm();
-      const bytes = await readBody(response, url, controller.signal, onProgress ? progress : undefined);
+      const bytes = await readBody(response, url, controller.signal, onProgress ? progress : undefined, limit);
       return { status: response.status, headers: response.headers, bytes };
     } catch (error) {
       if (error instanceof CallbackFailure) throw error.error;
@@ -234,7 +278,7 @@ export class Transport {
  * One attempt through the body fetcher: the same checks as a plain attempt. `undefined` when
  * the fetcher cannot run here, so the caller fetches itself.
  */
-async function fetchElsewhereAttempt(fetcher: BodyFetcher, url: string, headers: Record<string, string>, controller: AbortController, onProgress: RequestOptions['onProgress']): Promise<Fetched | undefined> {
+async function fetchElsewhereAttempt(fetcher: BodyFetcher, url: string, headers: Record<string, string>, controller: AbortController, onProgress: RequestOptions['onProgress'], bound: BodyBound): Promise<Fetched | undefined> {
   let callbackFailure: CallbackFailure | undefined;
   const progress = onProgress
     ? {
@@ -250,12 +294,17 @@ async function fetchElsewhereAttempt(fetcher: BodyFetcher, url: string, headers:
     : {};
   let fetched;
   try {
-    fetched = await abortable(fetcher(url, { headers, signal: controller.signal, ...progress }), controller.signal);
+    const limits = { ...(bound.whole !== undefined ? { expectedBytes: bound.whole } : {}), ...(bound.partial !== undefined ? { rangeBytes: bound.partial } : {}) };
+    fetched = await abortable(fetcher(url, { headers, signal: controller.signal, ...progress, ...limits }), controller.signal);
   } catch (error) {
     throw callbackFailure ?? error;
   }
   if (fetched === undefined) return undefined;
   throwIfNotSuccess(fetched, url);
+  const limit = limitFor(fetched.status, bound);
+  // The worker stopped at the limit (or at a Content-Length past it), as readBody does here.
+  if (fetched.overLimit && limit !== undefined) throw sizeError(url, fetched.status, limit, fetched.overLimit);
+  if (limit !== undefined && fetched.bytes.length > limit) throw sizeError(url, fetched.status, limit, { receivedBytes: fetched.bytes.length });
   const expected = declaredLength(fetched.headers);
   if (expected !== undefined && fetched.bytes.length !== expected) {
     const how = fetched.bytes.length < expected ? 'body cut short' : 'body longer than its Content-Length';
@@ -270,8 +319,8 @@ function abortedError(url: string, signal: AbortSignal, when = ''): RequestAbort
 }
 
 /** The error thrown when the attempts run out: the last failure's kind, saying so, with it as `cause`. */
-function givenUp(last: AwakeError, attempts: number): AwakeError {
-  const message = `${last.message} (gave up after ${attempts} attempts)`;
+function givenUp(last: AwakeError, attempts: number, why?: string): AwakeError {
+  const message = `${last.message} (gave up after ${attempts} attempt${attempts === 1 ? '' : 's'}${why ? `: ${why}` : ''})`;
   const url = last.url ?? '';
   const details = { url, attempts, cause: last };
   if (last instanceof HttpError) return new HttpError(last.status, message, last.retryAfterMs === undefined ? details : { ...details, retryAfterMs: last.retryAfterMs });
@@ -305,12 +354,16 @@ function declaredLength(headers: Headers): number | undefined {
  * way) when no progress is asked for; otherwise chunk by chunk into one buffer of the declared
  * Content-Length, joining chunks only when the length is unknown.
  */
-async function readBody(response: Response, url: string, signal: AbortSignal, onProgress: RequestOptions['onProgress']): Promise<Uint8Array> {
+async function readBody(response: Response, url: string, signal: AbortSignal, onProgress: RequestOptions['onProgress'], limit: number | undefined): Promise<Uint8Array> {
   const expected = declaredLength(response.headers);
   let bytes: Uint8Array;
   if (!response.body) bytes = new Uint8Array(0);
-  else if (!onProgress) bytes = new Uint8Array(await abortable(response.arrayBuffer(), signal));
-  else bytes = await readChunks(response.body, expected, signal, onProgress);
+  // With a Content-Length within the limit (checked before), the platform reads no more than that.
+  else if (!onProgress && (limit === undefined || (expected !== undefined && expected <= limit))) bytes = new Uint8Array(await abortable(response.arrayBuffer(), signal));
+  else {
+    const overLimit = limit === undefined ? undefined : (received: number) => sizeError(url, response.status, limit, { receivedBytes: received });
+    bytes = await readChunks(response.body, expected ?? limit, signal, onProgress, limit, overLimit);
+  }
   if (expected !== undefined && bytes.length !== expected) {
     const how = bytes.length < expected ? 'body cut short' : 'body longer than its Content-Length';
     throw transient(new NetworkError(`GET ${url}: ${how}: received ${bytes.length} of ${expected} bytes`, { url }));
@@ -318,7 +371,11 @@ async function readBody(response: Response, url: string, signal: AbortSignal, on
   return bytes;
 }
 
-async function readChunks(body: ReadableStream<Uint8Array>, expected: number | undefined, signal: AbortSignal, onProgress: NonNullable<RequestOptions['onProgress']>): Promise<Uint8Array> {
+/**
+ * The body chunk by chunk into one buffer of `expected` bytes (joining chunks only when that is
+ * unknown or exceeded). Past `limit`, reading stops and the body is cancelled: `overLimit` says why.
+ */
+async function readChunks(body: ReadableStream<Uint8Array>, expected: number | undefined, signal: AbortSignal, onProgress: RequestOptions['onProgress'], limit?: number, overLimit?: (received: number) => AwakeError): Promise<Uint8Array> {
   const reader = body.getReader();
   const target = expected === undefined ? undefined : new Uint8Array(expected);
   const chunks: Uint8Array[] = [];
@@ -327,6 +384,7 @@ async function readChunks(body: ReadableStream<Uint8Array>, expected: number | u
     for (;;) {
       const { done, value } = await abortable(reader.read(), signal);
       if (done) break;
+      if (limit !== undefined && received + value.length > limit) throw overLimit!(received + value.length);
       if (target && received + value.length <= target.length) target.set(value, received);
       else chunks.push(value);
       received += value.length;
@@ -348,6 +406,31 @@ function reportProgress(onProgress: RequestOptions['onProgress'], received: numb
   } catch (error) {
     throw new CallbackFailure(error);
   }
+}
+
+/**
+ * A body that is not the size asked for: for a 206, the range's (`RangeResponseError`); for
+ * anything else, the resource's as the caller knows it (`ResponseSizeError`). Neither is retried.
+ */
+function sizeError(url: string, status: number, limit: number, got: { declaredBytes?: number; receivedBytes?: number }): AwakeError {
+  const what = got.declaredBytes !== undefined ? `its Content-Length says ${got.declaredBytes}` : `more arrived (${got.receivedBytes} bytes read, reading stopped)`;
+  if (status === 206) return new RangeResponseError(`GET ${url}: asked for a range of ${limit} bytes, the 206 answer is not: ${what}`, { url });
+  return new ResponseSizeError(`GET ${url}: expected ${limit} bytes, ${what}`, { url, expectedBytes: limit, ...got });
+}
+
+/**
+ * A `Content-Length` refused at the headers: more than the limit, or for a 206 any other length
+ * than the range's. A shorter whole body is read (it is small) so that the caller's checks can say
+ * what is missing: SPEC §7 names the `header`, `table` or members of a truncated bundle.
+ */
+function refusedLength(status: number, declared: number | undefined, limit: number | undefined): limit is number {
+  if (limit === undefined || declared === undefined) return false;
+  return status === 206 ? declared !== limit : declared > limit;
+}
+
+function checkedSize(value: number, name: string): number {
+  if (!Number.isSafeInteger(value) || value < 0) throw new RangeError(`${name} must be a safe integer ≥ 0, got ${value}`);
+  return value;
 }
 
 /** A 206 must be exactly `bytes=<first>-<last>`: the right length, and a matching Content-Range if sent. */

@@ -75,14 +75,23 @@ export interface FetchedBody {
   statusText: string;
   type: ResponseType;
   headers: Headers;
-  /** The whole body (empty for a status outside 2xx, whose body is not read). */
+  /** The whole body (empty for a status outside 2xx, whose body is not read, and with `overLimit`). */
   bytes: Uint8Array;
+  /** Set when the worker refused the body for its size (see `FetchBodyInit.expectedBytes`): what it saw. */
+  overLimit?: { declaredBytes?: number; receivedBytes?: number };
 }
 
 export interface FetchBodyInit {
   headers: Record<string, string>;
   signal: AbortSignal;
   onProgress?: (receivedBytes: number, totalBytes: number | undefined) => void;
+  /**
+   * The most body bytes to read for an answer other than a 206 (a bundle's listed size): a
+   * `Content-Length` that differs, or more bytes, stop the read there (`overLimit`).
+   */
+  expectedBytes?: number;
+  /** The same bound for a 206 answer: the range's size. */
+  rangeBytes?: number;
 }
 
 /**
@@ -211,28 +220,35 @@ async function readStored({ id, read }) {
     postMessage({ id, readError: describe(error) });
   }
 }
-async function readAll(id, response) {
+function declaredLength(response) {
   const encoded = (response.headers.get('content-encoding') || 'identity').trim().toLowerCase() !== 'identity';
-  const declared = encoded ? NaN : Number(response.headers.get('content-length'));
-  const target = Number.isSafeInteger(declared) && declared >= 0 ? new Uint8Array(declared) : undefined;
+  const value = response.headers.get('content-length');
+  return !encoded && value !== null && /^\\s*\\d+\\s*$/.test(value) ? Number(value) : undefined;
+}
+// Reads at most \`limit\` bytes (when given): past it, the body is cancelled and { over } says how many arrived.
+async function readAll(id, response, limit) {
+  const declared = declaredLength(response);
+  const size = declared !== undefined ? declared : limit;
+  const target = size !== undefined ? new Uint8Array(size) : undefined;
   const chunks = [];
   let received = 0, reported = 0;
   const reader = response.body.getReader();
   for (;;) {
     const { done, value } = await reader.read();
     if (done) break;
+    if (limit !== undefined && received + value.length > limit) { reader.cancel().catch(() => {}); return { over: received + value.length }; }
     if (target && received + value.length <= target.length) target.set(value, received); else chunks.push(value);
     received += value.length;
     if (received - reported >= 262144) { reported = received; postMessage({ id, progress: received, total: target ? target.length : undefined }); }
   }
-  if (target && received === target.length) return target.buffer;
+  if (target && received === target.length) return { buffer: target.buffer };
   const whole = new Uint8Array(received);
   let at = 0;
   if (target) { whole.set(target.subarray(0, Math.min(received, target.length))); at = Math.min(received, target.length); }
   for (const chunk of chunks) { whole.set(chunk, at); at += chunk.length; }
-  return whole.buffer;
+  return { buffer: whole.buffer };
 }
-async function get({ id, url, headers, progress }) {
+async function get({ id, url, headers, progress, expectedBytes, rangeBytes }) {
   const controller = new AbortController();
   fetches.set(id, controller);
   try {
@@ -242,8 +258,17 @@ async function get({ id, url, headers, progress }) {
       if (response.body) response.body.cancel().catch(() => {});
       return postMessage({ id, head, buffer: new ArrayBuffer(0) });
     }
-    const buffer = progress ? await readAll(id, response) : await response.arrayBuffer();
-    postMessage({ id, head, buffer }, [buffer]);
+    const limit = response.status === 206 && rangeBytes !== undefined ? rangeBytes : expectedBytes;
+    const declared = declaredLength(response);
+    // Refused at the headers as the transport does (refusedLength): more than the limit, or a 206 of another length.
+    if (limit !== undefined && declared !== undefined && (response.status === 206 ? declared !== limit : declared > limit)) {
+      response.body.cancel().catch(() => {});
+      return postMessage({ id, head, buffer: new ArrayBuffer(0), over: { declaredBytes: declared } });
+    }
+    // arrayBuffer() only where the platform itself stops at a Content-Length within the limit.
+    const read = progress || (limit !== undefined && declared === undefined) ? await readAll(id, response, limit) : { buffer: await response.arrayBuffer() };
+    if (read.over !== undefined) return postMessage({ id, head, buffer: new ArrayBuffer(0), over: { receivedBytes: read.over } });
+    postMessage({ id, head, buffer: read.buffer }, [read.buffer]);
   } catch (error) {
     postMessage({ id, failure: String((error && error.message) || error), aborted: controller.signal.aborted });
   } finally {
@@ -281,6 +306,7 @@ interface WorkerReply {
   buffer?: ArrayBuffer;
   failure?: string;
   aborted?: boolean;
+  over?: { declaredBytes?: number; receivedBytes?: number };
   stored?: boolean;
   storeError?: string;
   found?: [string, ArrayBuffer][];
@@ -519,13 +545,14 @@ export class WorkerDigestPool implements DigestPool {
       init.signal.removeEventListener('abort', abort);
       if (data.failure !== undefined) return reject(data.aborted ? init.signal.reason : new TypeError(`fetch failed in a worker: ${data.failure}`));
       const head = data.head!;
-      resolve({ status: head.status, statusText: head.statusText, type: head.type, headers: new Headers(head.headers), bytes: new Uint8Array(data.buffer!) });
+      resolve({ status: head.status, statusText: head.statusText, type: head.type, headers: new Headers(head.headers), bytes: new Uint8Array(data.buffer!), ...(data.over ? { overLimit: data.over } : {}) });
     });
     const abort = () => entry.worker.postMessage({ abort: id });
     init.signal.addEventListener('abort', abort, { once: true });
     // A worker made from a blob: URL resolves relative URLs against that, not the page: resolve here.
     const absolute = new URL(url, (globalThis as { location?: { href: string } }).location?.href).href;
-    entry.worker.postMessage({ id, url: absolute, headers: init.headers, progress: Boolean(init.onProgress) });
+    const limits = { ...(init.expectedBytes !== undefined ? { expectedBytes: init.expectedBytes } : {}), ...(init.rangeBytes !== undefined ? { rangeBytes: init.rangeBytes } : {}) };
+    entry.worker.postMessage({ id, url: absolute, headers: init.headers, progress: Boolean(init.onProgress), ...limits });
     return result;
   }
 }

@@ -4,10 +4,11 @@
  * bundle once however many of its members are read, at the same time or later.
  */
 import type { ContentCache } from '../cache/content-cache.js';
-import { AwakeError } from '../errors.js';
+import { AwakeError, BundleIntegrityError, FileIntegrityError, OriginNotAllowedError, ResponseSizeError, TokenOriginError } from '../errors.js';
 import { opaqueId } from '../format/ids.js';
 import { entryKey, parseProjectIndex, parseProjectIndexJson, type BundleEntry, type BundledFileEntry, type ProjectIndex } from '../format/project-index.js';
-import { abortable } from '../net/abort.js';
+import { abortable, linkSignals } from '../net/abort.js';
+import { bindTokenOrigin, needsTokenOrigin } from '../net/token-fetch.js';
 import { Transport, type RetryOptions } from '../net/transport.js';
 import { InThreadDigests, sharedDigestPool, WorkerDigestPool, workersAvailable, type DigestPool, type WorkerStoreAccess } from './digest-pool.js';
 import { mediaTypeOf } from './media-types.js';
@@ -23,8 +24,19 @@ export interface OpenOptions {
   index?: ProjectIndex | unknown;
   /** Base for the index's relative URLs when `index` is given without `indexUrl`. */
   baseUrl?: string;
-  /** The fetch to use: a `tokenAuthorizedFetch`, a test server's, … Default the global fetch. */
+  /**
+   * The fetch to use: a `tokenAuthorizedFetch`, a test server's, … Default the global fetch. A
+   * `tokenAuthorizedFetch` made without `origin` is bound here, before any request, to the index
+   * URL's origin, else the `baseUrl`'s (with neither: `TokenOriginError`); see `bindTokenOrigin`.
+   */
   fetch?: typeof fetch;
+  /**
+   * Origins besides the index's (the index URL's, else the `baseUrl`'s, else the page's) that the
+   * index may name bundles and files on, such as a CDN: `['https://cdn.example.com']`. Default
+   * none. A URL elsewhere, or not http(s) (`file:`, `data:`, `javascript:`…), fails `open` with
+   * `OriginNotAllowedError` before any request for it.
+   */
+  allowOrigins?: readonly string[];
   /**
    * Where verified contents are kept by SHA-256; none by default. A promise (such as
    * `openBrowserCache()` not awaited) is awaited while the index is fetched, so opening the
@@ -46,12 +58,12 @@ export interface OpenOptions {
    * Bodies are read in the workers only with the platform's fetch (no `fetch` option given).
    */
   hashWorkers?: number | DigestPool;
-  /** Told of every cache failure (a full quota, a failing store); the load goes on without the cache. Default: `console.warn`. */
+  /** Told of every cache failure (a full quota, a failing store); the load goes on without the cache. Default: one `console.warn` per source (a broken cache fails every write: the log is not flooded). */
   onCacheError?: (error: unknown, detail: CacheErrorDetail) => void;
   retry?: RetryOptions;
   /** How long one request may go quiet, in ms: no headers, or no body bytes (default 30 000; 0 = none). See `TransportOptions.timeoutMs`. */
   timeoutMs?: number;
-  /** Aborts opening, and every request of this source when it fires later. */
+  /** Aborts opening, and every request of this source when it fires later. Holds no listener on it (see `dispose`). */
   signal?: AbortSignal;
   /** A transport of your own (tests, custom retry policies); `fetch`, `retry`, `timeoutMs` are then ignored. */
   transport?: Transport;
@@ -78,6 +90,18 @@ export interface PrefetchOptions extends ReadOptions {
    * cache, `false` only fills the cache: use it to warm the cache for later without holding memory.
    */
   keep?: boolean;
+}
+
+/** What a source holds in memory now (see `IndexedAssetSource.stats`). */
+export interface SourceStats {
+  /** Bytes of verified contents held for reads to come. */
+  heldBytes: number;
+  /** Of those, bytes a prefetch asked for or a read is waiting for: kept past `pendingBytes` until taken. */
+  protectedBytes: number;
+  /** Bundle and loose-file requests in flight. */
+  loadsInFlight: number;
+  /** Their listed sizes together: the bodies that may be in memory on their way in. */
+  loadBytesInFlight: number;
 }
 
 /** What `onCacheError` hears besides the error. */
@@ -139,7 +163,10 @@ export class IndexedAssetSource {
   /** Keys of files a prefetch asked for that have not been read (or released) since. */
   private readonly asked = new Set<string>();
   private readonly objectUrls = new Map<string, string>();
-  private readonly lifetime = new AbortController();
+  /** Aborted by `dispose`. */
+  private readonly disposal = new AbortController();
+  /** Aborts with the caller's `signal` or `dispose`, whichever comes first; no listener on the caller's signal where `AbortSignal.any` exists. */
+  private readonly lifetime: { signal: AbortSignal; release: () => void };
   private readonly salt: string | undefined;
   /** Groups whose source (cache or network) a prefetch is deciding, by load key. */
   private readonly deciding = new Map<string, Promise<void>>();
@@ -158,7 +185,8 @@ export class IndexedAssetSource {
     this.held = new HeldMembers(options.pendingBytes ?? DEFAULT_PENDING_BYTES);
     this.pool = pool;
     this.ownsPool = typeof options.hashWorkers === 'number';
-    this.onCacheError = options.onCacheError ?? warnCacheError;
+    this.onCacheError = options.onCacheError ?? warnCacheErrorOnce();
+    this.lifetime = linkSignals([options.signal, this.disposal.signal]);
     this.salt = index.formatVersion === 3 ? index.pathIds?.salt : undefined;
     for (const entry of index.files as Entry[]) {
       this.entries.set(entryKey(entry), entry);
@@ -172,7 +200,6 @@ export class IndexedAssetSource {
       }
       for (const entry of index.files) if (entry.bundle !== undefined) this.membersOf.get(entry.bundle)!.push(entry);
     }
-    options.signal?.addEventListener('abort', () => this.lifetime.abort(options.signal!.reason), { once: true });
     const store = this.workerStore();
     if (store) (this.pool as WorkerDigestPool).prepareStore(store);
     this.lifetime.signal.addEventListener('abort', () => {
@@ -182,9 +209,13 @@ export class IndexedAssetSource {
 
   /** Reads and checks the index (formatVersion 2 or 3; others refused, SPEC §3). */
   static async open(options: OpenOptions): Promise<IndexedAssetSource> {
+    const indexUrl = options.indexUrl === undefined ? undefined : httpUrl(absoluteUrl(options.indexUrl), 'indexUrl');
+    const baseUrl = options.baseUrl === undefined ? undefined : httpUrl(absoluteUrl(options.baseUrl, 'baseUrl'), 'baseUrl');
+    const allowed = allowedOrigins(indexUrl ?? baseUrl ?? pageHref(), options.allowOrigins ?? []);
+    const fetch = options.fetch && needsTokenOrigin(options.fetch) ? bindTokenOrigin(options.fetch, tokenOrigin(indexUrl ?? baseUrl)) : options.fetch;
     const pool = poolFor(options.hashWorkers);
     const transport = options.transport ?? new Transport({
-      ...(options.fetch ? { fetch: options.fetch } : {}),
+      ...(fetch ? { fetch } : {}),
       ...(options.retry ? { retry: options.retry } : {}),
       ...(options.timeoutMs !== undefined ? { timeoutMs: options.timeoutMs } : {}),
       // With the platform's own fetch, bodies are read in the pool's workers too.
@@ -194,7 +225,6 @@ export class IndexedAssetSource {
     const cache = Promise.resolve(options.cache);
     cache.catch(() => undefined); // awaited below; not an unhandled rejection if the index fails first
     let index: ProjectIndex;
-    const indexUrl = options.indexUrl === undefined ? undefined : absoluteUrl(options.indexUrl);
     if (options.index !== undefined) {
       index = typeof options.index === 'string' ? parseProjectIndexJson(options.index, indexUrl ? { url: indexUrl } : {}) : parseProjectIndex(options.index, indexUrl ? { url: indexUrl } : {});
     } else if (indexUrl !== undefined) {
@@ -203,7 +233,8 @@ export class IndexedAssetSource {
     } else {
       throw new TypeError('IndexedAssetSource.open needs indexUrl or index');
     }
-    const base = indexUrl ?? (options.baseUrl === undefined ? undefined : absoluteUrl(options.baseUrl));
+    const base = indexUrl ?? baseUrl;
+    checkIndexUrls(index, base, allowed);
     return new IndexedAssetSource(index, indexUrl, base, transport, pool, { ...options, cache: await cache });
   }
 
@@ -232,13 +263,15 @@ export class IndexedAssetSource {
   async read(path: string, options: ReadOptions = {}): Promise<Uint8Array> {
     const entry = this.requireEntry(path);
     const key = entryKey(entry);
-    const signal = this.signalFor(options.signal);
+    const { signal, release } = this.signalFor(options.signal);
     const pinned = this.asked.delete(key);
     try {
       return await this.readEntry(path, entry, pinned, signal);
     } catch (error) {
       if (pinned) this.held.unpin(entry.sha256);
       throw naming(error, path, entry.id);
+    } finally {
+      release();
     }
   }
 
@@ -311,7 +344,15 @@ export class IndexedAssetSource {
    * during a prefetch joins its requests and gets its bytes as soon as they are verified.
    */
   async prefetch(paths: Iterable<string>, options: PrefetchOptions = {}): Promise<void> {
-    const signal = this.signalFor(options.signal);
+    const { signal, release } = this.signalFor(options.signal);
+    try {
+      await this.prefetchPaths(paths, options, signal);
+    } finally {
+      release();
+    }
+  }
+
+  private async prefetchPaths(paths: Iterable<string>, options: PrefetchOptions, signal: AbortSignal): Promise<void> {
     const keep = options.keep !== false || !this.cache;
     const groups = new Map<string, Entry[]>();
     for (const path of paths) {
@@ -427,12 +468,20 @@ export class IndexedAssetSource {
 
   /** Aborts requests in flight, revokes every object URL and drops members held in memory. */
   dispose(): void {
-    this.lifetime.abort(new AwakeError('E_ABORTED', 'the IndexedAssetSource was disposed', this.indexUrl ? { url: this.indexUrl } : {}));
+    this.disposal.abort(new AwakeError('E_ABORTED', 'the IndexedAssetSource was disposed', this.indexUrl ? { url: this.indexUrl } : {}));
+    this.lifetime.release();
     for (const path of [...this.objectUrls.keys()]) this.release(path);
     this.asked.clear();
     this.held.clear();
     if (this.pool instanceof WorkerDigestPool) this.pool.flushStores();
     if (this.ownsPool) this.pool.terminate();
+  }
+
+  /** What this source holds in memory now: for monitoring, and for tests that check memory stays bounded. */
+  stats(): SourceStats {
+    let loadBytesInFlight = 0;
+    for (const loadKey of this.loads.keys()) loadBytesInFlight += this.sizeOfLoad(loadKey);
+    return { heldBytes: this.held.sizeBytes, protectedBytes: this.held.protectedBytes, loadsInFlight: this.loads.size, loadBytesInFlight };
   }
 
   /**
@@ -459,9 +508,10 @@ export class IndexedAssetSource {
     return entry;
   }
 
-  private signalFor(signal: AbortSignal | undefined): AbortSignal {
+  /** A read's or prefetch's signal: its own and the source's lifetime; `release` when it settles. */
+  private signalFor(signal: AbortSignal | undefined): { signal: AbortSignal; release: () => void } {
     if (this.lifetime.signal.aborted) throw new AwakeError('E_ABORTED', 'the IndexedAssetSource was disposed');
-    return signal ? AbortSignal.any([signal, this.lifetime.signal]) : this.lifetime.signal;
+    return signal ? linkSignals([signal, this.lifetime.signal]) : { signal: this.lifetime.signal, release: () => undefined };
   }
 
   private where(path: string | undefined, entry: Entry): { path?: string; id?: string } {
@@ -510,7 +560,9 @@ export class IndexedAssetSource {
 
   private async fetchBundle(bundle: BundleEntry, signal: AbortSignal, progress: { onProgress?: (received: number) => void }): Promise<AcceptedBundle> {
     const url = this.resolveUrl(bundle.url);
-    const bytes = await this.transport.getBytes(url, { signal, ...progress });
+    const bytes = await this.transport.getBytes(url, { signal, ...progress, expectedBytes: bundle.sizeBytes }).catch((error: unknown) => {
+      throw bundleSizeError(error, bundle, url);
+    });
     return this.verifyBundleBytes(bundle, bytes, url);
   }
 
@@ -522,7 +574,10 @@ export class IndexedAssetSource {
 
   private async fetchLoose(entry: Entry, signal: AbortSignal, progress: { onProgress?: (received: number) => void }): Promise<AcceptedBundle> {
     const url = this.resolveUrl(entry.url!);
-    const bytes = await this.transport.getBytes(url, { signal, ...progress });
+    const bytes = await this.transport.getBytes(url, { signal, ...progress, expectedBytes: entry.sizeBytes }).catch((error: unknown) => {
+      if (!(error instanceof ResponseSizeError)) throw error;
+      throw new FileIntegrityError(`${this.where(undefined, entry).path ?? entry.id} (${url}): listed at ${entry.sizeBytes} bytes, the response is not: ${error.message}`, { url, ...this.where(undefined, entry), cause: error });
+    });
     const { bytes: verified, stored } = await this.verifyOwned(bytes, entry, { url, ...this.where(undefined, entry) });
     return { contents: new Map([[entry.sha256, verified]]), ...(stored ? { stored } : {}) };
   }
@@ -568,7 +623,9 @@ export class IndexedAssetSource {
   private async readRange(path: string, entry: Entry, signal: AbortSignal): Promise<Uint8Array> {
     const bundle = this.bundles.get(entry.bundle!)!;
     const url = this.resolveUrl(bundle.url);
-    const answer = await this.transport.getRange(url, entry.offset!, entry.sizeBytes, { signal });
+    const answer = await this.transport.getRange(url, entry.offset!, entry.sizeBytes, { signal, expectedBytes: bundle.sizeBytes }).catch((error: unknown) => {
+      throw bundleSizeError(error, bundle, url);
+    });
     if (answer.kind === 'whole') {
       // A server that ignores ranges sent the whole bundle: check it as one (SPEC §7), keep its members.
       const accepted = await this.verifyBundleBytes(bundle, answer.bytes, url);
@@ -782,8 +839,82 @@ async function hasOne(cache: ContentCache, sha256: string): Promise<boolean> {
   return cache.has ? cache.has(sha256) : (await cache.get(sha256)) !== undefined;
 }
 
-function warnCacheError(error: unknown, detail: CacheErrorDetail): void {
-  console.warn(`awake-bundle: the cache failed to ${detail.operation} ${detail.sha256s.length} entr${detail.sha256s.length === 1 ? 'y' : 'ies'}; the load goes on without it`, error);
+/** The default `onCacheError`: one console warning per source, not one per failure of a cache that stays broken. */
+function warnCacheErrorOnce(): (error: unknown, detail: CacheErrorDetail) => void {
+  let warned = false;
+  return (error, detail) => {
+    if (warned) return;
+    warned = true;
+    console.warn(`awake-bundle: the cache failed to ${detail.operation} ${detail.sha256s.length} entr${detail.sha256s.length === 1 ? 'y' : 'ies'}; loads go on without it, keeping contents in memory within pendingBytes (further cache failures of this source are not logged; pass onCacheError to see them)`, error);
+  };
+}
+
+/** A bundle body of the wrong size, as the bundle's integrity error (SPEC §7 "Verified"), naming it and its URL. */
+function bundleSizeError(error: unknown, bundle: BundleEntry, url: string): unknown {
+  if (!(error instanceof ResponseSizeError)) return error;
+  return new BundleIntegrityError('bundle', `bundle ${bundle.sha256} (${url}) is listed at ${bundle.sizeBytes} bytes; ${error.message}`, [], { url, cause: error });
+}
+
+function pageHref(): string | undefined {
+  return (globalThis as { location?: { href?: string } }).location?.href;
+}
+
+/** `url` when it is http(s); the reader fetches nothing else (SPEC §7 "Tokens"). */
+function httpUrl(url: string, where: string): string {
+  const protocol = new URL(url).protocol;
+  if (protocol !== 'http:' && protocol !== 'https:') throw new OriginNotAllowedError(`${where} ${JSON.stringify(url)} is not an http(s) URL`, { url });
+  return url;
+}
+
+/** The index's own origin (from `base`) and the caller's `allowOrigins`, checked. */
+function allowedOrigins(base: string | undefined, allowOrigins: readonly string[]): Set<string> {
+  const allowed = new Set<string>();
+  if (base !== undefined) allowed.add(new URL(base).origin);
+  allowOrigins.forEach((origin, i) => {
+    let url: URL | undefined;
+    try {
+      url = new URL(origin);
+    } catch {
+      url = undefined;
+    }
+    if (!url || (url.protocol !== 'http:' && url.protocol !== 'https:')) throw new TypeError(`allowOrigins[${i}] ${JSON.stringify(origin)} is not an http(s) origin such as "https://cdn.example.com"`);
+    allowed.add(url.origin);
+  });
+  return allowed;
+}
+
+/** The origin a `tokenAuthorizedFetch` without `origin` is bound to: the index URL's, else the baseUrl's. */
+function tokenOrigin(indexOrBase: string | undefined): string {
+  if (indexOrBase === undefined) throw new TokenOriginError('IndexedAssetSource.open: a tokenAuthorizedFetch without `origin` needs indexUrl or baseUrl to fix the origin its token goes to; give one of them, or the fetch an `origin`');
+  return new URL(indexOrBase).origin;
+}
+
+/**
+ * Every bundle and file URL the index names must be http(s) on an allowed origin, checked at
+ * open, before any of them is fetched: an index cannot send the reader (and its token, SPEC §7
+ * "Tokens") elsewhere. Redirects are the fetch's business: `tokenAuthorizedFetch` drops the token
+ * at the first hop off its origin.
+ */
+function checkIndexUrls(index: ProjectIndex, base: string | undefined, allowed: Set<string>): void {
+  const check = (url: string, where: string, file?: { path?: string; id?: string }): void => {
+    const named = { ...(file?.path !== undefined ? { path: file.path } : {}), ...(file?.id !== undefined ? { id: file.id } : {}) };
+    let resolved: URL;
+    try {
+      resolved = new URL(url, base ?? pageHref());
+    } catch {
+      throw new OriginNotAllowedError(`${where} ${JSON.stringify(url)} is not an absolute URL, and there is no indexUrl or baseUrl to resolve it against`, { url, ...named });
+    }
+    if (resolved.protocol !== 'http:' && resolved.protocol !== 'https:') {
+      throw new OriginNotAllowedError(`${where} ${JSON.stringify(url)} is not an http(s) URL; the reader fetches nothing else`, { url: resolved.href, ...named });
+    }
+    if (!allowed.has(resolved.origin)) {
+      throw new OriginNotAllowedError(`${where} ${JSON.stringify(url)} is on ${resolved.origin}, which is not the index's origin${allowed.size > 0 ? ` (allowed: ${[...allowed].join(', ')})` : ''}; list it in allowOrigins to read from it`, { url: resolved.href, ...named });
+    }
+  };
+  if (index.formatVersion === 3) index.bundles.forEach((bundle, i) => check(bundle.url, `bundles[${i}].url`));
+  (index.files as Entry[]).forEach((file, i) => {
+    if (file.url !== undefined) check(file.url, `files[${i}].url`, file);
+  });
 }
 
 /**
@@ -799,11 +930,10 @@ function naming(error: unknown, path: string, id: string | undefined): unknown {
   return error;
 }
 
-function absoluteUrl(url: string): string {
-  const location = (globalThis as { location?: { href: string } }).location;
+function absoluteUrl(url: string, name = 'indexUrl'): string {
   try {
-    return new URL(url, location?.href).href;
+    return new URL(url, pageHref()).href;
   } catch {
-    throw new TypeError(`indexUrl ${JSON.stringify(url)} is not an absolute URL (and there is no page to resolve it against)`);
+    throw new TypeError(`${name} ${JSON.stringify(url)} is not an absolute URL (and there is no page to resolve it against)`);
   }
 }

@@ -32,6 +32,13 @@ export class HeldMembers {
     return this.#bytes;
   }
 
+  /** Bytes held past the budget's reach: contents a prefetch pinned or a read is waiting for. */
+  get protectedBytes(): number {
+    let bytes = 0;
+    for (const entry of this.#entries.values()) if (entry.pins > 0 || entry.waiters > 0) bytes += entry.bytes.length;
+    return bytes;
+  }
+
   has(sha256: string): boolean {
     return this.#entries.has(sha256);
   }
