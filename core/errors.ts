@@ -65,10 +65,11 @@ export class IndexValidationError extends AwakeError {
   }
 }
 
-const PREVIEW_CHARACTERS = 60;
+// Long enough for a whole SHA-256 in hex (64).
+const PREVIEW_CHARACTERS = 80;
 
 /**
- * A short description of any value, for messages: strings quoted and cut at 60 characters,
+ * A short description of any value, for messages: strings quoted and cut at 80 characters,
  * arrays and objects by kind and size only. Never recursive, so a value nested 10⁵ deep or a
  * 100 MB string costs the message a few dozen bytes (JSON.stringify would overflow the stack
  * or copy it whole).

@@ -219,6 +219,19 @@ describe('hostile indexes', () => {
     expect(error.message.length).toBeLessThan(2000);
   });
 
+  test('a long bundle sha256 that is not hex is previewed where the bundle is said to hold no entry (found by fuzzing)', () => {
+    const sha256 = 'x'.repeat(16_000);
+    const error = refusal({ formatVersion: 3, rootPath: '/p', bundles: [{ ...bundle, sha256 }], files: [member] });
+    expect(error).toBeInstanceOf(IndexValidationError);
+    expect(error.message).toMatch(/bundles\[0\] "x+"… \(16000 characters\) holds no entry/);
+    expect(error.message.length).toBeLessThan(2000);
+  });
+
+  test('a sha256 in a message is shown whole', () => {
+    const error = refusal({ formatVersion: 3, rootPath: '/p', bundles: [bundle], files: [{ ...member, bundle: hex('c') }] });
+    expect(error.message).toContain(`files[0].bundle "${hex('c')}" names no listed bundle`);
+  });
+
   test('250,000 broken entries give a message of the first 20 problems and a count of the rest', () => {
     // (A million behave the same, slower: the message stays ~1.6 KB; it was 402 MB before.)
     const files = Array.from({ length: 250_000 }, () => ({ path: 'a', sizeBytes: -1, sha256: hex('1'), url: 'u' }));

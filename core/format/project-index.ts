@@ -209,7 +209,7 @@ function checkBundledIndex(index: Json, files: unknown[], problems: Problems): v
     return usesIds ? entry.id : entry.path;
   });
   for (const [sha256, uses] of bundleUse) {
-    if (uses === 0) problems.add(`bundles[${bundlePosition.get(sha256)}]`, `${sha256} holds no entry; every listed bundle must hold at least one`);
+    if (uses === 0) problems.add(`bundles[${bundlePosition.get(sha256)}]`, `${previewValue(sha256)} holds no entry; every listed bundle must hold at least one`);
   }
 }
 
