@@ -67,18 +67,20 @@ export class IndexValidationError extends AwakeError {
 
 // Long enough for a whole SHA-256 in hex (64).
 const PREVIEW_CHARACTERS = 80;
+/** A bundle key (path or id) in a message: whole unless longer than any sensible path; a key may be 65,535 bytes (SPEC §1). */
+export const KEY_PREVIEW_CHARACTERS = 256;
 
 /**
- * A short description of any value, for messages: strings quoted and cut at 80 characters,
+ * A short description of any value, for messages: strings quoted and cut at `maxCharacters`,
  * arrays and objects by kind and size only. Never recursive, so a value nested 10⁵ deep or a
  * 100 MB string costs the message a few dozen bytes (JSON.stringify would overflow the stack
  * or copy it whole).
  */
-export function previewValue(value: unknown): string {
+export function previewValue(value: unknown, maxCharacters = PREVIEW_CHARACTERS): string {
   switch (typeof value) {
     case 'string': {
-      if (value.length <= PREVIEW_CHARACTERS) return JSON.stringify(value);
-      return `${JSON.stringify(value.slice(0, PREVIEW_CHARACTERS))}… (${value.length} characters)`;
+      if (value.length <= maxCharacters) return JSON.stringify(value);
+      return `${JSON.stringify(value.slice(0, maxCharacters))}… (${value.length} characters)`;
     }
     case 'number':
     case 'boolean':
