@@ -114,7 +114,7 @@ const byteMutation: fc.Arbitrary<ByteMutation> = fc.oneof(
 );
 
 function mutateBytes(original: Uint8Array, mutations: readonly ByteMutation[]): Uint8Array {
-  let bytes = original.slice();
+  let bytes: Uint8Array = original.slice();
   for (const mutation of mutations) {
     const at = bytes.length === 0 ? 0 : mutation.at % bytes.length;
     switch (mutation.kind) {
