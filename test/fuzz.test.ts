@@ -217,7 +217,7 @@ function mutateJson(value: unknown, mutations: readonly JsonMutation[]): unknown
     else if (mutation.action === 'delete') {
       if (Array.isArray(parent)) parent.splice(last as number, 1);
       else delete parent[last];
-    } else if (Array.isArray(parent)) parent.push(parent[last]); // the same object twice: a repeated entry
+    } else if (Array.isArray(parent)) parent.push(parent[last as number]); // the same object twice: a repeated entry
     else parent[`${String(last)}2`] = parent[last];
   }
   return root;
