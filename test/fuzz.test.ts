@@ -466,4 +466,25 @@ describe('bounded messages', () => {
     expect(differing.message).toContain('no record for "a/a/');
     expect(differing.message.length).toBeLessThan(2000);
   });
+
+  test('an index that claims enormous sizes for a tiny bundle is refused without allocating from them', async () => {
+    const content = utf8.encode('tiny');
+    const bytes = encodeBundle([{ key: 'a', bytes: content, sha256: sha256(content) }]);
+    const [record] = decodeBundle(bytes).records;
+    const huge = 2 ** 40;
+    const claims: [BundleEntry, ExpectedMember][] = [
+      [{ sha256: sha256(bytes), sizeBytes: Number.MAX_SAFE_INTEGER, url: 'b.awkb' }, { ...record!, offset: Number.MAX_SAFE_INTEGER - huge, sizeBytes: huge }],
+      [{ sha256: sha256(bytes), sizeBytes: bytes.length, url: 'b.awkb' }, { ...record!, sizeBytes: huge }],
+      [{ sha256: sha256(bytes), sizeBytes: bytes.length, url: 'b.awkb' }, { ...record!, offset: huge }],
+    ];
+    const before = process.memoryUsage().arrayBuffers;
+    for (const [listing, member] of claims) {
+      for (const verifier of ['verifyBundle', 'acceptBundle'] as const) {
+        const outcome = await verifyOutcome(verifier, bytes, listing, [member]);
+        expect(outcome).toBeInstanceOf(BundleIntegrityError);
+        expect((outcome as BundleIntegrityError).damaged).toEqual(['a']);
+      }
+    }
+    expect(process.memoryUsage().arrayBuffers - before).toBeLessThan(4 * 1024 * 1024);
+  });
 });
