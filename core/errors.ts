@@ -43,12 +43,13 @@ export class AwakeError extends Error {
 
 /** Problems an `IndexValidationError` message shows; the rest are counted (issue 9: a million bad entries must not build a 400 MB message). */
 export const MAX_PROBLEMS_IN_MESSAGE = 20;
-/** Problems an `IndexValidationError` keeps in `problems`; `problemCount` counts them all. */
+/** Problems an `IndexValidationError` keeps in `problems` (then only the first of each rule not met yet); `problemCount` counts them all. */
 export const MAX_PROBLEMS_KEPT = 1000;
 
 /**
  * An index (SPEC §2–3) that breaks one or more rules. `problems` names them in order (the first
- * `MAX_PROBLEMS_KEPT`), `problemCount` counts every one; the message shows the first
+ * `MAX_PROBLEMS_KEPT`, then the first of each rule not met before, so every broken rule is
+ * named), `problemCount` counts every one; the message shows the first
  * `MAX_PROBLEMS_IN_MESSAGE` and the count of the rest, so its size does not grow with the index.
  */
 export class IndexValidationError extends AwakeError {
@@ -60,7 +61,7 @@ export class IndexValidationError extends AwakeError {
     const rest = problemCount - shown.length;
     const more = rest > 0 ? `\n  … and ${rest} more problem${rest === 1 ? '' : 's'}` : '';
     super('E_INDEX_INVALID', `invalid project index${details.url ? ` ${details.url}` : ''}:\n  ${shown.join('\n  ')}${more}`, details);
-    this.problems = problems.slice(0, MAX_PROBLEMS_KEPT);
+    this.problems = problems;
     this.problemCount = problemCount;
   }
 }

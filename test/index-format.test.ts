@@ -219,6 +219,15 @@ describe('hostile indexes', () => {
     expect(error.message.length).toBeLessThan(2000);
   });
 
+  test('a rule first broken after thousands of problems is still named in `problems`', () => {
+    const files = Array.from({ length: 3000 }, (_, i) => ({ path: `f${i}`, sizeBytes: -1, sha256: hex('1'), url: 'u' }));
+    files.push({ path: 'last', sizeBytes: 1, sha256: 'not hex', url: 'u' });
+    const error = refusal({ formatVersion: 2, rootPath: '/p', files }) as IndexValidationError;
+    expect(error.problemCount).toBe(3001);
+    expect(error.problems).toHaveLength(1001);
+    expect(error.problems[1000]).toBe('files[3000].sha256 must be 64 lowercase hex digits');
+  });
+
   test('a long bundle sha256 that is not hex is previewed where the bundle is said to hold no entry (found by fuzzing)', () => {
     const sha256 = 'x'.repeat(16_000);
     const error = refusal({ formatVersion: 3, rootPath: '/p', bundles: [{ ...bundle, sha256 }], files: [member] });
@@ -242,7 +251,9 @@ describe('hostile indexes', () => {
     expect(error.message.split('\n').filter((line) => line.startsWith('  files['))).toHaveLength(20);
     expect(error.message).toContain('… and 499979 more problems');
     expect(error.message.length).toBeLessThan(4000);
-    expect(error.problems.length).toBeLessThanOrEqual(1000);
+    // The first 1000, then the first repeated path (paths are compared after every entry is checked).
+    expect(error.problems.length).toBe(1001);
+    expect(error.problems[1000]).toBe('files[1].path "a" repeats files[0].path');
     expect(error.problems[0]).toBe('files[0].sizeBytes must be a non-negative integer no larger than 2^53 − 1');
   });
 });

@@ -64,12 +64,21 @@ function isNonEmptyString(value: unknown): value is string {
   return typeof value === 'string' && value.length > 0;
 }
 
-/** Every broken rule is counted; only the first `MAX_PROBLEMS_KEPT` are kept (see IndexValidationError). */
+/**
+ * Every problem is counted; the first `MAX_PROBLEMS_KEPT` are kept, and after them the first
+ * one of each rule not met yet, so every broken rule stays named (SPEC §2) however many entries
+ * break the same one. A rule is the place without its indices (`files[].sizeBytes`): `where`
+ * never holds text from the index, so there are few rules.
+ */
 class Problems {
   readonly list: string[] = [];
   count = 0;
+  readonly #rules = new Set<string>();
   add(where: string, what: string): void {
-    if (this.count++ < MAX_PROBLEMS_KEPT) this.list.push(`${where} ${what}`);
+    this.count++;
+    const rule = where.replace(/\[\d+\]/g, '[]');
+    if (this.list.length < MAX_PROBLEMS_KEPT || !this.#rules.has(rule)) this.list.push(`${where} ${what}`);
+    this.#rules.add(rule);
   }
   error(details: AwakeErrorDetails): IndexValidationError {
     return new IndexValidationError(this.list, details, this.count);
