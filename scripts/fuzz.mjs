@@ -6,6 +6,7 @@
  *
  *   npm run fuzz
  *   FUZZ_RUNS=1000000 FUZZ_SEED=7 npm run fuzz
+ *   npm run fuzz -- -t 'fuzz: parseProjectIndex'   (arguments after -- go to jest)
  */
 import { spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
@@ -21,7 +22,7 @@ const report = join(folder, 'report.json');
 const jest = createRequire(import.meta.url).resolve('jest/bin/jest');
 
 const started = Date.now();
-const run = spawnSync(process.execPath, [jest, '--runInBand', 'test/fuzz.test.ts'], {
+const run = spawnSync(process.execPath, [jest, '--runInBand', 'test/fuzz.test.ts', ...process.argv.slice(2)], {
   cwd: repo,
   stdio: 'inherit',
   env: { ...process.env, FUZZ_RUNS: runs, FUZZ_REPORT: report },
