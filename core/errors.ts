@@ -45,13 +45,60 @@ export class AwakeError extends Error {
   }
 }
 
-/** An index (SPEC §2–3) that breaks one or more rules; `problems` names every one of them. */
+/** Problems an `IndexValidationError` message shows; the rest are counted (issue 9: a million bad entries must not build a 400 MB message). */
+export const MAX_PROBLEMS_IN_MESSAGE = 20;
+/** Problems an `IndexValidationError` keeps in `problems` (then only the first of each rule not met yet); `problemCount` counts them all. */
+export const MAX_PROBLEMS_KEPT = 1000;
+
+/**
+ * An index (SPEC §2–3) that breaks one or more rules. `problems` names them in order (the first
+ * `MAX_PROBLEMS_KEPT`, then the first of each rule not met before, so every broken rule is
+ * named), `problemCount` counts every one; the message shows the first
+ * `MAX_PROBLEMS_IN_MESSAGE` and the count of the rest, so its size does not grow with the index.
+ */
 export class IndexValidationError extends AwakeError {
   override name = 'IndexValidationError';
   readonly problems: string[];
-  constructor(problems: string[], details: AwakeErrorDetails = {}) {
-    super('E_INDEX_INVALID', `invalid project index${details.url ? ` ${details.url}` : ''}:\n  ${problems.join('\n  ')}`, details);
+  readonly problemCount: number;
+  constructor(problems: string[], details: AwakeErrorDetails = {}, problemCount = problems.length) {
+    const shown = problems.slice(0, MAX_PROBLEMS_IN_MESSAGE);
+    const rest = problemCount - shown.length;
+    const more = rest > 0 ? `\n  … and ${rest} more problem${rest === 1 ? '' : 's'}` : '';
+    super('E_INDEX_INVALID', `invalid project index${details.url ? ` ${details.url}` : ''}:\n  ${shown.join('\n  ')}${more}`, details);
     this.problems = problems;
+    this.problemCount = problemCount;
+  }
+}
+
+// Long enough for a whole SHA-256 in hex (64).
+const PREVIEW_CHARACTERS = 80;
+/** A bundle key (path or id) in a message: whole unless longer than any sensible path; a key may be 65,535 bytes (SPEC §1). */
+export const KEY_PREVIEW_CHARACTERS = 256;
+
+/**
+ * A short description of any value, for messages: strings quoted and cut at `maxCharacters`,
+ * arrays and objects by kind and size only. Never recursive, so a value nested 10⁵ deep or a
+ * 100 MB string costs the message a few dozen bytes (JSON.stringify would overflow the stack
+ * or copy it whole).
+ */
+export function previewValue(value: unknown, maxCharacters = PREVIEW_CHARACTERS): string {
+  switch (typeof value) {
+    case 'string': {
+      if (value.length <= maxCharacters) return JSON.stringify(value);
+      return `${JSON.stringify(value.slice(0, maxCharacters))}… (${value.length} characters)`;
+    }
+    case 'number':
+    case 'boolean':
+    case 'undefined':
+      return String(value);
+    case 'bigint':
+      return `${value}n`;
+    case 'object':
+      if (value === null) return 'null';
+      if (Array.isArray(value)) return `an array of ${value.length} item${value.length === 1 ? '' : 's'}`;
+      return 'an object';
+    default:
+      return `a ${typeof value}`;
   }
 }
 
@@ -60,7 +107,7 @@ export class UnsupportedIndexVersionError extends AwakeError {
   override name = 'UnsupportedIndexVersionError';
   readonly found: unknown;
   constructor(found: unknown, details: AwakeErrorDetails = {}) {
-    super('E_INDEX_VERSION', `unsupported project index formatVersion ${JSON.stringify(found)}; this reader knows formatVersion 2 and 3`, details);
+    super('E_INDEX_VERSION', `unsupported project index formatVersion ${previewValue(found)}; this reader knows formatVersion 2 and 3`, details);
     this.found = found;
   }
 }

@@ -161,3 +161,99 @@ describe('serializeIndex', () => {
     expect(text).toContain('\n  "files": [\n    {\n      "path"');
   });
 });
+
+/**
+ * Hostile indexes (issue 9, defect 7): a value nested 10⁵ levels deep, or a million broken
+ * entries, is refused with the typed error, and the error's message stays small.
+ */
+describe('hostile indexes', () => {
+  const DEPTH = 100_000;
+  function deeplyNested(): unknown {
+    let value: unknown = [];
+    for (let i = 0; i < DEPTH; i++) value = [value];
+    return value;
+  }
+  const bundle = { sha256: hex('b'), sizeBytes: 100, url: `bundles/${hex('b')}.awkb` };
+  const member = { path: 'a', sizeBytes: 10, sha256: hex('1'), bundle: hex('b'), offset: 90 };
+
+  function refusal(value: unknown): Error {
+    try {
+      parseProjectIndex(value);
+    } catch (error) {
+      return error as Error;
+    }
+    throw new Error('the index was accepted');
+  }
+
+  test.each([
+    ['files[0].path', () => ({ formatVersion: 2, rootPath: '/p', files: [{ path: deeplyNested(), sizeBytes: 1, sha256: hex('1'), url: 'u' }] })],
+    ['files[1].path', () => ({ formatVersion: 2, rootPath: '/p', files: [{ path: 'x', sizeBytes: 1, sha256: hex('1'), url: 'u' }, { path: deeplyNested(), sizeBytes: 1, sha256: hex('1'), url: 'u' }] })],
+    ['pathIds.algorithm', () => ({ formatVersion: 3, rootPath: '/p', pathIds: { algorithm: deeplyNested(), salt: 's' }, bundles: [bundle], files: [{ ...member, path: undefined, id: hex('2') }] })],
+    ['files[0].bundle', () => ({ formatVersion: 3, rootPath: '/p', bundles: [bundle], files: [{ ...member, bundle: deeplyNested() }] })],
+  ])('a value nested 10⁵ deep in %s is an IndexValidationError naming the field', (where, build) => {
+    const error = refusal(build());
+    expect(error).toBeInstanceOf(IndexValidationError);
+    expect(error.message).toContain(where);
+    expect(error.message).toContain('an array');
+    expect(error.message.length).toBeLessThan(2000);
+  });
+
+  test('a formatVersion nested 10⁵ deep is an UnsupportedIndexVersionError', () => {
+    const error = refusal({ formatVersion: deeplyNested(), rootPath: '/p', files: [] });
+    expect(error).toBeInstanceOf(UnsupportedIndexVersionError);
+    expect(error.message).toMatch(/formatVersion an array of 1 item.*2 and 3/);
+  });
+
+  test('index JSON text nested 10⁵ deep is an index error, never a RangeError', () => {
+    const deep = `${'['.repeat(DEPTH)}${']'.repeat(DEPTH)}`;
+    for (const text of [deep, `{"formatVersion":2,"rootPath":"/p","files":[{"path":${deep}}]}`, `{"formatVersion":${deep}}`, '['.repeat(DEPTH)]) {
+      expect(() => parseProjectIndexJson(text)).toThrow(expect.objectContaining({ code: expect.stringMatching(/^E_INDEX_(INVALID|VERSION)$/) }));
+    }
+  });
+
+  test('a long string value is previewed, not copied whole into the message', () => {
+    const path = `${'x'.repeat(5_000_000)}\\`;
+    const error = refusal({ formatVersion: 2, rootPath: '/p', files: [{ path, sizeBytes: 1, sha256: hex('1'), url: 'u' }] });
+    expect(error).toBeInstanceOf(IndexValidationError);
+    expect(error.message).toMatch(/files\[0\]\.path "x+"… \(5000001 characters\) is not a safe path: contains a backslash/);
+    expect(error.message.length).toBeLessThan(2000);
+  });
+
+  test('a rule first broken after thousands of problems is still named in `problems`', () => {
+    const files = Array.from({ length: 3000 }, (_, i) => ({ path: `f${i}`, sizeBytes: -1, sha256: hex('1'), url: 'u' }));
+    files.push({ path: 'last', sizeBytes: 1, sha256: 'not hex', url: 'u' });
+    const error = refusal({ formatVersion: 2, rootPath: '/p', files }) as IndexValidationError;
+    expect(error.problemCount).toBe(3001);
+    expect(error.problems).toHaveLength(1001);
+    expect(error.problems[1000]).toBe('files[3000].sha256 must be 64 lowercase hex digits');
+  });
+
+  test('a long bundle sha256 that is not hex is previewed where the bundle is said to hold no entry (found by fuzzing)', () => {
+    const sha256 = 'x'.repeat(16_000);
+    const error = refusal({ formatVersion: 3, rootPath: '/p', bundles: [{ ...bundle, sha256 }], files: [member] });
+    expect(error).toBeInstanceOf(IndexValidationError);
+    expect(error.message).toMatch(/bundles\[0\] "x+"… \(16000 characters\) holds no entry/);
+    expect(error.message.length).toBeLessThan(2000);
+  });
+
+  test('a sha256 in a message is shown whole', () => {
+    const error = refusal({ formatVersion: 3, rootPath: '/p', bundles: [bundle], files: [{ ...member, bundle: hex('c') }] });
+    expect(error.message).toContain(`files[0].bundle "${hex('c')}" names no listed bundle`);
+  });
+
+  test('250,000 broken entries give a message of the first 20 problems and a count of the rest', () => {
+    // (A million behave the same, slower: the message stays ~1.6 KB; it was 402 MB before.)
+    const files = Array.from({ length: 250_000 }, () => ({ path: 'a', sizeBytes: -1, sha256: hex('1'), url: 'u' }));
+    const error = refusal({ formatVersion: 2, rootPath: '/p', files }) as IndexValidationError;
+    expect(error).toBeInstanceOf(IndexValidationError);
+    // Each entry has a bad size, and every entry after the first repeats its path.
+    expect(error.problemCount).toBe(499_999);
+    expect(error.message.split('\n').filter((line) => line.startsWith('  files['))).toHaveLength(20);
+    expect(error.message).toContain('… and 499979 more problems');
+    expect(error.message.length).toBeLessThan(4000);
+    // The first 1000, then the first repeated path (paths are compared after every entry is checked).
+    expect(error.problems.length).toBe(1001);
+    expect(error.problems[1000]).toBe('files[1].path "a" repeats files[0].path');
+    expect(error.problems[0]).toBe('files[0].sizeBytes must be a non-negative integer no larger than 2^53 − 1');
+  });
+});

@@ -2,7 +2,7 @@
  * The AWKB v1 bundle file (SPEC §5): a 16-byte header, a table of records sorted by key, then
  * each distinct content once. Big-endian throughout; no trailer, no timestamps.
  */
-import { BundleFormatError } from '../errors.js';
+import { BundleFormatError, KEY_PREVIEW_CHARACTERS, previewValue } from '../errors.js';
 import { fromHex, toHex } from '../hash.js';
 import { compareBytes, utf8 } from './paths.js';
 
@@ -174,7 +174,7 @@ export function decodeBundle(bytes: Uint8Array): DecodedBundle {
     at += 48;
     const total = BigInt(bytes.length);
     if (offset < BigInt(dataStart) || offset > total || size > total - offset) {
-      throw new BundleFormatError('table', `member ${JSON.stringify(key)} (offset ${offset}, size ${size}) lies outside the data area ${dataStart}..${bytes.length}`);
+      throw new BundleFormatError('table', `member ${previewValue(key, KEY_PREVIEW_CHARACTERS)} (offset ${offset}, size ${size}) lies outside the data area ${dataStart}..${bytes.length}`);
     }
     records.push({ key, offset: Number(offset), sizeBytes: Number(size), sha256 });
     previousKey = keyBytes;

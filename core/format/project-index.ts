@@ -2,7 +2,7 @@
  * The project index: formatVersion 2 (loose files, SPEC §2) and 3 (bundles, SPEC §3). Parsing
  * checks every rule and names every broken one; `serializeIndex` writes the canonical JSON.
  */
-import { IndexValidationError, UnsupportedIndexVersionError } from '../errors.js';
+import { IndexValidationError, MAX_PROBLEMS_KEPT, previewValue, UnsupportedIndexVersionError, type AwakeErrorDetails } from '../errors.js';
 import { PATH_ID_ALGORITHM, type PathIds } from './ids.js';
 import { compareKeys, unsafePathReason } from './paths.js';
 
@@ -64,10 +64,24 @@ function isNonEmptyString(value: unknown): value is string {
   return typeof value === 'string' && value.length > 0;
 }
 
+/**
+ * Every problem is counted; the first `MAX_PROBLEMS_KEPT` are kept, and after them the first
+ * one of each rule not met yet, so every broken rule stays named (SPEC §2) however many entries
+ * break the same one. A rule is the place without its indices (`files[].sizeBytes`): `where`
+ * never holds text from the index, so there are few rules.
+ */
 class Problems {
   readonly list: string[] = [];
+  count = 0;
+  readonly #rules = new Set<string>();
   add(where: string, what: string): void {
-    this.list.push(`${where} ${what}`);
+    this.count++;
+    const rule = where.replace(/\[\d+\]/g, '[]');
+    if (this.list.length < MAX_PROBLEMS_KEPT || !this.#rules.has(rule)) this.list.push(`${where} ${what}`);
+    this.#rules.add(rule);
+  }
+  error(details: AwakeErrorDetails): IndexValidationError {
+    return new IndexValidationError(this.list, details, this.count);
   }
 }
 
@@ -90,11 +104,11 @@ export function parseProjectIndex(value: unknown, options: ParseIndexOptions = {
   if (typeof value.rootPath !== 'string' || value.rootPath.trim() === '') problems.add('rootPath', 'must be a non-blank string');
   if (!Array.isArray(value.files)) {
     problems.add('files', 'must be an array');
-    throw new IndexValidationError(problems.list, details);
+    throw problems.error(details);
   }
   if (version === 2) checkLooseFiles(value.files, problems);
   else checkBundledIndex(value, value.files, problems);
-  if (problems.list.length > 0) throw new IndexValidationError(problems.list, details);
+  if (problems.count > 0) throw problems.error(details);
   return value as unknown as ProjectIndex;
 }
 
@@ -116,7 +130,7 @@ function checkCommonEntryFields(entry: Json, where: string, problems: Problems):
 
 function checkPath(entry: Json, where: string, problems: Problems): void {
   const reason = unsafePathReason(entry.path);
-  if (reason !== undefined) problems.add(`${where}.path`, `${JSON.stringify(entry.path)} is not a safe path: ${reason}`);
+  if (reason !== undefined) problems.add(`${where}.path`, `${previewValue(entry.path)} is not a safe path: ${reason}`);
 }
 
 function checkUniqueKeys(keys: (string | undefined)[], field: string, problems: Problems): void {
@@ -125,7 +139,7 @@ function checkUniqueKeys(keys: (string | undefined)[], field: string, problems: 
     if (key === undefined) return;
     const first = firstIndex.get(key);
     if (first === undefined) firstIndex.set(key, i);
-    else problems.add(`files[${i}].${field}`, `${JSON.stringify(key)} repeats files[${first}].${field}`);
+    else problems.add(`files[${i}].${field}`, `${previewValue(key)} repeats files[${first}].${field}`);
   });
 }
 
@@ -158,7 +172,7 @@ function checkBundledIndex(index: Json, files: unknown[], problems: Problems): v
     const pathIds = index.pathIds;
     if (!isObject(pathIds)) problems.add('pathIds', 'must be an object');
     else {
-      if (pathIds.algorithm !== PATH_ID_ALGORITHM) problems.add('pathIds.algorithm', `must be "${PATH_ID_ALGORITHM}", found ${JSON.stringify(pathIds.algorithm)}`);
+      if (pathIds.algorithm !== PATH_ID_ALGORITHM) problems.add('pathIds.algorithm', `must be "${PATH_ID_ALGORITHM}", found ${previewValue(pathIds.algorithm)}`);
       if (!isNonEmptyString(pathIds.salt)) problems.add('pathIds.salt', 'must be a non-empty string');
     }
   }
@@ -204,14 +218,14 @@ function checkBundledIndex(index: Json, files: unknown[], problems: Problems): v
     return usesIds ? entry.id : entry.path;
   });
   for (const [sha256, uses] of bundleUse) {
-    if (uses === 0) problems.add(`bundles[${bundlePosition.get(sha256)}]`, `${sha256} holds no entry; every listed bundle must hold at least one`);
+    if (uses === 0) problems.add(`bundles[${bundlePosition.get(sha256)}]`, `${previewValue(sha256)} holds no entry; every listed bundle must hold at least one`);
   }
 }
 
 function checkMemberPlacement(entry: Json, where: string, bundleSizes: Map<string, number>, bundleUse: Map<string, number>, problems: Problems): void {
   const bundle = entry.bundle;
   if (typeof bundle !== 'string' || !bundleSizes.has(bundle)) {
-    problems.add(`${where}.bundle`, `${JSON.stringify(bundle)} names no listed bundle`);
+    problems.add(`${where}.bundle`, `${previewValue(bundle)} names no listed bundle`);
     return;
   }
   bundleUse.set(bundle, bundleUse.get(bundle)! + 1);

@@ -3,7 +3,7 @@
  * SHA-256, then each member against its entry. A bundle that fails is rejected whole, and the
  * error names every damaged member, or the `header` or `table` when no member is damaged.
  */
-import { BundleFormatError, BundleIntegrityError, FileIntegrityError } from '../errors.js';
+import { BundleFormatError, BundleIntegrityError, FileIntegrityError, KEY_PREVIEW_CHARACTERS, MAX_PROBLEMS_IN_MESSAGE, previewValue } from '../errors.js';
 import { decodeBundle, layoutBundle, type BundleLayout, type DecodedBundle } from '../format/awkb.js';
 import type { BundleEntry } from '../format/project-index.js';
 import { sha256Hex } from '../hash.js';
@@ -49,8 +49,10 @@ export async function verifyBundle(bytes: Uint8Array, listing: BundleEntry, memb
   }
   if (damaged.length > 0) {
     const also = structure ? `; also ${structure.message}` : '';
-    const names = damaged.map((key) => JSON.stringify(key)).join(', ');
-    throw new BundleIntegrityError('members', `${what}: damaged member${damaged.length > 1 ? 's' : ''} ${names}${also}`, damaged, details);
+    // `damaged` names every one; the message the first few, so its size does not grow with the bundle.
+    const shown = damaged.slice(0, MAX_PROBLEMS_IN_MESSAGE).map((key) => previewValue(key, KEY_PREVIEW_CHARACTERS)).join(', ');
+    const more = damaged.length > MAX_PROBLEMS_IN_MESSAGE ? ` and ${damaged.length - MAX_PROBLEMS_IN_MESSAGE} more` : '';
+    throw new BundleIntegrityError('members', `${what}: damaged member${damaged.length > 1 ? 's' : ''} ${shown}${more}${also}`, damaged, details);
   }
   const size = bytes.length === listing.sizeBytes ? '' : ` (${bytes.length} bytes, listed ${listing.sizeBytes})`;
   throw new BundleIntegrityError('header', `${what}: bytes do not match the listed SHA-256${size}, though every member and the table do`, [], details);
@@ -68,9 +70,9 @@ function structuralProblem(bytes: Uint8Array, members: readonly ExpectedMember[]
   const byKey = new Map(decoded.records.map((record) => [record.key, record]));
   for (const member of members) {
     const record = byKey.get(member.key);
-    if (!record) return { part: 'table', message: `AWKB table: no record for ${JSON.stringify(member.key)}` };
+    if (!record) return { part: 'table', message: `AWKB table: no record for ${previewValue(member.key, KEY_PREVIEW_CHARACTERS)}` };
     if (record.offset !== member.offset || record.sizeBytes !== member.sizeBytes || record.sha256 !== member.sha256) {
-      return { part: 'table', message: `AWKB table: record ${JSON.stringify(member.key)} differs from its index entry` };
+      return { part: 'table', message: `AWKB table: record ${previewValue(member.key, KEY_PREVIEW_CHARACTERS)} differs from its index entry` };
     }
   }
   return undefined;
