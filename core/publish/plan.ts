@@ -2,6 +2,7 @@
  * Planning bundles (SPEC §6 "Order" and "Split"): groups in key order of their names, files in
  * key order of their paths, each group filled into bundles up to the target size.
  */
+import { InvalidOptionError } from '../errors.js';
 import { compareKeys } from '../format/paths.js';
 import type { LooseFileEntry } from '../format/project-index.js';
 import type { Grouping } from './grouping.js';
@@ -20,7 +21,7 @@ export function planBundles(files: readonly LooseFileEntry[], grouping: Grouping
   const groups = new Map<string, LooseFileEntry[]>();
   for (const file of files) {
     const group = grouping.groupOf(file.path);
-    if (typeof group !== 'string') throw new TypeError(`grouping returned ${typeof group} for ${JSON.stringify(file.path)}; a group name is a string`);
+    if (typeof group !== 'string') throw new InvalidOptionError('grouping', `grouping returned ${typeof group} for ${JSON.stringify(file.path)}; a group name is a string`);
     let list = groups.get(group);
     if (!list) groups.set(group, (list = []));
     list.push(file);
