@@ -15,7 +15,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { InvalidOptionError, ServeRootError } from '../errors.js';
 import { unsafePathReason } from '../format/paths.js';
 import { SHA256_HEX_DIGITS } from '../format/sha256.js';
-import { contentTypeOf } from '../read/media-types.js';
+import { contentTypeOf } from '../format/media-types.js';
 
 /** One injected fault: an HTTP status (429, 503, …), a reset socket, or a body cut short. */
 export interface FaultRule {
@@ -69,7 +69,7 @@ export interface StaticServer {
   close(): Promise<void>;
 }
 
-/** The Content-Type the server sends: one table with the reader's object URLs (core/read/media-types.ts). */
+/** The Content-Type the server sends: one table with the reader's object URLs (core/format/media-types.ts). */
 export function contentTypeFor(fileName: string): string {
   return contentTypeOf(fileName);
 }

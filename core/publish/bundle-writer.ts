@@ -12,7 +12,7 @@ import { parseProjectIndex, type BundledFileEntry, type BundledIndex, type Loose
 import { concatBytes } from '../bytes.js';
 import { createSha256, sha256Hex, type IncrementalSha256 } from '../hash.js';
 import { groupByFolder, toGrouping, type GroupingLike } from './grouping.js';
-import { DEFAULT_TARGET_BUNDLE_BYTES, planBundles, type PlannedBundle } from './plan.js';
+import { DEFAULT_BUNDLE_URL_PREFIX, DEFAULT_TARGET_BUNDLE_BYTES, planBundles, type PlannedBundle } from './plan.js';
 
 /** A file's bytes: whole, or as chunks for files larger than the target (never held whole). */
 export type FileContent = Uint8Array | AsyncIterable<Uint8Array>;
@@ -140,7 +140,7 @@ export class BundleWriter {
     this.targetBundleBytes = target;
     this.grouping = toGrouping(options.grouping ?? groupByFolder(1));
     this.pathIds = options.pathIds ? { algorithm: PATH_ID_ALGORITHM, salt: options.pathIds.salt } : undefined;
-    this.bundleUrlPrefix = (options.bundleUrlPrefix ?? 'bundles').replace(/\/+$/, '');
+    this.bundleUrlPrefix = (options.bundleUrlPrefix ?? DEFAULT_BUNDLE_URL_PREFIX).replace(/\/+$/, '');
     this.readConcurrency = concurrency;
     this.digest = options.hashing?.digest ?? sha256Hex;
     this.incremental = options.hashing?.incremental;

@@ -7,7 +7,10 @@ import { compareKeys } from '../format/paths.js';
 import type { LooseFileEntry } from '../format/project-index.js';
 import type { Grouping } from './grouping.js';
 
+/** The bundle size a publish aims for when not told (SPEC §8 `--target-mb`, 16 MiB). */
 export const DEFAULT_TARGET_BUNDLE_BYTES = 16 * 1024 * 1024;
+/** The folder, relative to the index, that bundles go in when not told (`--url-prefix`). */
+export const DEFAULT_BUNDLE_URL_PREFIX = 'bundles';
 
 export interface PlannedBundle {
   group: string;

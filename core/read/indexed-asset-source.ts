@@ -11,7 +11,7 @@ import { abortable, linkSignals } from '../net/abort.js';
 import { bindTokenOrigin, needsTokenOrigin } from '../net/token-fetch.js';
 import { Transport, type RetryOptions } from '../net/transport.js';
 import { InThreadDigests, sharedDigestPool, WorkerDigestPool, workersAvailable, type DigestPool, type WorkerStoreAccess } from './digest-pool.js';
-import { mediaTypeOf } from './media-types.js';
+import { mediaTypeOf } from '../format/media-types.js';
 import { HeldMembers } from './pending-members.js';
 import { acceptBundle, checkFileDigest, checkFileSize, type AcceptedBundle, type ExpectedMember } from './verify.js';
 
