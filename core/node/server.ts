@@ -135,6 +135,9 @@ function checkFaultRule({ fault, probability }: FaultRule): void {
   if (!(probability >= 0 && probability <= 1)) throw new InvalidOptionError('faults', `fault probability must be a number from 0 to 1, got ${String(probability)}`);
 }
 
+/** A token the server accepts (and `serve --token`): printable ASCII, no spaces, as a bearer header can carry. */
+export const SERVER_TOKEN = /^[\x21-\x7e]+$/;
+
 function checkOptions(options: StaticServerOptions): void {
   const { port = 0, latencyMs = 0, token, faults = [], seed } = options;
   for (const name of Object.keys(DEFAULT_SERVER_TIMEOUTS) as (keyof typeof DEFAULT_SERVER_TIMEOUTS)[]) {
@@ -146,7 +149,7 @@ function checkOptions(options: StaticServerOptions): void {
   (options.corsOrigins ?? []).forEach(parseCorsOrigin);
   if (!Number.isInteger(port) || port < 0 || port > 65535) throw new InvalidOptionError('port', `port must be an integer from 0 to 65535, got ${port}`);
   if (!(Number.isFinite(latencyMs) && latencyMs >= 0)) throw new InvalidOptionError('latencyMs', `latencyMs must be a number ≥ 0, got ${latencyMs}`);
-  if (token !== undefined && !/^[\x21-\x7e]+$/.test(token)) throw new InvalidOptionError('token', 'token must be non-empty printable ASCII without spaces');
+  if (token !== undefined && !SERVER_TOKEN.test(token)) throw new InvalidOptionError('token', 'token must be non-empty printable ASCII without spaces');
   if (seed !== undefined && !Number.isSafeInteger(seed)) throw new InvalidOptionError('seed', `seed must be an integer, got ${seed}`);
   faults.forEach(checkFaultRule);
 }
