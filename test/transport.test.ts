@@ -55,6 +55,11 @@ afterEach(async () => {
   await Promise.all(servers.map((server) => new Promise((closed) => server.close(closed))));
 });
 
+/** Fakes setTimeout and clearTimeout alone: timers run on the test's clock, sockets stay real. */
+function fakeSetTimeoutOnly(): void {
+  jest.useFakeTimers({ doNotFake: ['Date', 'hrtime', 'nextTick', 'performance', 'queueMicrotask', 'setImmediate', 'clearImmediate', 'setInterval', 'clearInterval'] });
+}
+
 /** A `sleep` that records each wait and returns at once, so retry tests take no time. */
 function recordingSleep(): { waits: number[]; sleep: (ms: number) => Promise<void> } {
   const waits: number[] = [];
@@ -171,7 +176,7 @@ describe('Transport retries (SPEC §7 "Retries")', () => {
   test('with the default timer, Retry-After: 1 waits 1000 ms of timer time, not less', async () => {
     const server = await startServer((_, response, hit) => (hit === 1 ? send(response, 503, '', { 'Retry-After': '1' }) : send(response, 200, 'ok')));
     // Only setTimeout is faked: the clock is the test's, the sockets stay real. No wall clock is read.
-    jest.useFakeTimers({ doNotFake: ['Date', 'hrtime', 'nextTick', 'performance', 'queueMicrotask', 'setImmediate', 'clearImmediate', 'setInterval', 'clearInterval'] });
+    fakeSetTimeoutOnly();
     try {
       let retrying!: () => void;
       const retried = new Promise<void>((resolve) => (retrying = resolve));
@@ -241,22 +246,37 @@ describe('Transport network failures', () => {
 
   test('timeoutMs limits quiet time, not the whole body: a body that keeps arriving slowly is read', async () => {
     const chunks = 20;
+    let answer!: (response: ServerResponse) => void;
+    const answering = new Promise<ServerResponse>((resolve) => (answer = resolve));
     const server = await startServer((_, response) => {
       response.writeHead(200, { 'Content-Length': chunks });
-      let sent = 0;
-      const trickle = setInterval(() => {
-        response.write('x');
-        if (++sent === chunks) {
-          clearInterval(trickle);
-          response.end();
-        }
-      }, 30); // 20 × 30 ms in all, longer than the limit; each gap far below it
+      answer(response);
     });
-    const transport = new Transport({ timeoutMs: 400, retry: { attempts: 1 } });
-    let steps = 0;
-    const bytes = await transport.getBytes(`${server.origin}/trickle`, { onProgress: () => steps++ });
-    expect(new TextDecoder().decode(bytes)).toBe('x'.repeat(chunks));
-    expect(steps).toBeGreaterThan(1);
+    // The limit's timer runs on the test's clock: 300 ms pass between bytes, 6 s in all, while
+    // the limit is 400 ms. Each byte is sent once the reader has the one before.
+    fakeSetTimeoutOnly();
+    try {
+      const transport = new Transport({ timeoutMs: 400, retry: { attempts: 1 } });
+      let received = 0;
+      let heard: (() => void) | undefined;
+      const reading = transport.getBytes(`${server.origin}/trickle`, {
+        onProgress: (bytes) => {
+          received = bytes;
+          heard?.();
+        },
+      });
+      const response = await answering;
+      for (let sent = 1; sent <= chunks; sent++) {
+        const arrived = new Promise<void>((resolve) => (heard = () => received >= sent && resolve()));
+        if (sent === chunks) response.end('x');
+        else response.write('x');
+        await Promise.race([arrived, reading]); // a timeout fails here at once
+        if (sent < chunks) await jest.advanceTimersByTimeAsync(300);
+      }
+      expect(new TextDecoder().decode(await reading)).toBe('x'.repeat(chunks));
+    } finally {
+      jest.useRealTimers();
+    }
   });
 
   test('a timeout also covers a body that stalls after the headers', async () => {
