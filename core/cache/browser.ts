@@ -212,7 +212,7 @@ async function asBytes(value: unknown): Promise<Uint8Array | undefined> {
 
 function openDatabase(name: string): Promise<IDBDatabase> {
   return new Promise((resolve, reject) => {
-    if (typeof indexedDB === 'undefined') return reject(new DOMException('IndexedDB is not available here', 'NotSupportedError'));
+    if (typeof indexedDB === 'undefined') return reject(new UnsupportedOperationError('IndexedDB is not available here'));
     const request = indexedDB.open(name, 1);
     request.onupgradeneeded = () => {
       if (!request.result.objectStoreNames.contains(IDB_STORE)) request.result.createObjectStore(IDB_STORE);
