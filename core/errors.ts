@@ -128,8 +128,9 @@ export class AssetNotFoundError extends AwakeError {
 
 /**
  * A call this source or registration cannot carry out as set up: `prefetchFolder` on an index
- * with opaque ids (they hide the folders), a Babylon load with no live `registerAwkb`, or a file
- * type no engine plugin is loaded for. Nothing is wrong with the bytes or the network.
+ * with opaque ids (they hide the folders), a Babylon load with no live `registerAwkb` or for a file
+ * type no engine plugin is loaded for, a browser cache (IndexedDB, Cache Storage, OPFS) the page
+ * does not have. Nothing is wrong with the bytes or the network.
  */
 export class UnsupportedOperationError extends AwakeError {
   override readonly name = 'UnsupportedOperationError' as const;
@@ -142,7 +143,7 @@ export class UnsupportedOperationError extends AwakeError {
 /**
  * An option or argument a program passed that cannot be right: a negative size, a key that is
  * not a SHA-256, a URL that is not absolute. `option` names it as the caller wrote it
- * (`retry.attempts`, `allowOrigins[1]`, `members[3].sha256`). A programming error: fix the call.
+ * (`retry.attempts`, `allowOrigins[1]`, `pendingBytes`). A programming error: fix the call.
  */
 export class InvalidOptionError extends AwakeError {
   override readonly name = 'InvalidOptionError' as const;
