@@ -1,6 +1,9 @@
 /**
  * Typed errors with a stable `code` (SPEC §7 "Errors"). Each is a small class with a literal
- * `name`, so `instanceof` and `error.code` both work across bundlers.
+ * `name` and a literal `code`, so `instanceof`, `error.name` and `error.code` all work across
+ * bundlers, and a `switch` on either narrows an `AnyAwakeError`. One code, one meaning: the
+ * table in README.md ("Errors") lists them. Every error the library throws at a user is one of
+ * these; a plain `Error` means an internal assertion failed (a bug), and its site says so.
  */
 export type AwakeErrorCode =
   | 'E_UNSAFE_PATH'
@@ -10,6 +13,8 @@ export type AwakeErrorCode =
   | 'E_BUNDLE_INTEGRITY'
   | 'E_FILE_INTEGRITY'
   | 'E_NOT_FOUND'
+  | 'E_UNSUPPORTED'
+  | 'E_OPTION'
   | 'E_HTTP'
   | 'E_NETWORK'
   | 'E_TIMEOUT'
@@ -20,7 +25,7 @@ export type AwakeErrorCode =
   | 'E_TOKEN_ORIGIN'
   | 'E_PUBLISH_INPUT'
   | 'E_PUBLISH_OUTPUT'
-  | 'E_CACHE';
+  | 'E_SERVE_ROOT';
 
 export interface AwakeErrorDetails {
   url?: string;
@@ -29,8 +34,12 @@ export interface AwakeErrorDetails {
   cause?: unknown;
 }
 
+/**
+ * The base of every awake-bundle error; `code` says which. Not thrown itself: catch it to take
+ * them all, then narrow on `name` or `code` (see `AnyAwakeError`).
+ */
 export class AwakeError extends Error {
-  override name = 'AwakeError';
+  override name: string = 'AwakeError';
   readonly code: AwakeErrorCode;
   readonly url?: string;
   readonly path?: string;
@@ -57,7 +66,8 @@ export const MAX_PROBLEMS_KEPT = 1000;
  * `MAX_PROBLEMS_IN_MESSAGE` and the count of the rest, so its size does not grow with the index.
  */
 export class IndexValidationError extends AwakeError {
-  override name = 'IndexValidationError';
+  override readonly name = 'IndexValidationError' as const;
+  declare readonly code: 'E_INDEX_INVALID';
   readonly problems: string[];
   readonly problemCount: number;
   constructor(problems: string[], details: AwakeErrorDetails = {}, problemCount = problems.length) {
@@ -104,7 +114,8 @@ export function previewValue(value: unknown, maxCharacters = PREVIEW_CHARACTERS)
 
 /** An index whose `formatVersion` this reader does not know (SPEC §3). */
 export class UnsupportedIndexVersionError extends AwakeError {
-  override name = 'UnsupportedIndexVersionError';
+  override readonly name = 'UnsupportedIndexVersionError' as const;
+  declare readonly code: 'E_INDEX_VERSION';
   readonly found: unknown;
   constructor(found: unknown, details: AwakeErrorDetails = {}) {
     super('E_INDEX_VERSION', `unsupported project index formatVersion ${previewValue(found)}; this reader knows formatVersion 2 and 3`, details);
@@ -116,7 +127,8 @@ export type BundlePart = 'header' | 'table' | 'members' | 'bundle';
 
 /** Bytes that are not a well-formed AWKB v1 bundle (SPEC §5 reader checks). */
 export class BundleFormatError extends AwakeError {
-  override name = 'BundleFormatError';
+  override readonly name = 'BundleFormatError' as const;
+  declare readonly code: 'E_BUNDLE_FORMAT';
   readonly part: 'header' | 'table';
   constructor(part: 'header' | 'table', message: string, details: AwakeErrorDetails = {}) {
     super('E_BUNDLE_FORMAT', `AWKB ${part}: ${message}`, details);
@@ -129,7 +141,8 @@ export class BundleFormatError extends AwakeError {
  * its table, or the named members. `damaged` lists every damaged member's path or id.
  */
 export class BundleIntegrityError extends AwakeError {
-  override name = 'BundleIntegrityError';
+  override readonly name = 'BundleIntegrityError' as const;
+  declare readonly code: 'E_BUNDLE_INTEGRITY';
   readonly part: BundlePart;
   readonly damaged: string[];
   constructor(part: BundlePart, message: string, damaged: string[] = [], details: AwakeErrorDetails = {}) {
@@ -141,15 +154,58 @@ export class BundleIntegrityError extends AwakeError {
 
 /** A loose file or a single member whose bytes do not match its index entry. */
 export class FileIntegrityError extends AwakeError {
-  override name = 'FileIntegrityError';
+  override readonly name = 'FileIntegrityError' as const;
+  declare readonly code: 'E_FILE_INTEGRITY';
   constructor(message: string, details: AwakeErrorDetails = {}) {
     super('E_FILE_INTEGRITY', message, details);
   }
 }
 
+/**
+ * A project path (or, with opaque ids, an id) that the index does not list, or a URL that is
+ * below no registered index's root. `path` names what was asked for; `url` the index.
+ */
+export class AssetNotFoundError extends AwakeError {
+  override readonly name = 'AssetNotFoundError' as const;
+  declare readonly code: 'E_NOT_FOUND';
+  constructor(path: string, indexUrl?: string, message?: string) {
+    super('E_NOT_FOUND', message ?? `${JSON.stringify(path)} is not in the project index${indexUrl ? ` ${indexUrl}` : ''}`, { path, ...(indexUrl ? { url: indexUrl } : {}) });
+  }
+}
+
+/**
+ * A call this source or registration cannot carry out as set up: `prefetchFolder` on an index
+ * with opaque ids (they hide the folders), a Babylon load with no live `registerAwkb` or for a file
+ * type no engine plugin is loaded for, a browser cache (IndexedDB, Cache Storage, OPFS) the page
+ * does not have. Nothing is wrong with the bytes or the network.
+ */
+export class UnsupportedOperationError extends AwakeError {
+  override readonly name = 'UnsupportedOperationError' as const;
+  declare readonly code: 'E_UNSUPPORTED';
+  constructor(message: string, details: AwakeErrorDetails = {}) {
+    super('E_UNSUPPORTED', message, details);
+  }
+}
+
+/**
+ * An option or argument a program passed that cannot be right: a negative size, a key that is
+ * not a SHA-256, a URL that is not absolute. `option` names it as the caller wrote it
+ * (`retry.attempts`, `allowOrigins[1]`, `pendingBytes`). A programming error: fix the call.
+ */
+export class InvalidOptionError extends AwakeError {
+  override readonly name = 'InvalidOptionError' as const;
+  declare readonly code: 'E_OPTION';
+  readonly option: string;
+  constructor(option: string, message: string, details: AwakeErrorDetails = {}) {
+    super('E_OPTION', message, details);
+    this.option = option;
+  }
+}
+
 /** A path that breaks SPEC §1. */
 export class UnsafePathError extends AwakeError {
-  override name = 'UnsafePathError';
+  override readonly name = 'UnsafePathError' as const;
+  declare readonly code: 'E_UNSAFE_PATH';
   constructor(path: string, reason: string) {
     super('E_UNSAFE_PATH', `unsafe project path ${JSON.stringify(path)}: ${reason}`, { path });
   }
@@ -160,9 +216,32 @@ export class UnsafePathError extends AwakeError {
  * a symbolic link that leads outside `--out`, a write that failed. `path` names the place.
  */
 export class PublishOutputError extends AwakeError {
-  override name = 'PublishOutputError';
+  override readonly name = 'PublishOutputError' as const;
+  declare readonly code: 'E_PUBLISH_OUTPUT';
   constructor(message: string, path: string, cause?: unknown) {
     super('E_PUBLISH_OUTPUT', message, { path, ...(cause === undefined ? {} : { cause }) });
+  }
+}
+
+/**
+ * A publish input that does not match its loose index, or cannot be read (SPEC §8): a missing
+ * or unreadable file, a size or SHA-256 that differs, a symbolic link that leaves the folder, an
+ * empty folder. `path` names the file or folder.
+ */
+export class PublishInputError extends AwakeError {
+  override readonly name = 'PublishInputError' as const;
+  declare readonly code: 'E_PUBLISH_INPUT';
+  constructor(message: string, path?: string, cause?: unknown) {
+    super('E_PUBLISH_INPUT', message, { ...(path === undefined ? {} : { path }), ...(cause === undefined ? {} : { cause }) });
+  }
+}
+
+/** The folder `serve` was asked to serve does not exist or is not a folder. `path` names it. */
+export class ServeRootError extends AwakeError {
+  override readonly name = 'ServeRootError' as const;
+  declare readonly code: 'E_SERVE_ROOT';
+  constructor(message: string, path: string) {
+    super('E_SERVE_ROOT', message, { path });
   }
 }
 
@@ -174,7 +253,8 @@ export interface NetworkErrorDetails extends AwakeErrorDetails {
 
 /** A response with a status that is not a success (SPEC §7 "Retries": other 4xx fail at once). */
 export class HttpError extends AwakeError {
-  override name = 'HttpError';
+  override readonly name = 'HttpError' as const;
+  declare readonly code: 'E_HTTP';
   /** The HTTP status; 0 for a response the platform made opaque (a hidden redirect). */
   readonly status: number;
   readonly attempts: number;
@@ -190,7 +270,8 @@ export class HttpError extends AwakeError {
 
 /** A request that failed below HTTP: fetch rejected, the connection was reset, or the body was cut short. */
 export class NetworkError extends AwakeError {
-  override name = 'NetworkError';
+  override readonly name = 'NetworkError' as const;
+  declare readonly code: 'E_NETWORK';
   readonly attempts: number;
   constructor(message: string, details: NetworkErrorDetails & { url: string }) {
     super('E_NETWORK', message, details);
@@ -200,7 +281,8 @@ export class NetworkError extends AwakeError {
 
 /** One attempt took longer than the transport's `timeoutMs`. */
 export class RequestTimeoutError extends AwakeError {
-  override name = 'RequestTimeoutError';
+  override readonly name = 'RequestTimeoutError' as const;
+  declare readonly code: 'E_TIMEOUT';
   readonly attempts: number;
   readonly timeoutMs: number;
   constructor(timeoutMs: number, message: string, details: NetworkErrorDetails & { url: string }) {
@@ -210,17 +292,23 @@ export class RequestTimeoutError extends AwakeError {
   }
 }
 
-/** The caller's `AbortSignal` stopped a request or a wait between attempts. */
+/**
+ * The caller stopped the work: its `AbortSignal` stopped a request or a wait between attempts,
+ * or `dispose()` of the source (or of a Babylon registration) ended what was still pending and
+ * refuses what comes after. `url` names the request or the index when there is one.
+ */
 export class RequestAbortedError extends AwakeError {
-  override name = 'RequestAbortedError';
-  constructor(message: string, details: AwakeErrorDetails & { url: string }) {
+  override readonly name = 'RequestAbortedError' as const;
+  declare readonly code: 'E_ABORTED';
+  constructor(message: string, details: AwakeErrorDetails = {}) {
     super('E_ABORTED', message, details);
   }
 }
 
 /** A 206 answer to a range request that is not the range asked for (SPEC §7 "Range reads"). */
 export class RangeResponseError extends AwakeError {
-  override name = 'RangeResponseError';
+  override readonly name = 'RangeResponseError' as const;
+  declare readonly code: 'E_RANGE';
   constructor(message: string, details: AwakeErrorDetails & { url: string }) {
     super('E_RANGE', message, details);
   }
@@ -232,7 +320,8 @@ export class RangeResponseError extends AwakeError {
  * server would send the same body. The reader reports it as the bundle's or file's integrity error.
  */
 export class ResponseSizeError extends AwakeError {
-  override name = 'ResponseSizeError';
+  override readonly name = 'ResponseSizeError' as const;
+  declare readonly code: 'E_RESPONSE_SIZE';
   readonly expectedBytes: number;
   /** The `Content-Length` the server sent, when that is what differs. */
   readonly declaredBytes?: number;
@@ -251,7 +340,8 @@ export class ResponseSizeError extends AwakeError {
  * neither the index's nor in `allowOrigins`. The message says where it came from (`bundles[2].url`).
  */
 export class OriginNotAllowedError extends AwakeError {
-  override name = 'OriginNotAllowedError';
+  override readonly name = 'OriginNotAllowedError' as const;
+  declare readonly code: 'E_ORIGIN';
   constructor(message: string, details: AwakeErrorDetails & { url: string }) {
     super('E_ORIGIN', message, details);
   }
@@ -262,8 +352,37 @@ export class OriginNotAllowedError extends AwakeError {
  * `IndexedAssetSource.open` (or `bindTokenOrigin`), it sends nothing rather than guess.
  */
 export class TokenOriginError extends AwakeError {
-  override name = 'TokenOriginError';
+  override readonly name = 'TokenOriginError' as const;
+  declare readonly code: 'E_TOKEN_ORIGIN';
   constructor(message: string, details: AwakeErrorDetails = {}) {
     super('E_TOKEN_ORIGIN', message, details);
   }
+}
+
+/** Every error class above, as one union: `switch (error.name)` or `(error.code)` narrows it. */
+export type AnyAwakeError =
+  | IndexValidationError
+  | UnsupportedIndexVersionError
+  | BundleFormatError
+  | BundleIntegrityError
+  | FileIntegrityError
+  | AssetNotFoundError
+  | UnsupportedOperationError
+  | InvalidOptionError
+  | UnsafePathError
+  | PublishInputError
+  | PublishOutputError
+  | ServeRootError
+  | HttpError
+  | NetworkError
+  | RequestTimeoutError
+  | RequestAbortedError
+  | RangeResponseError
+  | ResponseSizeError
+  | OriginNotAllowedError
+  | TokenOriginError;
+
+/** True for any awake-bundle error; the type narrows to the union of them. */
+export function isAwakeError(error: unknown): error is AnyAwakeError {
+  return error instanceof AwakeError;
 }

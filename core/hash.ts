@@ -7,6 +7,7 @@
  */
 import { sha256 as nobleSha256 } from '@noble/hashes/sha2.js';
 import { hmac } from '@noble/hashes/hmac.js';
+import { InvalidOptionError } from './errors.js';
 
 export interface IncrementalSha256 {
   update(bytes: Uint8Array): void;
@@ -29,7 +30,7 @@ const HEX_VALUES = Int8Array.from({ length: 128 }, (_, code) => {
 });
 
 export function fromHex(hex: string): Uint8Array {
-  const bad = () => new TypeError(`not a hex string: ${JSON.stringify(hex.slice(0, 80))}`);
+  const bad = () => new InvalidOptionError('hex', `not a hex string: ${JSON.stringify(hex.slice(0, 80))}`);
   if (hex.length % 2 !== 0) throw bad();
   const out = new Uint8Array(hex.length / 2);
   for (let i = 0; i < out.length; i++) {

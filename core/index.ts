@@ -13,5 +13,5 @@ export * from './read/digest-pool.js';
 export * from './net/index.js';
 export * from './cache/index.js';
 export * from './read/indexed-asset-source.js';
-export { mediaTypeOf, contentTypeOf } from './read/media-types.js';
+export { mediaTypeOf, contentTypeOf } from './format/media-types.js';
 export * from './read/project-urls.js';

@@ -106,7 +106,7 @@ describe.each(TESTED_BROWSERS)('%s', (kind) => {
           (error: Error) => error.name,
         );
       }, backend);
-      expect(message).toBe('TypeError');
+      expect(message).toBe('InvalidOptionError');
     });
 
     test('keeps entries across a page reload', async () => {

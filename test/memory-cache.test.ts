@@ -1,4 +1,5 @@
 import { MemoryCache } from '../core/cache/memory';
+import { InvalidOptionError } from '../core/errors';
 
 const key = (n: number) => n.toString(16).padStart(64, '0');
 const bytesOf = (length: number, fill = length & 0xff) => new Uint8Array(length).fill(fill);
@@ -76,6 +77,6 @@ test('delete and clear', async () => {
 });
 
 test('refuses a maxBytes that is not a number ≥ 0', () => {
-  expect(() => new MemoryCache({ maxBytes: -1 })).toThrow(RangeError);
-  expect(() => new MemoryCache({ maxBytes: Number.NaN })).toThrow(RangeError);
+  expect(() => new MemoryCache({ maxBytes: -1 })).toThrow(InvalidOptionError);
+  expect(() => new MemoryCache({ maxBytes: Number.NaN })).toThrow(InvalidOptionError);
 });

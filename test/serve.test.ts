@@ -518,20 +518,27 @@ describe('awake-bundle serve', () => {
     const child = spawn(process.execPath, [CLI, 'serve', PUBLISHED, '--port', '0'], { stdio: ['ignore', 'pipe', 'pipe'] });
     let stdout = '';
     const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
-    try {
-      const url = await new Promise<string>((resolve, reject) => {
-        child.stdout.on('data', (chunk: Buffer) => {
-          stdout += chunk.toString();
-          const match = /Serving .* at (http:\/\/\S+)[^]*Press Ctrl-C/.exec(stdout);
-          if (match) resolve(match[1]!);
-        });
+    /** Resolves with the first match of `pattern` in stdout so far, as soon as the output holds one. */
+    const printed = (pattern: RegExp) =>
+      new Promise<RegExpExecArray>((resolve, reject) => {
+        const check = (): boolean => {
+          const match = pattern.exec(stdout);
+          if (match) resolve(match);
+          return match !== null;
+        };
+        if (check()) return;
+        const onData = (): void => void (check() && child.stdout.off('data', onData));
+        child.stdout.on('data', onData);
         child.on('exit', (code) => reject(new Error(`serve exited with ${code}: ${stdout}`)));
       });
+    child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
+    try {
+      const url = (await printed(/Serving .* at (http:\/\/\S+)[^]*Press Ctrl-C/))[1]!;
       expect(stdout).toContain(`index: ${url}project.index.json`);
       const response = await fetch(new URL('project.index.json', url));
       expect(response.status).toBe(200);
       expect(await response.json()).toEqual(INDEX);
-      while (!/GET \/project\.index\.json 200/.test(stdout)) await new Promise((resolve) => setTimeout(resolve, 10));
+      await printed(/GET \/project\.index\.json 200/); // the log line, when the server writes it
     } finally {
       child.kill('SIGTERM');
     }

@@ -1,7 +1,8 @@
 /**
  * The network layer (SPEC §7 "Retries", "Range reads", "Tokens") against real local HTTP
  * servers: node:http on 127.0.0.1, and Debian's nginx for ranges. No fetch mocks; waits between
- * attempts go through an injected `sleep` that records them, except in one test of the real timer.
+ * attempts go through an injected `sleep` that records them, except in one test of the default
+ * timer, which runs on Jest's fake setTimeout.
  */
 import { readFile } from 'node:fs/promises';
 import { createServer, type IncomingHttpHeaders, type IncomingMessage, type ServerResponse } from 'node:http';
@@ -53,6 +54,11 @@ afterEach(async () => {
   for (const server of servers) server.closeAllConnections();
   await Promise.all(servers.map((server) => new Promise((closed) => server.close(closed))));
 });
+
+/** Fakes setTimeout and clearTimeout alone: timers run on the test's clock, sockets stay real. */
+function fakeSetTimeoutOnly(): void {
+  jest.useFakeTimers({ doNotFake: ['Date', 'hrtime', 'nextTick', 'performance', 'queueMicrotask', 'setImmediate', 'clearImmediate', 'setInterval', 'clearInterval'] });
+}
 
 /** A `sleep` that records each wait and returns at once, so retry tests take no time. */
 function recordingSleep(): { waits: number[]; sleep: (ms: number) => Promise<void> } {
@@ -167,11 +173,24 @@ describe('Transport retries (SPEC §7 "Retries")', () => {
     expect(events).toEqual([{ url: `${server.origin}/a`, attempt: 1, error: expect.any(HttpError), waitMs: 1000 }]);
   });
 
-  test('with the real timer, Retry-After: 1 waits about a second', async () => {
+  test('with the default timer, Retry-After: 1 waits 1000 ms of timer time, not less', async () => {
     const server = await startServer((_, response, hit) => (hit === 1 ? send(response, 503, '', { 'Retry-After': '1' }) : send(response, 200, 'ok')));
-    const started = Date.now();
-    expect(await new Transport().getText(`${server.origin}/a`)).toBe('ok');
-    expect(Date.now() - started).toBeGreaterThanOrEqual(950);
+    // Only setTimeout is faked: the clock is the test's, the sockets stay real. No wall clock is read.
+    fakeSetTimeoutOnly();
+    try {
+      let retrying!: () => void;
+      const retried = new Promise<void>((resolve) => (retrying = resolve));
+      let settled = false;
+      const text = new Transport({ onRetry: () => retrying() }).getText(`${server.origin}/a`).finally(() => (settled = true));
+      await retried; // the wait's timer is set by now (onRetry is heard just before it starts)
+      await jest.advanceTimersByTimeAsync(999);
+      expect(settled).toBe(false);
+      await jest.advanceTimersByTimeAsync(1);
+      expect(await text).toBe('ok');
+      expect(server.hits).toBe(2);
+    } finally {
+      jest.useRealTimers();
+    }
   });
 });
 
@@ -227,22 +246,37 @@ describe('Transport network failures', () => {
 
   test('timeoutMs limits quiet time, not the whole body: a body that keeps arriving slowly is read', async () => {
     const chunks = 20;
+    let answer!: (response: ServerResponse) => void;
+    const answering = new Promise<ServerResponse>((resolve) => (answer = resolve));
     const server = await startServer((_, response) => {
       response.writeHead(200, { 'Content-Length': chunks });
-      let sent = 0;
-      const trickle = setInterval(() => {
-        response.write('x');
-        if (++sent === chunks) {
-          clearInterval(trickle);
-          response.end();
-        }
-      }, 30); // 20 × 30 ms in all, longer than the limit; each gap far below it
+      answer(response);
     });
-    const transport = new Transport({ timeoutMs: 400, retry: { attempts: 1 } });
-    let steps = 0;
-    const bytes = await transport.getBytes(`${server.origin}/trickle`, { onProgress: () => steps++ });
-    expect(new TextDecoder().decode(bytes)).toBe('x'.repeat(chunks));
-    expect(steps).toBeGreaterThan(1);
+    // The limit's timer runs on the test's clock: 300 ms pass between bytes, 6 s in all, while
+    // the limit is 400 ms. Each byte is sent once the reader has the one before.
+    fakeSetTimeoutOnly();
+    try {
+      const transport = new Transport({ timeoutMs: 400, retry: { attempts: 1 } });
+      let received = 0;
+      let heard: (() => void) | undefined;
+      const reading = transport.getBytes(`${server.origin}/trickle`, {
+        onProgress: (bytes) => {
+          received = bytes;
+          heard?.();
+        },
+      });
+      const response = await answering;
+      for (let sent = 1; sent <= chunks; sent++) {
+        const arrived = new Promise<void>((resolve) => (heard = () => received >= sent && resolve()));
+        if (sent === chunks) response.end('x');
+        else response.write('x');
+        await Promise.race([arrived, reading]); // a timeout fails here at once
+        if (sent < chunks) await jest.advanceTimersByTimeAsync(300);
+      }
+      expect(new TextDecoder().decode(await reading)).toBe('x'.repeat(chunks));
+    } finally {
+      jest.useRealTimers();
+    }
   });
 
   test('a timeout also covers a body that stalls after the headers', async () => {
@@ -266,12 +300,12 @@ describe('Transport network failures', () => {
   test('an AbortSignal stops a Retry-After wait at once (real timer)', async () => {
     const server = await startServer((_, response) => send(response, 503, '', { 'Retry-After': '25' }));
     const controller = new AbortController();
-    const transport = new Transport({ onRetry: () => setTimeout(() => controller.abort(), 10) });
-    const started = Date.now();
+    // Abort once the 25 s wait has begun (onRetry is heard just before it starts): no fixed delay.
+    const transport = new Transport({ onRetry: () => queueMicrotask(() => controller.abort()) });
     const error = await failure(transport.getBytes(`${server.origin}/busy`, { signal: controller.signal }));
     expect(error).toMatchObject({ code: 'E_ABORTED', url: `${server.origin}/busy` });
+    // Said while waiting, with one request sent: the abort ended the wait, not the wait's end.
     expect(error.message).toMatch(/while waiting to retry/);
-    expect(Date.now() - started).toBeLessThan(20_000);
     expect(server.hits).toBe(1);
   });
 

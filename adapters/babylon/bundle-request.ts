@@ -9,7 +9,7 @@
  * member: Babylon puts `statusText` into the error its loaders report.
  */
 import { AwakeError, HttpError } from '../../core/errors.js';
-import { mediaTypeOf } from '../../core/read/media-types.js';
+import { mediaTypeOf } from '../../core/format/media-types.js';
 import type { AwkbTarget } from './registration.js';
 
 /** The status a failure other than an HTTP error answers with: the bundle behind the URL was bad. */

@@ -19,7 +19,7 @@
 import { OnAudioEngineV2CreatedObservable, AudioEngineV2 } from '@babylonjs/core/AudioV2/abstractAudio/audioEngineV2.js';
 import type { Observer } from '@babylonjs/core/Misc/observable.js';
 import { WebRequest } from '@babylonjs/core/Misc/webRequest.js';
-import { mediaTypeOf } from '../../core/read/media-types.js';
+import { mediaTypeOf } from '../../core/format/media-types.js';
 import { BundleRequest } from './bundle-request.js';
 import { targetOf } from './registration.js';
 import { registerAwkbScenePlugin } from './scene-loader-plugin.js';

@@ -5,7 +5,7 @@
  * only decides which URL is which path.
  */
 import { openBrowserCache } from '../../core/cache/browser.js';
-import { AwakeError } from '../../core/errors.js';
+import { AssetNotFoundError, InvalidOptionError, RequestAbortedError } from '../../core/errors.js';
 import { IndexedAssetSource, type OpenOptions, type PrefetchProgress } from '../../core/read/indexed-asset-source.js';
 import { installHooks, removeHooks } from './hooks.js';
 import { absoluteUrl, asFolder, folderOf, projectPathOf, urlOfPath } from '../../core/index.js';
@@ -110,7 +110,7 @@ export class AwkbRegistration {
   dispose(): void {
     if (this.disposed) return;
     this.disposed = true;
-    this.lifetime.abort(new AwakeError('E_ABORTED', `the awkb registration of ${this.source.indexUrl ?? this.root} was disposed`, this.source.indexUrl ? { url: this.source.indexUrl } : {}));
+    this.lifetime.abort(new RequestAbortedError(`the awkb registration of ${this.source.indexUrl ?? this.root} was disposed`, this.source.indexUrl ? { url: this.source.indexUrl } : {}));
     const at = active.indexOf(this);
     if (at >= 0) active.splice(at, 1);
     if (byKey.get(this.key) !== undefined) byKey.delete(this.key);
@@ -128,7 +128,7 @@ export class AwkbRegistration {
  */
 export async function registerAwkb(options: AwkbOptions): Promise<AwkbRegistration> {
   const indexUrl = options.source ? options.source.indexUrl : options.indexUrl === undefined ? undefined : absoluteUrl(options.indexUrl)?.href;
-  if (!options.source && indexUrl === undefined) throw new TypeError('registerAwkb needs indexUrl (an absolute URL, or one relative to the page) or source');
+  if (!options.source && indexUrl === undefined) throw new InvalidOptionError('indexUrl', 'registerAwkb needs indexUrl (an absolute URL, or one relative to the page) or source');
   const root = rootOf(options, indexUrl);
   const key = options.source ? options.source : `${indexUrl} ${root.href}`;
   const existing = byKey.get(key);
@@ -168,7 +168,7 @@ async function prefetchItems(source: IndexedAssetSource, items: string[], onProg
     }
     const folder = item.replace(/^\/+|\/+$/g, '');
     const below = listed.filter((path) => folder === '' || path.startsWith(`${folder}/`));
-    if (below.length === 0) throw new AwakeError('E_NOT_FOUND', `prefetch: ${JSON.stringify(item)} is neither a path nor a folder in the project index${source.indexUrl ? ` ${source.indexUrl}` : ''}`, { path: item, ...(source.indexUrl ? { url: source.indexUrl } : {}) });
+    if (below.length === 0) throw new AssetNotFoundError(item, source.indexUrl, `prefetch: ${JSON.stringify(item)} is neither a path nor a folder in the project index${source.indexUrl ? ` ${source.indexUrl}` : ''}`);
     for (const path of below) paths.add(path);
   }
   await source.prefetch(paths, onProgress ? { onProgress } : {});
@@ -177,12 +177,12 @@ async function prefetchItems(source: IndexedAssetSource, items: string[], onProg
 function rootOf(options: AwkbOptions, indexUrl: string | undefined): URL {
   if (options.root !== undefined) {
     const root = absoluteUrl(options.root);
-    if (!root) throw new TypeError(`registerAwkb: root ${JSON.stringify(options.root)} is not a URL (and there is no page to resolve it against)`);
+    if (!root) throw new InvalidOptionError('root', `registerAwkb: root ${JSON.stringify(options.root)} is not a URL (and there is no page to resolve it against)`);
     return asFolder(root);
   }
   const base = indexUrl ?? options.source?.resolveUrl('./');
   const absolute = base === undefined || base === './' ? undefined : absoluteUrl(base);
-  if (!absolute) throw new TypeError('registerAwkb: give root, the URL that maps to the project root (the source has no index URL to take it from)');
+  if (!absolute) throw new InvalidOptionError('root', 'registerAwkb: give root, the URL that maps to the project root (the source has no index URL to take it from)');
   return folderOf(absolute);
 }
 

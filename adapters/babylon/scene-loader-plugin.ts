@@ -18,7 +18,7 @@ import type { LoadFileError } from '@babylonjs/core/Misc/fileTools.js';
 import type { WebRequest } from '@babylonjs/core/Misc/webRequest.js';
 import { Observable } from '@babylonjs/core/Misc/observable.js';
 import type { Scene } from '@babylonjs/core/scene.js';
-import { AwakeError } from '../../core/errors.js';
+import { AssetNotFoundError, UnsupportedOperationError } from '../../core/errors.js';
 import { anyRegistration, targetOfUrlOrPath, type AwkbTarget } from './registration.js';
 
 export const AWKB_PLUGIN_NAME = 'awkb';
@@ -84,14 +84,14 @@ class AwkbScenePlugin implements ISceneLoaderPluginAsync {
 
   /** Reads the member and lets the plugin of its extension turn it into that plugin's data. */
   private async loadData(scene: Scene, fileOrUrl: unknown, onProgress: Progress | undefined): Promise<unknown> {
-    if (!anyRegistration()) throw new AwakeError('E_NOT_FOUND', 'the awkb scene-loader plugin has no live registration: call registerAwkb() first (or again after dispose())');
-    if (typeof fileOrUrl !== 'string') throw new TypeError('the awkb scene-loader plugin loads a URL or a project path, not a File or bytes');
+    if (!anyRegistration()) throw new UnsupportedOperationError('the awkb scene-loader plugin has no live registration: call registerAwkb() first (or again after dispose())');
+    if (typeof fileOrUrl !== 'string') throw new UnsupportedOperationError('the awkb scene-loader plugin loads a URL or a project path, not a File or bytes');
     const target = targetOfUrlOrPath(fileOrUrl);
-    if (!target) throw new AwakeError('E_NOT_FOUND', `${JSON.stringify(fileOrUrl)} is not below the root of any registered index, nor a path one lists`, { url: fileOrUrl });
+    if (!target) throw new AssetNotFoundError(fileOrUrl, undefined, `${JSON.stringify(fileOrUrl)} is not below the root of any registered index, nor a path one lists`);
     this.target = target;
     const extension = extensionOf(target.path);
     const metadata = GetRegisteredSceneLoaderPluginMetadata().flatMap((plugin) => plugin.extensions).find((entry) => entry.extension === extension);
-    if (!metadata || extension === AWKB_EXTENSION) throw new AwakeError('E_NOT_FOUND', `no scene-loader plugin for ${extension} files (${target.path}); import it first, e.g. import '@babylonjs/loaders/glTF'`, { path: target.path });
+    if (!metadata || extension === AWKB_EXTENSION) throw new UnsupportedOperationError(`no scene-loader plugin for ${extension} files (${target.path}); import it first, e.g. import '@babylonjs/loaders/glTF'`, { path: target.path });
     const plugin = SceneLoader.GetPluginForExtension(extension) as AnyPlugin | ISceneLoaderPluginFactory;
     const inner = 'createPlugin' in plugin ? await plugin.createPlugin(this.options) : plugin;
     this.inner = asAsync(inner);
@@ -114,13 +114,15 @@ class AwkbScenePlugin implements ISceneLoaderPluginAsync {
   }
 
   private handOver(): [ISceneLoaderPluginAsync, string, string] {
-    if (!this.inner || !this.target) throw new AwakeError('E_NOT_FOUND', 'the awkb plugin was asked to parse data it did not load');
+    // An internal assertion: Babylon parses only what loadData loaded, so a plain Error here is a bug.
+    if (!this.inner || !this.target) throw new Error('internal: the awkb plugin was asked to parse data it did not load');
     return [this.inner, folderUrl(this.target.url), fileNameOf(this.target.path)];
   }
 }
 
 function callLoadFile(plugin: AnyPlugin, scene: Scene, data: string | Uint8Array, rootUrl: string, onProgress: Progress | undefined, binary: boolean, fileName: string): Promise<unknown> {
   return new Promise((resolve, reject) => {
+    // The engine plugin's own failure, passed on as Babylon reports it (its exception, else a message).
     plugin.loadFile!(scene, data as string, rootUrl, resolve, onProgress, binary, (request?: { statusText?: string }, exception?: unknown) => reject(exception ?? new Error(request?.statusText ?? `could not load ${fileName}`)), fileName);
   });
 }
@@ -132,6 +134,7 @@ function asAsync(plugin: AnyPlugin): ISceneLoaderPluginAsync {
   const run = <T>(invoke: (onError: (message: string, exception?: unknown) => void) => T): T => {
     let failure: { message: string; exception?: unknown } | undefined;
     const result = invoke((message, exception) => (failure = { message, exception }));
+    // As above: the engine plugin's failure, not ours, so it keeps Babylon's shape.
     if (!result) throw failure?.exception ?? new Error(failure?.message ?? `${sync.name} could not load the file`);
     return result;
   };

@@ -4,6 +4,7 @@ import { resolve } from 'node:path';
 import { unsafePathReason } from '../../core/format/paths.js';
 import { parseProjectIndexJson, type LooseIndex } from '../../core/format/project-index.js';
 import { groupByFolder, oneGroup } from '../../core/publish/grouping.js';
+import { DEFAULT_BUNDLE_URL_PREFIX, DEFAULT_TARGET_BUNDLE_BYTES } from '../../core/publish/plan.js';
 import { looseIndexFromFolder } from '../../core/node/loose-index.js';
 import { diskReader, looseFileLocator, publishToDirectory, removeOwnTemporaryFilesSync, type PublishSummary } from '../../core/node/publish.js';
 import { CommandFailure, formatBytes, parseCommandLine, printable, progressLine, UsageError, type Command } from '../usage.js';
@@ -78,7 +79,7 @@ export function parsePublishArguments(argv: string[]): PublishArguments | 'help'
     if (grouping === 'one') throw new UsageError('--depth applies to --group folder, not --group one');
     depth = Number(values.depth);
   }
-  let targetBundleBytes = 16 * 1024 * 1024;
+  let targetBundleBytes = DEFAULT_TARGET_BUNDLE_BYTES;
   if (values['target-mb'] !== undefined) {
     const text = values['target-mb'];
     const megabytes = /^\d+(\.\d+)?$|^\.\d+$/.test(text) ? Number(text) : Number.NaN;
@@ -91,7 +92,7 @@ export function parsePublishArguments(argv: string[]): PublishArguments | 'help'
   if (values.salt !== undefined && !values['opaque-ids']) throw new UsageError('--salt is only used with --opaque-ids');
   if (values.salt === '') throw new UsageError('--salt must not be empty');
   if (values['root-path'] !== undefined && values['root-path'].trim() === '') throw new UsageError('--root-path must not be blank');
-  const urlPrefix = values['url-prefix'] ?? 'bundles';
+  const urlPrefix = values['url-prefix'] ?? DEFAULT_BUNDLE_URL_PREFIX;
   const prefixProblem = urlPrefix.replace(/\/+$/, '') === '' ? undefined : unsafePathReason(urlPrefix.replace(/\/+$/, ''));
   if (prefixProblem !== undefined) throw new UsageError(`--url-prefix ${JSON.stringify(urlPrefix)} must be a folder relative to the index (SPEC §5), such as "bundles" (it ${prefixProblem})`);
   return {

@@ -3,7 +3,7 @@ import { stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { AwakeError } from '../../core/errors.js';
 import { INDEX_FILE_NAME } from '../../core/node/publish.js';
-import { parseCorsOrigin, parseFaultRule, startStaticServer, type FaultRule, type StaticServerOptions } from '../../core/node/server.js';
+import { parseCorsOrigin, parseFaultRule, SERVER_TOKEN, startStaticServer, type FaultRule, type StaticServerOptions } from '../../core/node/server.js';
 import { CommandFailure, parseCommandLine, printable, UsageError, type Command, type CommandContext } from '../usage.js';
 
 const HELP = `Usage: awake-bundle serve <dir> [options]
@@ -82,7 +82,7 @@ export function parseServeArguments(argv: string[]): ServeArguments | 'help' {
   // parseCommandLine's value type does not model `multiple`; parseArgs gives an array here.
   const failTexts = (values.fail as unknown as string[] | undefined) ?? [];
   if (values.host !== undefined && values.host.trim() === '') throw new UsageError('--host must not be empty');
-  if (values.token !== undefined && !/^[\x21-\x7e]+$/.test(values.token)) throw new UsageError('--token must be non-empty printable ASCII without spaces');
+  if (values.token !== undefined && !SERVER_TOKEN.test(values.token)) throw new UsageError('--token must be non-empty printable ASCII without spaces');
   if (values.seed !== undefined && failTexts.length === 0) throw new UsageError('--seed is only used with --fail');
   const corsOrigins = corsFlags((values.cors as unknown as string[] | undefined) ?? []);
   return {

@@ -12,6 +12,8 @@
  * Browser-safe: no dependencies and no `node:` imports; nothing touches a browser global until a
  * cache is first used, so importing this module in Node is harmless.
  */
+import { InvalidOptionError, UnsupportedOperationError } from '../errors.js';
+import { SHA256_HEX } from '../format/sha256.js';
 import type { WorkerStoreAccess } from '../read/digest-pool.js';
 import type { ContentCache } from './content-cache.js';
 import { MemoryCache } from './memory.js';
@@ -33,12 +35,11 @@ export interface ClearableContentCache extends ContentCache {
 
 export const DEFAULT_BROWSER_CACHE_NAME = 'awake-bundle';
 
-const SHA256_HEX = /^[0-9a-f]{64}$/;
 
 /** Keys become file names and URLs, so anything but 64 lowercase hex digits is refused. */
 function checkKey(sha256: string): void {
   if (!SHA256_HEX.test(sha256)) {
-    throw new TypeError(`a cache key is a lowercase hex SHA-256 (64 digits), got ${JSON.stringify(String(sha256).slice(0, 80))}`);
+    throw new InvalidOptionError('sha256', `a cache key is a lowercase hex SHA-256 (64 digits), got ${JSON.stringify(String(sha256).slice(0, 80))}`);
   }
 }
 
@@ -211,7 +212,7 @@ async function asBytes(value: unknown): Promise<Uint8Array | undefined> {
 
 function openDatabase(name: string): Promise<IDBDatabase> {
   return new Promise((resolve, reject) => {
-    if (typeof indexedDB === 'undefined') return reject(new DOMException('IndexedDB is not available here', 'NotSupportedError'));
+    if (typeof indexedDB === 'undefined') return reject(new UnsupportedOperationError('IndexedDB is not available here'));
     const request = indexedDB.open(name, 1);
     request.onupgradeneeded = () => {
       if (!request.result.objectStoreNames.contains(IDB_STORE)) request.result.createObjectStore(IDB_STORE);
@@ -272,7 +273,7 @@ export class CacheStorageCache extends UnbatchedStore {
   /** Opens the cache; rejects where Cache Storage is missing or refused. Called by every method. */
   open(): Promise<Cache> {
     this.#cache ??= (async () => {
-      if (!CacheStorageCache.isAvailable()) throw new DOMException('Cache Storage is not available here', 'NotSupportedError');
+      if (!CacheStorageCache.isAvailable()) throw new UnsupportedOperationError('Cache Storage is not available here (it needs a secure http(s) page)');
       return caches.open(this.name);
     })().catch((error: unknown) => {
       this.#cache = undefined;
@@ -356,7 +357,7 @@ export class OpfsCache extends UnbatchedStore {
   /** Opens (creating) the folder; rejects where OPFS is missing or refused. Called by every method. */
   open(): Promise<FileSystemDirectoryHandle> {
     this.#folder ??= (async () => {
-      if (!OpfsCache.isAvailable()) throw new DOMException('the Origin Private File System is not available here', 'NotSupportedError');
+      if (!OpfsCache.isAvailable()) throw new UnsupportedOperationError('the Origin Private File System is not available here');
       const root = await navigator.storage.getDirectory();
       return root.getDirectoryHandle(this.name, { create: true });
     })().catch((error: unknown) => {

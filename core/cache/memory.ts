@@ -3,6 +3,7 @@
  * `maxBytes`, the least recently used entries (by get or put) leave first. An entry larger than
  * `maxBytes` is not stored. Works anywhere; nothing persists.
  */
+import { InvalidOptionError } from '../errors.js';
 import type { ContentCache } from './content-cache.js';
 
 export interface MemoryCacheOptions {
@@ -22,7 +23,7 @@ export class MemoryCache implements ContentCache {
 
   constructor(options: MemoryCacheOptions = {}) {
     const maxBytes = options.maxBytes ?? DEFAULT_MEMORY_CACHE_BYTES;
-    if (!(maxBytes >= 0)) throw new RangeError(`MemoryCache maxBytes must be a number ≥ 0, got ${String(options.maxBytes)}`);
+    if (!(maxBytes >= 0)) throw new InvalidOptionError('maxBytes', `MemoryCache maxBytes must be a number ≥ 0, got ${String(options.maxBytes)}`);
     this.maxBytes = maxBytes;
   }
 

@@ -2,7 +2,8 @@
  * The AWKB v1 bundle file (SPEC §5): a 16-byte header, a table of records sorted by key, then
  * each distinct content once. Big-endian throughout; no trailer, no timestamps.
  */
-import { BundleFormatError, KEY_PREVIEW_CHARACTERS, previewValue } from '../errors.js';
+import { BundleFormatError, InvalidOptionError, KEY_PREVIEW_CHARACTERS, previewValue } from '../errors.js';
+import { SHA256_HEX } from './sha256.js';
 import { fromHex, toHex } from '../hash.js';
 import { compareBytes, utf8 } from './paths.js';
 
@@ -51,13 +52,13 @@ export function layoutBundle(members: readonly BundleMemberSpec[]): BundleLayout
   let tableSize = 0;
   for (let i = 0; i < sorted.length; i++) {
     const { member, keyBytes } = sorted[i]!;
-    if (keyBytes.length === 0 || keyBytes.length > MAX_KEY_BYTES) throw new RangeError(`bundle key ${JSON.stringify(member.key)} must be 1..65535 UTF-8 bytes`);
-    if (i > 0 && compareBytes(sorted[i - 1]!.keyBytes, keyBytes) === 0) throw new RangeError(`two bundle members share the key ${JSON.stringify(member.key)}`);
-    if (!/^[0-9a-f]{64}$/.test(member.sha256)) throw new RangeError(`member ${JSON.stringify(member.key)}: sha256 must be 64 lowercase hex digits`);
-    if (!Number.isSafeInteger(member.sizeBytes) || member.sizeBytes < 0) throw new RangeError(`member ${JSON.stringify(member.key)}: sizeBytes must be a non-negative safe integer`);
+    if (keyBytes.length === 0 || keyBytes.length > MAX_KEY_BYTES) throw new InvalidOptionError('members', `bundle key ${JSON.stringify(member.key)} must be 1..65535 UTF-8 bytes`);
+    if (i > 0 && compareBytes(sorted[i - 1]!.keyBytes, keyBytes) === 0) throw new InvalidOptionError('members', `two bundle members share the key ${JSON.stringify(member.key)}`);
+    if (!SHA256_HEX.test(member.sha256)) throw new InvalidOptionError('members', `member ${JSON.stringify(member.key)}: sha256 must be 64 lowercase hex digits`);
+    if (!Number.isSafeInteger(member.sizeBytes) || member.sizeBytes < 0) throw new InvalidOptionError('members', `member ${JSON.stringify(member.key)}: sizeBytes must be a non-negative safe integer`);
     tableSize += RECORD_FIXED_BYTES + keyBytes.length;
   }
-  if (sorted.length > 0xffffffff || tableSize > 0xffffffff) throw new RangeError('bundle table too large for AWKB v1');
+  if (sorted.length > 0xffffffff || tableSize > 0xffffffff) throw new InvalidOptionError('members', 'bundle table too large for AWKB v1');
 
   const dataStart = HEADER_BYTES + tableSize;
   let end = dataStart;
@@ -67,7 +68,7 @@ export function layoutBundle(members: readonly BundleMemberSpec[]): BundleLayout
   for (const { member } of sorted) {
     const seen = firstOffset.get(member.sha256);
     if (seen) {
-      if (seen.sizeBytes !== member.sizeBytes) throw new RangeError(`members with SHA-256 ${member.sha256} differ in size`);
+      if (seen.sizeBytes !== member.sizeBytes) throw new InvalidOptionError('members', `members with SHA-256 ${member.sha256} differ in size`);
       records.push({ key: member.key, offset: seen.offset, sizeBytes: member.sizeBytes, sha256: member.sha256 });
       continue;
     }

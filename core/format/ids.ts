@@ -1,4 +1,5 @@
 /** Opaque path ids (SPEC §4). */
+import { InvalidOptionError } from '../errors.js';
 import { hmacSha256Hex } from '../hash.js';
 
 export const PATH_ID_ALGORITHM = 'hmac-sha256';
@@ -13,6 +14,6 @@ export interface PathIds {
  * list, not the files: anyone with the index can test a guessed path.
  */
 export function opaqueId(salt: string, path: string): string {
-  if (typeof salt !== 'string' || salt.length === 0) throw new TypeError('opaque ids need a non-empty salt');
+  if (typeof salt !== 'string' || salt.length === 0) throw new InvalidOptionError('salt', 'opaque ids need a non-empty salt');
   return hmacSha256Hex(salt, path);
 }

@@ -3,6 +3,7 @@
  * checks every rule and names every broken one; `serializeIndex` writes the canonical JSON.
  */
 import { IndexValidationError, MAX_PROBLEMS_KEPT, previewValue, UnsupportedIndexVersionError, type AwakeErrorDetails } from '../errors.js';
+import { SHA256_HEX } from './sha256.js';
 import { PATH_ID_ALGORITHM, type PathIds } from './ids.js';
 import { compareKeys, unsafePathReason } from './paths.js';
 
@@ -48,7 +49,6 @@ export type ProjectIndex = LooseIndex | BundledIndex;
 
 export const KNOWN_FORMAT_VERSIONS = [2, 3] as const;
 
-const SHA256_HEX = /^[0-9a-f]{64}$/;
 
 type Json = Record<string, unknown>;
 

@@ -4,7 +4,7 @@
  * that stops a request or a wait at once. Browser-safe: no `node:` imports, only the platform
  * `fetch` (or an injected one), `AbortController`, `TextDecoder` and timers.
  */
-import { AwakeError, HttpError, NetworkError, RangeResponseError, RequestAbortedError, RequestTimeoutError, ResponseSizeError } from '../errors.js';
+import { AwakeError, HttpError, InvalidOptionError, NetworkError, RangeResponseError, RequestAbortedError, RequestTimeoutError, ResponseSizeError } from '../errors.js';
 import { concatBytes } from '../bytes.js';
 import type { BodyFetcher } from '../read/digest-pool.js';
 import { abortable, linkSignals, sleep as timerSleep } from './abort.js';
@@ -134,9 +134,9 @@ export class Transport {
     this.#sleep = options.sleep ?? timerSleep;
     if (options.onRetry) this.#onRetry = options.onRetry;
     if (options.bodyFetcher) this.#bodyFetcher = options.bodyFetcher;
-    if (!Number.isInteger(this.#attempts) || this.#attempts < 1) throw new RangeError(`retry.attempts must be an integer ≥ 1, got ${this.#attempts}`);
+    if (!Number.isInteger(this.#attempts) || this.#attempts < 1) throw new InvalidOptionError('retry.attempts', `retry.attempts must be an integer ≥ 1, got ${this.#attempts}`);
     for (const [name, value] of [['retry.baseDelayMs', this.#baseDelayMs], ['retry.maxDelayMs', this.#maxDelayMs], ['retry.maxTotalWaitMs', this.#maxTotalWaitMs], ['timeoutMs', this.#timeoutMs]] as const) {
-      if (!(value >= 0)) throw new RangeError(`${name} must be ≥ 0, got ${value}`);
+      if (!(value >= 0)) throw new InvalidOptionError(name, `${name} must be ≥ 0, got ${value}`);
     }
   }
 
@@ -156,8 +156,8 @@ export class Transport {
    * `RangeResponseError`; a 200 is the whole resource, for the caller to check and cut.
    */
   async getRange(url: string, offset: number, size: number, options: RequestOptions = {}): Promise<RangeResult> {
-    if (!Number.isSafeInteger(offset) || offset < 0) throw new RangeError(`range offset must be a safe integer ≥ 0, got ${offset}`);
-    if (!Number.isSafeInteger(size) || size < 0) throw new RangeError(`range size must be a safe integer ≥ 0, got ${size}`);
+    if (!Number.isSafeInteger(offset) || offset < 0) throw new InvalidOptionError('offset', `range offset must be a safe integer ≥ 0, got ${offset}`);
+    if (!Number.isSafeInteger(size) || size < 0) throw new InvalidOptionError('size', `range size must be a safe integer ≥ 0, got ${size}`);
     if (size === 0) return { kind: 'range', bytes: new Uint8Array(0) };
     const last = offset + size - 1;
     const bound = { partial: size, ...(options.expectedBytes === undefined ? {} : { whole: checkedSize(options.expectedBytes, 'expectedBytes') }) };
@@ -237,6 +237,7 @@ export class Transport {
       clearTimeout(timer);
       timer = setTimeout(() => {
         timedOut = true;
+        // Only an abort reason: the catch below sees `timedOut` and throws RequestTimeoutError.
         controller.abort(new Error(`no answer or no bytes for ${this.#timeoutMs} ms`));
       }, this.#timeoutMs);
     };
@@ -429,7 +430,7 @@ function refusedLength(status: number, declared: number | undefined, limit: numb
 }
 
 function checkedSize(value: number, name: string): number {
-  if (!Number.isSafeInteger(value) || value < 0) throw new RangeError(`${name} must be a safe integer ≥ 0, got ${value}`);
+  if (!Number.isSafeInteger(value) || value < 0) throw new InvalidOptionError(name, `${name} must be a safe integer ≥ 0, got ${value}`);
   return value;
 }
 

@@ -12,8 +12,9 @@ import { constants } from 'node:fs';
 import { lstat, mkdir, open, readdir, rename, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { ContentCache } from '../cache/content-cache.js';
+import { InvalidOptionError } from '../errors.js';
+import { SHA256_HEX } from '../format/sha256.js';
 
-const SHA256_HEX = /^[0-9a-f]{64}$/;
 /** Larger entries are not read: well above a bundle member, below Node's Buffer limit. */
 const DEFAULT_MAX_ENTRY_BYTES = 2 ** 31;
 /** O_NONBLOCK: opening a FIFO does not wait for a writer; O_NOFOLLOW: a link is not an entry. */
@@ -34,11 +35,11 @@ export class NodeFolderCache implements ContentCache {
 
   constructor(readonly dir: string, options: NodeFolderCacheOptions = {}) {
     this.maxEntryBytes = options.maxEntryBytes ?? DEFAULT_MAX_ENTRY_BYTES;
-    if (!(Number.isSafeInteger(this.maxEntryBytes) && this.maxEntryBytes >= 0)) throw new RangeError(`maxEntryBytes must be a non-negative integer, got ${options.maxEntryBytes}`);
+    if (!(Number.isSafeInteger(this.maxEntryBytes) && this.maxEntryBytes >= 0)) throw new InvalidOptionError('maxEntryBytes', `maxEntryBytes must be a non-negative integer, got ${options.maxEntryBytes}`);
   }
 
   private pathOf(sha256: string): string {
-    if (!SHA256_HEX.test(sha256)) throw new TypeError(`cache key must be a lowercase hex SHA-256, got ${JSON.stringify(sha256)}`);
+    if (!SHA256_HEX.test(sha256)) throw new InvalidOptionError('sha256', `cache key must be a lowercase hex SHA-256, got ${JSON.stringify(sha256)}`);
     return join(this.dir, sha256.slice(0, 2), sha256);
   }
 

@@ -9,7 +9,7 @@ import type { Dirent } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import { join, relative, resolve, sep } from 'node:path';
 import { Worker } from 'node:worker_threads';
-import { PublishInputError } from '../publish/bundle-writer.js';
+import { PublishInputError } from '../errors.js';
 import { compareKeys, looseFileUrl, unsafePathReason } from '../format/paths.js';
 import type { LooseFileEntry, LooseIndex } from '../format/project-index.js';
 import { nodeSha256 } from './hash.js';

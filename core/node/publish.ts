@@ -9,10 +9,11 @@ import { closeSync, constants, createReadStream, fsyncSync, openSync, readSync, 
 import { lstat, mkdir, open, readdir, readFile, realpath, rename, rm } from 'node:fs/promises';
 import { dirname, join, relative, sep } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import { PublishOutputError } from '../errors.js';
+import { InvalidOptionError, PublishInputError, PublishOutputError } from '../errors.js';
+import { SHA256_HEX_DIGITS } from '../format/sha256.js';
 import { pathCollisions, unsafePathReason } from '../format/paths.js';
 import { serializeIndex, type BundledIndex, type LooseFileEntry, type LooseIndex } from '../format/project-index.js';
-import { BundleWriter, PublishInputError, type BundleHashing, type BundleWriterOptions, type FinishedBundle, type ReadProjectFile } from '../publish/bundle-writer.js';
+import { BundleWriter, type BundleHashing, type BundleWriterOptions, type FinishedBundle, type ReadProjectFile } from '../publish/bundle-writer.js';
 import { nodeSha256, sha256HexNode } from './hash.js';
 
 export const INDEX_FILE_NAME = 'project.index.json';
@@ -86,7 +87,7 @@ export function removeOwnTemporaryFilesSync(): number {
 }
 
 /** Only names a publish makes: a bundle, a streamed bundle before it has its name, the index. */
-const TEMPORARY_FILE = /^(?:[0-9a-f]{64}\.awkb|\.incoming\.awkb|project\.index\.json)\.tmp-(\d+)-\d+$/;
+const TEMPORARY_FILE = new RegExp(`^(?:${SHA256_HEX_DIGITS}\\.awkb|\\.incoming\\.awkb|project\\.index\\.json)\\.tmp-(\\d+)-\\d+$`);
 
 function processIsGone(pid: number): boolean {
   if (!(Number.isSafeInteger(pid) && pid > 0)) return false; // kill(0 or -n) would signal a group
@@ -305,7 +306,7 @@ function checkPathCollisions(index: LooseIndex, options: PublishOptions): void {
 export function checkBundleUrlPrefix(prefix: string): void {
   if (prefix === '') return;
   const reason = unsafePathReason(prefix.replace(/\/+$/, ''));
-  if (reason !== undefined) throw new PublishInputError(`--url-prefix ${JSON.stringify(prefix)} must be a relative folder below the out folder: ${reason}`);
+  if (reason !== undefined) throw new InvalidOptionError('urlPrefix', `--url-prefix ${JSON.stringify(prefix)} must be a relative folder below the out folder: ${reason}`);
 }
 
 /** node:crypto for every hash the writer computes: synchronous, no copies, ~1.8 GB/s with SHA-NI. */

@@ -12,9 +12,10 @@ import type { AddressInfo } from 'node:net';
 import { join, sep } from 'node:path';
 import { pipeline } from 'node:stream';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { AwakeError } from '../errors.js';
+import { InvalidOptionError, ServeRootError } from '../errors.js';
 import { unsafePathReason } from '../format/paths.js';
-import { contentTypeOf } from '../read/media-types.js';
+import { SHA256_HEX_DIGITS } from '../format/sha256.js';
+import { contentTypeOf } from '../format/media-types.js';
 
 /** One injected fault: an HTTP status (429, 503, …), a reset socket, or a body cut short. */
 export interface FaultRule {
@@ -68,7 +69,7 @@ export interface StaticServer {
   close(): Promise<void>;
 }
 
-/** The Content-Type the server sends: one table with the reader's object URLs (core/read/media-types.ts). */
+/** The Content-Type the server sends: one table with the reader's object URLs (core/format/media-types.ts). */
 export function contentTypeFor(fileName: string): string {
   return contentTypeOf(fileName);
 }
@@ -90,10 +91,10 @@ export function parseCorsOrigin(text: string): string {
   try {
     url = new URL(text);
   } catch {
-    throw new RangeError(`expected an origin such as https://game.example:8443, or *, got ${JSON.stringify(text)}`);
+    throw new InvalidOptionError('corsOrigins', `expected an origin such as https://game.example:8443, or *, got ${JSON.stringify(text)}`);
   }
   if ((url.protocol !== 'http:' && url.protocol !== 'https:') || url.origin !== text.replace(/\/$/, '').toLowerCase()) {
-    throw new RangeError(`expected an origin (http or https scheme, host, optional port, no path), such as https://game.example:8443, got ${JSON.stringify(text)}`);
+    throw new InvalidOptionError('corsOrigins', `expected an origin (http or https scheme, host, optional port, no path), such as https://game.example:8443, got ${JSON.stringify(text)}`);
   }
   return url.origin;
 }
@@ -115,13 +116,13 @@ const PREFLIGHT_HEADERS = {
   'Access-Control-Max-Age': '600',
 };
 
-/** Parses `429:0.1`, `reset:0.05` or `truncate:1` (the CLI's `--fail`); throws a RangeError saying what is wrong. */
+/** Parses `429:0.1`, `reset:0.05` or `truncate:1` (the CLI's `--fail`); throws an InvalidOptionError (`faults`) saying what is wrong. */
 export function parseFaultRule(text: string): FaultRule {
   const match = /^([^:]+):(.+)$/.exec(text);
-  if (!match) throw new RangeError(`expected <status|reset|truncate>:<probability>, got ${JSON.stringify(text)}`);
+  if (!match) throw new InvalidOptionError('faults', `expected <status|reset|truncate>:<probability>, got ${JSON.stringify(text)}`);
   const [, kind, probabilityText] = match as unknown as [string, string, string];
   const fault = /^\d+$/.test(kind) ? Number(kind) : kind;
-  if (!/^(\d+(\.\d*)?|\.\d+)$/.test(probabilityText)) throw new RangeError(`fault probability must be a number from 0 to 1, got ${JSON.stringify(probabilityText)}`);
+  if (!/^(\d+(\.\d*)?|\.\d+)$/.test(probabilityText)) throw new InvalidOptionError('faults', `fault probability must be a number from 0 to 1, got ${JSON.stringify(probabilityText)}`);
   const rule = { fault, probability: Number(probabilityText) } as FaultRule;
   checkFaultRule(rule);
   return rule;
@@ -129,24 +130,27 @@ export function parseFaultRule(text: string): FaultRule {
 
 function checkFaultRule({ fault, probability }: FaultRule): void {
   if (typeof fault === 'number' ? !(Number.isInteger(fault) && fault >= 400 && fault <= 599) : fault !== 'reset' && fault !== 'truncate') {
-    throw new RangeError(`unknown fault ${JSON.stringify(fault)}: use an HTTP status from 400 to 599, reset or truncate`);
+    throw new InvalidOptionError('faults', `unknown fault ${JSON.stringify(fault)}: use an HTTP status from 400 to 599, reset or truncate`);
   }
-  if (!(probability >= 0 && probability <= 1)) throw new RangeError(`fault probability must be a number from 0 to 1, got ${String(probability)}`);
+  if (!(probability >= 0 && probability <= 1)) throw new InvalidOptionError('faults', `fault probability must be a number from 0 to 1, got ${String(probability)}`);
 }
+
+/** A token the server accepts (and `serve --token`): printable ASCII, no spaces, as a bearer header can carry. */
+export const SERVER_TOKEN = /^[\x21-\x7e]+$/;
 
 function checkOptions(options: StaticServerOptions): void {
   const { port = 0, latencyMs = 0, token, faults = [], seed } = options;
   for (const name of Object.keys(DEFAULT_SERVER_TIMEOUTS) as (keyof typeof DEFAULT_SERVER_TIMEOUTS)[]) {
     const value = options[name];
-    if (value !== undefined && !(Number.isSafeInteger(value) && value > 0)) throw new RangeError(`${name} must be a positive integer (milliseconds), got ${value}`);
+    if (value !== undefined && !(Number.isSafeInteger(value) && value > 0)) throw new InvalidOptionError(name, `${name} must be a positive integer (milliseconds), got ${value}`);
   }
   const { headersTimeoutMs, requestTimeoutMs } = { ...DEFAULT_SERVER_TIMEOUTS, ...definedOnly(options) };
-  if (headersTimeoutMs > requestTimeoutMs) throw new RangeError(`headersTimeoutMs (${headersTimeoutMs}) must not exceed requestTimeoutMs (${requestTimeoutMs})`);
+  if (headersTimeoutMs > requestTimeoutMs) throw new InvalidOptionError('headersTimeoutMs', `headersTimeoutMs (${headersTimeoutMs}) must not exceed requestTimeoutMs (${requestTimeoutMs})`);
   (options.corsOrigins ?? []).forEach(parseCorsOrigin);
-  if (!Number.isInteger(port) || port < 0 || port > 65535) throw new RangeError(`port must be an integer from 0 to 65535, got ${port}`);
-  if (!(Number.isFinite(latencyMs) && latencyMs >= 0)) throw new RangeError(`latencyMs must be a number ≥ 0, got ${latencyMs}`);
-  if (token !== undefined && !/^[\x21-\x7e]+$/.test(token)) throw new RangeError('token must be non-empty printable ASCII without spaces');
-  if (seed !== undefined && !Number.isSafeInteger(seed)) throw new RangeError(`seed must be an integer, got ${seed}`);
+  if (!Number.isInteger(port) || port < 0 || port > 65535) throw new InvalidOptionError('port', `port must be an integer from 0 to 65535, got ${port}`);
+  if (!(Number.isFinite(latencyMs) && latencyMs >= 0)) throw new InvalidOptionError('latencyMs', `latencyMs must be a number ≥ 0, got ${latencyMs}`);
+  if (token !== undefined && !SERVER_TOKEN.test(token)) throw new InvalidOptionError('token', 'token must be non-empty printable ASCII without spaces');
+  if (seed !== undefined && !Number.isSafeInteger(seed)) throw new InvalidOptionError('seed', `seed must be an integer, got ${seed}`);
   faults.forEach(checkFaultRule);
 }
 
@@ -237,8 +241,10 @@ async function resolveRequestPath(realRoot: string, rawPath: string, rawQuery: s
   return { kind: 'file', ...index };
 }
 
+const BUNDLE_FILE_NAME = new RegExp(`(?:^|[/\\\\])(${SHA256_HEX_DIGITS})\\.awkb$`);
+
 export function entityTagFor(fileName: string, stats: Stats): string {
-  const bundleName = /(?:^|[/\\])([0-9a-f]{64})\.awkb$/.exec(fileName);
+  const bundleName = BUNDLE_FILE_NAME.exec(fileName);
   if (bundleName) return `"${bundleName[1]}"`;
   return `"${stats.size.toString(16)}-${Math.floor(stats.mtimeMs).toString(16)}"`;
 }
@@ -387,8 +393,8 @@ function accessLogLine(request: IncomingMessage, response: ServerResponse, recor
 
 async function folderRealPath(root: string): Promise<string> {
   const info = await stat(root).catch(() => undefined);
-  if (!info) throw new AwakeError('E_NOT_FOUND', `${root}: no such folder`, { path: root });
-  if (!info.isDirectory()) throw new AwakeError('E_NOT_FOUND', `${root}: not a folder`, { path: root });
+  if (!info) throw new ServeRootError(`${root}: no such folder`, root);
+  if (!info.isDirectory()) throw new ServeRootError(`${root}: not a folder`, root);
   return realpath(root);
 }
 

@@ -4,7 +4,7 @@
  * one finished bundle at a time, so a publish step of your own can skip bundles the host
  * already has. It returns the bundled index.
  */
-import { AwakeError } from '../errors.js';
+import { InvalidOptionError, PublishInputError } from '../errors.js';
 import { layoutBundle, type BundleLayout } from '../format/awkb.js';
 import { opaqueId, PATH_ID_ALGORITHM, type PathIds } from '../format/ids.js';
 import { assertSafePath } from '../format/paths.js';
@@ -12,7 +12,7 @@ import { parseProjectIndex, type BundledFileEntry, type BundledIndex, type Loose
 import { concatBytes } from '../bytes.js';
 import { createSha256, sha256Hex, type IncrementalSha256 } from '../hash.js';
 import { groupByFolder, toGrouping, type GroupingLike } from './grouping.js';
-import { DEFAULT_TARGET_BUNDLE_BYTES, planBundles, type PlannedBundle } from './plan.js';
+import { DEFAULT_BUNDLE_URL_PREFIX, DEFAULT_TARGET_BUNDLE_BYTES, planBundles, type PlannedBundle } from './plan.js';
 
 /** A file's bytes: whole, or as chunks for files larger than the target (never held whole). */
 export type FileContent = Uint8Array | AsyncIterable<Uint8Array>;
@@ -109,14 +109,6 @@ export interface BundleWriterOptions {
   onPlan?: (plans: readonly PlannedBundle[]) => void;
 }
 
-/** A publish input that does not match its loose index, or cannot be read. */
-export class PublishInputError extends AwakeError {
-  override name = 'PublishInputError';
-  constructor(message: string, path?: string, cause?: unknown) {
-    super('E_PUBLISH_INPUT', message, { ...(path === undefined ? {} : { path }), ...(cause === undefined ? {} : { cause }) });
-  }
-}
-
 type OnBundle = (bundle: FinishedBundle) => void | Promise<void>;
 
 /** One bundle built in memory, ready to hand over. */
@@ -141,19 +133,19 @@ export class BundleWriter {
 
   constructor(options: BundleWriterOptions = {}) {
     const target = options.targetBundleBytes ?? DEFAULT_TARGET_BUNDLE_BYTES;
-    if (!Number.isSafeInteger(target) || target < 1) throw new RangeError(`targetBundleBytes must be a positive integer, got ${target}`);
-    if (options.pathIds && !options.pathIds.salt) throw new RangeError('pathIds needs a non-empty salt');
+    if (!Number.isSafeInteger(target) || target < 1) throw new InvalidOptionError('targetBundleBytes', `targetBundleBytes must be a positive integer, got ${target}`);
+    if (options.pathIds && !options.pathIds.salt) throw new InvalidOptionError('pathIds.salt', 'pathIds needs a non-empty salt');
     const concurrency = options.readConcurrency ?? DEFAULT_READ_CONCURRENCY;
-    if (!Number.isSafeInteger(concurrency) || concurrency < 1) throw new RangeError(`readConcurrency must be a positive integer, got ${concurrency}`);
+    if (!Number.isSafeInteger(concurrency) || concurrency < 1) throw new InvalidOptionError('readConcurrency', `readConcurrency must be a positive integer, got ${concurrency}`);
     this.targetBundleBytes = target;
     this.grouping = toGrouping(options.grouping ?? groupByFolder(1));
     this.pathIds = options.pathIds ? { algorithm: PATH_ID_ALGORITHM, salt: options.pathIds.salt } : undefined;
-    this.bundleUrlPrefix = (options.bundleUrlPrefix ?? 'bundles').replace(/\/+$/, '');
+    this.bundleUrlPrefix = (options.bundleUrlPrefix ?? DEFAULT_BUNDLE_URL_PREFIX).replace(/\/+$/, '');
     this.readConcurrency = concurrency;
     this.digest = options.hashing?.digest ?? sha256Hex;
     this.incremental = options.hashing?.incremental;
     this.reuseBuffers = options.reuseBuffers ?? false;
-    if (options.bundlesInMemory !== undefined && options.bundlesInMemory !== 1 && options.bundlesInMemory !== 2) throw new RangeError(`bundlesInMemory must be 1 or 2, got ${String(options.bundlesInMemory)}`);
+    if (options.bundlesInMemory !== undefined && options.bundlesInMemory !== 1 && options.bundlesInMemory !== 2) throw new InvalidOptionError('bundlesInMemory', `bundlesInMemory must be 1 or 2, got ${String(options.bundlesInMemory)}`);
     this.bundlesInMemory = options.bundlesInMemory ?? 1;
     this.onPlan = options.onPlan;
   }
@@ -300,6 +292,7 @@ export class BundleWriter {
    * SPEC §6 any next file, even a copy of its content, would push the sum over the target.
    */
   private async writeStreamed(plan: PlannedBundle, layout: BundleLayout, read: ReadProjectFile, onBundle: OnBundle) {
+    // An internal assertion (the planner gives a streamed bundle one file): a plain Error is a bug.
     if (plan.files.length !== 1) throw new Error(`internal: a streamed bundle holds one file, this plan has ${plan.files.length}`);
     const first = plan.files[0]!;
     const newHash = this.incremental ?? createSha256;

@@ -1,4 +1,5 @@
 /** Which group each path is in (SPEC §6 "Groups"); no bundle mixes groups. */
+import { InvalidOptionError } from '../errors.js';
 
 export interface Grouping {
   groupOf(path: string): string;
@@ -17,7 +18,7 @@ export function toGrouping(grouping: GroupingLike): Grouping {
  * `awake.project.json` get a bundle of their own.
  */
 export function groupByFolder(depth = 1): Grouping {
-  if (!Number.isInteger(depth) || depth < 1) throw new RangeError(`groupByFolder depth must be a positive integer, got ${depth}`);
+  if (!Number.isInteger(depth) || depth < 1) throw new InvalidOptionError('depth', `groupByFolder depth must be a positive integer, got ${depth}`);
   return {
     groupOf(path) {
       const folders = path.split('/').slice(0, -1);

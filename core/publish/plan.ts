@@ -2,11 +2,15 @@
  * Planning bundles (SPEC §6 "Order" and "Split"): groups in key order of their names, files in
  * key order of their paths, each group filled into bundles up to the target size.
  */
+import { InvalidOptionError } from '../errors.js';
 import { compareKeys } from '../format/paths.js';
 import type { LooseFileEntry } from '../format/project-index.js';
 import type { Grouping } from './grouping.js';
 
+/** The bundle size a publish aims for when not told (SPEC §8 `--target-mb`, 16 MiB). */
 export const DEFAULT_TARGET_BUNDLE_BYTES = 16 * 1024 * 1024;
+/** The folder, relative to the index, that bundles go in when not told (`--url-prefix`). */
+export const DEFAULT_BUNDLE_URL_PREFIX = 'bundles';
 
 export interface PlannedBundle {
   group: string;
@@ -20,7 +24,7 @@ export function planBundles(files: readonly LooseFileEntry[], grouping: Grouping
   const groups = new Map<string, LooseFileEntry[]>();
   for (const file of files) {
     const group = grouping.groupOf(file.path);
-    if (typeof group !== 'string') throw new TypeError(`grouping returned ${typeof group} for ${JSON.stringify(file.path)}; a group name is a string`);
+    if (typeof group !== 'string') throw new InvalidOptionError('grouping', `grouping returned ${typeof group} for ${JSON.stringify(file.path)}; a group name is a string`);
     let list = groups.get(group);
     if (!list) groups.set(group, (list = []));
     list.push(file);

@@ -416,6 +416,8 @@ export class WorkerDigestPool implements DigestPool {
     for (const entry of this.#workers) void entry.ready.then((ready) => ready && entry.worker.postMessage({ open: access }));
   }
 
+  // The plain Errors of this pool never reach a read: a fetch's failure becomes a NetworkError in
+  // Transport, and a store's goes to the cache's error handling (`onCacheError`) as the platform's do.
   terminate(): void {
     for (const waiter of this.#stores.values()) waiter.reject(new Error('the worker pool was terminated'));
     this.#stores.clear();
@@ -543,6 +545,7 @@ export class WorkerDigestPool implements DigestPool {
     const { id, result } = this.#track<FetchedBody>(entry, 1, (data, resolve, reject) => {
       if (data.progress !== undefined) return init.onProgress?.(data.progress, data.total);
       init.signal.removeEventListener('abort', abort);
+      // Rejects as fetch would (a TypeError); Transport turns it into a NetworkError for the caller.
       if (data.failure !== undefined) return reject(data.aborted ? init.signal.reason : new TypeError(`fetch failed in a worker: ${data.failure}`));
       const head = data.head!;
       resolve({ status: head.status, statusText: head.statusText, type: head.type, headers: new Headers(head.headers), bytes: new Uint8Array(data.buffer!), ...(data.over ? { overLimit: data.over } : {}) });

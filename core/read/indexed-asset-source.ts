@@ -4,14 +4,14 @@
  * bundle once however many of its members are read, at the same time or later.
  */
 import type { ContentCache } from '../cache/content-cache.js';
-import { AwakeError, BundleIntegrityError, FileIntegrityError, OriginNotAllowedError, ResponseSizeError, TokenOriginError } from '../errors.js';
+import { AssetNotFoundError, AwakeError, BundleIntegrityError, FileIntegrityError, InvalidOptionError, OriginNotAllowedError, RequestAbortedError, ResponseSizeError, TokenOriginError, UnsupportedOperationError } from '../errors.js';
 import { opaqueId } from '../format/ids.js';
 import { entryKey, parseProjectIndex, parseProjectIndexJson, type BundleEntry, type BundledFileEntry, type ProjectIndex } from '../format/project-index.js';
 import { abortable, linkSignals } from '../net/abort.js';
 import { bindTokenOrigin, needsTokenOrigin } from '../net/token-fetch.js';
 import { Transport, type RetryOptions } from '../net/transport.js';
 import { InThreadDigests, sharedDigestPool, WorkerDigestPool, workersAvailable, type DigestPool, type WorkerStoreAccess } from './digest-pool.js';
-import { mediaTypeOf } from './media-types.js';
+import { mediaTypeOf } from '../format/media-types.js';
 import { HeldMembers } from './pending-members.js';
 import { acceptBundle, checkFileDigest, checkFileSize, type AcceptedBundle, type ExpectedMember } from './verify.js';
 
@@ -108,14 +108,6 @@ export interface SourceStats {
 export interface CacheErrorDetail {
   operation: 'get' | 'put' | 'has' | 'delete';
   sha256s: string[];
-}
-
-/** A path that the index does not list. */
-export class AssetNotFoundError extends AwakeError {
-  override name = 'AssetNotFoundError';
-  constructor(path: string, indexUrl?: string) {
-    super('E_NOT_FOUND', `${JSON.stringify(path)} is not in the project index${indexUrl ? ` ${indexUrl}` : ''}`, { path, ...(indexUrl ? { url: indexUrl } : {}) });
-  }
 }
 
 type Entry = BundledFileEntry;
@@ -231,7 +223,7 @@ export class IndexedAssetSource {
       const text = await transport.getText(indexUrl, options.signal ? { signal: options.signal } : {});
       index = parseProjectIndexJson(text, { url: indexUrl });
     } else {
-      throw new TypeError('IndexedAssetSource.open needs indexUrl or index');
+      throw new InvalidOptionError('indexUrl', 'IndexedAssetSource.open needs indexUrl or index');
     }
     const base = indexUrl ?? baseUrl;
     checkIndexUrls(index, base, allowed);
@@ -323,7 +315,7 @@ export class IndexedAssetSource {
       signal.throwIfAborted(); // disposed meanwhile: say so, rather than miss the held bytes
     }
     const bytes = this.held.take(sha256, { waited: true, pinned });
-    if (!bytes) throw new AwakeError('E_BUNDLE_INTEGRITY', `content ${sha256} was not in the bundle that the index names for it`);
+    if (!bytes) throw new BundleIntegrityError('members', `content ${sha256} was not in the bundle that the index names for it`, [sha256]);
     return bytes;
   }
 
@@ -432,7 +424,7 @@ export class IndexedAssetSource {
 
   /** Prefetches every file below a folder: `prefix` like `levels/harbor` (plain-path indexes only). */
   async prefetchFolder(prefix: string, options: PrefetchOptions = {}): Promise<string[]> {
-    if (this.salt !== undefined) throw new AwakeError('E_NOT_FOUND', 'prefetchFolder needs an index with plain paths; opaque ids hide the folders (list the paths and use prefetch)', this.indexUrl ? { url: this.indexUrl } : {});
+    if (this.salt !== undefined) throw new UnsupportedOperationError('prefetchFolder needs an index with plain paths; opaque ids hide the folders (list the paths and use prefetch)', this.indexUrl ? { url: this.indexUrl } : {});
     const folder = prefix.replace(/^\/+|\/+$/g, '');
     const paths = [...this.entries.keys()].filter((path) => folder === '' || path.startsWith(`${folder}/`));
     await this.prefetch(paths, options);
@@ -468,7 +460,7 @@ export class IndexedAssetSource {
 
   /** Aborts requests in flight, revokes every object URL and drops members held in memory. */
   dispose(): void {
-    this.disposal.abort(new AwakeError('E_ABORTED', 'the IndexedAssetSource was disposed', this.indexUrl ? { url: this.indexUrl } : {}));
+    this.disposal.abort(new RequestAbortedError('the IndexedAssetSource was disposed', this.indexUrl ? { url: this.indexUrl } : {}));
     this.lifetime.release();
     for (const path of [...this.objectUrls.keys()]) this.release(path);
     this.asked.clear();
@@ -510,7 +502,7 @@ export class IndexedAssetSource {
 
   /** A read's or prefetch's signal: its own and the source's lifetime; `release` when it settles. */
   private signalFor(signal: AbortSignal | undefined): { signal: AbortSignal; release: () => void } {
-    if (this.lifetime.signal.aborted) throw new AwakeError('E_ABORTED', 'the IndexedAssetSource was disposed');
+    if (this.lifetime.signal.aborted) throw new RequestAbortedError('the IndexedAssetSource was disposed', this.indexUrl ? { url: this.indexUrl } : {});
     return signal ? linkSignals([signal, this.lifetime.signal]) : { signal: this.lifetime.signal, release: () => undefined };
   }
 
@@ -877,7 +869,7 @@ function allowedOrigins(base: string | undefined, allowOrigins: readonly string[
     } catch {
       url = undefined;
     }
-    if (!url || (url.protocol !== 'http:' && url.protocol !== 'https:')) throw new TypeError(`allowOrigins[${i}] ${JSON.stringify(origin)} is not an http(s) origin such as "https://cdn.example.com"`);
+    if (!url || (url.protocol !== 'http:' && url.protocol !== 'https:')) throw new InvalidOptionError(`allowOrigins[${i}]`, `allowOrigins[${i}] ${JSON.stringify(origin)} is not an http(s) origin such as "https://cdn.example.com"`);
     allowed.add(url.origin);
   });
   return allowed;
@@ -934,6 +926,6 @@ function absoluteUrl(url: string, name = 'indexUrl'): string {
   try {
     return new URL(url, pageHref()).href;
   } catch {
-    throw new TypeError(`${name} ${JSON.stringify(url)} is not an absolute URL (and there is no page to resolve it against)`);
+    throw new InvalidOptionError(name, `${name} ${JSON.stringify(url)} is not an absolute URL (and there is no page to resolve it against)`);
   }
 }

@@ -1,3 +1,5 @@
+import { InvalidOptionError } from '../errors.js';
+
 /**
  * Verified contents that this source fetched (or read from its cache for a prefetch) and that
  * files not yet read will need (SPEC §7 "One request per bundle"). Each content is held once,
@@ -24,7 +26,7 @@ export class HeldMembers {
   #bytes = 0;
 
   constructor(readonly maxBytes: number) {
-    if (!(maxBytes >= 0)) throw new RangeError(`pendingBytes must be a number ≥ 0, got ${maxBytes}`);
+    if (!(maxBytes >= 0)) throw new InvalidOptionError('pendingBytes', `pendingBytes must be a number ≥ 0, got ${maxBytes}`);
   }
 
   /** Bytes held now. */

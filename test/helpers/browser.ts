@@ -29,7 +29,7 @@
  * `http://127.0.0.1` (the repository server), not `about:blank` or a `data:` URL; and under BiDi
  * there is no CDP (`page.createCDPSession()` throws), so a test that needs one is Chromium-only.
  */
-import { contentTypeOf } from '../../core/read/media-types.js';
+import { contentTypeOf } from '../../core/format/media-types.js';
 import { existsSync, mkdtempSync, rmSync, statSync, createReadStream } from 'node:fs';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';

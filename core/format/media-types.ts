@@ -1,6 +1,7 @@
 /**
  * Media types by file extension: one table for the object URLs handed to engines (SVG and audio
  * care about the Blob's type) and for the local server's Content-Type (core/node/server.ts).
+ * It lives in format/ so that the server takes it without importing the reader.
  */
 const TYPES: Record<string, string> = {
   awkb: 'application/octet-stream', bin: 'application/octet-stream', basis: 'application/octet-stream', env: 'application/octet-stream',
