@@ -7,6 +7,7 @@
 import { openBrowserCache } from '../../core/cache/browser.js';
 import { AssetNotFoundError, InvalidOptionError, RequestAbortedError } from '../../core/errors.js';
 import { IndexedAssetSource, type OpenOptions, type PrefetchProgress } from '../../core/read/indexed-asset-source.js';
+import { linkSignals } from '../../core/net/abort.js';
 import { installHooks, removeHooks } from './hooks.js';
 import { absoluteUrl, asFolder, folderOf, projectPathOf, urlOfPath } from '../../core/index.js';
 
@@ -82,16 +83,21 @@ export class AwkbRegistration {
    * bundle reports what arrives and the read joins its request (one request per bundle).
    */
   async read(path: string, options: AwkbReadOptions = {}): Promise<Uint8Array> {
-    const signal = options.signal ? AbortSignal.any([options.signal, this.lifetime.signal]) : this.lifetime.signal;
-    const size = this.source.entry(path)?.sizeBytes ?? 0;
-    const { onProgress } = options;
-    if (onProgress) {
-      // The read below joins this prefetch's request; its own outcome is the read's.
-      this.source.prefetch([path], { signal, onProgress: (p) => onProgress(p.totalBytes > 0 ? Math.floor((size * p.loadedBytes) / p.totalBytes) : size, size) }).catch(() => undefined);
+    // linkSignals: AbortSignal.any where the browser has it (Safari 17.4+), listeners released otherwise.
+    const { signal, release } = linkSignals([options.signal, this.lifetime.signal]);
+    try {
+      const size = this.source.entry(path)?.sizeBytes ?? 0;
+      const { onProgress } = options;
+      if (onProgress) {
+        // The read below joins this prefetch's request; its own outcome is the read's.
+        this.source.prefetch([path], { signal, onProgress: (p) => onProgress(p.totalBytes > 0 ? Math.floor((size * p.loadedBytes) / p.totalBytes) : size, size) }).catch(() => undefined);
+      }
+      const bytes = await this.source.read(path, { signal });
+      onProgress?.(size, size);
+      return bytes;
+    } finally {
+      release();
     }
-    const bytes = await this.source.read(path, { signal });
-    onProgress?.(size, size);
-    return bytes;
   }
 
   /** An object URL of `path`'s verified bytes (for `<audio>` elements), kept until `dispose()`. */
