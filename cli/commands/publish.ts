@@ -1,12 +1,14 @@
 /** `awake-bundle <loose-index.json | folder> --out <dir>`: write bundles and the bundled index (SPEC §8). */
 import { readFile, realpath, stat } from 'node:fs/promises';
 import { resolve } from 'node:path';
-import { unsafePathReason } from '../../core/format/paths.js';
+import { pathCollisions, unsafePathReason } from '../../core/format/paths.js';
 import { parseProjectIndexJson, type LooseIndex } from '../../core/format/project-index.js';
 import { groupByFolder, oneGroup } from '../../core/publish/grouping.js';
 import { looseIndexFromFolder } from '../../core/node/loose-index.js';
-import { diskReader, looseFileLocator, publishToDirectory, removeOwnTemporaryFilesSync, type PublishSummary } from '../../core/node/publish.js';
-import { CommandFailure, formatBytes, parseCommandLine, printable, progressLine, UsageError, type Command } from '../usage.js';
+import { AwakeError } from '../../core/errors.js';
+import type { LooseFileEntry } from '../../core/format/project-index.js';
+import { looseFileLocator, publishToDirectory, removeOwnTemporaryFilesSync, type PublishSummary } from '../../core/node/publish.js';
+import { CommandFailure, formatBytes, parseCommandLine, plural, printable, progressLine, UsageError, type Command } from '../usage.js';
 
 const HELP = `Usage: awake-bundle <loose-index.json | assets-folder> [options]
 
@@ -136,12 +138,38 @@ async function loadInput(args: PublishArguments, onHashed: (bytes: number) => vo
       onProgress: ({ bytes }) => onHashed(bytes),
     });
     const onDisk = new Map(files.map((file) => [file.path, file.absolutePath]));
-    return { looseIndex: index, read: diskReader((entry) => onDisk.get(entry.path)!) };
+    return { looseIndex: index, locate: (entry: LooseFileEntry) => onDisk.get(entry.path)! };
   }
   if (args.rootPath !== undefined) throw new UsageError('--root-path applies to a folder input; a loose index has its own rootPath');
   const parsed = parseProjectIndexJson(await readFile(args.input, 'utf8'), { url: args.input });
   if (parsed.formatVersion !== 2) throw new CommandFailure(`${args.input}: formatVersion ${parsed.formatVersion} is already bundled; publish takes a loose (formatVersion 2) index or a folder`);
-  return { looseIndex: parsed as LooseIndex, read: diskReader(looseFileLocator(resolve(args.input), args.root)) };
+  const looseIndex = parsed as LooseIndex;
+  return { looseIndex, locate: checkedLocator(looseIndex, looseFileLocator(resolve(args.input), args.root)) };
+}
+
+/** Locates every file up front, so a url that is not a local file is named with the flag that helps. */
+function checkedLocator(index: LooseIndex, locate: (entry: LooseFileEntry) => string): (entry: LooseFileEntry) => string {
+  const paths = new Map<string, string>();
+  for (const entry of index.files) {
+    try {
+      paths.set(entry.path, locate(entry));
+    } catch (error) {
+      if (error instanceof AwakeError) throw new CommandFailure(`${error.message}; pass --root <folder>`);
+      throw error;
+    }
+  }
+  return (entry) => paths.get(entry.path) ?? locate(entry);
+}
+
+/** Paths that collide on case-insensitive hosts, refused naming the flag that lets them through. */
+function checkPathCollisions(index: LooseIndex): void {
+  const collisions = pathCollisions(index.files.map((entry) => entry.path));
+  if (collisions.length === 0) return;
+  const pairs = collisions.map(([a, b]) => `${JSON.stringify(a)} and ${JSON.stringify(b)}`).join('; ');
+  throw new CommandFailure(
+    `paths that differ only by case or Unicode normalization collide on case-insensitive hosts (macOS, Windows): ${pairs}. ` +
+      'Rename one of each pair, or publish anyway with --allow-case-collisions',
+  );
 }
 
 export const publishCommand: Command = {
@@ -157,10 +185,11 @@ export const publishCommand: Command = {
     }
     const progress = progressLine(stderr, !args.json);
     const started = Date.now();
-    const { looseIndex, read } = await loadInput(args, (bytes) => progress.update(`indexing ${args.input}: ${formatBytes(bytes)} hashed`));
+    const { looseIndex, locate } = await loadInput(args, (bytes) => progress.update(`indexing ${args.input}: ${formatBytes(bytes)} hashed`));
+    if (!args.allowCaseCollisions) checkPathCollisions(looseIndex);
     const summary = await publishToDirectory({
       looseIndex,
-      read,
+      locate,
       outDir: args.out,
       grouping: args.grouping === 'one' ? oneGroup() : groupByFolder(args.depth),
       targetBundleBytes: args.targetBundleBytes,
@@ -171,7 +200,7 @@ export const publishCommand: Command = {
         progress.clear();
         stderr.write(`awake-bundle: warning: ${printable(message)}\n`);
       },
-      onProgress: (p) => progress.update(`bundling: ${p.bundlesDone}/${p.bundlesTotal} bundles, ${formatBytes(p.bytesDone)} of ${formatBytes(p.bytesTotal)}`),
+      onProgress: (p) => progress.update(`bundling: ${p.bundlesDone} of ${plural(p.bundlesTotal, 'bundle')}, ${formatBytes(p.bytesDone)} of ${formatBytes(p.bytesTotal)}`),
     });
     progress.clear();
     const seconds = (Date.now() - started) / 1000;
@@ -188,12 +217,12 @@ export const publishCommand: Command = {
 function summaryText(summary: PublishSummary, out: string, seconds: number): string {
   const rewritten = summary.rewrittenBundles;
   return printable(
-    `Published ${summary.index.files.length} files in ${summary.bundles} bundles (${formatBytes(summary.bytes)}) to ${out} in ${seconds.toFixed(1)} s\n` +
-      `  new:           ${summary.newBundles} bundles, ${formatBytes(summary.newBytes)} (${summary.newBytes} bytes) to upload\n` +
-      `  rewritten:     ${rewritten.length} damaged bundle${rewritten.length === 1 ? '' : 's'}${rewritten.length > 0 ? ' (their bytes did not match their name; counted in new):' : ''}\n` +
+    `Published ${plural(summary.index.files.length, 'file')} in ${plural(summary.bundles, 'bundle')} (${formatBytes(summary.bytes)}) to ${out} in ${seconds.toFixed(1)} s\n` +
+      `  new:           ${plural(summary.newBundles, 'bundle')}, ${formatBytes(summary.newBytes)} (${plural(summary.newBytes, 'byte')}) to upload\n` +
+      `  rewritten:     ${plural(rewritten.length, 'damaged bundle')}${rewritten.length > 0 ? ' (their bytes did not match their name; counted in new):' : ''}\n` +
       rewritten.map((url) => `                 ${url}\n`).join('') +
-      `  already there: ${summary.existingBundles} bundles, ${formatBytes(summary.existingBytes)}\n` +
-      (summary.staleTemporaryFilesRemoved > 0 ? `  cleaned up:    ${summary.staleTemporaryFilesRemoved} temporary files of interrupted publishes\n` : '') +
+      `  already there: ${plural(summary.existingBundles, 'bundle')}, ${formatBytes(summary.existingBytes)}\n` +
+      (summary.staleTemporaryFilesRemoved > 0 ? `  cleaned up:    ${plural(summary.staleTemporaryFilesRemoved, 'temporary file')} of interrupted publishes\n` : '') +
       `  index:         ${summary.indexPath}\n`,
     { keepNewlines: true },
   );

@@ -8,3 +8,4 @@ export * from './loose-index.js';
 export * from './publish.js';
 export * from './server.js';
 export { NodeFolderCache } from './folder-cache.js';
+export * from './verify-published.js';
