@@ -55,6 +55,13 @@ describe('publishToDirectory with locate', () => {
     expect(summaries[0]!.index.bundles.map((b) => b.sha256)).not.toEqual(summaries[1]!.index.bundles.map((b) => b.sha256));
   });
 
+  test('takes exactly one of locate and read', async () => {
+    const tree = makeTree(5);
+    const { index: looseIndex } = await looseIndexFromFolder(tree);
+    const neither = { looseIndex, outDir: temporaryDir() } as unknown as Parameters<typeof publishToDirectory>[0];
+    await expect(publishToDirectory(neither)).rejects.toThrow('publishToDirectory takes either locate or read (exactly one)');
+  });
+
   test('a loose index read through looseFileLocator publishes the same bundles as the folder', async () => {
     const tree = makeTree(7);
     const fromFolder = await publishTree(tree, temporaryDir());

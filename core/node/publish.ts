@@ -13,7 +13,7 @@ import { PublishOutputError } from '../errors.js';
 import { pathCollisions, unsafePathReason } from '../format/paths.js';
 import { serializeIndex, type BundledIndex, type LooseFileEntry, type LooseIndex } from '../format/project-index.js';
 import { BundleWriter, PublishInputError, type BundleHashing, type BundleWriterOptions, type FinishedBundle, type ReadProjectFile } from '../publish/bundle-writer.js';
-import { commitTemporary, createPace, discardTemporary, isInTheWay, isLiveTemporaryFile, writeFileAtomic as writeAtomic, writeStreamToTemporary, type Pace } from './atomic-write.js';
+import { commitTemporary, createPace, discardTemporary, isLiveTemporaryFile, writeFileAtomic as writeAtomic, writeStreamToTemporary, type Pace } from './atomic-write.js';
 import { nodeSha256, sha256HexNode } from './hash.js';
 
 export { removeOwnTemporaryFilesSync } from './atomic-write.js';
@@ -70,7 +70,6 @@ export interface PublishSummary {
   staleTemporaryFilesRemoved: number;
 }
 
-
 /** Only names a publish makes: a bundle, a streamed bundle before it has its name, the index. */
 const TEMPORARY_FILE = /^(?:[0-9a-f]{64}\.awkb|\.incoming\.awkb|project\.index\.json)\.tmp-(\d+)-\d+$/;
 
@@ -114,7 +113,7 @@ function outputError(path: string, error: unknown): unknown {
   // Only the file system's own errors: a reader's failure (a changed input file) stays as it is.
   if (typeof (error as NodeJS.ErrnoException)?.syscall !== 'string') return error;
   const code = (error as NodeJS.ErrnoException).code;
-  const why = isInTheWay(error) && code !== 'ENOTDIR' ? 'a folder is in the way' : (error as Error).message;
+  const why = code === 'EISDIR' || code === 'ENOTEMPTY' || code === 'EEXIST' ? 'a folder is in the way' : (error as Error).message;
   return new PublishOutputError(`${path}: cannot write: ${why}`, path, error);
 }
 
@@ -222,6 +221,7 @@ export async function publishToDirectory(options: PublishOptions): Promise<Publi
       options.onPlan?.(plans);
     },
   });
+  if (!options.locate === !options.read) throw new TypeError('publishToDirectory takes either locate or read (exactly one)');
   // One pace per publish: concurrent publishes in one process never share a count.
   const pace = createPace();
   const read = options.locate ? recyclingDiskReader(options.locate, pace) : options.read;
