@@ -4,10 +4,11 @@ import { resolve } from 'node:path';
 import { pathCollisions, unsafePathReason } from '../../core/format/paths.js';
 import { parseProjectIndexJson, type LooseIndex } from '../../core/format/project-index.js';
 import { groupByFolder, oneGroup } from '../../core/publish/grouping.js';
-import { looseIndexFromFolder } from '../../core/node/loose-index.js';
+import { listFolderFiles, type FolderFile } from '../../core/node/loose-index.js';
+import { publishFolder } from '../../core/node/publish-folder.js';
 import { AwakeError } from '../../core/errors.js';
 import type { LooseFileEntry } from '../../core/format/project-index.js';
-import { looseFileLocator, publishToDirectory, removeOwnTemporaryFilesSync, type PublishSummary } from '../../core/node/publish.js';
+import { looseFileLocator, publishToDirectory, removeOwnTemporaryFilesSync, type PublishProgress, type PublishSummary } from '../../core/node/publish.js';
 import { CommandFailure, formatBytes, parseCommandLine, plural, printable, progressLine, UsageError, type Command } from '../usage.js';
 
 const HELP = `Usage: awake-bundle <loose-index.json | assets-folder> [options]
@@ -121,7 +122,9 @@ async function checkOutIsNotInput(args: PublishArguments): Promise<void> {
   if (input === out) throw new UsageError(`--out ${args.out} is the input folder ${args.input}: choose another out folder, such as build/published`);
 }
 
-async function loadInput(args: PublishArguments, onHashed: (bytes: number) => void) {
+type Input = { folder: string; files: FolderFile[] } | { looseIndex: LooseIndex; locate: (entry: LooseFileEntry) => string };
+
+async function loadInput(args: PublishArguments): Promise<Input> {
   let info;
   try {
     info = await stat(args.input);
@@ -132,13 +135,7 @@ async function loadInput(args: PublishArguments, onHashed: (bytes: number) => vo
   if (info.isDirectory()) {
     if (args.root !== undefined) throw new UsageError('--root applies to a loose index input, not a folder');
     await checkOutIsNotInput(args);
-    const { index, files } = await looseIndexFromFolder(args.input, {
-      exclude: [args.out],
-      ...(args.rootPath !== undefined ? { rootPath: args.rootPath } : {}),
-      onProgress: ({ bytes }) => onHashed(bytes),
-    });
-    const onDisk = new Map(files.map((file) => [file.path, file.absolutePath]));
-    return { looseIndex: index, locate: (entry: LooseFileEntry) => onDisk.get(entry.path)! };
+    return { folder: args.input, files: await listFolderFiles(args.input, { exclude: [args.out] }) };
   }
   if (args.rootPath !== undefined) throw new UsageError('--root-path applies to a folder input; a loose index has its own rootPath');
   const parsed = parseProjectIndexJson(await readFile(args.input, 'utf8'), { url: args.input });
@@ -162,8 +159,8 @@ function checkedLocator(index: LooseIndex, locate: (entry: LooseFileEntry) => st
 }
 
 /** Paths that collide on case-insensitive hosts, refused naming the flag that lets them through. */
-function checkPathCollisions(index: LooseIndex): void {
-  const collisions = pathCollisions(index.files.map((entry) => entry.path));
+function checkPathCollisions(paths: string[]): void {
+  const collisions = pathCollisions(paths);
   if (collisions.length === 0) return;
   const pairs = collisions.map(([a, b]) => `${JSON.stringify(a)} and ${JSON.stringify(b)}`).join('; ');
   throw new CommandFailure(
@@ -185,23 +182,26 @@ export const publishCommand: Command = {
     }
     const progress = progressLine(stderr, !args.json);
     const started = Date.now();
-    const { looseIndex, locate } = await loadInput(args, (bytes) => progress.update(`indexing ${args.input}: ${formatBytes(bytes)} hashed`));
-    if (!args.allowCaseCollisions) checkPathCollisions(looseIndex);
-    const summary = await publishToDirectory({
-      looseIndex,
-      locate,
+    const input = await loadInput(args);
+    if (!args.allowCaseCollisions) checkPathCollisions('folder' in input ? input.files.map((file) => file.path) : input.looseIndex.files.map((entry) => entry.path));
+    const options = {
       outDir: args.out,
       grouping: args.grouping === 'one' ? oneGroup() : groupByFolder(args.depth),
       targetBundleBytes: args.targetBundleBytes,
       pathIds: args.salt !== undefined ? { salt: args.salt } : null,
       bundleUrlPrefix: args.urlPrefix,
       allowCaseCollisions: args.allowCaseCollisions,
-      onWarning: (message) => {
+      onWarning: (message: string) => {
         progress.clear();
         stderr.write(`awake-bundle: warning: ${printable(message)}\n`);
       },
-      onProgress: (p) => progress.update(`bundling: ${p.bundlesDone} of ${plural(p.bundlesTotal, 'bundle')}, ${formatBytes(p.bytesDone)} of ${formatBytes(p.bytesTotal)}`),
-    });
+      onProgress: (p: PublishProgress) => progress.update(`bundling: ${plural(p.bundlesDone, 'bundle')} written, ${formatBytes(p.bytesDone)} of ${formatBytes(p.bytesTotal)}`),
+    };
+    // A folder is read once, its files hashed as they are bundled (publishFolder).
+    const summary =
+      'folder' in input
+        ? await publishFolder({ ...options, folder: input.folder, files: input.files, ...(args.rootPath !== undefined ? { rootPath: args.rootPath } : {}) })
+        : await publishToDirectory({ ...options, looseIndex: input.looseIndex, locate: input.locate });
     progress.clear();
     const seconds = (Date.now() - started) / 1000;
     if (args.json) {

@@ -9,3 +9,4 @@ export * from './publish.js';
 export * from './server.js';
 export { NodeFolderCache } from './folder-cache.js';
 export * from './verify-published.js';
+export * from './publish-folder.js';

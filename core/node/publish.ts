@@ -182,8 +182,8 @@ async function prepareOutFolder(outDir: string, bundleDir: string): Promise<void
 }
 
 /** Refuses (or, when allowed, reports) paths that collide on case-insensitive hosts. */
-function checkPathCollisions(index: LooseIndex, options: PublishOptions): void {
-  const collisions = pathCollisions(index.files.map((entry) => entry.path));
+export function checkPathCollisions(paths: string[], options: Pick<PublishOptions, 'allowCaseCollisions' | 'onWarning'>): void {
+  const collisions = pathCollisions(paths);
   if (collisions.length === 0) return;
   const pairs = collisions.map(([a, b]) => `${JSON.stringify(a)} and ${JSON.stringify(b)}`);
   if (options.allowCaseCollisions) {
@@ -207,26 +207,52 @@ export function checkBundleUrlPrefix(prefix: string): void {
 export const nodeBundleHashing: BundleHashing = { digest: sha256HexNode, incremental: nodeSha256 };
 
 export async function publishToDirectory(options: PublishOptions): Promise<PublishSummary> {
-  // For progress reports: the sizes of the planned bundles, from the writer's own plan.
-  let bundleBytes: number[] = [];
-  let bytesTotal = 0;
+  if (!options.locate === !options.read) throw new TypeError('publishToDirectory takes either locate or read (exactly one)');
+  checkPathCollisions(options.looseIndex.files.map((entry) => entry.path), options);
+  return publishBundles(options, ({ writer, store, pace }) => {
+    const read = options.locate ? recyclingDiskReader(options.locate, pace) : options.read;
+    return writer.write(options.looseIndex, read, store);
+  });
+}
+
+/** What publishBundles gives the code that makes the bundles. */
+export interface BundleProduction {
+  writer: BundleWriter;
+  /** Hand each finished bundle here, in order, awaiting it: it lands in the out folder. */
+  store: (bundle: FinishedBundle) => Promise<void>;
+  /** The publish's own pace for synchronous file I/O (atomic-write.ts). */
+  pace: Pace;
+}
+
+/** The options publishBundles reads: the writer's, the out folder, progress. */
+export type PublishBundlesOptions = BundleWriterOptions & Pick<PublishOptions, 'outDir' | 'onProgress'> & {
+  /** When the plan is made a bundle at a time: the input's bytes, the progress total meanwhile. */
+  expectedBytes?: number;
+};
+
+/**
+ * The out-folder half of a publish: prepares the out folder, removes stale temporary files,
+ * stores each bundle `produce` hands over (skipping ones already there, rewriting damaged
+ * ones), and writes the index `produce` resolves to, last and atomically.
+ */
+export async function publishBundles(options: PublishBundlesOptions, produce: (production: BundleProduction) => Promise<BundledIndex>): Promise<PublishSummary> {
+  // For progress reports: the sizes of the planned bundles, from the writer's own plan(s).
+  const bundleBytes: number[] = [];
+  let bytesTotal = options.expectedBytes ?? 0;
   const writer = new BundleWriter({
     ...options,
     hashing: options.hashing ?? nodeBundleHashing,
     // `store` below has written a bundle's bytes out when it resolves: the writer may reuse them.
     reuseBuffers: options.reuseBuffers ?? true,
     onPlan: (plans) => {
-      bundleBytes = plans.map((plan) => plan.dataBytes);
-      bytesTotal = bundleBytes.reduce((sum, bytes) => sum + bytes, 0);
+      bundleBytes.push(...plans.map((plan) => plan.dataBytes));
+      bytesTotal = Math.max(options.expectedBytes ?? 0, bundleBytes.reduce((sum, bytes) => sum + bytes, 0));
       options.onPlan?.(plans);
     },
   });
-  if (!options.locate === !options.read) throw new TypeError('publishToDirectory takes either locate or read (exactly one)');
   // One pace per publish: concurrent publishes in one process never share a count.
   const pace = createPace();
-  const read = options.locate ? recyclingDiskReader(options.locate, pace) : options.read;
   checkBundleUrlPrefix(writer.bundleUrlPrefix);
-  checkPathCollisions(options.looseIndex, options);
   const bundleDir = join(options.outDir, ...writer.bundleUrlPrefix.split('/').filter(Boolean));
   await prepareOutFolder(options.outDir, bundleDir);
   const staleTemporaryFilesRemoved = (await removeStaleTemporaryFiles(bundleDir)) + (bundleDir === options.outDir ? 0 : await removeStaleTemporaryFiles(options.outDir));
@@ -268,7 +294,7 @@ export async function publishToDirectory(options: PublishOptions): Promise<Publi
     options.onProgress?.({ bundlesDone: summary.bundles, bundlesTotal: bundleBytes.length, bytesDone, bytesTotal });
   };
 
-  const index = await writer.write(options.looseIndex, read, store);
+  const index = await produce({ writer, store, pace });
   const indexPath = join(options.outDir, INDEX_FILE_NAME);
   // Last, and atomically: the index appears only once every bundle it names is in place.
   await writeFileAtomic(indexPath, serializeIndex(index), pace);
@@ -291,9 +317,10 @@ export function diskReader(locate: (entry: LooseFileEntry) => string): ReadProje
 
 /**
  * publishToDirectory's reader: it writes each chunk out before it asks for the next, so large
- * files stream through two reused buffers instead of a new one per chunk.
+ * files stream through two reused buffers instead of a new one per chunk. Only for a consumer
+ * that is done with each chunk when it asks for the next (publishBundles' `store`).
  */
-function recyclingDiskReader(locate: (entry: LooseFileEntry) => string, pace: Pace): ReadProjectFile {
+export function recyclingDiskReader(locate: (entry: LooseFileEntry) => string, pace: Pace): ReadProjectFile {
   const spare: Buffer[][] = []; // stream buffers between files
   return (entry, { stream, into }) => {
     const path = locate(entry);
