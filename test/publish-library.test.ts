@@ -6,7 +6,7 @@
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { PublishInputError } from '../core/index.js';
-import { looseFileLocator, looseIndexFromFolder, NodeFolderCache, publishToDirectory, verifyPublished } from '../core/node/index.js';
+import { looseFileLocator, looseIndexFromFolder, NodeFolderCache, publishFolder, publishToDirectory, verifyPublished } from '../core/node/index.js';
 import { temporaryDir } from './helpers/cli.js';
 import { seededBytes, sha256Hex, temporaryFilesIn, writeTree } from './helpers/trees.js';
 
@@ -150,3 +150,67 @@ describe('NodeFolderCache shares the atomic writer', () => {
     expect(temporaryFilesIn(dir)).toEqual([]);
   });
 });
+
+describe('publishFolder reads each file once', () => {
+  /** How many times each path below `tree` is opened while `run` runs (fs calls watched, not changed). */
+  async function opensDuring(tree: string, run: () => Promise<unknown>): Promise<Map<string, number>> {
+    const fs = require('node:fs') as typeof import('node:fs');
+    const fsPromises = require('node:fs/promises') as typeof import('node:fs/promises');
+    const opens = new Map<string, number>();
+    const note = (path: unknown) => {
+      if (typeof path === 'string' && path.startsWith(tree)) opens.set(path.slice(tree.length + 1), (opens.get(path.slice(tree.length + 1)) ?? 0) + 1);
+    };
+    const watch = <M extends object, K extends keyof M>(module: M, name: K) => {
+      const original = module[name] as (...args: unknown[]) => unknown;
+      return jest.spyOn(module, name as never).mockImplementation(((...args: unknown[]) => (note(args[0]), original(...args))) as never);
+    };
+    const spies = [watch(fs, 'openSync'), watch(fs, 'createReadStream'), watch(fs, 'readFileSync'), watch(fsPromises, 'open')];
+    try {
+      await run();
+    } finally {
+      for (const spy of spies) spy.mockRestore();
+    }
+    return opens;
+  }
+
+  test('a file up to the target once; a larger one twice (hashed, then streamed into its bundle); the same output as from the loose index', async () => {
+    const { realpathSync } = require('node:fs') as typeof import('node:fs');
+    const tree = realpathSync(makeTree(31)); // listFolderFiles gives real paths
+    const target = 64 * 1024;
+    const viaFolder = temporaryDir();
+    const once = await opensDuring(tree, () => publishFolder({ folder: tree, outDir: viaFolder, targetBundleBytes: target }));
+    expect(Object.fromEntries(once)).toEqual({ 'art/a.png': 1, 'art/b.png': 1, 'readme.txt': 1, 'audio/theme.ogg': 2 });
+
+    // The two-pass way (the loose index first, then the bundles) opens every file twice.
+    const viaIndex = temporaryDir();
+    const twice = await opensDuring(tree, () => publishTree(tree, viaIndex));
+    expect(Object.fromEntries(twice)).toEqual({ 'art/a.png': 2, 'art/b.png': 2, 'readme.txt': 2, 'audio/theme.ogg': 2 });
+    expect(readFileSync(join(viaFolder, 'project.index.json'), 'utf8')).toBe(readFileSync(join(viaIndex, 'project.index.json'), 'utf8'));
+    expect(await verifyPublished(viaFolder)).toMatchObject({ problems: [] });
+  });
+
+  test('a file that changes between its hash and its bundle fails the publish, naming it; nothing is indexed', async () => {
+    const tree = makeTree(41);
+    const out = temporaryDir();
+    const big = join(tree, 'audio/theme.ogg');
+    const fs = require('node:fs') as typeof import('node:fs');
+    let streams = 0;
+    // The large file is read twice: change it after the first (hashing) read.
+    const original = fs.createReadStream;
+    const spy = jest.spyOn(fs, 'createReadStream').mockImplementation(((...args: Parameters<typeof fs.createReadStream>) => {
+      const stream = original(...args);
+      if (args[0] === realpathSyncOf(big) && ++streams === 1) stream.on('end', () => writeFileSync(big, seededBytes(300_000, 999)));
+      return stream;
+    }) as typeof fs.createReadStream);
+    try {
+      await expect(publishFolder({ folder: tree, outDir: out, targetBundleBytes: 64 * 1024 })).rejects.toThrow(/audio\/theme\.ogg: SHA-256 .* differs/);
+    } finally {
+      spy.mockRestore();
+    }
+    expect(fs.existsSync(join(out, 'project.index.json'))).toBe(false);
+  });
+});
+
+function realpathSyncOf(path: string): string {
+  return (require('node:fs') as typeof import('node:fs')).realpathSync(path);
+}
