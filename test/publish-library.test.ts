@@ -189,6 +189,30 @@ describe('publishFolder reads each file once', () => {
     expect(await verifyPublished(viaFolder)).toMatchObject({ problems: [] });
   });
 
+  test('copies, same-size files at a split and files larger than the target give what the loose index gives, for any target', async () => {
+    const tree = temporaryDir();
+    writeTree(tree, {
+      'g/a.bin': seededBytes(1000, 1),
+      'g/b.bin': seededBytes(1000, 2), // the same size as a.bin, other bytes: read ahead at a split
+      'g/c.bin': seededBytes(1000, 1), // a copy of a.bin: adds nothing to its bundle
+      'g/d.bin': seededBytes(2500, 3),
+      'g/e.bin': seededBytes(2500, 3),
+      'g/f.bin': seededBytes(9000, 4),
+      'g/h.bin': seededBytes(700, 5),
+      'root.txt': 'r',
+    });
+    for (const target of [1000, 1500, 2000, 2600, 3500, 4000, 8000, 20000]) {
+      const viaFolder = temporaryDir();
+      const viaIndex = temporaryDir();
+      await publishFolder({ folder: tree, outDir: viaFolder, targetBundleBytes: target });
+      const { index: looseIndex, files } = await looseIndexFromFolder(tree);
+      const onDisk = new Map(files.map((file) => [file.path, file.absolutePath]));
+      await publishToDirectory({ looseIndex, locate: (entry) => onDisk.get(entry.path)!, outDir: viaIndex, targetBundleBytes: target });
+      expect(readFileSync(join(viaFolder, 'project.index.json'), 'utf8')).toBe(readFileSync(join(viaIndex, 'project.index.json'), 'utf8'));
+      expect(await verifyPublished(viaFolder)).toMatchObject({ problems: [] });
+    }
+  });
+
   test('a file that changes between its hash and its bundle fails the publish, naming it; nothing is indexed', async () => {
     const tree = makeTree(41);
     const out = temporaryDir();
