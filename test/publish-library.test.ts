@@ -218,16 +218,16 @@ describe('publishFolder reads each file once', () => {
     const out = temporaryDir();
     const big = join(tree, 'audio/theme.ogg');
     const fs = require('node:fs') as typeof import('node:fs');
-    let streams = 0;
-    // The large file is read twice: change it after the first (hashing) read.
-    const original = fs.createReadStream;
-    const spy = jest.spyOn(fs, 'createReadStream').mockImplementation(((...args: Parameters<typeof fs.createReadStream>) => {
-      const stream = original(...args);
-      if (args[0] === realpathSyncOf(big) && ++streams === 1) stream.on('end', () => writeFileSync(big, seededBytes(300_000, 999)));
-      return stream;
-    }) as typeof fs.createReadStream);
+    const fsPromises = require('node:fs/promises') as typeof import('node:fs/promises');
+    // The large file is read twice: hashed, then streamed into its bundle. Change it in between.
+    const original = fsPromises.open;
+    const spy = jest.spyOn(fsPromises, 'open').mockImplementation((async (...args: Parameters<typeof fsPromises.open>) => {
+      if (args[0] === realpathSyncOf(big)) writeFileSync(big, seededBytes(300_000, 999));
+      return original(...args);
+    }) as typeof fsPromises.open);
     try {
       await expect(publishFolder({ folder: tree, outDir: out, targetBundleBytes: 64 * 1024 })).rejects.toThrow(/audio\/theme\.ogg: SHA-256 .* differs/);
+      expect(spy).toHaveBeenCalled();
     } finally {
       spy.mockRestore();
     }

@@ -10,7 +10,7 @@
  * its bytes, and it is never held whole; so it is hashed as a stream first and streamed again
  * into its bundle, where the writer checks it did not change in between.
  */
-import { closeSync, createReadStream, fstatSync, openSync, readSync } from 'node:fs';
+import { closeSync, fstatSync, openSync, readSync } from 'node:fs';
 import { join } from 'node:path';
 import { PublishInputError, type ReadProjectFile } from '../publish/bundle-writer.js';
 import { groupByFolder, toGrouping } from '../publish/grouping.js';
@@ -179,19 +179,37 @@ async function readAndHash(file: FolderFile, target: number, folder: string, sta
       const bytes = readWholeFile(file.absolutePath, staging);
       return { entry: { path: file.path, sizeBytes: bytes.length, sha256: sha256HexNode(bytes), url }, bytes };
     }
-    const hash = nodeSha256();
-    let sizeBytes = 0;
-    for await (const chunk of createReadStream(file.absolutePath, { highWaterMark: 1 << 20 })) {
-      hash.update(chunk as Buffer);
-      sizeBytes += (chunk as Buffer).length;
-    }
-    return { entry: { path: file.path, sizeBytes, sha256: hash.digestHex(), url } };
+    const { sha256, sizeBytes } = await hashLargeFile(file.absolutePath);
+    return { entry: { path: file.path, sizeBytes, sha256, url } };
   } catch (error) {
     throw new PublishInputError(`${join(folder, file.path)}: cannot read: ${(error as Error).message}`, file.path, error);
   }
 }
 
 const probe = Buffer.alloc(1); // only whether a byte is there matters
+const HASH_CHUNK_BYTES = 1 << 20;
+
+/**
+ * SHA-256 and size of a file larger than the target, read through one reused 1 MiB buffer (a
+ * stream would leave a new buffer per chunk to the garbage collector), giving the event loop a
+ * turn every few MiB.
+ */
+async function hashLargeFile(path: string): Promise<{ sha256: string; sizeBytes: number }> {
+  const fd = openSync(path, 'r');
+  try {
+    const hash = nodeSha256();
+    const hashChunk = Buffer.allocUnsafeSlow(HASH_CHUNK_BYTES);
+    let sizeBytes = 0;
+    for (let bytesRead; (bytesRead = readSync(fd, hashChunk, 0, HASH_CHUNK_BYTES, sizeBytes)) > 0; ) {
+      hash.update(hashChunk.subarray(0, bytesRead));
+      sizeBytes += bytesRead;
+      if (sizeBytes % (4 * HASH_CHUNK_BYTES) < bytesRead) await new Promise<void>((resolve) => setImmediate(resolve));
+    }
+    return { sha256: hash.digestHex(), sizeBytes };
+  } finally {
+    closeSync(fd);
+  }
+}
 
 /**
  * The whole file as it is now: its fstat size read into the staging buffer (or a buffer of its
