@@ -117,3 +117,16 @@ describe('a busy port', () => {
     expect(result.stderr).toContain('demo: PORT must be an integer from 0 to 65535, got "eighty"');
   });
 });
+
+describe('the CLI names its own flags where the library names options', () => {
+  test('a loose index whose url is not a local file: "pass --root <folder>" (exit 1)', () => {
+    const dir = temporaryDir();
+    const index = { formatVersion: 2, rootPath: '/project', files: [{ path: 'a.txt', sizeBytes: 1, sha256: 'ca978112ca1bbdcafac231b39a23dc4da786eff8147c4e72b9807785afee48bb', url: 'https://cdn.example/a.txt' }] };
+    writeFileSync(join(dir, 'loose.json'), JSON.stringify(index));
+    const result = runCli(['loose.json', '--out', 'out'], { cwd: dir });
+    expect(result.code).toBe(1);
+    expect(result.stderr).toContain('a.txt: url "https://cdn.example/a.txt" is not a local file');
+    expect(result.stderr).toContain('pass --root <folder>');
+    expect(result.stderr).not.toMatch(STACK_LINE);
+  });
+});
