@@ -3,6 +3,7 @@
  * The `awake-bundle` entry: a command table, one module per command, and the one place that
  * calls `process.exit` (0 ok, 1 failed, 2 wrong usage; SPEC §8).
  */
+import { existsSync, readFileSync } from 'node:fs';
 import { registerNodeHash } from '../core/node/hash.js';
 import { AwakeError } from '../core/errors.js';
 import { indexCommand } from './commands/index-command.js';
@@ -21,14 +22,54 @@ function mainHelp(): string {
 Commands:
 ${commands.map((command) => `  ${command.name.padEnd(9)} ${command.summary}`).join('\n')}
 
+A first argument that names no command is the input to publish; one that is not an
+existing path and is close to a command's name (serv, inspec) is a wrong command line.
+
+Options:
+  -h, --help      show this help
+  -v, --version   print the version
+
 Run awake-bundle <command> --help for a command's options.`;
+}
+
+const isVersion = (first: string | undefined) => first === '--version' || first === '-v';
+
+/** The package's version, from the package.json beside the built files (dist/cli/ → ../../). */
+function packageVersion(): string {
+  const file = new URL('../../package.json', import.meta.url);
+  return (JSON.parse(readFileSync(file, 'utf8')) as { version: string }).version;
+}
+
+/** Levenshtein distance, for "did you mean"; names are short, so the plain table does. */
+function editDistance(a: string, b: string): number {
+  let previous = Array.from({ length: b.length + 1 }, (_, i) => i);
+  for (let i = 1; i <= a.length; i++) {
+    const current = [i];
+    for (let j = 1; j <= b.length; j++) current[j] = Math.min(previous[j]! + 1, current[j - 1]! + 1, previous[j - 1]! + (a[i - 1] === b[j - 1] ? 0 : 1));
+    previous = current;
+  }
+  return previous[b.length]!;
+}
+
+/**
+ * The rule for a first argument that is not a command (publish is the default command, so
+ * `awake-bundle assets` publishes the folder assets): when it is not an existing path and is
+ * within edit distance 2 of a command's name, it is a mistyped command, a wrong command line.
+ */
+function mistypedCommand(first: string): UsageError | undefined {
+  if (first.startsWith('-') || existsSync(first)) return undefined;
+  const [nearest] = commands
+    .map((command) => ({ name: command.name, distance: editDistance(first.toLowerCase(), command.name) }))
+    .filter(({ distance }) => distance <= 2)
+    .sort((x, y) => x.distance - y.distance);
+  return nearest && new UsageError(`unknown command ${JSON.stringify(first)}: did you mean \`${nearest.name}\`? (and there is no file or folder of that name to publish)`);
 }
 
 const isHelp = (first: string | undefined) => first === undefined || first === '--help' || first === '-h' || first === 'help';
 
 /** The command `argv` runs: a named one, or publish (the default command). */
 function commandFor(argv: string[]): Command | undefined {
-  if (isHelp(argv[0])) return undefined;
+  if (isHelp(argv[0]) || isVersion(argv[0])) return undefined;
   return commands.find((candidate) => candidate.name === argv[0]) ?? publishCommand;
 }
 
@@ -46,7 +87,15 @@ export async function runCli(argv: string[], context: CommandContext): Promise<n
       (first === undefined ? context.stderr : context.stdout).write(`${mainHelp()}\n`);
       return first === undefined ? 2 : 0;
     }
+    if (isVersion(first)) {
+      context.stdout.write(`${packageVersion()}\n`);
+      return 0;
+    }
     const command = commandFor(argv)!;
+    if (command === publishCommand && first !== 'publish') {
+      const mistyped = mistypedCommand(first!);
+      if (mistyped) throw mistyped;
+    }
     return await command.run(command === publishCommand && first !== 'publish' ? argv : rest, context);
   } catch (error) {
     if (error instanceof UsageError) {

@@ -62,6 +62,11 @@ export function progressLine(stderr: CommandContext['stderr'], enabled: boolean)
   };
 }
 
+/** `1 bundle`, `2 bundles`, `0 files`: a count with its noun in agreement. */
+export function plural(count: number, noun: string, nounPlural = `${noun}s`): string {
+  return `${count} ${count === 1 ? noun : nounPlural}`;
+}
+
 export function formatBytes(bytes: number): string {
   if (bytes < 1024) return `${bytes} B`;
   const units = ['KiB', 'MiB', 'GiB', 'TiB'];

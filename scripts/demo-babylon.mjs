@@ -33,11 +33,8 @@ if (resolve(process.argv[1] ?? '') === fileURLToPath(import.meta.url)) {
   if (process.argv.includes('--no-serve')) {
     console.log(`Built the Babylon example in ${site}`);
   } else {
-    const { startStaticServer } = await import(join(repo, 'dist/core/node/index.js'));
-    const server = await startStaticServer({ root: site, port: Number(process.env.PORT ?? 8080), host: '127.0.0.1' });
+    const { serveSite } = await import('./serve-site.mjs');
+    const server = await serveSite(repo, site, 'demo:babylon');
     console.log(`\nThe Babylon example: open ${server.url} (Ctrl-C stops the server)`);
-    const stop = () => server.close().then(() => process.exit(0));
-    process.on('SIGINT', stop);
-    process.on('SIGTERM', stop);
   }
 }

@@ -31,10 +31,7 @@ await buildBabylonExample({ out: join(site, 'babylon'), production: process.argv
 if (process.argv.includes('--no-serve')) {
   console.log(`Built the Phaser example in ${site}, the Babylon example in ${join(site, 'babylon')}`);
 } else {
-  const { startStaticServer } = await import(join(repo, 'dist/core/node/index.js'));
-  const server = await startStaticServer({ root: site, port: Number(process.env.PORT ?? 8080), host: '127.0.0.1' });
+  const { serveSite } = await import('./serve-site.mjs');
+  const server = await serveSite(repo, site, 'demo');
   console.log(`\nThe Phaser example: open ${server.url}\nThe Babylon example: open ${server.url}babylon/\n(Ctrl-C stops the server)`);
-  const stop = () => server.close().then(() => process.exit(0));
-  process.on('SIGINT', stop);
-  process.on('SIGTERM', stop);
 }

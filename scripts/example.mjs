@@ -22,10 +22,7 @@ cpSync(join(repo, 'examples/reader/index.html'), join(site, 'index.html'));
 if (process.argv.includes('--no-serve')) {
   console.log(`Staged the example in ${site}`);
 } else {
-  const { startStaticServer } = await import(join(repo, 'dist/core/node/index.js'));
-  const server = await startStaticServer({ root: site, port: Number(process.env.PORT ?? 8080), host: '127.0.0.1' });
+  const { serveSite } = await import('./serve-site.mjs');
+  const server = await serveSite(repo, site, 'example');
   console.log(`\nThe example: open ${server.url} (Ctrl-C stops the server)`);
-  const stop = () => server.close().then(() => process.exit(0));
-  process.on('SIGINT', stop);
-  process.on('SIGTERM', stop);
 }

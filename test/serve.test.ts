@@ -581,11 +581,13 @@ describe('awake-bundle serve', () => {
     expect(result.stderr).toContain(`${missing}: no such folder`);
   });
 
-  test('a port already taken exits 1 naming it', async () => {
+  test('a port already taken exits 1 naming it and how to pick another, without a stack trace', async () => {
     const taken = await serve();
     const result = runCli(['serve', PUBLISHED, '--port', String(taken.port)]);
     expect(result.code).toBe(1);
-    expect(result.stderr).toContain(`cannot listen on 127.0.0.1:${taken.port}`);
+    expect(result.stderr).toContain(`port ${taken.port} on 127.0.0.1 is busy`);
+    expect(result.stderr).toContain('--port');
+    expect(result.stderr).not.toMatch(/^\s+at .+[:(]/m);
   });
 
   test('--help describes the flags', () => {

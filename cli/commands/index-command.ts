@@ -4,7 +4,7 @@ import { dirname } from 'node:path';
 import { serializeIndex } from '../../core/format/project-index.js';
 import { looseIndexFromFolder } from '../../core/node/loose-index.js';
 import { removeOwnTemporaryFilesSync, writeFileAtomic } from '../../core/node/publish.js';
-import { formatBytes, parseCommandLine, printable, progressLine, UsageError, type Command } from '../usage.js';
+import { formatBytes, parseCommandLine, plural, printable, progressLine, UsageError, type Command } from '../usage.js';
 
 const HELP = `Usage: awake-bundle index <folder> [options]
 
@@ -41,7 +41,7 @@ export const indexCommand: Command = {
       ...(out !== '-' ? { exclude: [out] } : {}),
       ...(values['url-prefix'] !== undefined ? { urlPrefix: values['url-prefix'] } : {}),
       ...(values['root-path'] !== undefined ? { rootPath: values['root-path'] } : {}),
-      onProgress: ({ files, bytes }) => progress.update(`indexing: ${files} files, ${formatBytes(bytes)}`),
+      onProgress: ({ files, bytes }) => progress.update(`indexing: ${plural(files, 'file')}, ${formatBytes(bytes)}`),
     });
     progress.clear();
     const text = serializeIndex(index);
@@ -53,7 +53,7 @@ export const indexCommand: Command = {
     await writeFileAtomic(out, text);
     const bytes = index.files.reduce((sum, file) => sum + file.sizeBytes, 0);
     if (values.json) stdout.write(`${JSON.stringify({ ok: true, out, files: index.files.length, bytes })}\n`);
-    else stdout.write(printable(`Indexed ${index.files.length} files (${formatBytes(bytes)}) into ${out}\n`, { keepNewlines: true }));
+    else stdout.write(printable(`Indexed ${plural(index.files.length, 'file')} (${formatBytes(bytes)}) into ${out}\n`, { keepNewlines: true }));
     return 0;
   },
 };

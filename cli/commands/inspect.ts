@@ -4,7 +4,7 @@ import { basename } from 'node:path';
 import { BundleFormatError } from '../../core/errors.js';
 import { decodeBundle, memberBytes } from '../../core/format/awkb.js';
 import { sha256HexNode } from '../../core/node/hash.js';
-import { CommandFailure, parseCommandLine, printable, UsageError, type Command } from '../usage.js';
+import { CommandFailure, parseCommandLine, plural, printable, UsageError, type Command } from '../usage.js';
 
 const HELP = `Usage: awake-bundle inspect <file.awkb> [--json]
 
@@ -53,7 +53,7 @@ export const inspectCommand: Command = {
       // Keys and the file name come from the bundle and the disk: escaped (printable), so a
       // key holding an escape sequence cannot drive the terminal. --json keeps them exact.
       stdout.write(
-        `${printable(file)}\n  AWKB version ${decoded.version}, ${decoded.records.length} members, table ${decoded.dataStart - 16} bytes, data from ${decoded.dataStart}, ${bytes.length} bytes\n` +
+        `${printable(file)}\n  AWKB version ${decoded.version}, ${plural(decoded.records.length, 'member')}, table ${plural(decoded.dataStart - 16, 'byte')}, data from ${decoded.dataStart}, ${plural(bytes.length, 'byte')}\n` +
           `  sha256 ${sha256}${nameMatches ? '' : ' (the file name is not <sha256>.awkb)'}\n`,
       );
       for (const member of members) {

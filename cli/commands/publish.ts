@@ -1,13 +1,16 @@
 /** `awake-bundle <loose-index.json | folder> --out <dir>`: write bundles and the bundled index (SPEC §8). */
 import { readFile, realpath, stat } from 'node:fs/promises';
 import { resolve } from 'node:path';
-import { unsafePathReason } from '../../core/format/paths.js';
+import { pathCollisions, unsafePathReason } from '../../core/format/paths.js';
 import { parseProjectIndexJson, type LooseIndex } from '../../core/format/project-index.js';
 import { groupByFolder, oneGroup } from '../../core/publish/grouping.js';
+import { listFolderFiles, type FolderFile } from '../../core/node/loose-index.js';
+import { publishFolder } from '../../core/node/publish-folder.js';
+import { AwakeError } from '../../core/errors.js';
+import type { LooseFileEntry } from '../../core/format/project-index.js';
+import { looseFileLocator, publishToDirectory, removeOwnTemporaryFilesSync, type PublishProgress, type PublishSummary } from '../../core/node/publish.js';
+import { CommandFailure, formatBytes, parseCommandLine, plural, printable, progressLine, UsageError, type Command } from '../usage.js';
 import { DEFAULT_BUNDLE_URL_PREFIX, DEFAULT_TARGET_BUNDLE_BYTES } from '../../core/publish/plan.js';
-import { looseIndexFromFolder } from '../../core/node/loose-index.js';
-import { diskReader, looseFileLocator, publishToDirectory, removeOwnTemporaryFilesSync, type PublishSummary } from '../../core/node/publish.js';
-import { CommandFailure, formatBytes, parseCommandLine, printable, progressLine, UsageError, type Command } from '../usage.js';
 
 const HELP = `Usage: awake-bundle <loose-index.json | assets-folder> [options]
 
@@ -120,7 +123,9 @@ async function checkOutIsNotInput(args: PublishArguments): Promise<void> {
   if (input === out) throw new UsageError(`--out ${args.out} is the input folder ${args.input}: choose another out folder, such as build/published`);
 }
 
-async function loadInput(args: PublishArguments, onHashed: (bytes: number) => void) {
+type Input = { folder: string; files: FolderFile[] } | { looseIndex: LooseIndex; locate: (entry: LooseFileEntry) => string };
+
+async function loadInput(args: PublishArguments): Promise<Input> {
   let info;
   try {
     info = await stat(args.input);
@@ -131,18 +136,38 @@ async function loadInput(args: PublishArguments, onHashed: (bytes: number) => vo
   if (info.isDirectory()) {
     if (args.root !== undefined) throw new UsageError('--root applies to a loose index input, not a folder');
     await checkOutIsNotInput(args);
-    const { index, files } = await looseIndexFromFolder(args.input, {
-      exclude: [args.out],
-      ...(args.rootPath !== undefined ? { rootPath: args.rootPath } : {}),
-      onProgress: ({ bytes }) => onHashed(bytes),
-    });
-    const onDisk = new Map(files.map((file) => [file.path, file.absolutePath]));
-    return { looseIndex: index, read: diskReader((entry) => onDisk.get(entry.path)!) };
+    return { folder: args.input, files: await listFolderFiles(args.input, { exclude: [args.out] }) };
   }
   if (args.rootPath !== undefined) throw new UsageError('--root-path applies to a folder input; a loose index has its own rootPath');
   const parsed = parseProjectIndexJson(await readFile(args.input, 'utf8'), { url: args.input });
   if (parsed.formatVersion !== 2) throw new CommandFailure(`${args.input}: formatVersion ${parsed.formatVersion} is already bundled; publish takes a loose (formatVersion 2) index or a folder`);
-  return { looseIndex: parsed as LooseIndex, read: diskReader(looseFileLocator(resolve(args.input), args.root)) };
+  const looseIndex = parsed as LooseIndex;
+  return { looseIndex, locate: checkedLocator(looseIndex, looseFileLocator(resolve(args.input), args.root)) };
+}
+
+/** Locates every file up front, so a url that is not a local file is named with the flag that helps. */
+function checkedLocator(index: LooseIndex, locate: (entry: LooseFileEntry) => string): (entry: LooseFileEntry) => string {
+  const paths = new Map<string, string>();
+  for (const entry of index.files) {
+    try {
+      paths.set(entry.path, locate(entry));
+    } catch (error) {
+      if (error instanceof AwakeError) throw new CommandFailure(`${error.message}; pass --root <folder>`);
+      throw error;
+    }
+  }
+  return (entry) => paths.get(entry.path) ?? locate(entry);
+}
+
+/** Paths that collide on case-insensitive hosts, refused naming the flag that lets them through. */
+function checkPathCollisions(paths: string[]): void {
+  const collisions = pathCollisions(paths);
+  if (collisions.length === 0) return;
+  const pairs = collisions.map(([a, b]) => `${JSON.stringify(a)} and ${JSON.stringify(b)}`).join('; ');
+  throw new CommandFailure(
+    `paths that differ only by case or Unicode normalization collide on case-insensitive hosts (macOS, Windows): ${pairs}. ` +
+      'Rename one of each pair, or publish anyway with --allow-case-collisions',
+  );
 }
 
 export const publishCommand: Command = {
@@ -158,22 +183,26 @@ export const publishCommand: Command = {
     }
     const progress = progressLine(stderr, !args.json);
     const started = Date.now();
-    const { looseIndex, read } = await loadInput(args, (bytes) => progress.update(`indexing ${args.input}: ${formatBytes(bytes)} hashed`));
-    const summary = await publishToDirectory({
-      looseIndex,
-      read,
+    const input = await loadInput(args);
+    if (!args.allowCaseCollisions) checkPathCollisions('folder' in input ? input.files.map((file) => file.path) : input.looseIndex.files.map((entry) => entry.path));
+    const options = {
       outDir: args.out,
       grouping: args.grouping === 'one' ? oneGroup() : groupByFolder(args.depth),
       targetBundleBytes: args.targetBundleBytes,
       pathIds: args.salt !== undefined ? { salt: args.salt } : null,
       bundleUrlPrefix: args.urlPrefix,
       allowCaseCollisions: args.allowCaseCollisions,
-      onWarning: (message) => {
+      onWarning: (message: string) => {
         progress.clear();
         stderr.write(`awake-bundle: warning: ${printable(message)}\n`);
       },
-      onProgress: (p) => progress.update(`bundling: ${p.bundlesDone}/${p.bundlesTotal} bundles, ${formatBytes(p.bytesDone)} of ${formatBytes(p.bytesTotal)}`),
-    });
+      onProgress: (p: PublishProgress) => progress.update(`bundling: ${plural(p.bundlesDone, 'bundle')} written, ${formatBytes(p.bytesDone)} of ${formatBytes(p.bytesTotal)}`),
+    };
+    // A folder is read once, its files hashed as they are bundled (publishFolder).
+    const summary =
+      'folder' in input
+        ? await publishFolder({ ...options, folder: input.folder, files: input.files, ...(args.rootPath !== undefined ? { rootPath: args.rootPath } : {}) })
+        : await publishToDirectory({ ...options, looseIndex: input.looseIndex, locate: input.locate });
     progress.clear();
     const seconds = (Date.now() - started) / 1000;
     if (args.json) {
@@ -189,12 +218,12 @@ export const publishCommand: Command = {
 function summaryText(summary: PublishSummary, out: string, seconds: number): string {
   const rewritten = summary.rewrittenBundles;
   return printable(
-    `Published ${summary.index.files.length} files in ${summary.bundles} bundles (${formatBytes(summary.bytes)}) to ${out} in ${seconds.toFixed(1)} s\n` +
-      `  new:           ${summary.newBundles} bundles, ${formatBytes(summary.newBytes)} (${summary.newBytes} bytes) to upload\n` +
-      `  rewritten:     ${rewritten.length} damaged bundle${rewritten.length === 1 ? '' : 's'}${rewritten.length > 0 ? ' (their bytes did not match their name; counted in new):' : ''}\n` +
+    `Published ${plural(summary.index.files.length, 'file')} in ${plural(summary.bundles, 'bundle')} (${formatBytes(summary.bytes)}) to ${out} in ${seconds.toFixed(1)} s\n` +
+      `  new:           ${plural(summary.newBundles, 'bundle')}, ${formatBytes(summary.newBytes)} (${plural(summary.newBytes, 'byte')}) to upload\n` +
+      `  rewritten:     ${plural(rewritten.length, 'damaged bundle')}${rewritten.length > 0 ? ' (their bytes did not match their name; counted in new):' : ''}\n` +
       rewritten.map((url) => `                 ${url}\n`).join('') +
-      `  already there: ${summary.existingBundles} bundles, ${formatBytes(summary.existingBytes)}\n` +
-      (summary.staleTemporaryFilesRemoved > 0 ? `  cleaned up:    ${summary.staleTemporaryFilesRemoved} temporary files of interrupted publishes\n` : '') +
+      `  already there: ${plural(summary.existingBundles, 'bundle')}, ${formatBytes(summary.existingBytes)}\n` +
+      (summary.staleTemporaryFilesRemoved > 0 ? `  cleaned up:    ${plural(summary.staleTemporaryFilesRemoved, 'temporary file')} of interrupted publishes\n` : '') +
       `  index:         ${summary.indexPath}\n`,
     { keepNewlines: true },
   );

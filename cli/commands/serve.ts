@@ -118,6 +118,9 @@ export async function serveFolder(args: ServeArguments, { stdout }: CommandConte
     server = await startStaticServer({ ...options, ...(quiet ? {} : { log: (line: string) => void stdout.write(`${printable(line)}\n`) }) });
   } catch (error) {
     if (error instanceof AwakeError) throw new CommandFailure(error.message);
+    if ((error as NodeJS.ErrnoException).code === 'EADDRINUSE') {
+      throw new CommandFailure(`port ${args.port} on ${args.host} is busy (another program listens on it): pick another with --port <n>, or --port 0 for any free one`);
+    }
     throw new CommandFailure(`cannot listen on ${args.host}:${args.port}: ${(error as Error).message}`);
   }
   const hasIndex = await stat(join(args.root, INDEX_FILE_NAME)).then((index) => index.isFile(), () => false);

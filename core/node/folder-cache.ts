@@ -1,6 +1,6 @@
 /**
  * A content-addressed folder for Node (SPEC §7 "Cache"): `<dir>/<first 2 hex>/<sha256>`, written
- * through a temporary file and a rename, so a reader never sees half an entry. The reader
+ * atomically (atomic-write.ts, as the publisher writes), so a reader never sees half an entry. The reader
  * re-checks every entry it gets; a bad one is deleted and fetched again.
  *
  * The folder is shared ground (other processes, other tools, a user's hands), so an entry is
@@ -9,11 +9,12 @@
  * `clear()` works while other processes write into the folder.
  */
 import { constants } from 'node:fs';
-import { lstat, mkdir, open, readdir, rename, rm, writeFile } from 'node:fs/promises';
+import { lstat, mkdir, open, readdir, rename, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { ContentCache } from '../cache/content-cache.js';
 import { InvalidOptionError } from '../errors.js';
 import { SHA256_HEX } from '../format/sha256.js';
+import { writeFileAtomic } from './atomic-write.js';
 
 /** Larger entries are not read: well above a bundle member, below Node's Buffer limit. */
 const DEFAULT_MAX_ENTRY_BYTES = 2 ** 31;
@@ -98,21 +99,8 @@ export class NodeFolderCache implements ContentCache {
 
   private async putOnce(path: string, bytes: Uint8Array): Promise<void> {
     await mkdir(join(path, '..'), { recursive: true });
-    const temporary = `${path}.tmp-${process.pid}-${++counter}`;
-    try {
-      await writeFile(temporary, bytes, { flag: 'wx' });
-      try {
-        await rename(temporary, path);
-      } catch (error) {
-        const code = errorCode(error);
-        if (code !== 'EISDIR' && code !== 'ENOTEMPTY' && code !== 'EEXIST' && code !== 'ENOTDIR') throw error;
-        await rm(path, { recursive: true, force: true }); // a folder in an entry's place
-        await rename(temporary, path);
-      }
-    } catch (error) {
-      await rm(temporary, { force: true });
-      throw error;
-    }
+    // A folder in an entry's place is removed: the cache owns its folder.
+    await writeFileAtomic(path, bytes, { replaceFolder: true });
   }
 
   async delete(sha256: string): Promise<void> {

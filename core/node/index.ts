@@ -8,3 +8,5 @@ export * from './loose-index.js';
 export * from './publish.js';
 export * from './server.js';
 export { NodeFolderCache } from './folder-cache.js';
+export * from './verify-published.js';
+export * from './publish-folder.js';

@@ -5,8 +5,8 @@
  * never leaves an index that names a missing or partial bundle. Temporary files of a publish
  * that was killed are removed by the next one.
  */
-import { closeSync, constants, createReadStream, fsyncSync, openSync, readSync, rmSync, writeSync } from 'node:fs';
-import { lstat, mkdir, open, readdir, readFile, realpath, rename, rm } from 'node:fs/promises';
+import { closeSync, constants, createReadStream, openSync, readSync } from 'node:fs';
+import { lstat, mkdir, open, readdir, readFile, realpath, rm } from 'node:fs/promises';
 import { dirname, join, relative, sep } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { InvalidOptionError, PublishInputError, PublishOutputError } from '../errors.js';
@@ -14,7 +14,10 @@ import { SHA256_HEX_DIGITS } from '../format/sha256.js';
 import { pathCollisions, unsafePathReason } from '../format/paths.js';
 import { serializeIndex, type BundledIndex, type LooseFileEntry, type LooseIndex } from '../format/project-index.js';
 import { BundleWriter, type BundleHashing, type BundleWriterOptions, type FinishedBundle, type ReadProjectFile } from '../publish/bundle-writer.js';
+import { commitTemporary, createPace, discardTemporary, isLiveTemporaryFile, writeFileAtomic as writeAtomic, writeStreamToTemporary, type Pace } from './atomic-write.js';
 import { nodeSha256, sha256HexNode } from './hash.js';
+
+export { removeOwnTemporaryFilesSync } from './atomic-write.js';
 
 export const INDEX_FILE_NAME = 'project.index.json';
 
@@ -25,9 +28,19 @@ export interface PublishProgress {
   bytesTotal: number;
 }
 
-export interface PublishOptions extends BundleWriterOptions {
+/** Where each project file is read from: its path on disk, or a reader of your own. */
+export type PublishInput =
+  /**
+   * The path on disk of each entry's file (`looseFileLocator`, or a map from a folder walk):
+   * the publish reads it through its own disk reader, which streams large files through two
+   * reused buffers.
+   */
+  | { locate: (entry: LooseFileEntry) => string; read?: never }
+  /** Any reader (memory, network…): each chunk it gives is written out before the next is asked for. */
+  | { read: ReadProjectFile; locate?: never };
+
+export type PublishOptions = BundleWriterOptions & PublishInput & {
   looseIndex: LooseIndex;
-  read: ReadProjectFile;
   outDir: string;
   onProgress?: (progress: PublishProgress) => void;
   /**
@@ -36,7 +49,7 @@ export interface PublishOptions extends BundleWriterOptions {
    */
   allowCaseCollisions?: boolean;
   onWarning?: (message: string) => void;
-}
+};
 
 export interface PublishSummary {
   index: BundledIndex;
@@ -58,40 +71,12 @@ export interface PublishSummary {
   staleTemporaryFilesRemoved: number;
 }
 
-/**
- * Temporary files are `<final name>.tmp-<pid>-<n>`: the pid lets a later publish tell a
- * killed publish's leftovers from a running one's.
- */
-let temporaryCounter = 0;
-const liveTemporaryFiles = new Set<string>();
-function temporaryName(path: string): string {
-  return `${path}.tmp-${process.pid}-${++temporaryCounter}`;
-}
-
-/**
- * Removes this process's temporary files at once. For a signal handler (the CLI's SIGINT and
- * SIGTERM): synchronous, so nothing else runs between it and the exit. Returns how many.
- */
-export function removeOwnTemporaryFilesSync(): number {
-  let removed = 0;
-  for (const path of liveTemporaryFiles) {
-    try {
-      rmSync(path, { force: true });
-      removed++;
-    } catch {
-      // Best effort: the next publish removes what is left (removeStaleTemporaryFiles).
-    }
-  }
-  liveTemporaryFiles.clear();
-  return removed;
-}
-
 /** Only names a publish makes: a bundle, a streamed bundle before it has its name, the index. */
 const TEMPORARY_FILE = new RegExp(`^(?:${SHA256_HEX_DIGITS}\\.awkb|\\.incoming\\.awkb|project\\.index\\.json)\\.tmp-(\\d+)-\\d+$`);
 
 function processIsGone(pid: number): boolean {
   if (!(Number.isSafeInteger(pid) && pid > 0)) return false; // kill(0 or -n) would signal a group
-  if (pid === process.pid) return true; // ours are in liveTemporaryFiles, skipped below
+  if (pid === process.pid) return true; // ours are live temporary files, skipped below
   try {
     process.kill(pid, 0);
     return false;
@@ -112,7 +97,7 @@ export async function removeStaleTemporaryFiles(dir: string): Promise<number> {
   for (const name of names) {
     const match = TEMPORARY_FILE.exec(name);
     const path = join(dir, name);
-    if (!match || liveTemporaryFiles.has(path) || !processIsGone(Number(match[1]))) continue;
+    if (!match || isLiveTemporaryFile(path) || !processIsGone(Number(match[1]))) continue;
     const info = await lstat(path).catch(() => undefined);
     if (!info?.isFile()) continue;
     await rm(path, { force: true });
@@ -121,117 +106,27 @@ export async function removeStaleTemporaryFiles(dir: string): Promise<number> {
   return removed;
 }
 
-/** Makes a rename in `dir` durable; a file system that cannot sync a folder is left as it is. */
-function syncFolder(dir: string): void {
-  let fd: number | undefined;
-  try {
-    fd = openSync(dir, 'r');
-    fsyncSync(fd);
-  } catch {
-    // EISDIR/EINVAL/EPERM on platforms or file systems without folder fsync.
-  } finally {
-    if (fd !== undefined) closeSync(fd);
-  }
-}
-
-/** Renames a finished temporary file into place and makes the rename durable. */
-async function commitTemporary(temporary: string, path: string): Promise<void> {
-  try {
-    await rename(temporary, path);
-  } catch (error) {
-    const code = (error as NodeJS.ErrnoException).code;
-    const why = code === 'EISDIR' || code === 'ENOTEMPTY' || code === 'EEXIST' ? 'a folder is in the way' : (error as Error).message;
-    throw new PublishOutputError(`${path}: cannot write: ${why}`, path, error);
-  }
-  liveTemporaryFiles.delete(temporary);
-  syncFolder(dirname(path));
-}
-
-async function discardTemporary(temporary: string): Promise<void> {
-  await rm(temporary, { force: true });
-  liveTemporaryFiles.delete(temporary);
+/**
+ * What a publish writes goes through core/node/atomic-write.ts (temporary file created
+ * exclusively, fsync, rename, fsync of the folder); this file words its failures.
+ */
+function outputError(path: string, error: unknown): unknown {
+  // Only the file system's own errors: a reader's failure (a changed input file) stays as it is.
+  if (typeof (error as NodeJS.ErrnoException)?.syscall !== 'string') return error;
+  const code = (error as NodeJS.ErrnoException).code;
+  const why = code === 'EISDIR' || code === 'ENOTEMPTY' || code === 'EEXIST' ? 'a folder is in the way' : (error as Error).message;
+  return new PublishOutputError(`${path}: cannot write: ${why}`, path, error);
 }
 
 /**
- * Writes `bytes` to `path` through a temporary file, fsync and a rename (then an fsync of the
- * folder): a reader sees the old file or the whole new one, also after a crash. A link at
- * `path` is replaced, never written through.
+ * Writes `bytes` to `path` atomically: a reader sees the old file or the whole new one, also
+ * after a crash. A link at `path` is replaced, never written through.
  */
-export async function writeFileAtomic(path: string, bytes: Uint8Array | string): Promise<void> {
-  const temporary = temporaryName(path);
+export async function writeFileAtomic(path: string, bytes: Uint8Array | string, pace: Pace = createPace()): Promise<void> {
   try {
-    await writeWhole(temporary, typeof bytes === 'string' ? Buffer.from(bytes) : bytes);
-    await commitTemporary(temporary, path);
+    await writeAtomic(path, bytes, { pace });
   } catch (error) {
-    await discardTemporary(temporary);
-    throw error;
-  }
-}
-
-/**
- * File I/O in publishing is synchronous, in slices: on a page-cached disk a thread-pool round
- * trip per call costs more than the call, and 128 KiB writes cost the kernel less than one
- * 16 MiB write (measured on the bench:publish tree, see BENCHMARKS.md). After every few MiB the
- * event loop gets a turn, so a publish never holds it for long.
- */
-const WRITE_SLICE_BYTES = 128 * 1024;
-const YIELD_EVERY_BYTES = 4 * 1024 * 1024;
-let bytesSinceYield = 0;
-
-async function paced(bytes: number): Promise<void> {
-  bytesSinceYield += bytes;
-  if (bytesSinceYield < YIELD_EVERY_BYTES) return;
-  bytesSinceYield = 0;
-  await new Promise<void>((resolve) => setImmediate(resolve));
-}
-
-async function writeAll(fd: number, bytes: Uint8Array): Promise<void> {
-  for (let at = 0; at < bytes.length; ) {
-    const slice = Math.min(bytes.length - at, WRITE_SLICE_BYTES);
-    at += writeSync(fd, bytes, at, slice);
-    await paced(slice);
-  }
-}
-
-/**
- * Creates the temporary file `path` (never an existing file or a link: O_EXCL) and notes it for
- * removeOwnTemporaryFilesSync.
- */
-function createTemporary(path: string): number {
-  liveTemporaryFiles.add(path);
-  try {
-    return openSync(path, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL, 0o644);
-  } catch (error) {
-    liveTemporaryFiles.delete(path);
-    throw new PublishOutputError(`${path}: cannot create: ${(error as Error).message}`, path, error);
-  }
-}
-
-/** Writes `bytes` to a new temporary file at `path`, on disk (fsync) before it is renamed. */
-async function writeWhole(path: string, bytes: Uint8Array): Promise<void> {
-  const fd = createTemporary(path);
-  try {
-    await writeAll(fd, bytes);
-    fsyncSync(fd);
-  } finally {
-    closeSync(fd);
-  }
-}
-
-async function writeStreamAtomic(chunks: AsyncIterable<Uint8Array>, directory: string): Promise<string> {
-  const temporary = temporaryName(join(directory, '.incoming.awkb'));
-  const fd = createTemporary(temporary);
-  let isOpen = true;
-  try {
-    for await (const chunk of chunks) await writeAll(fd, chunk);
-    fsyncSync(fd);
-    isOpen = false;
-    closeSync(fd);
-    return temporary;
-  } catch (error) {
-    if (isOpen) closeSync(fd);
-    await discardTemporary(temporary);
-    throw error;
+    throw outputError(path, error);
   }
 }
 
@@ -276,20 +171,20 @@ async function makeFolder(dir: string, what: string): Promise<void> {
 
 /**
  * Makes the out folder and the bundle folder below it. The bundle folder must stay inside the
- * out folder once links are followed: a publish never writes outside --out.
+ * out folder once links are followed: a publish never writes outside its out folder.
  */
 async function prepareOutFolder(outDir: string, bundleDir: string): Promise<void> {
   await makeFolder(outDir, 'out folder');
   await makeFolder(bundleDir, 'bundle folder');
   const [realOut, realBundles] = await Promise.all([realpath(outDir), realpath(bundleDir)]);
   if (!isInside(realBundles, realOut)) {
-    throw new PublishOutputError(`${bundleDir}: a symbolic link leads outside the out folder ${outDir} (to ${realBundles}); a publish never writes outside --out`, bundleDir);
+    throw new PublishOutputError(`${bundleDir}: a symbolic link leads outside the out folder ${outDir} (to ${realBundles}); a publish never writes outside its out folder`, bundleDir);
   }
 }
 
 /** Refuses (or, when allowed, reports) paths that collide on case-insensitive hosts. */
-function checkPathCollisions(index: LooseIndex, options: PublishOptions): void {
-  const collisions = pathCollisions(index.files.map((entry) => entry.path));
+export function checkPathCollisions(paths: string[], options: Pick<PublishOptions, 'allowCaseCollisions' | 'onWarning'>): void {
+  const collisions = pathCollisions(paths);
   if (collisions.length === 0) return;
   const pairs = collisions.map(([a, b]) => `${JSON.stringify(a)} and ${JSON.stringify(b)}`);
   if (options.allowCaseCollisions) {
@@ -298,7 +193,7 @@ function checkPathCollisions(index: LooseIndex, options: PublishOptions): void {
   }
   throw new PublishInputError(
     `paths that differ only by case or Unicode normalization collide on case-insensitive hosts (macOS, Windows): ${pairs.join('; ')}. ` +
-      'Rename one of each pair, or publish anyway with allowCaseCollisions (--allow-case-collisions)',
+      'Rename one of each pair, or publish anyway with the allowCaseCollisions option',
     collisions[0]![0],
   );
 }
@@ -306,31 +201,59 @@ function checkPathCollisions(index: LooseIndex, options: PublishOptions): void {
 export function checkBundleUrlPrefix(prefix: string): void {
   if (prefix === '') return;
   const reason = unsafePathReason(prefix.replace(/\/+$/, ''));
-  if (reason !== undefined) throw new InvalidOptionError('urlPrefix', `--url-prefix ${JSON.stringify(prefix)} must be a relative folder below the out folder: ${reason}`);
+  if (reason !== undefined) throw new InvalidOptionError('bundleUrlPrefix', `bundleUrlPrefix ${JSON.stringify(prefix)} must be a relative folder below the out folder: ${reason}`);
 }
 
 /** node:crypto for every hash the writer computes: synchronous, no copies, ~1.8 GB/s with SHA-NI. */
 export const nodeBundleHashing: BundleHashing = { digest: sha256HexNode, incremental: nodeSha256 };
 
 export async function publishToDirectory(options: PublishOptions): Promise<PublishSummary> {
-  // For progress reports: the sizes of the planned bundles, from the writer's own plan.
-  let bundleBytes: number[] = [];
-  let bytesTotal = 0;
+  if (!options.locate === !options.read) throw new TypeError('publishToDirectory takes either locate or read (exactly one)');
+  checkPathCollisions(options.looseIndex.files.map((entry) => entry.path), options);
+  return publishBundles(options, ({ writer, store, pace }) => {
+    const read = options.locate ? recyclingDiskReader(options.locate, pace) : options.read;
+    return writer.write(options.looseIndex, read, store);
+  });
+}
+
+/** What publishBundles gives the code that makes the bundles. */
+export interface BundleProduction {
+  writer: BundleWriter;
+  /** Hand each finished bundle here, in order, awaiting it: it lands in the out folder. */
+  store: (bundle: FinishedBundle) => Promise<void>;
+  /** The publish's own pace for synchronous file I/O (atomic-write.ts). */
+  pace: Pace;
+}
+
+/** The options publishBundles reads: the writer's, the out folder, progress. */
+export type PublishBundlesOptions = BundleWriterOptions & Pick<PublishOptions, 'outDir' | 'onProgress'> & {
+  /** When the plan is made a bundle at a time: the input's bytes, the progress total meanwhile. */
+  expectedBytes?: number;
+};
+
+/**
+ * The out-folder half of a publish: prepares the out folder, removes stale temporary files,
+ * stores each bundle `produce` hands over (skipping ones already there, rewriting damaged
+ * ones), and writes the index `produce` resolves to, last and atomically.
+ */
+export async function publishBundles(options: PublishBundlesOptions, produce: (production: BundleProduction) => Promise<BundledIndex>): Promise<PublishSummary> {
+  // For progress reports: the sizes of the planned bundles, from the writer's own plan(s).
+  const bundleBytes: number[] = [];
+  let bytesTotal = options.expectedBytes ?? 0;
   const writer = new BundleWriter({
     ...options,
     hashing: options.hashing ?? nodeBundleHashing,
     // `store` below has written a bundle's bytes out when it resolves: the writer may reuse them.
     reuseBuffers: options.reuseBuffers ?? true,
     onPlan: (plans) => {
-      bundleBytes = plans.map((plan) => plan.dataBytes);
-      bytesTotal = bundleBytes.reduce((sum, bytes) => sum + bytes, 0);
+      bundleBytes.push(...plans.map((plan) => plan.dataBytes));
+      bytesTotal = Math.max(options.expectedBytes ?? 0, bundleBytes.reduce((sum, bytes) => sum + bytes, 0));
       options.onPlan?.(plans);
     },
   });
-  // A reader from diskReader streams through reused buffers here (see recycledChunks).
-  const read = recyclingReaders.get(options.read) ?? options.read;
+  // One pace per publish: concurrent publishes in one process never share a count.
+  const pace = createPace();
   checkBundleUrlPrefix(writer.bundleUrlPrefix);
-  checkPathCollisions(options.looseIndex, options);
   const bundleDir = join(options.outDir, ...writer.bundleUrlPrefix.split('/').filter(Boolean));
   await prepareOutFolder(options.outDir, bundleDir);
   const staleTemporaryFilesRemoved = (await removeStaleTemporaryFiles(bundleDir)) + (bundleDir === options.outDir ? 0 : await removeStaleTemporaryFiles(options.outDir));
@@ -342,7 +265,8 @@ export async function publishToDirectory(options: PublishOptions): Promise<Publi
     try {
       let sha256: string;
       if (bundle.kind === 'stream') {
-        temporary = await writeStreamAtomic(bundle.chunks, bundleDir);
+        // Not reworded: a failure here is as likely the input file's as the out folder's.
+        temporary = await writeStreamToTemporary(bundle.chunks, join(bundleDir, '.incoming.awkb'), pace);
         sha256 = (await bundle.finished).sha256;
       } else sha256 = bundle.sha256;
       const url = writer.bundleUrl(sha256);
@@ -356,49 +280,57 @@ export async function publishToDirectory(options: PublishOptions): Promise<Publi
         if (temporary) await discardTemporary(temporary);
       } else {
         if (existing === 'damaged') summary.rewrittenBundles.push(url);
-        if (temporary) await commitTemporary(temporary, path);
-        else await writeFileAtomic(path, (bundle as { bytes: Uint8Array }).bytes);
+        if (temporary) await commitTemporary(temporary, path).catch((error: unknown) => {
+          throw outputError(path, error);
+        });
+        else await writeFileAtomic(path, (bundle as { bytes: Uint8Array }).bytes, pace);
         summary.newBundles++;
         summary.newBytes += bundle.sizeBytes;
       }
     } catch (error) {
-      if (temporary !== undefined && liveTemporaryFiles.has(temporary)) await discardTemporary(temporary);
+      if (temporary !== undefined && isLiveTemporaryFile(temporary)) await discardTemporary(temporary);
       throw error;
     }
     bytesDone += bundleBytes[summary.bundles - 1] ?? 0;
     options.onProgress?.({ bundlesDone: summary.bundles, bundlesTotal: bundleBytes.length, bytesDone, bytesTotal });
   };
 
-  const index = await writer.write(options.looseIndex, read, store);
+  const index = await produce({ writer, store, pace });
   const indexPath = join(options.outDir, INDEX_FILE_NAME);
   // Last, and atomically: the index appears only once every bundle it names is in place.
-  await writeFileAtomic(indexPath, serializeIndex(index));
+  await writeFileAtomic(indexPath, serializeIndex(index), pace);
   return { index, indexPath, ...summary };
 }
 
 /**
  * Reads project files from disk: `<root>/<path>`, or an explicit path per project path. Reads
- * straight into the bundle when the writer offers a place (`into`), streams large files.
+ * straight into the bundle when the writer offers a place (`into`), streams large files. For a
+ * `BundleWriter` of your own; `publishToDirectory` takes `locate` and reads by itself.
  */
 export function diskReader(locate: (entry: LooseFileEntry) => string): ReadProjectFile {
-  const reader: ReadProjectFile = (entry, { stream, into }) => {
+  const pace = createPace();
+  return (entry, { stream, into }) => {
     const path = locate(entry);
     if (stream) return createReadStream(path, { highWaterMark: STREAM_CHUNK_BYTES });
-    return into ? readFileInto(path, into) : readFile(path);
+    return into ? readFileInto(path, into, pace) : readFile(path);
   };
-  // publishToDirectory writes each chunk out before it asks for the next, so there it can
-  // stream through two reused buffers instead of a new one per chunk.
+}
+
+/**
+ * publishToDirectory's reader: it writes each chunk out before it asks for the next, so large
+ * files stream through two reused buffers instead of a new one per chunk. Only for a consumer
+ * that is done with each chunk when it asks for the next (publishBundles' `store`).
+ */
+export function recyclingDiskReader(locate: (entry: LooseFileEntry) => string, pace: Pace): ReadProjectFile {
   const spare: Buffer[][] = []; // stream buffers between files
-  recyclingReaders.set(reader, (entry, { stream, into }) => {
+  return (entry, { stream, into }) => {
     const path = locate(entry);
     if (stream) return recycledChunks(path, spare);
-    return into ? readFileInto(path, into) : readFile(path);
-  });
-  return reader;
+    return into ? readFileInto(path, into, pace) : readFile(path);
+  };
 }
 
 const STREAM_CHUNK_BYTES = 1 << 20;
-const recyclingReaders = new WeakMap<ReadProjectFile, ReadProjectFile>();
 
 /**
  * The file's bytes as chunks read through two buffers in turn, the next chunk read while the
@@ -431,10 +363,10 @@ const probe = Buffer.alloc(1); // only the count of bytes read into it matters
 
 /**
  * Reads the file at `path` into `into`, which is as long as the loose index says the file is
- * (synchronously: see `paced`). A shorter file gives the part of `into` it filled; a larger
+ * (synchronously, see atomic-write.ts; `pace` gives the event loop a turn). A shorter file gives the part of `into` it filled; a larger
  * one gives all its bytes, in a buffer of their own: either way the writer names the mismatch.
  */
-async function readFileInto(path: string, into: Uint8Array): Promise<Uint8Array> {
+async function readFileInto(path: string, into: Uint8Array, pace: Pace): Promise<Uint8Array> {
   const fd = openSync(path, 'r');
   let filled = 0;
   try {
@@ -447,7 +379,7 @@ async function readFileInto(path: string, into: Uint8Array): Promise<Uint8Array>
   } finally {
     closeSync(fd);
   }
-  await paced(filled);
+  await pace(filled);
   return filled === into.length ? into : into.subarray(0, filled);
 }
 
@@ -460,7 +392,7 @@ export function looseFileLocator(indexFile: string, root?: string): (entry: Loos
   const base = pathToFileURL(join(dirname(indexFile), '/'));
   return (entry) => {
     const url = new URL(entry.url, base);
-    if (url.protocol !== 'file:') throw new PublishInputError(`${entry.path}: url ${JSON.stringify(entry.url)} is not a local file; pass --root <folder>`, entry.path);
+    if (url.protocol !== 'file:') throw new PublishInputError(`${entry.path}: url ${JSON.stringify(entry.url)} is not a local file: give the folder that holds the files (root)`, entry.path);
     return fileURLToPath(url);
   };
 }

@@ -100,6 +100,12 @@ export interface BundleWriterOptions {
    */
   reuseBuffers?: boolean;
   /**
+   * With `reuseBuffers`: keep the reused memory from one `write` call to the next (for a caller
+   * that writes a project a bundle at a time), until `releaseBuffers()`. Default false: each
+   * `write` lets its buffers go when it ends.
+   */
+  keepBuffersBetweenWrites?: boolean;
+  /**
    * 1 (the default): one bundle in memory at a time, as SPEC §6 asks. 2: while `onBundle`
    * works on one bundle, the files of the next are already read into a second one: ~10%
    * faster on a local disk, for twice the memory.
@@ -128,6 +134,8 @@ export class BundleWriter {
   private readonly digest: (bytes: Uint8Array) => string | Promise<string>;
   private readonly incremental: (() => IncrementalSha256) | undefined;
   private readonly reuseBuffers: boolean;
+  private readonly keepBuffers: boolean;
+  private keptPool: BufferPool | undefined;
   private readonly bundlesInMemory: 1 | 2;
   private readonly onPlan: ((plans: readonly PlannedBundle[]) => void) | undefined;
 
@@ -145,6 +153,7 @@ export class BundleWriter {
     this.digest = options.hashing?.digest ?? sha256Hex;
     this.incremental = options.hashing?.incremental;
     this.reuseBuffers = options.reuseBuffers ?? false;
+    this.keepBuffers = options.keepBuffersBetweenWrites ?? false;
     if (options.bundlesInMemory !== undefined && options.bundlesInMemory !== 1 && options.bundlesInMemory !== 2) throw new InvalidOptionError('bundlesInMemory', `bundlesInMemory must be 1 or 2, got ${String(options.bundlesInMemory)}`);
     this.bundlesInMemory = options.bundlesInMemory ?? 1;
     this.onPlan = options.onPlan;
@@ -171,7 +180,7 @@ export class BundleWriter {
     this.onPlan?.(plans);
     const bundles: BundledIndex['bundles'] = [];
     const files: BundledFileEntry[] = [];
-    const pool = this.reuseBuffers ? new BufferPool() : undefined;
+    const pool = !this.reuseBuffers ? undefined : this.keepBuffers ? (this.keptPool ??= new BufferPool()) : new BufferPool();
     let handing: Promise<void> | undefined; // the onBundle call under way, if any
     const handed = async () => {
       const pending = handing;
@@ -215,7 +224,7 @@ export class BundleWriter {
       await handed();
       throw error;
     } finally {
-      pool?.dispose();
+      if (!this.keepBuffers) pool?.dispose();
     }
     return {
       formatVersion: 3,
@@ -224,6 +233,12 @@ export class BundleWriter {
       bundles,
       files,
     };
+  }
+
+  /** Lets the memory kept by `keepBuffersBetweenWrites` go. */
+  releaseBuffers(): void {
+    this.keptPool?.dispose();
+    this.keptPool = undefined;
   }
 
   bundleUrl(sha256: string): string {

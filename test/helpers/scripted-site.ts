@@ -9,7 +9,7 @@ import { createServer, type IncomingHttpHeaders, type ServerResponse } from 'nod
 import type { AddressInfo, Socket } from 'node:net';
 import { join } from 'node:path';
 import type { BundledIndex } from '../../core/index.js';
-import { diskReader, looseFileLocator, looseIndexFromFolder, publishToDirectory } from '../../core/node/index.js';
+import { looseFileLocator, looseIndexFromFolder, publishToDirectory } from '../../core/node/index.js';
 import { temporaryDir } from './cli';
 
 export interface PublishedSite {
@@ -51,7 +51,7 @@ export async function publishSite(folders: number, filesPerFolder: number, fileB
   const { index: looseIndex } = await looseIndexFromFolder(tree);
   writeFileSync(join(dir, 'loose.index.json'), JSON.stringify(looseIndex));
   const out = join(dir, 'out');
-  const { index } = await publishToDirectory({ looseIndex, read: diskReader(looseFileLocator(join(dir, 'loose.index.json'), tree)), outDir: out });
+  const { index } = await publishToDirectory({ looseIndex, locate: looseFileLocator(join(dir, 'loose.index.json'), tree), outDir: out });
   const resources = new Map<string, Uint8Array>([['/project.index.json', new Uint8Array(readFileSync(join(out, 'project.index.json')))]]);
   for (const bundle of index.bundles) resources.set(`/${bundle.url}`, new Uint8Array(readFileSync(join(out, bundle.url))));
   return { index, resources, files };

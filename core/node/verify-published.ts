@@ -1,0 +1,136 @@
+/**
+ * Checking a published folder against its index (SPEC §5–6): what `awake-bundle verify` runs,
+ * for scripts and CI that would rather call a function.
+ */
+import { readFile, stat } from 'node:fs/promises';
+import { join } from 'node:path';
+import { BundleIntegrityError } from '../errors.js';
+import { decodeBundle, layoutBundle } from '../format/awkb.js';
+import { unsafePathReason } from '../format/paths.js';
+import { entryKey, parseProjectIndexJson, serializeIndex, type BundledFileEntry, type ProjectIndex } from '../format/project-index.js';
+import { verifyBundle, type ExpectedMember } from '../read/verify.js';
+import { sha256HexNode } from './hash.js';
+import { INDEX_FILE_NAME } from './publish.js';
+
+function localPath(base: string, url: string): string | undefined {
+  let decoded: string;
+  try {
+    decoded = url.split('/').map(decodeURIComponent).join('/');
+  } catch {
+    return undefined;
+  }
+  return unsafePathReason(decoded) === undefined ? join(base, ...decoded.split('/')) : undefined;
+}
+
+async function readIfPresent(path: string): Promise<Uint8Array | undefined> {
+  try {
+    return await readFile(path);
+  } catch {
+    return undefined;
+  }
+}
+
+/** What `verifyPublished` found. */
+export interface VerifyPublishedResult {
+  /** One line per problem, each naming its place (`bundles[0] (bundles/<sha256>.awkb)`, `files[3] (path)`); empty when all is well. */
+  problems: string[];
+  /** Bundles the index lists. */
+  bundles: number;
+  /** Files the index lists. */
+  files: number;
+  /** The index, when it could be read and parsed. */
+  index?: ProjectIndex;
+}
+
+/**
+ * Checks a published folder (or its `project.index.json`) as `awake-bundle verify` does: the
+ * index (rules and canonical JSON), every bundle (present, size, SHA-256, header, table,
+ * canonical layout, SPEC §5–6), every member and every loose file in the folder against its
+ * entry. Never throws for what it finds: every problem is a line in `problems`; a damaged
+ * member is named with its own offset, size and SHA-256 beside what the index says.
+ */
+export async function verifyPublished(target: string): Promise<VerifyPublishedResult> {
+  const problems: string[] = [];
+  const isDir = (await stat(target).catch(() => undefined))?.isDirectory() ?? false;
+  const indexPath = isDir ? join(target, INDEX_FILE_NAME) : target;
+  const base = isDir ? target : join(target, '..');
+  const text = await readFile(indexPath, 'utf8').catch(() => undefined);
+  if (text === undefined) return { problems: [`${indexPath}: missing or unreadable`], bundles: 0, files: 0 };
+  let index: ProjectIndex;
+  try {
+    index = parseProjectIndexJson(text, { url: indexPath });
+  } catch (error) {
+    return { problems: [(error as Error).message], bundles: 0, files: 0 };
+  }
+  if (serializeIndex(index) !== text) problems.push(`${indexPath}: not in canonical form (key order, sorted files, two-space indent, final newline)`);
+
+  const bundles = index.formatVersion === 3 ? index.bundles : [];
+  for (const [i, bundle] of bundles.entries()) {
+    const where = `bundles[${i}] (${bundle.url})`;
+    const path = localPath(base, bundle.url);
+    if (!path) {
+      problems.push(`${where}: url is not a relative path inside the published folder`);
+      continue;
+    }
+    const bytes = await readIfPresent(path);
+    if (!bytes) {
+      problems.push(`${where}: missing`);
+      continue;
+    }
+    if (!bundle.url.endsWith(`${bundle.sha256}.awkb`)) problems.push(`${where}: url does not end with <sha256>.awkb`);
+    const members: ExpectedMember[] = (index.files as BundledFileEntry[])
+      .filter((entry) => entry.bundle === bundle.sha256)
+      .map((entry) => ({ key: entryKey(entry), offset: entry.offset!, sizeBytes: entry.sizeBytes, sha256: entry.sha256 }));
+    try {
+      await verifyBundle(bytes, bundle, members, bundle.url);
+    } catch (error) {
+      if (!(error instanceof BundleIntegrityError)) throw error;
+      if (error.damaged.length > 0) {
+        problems.push(...damagedMemberProblems(bytes, members, error.damaged, where));
+        // verifyBundle words a table or header problem found beside damaged members as "; also …".
+        if (error.message.includes('; also ')) problems.push(`${where}: ${error.message.slice(error.message.indexOf('; also ') + 7)}`);
+      } else {
+        const actual = sha256HexNode(bytes);
+        problems.push(`${where}: ${error.message}${actual !== bundle.sha256 ? ` (its ${bytes.length} bytes hash to ${actual}; the index says ${bundle.sizeBytes} bytes, ${bundle.sha256})` : ''}`);
+      }
+      continue;
+    }
+    problems.push(...canonicalLayoutProblems(bytes, members, where));
+  }
+
+  for (const [i, entry] of index.files.entries()) {
+    if (entry.url === undefined) continue;
+    const where = `files[${i}] (${entryKey(entry)})`;
+    const path = localPath(base, entry.url);
+    if (!path) continue; // a loose file elsewhere (another origin) is not part of this folder
+    const bytes = await readIfPresent(path);
+    if (!bytes) problems.push(`${where}: missing at ${entry.url}`);
+    else if (bytes.length !== entry.sizeBytes) problems.push(`${where}: ${bytes.length} bytes, the index says ${entry.sizeBytes}`);
+    else if (sha256HexNode(bytes) !== entry.sha256) problems.push(`${where}: SHA-256 differs from the index`);
+  }
+  return { problems, bundles: bundles.length, files: index.files.length, index };
+}
+
+/** A bundle must be exactly what the writer makes of its members (SPEC §5), and hold only listed members. */
+function canonicalLayoutProblems(bytes: Uint8Array, members: ExpectedMember[], where: string): string[] {
+  const decoded = decodeBundle(bytes);
+  const listed = new Set(members.map((member) => member.key));
+  const problems = decoded.records.filter((record) => !listed.has(record.key)).map((record) => `${where}: member ${JSON.stringify(record.key)} is in the bundle but not in the index`);
+  const layout = layoutBundle(decoded.records);
+  const canonical = layout.sizeBytes === bytes.length && layout.records.every((record, i) => record.offset === decoded.records[i]!.offset);
+  if (!canonical) problems.push(`${where}: not in the canonical layout (content order, sharing or padding differs from SPEC §5)`);
+  return problems;
+}
+
+/** Each damaged member named with its own bytes: where it lies, what they hash to, what the index says. */
+function damagedMemberProblems(bytes: Uint8Array, members: ExpectedMember[], damaged: string[], where: string): string[] {
+  return damaged.map((key) => {
+    const member = members.find((candidate) => candidate.key === key)!;
+    const end = member.offset + member.sizeBytes;
+    const found =
+      end > bytes.length
+        ? `the bundle ends at byte ${bytes.length}, before the member's end at ${end}`
+        : `its ${member.sizeBytes} bytes hash to ${sha256HexNode(bytes.subarray(member.offset, end))}`;
+    return `${where}: member ${JSON.stringify(key)} at offset ${member.offset} is damaged: ${found}; the index says ${member.sizeBytes} bytes, ${member.sha256}`;
+  });
+}
