@@ -9,7 +9,8 @@
 // Two cases: `whole` (`deltaReads: false`: each changed bundle whole) and `delta` (the default:
 // ranges of the members the cache lacks). Requests and bytes are counted by the server.
 //
-//   node bench/delta.mjs [--runs 3] [--latency 40] [--out .bench/delta/results.json] [--no-write]
+//   node bench/delta.mjs [--runs 3] [--latency 40] [--bandwidth 0|100] [--out .bench/delta-results.json] [--no-write]
+//   node bench/delta.mjs --report [--out .bench/delta-results.json]   # BENCHMARKS.md from a saved run
 //
 // Prints a table and (unless --no-write) writes it into BENCHMARKS.md, section "Delta downloads".
 // Plain Node + puppeteer-core, no assertions: it prints numbers.
@@ -28,7 +29,12 @@ const MB = 1e6;
 const PROJECT = { name: 'small4k', shape: 'scene', files: 4000, seed: 0x5eed0004 };
 /** Every 100th file changes (1%): the files' folders are drawn at random, so these spread over them. */
 const CHANGED_EVERY = 100;
-const CASES = { whole: { label: 'whole changed bundles (deltaReads: false)', deltaReads: false }, delta: { label: 'delta ranges (default)', deltaReads: undefined } };
+const CASES = {
+  whole: { label: 'whole changed bundles (`deltaReads: false`)', deltaReads: false },
+  delta: { label: 'delta ranges, defaults (gap 64 KiB, ≤ 4 per bundle)', deltaReads: undefined },
+  // The other end of the trade: about one request per changed file, about no byte wasted.
+  fine: { label: 'delta ranges, `{ maxRangesPerBundle: 16, maxGapBytes: 4096 }`', deltaReads: { maxRangesPerBundle: 16, maxGapBytes: 4096 } },
+};
 const CHROMIUM_ARGS = ['--headless=new', '--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'];
 
 const args = process.argv.slice(2);
@@ -38,7 +44,10 @@ const option = (name, fallback) => {
 };
 const runs = Number(option('runs', '3'));
 const latencyMs = Number(option('latency', '40'));
-const out = option('out', join(DIR, 'results.json'));
+/** Chromium's emulated download rate in Mbit/s; 0: none. */
+const mbit = Number(option('bandwidth', '0'));
+// Outside DIR, which every run generates again.
+const out = option('out', join(ROOT, '.bench', 'delta-results.json'));
 
 /** v1 (the bytes of bench/reader.mjs's small4k) and v2 (1% changed) as folders of loose files. */
 function writeVersions() {
@@ -78,7 +87,7 @@ const PAGE = `<!doctype html><meta charset="utf-8"><title>delta bench</title><li
 globalThis.load = async ({ indexUrl, deltaReads }) => {
   const core = await import('awake-bundle');
   const started = performance.now();
-  const source = await core.IndexedAssetSource.open({ indexUrl, cache: await core.openBrowserCache(), ...(deltaReads === false ? { deltaReads } : {}) });
+  const source = await core.IndexedAssetSource.open({ indexUrl, cache: await core.openBrowserCache(), ...(deltaReads !== undefined ? { deltaReads } : {}) });
   const paths = source.paths();
   let progress;
   const prefetch = source.prefetch(paths, { onProgress: (p) => (progress = p) });
@@ -126,7 +135,7 @@ async function sample(id, serve) {
     await open();
     await page.evaluate((input) => globalThis.load(input), { indexUrl: '/v1/project.index.json' });
     await open();
-    await session.send('Network.emulateNetworkConditions', { offline: false, latency: latencyMs, downloadThroughput: -1, uploadThroughput: -1 });
+    await session.send('Network.emulateNetworkConditions', { offline: false, latency: latencyMs, downloadThroughput: mbit > 0 ? (mbit * MB) / 8 : -1, uploadThroughput: mbit > 0 ? (mbit * MB) / 8 : -1 });
     const mark = serve.lines.length;
     const result = await page.evaluate((input) => globalThis.load(input), { indexUrl: '/v2/project.index.json', deltaReads: CASES[id].deltaReads });
     await new Promise((wake) => setTimeout(wake, 200)); // the access log is written when each response closes
@@ -167,19 +176,19 @@ function summarize(id, samples, v2) {
 }
 
 function table(results) {
-  const { changedFiles, changedBytes, changedBundles, changedBundleBytes, bundles, indexBytes, latencyMs: latency, runs: n } = results.setup;
+  const { changedFiles, changedBytes, changedBundles, changedBundleBytes, bundles, indexBytes, latencyMs: latency, mbit: rate, runs: n } = results.setup;
   const mb = (bytes) => (bytes / MB).toFixed(3);
   const rows = results.cases.map((c) => `| ${c.label} | ${(c.ms / 1000).toFixed(2)} (${(c.minMs / 1000).toFixed(2)}–${(c.maxMs / 1000).toFixed(2)}) | ${c.requests} | ${c.bundleRequests} (${c.partial} × 206) | ${c.maxPerBundle} | ${mb(c.bytes)} | ${mb(c.bundleBytes)} | ${(c.bundleBytes / changedBytes).toFixed(3)} | ${((c.bytes) / (changedBytes + indexBytes)).toFixed(3)} |`);
   const delta = results.cases.find((c) => c.id === 'delta');
   const aimBytes = 1.1 * changedBytes + indexBytes;
   return [
-    `v2 changes ${changedFiles} of 4,000 files (every 100th: ${changedBundles} of ${bundles} bundles change, ${mb(changedBundleBytes)} MB together); the changed files hold ${mb(changedBytes)} MB; v2's index is ${mb(indexBytes)} MB. ${latency} ms latency (Chromium emulation), no rate limit; medians of ${n} runs, each on a fresh profile whose IndexedDB holds v1.`,
+    `v2 changes ${changedFiles} of 4,000 files (every 100th: ${changedBundles} of ${bundles} bundles change, ${mb(changedBundleBytes)} MB together); the changed files hold ${mb(changedBytes)} MB; v2's index is ${mb(indexBytes)} MB. ${latency} ms latency and ${rate > 0 ? `${rate} Mbit/s` : 'no rate limit'} (Chromium's emulation); medians of ${n} runs, each on a fresh profile whose IndexedDB holds v1.`,
     '',
     '| case | v2 load, median s (min–max) | requests | bundle requests (ranges) | most requests for one bundle | MB downloaded | of which bundles, MB | bundles ÷ changed files\' bytes | all ÷ (changed bytes + index) |',
     '|:--|--:|--:|--:|--:|--:|--:|--:|--:|',
     ...rows,
     '',
-    delta ? `Aim (issue 11): the delta load downloads at most 1.1 × the changed files' bytes + the index (${mb(aimBytes)} MB): ${mb(delta.bytes)} MB, ${delta.bytes <= aimBytes ? 'met' : 'NOT met'}; at most 4 requests per changed bundle: ${delta.maxPerBundle}, ${delta.maxPerBundle <= 4 ? 'met' : 'NOT met'}.` : '',
+    ...results.cases.filter((c) => c.id !== 'whole').map((c) => `- Aim (issue 11), ${c.label}: at most 1.1 × the changed files' bytes + the index (${mb(aimBytes)} MB): ${mb(c.bytes)} MB, ${c.bytes <= aimBytes ? 'met' : 'NOT met'}; at most 4 requests per changed bundle: ${c.maxPerBundle}, ${c.maxPerBundle <= 4 ? 'met' : 'NOT met'}.`),
   ].join('\n');
 }
 
@@ -197,6 +206,13 @@ function writeBenchmarks(results) {
 }
 
 async function main() {
+  if (args.includes('--report')) {
+    // Writes BENCHMARKS.md from a results file of an earlier run.
+    const results = JSON.parse(readFileSync(out, 'utf8'));
+    console.log(table(results));
+    writeBenchmarks(results);
+    return;
+  }
   if (!existsSync(CLI)) throw new Error('dist/ is missing: npm run build first (npm run bench:delta does)');
   const started = Date.now();
   const { changed } = writeVersions();
@@ -208,15 +224,16 @@ async function main() {
   const setup = {
     changedFiles: changed.length, changedBytes: changed.reduce((sum, file) => sum + file.sizeBytes, 0),
     bundles: v2.index.bundles.length, changedBundles: changedBundles.length, changedBundleBytes: changedBundles.reduce((sum, bundle) => sum + bundle.sizeBytes, 0),
-    indexBytes: v2.indexBytes, latencyMs, runs,
+    indexBytes: v2.indexBytes, latencyMs, mbit, runs,
   };
   console.error(`generated and published in ${((Date.now() - started) / 1000).toFixed(1)} s: ${JSON.stringify(setup)}`);
   const serve = await startServe();
-  const samples = { whole: [], delta: [] };
+  const ids = Object.keys(CASES);
+  const samples = Object.fromEntries(ids.map((id) => [id, []]));
   try {
     for (let round = 0; round < runs; round++) {
       // A different case first each round.
-      for (const id of round % 2 === 0 ? ['whole', 'delta'] : ['delta', 'whole']) {
+      for (const id of [...ids.slice(round % ids.length), ...ids.slice(0, round % ids.length)]) {
         const result = await sample(id, serve);
         samples[id].push(result);
         console.error(`round ${round + 1} ${id}: ${(result.ms / 1000).toFixed(2)} s, ${result.lines.length} requests, ${result.lines.reduce((sum, line) => sum + line.bytes, 0)} B`);

@@ -157,6 +157,8 @@ interface Load {
   planned: Promise<number>;
   /** A delta load: it brings only the members the cache lacked; the others are read from the cache. */
   partial: boolean;
+  /** A delta load's contents, once decided; `undefined` for a load that brings every member. */
+  brings?: Set<string>;
 }
 
 /**
@@ -316,7 +318,7 @@ export class IndexedAssetSource {
     // A delta load may not bring this content (the cache had it): then read again, from the cache.
     const again = () => this.readEntry(path, entry, pinned, signal);
     const inFlight = this.loads.get(loadKey);
-    if (inFlight) return this.takeAfter(inFlight, sha256, pinned, signal, again);
+    if (inFlight && (await this.brings(inFlight, sha256, signal))) return this.takeAfter(inFlight, sha256, pinned, signal, again);
     const deciding = this.deciding.get(loadKey);
     if (deciding) {
       // A prefetch is finding out where this group comes from: go where it decides.
@@ -341,6 +343,13 @@ export class IndexedAssetSource {
     }
     // The cache just missed this content: a delta load brings it whatever the cache says now.
     return this.takeAfter(this.startLoad(loadKey, { need: sha256 }), sha256, pinned, signal, again);
+  }
+
+  /** Whether `load` brings `sha256`: a delta load brings only what the cache lacked (known once it has decided). */
+  private async brings(load: Load, sha256: string, signal: AbortSignal): Promise<boolean> {
+    if (!this.delta) return true;
+    await (signal === this.lifetime.signal ? load.planned : abortable(load.planned, signal));
+    return load.brings === undefined || load.brings.has(sha256);
   }
 
   /**
@@ -453,8 +462,9 @@ export class IndexedAssetSource {
       progress.requestsDone++;
       report(loadKey, sizes.get(loadKey)!);
       await load.stored;
-      // What a delta load did not bring, the cache holds: read it for this prefetch's reads.
-      if (keep && load.partial) await this.holdFromCache(groups.get(loadKey)!);
+      // What a delta load did not bring, the cache holds: read it for this prefetch's reads that
+      // have not happened yet (a read that comes while this is read unpins what it finds held).
+      if (keep && load.partial) await this.holdFromCache(groups.get(loadKey)!.filter((entry) => this.asked.has(entryKey(entry))));
     }).concat(fromCache));
   }
 
@@ -604,6 +614,7 @@ export class IndexedAssetSource {
         const delta = await this.deltaPlan(bundle, options.present, options.need);
         if (delta) {
           load.partial = true;
+          load.brings = new Set(delta.missing.map((entry) => entry.sha256));
           load.fetchBytes = delta.ranges.reduce((sum, range) => sum + range.length, 0);
         }
         decide(load.fetchBytes);
@@ -640,7 +651,7 @@ export class IndexedAssetSource {
    * say, or ranges that would bring more than `maxMissingFraction` of it.
    */
   private async deltaPlan(bundle: BundleEntry, present: Set<string> | undefined, need: string | undefined): Promise<DeltaPlan | undefined> {
-    if (!this.delta || originsIgnoringRanges.has(new URL(this.resolveUrl(bundle.url)).origin)) return undefined;
+    if (!this.delta || originsIgnoringRanges.has(originOf(this.resolveUrl(bundle.url)))) return undefined;
     const contents = new Map<string, Entry>();
     for (const entry of this.membersOf.get(bundle.sha256)!) if (!contents.has(entry.sha256)) contents.set(entry.sha256, entry);
     const unknown = [...contents.keys()].filter((sha256) => !this.held.has(sha256) && !present?.has(sha256));
@@ -662,7 +673,7 @@ export class IndexedAssetSource {
     const url = this.resolveUrl(bundle.url);
     const bodies = await this.fetchRanges(url, bundle, ranges, signal, onProgress);
     if (!Array.isArray(bodies)) {
-      originsIgnoringRanges.add(new URL(url).origin);
+      originsIgnoringRanges.add(originOf(url));
       return this.verifyBundleBytes(bundle, bodies.whole, url);
     }
     const inputs = bodies.length > 0 ? bodies : [new Uint8Array(0)];
@@ -1017,6 +1028,10 @@ function warnCacheErrorOnce(): (error: unknown, detail: CacheErrorDetail) => voi
 function bundleSizeError(error: unknown, bundle: BundleEntry, url: string): unknown {
   if (!(error instanceof ResponseSizeError)) return error;
   return new BundleIntegrityError('bundle', `bundle ${bundle.sha256} (${url}) is listed at ${bundle.sizeBytes} bytes; ${error.message}`, [], { url, cause: error });
+}
+
+function originOf(url: string): string {
+  return new URL(url, pageHref()).origin;
 }
 
 function pageHref(): string | undefined {
