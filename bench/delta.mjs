@@ -10,7 +10,7 @@
 // ranges of the members the cache lacks). Requests and bytes are counted by the server.
 //
 //   node bench/delta.mjs [--runs 3] [--latency 40] [--bandwidth 0|100] [--out .bench/delta-results.json] [--no-write]
-//   node bench/delta.mjs --report [--out .bench/delta-results.json]   # BENCHMARKS.md from a saved run
+//   node bench/delta.mjs --report [a.json b.json …]   # BENCHMARKS.md from saved runs (default: --out's)
 //
 // Prints a table and (unless --no-write) writes it into BENCHMARKS.md, section "Delta downloads".
 // Plain Node + puppeteer-core, no assertions: it prints numbers.
@@ -194,11 +194,13 @@ function table(results) {
 
 const SECTION = '## Delta downloads (npm run bench:delta)';
 
-function writeBenchmarks(results) {
+/** The BENCHMARKS.md section: one table per results (each a network setting), in that order. */
+function writeBenchmarks(resultsList) {
   const path = join(ROOT, 'BENCHMARKS.md');
   const text = readFileSync(path, 'utf8');
   const cpu = cpus()[0]?.model ?? 'unknown CPU';
-  const section = `${SECTION}\n\nA returning player's load (issue 11): \`node bench/delta.mjs --runs ${results.setup.runs} --latency ${results.setup.latencyMs}\` (\`npm run bench:delta\`). The small4k project (the same 4,000 files as above) is published as v1; every 100th file gets new bytes and a size within ±20% and the project is published again as v2. In headless Chromium, a fresh profile per sample, an unmeasured load fills \`openBrowserCache()\` (IndexedDB) with v1, the page reloads, and v2 is loaded (\`open\` + \`prefetch(all)\` + \`read(every path)\`, until every file is in hand) from \`serve\` (\`startStaticServer\`, Range supported). Requests and bytes as the server's access log counted them (body bytes sent). Ranges are separate requests (no multipart/byteranges), at most 4 per bundle. Machine: ${cpus().length} cores of an \`${cpu}\`.\n\n${table(results)}\n`;
+  const commands = [...resultsList.map(({ setup }, k) => `node bench/delta.mjs --runs ${setup.runs} --latency ${setup.latencyMs}${setup.mbit ? ` --bandwidth ${setup.mbit}` : ''} --no-write --out .bench/delta-${k + 1}.json`), `node bench/delta.mjs --report ${resultsList.map((_, k) => `.bench/delta-${k + 1}.json`).join(' ')}`].join('\n');
+  const section = `${SECTION}\n\nA returning player's load (issue 11), \`npm run bench:delta\` (= build, then \`node bench/delta.mjs\`: 3 runs, 40 ms, no rate limit). The tables below were made by\n\n\`\`\`sh\n${commands}\n\`\`\`\n\nThe small4k project (the same 4,000 files as above) is published as v1; every 100th file gets new bytes and a size within ±20% and the project is published again as v2. In headless Chromium, a fresh profile per sample, an unmeasured load fills \`openBrowserCache()\` (IndexedDB) with v1, the page reloads, and v2 is loaded (\`open\` + \`prefetch(all)\` + \`read(every path)\`, until every file is in hand) from \`serve\` (\`startStaticServer\`, Range supported). Requests and bytes as the server's access log counted them (body bytes sent). Ranges are separate requests (no multipart/byteranges), at most 4 per bundle. Machine: ${cpus().length} cores of an \`${cpu}\`.\n\n${resultsList.map(table).join('\n\n')}\n`;
   const start = text.indexOf(SECTION);
   let next = start === -1 ? -1 : text.indexOf('\n## ', start + SECTION.length);
   const updated = start === -1 ? `${text.trimEnd()}\n\n${section}` : `${text.slice(0, start)}${section}${next === -1 ? '' : text.slice(next)}`;
@@ -208,9 +210,10 @@ function writeBenchmarks(results) {
 async function main() {
   if (args.includes('--report')) {
     // Writes BENCHMARKS.md from a results file of an earlier run.
-    const results = JSON.parse(readFileSync(out, 'utf8'));
-    console.log(table(results));
-    writeBenchmarks(results);
+    const files = args.filter((arg) => arg.endsWith('.json'));
+    const resultsList = (files.length > 0 ? files : [out]).map((file) => JSON.parse(readFileSync(file, 'utf8')));
+    for (const results of resultsList) console.log(table(results));
+    writeBenchmarks(resultsList);
     return;
   }
   if (!existsSync(CLI)) throw new Error('dist/ is missing: npm run build first (npm run bench:delta does)');
@@ -246,7 +249,7 @@ async function main() {
   mkdirSync(dirname(out), { recursive: true });
   writeFileSync(out, JSON.stringify({ ...results, samples }, null, 2));
   console.log(table(results));
-  if (!args.includes('--no-write')) writeBenchmarks(results);
+  if (!args.includes('--no-write')) writeBenchmarks([results]);
 }
 
 main().catch((error) => {

@@ -4,7 +4,7 @@
  * bundle once however many of its members are read, at the same time or later.
  */
 import type { ContentCache } from '../cache/content-cache.js';
-import { AwakeError, BundleIntegrityError, FileIntegrityError, OriginNotAllowedError, ResponseSizeError, TokenOriginError } from '../errors.js';
+import { AwakeError, BundleIntegrityError, FileIntegrityError, OriginNotAllowedError, RequestAbortedError, ResponseSizeError, TokenOriginError } from '../errors.js';
 import { opaqueId } from '../format/ids.js';
 import { entryKey, parseProjectIndex, parseProjectIndexJson, type BundleEntry, type BundledFileEntry, type ProjectIndex } from '../format/project-index.js';
 import { abortable, linkSignals } from '../net/abort.js';
@@ -159,6 +159,8 @@ interface Load {
   partial: boolean;
   /** A delta load's contents, once decided; `undefined` for a load that brings every member. */
   brings?: Set<string>;
+  /** Whether `planned` has settled. */
+  decided: boolean;
 }
 
 /**
@@ -318,7 +320,8 @@ export class IndexedAssetSource {
     // A delta load may not bring this content (the cache had it): then read again, from the cache.
     const again = () => this.readEntry(path, entry, pinned, signal);
     const inFlight = this.loads.get(loadKey);
-    if (inFlight && (await this.brings(inFlight, sha256, signal))) return this.takeAfter(inFlight, sha256, pinned, signal, again);
+    const joins = inFlight && this.brings(inFlight, sha256, signal);
+    if (inFlight && (typeof joins === 'boolean' ? joins : await joins)) return this.takeAfter(inFlight, sha256, pinned, signal, again);
     const deciding = this.deciding.get(loadKey);
     if (deciding) {
       // A prefetch is finding out where this group comes from: go where it decides.
@@ -345,11 +348,15 @@ export class IndexedAssetSource {
     return this.takeAfter(this.startLoad(loadKey, { need: sha256 }), sha256, pinned, signal, again);
   }
 
-  /** Whether `load` brings `sha256`: a delta load brings only what the cache lacked (known once it has decided). */
-  private async brings(load: Load, sha256: string, signal: AbortSignal): Promise<boolean> {
-    if (!this.delta) return true;
-    await (signal === this.lifetime.signal ? load.planned : abortable(load.planned, signal));
-    return load.brings === undefined || load.brings.has(sha256);
+  /**
+   * Whether `load` brings `sha256`: a delta load brings only what the cache lacked. Answered at
+   * once when the load has decided (so a read joins a load in flight before it can finish, as
+   * without delta reads), else when it decides, which comes before any of its requests.
+   */
+  private brings(load: Load, sha256: string, signal: AbortSignal): boolean | Promise<boolean> {
+    const answer = () => load.brings === undefined || load.brings.has(sha256);
+    if (!this.delta || load.decided) return answer();
+    return (signal === this.lifetime.signal ? load.planned : abortable(load.planned, signal)).then(answer);
   }
 
   /**
@@ -602,7 +609,11 @@ export class IndexedAssetSource {
     let decide!: (bytes: number) => void;
     const load: Load = {
       controller, interest: 0, done: Promise.resolve(), stored: Promise.resolve(), resumed: 0, turns: [Promise.resolve()],
-      fetchBytes: this.sizeOfLoad(loadKey), planned: new Promise<number>((resolve) => (decide = resolve)), partial: false,
+      fetchBytes: this.sizeOfLoad(loadKey), partial: false, decided: false,
+      planned: new Promise<number>((resolve) => (decide = (bytes) => {
+        load.decided = true;
+        resolve(bytes);
+      })),
     };
     const done = (async () => {
       const bundle = this.bundles.get(loadKey);
@@ -715,7 +726,7 @@ export class IndexedAssetSource {
           });
           if (answer.kind === 'whole') {
             whole ??= answer.bytes;
-            siblings.abort(new AwakeError('E_ABORTED', `${url} ignores ranges: the whole bundle came`, { url }));
+            siblings.abort(new RequestAbortedError(`GET ${url}: not needed, the server ignores ranges and sent the whole bundle`, { url }));
           }
           return answer.bytes;
         } catch (error) {
