@@ -179,6 +179,13 @@ describe('a returning player loads version 2 with version 1 in the cache', () =>
     expect(net.bundles()).toEqual([{ path: expect.stringMatching(/\.awkb$/), range: null }]);
   });
 
+  test('deltaReads options are checked at open, before any request', async () => {
+    const net = countingFetch();
+    await expect(IndexedAssetSource.open({ indexUrl: indexUrl('v2'), cache: new MemoryCache(), fetch: net.fetch, deltaReads: { maxRangesPerBundle: 0 } })).rejects.toThrow(/maxRangesPerBundle must be an integer ≥ 1/);
+    await expect(IndexedAssetSource.open({ indexUrl: indexUrl('v2'), cache: new MemoryCache(), fetch: net.fetch, deltaReads: { maxMissingFraction: 2 } })).rejects.toThrow(/maxMissingFraction/);
+    expect(net.requests).toEqual([]);
+  });
+
   test('deltaReads: false fetches whole bundles', async () => {
     const cache = await cacheWithV1(new MemoryCache());
     const net = countingFetch();

@@ -86,7 +86,7 @@ export interface ReadOptions {
 export interface PrefetchProgress {
   /** Bytes received so far, over every request of this prefetch. */
   loadedBytes: number;
-  /** Bytes this prefetch downloads in all (bundles and loose files it does not skip). */
+  /** Bytes this prefetch downloads in all (bundles and loose files it does not skip; for a delta load, its ranges). */
   totalBytes: number;
   /** Requests finished, and to make. */
   requestsDone: number;
@@ -110,7 +110,7 @@ export interface SourceStats {
   protectedBytes: number;
   /** Bundle and loose-file requests in flight. */
   loadsInFlight: number;
-  /** Their listed sizes together: the bodies that may be in memory on their way in. */
+  /** Their sizes together (a delta load's: its ranges'): the bodies that may be in memory on their way in. */
   loadBytesInFlight: number;
 }
 
