@@ -26,6 +26,14 @@ function publishDeltaVersions(site: string): void {
     const published = runCli([tree, '--out', join(site, 'delta', version)]);
     if (published.code !== 0) throw new Error(published.stderr);
   }
+  // A copy of v2 whose bundle has one byte of changed file 15 flipped.
+  cpSync(join(site, 'delta/v2'), join(site, 'delta/v2-damaged'), { recursive: true });
+  const index = JSON.parse(readFileSync(join(site, 'delta/v2-damaged/project.index.json'), 'utf8'));
+  const target = index.files.find((f: { path: string }) => f.path === DELTA_FILES[15]);
+  const file = join(site, 'delta/v2-damaged', index.bundles.find((b: { sha256: string }) => b.sha256 === target.bundle).url);
+  const bytes = readFileSync(file);
+  bytes[target.offset + 7]! ^= 0xff;
+  writeFileSync(file, bytes);
 }
 
 describe.each(TESTED_BROWSERS)('%s', (kind) => {
@@ -146,6 +154,22 @@ describe.each(TESTED_BROWSERS)('%s', (kind) => {
     server.resetRequests();
     await load('v2');
     expect(server.requests.filter((r) => r.path.endsWith('.awkb'))).toEqual([]);
+  });
+
+  test('a damaged delta range, checked in Web Workers: BundleIntegrityError naming the member, and IndexedDB gets neither changed member', async () => {
+    const outcome = await page.evaluate(async () => {
+      const core = await harnessImport('awake-bundle');
+      const cache = await core.openBrowserCache({ name: 'delta-damaged' });
+      const v1 = await core.IndexedAssetSource.open({ indexUrl: '/published/delta/v1/project.index.json', cache });
+      await v1.prefetch(v1.paths(), { keep: false });
+      await v1.whenStored();
+      const v2 = await core.IndexedAssetSource.open({ indexUrl: '/published/delta/v2-damaged/project.index.json', cache, retry: { attempts: 1 } });
+      const error = await v2.prefetch(v2.paths()).then(() => undefined, (e: { name: string; code: string; part: string; damaged: string[]; message: string }) => e);
+      await v2.whenStored();
+      const changed = ['levels/chunk-03.bin', 'levels/chunk-15.bin'].map((path) => v2.entry(path).sha256);
+      return JSON.stringify({ name: error?.name, code: error?.code, part: error?.part, damaged: error?.damaged, message: error?.message, present: await cache.hasMany(changed) });
+    });
+    expect(JSON.parse(outcome)).toEqual({ name: 'BundleIntegrityError', code: 'E_BUNDLE_INTEGRITY', part: 'members', damaged: ['levels/chunk-15.bin'], message: expect.stringContaining('in the ranges of a delta read'), present: [false, false] });
   });
 
   test('a damaged bundle is refused, naming the damaged member, and nothing reaches the page', async () => {
