@@ -13,5 +13,6 @@ export * from './read/digest-pool.js';
 export * from './net/index.js';
 export * from './cache/index.js';
 export * from './read/indexed-asset-source.js';
+export { DEFAULT_DELTA_READS, planDeltaRanges, type ByteRange, type DeltaReadOptions } from './read/delta-ranges.js';
 export { mediaTypeOf, contentTypeOf } from './format/media-types.js';
 export * from './read/project-urls.js';

@@ -8,20 +8,43 @@ import { cpSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Page } from 'puppeteer-core';
 import { launchBrowser, reloadHarness, startRepoServer, TESTED_BROWSERS, type LaunchedBrowser, type RepoServer } from './helpers/browser';
-import { FIXTURES, temporaryDir } from './helpers/cli';
+import { FIXTURES, runCli, temporaryDir } from './helpers/cli';
+import { seededBytes, writeTree } from './helpers/trees';
 
 const TREE = join(FIXTURES, 'trees/small');
 const loose = JSON.parse(readFileSync(join(FIXTURES, 'trees/small.loose.index.json'), 'utf8'));
 const PATHS: string[] = loose.files.map((file: { path: string }) => file.path);
 const EXPECTED_SHA = Object.fromEntries(loose.files.map((file: { path: string; sha256: string }) => [file.path, file.sha256]));
+/** Two versions of a project for delta reads: 20 files of 16 KiB in one bundle; v2 changes files 3 and 15. */
+const DELTA_FILES = Array.from({ length: 20 }, (_, i) => `levels/chunk-${String(i).padStart(2, '0')}.bin`);
+const DELTA_CHANGED = [3, 15];
+
+function publishDeltaVersions(site: string): void {
+  for (const version of ['v1', 'v2']) {
+    const tree = temporaryDir(`awkb-browser-delta-${version}-`);
+    writeTree(tree, Object.fromEntries(DELTA_FILES.map((path, i) => [path, seededBytes(16 * 1024, version === 'v2' && DELTA_CHANGED.includes(i) ? 500 + i : i)])));
+    const published = runCli([tree, '--out', join(site, 'delta', version)]);
+    if (published.code !== 0) throw new Error(published.stderr);
+  }
+  // A copy of v2 whose bundle has one byte of changed file 15 flipped.
+  cpSync(join(site, 'delta/v2'), join(site, 'delta/v2-damaged'), { recursive: true });
+  const index = JSON.parse(readFileSync(join(site, 'delta/v2-damaged/project.index.json'), 'utf8'));
+  const target = index.files.find((f: { path: string }) => f.path === DELTA_FILES[15]);
+  const file = join(site, 'delta/v2-damaged', index.bundles.find((b: { sha256: string }) => b.sha256 === target.bundle).url);
+  const bytes = readFileSync(file);
+  bytes[target.offset + 7]! ^= 0xff;
+  writeFileSync(file, bytes);
+}
 
 describe.each(TESTED_BROWSERS)('%s', (kind) => {
   let server: RepoServer;
   let browser: LaunchedBrowser;
   let page: Page;
+  let siteDir: string;
 
   beforeAll(async () => {
     const site = temporaryDir('awkb-browser-site-');
+    siteDir = site;
     cpSync(join(FIXTURES, 'expected/small-default'), join(site, 'small'), { recursive: true });
     // A damaged copy: the index lists good.awkb, the server holds member-two-damaged.awkb under its name.
     const damaged = JSON.parse(readFileSync(join(FIXTURES, 'damaged/expected.json'), 'utf8'));
@@ -38,6 +61,7 @@ describe.each(TESTED_BROWSERS)('%s', (kind) => {
       const path = join(site, 'oversized', bundle.url);
       writeFileSync(path, Buffer.concat([readFileSync(path), Buffer.alloc(8 * 1024 * 1024, 0x5a)]));
     }
+    publishDeltaVersions(site);
     server = await startRepoServer({ mounts: { '/published/': site } });
     browser = await launchBrowser({ kind });
     page = await browser.openHarness(server);
@@ -95,6 +119,57 @@ describe.each(TESTED_BROWSERS)('%s', (kind) => {
     expect(result.hashes['assets/sounds/bell.ogg']).toBe(entry.sha256);
     const ranged = server.requests.filter((r) => r.path.endsWith('.awkb'));
     expect(ranged).toEqual([expect.objectContaining({ range: `bytes=${entry.offset}-${entry.offset + entry.sizeBytes - 1}`, status: 206 })]);
+  });
+
+  test.each([['in Web Workers', {}], ['on the page thread', { hashWorkers: 0 }]])('delta reads %s: with v1 in IndexedDB, loading v2 asks only for its changed members, by range', async (_, options) => {
+    const cacheName = `delta-${Object.keys(options).length}`;
+    const load = (version: string) => page.evaluate(async (version: string, cacheName: string, options: object) => {
+      const core = await harnessImport('awake-bundle');
+      const cache = await core.openBrowserCache({ name: cacheName });
+      const source = await core.IndexedAssetSource.open({ indexUrl: `/published/delta/${version}/project.index.json`, cache, ...options });
+      const paths = source.paths();
+      const progress: { loadedBytes: number; totalBytes: number }[] = [];
+      await source.prefetch(paths, { onProgress: (p: { loadedBytes: number; totalBytes: number }) => progress.push(p) });
+      const hashes: Record<string, string> = {};
+      for (const path of paths) hashes[path] = core.toHex(new Uint8Array(await crypto.subtle.digest('SHA-256', await source.read(path))));
+      await source.whenStored();
+      source.dispose();
+      return JSON.stringify({ hashes, progress: progress.at(-1) });
+    }, version, cacheName, options);
+    const v1 = JSON.parse(await load('v1'));
+    expect(Object.keys(v1.hashes)).toHaveLength(20);
+    await reloadHarness(page);
+    server.resetRequests();
+    const v2 = JSON.parse(await load('v2'));
+    const index = JSON.parse(readFileSync(join(siteDir, 'delta/v2/project.index.json'), 'utf8'));
+    expect(v2.hashes).toEqual(Object.fromEntries(index.files.map((f: { path: string; sha256: string }) => [f.path, f.sha256])));
+    const changed = DELTA_CHANGED.map((i) => index.files.find((f: { path: string }) => f.path === DELTA_FILES[i]));
+    const bundleRequests = server.requests.filter((r) => r.path.endsWith('.awkb'));
+    expect(bundleRequests.map((r) => ({ range: r.range, status: r.status })).sort((a, b) => String(a.range).localeCompare(String(b.range)))).toEqual(
+      changed.map((f: { offset: number; sizeBytes: number }) => ({ range: `bytes=${f.offset}-${f.offset + f.sizeBytes - 1}`, status: 206 })).sort((a, b) => a.range.localeCompare(b.range)),
+    );
+    expect(v2.progress).toMatchObject({ loadedBytes: 2 * 16 * 1024, totalBytes: 2 * 16 * 1024 });
+    // The changed members went to IndexedDB: a third load asks for no bundle at all.
+    await reloadHarness(page);
+    server.resetRequests();
+    await load('v2');
+    expect(server.requests.filter((r) => r.path.endsWith('.awkb'))).toEqual([]);
+  });
+
+  test('a damaged delta range, checked in Web Workers: BundleIntegrityError naming the member, and IndexedDB gets neither changed member', async () => {
+    const outcome = await page.evaluate(async () => {
+      const core = await harnessImport('awake-bundle');
+      const cache = await core.openBrowserCache({ name: 'delta-damaged' });
+      const v1 = await core.IndexedAssetSource.open({ indexUrl: '/published/delta/v1/project.index.json', cache });
+      await v1.prefetch(v1.paths(), { keep: false });
+      await v1.whenStored();
+      const v2 = await core.IndexedAssetSource.open({ indexUrl: '/published/delta/v2-damaged/project.index.json', cache, retry: { attempts: 1 } });
+      const error = await v2.prefetch(v2.paths()).then(() => undefined, (e: { name: string; code: string; part: string; damaged: string[]; message: string }) => e);
+      await v2.whenStored();
+      const changed = ['levels/chunk-03.bin', 'levels/chunk-15.bin'].map((path) => v2.entry(path).sha256);
+      return JSON.stringify({ name: error?.name, code: error?.code, part: error?.part, damaged: error?.damaged, message: error?.message, present: await cache.hasMany(changed) });
+    });
+    expect(JSON.parse(outcome)).toEqual({ name: 'BundleIntegrityError', code: 'E_BUNDLE_INTEGRITY', part: 'members', damaged: ['levels/chunk-15.bin'], message: expect.stringContaining('in the ranges of a delta read'), present: [false, false] });
   });
 
   test('a damaged bundle is refused, naming the damaged member, and nothing reaches the page', async () => {

@@ -13,6 +13,7 @@ import { Transport, type RetryOptions } from '../net/transport.js';
 import { InThreadDigests, sharedDigestPool, WorkerDigestPool, workersAvailable, type DigestPool, type WorkerStoreAccess } from './digest-pool.js';
 import { mediaTypeOf } from '../format/media-types.js';
 import { HeldMembers } from './pending-members.js';
+import { deltaReadSettings, planDeltaRanges, type ByteRange, type DeltaReadOptions } from './delta-ranges.js';
 import { acceptBundle, checkFileDigest, checkFileSize, type AcceptedBundle, type ExpectedMember } from './verify.js';
 
 export const DEFAULT_PENDING_BYTES = 64 * 1024 * 1024;
@@ -46,6 +47,15 @@ export interface OpenOptions {
   /** Read one uncached member with an HTTP range request instead of its whole bundle. */
   rangeReads?: boolean;
   /**
+   * Delta downloads (on by default; needs a `cache` with `has` or `hasMany`): when a bundle is needed and the cache
+   * already holds some of its members (from an earlier version of the project), fetch only the
+   * missing members with `Range` requests, each member verified alone. `false` turns it off; an
+   * object tunes it (see `DeltaReadOptions`: `maxGapBytes` 64 KiB, `maxMissingFraction` 0.5,
+   * `maxRangesPerBundle` 4). Whole bundles are fetched when the ranges would bring more than
+   * that fraction, and on an origin that answered a range with the whole file (200).
+   */
+  deltaReads?: boolean | DeltaReadOptions;
+  /**
    * Bytes of fetched contents that no read has asked for yet, kept in memory for the reads to
    * come (default 64 MiB; the oldest leave first). Contents a prefetch asked for are kept until
    * read whatever this says. See README "Memory, prefetch and the cache".
@@ -76,7 +86,7 @@ export interface ReadOptions {
 export interface PrefetchProgress {
   /** Bytes received so far, over every request of this prefetch. */
   loadedBytes: number;
-  /** Bytes this prefetch downloads in all (bundles and loose files it does not skip). */
+  /** Bytes this prefetch downloads in all (bundles and loose files it does not skip; for a delta load, its ranges). */
   totalBytes: number;
   /** Requests finished, and to make. */
   requestsDone: number;
@@ -100,7 +110,7 @@ export interface SourceStats {
   protectedBytes: number;
   /** Bundle and loose-file requests in flight. */
   loadsInFlight: number;
-  /** Their listed sizes together: the bodies that may be in memory on their way in. */
+  /** Their sizes together (a delta load's: its ranges'): the bodies that may be in memory on their way in. */
   loadBytesInFlight: number;
 }
 
@@ -111,6 +121,12 @@ export interface CacheErrorDetail {
 }
 
 type Entry = BundledFileEntry;
+
+/** What a delta load fetches: ranges of a bundle, and the distinct contents (one entry each) they must bring. */
+interface DeltaPlan {
+  ranges: ByteRange[];
+  missing: Entry[];
+}
 
 /** What the cache said of one content: verified bytes the caller owns, or nothing. */
 type CacheWaiter = (bytes: Uint8Array | undefined) => void;
@@ -127,7 +143,23 @@ interface Load {
   resumed: number;
   /** `turns[k]` settles k tasks after the load: when the k-th slice of its reads takes its bytes. */
   turns: Promise<void>[];
+  /** Bytes the load downloads: the bundle's size, or its delta ranges' once decided. */
+  fetchBytes: number;
+  /** Settles with `fetchBytes` once the load has decided between the whole bundle and ranges. */
+  planned: Promise<number>;
+  /** A delta load: it brings only the members the cache lacked; the others are read from the cache. */
+  partial: boolean;
+  /** A delta load's contents, once decided; `undefined` for a load that brings every member. */
+  brings?: Set<string>;
+  /** Whether `planned` has settled. */
+  decided: boolean;
 }
+
+/**
+ * Origins that answered a range request with the whole file (200): this page (or process) asks
+ * them for whole bundles from then on, rather than risk a whole body per range (issue 11).
+ */
+const originsIgnoringRanges = new Set<string>();
 
 /**
  * Reads of one load that take their bytes in one task. A bundle of 150 members would otherwise
@@ -142,6 +174,7 @@ export class IndexedAssetSource {
   private readonly transport: Transport;
   private readonly cache: ContentCache | undefined;
   private readonly rangeReads: boolean;
+  private readonly delta: Required<DeltaReadOptions> | undefined;
   private readonly held: HeldMembers;
   private readonly pool: DigestPool;
   private readonly ownsPool: boolean;
@@ -174,6 +207,9 @@ export class IndexedAssetSource {
     this.transport = transport;
     this.cache = options.cache ?? undefined;
     this.rangeReads = options.rangeReads ?? false;
+    // Only with a cache that can say what it holds without reading it (has, hasMany, or a worker's view).
+    const counts = this.cache && (this.cache.hasMany || this.cache.has || this.cache.workerAccess);
+    this.delta = counts ? deltaReadSettings(options.deltaReads) : undefined;
     this.held = new HeldMembers(options.pendingBytes ?? DEFAULT_PENDING_BYTES);
     this.pool = pool;
     this.ownsPool = typeof options.hashWorkers === 'number';
@@ -205,6 +241,7 @@ export class IndexedAssetSource {
     const baseUrl = options.baseUrl === undefined ? undefined : httpUrl(absoluteUrl(options.baseUrl, 'baseUrl'), 'baseUrl');
     const allowed = allowedOrigins(indexUrl ?? baseUrl ?? pageHref(), options.allowOrigins ?? []);
     const fetch = options.fetch && needsTokenOrigin(options.fetch) ? bindTokenOrigin(options.fetch, tokenOrigin(indexUrl ?? baseUrl)) : options.fetch;
+    deltaReadSettings(options.deltaReads); // checked before any request
     const pool = poolFor(options.hashWorkers);
     const transport = options.transport ?? new Transport({
       ...(fetch ? { fetch } : {}),
@@ -272,8 +309,11 @@ export class IndexedAssetSource {
     const held = this.held.take(sha256, { pinned });
     if (held) return held;
     const loadKey = loadKeyOf(entry);
+    // A delta load may not bring this content (the cache had it): then read again, from the cache.
+    const again = () => this.readEntry(path, entry, pinned, signal);
     const inFlight = this.loads.get(loadKey);
-    if (inFlight) return this.takeAfter(inFlight, sha256, pinned, signal);
+    const joins = inFlight && this.brings(inFlight, sha256, signal);
+    if (inFlight && (typeof joins === 'boolean' ? joins : await joins)) return this.takeAfter(inFlight, sha256, pinned, signal, again);
     const deciding = this.deciding.get(loadKey);
     if (deciding) {
       // A prefetch is finding out where this group comes from: go where it decides.
@@ -291,16 +331,31 @@ export class IndexedAssetSource {
     const arrived = this.held.take(sha256, { pinned });
     if (arrived) return arrived;
     const started = this.loads.get(loadKey);
-    if (started) return this.takeAfter(started, sha256, pinned, signal);
+    if (started) return this.takeAfter(started, sha256, pinned, signal, again);
     if (entry.url === undefined && this.rangeReads) {
       if (pinned) this.held.unpin(sha256);
       return this.readRange(path, entry, signal);
     }
-    return this.takeAfter(this.startLoad(loadKey), sha256, pinned, signal);
+    // The cache just missed this content: a delta load brings it whatever the cache says now.
+    return this.takeAfter(this.startLoad(loadKey, { need: sha256 }), sha256, pinned, signal, again);
   }
 
-  /** Waits for `load` (which keeps the content for this read), then takes the read's own bytes. */
-  private async takeAfter(load: Load, sha256: string, pinned: boolean, signal: AbortSignal): Promise<Uint8Array> {
+  /**
+   * Whether `load` brings `sha256`: a delta load brings only what the cache lacked. Answered at
+   * once when the load has decided (so a read joins a load in flight before it can finish, as
+   * without delta reads), else when it decides, which comes before any of its requests.
+   */
+  private brings(load: Load, sha256: string, signal: AbortSignal): boolean | Promise<boolean> {
+    const answer = () => load.brings === undefined || load.brings.has(sha256);
+    if (!this.delta || load.decided) return answer();
+    return (signal === this.lifetime.signal ? load.planned : abortable(load.planned, signal)).then(answer);
+  }
+
+  /**
+   * Waits for `load` (which keeps the content for this read), then takes the read's own bytes;
+   * `again` when a delta load did not bring them (the cache holds them).
+   */
+  private async takeAfter(load: Load, sha256: string, pinned: boolean, signal: AbortSignal, again: () => Promise<Uint8Array>): Promise<Uint8Array> {
     this.held.expect(sha256);
     try {
       await this.join(load, signal);
@@ -315,6 +370,7 @@ export class IndexedAssetSource {
       signal.throwIfAborted(); // disposed meanwhile: say so, rather than miss the held bytes
     }
     const bytes = this.held.take(sha256, { waited: true, pinned });
+    if (!bytes && load.partial) return again();
     if (!bytes) throw new BundleIntegrityError('members', `content ${sha256} was not in the bundle that the index names for it`, [sha256]);
     return bytes;
   }
@@ -373,7 +429,7 @@ export class IndexedAssetSource {
   private async prefetchGroups(groups: Map<string, Entry[]>, keep: boolean, signal: AbortSignal, decided: (loadKey: string) => void, onProgress: PrefetchOptions['onProgress']): Promise<void> {
     // What the cache holds (one call), then the network for the rest at once, while the groups
     // the cache holds whole are read from it (one batch each) when this prefetch keeps them.
-    const cached = await this.cachedGroups(groups);
+    const { complete: cached, present } = await this.cachedGroups(groups);
     const jobs = [...groups.keys()].filter((loadKey) => !cached.has(loadKey));
     const fromCache = [...cached].map(async (loadKey) => {
       if (!keep || (await this.holdFromCache(groups.get(loadKey)!))) return decided(loadKey);
@@ -383,26 +439,31 @@ export class IndexedAssetSource {
     });
 
     const loaded = new Map<string, number>();
-    const sizes = new Map(jobs.map((loadKey) => [loadKey, this.sizeOfLoad(loadKey)]));
-    const progress: PrefetchProgress = {
-      loadedBytes: 0,
-      totalBytes: [...sizes.values()].reduce((sum, size) => sum + size, 0),
-      requestsDone: 0,
-      requestsTotal: jobs.length,
-    };
+    const progress: PrefetchProgress = { loadedBytes: 0, totalBytes: 0, requestsDone: 0, requestsTotal: jobs.length };
     const report = (loadKey: string, bytes: number) => {
       progress.loadedBytes += bytes - (loaded.get(loadKey) ?? 0);
       loaded.set(loadKey, bytes);
       onProgress?.({ ...progress });
     };
-    if (jobs.length === 0) onProgress?.({ ...progress });
-    await Promise.all(jobs.map(async (loadKey) => {
-      const load = this.loads.get(loadKey) ?? this.startLoad(loadKey, onProgress ? (received) => report(loadKey, received) : undefined);
+    // Progress counts what is downloaded: a delta load's ranges, not its bundle (issue 11).
+    let reporting = false;
+    const loads = new Map(jobs.map((loadKey) => {
+      const load = this.loads.get(loadKey) ?? this.startLoad(loadKey, { ...(present ? { present } : {}), ...(onProgress ? { onProgress: (received: number) => reporting && report(loadKey, received) } : {}) });
       decided(loadKey);
+      return [loadKey, load] as const;
+    }));
+    const sizes = new Map(await Promise.all([...loads].map(async ([loadKey, load]) => [loadKey, await load.planned] as const)));
+    progress.totalBytes = [...sizes.values()].reduce((sum, size) => sum + size, 0);
+    reporting = true;
+    if (jobs.length === 0) onProgress?.({ ...progress });
+    await Promise.all([...loads].map(async ([loadKey, load]) => {
       await this.join(load, signal);
       progress.requestsDone++;
       report(loadKey, sizes.get(loadKey)!);
       await load.stored;
+      // What a delta load did not bring, the cache holds: read it for this prefetch's reads that
+      // have not happened yet (a read that comes while this is read unpins what it finds held).
+      if (keep && load.partial) await this.holdFromCache(groups.get(loadKey)!.filter((entry) => this.asked.has(entryKey(entry))));
     }).concat(fromCache));
   }
 
@@ -472,7 +533,7 @@ export class IndexedAssetSource {
   /** What this source holds in memory now: for monitoring, and for tests that check memory stays bounded. */
   stats(): SourceStats {
     let loadBytesInFlight = 0;
-    for (const loadKey of this.loads.keys()) loadBytesInFlight += this.sizeOfLoad(loadKey);
+    for (const load of this.loads.values()) loadBytesInFlight += load.fetchBytes;
     return { heldBytes: this.held.sizeBytes, protectedBytes: this.held.protectedBytes, loadsInFlight: this.loads.size, loadBytesInFlight };
   }
 
@@ -526,19 +587,47 @@ export class IndexedAssetSource {
     }
   }
 
-  /** Starts fetching a bundle or loose file; its verified contents go to `held` and the cache. */
-  private startLoad(loadKey: string, onProgress?: (received: number) => void): Load {
+  /**
+   * Starts fetching a bundle or loose file; its verified contents go to `held` and the cache.
+   * With delta reads, a bundle some of whose members the cache holds (`present`, else asked
+   * here) is fetched as ranges of the missing ones; `need` is missing whatever the cache says.
+   */
+  private startLoad(loadKey: string, options: { onProgress?: (received: number) => void; present?: Set<string>; need?: string } = {}): Load {
     const controller = new AbortController();
     if (this.lifetime.signal.aborted) controller.abort(this.lifetime.signal.reason);
+    const { onProgress } = options;
     const progress = onProgress ? { onProgress: (received: number) => onProgress(received) } : {};
     let storing = Promise.resolve();
+    let decide!: (bytes: number) => void;
+    const load: Load = {
+      controller, interest: 0, done: Promise.resolve(), stored: Promise.resolve(), resumed: 0, turns: [Promise.resolve()],
+      fetchBytes: this.sizeOfLoad(loadKey), partial: false, decided: false,
+      planned: new Promise<number>((resolve) => (decide = (bytes) => {
+        load.decided = true;
+        resolve(bytes);
+      })),
+    };
     const done = (async () => {
-      const accepted = this.bundles.has(loadKey)
-        ? await this.fetchBundle(this.bundles.get(loadKey)!, controller.signal, progress)
-        : await this.fetchLoose(this.looseBySha.get(loadKey.slice(LOOSE_PREFIX.length))![0]!, controller.signal, progress);
+      const bundle = this.bundles.get(loadKey);
+      let accepted: AcceptedBundle;
+      if (!bundle) {
+        decide(load.fetchBytes);
+        accepted = await this.fetchLoose(this.looseBySha.get(loadKey.slice(LOOSE_PREFIX.length))![0]!, controller.signal, progress);
+      } else {
+        const delta = await this.deltaPlan(bundle, options.present, options.need);
+        if (delta) {
+          load.partial = true;
+          load.brings = new Set(delta.missing.map((entry) => entry.sha256));
+          load.fetchBytes = delta.ranges.reduce((sum, range) => sum + range.length, 0);
+        }
+        decide(load.fetchBytes);
+        accepted = delta ? await this.fetchDelta(bundle, delta, controller.signal, onProgress) : await this.fetchBundle(bundle, controller.signal, progress);
+      }
       storing = this.keepContents(loadKey, accepted);
     })();
-    const load: Load = { controller, interest: 0, done, stored: done.then(() => storing, () => undefined), resumed: 0, turns: [Promise.resolve()] };
+    load.done = done;
+    load.stored = done.then(() => storing, () => undefined);
+    done.catch(() => decide(load.fetchBytes));
     this.loads.set(loadKey, load);
     const finish = () => {
       this.loads.delete(loadKey);
@@ -556,6 +645,96 @@ export class IndexedAssetSource {
       throw bundleSizeError(error, bundle, url);
     });
     return this.verifyBundleBytes(bundle, bytes, url);
+  }
+
+  /**
+   * Delta reads (issue 11): the ranges of `bundle` that hold the contents neither the cache
+   * (`present`, else asked now) nor `held` has, plus `need`; `undefined` for the whole bundle:
+   * delta reads off, an origin that ignores ranges, a cache that holds none of it or cannot
+   * say, or ranges that would bring more than `maxMissingFraction` of it.
+   */
+  private async deltaPlan(bundle: BundleEntry, present: Set<string> | undefined, need: string | undefined): Promise<DeltaPlan | undefined> {
+    if (!this.delta || originsIgnoringRanges.has(originOf(this.resolveUrl(bundle.url)))) return undefined;
+    const contents = new Map<string, Entry>();
+    for (const entry of this.membersOf.get(bundle.sha256)!) if (!contents.has(entry.sha256)) contents.set(entry.sha256, entry);
+    const unknown = [...contents.keys()].filter((sha256) => !this.held.has(sha256) && !present?.has(sha256));
+    const cached = present ?? (unknown.length === 0 ? new Set<string>() : await this.cachedContents(unknown));
+    if (!cached) return undefined;
+    const missing = [...contents.values()].filter((entry) => entry.sha256 === need || (!cached.has(entry.sha256) && !this.held.has(entry.sha256)));
+    if (missing.length === contents.size) return undefined;
+    const ranges = planDeltaRanges(missing.map((entry) => ({ offset: entry.offset!, sizeBytes: entry.sizeBytes })), bundle.sizeBytes, this.delta);
+    return ranges && { ranges, missing };
+  }
+
+  /**
+   * Fetches a delta plan's ranges (one request each, at once) and verifies each member they
+   * bring on its own (SPEC §7 "Verified"); one damaged member rejects them all, nothing cached.
+   * A 200 answer is the whole bundle (a server that ignores ranges): it is checked as one, the
+   * other requests are stopped, and its origin gets whole bundles from then on.
+   */
+  private async fetchDelta(bundle: BundleEntry, { ranges, missing }: DeltaPlan, signal: AbortSignal, onProgress?: (received: number) => void): Promise<AcceptedBundle> {
+    const url = this.resolveUrl(bundle.url);
+    const bodies = await this.fetchRanges(url, bundle, ranges, signal, onProgress);
+    if (!Array.isArray(bodies)) {
+      originsIgnoringRanges.add(originOf(url));
+      return this.verifyBundleBytes(bundle, bodies.whole, url);
+    }
+    const inputs = bodies.length > 0 ? bodies : [new Uint8Array(0)];
+    const parts = missing.map((entry) => {
+      // Empty contents lie in no range: an empty view of the first input.
+      const input = entry.sizeBytes === 0 ? 0 : ranges.findIndex((range) => range.offset <= entry.offset! && entry.offset! + entry.sizeBytes <= range.offset + range.length);
+      return { input, offset: entry.sizeBytes === 0 ? 0 : entry.offset! - ranges[input]!.offset, length: entry.sizeBytes };
+    });
+    const store = this.workerStore();
+    // One job for every member: the worker stores them all or, with one damaged, none (SPEC §7).
+    const { digests, parts: owned, stored } = await this.pool.digest({
+      inputs, ranges: parts, split: true, transfer: true,
+      ...(store ? { store: { ...store, keys: missing.map((entry) => entry.sha256) } } : {}),
+    });
+    const damaged = missing.filter((entry, i) => digests[i] !== entry.sha256).map((entry) => entry.sha256);
+    if (damaged.length > 0) {
+      const keys = this.membersOf.get(bundle.sha256)!.filter((entry) => damaged.includes(entry.sha256)).map(entryKey);
+      throw new BundleIntegrityError('members', `bundle ${bundle.sha256} (${url}): damaged member${keys.length > 1 ? 's' : ''} ${keys.map((key) => JSON.stringify(key)).join(', ')} in the ranges of a delta read`, keys, { url });
+    }
+    return { contents: new Map(missing.map((entry, i) => [entry.sha256, owned![i]!])), ...(stored ? { stored } : {}) };
+  }
+
+  /** The bodies of `ranges` in order, or `{ whole }` when an answer was the whole bundle (the other requests then stop). */
+  private async fetchRanges(url: string, bundle: BundleEntry, ranges: ByteRange[], signal: AbortSignal, onProgress?: (received: number) => void): Promise<Uint8Array[] | { whole: Uint8Array }> {
+    const siblings = new AbortController();
+    const link = linkSignals([signal, siblings.signal]);
+    const received = ranges.map(() => 0);
+    let whole: Uint8Array | undefined;
+    let failure: { error: unknown } | undefined;
+    try {
+      const answers = await Promise.allSettled(ranges.map(async (range, i) => {
+        try {
+          const answer = await this.transport.getRange(url, range.offset, range.length, {
+            signal: link.signal, expectedBytes: bundle.sizeBytes,
+            ...(onProgress ? { onProgress: (bytes: number) => {
+              received[i] = bytes;
+              onProgress(received.reduce((sum, each) => sum + each, 0));
+            } } : {}),
+          });
+          if (answer.kind === 'whole') {
+            whole ??= answer.bytes;
+            siblings.abort(new RequestAbortedError(`GET ${url}: not needed, the server ignores ranges and sent the whole bundle`, { url }));
+          }
+          return answer.bytes;
+        } catch (error) {
+          if (!siblings.signal.aborted) {
+            failure = { error };
+            siblings.abort(error);
+          }
+          throw error;
+        }
+      }));
+      if (whole) return { whole };
+      if (failure) throw bundleSizeError(failure.error, bundle, url);
+      return answers.map((answer) => (answer as PromiseFulfilledResult<Uint8Array>).value);
+    } finally {
+      link.release();
+    }
   }
 
   /** SPEC §7 "Verified": a bundle that fails is rejected whole, and nothing from it is kept or cached. */
@@ -637,7 +816,7 @@ export class IndexedAssetSource {
    * What the cache holds of each prefetch group, in one `hasMany` call for all of them (counts,
    * no bytes): per load key, whether every content the group needs and `held` lacks is there.
    */
-  private async cachedGroups(groups: Map<string, Entry[]>): Promise<Set<string>> {
+  private async cachedGroups(groups: Map<string, Entry[]>): Promise<{ complete: Set<string>; present?: Set<string> }> {
     const complete = new Set<string>();
     const wanted = new Map<string, Entry[]>();
     for (const [loadKey, group] of groups) {
@@ -645,18 +824,25 @@ export class IndexedAssetSource {
       if (missing.length === 0) complete.add(loadKey);
       else wanted.set(loadKey, missing);
     }
-    if (!this.cache || wanted.size === 0) return complete;
-    const shas = [...new Set([...wanted.values()].flat().map((entry) => entry.sha256))];
-    const cache = this.cache;
+    if (!this.cache || wanted.size === 0) return { complete };
+    // With delta reads, the same call asks for every member of the bundles that may be fetched.
+    const others = this.delta ? [...wanted.keys()].flatMap((loadKey) => this.membersOf.get(loadKey) ?? []) : [];
+    const shas = [...new Set([...wanted.values()].flat().concat(others).map((entry) => entry.sha256))];
+    const present = await this.cachedContents(shas);
+    if (!present) return { complete };
+    for (const [loadKey, missing] of wanted) if (missing.every((entry) => present.has(entry.sha256))) complete.add(loadKey);
+    return { complete, present };
+  }
+
+  /** Which of `shas` the cache holds (counts, no bytes; one call); `undefined` when it failed. */
+  private async cachedContents(shas: string[]): Promise<Set<string> | undefined> {
+    const cache = this.cache!;
     const store = this.workerStore();
     const here = () => (cache.hasMany ? cache.hasMany(shas) : Promise.all(shas.map((sha256) => hasOne(cache, sha256))));
     // Asked in a worker where one can see the store: the page then touches no store at all.
     const ask = store ? async () => (await (this.pool as WorkerDigestPool).hasStored(store, shas)) ?? here() : here;
     const answers = await this.cacheCall('has', shas, ask);
-    if (!answers) return complete;
-    const present = new Set(shas.filter((_, i) => answers[i]));
-    for (const [loadKey, missing] of wanted) if (missing.every((entry) => present.has(entry.sha256))) complete.add(loadKey);
-    return complete;
+    return answers ? new Set(shas.filter((_, i) => answers[i])) : undefined;
   }
 
   /**
@@ -845,6 +1031,10 @@ function warnCacheErrorOnce(): (error: unknown, detail: CacheErrorDetail) => voi
 function bundleSizeError(error: unknown, bundle: BundleEntry, url: string): unknown {
   if (!(error instanceof ResponseSizeError)) return error;
   return new BundleIntegrityError('bundle', `bundle ${bundle.sha256} (${url}) is listed at ${bundle.sizeBytes} bytes; ${error.message}`, [], { url, cause: error });
+}
+
+function originOf(url: string): string {
+  return new URL(url, pageHref()).origin;
 }
 
 function pageHref(): string | undefined {
