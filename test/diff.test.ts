@@ -57,7 +57,7 @@ describe('planDeltaRanges', () => {
     expect(half).toMatchObject({ whole: false, bytes: 500 });
     const more = planDeltaRanges(1000, membersInRow([501, 499]), new Set(['c0']));
     expect(more).toEqual({ none: false, whole: true, ranges: [{ start: 0, end: 1000 }], bytes: 1000, missingBytes: 501 });
-    expect(planDeltaRanges(1000, members, new Set(['c0']), { maxMissingFraction: 0.2 }).whole).toBe(true);
+    expect(planDeltaRanges(1000, members, new Set(['c0']), { maxMissingFraction: 0.1 }).whole).toBe(true);
   });
 
   test('over maxRanges, the neighbours with the smallest gap merge first', () => {
