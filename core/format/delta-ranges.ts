@@ -19,7 +19,7 @@ export interface DeltaRangeOptions {
   maxRanges?: number;
 }
 
-export const DEFAULT_DELTA_RANGE_OPTIONS: Required<DeltaRangeOptions> = { maxGapBytes: 64 * 1024, maxMissingFraction: 0.5, maxRanges: 4 };
+export const DEFAULT_DELTA_RANGE_OPTIONS: Readonly<Required<DeltaRangeOptions>> = Object.freeze({ maxGapBytes: 64 * 1024, maxMissingFraction: 0.5, maxRanges: 4 });
 
 /** A member as the index places it: `offset` and `sizeBytes` in its bundle, its content's SHA-256. */
 export interface DeltaMember {
@@ -48,7 +48,11 @@ export interface DeltaRangePlan {
 }
 
 function resolveOptions(options: DeltaRangeOptions): Required<DeltaRangeOptions> {
-  const resolved = { ...DEFAULT_DELTA_RANGE_OPTIONS, ...options };
+  const resolved = {
+    maxGapBytes: options.maxGapBytes ?? DEFAULT_DELTA_RANGE_OPTIONS.maxGapBytes,
+    maxMissingFraction: options.maxMissingFraction ?? DEFAULT_DELTA_RANGE_OPTIONS.maxMissingFraction,
+    maxRanges: options.maxRanges ?? DEFAULT_DELTA_RANGE_OPTIONS.maxRanges,
+  };
   if (!Number.isSafeInteger(resolved.maxGapBytes) || resolved.maxGapBytes < 0) throw new InvalidOptionError('maxGapBytes', `maxGapBytes must be a non-negative integer, found ${resolved.maxGapBytes}`);
   if (!(resolved.maxMissingFraction >= 0 && resolved.maxMissingFraction <= 1)) throw new InvalidOptionError('maxMissingFraction', `maxMissingFraction must be between 0 and 1, found ${resolved.maxMissingFraction}`);
   if (!Number.isSafeInteger(resolved.maxRanges) || resolved.maxRanges < 1) throw new InvalidOptionError('maxRanges', `maxRanges must be a positive integer, found ${resolved.maxRanges}`);
