@@ -29,7 +29,7 @@ export interface DeltaMember {
 }
 
 /** Bytes `start` up to, not including, `end`: the header `Range: bytes=<start>-<end − 1>`. */
-export interface ByteRange {
+export interface DeltaByteRange {
   start: number;
   end: number;
 }
@@ -40,7 +40,7 @@ export interface DeltaRangePlan {
   /** Fetch the whole bundle (one request, no Range header). */
   whole: boolean;
   /** The requests: one range `[0, size)` when `whole`, none when `none`. */
-  ranges: ByteRange[];
+  ranges: DeltaByteRange[];
   /** Bytes the requests transfer. */
   bytes: number;
   /** Bytes of the distinct missing contents alone. */
@@ -63,12 +63,12 @@ function resolveOptions(options: DeltaRangeOptions): Required<DeltaRangeOptions>
  * The spans of the missing members, sorted and with overlaps joined. Members that share a
  * content share its bytes (SPEC §5), so a span is counted once. An empty content needs no bytes.
  */
-function missingSpans(members: readonly DeltaMember[], missing: ReadonlySet<string>): ByteRange[] {
+function missingSpans(members: readonly DeltaMember[], missing: ReadonlySet<string>): DeltaByteRange[] {
   const spans = members
     .filter((member) => member.sizeBytes > 0 && missing.has(member.sha256))
     .map((member) => ({ start: member.offset, end: member.offset + member.sizeBytes }))
     .sort((a, b) => a.start - b.start || a.end - b.end);
-  const joined: ByteRange[] = [];
+  const joined: DeltaByteRange[] = [];
   for (const span of spans) {
     const last = joined[joined.length - 1];
     if (last && span.start <= last.end) last.end = Math.max(last.end, span.end);
@@ -77,8 +77,8 @@ function missingSpans(members: readonly DeltaMember[], missing: ReadonlySet<stri
   return joined;
 }
 
-function mergeCloseRanges(spans: ByteRange[], maxGapBytes: number): ByteRange[] {
-  const merged: ByteRange[] = [];
+function mergeCloseRanges(spans: DeltaByteRange[], maxGapBytes: number): DeltaByteRange[] {
+  const merged: DeltaByteRange[] = [];
   for (const span of spans) {
     const last = merged[merged.length - 1];
     if (last && span.start - last.end < maxGapBytes) last.end = span.end;
@@ -88,7 +88,7 @@ function mergeCloseRanges(spans: ByteRange[], maxGapBytes: number): ByteRange[] 
 }
 
 /** Merges the two neighbours with the smallest gap (the first such pair on a tie) until at most `maxRanges` remain. */
-function capRanges(ranges: ByteRange[], maxRanges: number): ByteRange[] {
+function capRanges(ranges: DeltaByteRange[], maxRanges: number): DeltaByteRange[] {
   const capped = ranges.map((range) => ({ ...range }));
   while (capped.length > maxRanges) {
     let smallest = 0;
@@ -101,7 +101,7 @@ function capRanges(ranges: ByteRange[], maxRanges: number): ByteRange[] {
   return capped;
 }
 
-const sumOf = (ranges: ByteRange[]) => ranges.reduce((sum, range) => sum + (range.end - range.start), 0);
+const sumOf = (ranges: DeltaByteRange[]) => ranges.reduce((sum, range) => sum + (range.end - range.start), 0);
 
 /**
  * The requests that fetch the members of a bundle of `bundleSizeBytes` whose content (SHA-256)

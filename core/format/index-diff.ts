@@ -10,14 +10,14 @@ import { planDeltaRanges, type DeltaMember, type DeltaRangeOptions, type DeltaRa
 import { opaqueId } from './ids.js';
 import { entryKey, type BundledFileEntry, type BundleEntry, type ProjectIndex } from './project-index.js';
 
-export interface FileState {
+export interface IndexDiffFile {
   /** The path, or the id when the indexes compare by id. */
   key: string;
   sizeBytes: number;
   sha256: string;
 }
 
-export interface ChangedFile {
+export interface IndexDiffChangedFile {
   key: string;
   old: { sizeBytes: number; sha256: string };
   new: { sizeBytes: number; sha256: string };
@@ -32,7 +32,7 @@ export interface IndexDiff {
   keys: 'path' | 'id';
   /** Things a reader of the numbers should know (a loose index, ids with different salts…). */
   notes: string[];
-  files: { added: FileState[]; changed: ChangedFile[]; removed: FileState[]; unchanged: number };
+  files: { added: IndexDiffFile[]; changed: IndexDiffChangedFile[]; removed: IndexDiffFile[]; unchanged: number };
   bundles: { new: BundleEntry[]; gone: BundleEntry[]; kept: number };
   /** The new bundles: what a host uploads. */
   upload: { bundles: number; bytes: number };
