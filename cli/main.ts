@@ -6,6 +6,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { registerNodeHash } from '../core/node/hash.js';
 import { AwakeError } from '../core/errors.js';
+import { diffCommand } from './commands/diff.js';
 import { indexCommand } from './commands/index-command.js';
 import { inspectCommand } from './commands/inspect.js';
 import { publishCommand } from './commands/publish.js';
@@ -13,7 +14,7 @@ import { serveCommand } from './commands/serve.js';
 import { verifyCommand } from './commands/verify.js';
 import { CommandFailure, printable, UsageError, type Command, type CommandContext } from './usage.js';
 
-const commands: Command[] = [publishCommand, indexCommand, inspectCommand, verifyCommand, serveCommand];
+const commands: Command[] = [publishCommand, indexCommand, inspectCommand, verifyCommand, diffCommand, serveCommand];
 
 function mainHelp(): string {
   return `Usage: awake-bundle <command> [options]

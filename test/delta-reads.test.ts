@@ -9,7 +9,8 @@ import { cpSync, readFileSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
-import { BundleIntegrityError, IndexedAssetSource, MemoryCache, planDeltaRanges, DEFAULT_DELTA_READS, type ContentCache, type PrefetchProgress } from '../core/index.js';
+import { deltaRangesFor } from '../core/read/delta-ranges.js';
+import { BundleIntegrityError, IndexedAssetSource, MemoryCache, DEFAULT_DELTA_READS, type ContentCache, type PrefetchProgress } from '../core/index.js';
 import { NodeFolderCache, startStaticServer, type StaticServer } from '../core/node/index.js';
 import { runCli, temporaryDir } from './helpers/cli.js';
 import { seededBytes, sha256Hex, writeTree } from './helpers/trees.js';
@@ -103,22 +104,24 @@ async function expectEveryFileOf(source: IndexedAssetSource, name: string): Prom
   for (const path of PATHS) expect(sha256Hex(await source.read(path))).toBe(sha256Hex(versions[name]![path]!));
 }
 
-describe('planning the ranges of a bundle', () => {
-  const member = (offset: number, sizeBytes: number) => ({ offset, sizeBytes });
+describe('planning the ranges of a bundle (the rule diff prices updates with)', () => {
+  let next = 0;
+  const member = (offset: number, sizeBytes: number) => ({ offset, sizeBytes, sha256: String(next++).padStart(64, '0') });
   test('members closer than the gap share a range; farther ones get their own', () => {
-    expect(planDeltaRanges([member(100, 10), member(115, 5), member(100_000, 20)], 1_000_000, { ...DEFAULT_DELTA_READS, maxGapBytes: 5 })).toEqual([
+    expect(deltaRangesFor([member(100, 10), member(115, 5), member(100_000, 20)], 1_000_000, { ...DEFAULT_DELTA_READS, maxGapBytes: 6 })).toEqual([
       { offset: 100, length: 20 }, { offset: 100_000, length: 20 },
     ]);
+    expect(deltaRangesFor([member(100, 10), member(115, 5)], 1_000_000, { ...DEFAULT_DELTA_READS, maxGapBytes: 5 })).toHaveLength(2);
   });
-  test('past maxRangesPerBundle, the smallest gaps close first', () => {
-    const missing = [member(0, 1), member(10, 1), member(1000, 1), member(1003, 1), member(5000, 1)];
-    expect(planDeltaRanges(missing, 1_000_000, { ...DEFAULT_DELTA_READS, maxGapBytes: 0, maxRangesPerBundle: 3 })).toEqual([
+  test('past maxRangesPerBundle, the smallest gaps close first; touching members always share a range', () => {
+    const missing = [member(0, 1), member(10, 1), member(1000, 1), member(1001, 3), member(5000, 1)];
+    expect(deltaRangesFor(missing, 1_000_000, { ...DEFAULT_DELTA_READS, maxGapBytes: 0, maxRangesPerBundle: 3 })).toEqual([
       { offset: 0, length: 11 }, { offset: 1000, length: 4 }, { offset: 5000, length: 1 },
     ]);
   });
-  test('more than maxMissingFraction of the bundle: fetch it whole (undefined)', () => {
-    expect(planDeltaRanges([member(0, 60)], 100, DEFAULT_DELTA_READS)).toBeUndefined();
-    expect(planDeltaRanges([member(0, 50)], 100, DEFAULT_DELTA_READS)).toEqual([{ offset: 0, length: 50 }]);
+  test('more than maxMissingFraction of the bundle missing: fetch it whole (undefined)', () => {
+    expect(deltaRangesFor([member(0, 60)], 100, DEFAULT_DELTA_READS)).toBeUndefined();
+    expect(deltaRangesFor([member(0, 50)], 100, DEFAULT_DELTA_READS)).toEqual([{ offset: 0, length: 50 }]);
   });
 });
 

@@ -4,11 +4,12 @@
  * SHA-256, so contents carry over). Pure planning; the reader fetches and verifies.
  */
 import { InvalidOptionError } from '../errors.js';
+import { planDeltaRanges } from '../format/delta-ranges.js';
 
 export interface DeltaReadOptions {
-  /** Missing members at most this many bytes apart go in one range (the bytes between are fetched and dropped). Default 64 KiB. */
+  /** Missing members closer than this many bytes go in one range (the bytes between are fetched and dropped); touching ones always do. Default 64 KiB. */
   maxGapBytes?: number;
-  /** Fetch the whole bundle when the ranges would download more than this fraction of it. Default 0.5. */
+  /** Fetch the whole bundle when the missing contents are more than this fraction of it. Default 0.5. */
   maxMissingFraction?: number;
   /** At most this many range requests per bundle; past it, the smallest gaps are closed first. Default 4. */
   maxRangesPerBundle?: number;
@@ -33,29 +34,18 @@ export function deltaReadSettings(option: boolean | DeltaReadOptions | undefined
 }
 
 /**
- * The ranges that cover `missing` (members' offsets and sizes in a bundle of `bundleBytes`):
- * members closer than `maxGapBytes` share a range, then, while there are more ranges than
- * `maxRangesPerBundle`, the two ranges with the smallest gap between them are joined. Returns
- * `undefined` (fetch the whole bundle) when the ranges would download more than
- * `maxMissingFraction` of the bundle. Empty members need no bytes and no range.
+ * The ranges that bring `missing` (members' offsets and sizes in a bundle of `bundleBytes`), by
+ * the one rule the `diff` command prices updates with (`planDeltaRanges` in
+ * core/format/delta-ranges.ts); `undefined` when the whole bundle should be fetched.
  */
-export function planDeltaRanges(missing: readonly { offset: number; sizeBytes: number }[], bundleBytes: number, settings: Required<DeltaReadOptions>): ByteRange[] | undefined {
-  const parts = missing.filter((member) => member.sizeBytes > 0).map((member) => ({ start: member.offset, end: member.offset + member.sizeBytes })).sort((a, b) => a.start - b.start);
-  const ranges: { start: number; end: number }[] = [];
-  for (const part of parts) {
-    const last = ranges.at(-1);
-    if (last && part.start - last.end <= settings.maxGapBytes) last.end = Math.max(last.end, part.end);
-    else ranges.push({ ...part });
-  }
-  while (ranges.length > settings.maxRangesPerBundle) {
-    let smallest = 0;
-    for (let i = 1; i < ranges.length - 1; i++) if (ranges[i + 1]!.start - ranges[i]!.end < ranges[smallest + 1]!.start - ranges[smallest]!.end) smallest = i;
-    ranges[smallest]!.end = Math.max(ranges[smallest]!.end, ranges[smallest + 1]!.end);
-    ranges.splice(smallest + 1, 1);
-  }
-  const bytes = ranges.reduce((sum, range) => sum + range.end - range.start, 0);
-  if (bytes > settings.maxMissingFraction * bundleBytes) return undefined;
-  return ranges.map(({ start, end }) => ({ offset: start, length: end - start }));
+export function deltaRangesFor(missing: readonly { offset: number; sizeBytes: number; sha256: string }[], bundleBytes: number, settings: Required<DeltaReadOptions>): ByteRange[] | undefined {
+  const plan = planDeltaRanges(bundleBytes, missing, new Set(missing.map((member) => member.sha256)), {
+    maxGapBytes: settings.maxGapBytes,
+    maxMissingFraction: settings.maxMissingFraction,
+    maxRanges: settings.maxRangesPerBundle,
+  });
+  if (plan.whole) return undefined;
+  return plan.ranges.map(({ start, end }) => ({ offset: start, length: end - start }));
 }
 
 function definedOnly<T extends object>(value: T): Partial<T> {

@@ -13,7 +13,7 @@ import { Transport, type RetryOptions } from '../net/transport.js';
 import { InThreadDigests, sharedDigestPool, WorkerDigestPool, workersAvailable, type DigestPool, type WorkerStoreAccess } from './digest-pool.js';
 import { mediaTypeOf } from '../format/media-types.js';
 import { HeldMembers } from './pending-members.js';
-import { deltaReadSettings, planDeltaRanges, type ByteRange, type DeltaReadOptions } from './delta-ranges.js';
+import { deltaRangesFor, deltaReadSettings, type ByteRange, type DeltaReadOptions } from './delta-ranges.js';
 import { acceptBundle, checkFileDigest, checkFileSize, type AcceptedBundle, type ExpectedMember } from './verify.js';
 
 export const DEFAULT_PENDING_BYTES = 64 * 1024 * 1024;
@@ -662,7 +662,7 @@ export class IndexedAssetSource {
     if (!cached) return undefined;
     const missing = [...contents.values()].filter((entry) => entry.sha256 === need || (!cached.has(entry.sha256) && !this.held.has(entry.sha256)));
     if (missing.length === contents.size) return undefined;
-    const ranges = planDeltaRanges(missing.map((entry) => ({ offset: entry.offset!, sizeBytes: entry.sizeBytes })), bundle.sizeBytes, this.delta);
+    const ranges = deltaRangesFor(missing.map((entry) => ({ offset: entry.offset!, sizeBytes: entry.sizeBytes, sha256: entry.sha256 })), bundle.sizeBytes, this.delta);
     return ranges && { ranges, missing };
   }
 

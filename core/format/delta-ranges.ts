@@ -1,0 +1,120 @@
+/**
+ * Which byte ranges of a bundle a reader that already holds some of its contents should ask for
+ * (HTTP `Range`), instead of the whole bundle. Pure: the `diff` command uses it to price an
+ * update, and the reader can use it to fetch one.
+ *
+ * The rule: the missing members' spans, in offset order; spans closer than `maxGapBytes` merged
+ * into one range (a small gap costs less than a request); the whole bundle when the missing
+ * bytes are more than `maxMissingFraction` of it; and when more than `maxRanges` ranges remain,
+ * the two neighbours with the smallest gap between them merged, again and again.
+ */
+import { InvalidOptionError } from '../errors.js';
+
+export interface DeltaRangeOptions {
+  /** Missing members closer than this are fetched as one range (default 64 KiB). */
+  maxGapBytes?: number;
+  /** Above this share of the bundle missing, the whole bundle is fetched (default 0.5). */
+  maxMissingFraction?: number;
+  /** At most this many range requests per bundle (default 4). */
+  maxRanges?: number;
+}
+
+export const DEFAULT_DELTA_RANGE_OPTIONS: Readonly<Required<DeltaRangeOptions>> = Object.freeze({ maxGapBytes: 64 * 1024, maxMissingFraction: 0.5, maxRanges: 4 });
+
+/** A member as the index places it: `offset` and `sizeBytes` in its bundle, its content's SHA-256. */
+export interface DeltaMember {
+  offset: number;
+  sizeBytes: number;
+  sha256: string;
+}
+
+/** Bytes `start` up to, not including, `end`: the header `Range: bytes=<start>-<end − 1>`. */
+export interface DeltaByteRange {
+  start: number;
+  end: number;
+}
+
+export interface DeltaRangePlan {
+  /** Nothing missing: no request. */
+  none: boolean;
+  /** Fetch the whole bundle (one request, no Range header). */
+  whole: boolean;
+  /** The requests: one range `[0, size)` when `whole`, none when `none`. */
+  ranges: DeltaByteRange[];
+  /** Bytes the requests transfer. */
+  bytes: number;
+  /** Bytes of the distinct missing contents alone. */
+  missingBytes: number;
+}
+
+function resolveOptions(options: DeltaRangeOptions): Required<DeltaRangeOptions> {
+  const resolved = {
+    maxGapBytes: options.maxGapBytes ?? DEFAULT_DELTA_RANGE_OPTIONS.maxGapBytes,
+    maxMissingFraction: options.maxMissingFraction ?? DEFAULT_DELTA_RANGE_OPTIONS.maxMissingFraction,
+    maxRanges: options.maxRanges ?? DEFAULT_DELTA_RANGE_OPTIONS.maxRanges,
+  };
+  if (!Number.isSafeInteger(resolved.maxGapBytes) || resolved.maxGapBytes < 0) throw new InvalidOptionError('maxGapBytes', `maxGapBytes must be a non-negative integer, found ${resolved.maxGapBytes}`);
+  if (!(resolved.maxMissingFraction >= 0 && resolved.maxMissingFraction <= 1)) throw new InvalidOptionError('maxMissingFraction', `maxMissingFraction must be between 0 and 1, found ${resolved.maxMissingFraction}`);
+  if (!Number.isSafeInteger(resolved.maxRanges) || resolved.maxRanges < 1) throw new InvalidOptionError('maxRanges', `maxRanges must be a positive integer, found ${resolved.maxRanges}`);
+  return resolved;
+}
+
+/**
+ * The spans of the missing members, sorted and with overlaps joined. Members that share a
+ * content share its bytes (SPEC §5), so a span is counted once. An empty content needs no bytes.
+ */
+function missingSpans(members: readonly DeltaMember[], missing: ReadonlySet<string>): DeltaByteRange[] {
+  const spans = members
+    .filter((member) => member.sizeBytes > 0 && missing.has(member.sha256))
+    .map((member) => ({ start: member.offset, end: member.offset + member.sizeBytes }))
+    .sort((a, b) => a.start - b.start || a.end - b.end);
+  const joined: DeltaByteRange[] = [];
+  for (const span of spans) {
+    const last = joined[joined.length - 1];
+    if (last && span.start <= last.end) last.end = Math.max(last.end, span.end);
+    else joined.push({ ...span });
+  }
+  return joined;
+}
+
+function mergeCloseRanges(spans: DeltaByteRange[], maxGapBytes: number): DeltaByteRange[] {
+  const merged: DeltaByteRange[] = [];
+  for (const span of spans) {
+    const last = merged[merged.length - 1];
+    if (last && span.start - last.end < maxGapBytes) last.end = span.end;
+    else merged.push({ ...span });
+  }
+  return merged;
+}
+
+/** Merges the two neighbours with the smallest gap (the first such pair on a tie) until at most `maxRanges` remain. */
+function capRanges(ranges: DeltaByteRange[], maxRanges: number): DeltaByteRange[] {
+  const capped = ranges.map((range) => ({ ...range }));
+  while (capped.length > maxRanges) {
+    let smallest = 0;
+    for (let i = 1; i < capped.length - 1; i++) {
+      if (capped[i + 1]!.start - capped[i]!.end < capped[smallest + 1]!.start - capped[smallest]!.end) smallest = i;
+    }
+    capped[smallest]!.end = capped[smallest + 1]!.end;
+    capped.splice(smallest + 1, 1);
+  }
+  return capped;
+}
+
+const sumOf = (ranges: DeltaByteRange[]) => ranges.reduce((sum, range) => sum + (range.end - range.start), 0);
+
+/**
+ * The requests that fetch the members of a bundle of `bundleSizeBytes` whose content (SHA-256)
+ * is in `missing`. Throws `InvalidOptionError` for an option out of range.
+ */
+export function planDeltaRanges(bundleSizeBytes: number, members: readonly DeltaMember[], missing: ReadonlySet<string>, options: DeltaRangeOptions = {}): DeltaRangePlan {
+  const { maxGapBytes, maxMissingFraction, maxRanges } = resolveOptions(options);
+  const spans = missingSpans(members, missing);
+  const missingBytes = sumOf(spans);
+  if (spans.length === 0) return { none: true, whole: false, ranges: [], bytes: 0, missingBytes };
+  if (missingBytes > maxMissingFraction * bundleSizeBytes) {
+    return { none: false, whole: true, ranges: [{ start: 0, end: bundleSizeBytes }], bytes: bundleSizeBytes, missingBytes };
+  }
+  const ranges = capRanges(mergeCloseRanges(spans, maxGapBytes), maxRanges);
+  return { none: false, whole: false, ranges, bytes: sumOf(ranges), missingBytes };
+}
