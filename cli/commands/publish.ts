@@ -7,6 +7,7 @@ import { groupByFolder, oneGroup } from '../../core/publish/grouping.js';
 import { DEFAULT_BUNDLE_URL_PREFIX, DEFAULT_TARGET_BUNDLE_BYTES } from '../../core/publish/plan.js';
 import { looseIndexFromFolder } from '../../core/node/loose-index.js';
 import { diskReader, looseFileLocator, publishToDirectory, removeOwnTemporaryFilesSync, type PublishSummary } from '../../core/node/publish.js';
+import { parseTargetArguments, runPublishToTarget, TARGET_HELP, TARGET_OPTIONS, type TargetArguments } from './publish-to.js';
 import { CommandFailure, formatBytes, parseCommandLine, printable, progressLine, UsageError, type Command } from '../usage.js';
 
 const HELP = `Usage: awake-bundle <loose-index.json | assets-folder> [options]
@@ -33,6 +34,7 @@ Options:
                        publish paths that differ only by case or Unicode normalization
                        (they collide on macOS and Windows hosts) with a warning, instead
                        of refusing them
+${TARGET_HELP}
   --json               print a machine-readable summary on stdout
   -h, --help           show this help
 
@@ -51,6 +53,8 @@ export interface PublishArguments {
   rootPath?: string;
   allowCaseCollisions: boolean;
   json: boolean;
+  /** `--to s3://…`: upload to object storage (publish-to.ts). */
+  target?: TargetArguments;
 }
 
 export function parsePublishArguments(argv: string[]): PublishArguments | 'help' {
@@ -66,6 +70,7 @@ export function parsePublishArguments(argv: string[]): PublishArguments | 'help'
     'root-path': { type: 'string' },
     'allow-case-collisions': { type: 'boolean' },
     json: { type: 'boolean' },
+    ...TARGET_OPTIONS,
   });
   if (values.help) return 'help';
   if (values.out === '') throw new UsageError('--out must not be empty');
@@ -95,6 +100,7 @@ export function parsePublishArguments(argv: string[]): PublishArguments | 'help'
   const urlPrefix = values['url-prefix'] ?? DEFAULT_BUNDLE_URL_PREFIX;
   const prefixProblem = urlPrefix.replace(/\/+$/, '') === '' ? undefined : unsafePathReason(urlPrefix.replace(/\/+$/, ''));
   if (prefixProblem !== undefined) throw new UsageError(`--url-prefix ${JSON.stringify(urlPrefix)} must be a folder relative to the index (SPEC §5), such as "bundles" (it ${prefixProblem})`);
+  const target = parseTargetArguments(values);
   return {
     input: positionals[0]!,
     out: values.out ?? 'build/published',
@@ -107,6 +113,7 @@ export function parsePublishArguments(argv: string[]): PublishArguments | 'help'
     ...(values['root-path'] !== undefined ? { rootPath: values['root-path'] } : {}),
     allowCaseCollisions: values['allow-case-collisions'] ?? false,
     json: values.json ?? false,
+    ...(target !== undefined ? { target } : {}),
   };
 }
 
@@ -159,6 +166,10 @@ export const publishCommand: Command = {
     const progress = progressLine(stderr, !args.json);
     const started = Date.now();
     const { looseIndex, read } = await loadInput(args, (bytes) => progress.update(`indexing ${args.input}: ${formatBytes(bytes)} hashed`));
+    if (args.target !== undefined) {
+      progress.clear();
+      return runPublishToTarget({ ...args, target: args.target }, { looseIndex, read }, { stdout, stderr });
+    }
     const summary = await publishToDirectory({
       looseIndex,
       read,

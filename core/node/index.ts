@@ -8,3 +8,5 @@ export * from './loose-index.js';
 export * from './publish.js';
 export * from './server.js';
 export { NodeFolderCache } from './folder-cache.js';
+export * from './publish-target.js';
+export { S3PublishTarget, parseS3Url, BUNDLE_CACHE_CONTROL, INDEX_CACHE_CONTROL, type S3PublishTargetOptions } from './s3-target.js';
