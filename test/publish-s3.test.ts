@@ -6,7 +6,7 @@
  * loading the published project straight from the store.
  */
 import { execFile } from 'node:child_process';
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { cpSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { HeadObjectCommand, ListObjectsV2Command, S3Client } from '@aws-sdk/client-s3';
 import { IndexedAssetSource, UnsupportedOperationError, PublishOutputError, type BundledIndex, type LooseIndex } from '../core/index.js';
@@ -160,6 +160,24 @@ describe('awake-bundle <input> --to s3://bucket/prefix', () => {
     expect(run.stdout).toMatch(/already there: +0 bundles, 0 B \(0 bytes\) not sent/);
     expect(run.stdout).toContain(`staging:       ${out}`);
     expect(JSON.parse(readFileSync(join(out, 'project.index.json'), 'utf8'))).toEqual(await storedIndex('text'));
+  });
+
+  test('installed without @aws-sdk/client-s3, --to fails (exit 1) naming the package to install', async () => {
+    // The package as a user has it with no optional peer: dist/ and its one dependency.
+    const install = temporaryDir('awkb-no-sdk-');
+    cpSync(join(REPO, 'dist'), join(install, 'dist'), { recursive: true });
+    cpSync(join(REPO, 'package.json'), join(install, 'package.json'));
+    mkdirSync(join(install, 'node_modules', '@noble'), { recursive: true });
+    symlinkSync(join(REPO, 'node_modules', '@noble', 'hashes'), join(install, 'node_modules', '@noble', 'hashes'));
+    const { dir } = writeProject();
+    const run = await new Promise<{ code: number; stderr: string }>((resolve) => {
+      execFile(process.execPath, [join(install, 'dist/cli/main.js'), dir, '--to', `s3://${BUCKET}/no-sdk`, '--endpoint', endpoint], { env: { ...process.env, ...AWS_ENV } }, (error, _stdout, stderr) => {
+        resolve({ code: error ? ((error as { code?: number }).code ?? 1) : 0, stderr });
+      });
+    });
+    expect(run.code).toBe(1);
+    expect(run.stderr).toContain('publishing to S3 needs the package @aws-sdk/client-s3: run npm install --save-dev @aws-sdk/client-s3');
+    expect(await keysUnder('no-sdk')).toEqual([]);
   });
 
   test('wrong target options are usage errors (exit 2) naming the flag', async () => {
