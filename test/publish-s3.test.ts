@@ -5,8 +5,8 @@
  * an interrupted upload completed by a rerun, `--dry-run`, the stored headers, and a reader
  * loading the published project straight from the store.
  */
-import { execFile } from 'node:child_process';
-import { cpSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
+import { execFile, spawn } from 'node:child_process';
+import { cpSync, mkdirSync, readdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { HeadObjectCommand, ListObjectsV2Command, S3Client } from '@aws-sdk/client-s3';
 import { IndexedAssetSource, UnsupportedOperationError, PublishOutputError, type BundledIndex, type LooseIndex } from '../core/index.js';
@@ -19,6 +19,9 @@ import { CLI, REPO, temporaryDir } from './helpers/cli.js';
 interface S3rverInstance {
   run(): Promise<{ port: number }>;
   close(): Promise<void>;
+  /** S3 event notifications: one per object created. */
+  on(event: 'event', listener: (event: { Records: { s3: { object: { key: string } } }[] }) => void): void;
+  off(event: 'event', listener: (...args: never[]) => void): void;
 }
 // s3rver ships no types; this is the part of its API the test uses.
 const S3rver = require('s3rver') as new (options: { address: string; port: number; silent: boolean; directory: string; configureBuckets: { name: string }[] }) => S3rverInstance;
@@ -160,6 +163,37 @@ describe('awake-bundle <input> --to s3://bucket/prefix', () => {
     expect(run.stdout).toMatch(/already there: +0 bundles, 0 B \(0 bytes\) not sent/);
     expect(run.stdout).toContain(`staging:       ${out}`);
     expect(JSON.parse(readFileSync(join(out, 'project.index.json'), 'utf8'))).toEqual(await storedIndex('text'));
+  });
+
+  test('a publish stopped by SIGTERM mid-upload indexes nothing and removes its staging folder; the same command completes it', async () => {
+    const dir = temporaryDir('awkb-s3-many-');
+    const files: Record<string, Uint8Array> = {};
+    for (let i = 0; i < 40; i++) files[`levels/l${String(i).padStart(2, '0')}.bin`] = pseudoRandom(20_000, 200 + i);
+    mkdirSync(join(dir, 'levels'));
+    for (const [path, bytes] of Object.entries(files)) writeFileSync(join(dir, path), bytes);
+    const args = [CLI, dir, '--to', `s3://${BUCKET}/stopped`, '--endpoint', endpoint, '--target-mb', '0.01', '--json'];
+    const tmp = temporaryDir('awkb-s3-tmp-'); // the child's os.tmpdir(): its staging folder goes here
+    const child = spawn(process.execPath, args, { env: { ...process.env, ...AWS_ENV, TMPDIR: tmp }, stdio: ['ignore', 'pipe', 'pipe'] });
+    // Stopped as soon as the store has the first bundle: 39 are still to go.
+    let stopped = false; // one signal: the CLI exits on the first, a second would kill it outright
+    const stopOnFirstBundle = () => {
+      if (!stopped) stopped = child.kill('SIGTERM');
+    };
+    server.on('event', stopOnFirstBundle);
+    const code = await new Promise<number | null>((resolve) => child.on('exit', (exitCode) => resolve(exitCode)));
+    server.off('event', stopOnFirstBundle);
+    expect(code).toBe(143);
+    const partial = await keysUnder('stopped');
+    expect(partial).not.toContain('project.index.json');
+    expect(partial.length).toBeGreaterThan(0);
+    expect(partial.length).toBeLessThan(40);
+    expect(readdirSync(tmp)).toEqual([]);
+
+    const rerun = await publishJson([dir, '--to', `s3://${BUCKET}/stopped`, '--target-mb', '0.01']);
+    expect(rerun.bundles).toBe(40);
+    expect(rerun.skippedBundles).toBeGreaterThan(0);
+    expect(rerun.uploadedBundles + rerun.skippedBundles).toBe(40);
+    await expectReadable('stopped', files);
   });
 
   test('installed without @aws-sdk/client-s3, --to fails (exit 1) naming the package to install', async () => {

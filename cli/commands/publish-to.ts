@@ -7,6 +7,7 @@ import type { LooseIndex } from '../../core/format/project-index.js';
 import { groupByFolder, oneGroup } from '../../core/publish/grouping.js';
 import type { ReadProjectFile } from '../../core/publish/bundle-writer.js';
 import { publishToTarget, type PublishToTargetSummary } from '../../core/node/publish-target.js';
+export { removeOwnStagingFoldersSync } from '../../core/node/publish-target.js';
 import { parseS3Url, S3PublishTarget } from '../../core/node/s3-target.js';
 import { formatBytes, printable, progressLine, UsageError, type CommandContext } from '../usage.js';
 import type { PublishArguments } from './publish.js';

@@ -7,7 +7,7 @@ import { groupByFolder, oneGroup } from '../../core/publish/grouping.js';
 import { DEFAULT_BUNDLE_URL_PREFIX, DEFAULT_TARGET_BUNDLE_BYTES } from '../../core/publish/plan.js';
 import { looseIndexFromFolder } from '../../core/node/loose-index.js';
 import { diskReader, looseFileLocator, publishToDirectory, removeOwnTemporaryFilesSync, type PublishSummary } from '../../core/node/publish.js';
-import { parseTargetArguments, runPublishToTarget, TARGET_HELP, TARGET_OPTIONS, type TargetArguments } from './publish-to.js';
+import { parseTargetArguments, removeOwnStagingFoldersSync, runPublishToTarget, TARGET_HELP, TARGET_OPTIONS, type TargetArguments } from './publish-to.js';
 import { CommandFailure, formatBytes, parseCommandLine, printable, progressLine, UsageError, type Command } from '../usage.js';
 
 const HELP = `Usage: awake-bundle <loose-index.json | assets-folder> [options]
@@ -156,7 +156,10 @@ export const publishCommand: Command = {
   name: 'publish',
   summary: 'pack a folder or loose index into bundles (the default command)',
   help: HELP,
-  cleanUpOnSignal: removeOwnTemporaryFilesSync,
+  cleanUpOnSignal: () => {
+    removeOwnTemporaryFilesSync();
+    removeOwnStagingFoldersSync(); // --to without --out
+  },
   async run(argv, { stdout, stderr }) {
     const args = parsePublishArguments(argv);
     if (args === 'help') {

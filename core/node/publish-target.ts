@@ -6,7 +6,7 @@
  * naming a bundle the target does not hold, and running the same publish again completes an
  * interrupted one (bundle names are SHA-256: the same inputs give the same names).
  */
-import { constants } from 'node:fs';
+import { constants, rmSync } from 'node:fs';
 import { copyFile, lstat, mkdir, mkdtemp, open, readFile, rename, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
@@ -89,10 +89,22 @@ export interface PublishToTargetSummary {
 
 export const DEFAULT_UPLOAD_CONCURRENCY = 4;
 
+const liveStagingFolders = new Set<string>();
+
+/**
+ * Removes the temporary staging folders of this process's running publishes at once: for a
+ * signal handler (the CLI's SIGINT and SIGTERM), like removeOwnTemporaryFilesSync.
+ */
+export function removeOwnStagingFoldersSync(): void {
+  for (const dir of liveStagingFolders) rmSync(dir, { recursive: true, force: true });
+  liveStagingFolders.clear();
+}
+
 /** Publishes into a staging folder, then uploads what `target` lacks, the index last. */
 export async function publishToTarget(options: PublishToTargetOptions): Promise<PublishToTargetSummary> {
   const { target, stagingDir, dryRun = false, concurrency = DEFAULT_UPLOAD_CONCURRENCY, onUpload, ...publishOptions } = options;
   const dir = stagingDir ?? (await mkdtemp(join(tmpdir(), 'awake-bundle-staging-')));
+  if (stagingDir === undefined) liveStagingFolders.add(dir);
   try {
     const { index, ...staged } = await publishToDirectory({ ...publishOptions, outDir: dir });
     const bundles: TargetBundle[] = index.bundles.map((bundle) => ({
@@ -131,7 +143,10 @@ export async function publishToTarget(options: PublishToTargetOptions): Promise<
     await target.putIndex(INDEX_FILE_NAME, await readFile(join(dir, INDEX_FILE_NAME)));
     return summary;
   } finally {
-    if (stagingDir === undefined) await rm(dir, { recursive: true, force: true });
+    if (stagingDir === undefined) {
+      await rm(dir, { recursive: true, force: true });
+      liveStagingFolders.delete(dir);
+    }
   }
 }
 
