@@ -10,7 +10,7 @@ import { constants, rmSync } from 'node:fs';
 import { copyFile, lstat, mkdir, mkdtemp, open, readFile, rename, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
-import { PublishOutputError } from '../errors.js';
+import { InvalidOptionError, PublishOutputError } from '../errors.js';
 import type { BundledIndex } from '../format/project-index.js';
 import { nodeSha256 } from './hash.js';
 import { INDEX_FILE_NAME, publishToDirectory, writeFileAtomic, type PublishOptions, type PublishSummary } from './publish.js';
@@ -155,7 +155,7 @@ export async function publishToTarget(options: PublishToTargetOptions): Promise<
  * starting; the ones running are awaited, then that failure is thrown.
  */
 export async function forEachAtMost<T>(limit: number, items: readonly T[], work: (item: T) => Promise<void>): Promise<void> {
-  if (!(Number.isSafeInteger(limit) && limit >= 1)) throw new RangeError(`concurrency must be a positive integer, got ${limit}`);
+  if (!(Number.isSafeInteger(limit) && limit >= 1)) throw new InvalidOptionError('concurrency', `concurrency must be a positive integer, got ${limit}`);
   let next = 0;
   let failure: { error: unknown } | undefined;
   const worker = async () => {
