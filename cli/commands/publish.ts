@@ -11,6 +11,8 @@ import type { LooseFileEntry } from '../../core/format/project-index.js';
 import { looseFileLocator, publishToDirectory, removeOwnTemporaryFilesSync, type PublishProgress, type PublishSummary } from '../../core/node/publish.js';
 import { CommandFailure, formatBytes, parseCommandLine, plural, printable, progressLine, UsageError, type Command } from '../usage.js';
 import { DEFAULT_BUNDLE_URL_PREFIX, DEFAULT_TARGET_BUNDLE_BYTES } from '../../core/publish/plan.js';
+import { looseIndexFromFolder } from '../../core/node/loose-index.js';
+import { parseTargetArguments, removeOwnStagingFoldersSync, runPublishToTarget, TARGET_HELP, TARGET_OPTIONS, type TargetArguments } from './publish-to.js';
 
 const HELP = `Usage: awake-bundle <loose-index.json | assets-folder> [options]
 
@@ -36,6 +38,7 @@ Options:
                        publish paths that differ only by case or Unicode normalization
                        (they collide on macOS and Windows hosts) with a warning, instead
                        of refusing them
+${TARGET_HELP}
   --json               print a machine-readable summary on stdout
   -h, --help           show this help
 
@@ -54,6 +57,8 @@ export interface PublishArguments {
   rootPath?: string;
   allowCaseCollisions: boolean;
   json: boolean;
+  /** `--to s3://…`: upload to object storage (publish-to.ts). */
+  target?: TargetArguments;
 }
 
 export function parsePublishArguments(argv: string[]): PublishArguments | 'help' {
@@ -69,6 +74,7 @@ export function parsePublishArguments(argv: string[]): PublishArguments | 'help'
     'root-path': { type: 'string' },
     'allow-case-collisions': { type: 'boolean' },
     json: { type: 'boolean' },
+    ...TARGET_OPTIONS,
   });
   if (values.help) return 'help';
   if (values.out === '') throw new UsageError('--out must not be empty');
@@ -98,6 +104,7 @@ export function parsePublishArguments(argv: string[]): PublishArguments | 'help'
   const urlPrefix = values['url-prefix'] ?? DEFAULT_BUNDLE_URL_PREFIX;
   const prefixProblem = urlPrefix.replace(/\/+$/, '') === '' ? undefined : unsafePathReason(urlPrefix.replace(/\/+$/, ''));
   if (prefixProblem !== undefined) throw new UsageError(`--url-prefix ${JSON.stringify(urlPrefix)} must be a folder relative to the index (SPEC §5), such as "bundles" (it ${prefixProblem})`);
+  const target = parseTargetArguments(values);
   return {
     input: positionals[0]!,
     out: values.out ?? 'build/published',
@@ -110,6 +117,7 @@ export function parsePublishArguments(argv: string[]): PublishArguments | 'help'
     ...(values['root-path'] !== undefined ? { rootPath: values['root-path'] } : {}),
     allowCaseCollisions: values['allow-case-collisions'] ?? false,
     json: values.json ?? false,
+    ...(target !== undefined ? { target } : {}),
   };
 }
 
@@ -145,6 +153,13 @@ async function loadInput(args: PublishArguments): Promise<Input> {
   return { looseIndex, locate: checkedLocator(looseIndex, looseFileLocator(resolve(args.input), args.root)) };
 }
 
+/** A folder input as a loose index and a locator (for publishToTarget). */
+async function looseInputOf(args: PublishArguments): Promise<{ looseIndex: LooseIndex; locate: (entry: LooseFileEntry) => string }> {
+  const { index, files } = await looseIndexFromFolder(args.input, { exclude: [args.out], ...(args.rootPath !== undefined ? { rootPath: args.rootPath } : {}) });
+  const onDisk = new Map(files.map((file) => [file.path, file.absolutePath]));
+  return { looseIndex: index, locate: (entry) => onDisk.get(entry.path)! };
+}
+
 /** Locates every file up front, so a url that is not a local file is named with the flag that helps. */
 function checkedLocator(index: LooseIndex, locate: (entry: LooseFileEntry) => string): (entry: LooseFileEntry) => string {
   const paths = new Map<string, string>();
@@ -174,7 +189,10 @@ export const publishCommand: Command = {
   name: 'publish',
   summary: 'pack a folder or loose index into bundles (the default command)',
   help: HELP,
-  cleanUpOnSignal: removeOwnTemporaryFilesSync,
+  cleanUpOnSignal: () => {
+    removeOwnTemporaryFilesSync();
+    removeOwnStagingFoldersSync(); // --to without --out
+  },
   async run(argv, { stdout, stderr }) {
     const args = parsePublishArguments(argv);
     if (args === 'help') {
@@ -185,6 +203,13 @@ export const publishCommand: Command = {
     const started = Date.now();
     const input = await loadInput(args);
     if (!args.allowCaseCollisions) checkPathCollisions('folder' in input ? input.files.map((file) => file.path) : input.looseIndex.files.map((entry) => entry.path));
+    if (args.target !== undefined) {
+      // An upload publishes into a staging folder first (publishToTarget), from a loose index:
+      // a folder is indexed here, so its files are read twice on this path.
+      const loose = 'folder' in input ? await looseInputOf(args) : input;
+      progress.clear();
+      return runPublishToTarget({ ...args, target: args.target }, loose, { stdout, stderr });
+    }
     const options = {
       outDir: args.out,
       grouping: args.grouping === 'one' ? oneGroup() : groupByFolder(args.depth),

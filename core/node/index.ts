@@ -10,3 +10,5 @@ export * from './server.js';
 export { NodeFolderCache } from './folder-cache.js';
 export * from './verify-published.js';
 export * from './publish-folder.js';
+export * from './publish-target.js';
+export { S3PublishTarget, parseS3Url, BUNDLE_CACHE_CONTROL, INDEX_CACHE_CONTROL, type S3PublishTargetOptions } from './s3-target.js';

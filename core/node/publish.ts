@@ -208,7 +208,7 @@ export function checkBundleUrlPrefix(prefix: string): void {
 export const nodeBundleHashing: BundleHashing = { digest: sha256HexNode, incremental: nodeSha256 };
 
 export async function publishToDirectory(options: PublishOptions): Promise<PublishSummary> {
-  if (!options.locate === !options.read) throw new TypeError('publishToDirectory takes either locate or read (exactly one)');
+  if (!options.locate === !options.read) throw new InvalidOptionError('locate', 'publishToDirectory takes either locate or read (exactly one)');
   checkPathCollisions(options.looseIndex.files.map((entry) => entry.path), options);
   return publishBundles(options, ({ writer, store, pace }) => {
     const read = options.locate ? recyclingDiskReader(options.locate, pace) : options.read;
