@@ -4,12 +4,11 @@
  * command parses the shared options and hands over here when `--to` is given.
  */
 import type { LooseFileEntry, LooseIndex } from '../../core/format/project-index.js';
-import { groupByFolder, oneGroup } from '../../core/publish/grouping.js';
 import { publishToTarget, type PublishToTargetSummary } from '../../core/node/publish-target.js';
 export { removeOwnStagingFoldersSync } from '../../core/node/publish-target.js';
 import { parseS3Url, S3PublishTarget } from '../../core/node/s3-target.js';
 import { formatBytes, printable, progressLine, UsageError, type CommandContext } from '../usage.js';
-import type { PublishArguments } from './publish.js';
+import { writerOptionsFrom, type PublishArguments } from './publish.js';
 
 export const TARGET_OPTIONS = {
   to: { type: 'string' },
@@ -78,16 +77,7 @@ export async function runPublishToTarget(
     target,
     ...(to.stagingDir !== undefined ? { stagingDir: to.stagingDir } : {}),
     dryRun: to.dryRun,
-    grouping: args.grouping === 'one' ? oneGroup() : groupByFolder(args.depth),
-    targetBundleBytes: args.targetBundleBytes,
-    pathIds: args.salt !== undefined ? { salt: args.salt } : null,
-    bundleUrlPrefix: args.urlPrefix,
-    allowCaseCollisions: args.allowCaseCollisions,
-    onWarning: (message) => {
-      progress.clear();
-      stderr.write(`awake-bundle: warning: ${printable(message)}\n`);
-    },
-    onProgress: (p) => progress.update(`bundling: ${p.bundlesDone}/${p.bundlesTotal} bundles, ${formatBytes(p.bytesDone)} of ${formatBytes(p.bytesTotal)}`),
+    ...writerOptionsFrom(args, progress, stderr),
     onUpload: (p) => progress.update(`uploading: ${p.bundlesDone}/${p.bundlesTotal} bundles, ${formatBytes(p.bytesDone)} of ${formatBytes(p.bytesTotal)}`),
   });
   progress.clear();

@@ -9,7 +9,7 @@ import { publishFolder } from '../../core/node/publish-folder.js';
 import { AwakeError } from '../../core/errors.js';
 import type { LooseFileEntry } from '../../core/format/project-index.js';
 import { looseFileLocator, publishToDirectory, removeOwnTemporaryFilesSync, type PublishProgress, type PublishSummary } from '../../core/node/publish.js';
-import { CommandFailure, formatBytes, parseCommandLine, plural, printable, progressLine, UsageError, type Command } from '../usage.js';
+import { CommandFailure, formatBytes, parseCommandLine, plural, printable, progressLine, UsageError, type Command, type CommandContext } from '../usage.js';
 import { DEFAULT_BUNDLE_URL_PREFIX, DEFAULT_TARGET_BUNDLE_BYTES } from '../../core/publish/plan.js';
 import { looseIndexFromFolder } from '../../core/node/loose-index.js';
 import { parseTargetArguments, removeOwnStagingFoldersSync, runPublishToTarget, TARGET_HELP, TARGET_OPTIONS, type TargetArguments } from './publish-to.js';
@@ -153,6 +153,22 @@ async function loadInput(args: PublishArguments): Promise<Input> {
   return { looseIndex, locate: checkedLocator(looseIndex, looseFileLocator(resolve(args.input), args.root)) };
 }
 
+/** The writer's options the command line sets, with warnings and progress on stderr (publish and --to). */
+export function writerOptionsFrom(args: PublishArguments, progress: ReturnType<typeof progressLine>, stderr: CommandContext['stderr']) {
+  return {
+    grouping: args.grouping === 'one' ? oneGroup() : groupByFolder(args.depth),
+    targetBundleBytes: args.targetBundleBytes,
+    pathIds: args.salt !== undefined ? { salt: args.salt } : null,
+    bundleUrlPrefix: args.urlPrefix,
+    allowCaseCollisions: args.allowCaseCollisions,
+    onWarning: (message: string) => {
+      progress.clear();
+      stderr.write(`awake-bundle: warning: ${printable(message)}\n`);
+    },
+    onProgress: (p: PublishProgress) => progress.update(`bundling: ${plural(p.bundlesDone, 'bundle')} written, ${formatBytes(p.bytesDone)} of ${formatBytes(p.bytesTotal)}`),
+  };
+}
+
 /** A folder input as a loose index and a locator (for publishToTarget). */
 async function looseInputOf(args: PublishArguments): Promise<{ looseIndex: LooseIndex; locate: (entry: LooseFileEntry) => string }> {
   const { index, files } = await looseIndexFromFolder(args.input, { exclude: [args.out], ...(args.rootPath !== undefined ? { rootPath: args.rootPath } : {}) });
@@ -210,19 +226,7 @@ export const publishCommand: Command = {
       progress.clear();
       return runPublishToTarget({ ...args, target: args.target }, loose, { stdout, stderr });
     }
-    const options = {
-      outDir: args.out,
-      grouping: args.grouping === 'one' ? oneGroup() : groupByFolder(args.depth),
-      targetBundleBytes: args.targetBundleBytes,
-      pathIds: args.salt !== undefined ? { salt: args.salt } : null,
-      bundleUrlPrefix: args.urlPrefix,
-      allowCaseCollisions: args.allowCaseCollisions,
-      onWarning: (message: string) => {
-        progress.clear();
-        stderr.write(`awake-bundle: warning: ${printable(message)}\n`);
-      },
-      onProgress: (p: PublishProgress) => progress.update(`bundling: ${plural(p.bundlesDone, 'bundle')} written, ${formatBytes(p.bytesDone)} of ${formatBytes(p.bytesTotal)}`),
-    };
+    const options = { outDir: args.out, ...writerOptionsFrom(args, progress, stderr) };
     // A folder is read once, its files hashed as they are bundled (publishFolder).
     const summary =
       'folder' in input
