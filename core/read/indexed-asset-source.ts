@@ -4,7 +4,7 @@
  * bundle once however many of its members are read, at the same time or later.
  */
 import type { ContentCache } from '../cache/content-cache.js';
-import { AssetNotFoundError, AwakeError, BundleIntegrityError, FileIntegrityError, InvalidOptionError, OriginNotAllowedError, RequestAbortedError, ResponseSizeError, TokenOriginError, UnsupportedOperationError } from '../errors.js';
+import { AssetNotFoundError, AwakeError, BundleIntegrityError, FileIntegrityError, InvalidOptionError, OriginNotAllowedError, RangeResponseError, RequestAbortedError, ResponseSizeError, TokenOriginError, UnsupportedOperationError } from '../errors.js';
 import { opaqueId } from '../format/ids.js';
 import { entryKey, parseProjectIndex, parseProjectIndexJson, type BundleEntry, type BundledFileEntry, type ProjectIndex } from '../format/project-index.js';
 import { abortable, linkSignals } from '../net/abort.js';
@@ -126,6 +126,8 @@ type Entry = BundledFileEntry;
 interface DeltaPlan {
   ranges: ByteRange[];
   missing: Entry[];
+  /** The ranges are planned for one multi-range request (`multipart/byteranges`). */
+  multipart: boolean;
 }
 
 /** What the cache said of one content: verified bytes the caller owns, or nothing. */
@@ -160,6 +162,12 @@ interface Load {
  * them for whole bundles from then on, rather than risk a whole body per range (issue 11).
  */
 const originsIgnoringRanges = new Set<string>();
+
+/**
+ * Origins that did not answer several ranges in one request (a 200, one range of several, a
+ * malformed multipart body): they get ranges one by one from then on (RFC 9110 §14.6).
+ */
+const originsWithoutMultipart = new Set<string>();
 
 /**
  * Reads of one load that take their bytes in one task. A bundle of 150 members would otherwise
@@ -662,8 +670,13 @@ export class IndexedAssetSource {
     if (!cached) return undefined;
     const missing = [...contents.values()].filter((entry) => entry.sha256 === need || (!cached.has(entry.sha256) && !this.held.has(entry.sha256)));
     if (missing.length === contents.size) return undefined;
-    const ranges = deltaRangesFor(missing.map((entry) => ({ offset: entry.offset!, sizeBytes: entry.sizeBytes, sha256: entry.sha256 })), bundle.sizeBytes, this.delta);
-    return ranges && { ranges, missing };
+    const multipart = this.delta.multipartRanges && !originsWithoutMultipart.has(originOf(this.resolveUrl(bundle.url)));
+    const ranges = this.rangesOf(bundle, missing, multipart);
+    return ranges && { ranges, missing, multipart: multipart && ranges.length > 1 };
+  }
+
+  private rangesOf(bundle: BundleEntry, missing: Entry[], multipart: boolean): ByteRange[] | undefined {
+    return deltaRangesFor(missing.map((entry) => ({ offset: entry.offset!, sizeBytes: entry.sizeBytes, sha256: entry.sha256 })), bundle.sizeBytes, this.delta!, multipart);
   }
 
   /**
@@ -672,18 +685,46 @@ export class IndexedAssetSource {
    * A 200 answer is the whole bundle (a server that ignores ranges): it is checked as one, the
    * other requests are stopped, and its origin gets whole bundles from then on.
    */
-  private async fetchDelta(bundle: BundleEntry, { ranges, missing }: DeltaPlan, signal: AbortSignal, onProgress?: (received: number) => void): Promise<AcceptedBundle> {
+  private async fetchDelta(bundle: BundleEntry, plan: DeltaPlan, signal: AbortSignal, onProgress?: (received: number) => void): Promise<AcceptedBundle> {
     const url = this.resolveUrl(bundle.url);
-    const bodies = await this.fetchRanges(url, bundle, ranges, signal, onProgress);
-    if (!Array.isArray(bodies)) {
-      originsIgnoringRanges.add(originOf(url));
-      return this.verifyBundleBytes(bundle, bodies.whole, url);
+    const { missing } = plan;
+    let { ranges } = plan;
+    let inputs: Uint8Array[];
+    /** Where each range starts: its input, and its offset there. */
+    let places: { input: number; at: number }[];
+    let answered: Awaited<ReturnType<Transport['getRanges']>> | undefined;
+    let reported = 0;
+    const report = onProgress && ((bytes: number) => onProgress((reported = Math.max(reported, bytes))));
+    if (plan.multipart) {
+      // One request for every range (multipart/byteranges); a server that cannot is asked one range at a time.
+      try {
+        answered = await this.transport.getRanges(url, ranges, { signal, expectedBytes: bundle.sizeBytes, ...(report ? { onProgress: report } : {}) });
+      } catch (error) {
+        if (error instanceof RangeResponseError) originsWithoutMultipart.add(originOf(url));
+        throw error;
+      }
+      if (answered.kind === 'unsupported') {
+        originsWithoutMultipart.add(originOf(url));
+        ranges = this.rangesOf(bundle, missing, false)!;
+      }
     }
-    const inputs = bodies.length > 0 ? bodies : [new Uint8Array(0)];
+    if (answered?.kind === 'ranges') {
+      inputs = [answered.body];
+      places = answered.at.map((at) => ({ input: 0, at }));
+    } else {
+      const bodies = await this.fetchRanges(url, bundle, ranges, signal, report);
+      if (!Array.isArray(bodies)) {
+        originsIgnoringRanges.add(originOf(url));
+        return this.verifyBundleBytes(bundle, bodies.whole, url);
+      }
+      inputs = bodies.length > 0 ? bodies : [new Uint8Array(0)];
+      places = bodies.map((_, input) => ({ input, at: 0 }));
+    }
     const parts = missing.map((entry) => {
       // Empty contents lie in no range: an empty view of the first input.
-      const input = entry.sizeBytes === 0 ? 0 : ranges.findIndex((range) => range.offset <= entry.offset! && entry.offset! + entry.sizeBytes <= range.offset + range.length);
-      return { input, offset: entry.sizeBytes === 0 ? 0 : entry.offset! - ranges[input]!.offset, length: entry.sizeBytes };
+      if (entry.sizeBytes === 0) return { input: 0, offset: 0, length: 0 };
+      const k = ranges.findIndex((range) => range.offset <= entry.offset! && entry.offset! + entry.sizeBytes <= range.offset + range.length);
+      return { input: places[k]!.input, offset: places[k]!.at + entry.offset! - ranges[k]!.offset, length: entry.sizeBytes };
     });
     const store = this.workerStore();
     // One job for every member: the worker stores them all or, with one damaged, none (SPEC §7).
