@@ -693,8 +693,10 @@ export class IndexedAssetSource {
     /** Where each range starts: its input, and its offset there. */
     let places: { input: number; at: number }[];
     let answered: Awaited<ReturnType<Transport['getRanges']>> | undefined;
+    // Progress never goes back (a fallback starts again from 0) nor past the plan (multipart part headers).
+    const planned = ranges.reduce((sum, range) => sum + range.length, 0);
     let reported = 0;
-    const report = onProgress && ((bytes: number) => onProgress((reported = Math.max(reported, bytes))));
+    const report = onProgress && ((bytes: number) => onProgress((reported = Math.min(planned, Math.max(reported, bytes)))));
     if (plan.multipart) {
       // One request for every range (multipart/byteranges); a server that cannot is asked one range at a time.
       try {
