@@ -49,10 +49,13 @@ export interface OpenOptions {
   /**
    * Delta downloads (on by default; needs a `cache` with `has` or `hasMany`): when a bundle is needed and the cache
    * already holds some of its members (from an earlier version of the project), fetch only the
-   * missing members with `Range` requests, each member verified alone. `false` turns it off; an
-   * object tunes it (see `DeltaReadOptions`: `maxGapBytes` 64 KiB, `maxMissingFraction` 0.5,
-   * `maxRangesPerBundle` 4). Whole bundles are fetched when the ranges would bring more than
-   * that fraction, and on an origin that answered a range with the whole file (200).
+   * missing members with `Range` requests, each member verified alone: all of a bundle's ranges
+   * in one request (`multipart/byteranges`) where the origin serves that, else one request per
+   * range. `false` turns it off; an object tunes it (see `DeltaReadOptions`: `multipartRanges`
+   * true, `maxRangesPerRequest` 64, `multipartGapBytes` 512; for one request per range
+   * `maxGapBytes` 64 KiB, `maxRangesPerBundle` 4; `maxMissingFraction` 0.5). Whole bundles are
+   * fetched when the ranges would bring more than that fraction, and on an origin that answered a
+   * single range with the whole file (200).
    */
   deltaReads?: boolean | DeltaReadOptions;
   /**
@@ -680,10 +683,13 @@ export class IndexedAssetSource {
   }
 
   /**
-   * Fetches a delta plan's ranges (one request each, at once) and verifies each member they
-   * bring on its own (SPEC §7 "Verified"); one damaged member rejects them all, nothing cached.
-   * A 200 answer is the whole bundle (a server that ignores ranges): it is checked as one, the
-   * other requests are stopped, and its origin gets whole bundles from then on.
+   * Fetches a delta plan's ranges and verifies each member they bring on its own (SPEC §7
+   * "Verified"); one damaged member rejects them all, nothing cached. A multipart plan is one
+   * request for every range; an origin that does not answer it with them all (a 200, unread; one
+   * range of several) is asked again one range per request (the plan for that), and so from then
+   * on, as after a malformed answer (a `RangeResponseError` for this load). One range per request:
+   * at once; a 200 answer is the whole bundle (a server that ignores ranges): it is checked as
+   * one, the other requests are stopped, and its origin gets whole bundles from then on.
    */
   private async fetchDelta(bundle: BundleEntry, plan: DeltaPlan, signal: AbortSignal, onProgress?: (received: number) => void): Promise<AcceptedBundle> {
     const url = this.resolveUrl(bundle.url);
