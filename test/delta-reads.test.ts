@@ -13,6 +13,7 @@ import { deltaRangesFor } from '../core/read/delta-ranges.js';
 import { BundleIntegrityError, IndexedAssetSource, RangeResponseError, MemoryCache, DEFAULT_DELTA_READS, type ContentCache, type PrefetchProgress } from '../core/index.js';
 import { NodeFolderCache, startStaticServer, type StaticServer } from '../core/node/index.js';
 import { runCli, temporaryDir } from './helpers/cli.js';
+import { startNginx } from './helpers/nginx.js';
 import { seededBytes, sha256Hex, writeTree } from './helpers/trees.js';
 
 const KiB = 1024;
@@ -315,6 +316,21 @@ describe('several ranges in one request (multipart/byteranges)', () => {
       const again = countingFetch();
       await expectEveryFileOf(await IndexedAssetSource.open({ indexUrl: indexUrl(name), cache, fetch: again.fetch }), name);
       expect(again.bundles()).toEqual([]);
+    }
+  });
+
+  test('against nginx: its multipart/byteranges answer is parsed, one request per changed bundle', async () => {
+    const nginx = await startNginx(root);
+    try {
+      const cache = await cacheWithV1(new MemoryCache());
+      const net = countingFetch();
+      const source = await IndexedAssetSource.open({ indexUrl: indexUrl('many', `${nginx.origin}/`), cache, fetch: net.fetch });
+      await expectEveryFileOf(source, 'many');
+      expect(net.bundles()).toHaveLength(1);
+      expect(net.bundles()[0]!.range!.split(',')).toHaveLength(20);
+      expect(net.answers).toEqual([{ status: 206, type: expect.stringMatching(/^multipart\/byteranges; boundary=/) }]);
+    } finally {
+      await nginx.stop();
     }
   });
 
