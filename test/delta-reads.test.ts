@@ -12,6 +12,7 @@ import { join } from 'node:path';
 import { deltaRangesFor } from '../core/read/delta-ranges.js';
 import { BundleIntegrityError, IndexedAssetSource, RangeResponseError, MemoryCache, DEFAULT_DELTA_READS, type ContentCache, type PrefetchProgress } from '../core/index.js';
 import { NodeFolderCache, startStaticServer, type StaticServer } from '../core/node/index.js';
+import { Transport } from '../core/net/transport.js';
 import { runCli, temporaryDir } from './helpers/cli.js';
 import { startNginx } from './helpers/nginx.js';
 import { seededBytes, sha256Hex, writeTree } from './helpers/trees.js';
@@ -414,6 +415,56 @@ describe('several ranges in one request (multipart/byteranges)', () => {
     } finally {
       await host.close();
     }
+  });
+});
+
+describe('Transport.getRanges: what a multi-range answer must be', () => {
+  const file = Buffer.from(Array.from({ length: 1000 }, (_, i) => i % 251));
+  const asked = [{ offset: 10, length: 10 }, { offset: 100, length: 5 }, { offset: 500, length: 20 }];
+  const part = (first: number, last: number, boundary = 'b0') => [Buffer.from(`--${boundary}\r\nContent-Type: application/octet-stream\r\nContent-Range: bytes ${first}-${last}/1000\r\n\r\n`), file.subarray(first, last + 1), Buffer.from('\r\n')];
+  const end = (boundary = 'b0') => Buffer.from(`--${boundary}--\r\n`);
+  async function answer(status: number, headers: Record<string, string>, body: Buffer) {
+    const host: Server = createServer((_, response) => {
+      response.writeHead(status, { 'content-length': String(body.length), ...headers });
+      response.end(body);
+    });
+    await new Promise<void>((resolve) => host.listen(0, '127.0.0.1', resolve));
+    const url = `http://127.0.0.1:${(host.address() as AddressInfo).port}/b.awkb`;
+    try {
+      return await new Transport({ retry: { attempts: 1 } }).getRanges(url, asked, { expectedBytes: 1000 }).catch((error: unknown) => error);
+    } finally {
+      host.closeAllConnections();
+      await new Promise((resolve) => host.close(resolve));
+    }
+  }
+  const multipart = { 'content-type': 'multipart/byteranges; boundary="b0"' };
+  const slices = (result: { body: Uint8Array; at: number[] }) => asked.map((range, i) => Buffer.from(result.body.subarray(result.at[i]!, result.at[i]! + range.length)));
+  const expected = asked.map((range) => file.subarray(range.offset, range.offset + range.length));
+
+  test('parts in any order, one covering two ranges, a preamble and an epilogue: every range found', async () => {
+    const result = await answer(206, multipart, Buffer.concat([Buffer.from('preamble\r\n'), ...part(500, 519), ...part(5, 104), end(), Buffer.from('epilogue')]));
+    expect(result).toMatchObject({ kind: 'ranges' });
+    expect(slices(result as { body: Uint8Array; at: number[] })).toEqual(expected);
+  });
+
+  test('a 200 is not read: unsupported; one 206 range covering all is accepted; one that does not is unsupported', async () => {
+    expect(await answer(200, {}, file)).toMatchObject({ kind: 'unsupported', reason: expect.stringMatching(/200/) });
+    const covering = await answer(206, { 'content-range': 'bytes 10-519/1000' }, file.subarray(10, 520));
+    expect(slices(covering as { body: Uint8Array; at: number[] })).toEqual(expected);
+    expect(await answer(206, { 'content-range': 'bytes 10-19/1000' }, file.subarray(10, 20))).toMatchObject({ kind: 'unsupported' });
+  });
+
+  test.each([
+    ['no boundary', { 'content-type': 'multipart/byteranges' }, () => Buffer.concat([...part(10, 19), end()]), /no boundary/],
+    ['another boundary', multipart, () => Buffer.concat([...part(10, 19, 'zz'), end('zz')]), /does not start with the boundary/],
+    ['a part not asked for', multipart, () => Buffer.concat([...part(10, 19), ...part(100, 104), ...part(700, 719), end()]), /not a range asked for/],
+    ['a range no part holds', multipart, () => Buffer.concat([...part(10, 19), ...part(100, 104), end()]), /no part holds bytes 500-519/],
+    ['a part cut short', multipart, () => Buffer.concat([...part(10, 19), ...part(100, 104), ...part(500, 519)]).subarray(0, -10), /part 3 \(bytes 500-519\) is cut short/],
+    ['a body past the bound', multipart, () => Buffer.concat([...part(10, 19), ...part(100, 104), ...part(500, 519), Buffer.alloc(5000), end()]), /asked for a range of \d+ bytes/],
+  ] as const)('%s: RangeResponseError naming the URL', async (_, headers, body, message) => {
+    const error = await answer(206, headers, body());
+    expect(error).toBeInstanceOf(RangeResponseError);
+    expect(error).toMatchObject({ code: 'E_RANGE', url: expect.stringMatching(/\/b\.awkb$/), message: expect.stringMatching(message) });
   });
 });
 
