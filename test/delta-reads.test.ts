@@ -262,9 +262,10 @@ describe('a returning player loads version 2 with version 1 in the cache', () =>
  * A node:http server for the bundles of the published versions that answers one range as a 206
  * and several as `multi` says: `first` (a 206 of the first range only), `whole` (a 200, as S3
  * does), `coalesce` (one 206 range from the first to the last), `malformed` (multipart whose
- * second part's Content-Range says one byte more than it holds).
+ * second part's Content-Range says one byte more than it holds), `reset` (the connection
+ * dropped: what a page sees when a CDN refuses the CORS preflight several ranges need).
  */
-async function rangeServer(multi: 'first' | 'whole' | 'coalesce' | 'malformed') {
+async function rangeServer(multi: 'first' | 'whole' | 'coalesce' | 'malformed' | 'reset') {
   const answered: { range: string | undefined; status: number }[] = [];
   const plain: Server = createServer((request, response) => {
     let body: Buffer;
@@ -281,6 +282,10 @@ async function rangeServer(multi: 'first' | 'whole' | 'coalesce' | 'malformed') 
       response.end(bytes);
     };
     const one = (a: number, b: number) => send(206, { 'content-range': `bytes ${a}-${b}/${body.length}` }, body.subarray(a, b + 1));
+    if (specs.length > 1 && multi === 'reset') {
+      answered.push({ range: header, status: 0 });
+      return void request.socket.resetAndDestroy();
+    }
     if (specs.length === 0 || (specs.length > 1 && multi === 'whole')) return send(200, {}, body);
     if (specs.length === 1 || multi === 'first') return one(specs[0]![0], specs[0]![1]);
     if (multi === 'coalesce') return one(specs[0]![0], specs.at(-1)![1]);
@@ -357,18 +362,20 @@ describe('several ranges in one request (multipart/byteranges)', () => {
   test.each([
     ['first', 'a 206 of the first range only'],
     ['whole', 'a 200 (as S3 answers several ranges), not read'],
+    ['reset', 'a network failure (after its retries)'],
   ] as const)('a server that answers several ranges with %s: ranges one per request, for that origin from then on', async (mode) => {
     const host = await rangeServer(mode);
     try {
       const cache = await cacheWithV1(new MemoryCache());
       const net = countingFetch();
-      await expectEveryFileOf(await IndexedAssetSource.open({ indexUrl: indexUrl('spread', host.base), cache, fetch: net.fetch }), 'spread');
+      await expectEveryFileOf(await IndexedAssetSource.open({ indexUrl: indexUrl('spread', host.base), cache, fetch: net.fetch, retry: { baseDelayMs: 1 } }), 'spread');
       const ranges = net.bundles().map((r) => r.range);
-      expect(multiRange(ranges[0]!)).toBe(true);
+      const tries = mode === 'reset' ? 4 : 1;
+      expect(ranges.slice(0, tries).every(multiRange)).toBe(true);
       // Then today's plan: at most maxRangesPerBundle single ranges, as 206s.
-      expect(ranges.slice(1)).toHaveLength(4);
-      expect(ranges.slice(1).some(multiRange)).toBe(false);
-      expect(host.bundleAnswers().slice(1).every((a) => a.status === 206)).toBe(true);
+      expect(ranges.slice(tries)).toHaveLength(4);
+      expect(ranges.slice(tries).some(multiRange)).toBe(false);
+      expect(host.bundleAnswers().slice(tries).every((a) => a.status === 206)).toBe(true);
 
       const later = countingFetch();
       await expectEveryFileOf(await IndexedAssetSource.open({ indexUrl: indexUrl('spread', host.base), cache: await cacheWithV1(new MemoryCache()), fetch: later.fetch }), 'spread');

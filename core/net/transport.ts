@@ -74,6 +74,8 @@ export interface RequestOptions {
    * the caller's checks, which say what it lacks.
    */
   expectedBytes?: number;
+  /** At most this many attempts for this request (default, and at most, the transport's `retry.attempts`). */
+  attempts?: number;
 }
 
 /**
@@ -250,7 +252,7 @@ export class Transport {
         }
         const waitMs = this.#waitBeforeRetry(failure, attempt);
         if (waitMs === undefined) throw failure;
-        if (attempt >= this.#attempts) throw givenUp(failure, attempt);
+        if (attempt >= Math.min(this.#attempts, options.attempts ?? Infinity)) throw givenUp(failure, attempt);
         if (waitedMs + waitMs > this.#maxTotalWaitMs) throw givenUp(failure, attempt, `waiting ${waitMs} ms more would pass retry.maxTotalWaitMs (${this.#maxTotalWaitMs} ms)`);
         waitedMs += waitMs;
         this.#onRetry?.({ url, attempt, error: failure, waitMs });

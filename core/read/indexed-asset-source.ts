@@ -4,7 +4,7 @@
  * bundle once however many of its members are read, at the same time or later.
  */
 import type { ContentCache } from '../cache/content-cache.js';
-import { AssetNotFoundError, AwakeError, BundleIntegrityError, FileIntegrityError, InvalidOptionError, OriginNotAllowedError, RangeResponseError, RequestAbortedError, ResponseSizeError, TokenOriginError, UnsupportedOperationError } from '../errors.js';
+import { AssetNotFoundError, AwakeError, BundleIntegrityError, FileIntegrityError, InvalidOptionError, NetworkError, OriginNotAllowedError, RangeResponseError, RequestAbortedError, ResponseSizeError, TokenOriginError, UnsupportedOperationError } from '../errors.js';
 import { opaqueId } from '../format/ids.js';
 import { entryKey, parseProjectIndex, parseProjectIndexJson, type BundleEntry, type BundledFileEntry, type ProjectIndex } from '../format/project-index.js';
 import { abortable, linkSignals } from '../net/abort.js';
@@ -705,11 +705,17 @@ export class IndexedAssetSource {
     const report = onProgress && ((bytes: number) => onProgress((reported = Math.min(planned, Math.max(reported, bytes)))));
     if (plan.multipart) {
       // One request for every range (multipart/byteranges); a server that cannot is asked one range at a time.
+      // Several ranges are not a CORS-safelisted Range: a page on another origin sends a preflight
+      // first, which a CDN may refuse (a network failure to the page). One attempt there, then ranges one by one.
+      const page = pageHref();
+      const crossOrigin = page !== undefined && originOf(page) !== originOf(url);
       try {
-        answered = await this.transport.getRanges(url, ranges, { signal, expectedBytes: bundle.sizeBytes, ...(report ? { onProgress: report } : {}) });
+        answered = await this.transport.getRanges(url, ranges, { signal, expectedBytes: bundle.sizeBytes, ...(report ? { onProgress: report } : {}), ...(crossOrigin ? { attempts: 1 } : {}) });
       } catch (error) {
         if (error instanceof RangeResponseError) originsWithoutMultipart.add(originOf(url));
-        throw error;
+        if (!(error instanceof NetworkError) || signal.aborted) throw error;
+        answered = { kind: 'unsupported', reason: error.message };
+        originsWithoutMultipart.add(originOf(url));
       }
       if (answered.kind === 'unsupported') {
         originsWithoutMultipart.add(originOf(url));
