@@ -4,7 +4,7 @@
  * CORS), plus the things a developer wants to try locally before a CDN does them: a bearer
  * token, added latency, and seeded fault injection (SPEC §7 "Range reads", "Retries", "Tokens").
  */
-import { createHash, timingSafeEqual } from 'node:crypto';
+import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import { createReadStream, type Stats } from 'node:fs';
 import { realpath, stat } from 'node:fs/promises';
 import { createServer, STATUS_CODES, type IncomingMessage, type ServerResponse } from 'node:http';
@@ -387,7 +387,7 @@ function serveFile(request: IncomingMessage, response: ServerResponse, file: { p
  */
 function sendMultipart(request: IncomingMessage, response: ServerResponse, file: { path: string; stats: Stats }, ranges: { start: number; end: number }[], headers: Record<string, string>, truncate: boolean, record: RequestRecord): void {
   const { path, stats } = file;
-  const boundary = `awake-${createHash('sha256').update(`${path}:${stats.mtimeMs}:${ranges.length}:${Math.random()}`).digest('hex').slice(0, 24)}`;
+  const boundary = `awake-${randomBytes(12).toString('hex')}`;
   const type = contentTypeFor(path);
   const heads = ranges.map(({ start, end }, i) => Buffer.from(`${i === 0 ? '' : '\r\n'}--${boundary}\r\nContent-Type: ${type}\r\nContent-Range: bytes ${start}-${end}/${stats.size}\r\n\r\n`));
   const tail = Buffer.from(`\r\n--${boundary}--\r\n`);
@@ -421,7 +421,21 @@ function sendMultipart(request: IncomingMessage, response: ServerResponse, file:
     const closeConnection = () => void setImmediate(() => response.socket?.end());
     void (async () => {
       try {
-        for await (const chunk of body()) if (!response.write(chunk)) await new Promise((resume) => response.once('drain', resume));
+        for await (const chunk of body()) {
+          if (response.destroyed) return;
+          // A client gone away never drains: 'close' wakes the loop too.
+          if (!response.write(chunk)) {
+            await new Promise<void>((resume) => {
+              const wake = () => {
+                response.off('drain', wake);
+                response.off('close', wake);
+                resume();
+              };
+              response.on('drain', wake);
+              response.on('close', wake);
+            });
+          }
+        }
       } catch {
         return void response.destroy();
       }
