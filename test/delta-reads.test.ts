@@ -363,7 +363,7 @@ describe('several ranges in one request (multipart/byteranges)', () => {
     ['first', 'a 206 of the first range only'],
     ['whole', 'a 200 (as S3 answers several ranges), not read'],
     ['reset', 'a network failure (after its retries)'],
-  ] as const)('a server that answers several ranges with %s: ranges one per request, for that origin from then on', async (mode) => {
+  ] as const)('a server that answers several ranges with %s (%s): ranges one per request, for that origin from then on', async (mode, _what) => {
     const host = await rangeServer(mode);
     try {
       const cache = await cacheWithV1(new MemoryCache());
