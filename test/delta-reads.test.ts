@@ -10,12 +10,16 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { deltaRangesFor } from '../core/read/delta-ranges.js';
-import { BundleIntegrityError, IndexedAssetSource, MemoryCache, DEFAULT_DELTA_READS, type ContentCache, type PrefetchProgress } from '../core/index.js';
+import { BundleIntegrityError, IndexedAssetSource, RangeResponseError, MemoryCache, DEFAULT_DELTA_READS, type ContentCache, type PrefetchProgress } from '../core/index.js';
 import { NodeFolderCache, startStaticServer, type StaticServer } from '../core/node/index.js';
+import { Transport } from '../core/net/transport.js';
 import { runCli, temporaryDir } from './helpers/cli.js';
+import { startNginx } from './helpers/nginx.js';
 import { seededBytes, sha256Hex, writeTree } from './helpers/trees.js';
 
 const KiB = 1024;
+/** Ranges one request each (as before multi-range requests, and as an origin without them gets). */
+const SEPARATE = { multipartRanges: false };
 /** 60 files of 16 KiB in `levels/` (one bundle), and a few small ones in `ui/` (another). */
 const LEVELS = Array.from({ length: 60 }, (_, i) => `levels/chunk-${String(i).padStart(2, '0')}.bin`);
 const UI = ['ui/hud.json', 'ui/menu.json', 'ui/atlas.png'];
@@ -45,6 +49,8 @@ const versions: Record<string, Record<string, Uint8Array>> = {
   v2: changedFrom(v1, [2, 3, 20, 41], 2),
   // Seven changed files spread over the bundle: six ranges at a 64 KiB gap, more than 4.
   spread: changedFrom(v1, [0, 1, 10, 20, 30, 40, 50], 3),
+  // Twenty changed files, every third one: twenty ranges (a third of the bundle).
+  many: changedFrom(v1, Array.from({ length: 20 }, (_, i) => i * 3), 5),
   // Most of the bundle changed: cheaper to fetch it whole.
   most: changedFrom(v1, Array.from({ length: 40 }, (_, i) => i), 4),
 };
@@ -66,12 +72,15 @@ afterAll(() => server.close());
 /** A fetch that records each request's path and Range header, then sends it for real. */
 function countingFetch() {
   const requests: { path: string; range: string | null }[] = [];
-  const counted: typeof fetch = (input, init) => {
+  const answers: { status: number; type: string | null }[] = [];
+  const counted: typeof fetch = async (input, init) => {
     const url = new URL(typeof input === 'string' ? input : input instanceof URL ? input.href : input.url);
     requests.push({ path: url.pathname, range: new Headers(init?.headers).get('range') });
-    return fetch(input, init);
+    const response = await fetch(input, init);
+    if (url.pathname.endsWith('.awkb')) answers.push({ status: response.status, type: response.headers.get('content-type') });
+    return response;
   };
-  return { fetch: counted, requests, bundles: () => requests.filter((r) => r.path.endsWith('.awkb')) };
+  return { fetch: counted, requests, answers, bundles: () => requests.filter((r) => r.path.endsWith('.awkb')) };
 }
 
 interface Listed {
@@ -87,10 +96,8 @@ const rangeOf = (name: string, first: string, last = first) => {
   const b = files.find((f) => f.path === last)!;
   return `bytes=${a.offset}-${b.offset + b.sizeBytes - 1}`;
 };
-const rangeBytes = (range: string | null) => {
-  const [, a, b] = /bytes=(\d+)-(\d+)/.exec(range!)!;
-  return Number(b) - Number(a) + 1;
-};
+/** Bytes a Range header asks for, over all its ranges. */
+const rangeBytes = (range: string | null) => [...range!.matchAll(/(\d+)-(\d+)/g)].reduce((sum, [, a, b]) => sum + Number(b) - Number(a) + 1, 0);
 
 /** A cache holding v1, as a returning player's would. */
 async function cacheWithV1<C extends ContentCache>(cache: C): Promise<C> {
@@ -129,7 +136,7 @@ describe('a returning player loads version 2 with version 1 in the cache', () =>
   test('reading v2 asks only for the changed members: adjacent ones in one range, one request per range', async () => {
     const cache = await cacheWithV1(new MemoryCache());
     const net = countingFetch();
-    const source = await IndexedAssetSource.open({ indexUrl: indexUrl('v2'), cache, fetch: net.fetch });
+    const source = await IndexedAssetSource.open({ indexUrl: indexUrl('v2'), cache, fetch: net.fetch, deltaReads: SEPARATE });
     await expectEveryFileOf(source, 'v2');
     const [c2, c3, c20, c41] = [2, 3, 20, 41].map((i) => LEVELS[i]!);
     // The ui bundle is unchanged (and cached): no request at all.
@@ -145,7 +152,7 @@ describe('a returning player loads version 2 with version 1 in the cache', () =>
   test('prefetch counts only the bytes it fetches, and concurrent reads share its range requests', async () => {
     const cache = await cacheWithV1(new NodeFolderCache(temporaryDir('awkb-delta-cache-')));
     const net = countingFetch();
-    const source = await IndexedAssetSource.open({ indexUrl: indexUrl('v2'), cache, fetch: net.fetch });
+    const source = await IndexedAssetSource.open({ indexUrl: indexUrl('v2'), cache, fetch: net.fetch, deltaReads: SEPARATE });
     const events: PrefetchProgress[] = [];
     const reads = LEVELS.map((path) => source.read(path));
     await source.prefetch(PATHS, { onProgress: (p) => events.push(p) });
@@ -160,7 +167,7 @@ describe('a returning player loads version 2 with version 1 in the cache', () =>
   test('at most maxRangesPerBundle requests per bundle: the smallest gaps are closed first', async () => {
     const cache = await cacheWithV1(new MemoryCache());
     const net = countingFetch();
-    const source = await IndexedAssetSource.open({ indexUrl: indexUrl('spread'), cache, fetch: net.fetch });
+    const source = await IndexedAssetSource.open({ indexUrl: indexUrl('spread'), cache, fetch: net.fetch, deltaReads: SEPARATE });
     await expectEveryFileOf(source, 'spread');
     const ranges = net.bundles().map((r) => r.range);
     expect(ranges).toHaveLength(4);
@@ -170,7 +177,7 @@ describe('a returning player loads version 2 with version 1 in the cache', () =>
 
     const tuned = countingFetch();
     const cache2 = await cacheWithV1(new MemoryCache());
-    await expectEveryFileOf(await IndexedAssetSource.open({ indexUrl: indexUrl('spread'), cache: cache2, fetch: tuned.fetch, deltaReads: { maxRangesPerBundle: 8 } }), 'spread');
+    await expectEveryFileOf(await IndexedAssetSource.open({ indexUrl: indexUrl('spread'), cache: cache2, fetch: tuned.fetch, deltaReads: { ...SEPARATE, maxRangesPerBundle: 8 } }), 'spread');
     expect(tuned.bundles()).toHaveLength(6);
     expect(tuned.bundles().reduce((sum, r) => sum + rangeBytes(r.range), 0)).toBe(7 * 16 * KiB);
   });
@@ -250,3 +257,221 @@ describe('a returning player loads version 2 with version 1 in the cache', () =>
     }
   });
 });
+
+/**
+ * A node:http server for the bundles of the published versions that answers one range as a 206
+ * and several as `multi` says: `first` (a 206 of the first range only), `whole` (a 200, as S3
+ * does), `coalesce` (one 206 range from the first to the last), `malformed` (multipart whose
+ * second part's Content-Range says one byte more than it holds), `reset` (the connection
+ * dropped: what a page sees when a CDN refuses the CORS preflight several ranges need).
+ */
+async function rangeServer(multi: 'first' | 'whole' | 'coalesce' | 'malformed' | 'reset') {
+  const answered: { range: string | undefined; status: number }[] = [];
+  const plain: Server = createServer((request, response) => {
+    let body: Buffer;
+    try {
+      body = readFileSync(join(root, decodeURIComponent(new URL(request.url!, 'http://x').pathname)));
+    } catch {
+      return void response.writeHead(404).end();
+    }
+    const header = request.headers.range;
+    const specs = header ? [...header.matchAll(/(\d+)-(\d+)/g)].map(([, a, b]) => [Number(a), Number(b)] as const) : [];
+    const send = (status: number, headers: Record<string, string>, bytes: Buffer) => {
+      answered.push({ range: header, status });
+      response.writeHead(status, { ...headers, 'content-length': bytes.length });
+      response.end(bytes);
+    };
+    const one = (a: number, b: number) => send(206, { 'content-range': `bytes ${a}-${b}/${body.length}` }, body.subarray(a, b + 1));
+    if (specs.length > 1 && multi === 'reset') {
+      answered.push({ range: header, status: 0 });
+      return void request.socket.resetAndDestroy();
+    }
+    if (specs.length === 0 || (specs.length > 1 && multi === 'whole')) return send(200, {}, body);
+    if (specs.length === 1 || multi === 'first') return one(specs[0]![0], specs[0]![1]);
+    if (multi === 'coalesce') return one(specs[0]![0], specs.at(-1)![1]);
+    const boundary = 'XyZ';
+    const pieces = specs.flatMap(([a, b], i) => [Buffer.from(`--${boundary}\r\nContent-Range: bytes ${a}-${i === 1 ? b + 1 : b}/${body.length}\r\n\r\n`), body.subarray(a, b + 1), Buffer.from('\r\n')]);
+    return send(206, { 'content-type': `multipart/byteranges; boundary=${boundary}` }, Buffer.concat([...pieces, Buffer.from(`--${boundary}--\r\n`)]));
+  });
+  await new Promise<void>((resolve) => plain.listen(0, '127.0.0.1', resolve));
+  return {
+    base: `http://127.0.0.1:${(plain.address() as AddressInfo).port}/`,
+    bundleAnswers: () => answered.filter((a) => a.range !== undefined),
+    close: async () => {
+      plain.closeAllConnections();
+      await new Promise((resolve) => plain.close(resolve));
+    },
+  };
+}
+
+describe('several ranges in one request (multipart/byteranges)', () => {
+  const multiRange = (range: string | null) => range !== null && range.includes(',');
+
+  test('many changes spread over a bundle: one request for the bundle, bringing the changed bytes alone', async () => {
+    for (const [name, changed, ranges] of [['spread', 7, 6], ['many', 20, 20], ['v2', 4, 3]] as const) {
+      const cache = await cacheWithV1(new MemoryCache());
+      const net = countingFetch();
+      const source = await IndexedAssetSource.open({ indexUrl: indexUrl(name), cache, fetch: net.fetch });
+      await expectEveryFileOf(source, name);
+      expect(net.bundles()).toHaveLength(1);
+      expect(net.bundles()[0]!.range!.split(',')).toHaveLength(ranges);
+      expect(rangeBytes(net.bundles()[0]!.range)).toBe(changed * 16 * KiB);
+      expect(net.answers).toEqual([{ status: 206, type: expect.stringMatching(/^multipart\/byteranges; boundary=/) }]);
+      // Each member verified and cached: a second source needs no request.
+      await source.whenStored();
+      const again = countingFetch();
+      await expectEveryFileOf(await IndexedAssetSource.open({ indexUrl: indexUrl(name), cache, fetch: again.fetch }), name);
+      expect(again.bundles()).toEqual([]);
+    }
+  });
+
+  test('against nginx: its multipart/byteranges answer is parsed, one request per changed bundle', async () => {
+    const nginx = await startNginx(root);
+    try {
+      const cache = await cacheWithV1(new MemoryCache());
+      const net = countingFetch();
+      const source = await IndexedAssetSource.open({ indexUrl: indexUrl('many', `${nginx.origin}/`), cache, fetch: net.fetch });
+      await expectEveryFileOf(source, 'many');
+      expect(net.bundles()).toHaveLength(1);
+      expect(net.bundles()[0]!.range!.split(',')).toHaveLength(20);
+      expect(net.answers).toEqual([{ status: 206, type: expect.stringMatching(/^multipart\/byteranges; boundary=/) }]);
+    } finally {
+      await nginx.stop();
+    }
+  });
+
+  test('prefetch progress ends at the planned bytes; maxRangesPerRequest caps the ranges of the one request', async () => {
+    const cache = await cacheWithV1(new MemoryCache());
+    const net = countingFetch();
+    const source = await IndexedAssetSource.open({ indexUrl: indexUrl('many'), cache, fetch: net.fetch, deltaReads: { maxRangesPerRequest: 5 } });
+    const events: PrefetchProgress[] = [];
+    await source.prefetch(PATHS, { onProgress: (p) => events.push(p) });
+    await expectEveryFileOf(source, 'many');
+    expect(net.bundles()).toHaveLength(1);
+    expect(net.bundles()[0]!.range!.split(',')).toHaveLength(5);
+    const planned = rangeBytes(net.bundles()[0]!.range);
+    expect(events.at(-1)).toMatchObject({ loadedBytes: planned, totalBytes: planned, requestsDone: 1, requestsTotal: 1 });
+    for (let i = 1; i < events.length; i++) expect(events[i]!.loadedBytes).toBeGreaterThanOrEqual(events[i - 1]!.loadedBytes);
+  });
+
+  test('deltaReads.maxRangesPerRequest and multipartGapBytes are checked at open', async () => {
+    await expect(IndexedAssetSource.open({ indexUrl: indexUrl('v2'), cache: new MemoryCache(), deltaReads: { maxRangesPerRequest: 0 } })).rejects.toThrow(/maxRangesPerRequest must be an integer ≥ 1/);
+    await expect(IndexedAssetSource.open({ indexUrl: indexUrl('v2'), cache: new MemoryCache(), deltaReads: { multipartGapBytes: -1 } })).rejects.toThrow(/multipartGapBytes/);
+  });
+
+  test.each([
+    ['first', 'a 206 of the first range only'],
+    ['whole', 'a 200 (as S3 answers several ranges), not read'],
+    ['reset', 'a network failure (after its retries)'],
+  ] as const)('a server that answers several ranges with %s (%s): ranges one per request, for that origin from then on', async (mode, _what) => {
+    const host = await rangeServer(mode);
+    try {
+      const cache = await cacheWithV1(new MemoryCache());
+      const net = countingFetch();
+      await expectEveryFileOf(await IndexedAssetSource.open({ indexUrl: indexUrl('spread', host.base), cache, fetch: net.fetch, retry: { baseDelayMs: 1 } }), 'spread');
+      const ranges = net.bundles().map((r) => r.range);
+      const tries = mode === 'reset' ? 4 : 1;
+      expect(ranges.slice(0, tries).every(multiRange)).toBe(true);
+      // Then today's plan: at most maxRangesPerBundle single ranges, as 206s.
+      expect(ranges.slice(tries)).toHaveLength(4);
+      expect(ranges.slice(tries).some(multiRange)).toBe(false);
+      expect(host.bundleAnswers().slice(tries).every((a) => a.status === 206)).toBe(true);
+
+      const later = countingFetch();
+      await expectEveryFileOf(await IndexedAssetSource.open({ indexUrl: indexUrl('spread', host.base), cache: await cacheWithV1(new MemoryCache()), fetch: later.fetch }), 'spread');
+      expect(later.bundles()).toHaveLength(4);
+      expect(later.bundles().every((r) => r.range !== null && !multiRange(r.range))).toBe(true);
+    } finally {
+      await host.close();
+    }
+  });
+
+  test('a server that coalesces several ranges into one 206 covering them: accepted, one request', async () => {
+    const host = await rangeServer('coalesce');
+    try {
+      const cache = await cacheWithV1(new MemoryCache());
+      const net = countingFetch();
+      const source = await IndexedAssetSource.open({ indexUrl: indexUrl('spread', host.base), cache, fetch: net.fetch });
+      await expectEveryFileOf(source, 'spread');
+      expect(net.bundles()).toHaveLength(1);
+      await source.whenStored();
+      for (const i of [0, 1, 10, 20, 30, 40, 50]) expect(await cache.has(sha256Hex(versions.spread![LEVELS[i]!]!))).toBe(true);
+    } finally {
+      await host.close();
+    }
+  });
+
+  test('a malformed multipart answer is a RangeResponseError naming the URL, nothing of it is cached; that origin then gets ranges one per request', async () => {
+    const host = await rangeServer('malformed');
+    try {
+      const cache = await cacheWithV1(new MemoryCache());
+      const before = cache.size;
+      const source = await IndexedAssetSource.open({ indexUrl: indexUrl('spread', host.base), cache, retry: { attempts: 1 } });
+      const error = await source.read(LEVELS[20]!).catch((e) => e);
+      expect(error).toBeInstanceOf(RangeResponseError);
+      expect(error).toMatchObject({ code: 'E_RANGE', path: LEVELS[20] });
+      expect(error.url).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/spread\/.*\.awkb$/);
+      expect(error.message).toMatch(/multipart\/byteranges answer is malformed/);
+      await source.whenStored();
+      expect(cache.size).toBe(before);
+
+      const net = countingFetch();
+      await expectEveryFileOf(await IndexedAssetSource.open({ indexUrl: indexUrl('spread', host.base), cache, fetch: net.fetch }), 'spread');
+      expect(net.bundles()).toHaveLength(4);
+      expect(net.bundles().some((r) => multiRange(r.range))).toBe(false);
+    } finally {
+      await host.close();
+    }
+  });
+});
+
+describe('Transport.getRanges: what a multi-range answer must be', () => {
+  const file = Buffer.from(Array.from({ length: 1000 }, (_, i) => i % 251));
+  const asked = [{ offset: 10, length: 10 }, { offset: 100, length: 5 }, { offset: 500, length: 20 }];
+  const part = (first: number, last: number, boundary = 'b0') => [Buffer.from(`--${boundary}\r\nContent-Type: application/octet-stream\r\nContent-Range: bytes ${first}-${last}/1000\r\n\r\n`), file.subarray(first, last + 1), Buffer.from('\r\n')];
+  const end = (boundary = 'b0') => Buffer.from(`--${boundary}--\r\n`);
+  async function answer(status: number, headers: Record<string, string>, body: Buffer) {
+    const host: Server = createServer((_, response) => {
+      response.writeHead(status, { 'content-length': String(body.length), ...headers });
+      response.end(body);
+    });
+    await new Promise<void>((resolve) => host.listen(0, '127.0.0.1', resolve));
+    const url = `http://127.0.0.1:${(host.address() as AddressInfo).port}/b.awkb`;
+    try {
+      return await new Transport({ retry: { attempts: 1 } }).getRanges(url, asked, { expectedBytes: 1000 }).catch((error: unknown) => error);
+    } finally {
+      host.closeAllConnections();
+      await new Promise((resolve) => host.close(resolve));
+    }
+  }
+  const multipart = { 'content-type': 'multipart/byteranges; boundary="b0"' };
+  const slices = (result: { body: Uint8Array; at: number[] }) => asked.map((range, i) => Buffer.from(result.body.subarray(result.at[i]!, result.at[i]! + range.length)));
+  const expected = asked.map((range) => file.subarray(range.offset, range.offset + range.length));
+
+  test('parts in any order, one covering two ranges, a preamble and an epilogue: every range found', async () => {
+    const result = await answer(206, multipart, Buffer.concat([Buffer.from('preamble\r\n'), ...part(500, 519), ...part(5, 104), end(), Buffer.from('epilogue')]));
+    expect(result).toMatchObject({ kind: 'ranges' });
+    expect(slices(result as { body: Uint8Array; at: number[] })).toEqual(expected);
+  });
+
+  test('a 200 is not read: unsupported; one 206 range covering all is accepted; one that does not is unsupported', async () => {
+    expect(await answer(200, {}, file)).toMatchObject({ kind: 'unsupported', reason: expect.stringMatching(/200/) });
+    const covering = await answer(206, { 'content-range': 'bytes 10-519/1000' }, file.subarray(10, 520));
+    expect(slices(covering as { body: Uint8Array; at: number[] })).toEqual(expected);
+    expect(await answer(206, { 'content-range': 'bytes 10-19/1000' }, file.subarray(10, 20))).toMatchObject({ kind: 'unsupported' });
+  });
+
+  test.each([
+    ['no boundary', { 'content-type': 'multipart/byteranges' }, () => Buffer.concat([...part(10, 19), end()]), /no boundary/],
+    ['another boundary', multipart, () => Buffer.concat([...part(10, 19, 'zz'), end('zz')]), /does not start with the boundary/],
+    ['a part not asked for', multipart, () => Buffer.concat([...part(10, 19), ...part(100, 104), ...part(700, 719), end()]), /not a range asked for/],
+    ['a range no part holds', multipart, () => Buffer.concat([...part(10, 19), ...part(100, 104), end()]), /no part holds bytes 500-519/],
+    ['a part cut short', multipart, () => Buffer.concat([...part(10, 19), ...part(100, 104), ...part(500, 519)]).subarray(0, -10), /part 3 \(bytes 500-519\) is cut short/],
+    ['a body past the bound', multipart, () => Buffer.concat([...part(10, 19), ...part(100, 104), ...part(500, 519), Buffer.alloc(5000), end()]), /asked for a range of \d+ bytes/],
+  ] as const)('%s: RangeResponseError naming the URL', async (_, headers, body, message) => {
+    const error = await answer(206, headers, body());
+    expect(error).toBeInstanceOf(RangeResponseError);
+    expect(error).toMatchObject({ code: 'E_RANGE', url: expect.stringMatching(/\/b\.awkb$/), message: expect.stringMatching(message) });
+  });
+});
+

@@ -8,7 +8,7 @@ import { mkdirSync, readFileSync, statSync, symlinkSync, writeFileSync } from 'n
 import { request as httpRequest } from 'node:http';
 import { join } from 'node:path';
 import { parseServeArguments } from '../cli/commands/serve.js';
-import { parseFaultRule, requestedRange, startStaticServer, type StaticServer, type StaticServerOptions } from '../core/node/server.js';
+import { MAX_RANGES_PER_REQUEST, parseFaultRule, requestedRange, requestedRanges, startStaticServer, type StaticServer, type StaticServerOptions } from '../core/node/server.js';
 import { CLI, FIXTURES, runCli, temporaryDir } from './helpers/cli.js';
 
 const PUBLISHED = join(FIXTURES, 'expected', 'small-default');
@@ -246,13 +246,91 @@ describe('Range', () => {
   });
 
   test('several ranges, a malformed header or a stale If-Range get the whole file', async () => {
-    for (const response of [await range('bytes=0-1,5-9'), await range('bytes=9-1'), await range('items=0-1'), await range('bytes=0-9', { 'If-Range': '"stale"' })]) {
+    for (const response of [await range('bytes=0-1,9-5'), await range('bytes=9-1'), await range('items=0-1'), await range('bytes=0-9', { 'If-Range': '"stale"' })]) {
       expect(response.status).toBe(200);
       expect(response.headers.get('content-length')).toBe(String(size));
       await response.arrayBuffer();
     }
     const current = await range('bytes=0-9', { 'If-Range': `"${BIG_BUNDLE.sha256}"` });
     expect(current.status).toBe(206);
+  });
+
+  /** The parts of a multipart/byteranges body, read by their Content-Range lengths. */
+  function partsOf(response: { headers: Record<string, string | string[] | undefined>; body: Buffer }) {
+    const boundary = /boundary=([^;\s]+)/.exec(String(response.headers['content-type']))![1]!;
+    const parts: { headers: Record<string, string>; first: number; last: number; bytes: Buffer }[] = [];
+    let pos = 0;
+    for (;;) {
+      expect(response.body.subarray(pos, pos + boundary.length + 2).toString('latin1')).toBe(`--${boundary}`);
+      pos += boundary.length + 2;
+      if (response.body.subarray(pos, pos + 2).toString('latin1') === '--') break;
+      const end = response.body.indexOf('\r\n\r\n', pos);
+      const headers = Object.fromEntries(response.body.subarray(pos + 2, end).toString('latin1').split('\r\n').map((line) => [line.slice(0, line.indexOf(':')).toLowerCase(), line.slice(line.indexOf(':') + 1).trim()]));
+      const [, first, last] = /^bytes (\d+)-(\d+)\/\d+$/.exec(headers['content-range']!)!.map(Number);
+      const bytes = response.body.subarray(end + 4, end + 4 + last! - first! + 1);
+      parts.push({ headers, first: first!, last: last!, bytes });
+      pos = end + 4 + bytes.length;
+      expect(response.body.subarray(pos, pos + 2).toString('latin1')).toBe('\r\n');
+      pos += 2;
+    }
+    expect(response.body.subarray(pos).toString('latin1')).toBe('--\r\n');
+    return parts;
+  }
+
+  test('several ranges: 206 multipart/byteranges, each part with its Content-Type and Content-Range, sorted, an exact Content-Length', async () => {
+    const { url } = await serve();
+    const response = await rawGet(url, `/${BIG_BUNDLE.url}`, { Range: 'bytes=5000-5099, 16-31,-10' });
+    expect(response.status).toBe(206);
+    expect(response.headers['content-type']).toMatch(/^multipart\/byteranges; boundary=\S+$/);
+    expect(response.headers['content-range']).toBeUndefined();
+    expect(Number(response.headers['content-length'])).toBe(response.body.length);
+    const parts = partsOf(response);
+    expect(parts.map(({ first, last }) => [first, last])).toEqual([[16, 31], [5000, 5099], [size - 10, size - 1]]);
+    for (const part of parts) {
+      expect(part.headers['content-type']).toBe('application/octet-stream');
+      expect(part.headers['content-range']).toBe(`bytes ${part.first}-${part.last}/${size}`);
+      expect(part.bytes.equals(BIG_BUNDLE_BYTES.subarray(part.first, part.last + 1))).toBe(true);
+    }
+  });
+
+  test('overlapping and adjacent ranges are joined (one range left: a plain 206); unsatisfiable ones are left out; all unsatisfiable is 416', async () => {
+    const { url } = await serve();
+    const joined = await rawGet(url, `/${BIG_BUNDLE.url}`, { Range: `bytes=0-9,5-19,20-29,${size + 1}-` });
+    expect(joined.status).toBe(206);
+    expect(joined.headers['content-range']).toBe(`bytes 0-29/${size}`);
+    expect(joined.body.equals(BIG_BUNDLE_BYTES.subarray(0, 30))).toBe(true);
+    const two = await rawGet(url, `/${BIG_BUNDLE.url}`, { Range: 'bytes=0-9,5-19,40-49' });
+    expect(partsOf(two).map(({ first, last }) => [first, last])).toEqual([[0, 19], [40, 49]]);
+    const none = await rawGet(url, `/${BIG_BUNDLE.url}`, { Range: `bytes=${size}-,${size + 5}-${size + 9}` });
+    expect(none.status).toBe(416);
+    expect(none.headers['content-range']).toBe(`bytes */${size}`);
+  });
+
+  test(`more than ${MAX_RANGES_PER_REQUEST} ranges get the whole file (200); a truncate fault cuts a multipart body short`, async () => {
+    const { url } = await serve();
+    const many = Array.from({ length: MAX_RANGES_PER_REQUEST + 1 }, (_, i) => `${i * 10}-${i * 10 + 4}`).join(',');
+    const whole = await rawGet(url, `/${BIG_BUNDLE.url}`, { Range: `bytes=${many}` });
+    expect(whole.status).toBe(200);
+    expect(whole.body.equals(BIG_BUNDLE_BYTES)).toBe(true);
+    const most = Array.from({ length: MAX_RANGES_PER_REQUEST }, (_, i) => `${i * 10}-${i * 10 + 4}`).join(',');
+    expect(partsOf(await rawGet(url, `/${BIG_BUNDLE.url}`, { Range: `bytes=${most}` }))).toHaveLength(MAX_RANGES_PER_REQUEST);
+
+    const faulty = await serve({ faults: [{ fault: 'truncate', probability: 1 }] });
+    const cut = await fetch(new URL(BIG_BUNDLE.url, faulty.url), { headers: { Range: 'bytes=0-999,5000-5999' } });
+    expect(cut.status).toBe(206);
+    expect(Number(cut.headers.get('content-length'))).toBeGreaterThan(2000);
+    await expect(cut.arrayBuffer()).rejects.toThrow();
+  });
+
+  test('requestedRanges, the multi-range parser on its own', () => {
+    expect(requestedRanges(undefined, 100)).toBeUndefined();
+    expect(requestedRanges('bytes=2-4', 100)).toEqual([{ start: 2, end: 4 }]);
+    expect(requestedRanges('bytes=50-59, 0-9 ,-5', 100)).toEqual([{ start: 0, end: 9 }, { start: 50, end: 59 }, { start: 95, end: 99 }]);
+    expect(requestedRanges('bytes=0-9,10-19', 100)).toEqual([{ start: 0, end: 19 }]);
+    expect(requestedRanges('bytes=0-9,9-1', 100)).toBeUndefined();
+    expect(requestedRanges('bytes=0-9,x', 100)).toBeUndefined();
+    expect(requestedRanges('bytes=100-,200-', 100)).toBe('unsatisfiable');
+    expect(requestedRanges('bytes=0-0,2-2,4-4', 100, 2)).toBeUndefined();
   });
 
   test('requestedRange, the parser on its own', () => {

@@ -74,20 +74,49 @@ export interface RequestOptions {
    * the caller's checks, which say what it lacks.
    */
   expectedBytes?: number;
+  /** At most this many attempts for this request (default, and at most, the transport's `retry.attempts`). */
+  attempts?: number;
 }
 
-/** The most body bytes an attempt may read: `partial` for a 206, `whole` otherwise. */
+/**
+ * The most body bytes an attempt may read: `partial` for a 206 (exactly that many unless
+ * `partialAtMost`), `multipart` for a 206 `multipart/byteranges`, `whole` otherwise.
+ */
 interface BodyBound {
   whole?: number;
   partial?: number;
+  partialAtMost?: boolean;
+  multipart?: number;
 }
 
-function limitFor(status: number, bound: BodyBound): number | undefined {
+function isMultipart(headers: Headers): boolean {
+  return /^\s*multipart\/byteranges\s*(;|$)/i.test(headers.get('content-type') ?? '');
+}
+
+function limitFor(status: number, bound: BodyBound, headers: Headers): number | undefined {
+  if (status === 206 && bound.multipart !== undefined && isMultipart(headers)) return bound.multipart;
   return status === 206 && bound.partial !== undefined ? bound.partial : bound.whole;
+}
+
+/** Whether a 206's length must be exactly the limit (a single range asked for), rather than at most it. */
+function exactFor(status: number, bound: BodyBound, headers: Headers): boolean {
+  return status === 206 && !bound.partialAtMost && !(bound.multipart !== undefined && isMultipart(headers));
 }
 
 /** A range read's answer: the range asked for (206), or the whole resource (200 from a server that ignores ranges). */
 export type RangeResult = { kind: 'range'; bytes: Uint8Array } | { kind: 'whole'; bytes: Uint8Array };
+
+/**
+ * A multi-range read's answer (`getRanges`): `body` holds every range asked for, range `i` from
+ * `body[at[i]]` (a `multipart/byteranges` 206, or one 206 range that covers them all); or
+ * `unsupported` when the server does not serve several ranges in one answer (a 200, whose body is
+ * not read, or a 206 of fewer ranges than asked), for the caller to ask for them one by one.
+ */
+export type RangesResult = { kind: 'ranges'; body: Uint8Array; at: number[] } | { kind: 'unsupported'; reason: string };
+
+/** Bytes a `multipart/byteranges` answer may hold besides its ranges: per part (boundary, Content-Type, Content-Range) and once (preamble, closing boundary). */
+export const MULTIPART_PART_ALLOWANCE = 512;
+export const MULTIPART_BODY_ALLOWANCE = 1024;
 
 const DEFAULT_ATTEMPTS = 4;
 const DEFAULT_BASE_DELAY_MS = 250;
@@ -167,6 +196,45 @@ export class Transport {
     return { kind: 'range', bytes: fetched.bytes };
   }
 
+  /**
+   * Several ranges in one request (RFC 9110 §14.6): `Range: bytes=a-b,c-d,…` for `ranges`
+   * (sorted, not overlapping, none empty). The answer is bounded: a `multipart/byteranges` 206 by
+   * the ranges' bytes plus `MULTIPART_PART_ALLOWANCE` a part and `MULTIPART_BODY_ALLOWANCE`; one
+   * 206 range by the span from the first range to the last. A 200 is not read (`unsupported`).
+   * A 206 that does not hold what was asked (a part whose Content-Range is not a range asked for
+   * nor covers one, a range no part covers, a broken multipart body) is `RangeResponseError`.
+   */
+  async getRanges(url: string, ranges: readonly { offset: number; length: number }[], options: RequestOptions = {}): Promise<RangesResult> {
+    if (ranges.length === 0) throw new InvalidOptionError('ranges', 'getRanges needs at least one range');
+    ranges.forEach((range, i) => {
+      if (!Number.isSafeInteger(range.offset) || range.offset < 0 || !Number.isSafeInteger(range.length) || range.length < 1) throw new InvalidOptionError('ranges', `ranges[${i}] must have a safe integer offset ≥ 0 and length ≥ 1, got ${range.offset}+${range.length}`);
+      if (i > 0 && range.offset < ranges[i - 1]!.offset + ranges[i - 1]!.length) throw new InvalidOptionError('ranges', `ranges must be sorted and not overlap (ranges[${i}])`);
+    });
+    const sum = ranges.reduce((total, range) => total + range.length, 0);
+    const first = ranges[0]!.offset;
+    const end = ranges[ranges.length - 1]!.offset + ranges[ranges.length - 1]!.length;
+    // A 200 (or any 2xx but 206) stops at its headers: `whole: 0`.
+    const bound: BodyBound = { whole: 0, partial: end - first, partialAtMost: true, multipart: sum + MULTIPART_PART_ALLOWANCE * ranges.length + MULTIPART_BODY_ALLOWANCE };
+    const header = `bytes=${ranges.map((range) => `${range.offset}-${range.offset + range.length - 1}`).join(',')}`;
+    let fetched: Fetched;
+    try {
+      fetched = await this.#request(url, { ...options.headers, Range: header }, options, bound);
+    } catch (error) {
+      if (error instanceof ResponseSizeError) return { kind: 'unsupported', reason: 'the server answered several ranges with the whole file (200)' };
+      throw error;
+    }
+    if (fetched.status !== 206) return { kind: 'unsupported', reason: `the server answered several ranges with HTTP ${fetched.status}` };
+    if (isMultipart(fetched.headers)) return { kind: 'ranges', body: fetched.bytes, at: multipartOffsets(fetched, url, ranges) };
+    // One range back: accepted when it covers every range asked for (a server may coalesce them).
+    const contentRange = parseContentRange(fetched.headers.get('content-range'));
+    if (!contentRange) throw new RangeResponseError(`GET ${url}: asked for ${ranges.length} ranges, the 206 answer has no valid Content-Range and is not multipart/byteranges (Content-Type: ${fetched.headers.get('content-type')})`, { url });
+    if (fetched.bytes.length !== contentRange.last - contentRange.first + 1) throw new RangeResponseError(`GET ${url}: the 206 answer says Content-Range: bytes ${contentRange.first}-${contentRange.last}, it holds ${fetched.bytes.length} bytes`, { url });
+    if (!ranges.every((range) => contentRange.first <= range.offset && range.offset + range.length - 1 <= contentRange.last)) {
+      return { kind: 'unsupported', reason: `asked for ${ranges.length} ranges, the server answered one (bytes ${contentRange.first}-${contentRange.last})` };
+    }
+    return { kind: 'ranges', body: fetched.bytes, at: ranges.map((range) => range.offset - contentRange.first) };
+  }
+
   /** Attempts until one succeeds, a failure is not worth retrying, or the attempts run out. */
   async #request(url: string, headers: Record<string, string>, options: RequestOptions, bound: BodyBound): Promise<Fetched> {
     // One signal per request: the caller's (an app's, a source's lifetime) gains no listener per attempt or wait.
@@ -184,7 +252,7 @@ export class Transport {
         }
         const waitMs = this.#waitBeforeRetry(failure, attempt);
         if (waitMs === undefined) throw failure;
-        if (attempt >= this.#attempts) throw givenUp(failure, attempt);
+        if (attempt >= Math.min(this.#attempts, options.attempts ?? Infinity)) throw givenUp(failure, attempt);
         if (waitedMs + waitMs > this.#maxTotalWaitMs) throw givenUp(failure, attempt, `waiting ${waitMs} ms more would pass retry.maxTotalWaitMs (${this.#maxTotalWaitMs} ms)`);
         waitedMs += waitMs;
         this.#onRetry?.({ url, attempt, error: failure, waitMs });
@@ -253,9 +321,9 @@ export class Transport {
       if (elsewhere) return elsewhere;
       const response = await abortable(this.#fetch(url, { method: 'GET', headers, signal: controller.signal }), controller.signal);
       throwIfNotSuccess(response, url);
-      const limit = limitFor(response.status, bound);
+      const limit = limitFor(response.status, bound, response.headers);
       const declared = declaredLength(response.headers);
-      if (refusedLength(response.status, declared, limit)) {
+      if (refusedLength(exactFor(response.status, bound, response.headers), declared, limit)) {
         response.body?.cancel().catch(() => undefined);
         throw sizeError(url, response.status, limit, { declaredBytes: declared });
       }
@@ -295,14 +363,19 @@ async function fetchElsewhereAttempt(fetcher: BodyFetcher, url: string, headers:
     : {};
   let fetched;
   try {
-    const limits = { ...(bound.whole !== undefined ? { expectedBytes: bound.whole } : {}), ...(bound.partial !== undefined ? { rangeBytes: bound.partial } : {}) };
+    const limits = {
+      ...(bound.whole !== undefined ? { expectedBytes: bound.whole } : {}),
+      ...(bound.partial !== undefined ? { rangeBytes: bound.partial } : {}),
+      ...(bound.partialAtMost ? { rangeBytesAtMost: true } : {}),
+      ...(bound.multipart !== undefined ? { multipartBytes: bound.multipart } : {}),
+    };
     fetched = await abortable(fetcher(url, { headers, signal: controller.signal, ...progress, ...limits }), controller.signal);
   } catch (error) {
     throw callbackFailure ?? error;
   }
   if (fetched === undefined) return undefined;
   throwIfNotSuccess(fetched, url);
-  const limit = limitFor(fetched.status, bound);
+  const limit = limitFor(fetched.status, bound, fetched.headers);
   // The worker stopped at the limit (or at a Content-Length past it), as readBody does here.
   if (fetched.overLimit && limit !== undefined) throw sizeError(url, fetched.status, limit, fetched.overLimit);
   if (limit !== undefined && fetched.bytes.length > limit) throw sizeError(url, fetched.status, limit, { receivedBytes: fetched.bytes.length });
@@ -424,9 +497,102 @@ function sizeError(url: string, status: number, limit: number, got: { declaredBy
  * than the range's. A shorter whole body is read (it is small) so that the caller's checks can say
  * what is missing: SPEC §7 names the `header`, `table` or members of a truncated bundle.
  */
-function refusedLength(status: number, declared: number | undefined, limit: number | undefined): limit is number {
+function refusedLength(exact: boolean, declared: number | undefined, limit: number | undefined): limit is number {
   if (limit === undefined || declared === undefined) return false;
-  return status === 206 ? declared !== limit : declared > limit;
+  return exact ? declared !== limit : declared > limit;
+}
+
+/** `bytes <first>-<last>/<total or *>`, or `undefined`. */
+function parseContentRange(value: string | null): { first: number; last: number } | undefined {
+  const match = value === null ? null : /^\s*bytes\s+(\d+)-(\d+)\s*\/\s*(\d+|\*)\s*$/i.exec(value);
+  if (!match) return undefined;
+  const first = Number(match[1]);
+  const last = Number(match[2]);
+  return Number.isSafeInteger(first) && Number.isSafeInteger(last) && first <= last ? { first, last } : undefined;
+}
+
+/** Most bytes of one part's header block (its lines and the blank line after them). */
+const MAX_PART_HEADER_BYTES = 4096;
+
+/**
+ * Where each range asked for starts in a `multipart/byteranges` body (RFC 9110 §14.6, RFC 2046
+ * §5.1.1): parts are read by their Content-Range lengths (the data is never searched for the
+ * boundary); each part must be a range asked for or cover ranges asked for, every range asked
+ * for must be in a part, and the body must end with the closing boundary. Else `RangeResponseError`.
+ */
+function multipartOffsets(fetched: Fetched, url: string, ranges: readonly { offset: number; length: number }[]): number[] {
+  const fail = (why: string): never => {
+    throw new RangeResponseError(`GET ${url}: asked for ${ranges.length} ranges, the multipart/byteranges answer is malformed: ${why}`, { url });
+  };
+  const type = fetched.headers.get('content-type') ?? '';
+  const param = /;\s*boundary\s*=\s*(?:"([^"]{1,70})"|([^\s;",]{1,70}))/i.exec(type);
+  const boundary = param ? (param[1] ?? param[2])! : fail(`no boundary in Content-Type: ${type}`);
+  const body = fetched.bytes;
+  const delimiter = ascii(`--${boundary}`);
+  const at: (number | undefined)[] = ranges.map(() => undefined);
+  // The first delimiter: at the start, or after a preamble ending in CRLF.
+  let pos = indexOf(body, delimiter, 0, Math.min(body.length, MAX_PART_HEADER_BYTES + delimiter.length));
+  if (pos < 0 || (pos > 0 && !(body[pos - 2] === 13 && body[pos - 1] === 10))) fail('it does not start with the boundary');
+  let parts = 0;
+  for (;;) {
+    pos += delimiter.length;
+    if (body[pos] === 45 && body[pos + 1] === 45) break; // "--": the closing delimiter
+    // Transport padding (spaces, tabs), then CRLF.
+    while (body[pos] === 32 || body[pos] === 9) pos++;
+    if (!(body[pos] === 13 && body[pos + 1] === 10)) fail(`no line break after the boundary at byte ${pos}`);
+    pos += 2;
+    const headersEnd = indexOf(body, CRLF2, pos, Math.min(body.length, pos + MAX_PART_HEADER_BYTES));
+    if (headersEnd < 0) fail(`part ${parts + 1} has no end of headers within ${MAX_PART_HEADER_BYTES} bytes`);
+    let contentRange: string | null = null;
+    for (const line of latin1(body.subarray(pos, headersEnd)).split('\r\n')) {
+      const colon = line.indexOf(':');
+      if (colon > 0 && line.slice(0, colon).trim().toLowerCase() === 'content-range') contentRange = line.slice(colon + 1);
+    }
+    const part = parseContentRange(contentRange);
+    if (!part) fail(`part ${parts + 1} has no valid Content-Range${contentRange === null ? '' : ` (${contentRange.trim()})`}`);
+    const dataStart = headersEnd + 4;
+    const dataEnd = dataStart + (part!.last - part!.first + 1);
+    if (dataEnd > body.length) fail(`part ${parts + 1} (bytes ${part!.first}-${part!.last}) is cut short`);
+    let covers = 0;
+    ranges.forEach((range, i) => {
+      if (part!.first <= range.offset && range.offset + range.length - 1 <= part!.last) {
+        at[i] ??= dataStart + (range.offset - part!.first);
+        covers++;
+      }
+    });
+    if (covers === 0) fail(`part ${parts + 1} (bytes ${part!.first}-${part!.last}) is not a range asked for nor covers one`);
+    if (++parts > ranges.length) fail('more parts than ranges asked for');
+    // The data ends where its Content-Range says: CRLF and the next delimiter follow.
+    if (!(body[dataEnd] === 13 && body[dataEnd + 1] === 10 && startsWith(body, delimiter, dataEnd + 2))) fail(`part ${parts} (bytes ${part!.first}-${part!.last}) is not followed by the boundary`);
+    pos = dataEnd + 2;
+  }
+  const missing = at.findIndex((offset) => offset === undefined);
+  if (missing >= 0) fail(`no part holds bytes ${ranges[missing]!.offset}-${ranges[missing]!.offset + ranges[missing]!.length - 1}`);
+  return at as number[];
+}
+
+const CRLF2 = new Uint8Array([13, 10, 13, 10]);
+
+function ascii(text: string): Uint8Array {
+  return Uint8Array.from(text, (char) => char.charCodeAt(0) & 0xff);
+}
+
+function latin1(bytes: Uint8Array): string {
+  let text = '';
+  for (const byte of bytes) text += String.fromCharCode(byte);
+  return text;
+}
+
+function startsWith(haystack: Uint8Array, needle: Uint8Array, at: number): boolean {
+  if (at + needle.length > haystack.length) return false;
+  for (let k = 0; k < needle.length; k++) if (haystack[at + k] !== needle[k]) return false;
+  return true;
+}
+
+/** The first `needle` in `haystack[from, to)`, or −1. */
+function indexOf(haystack: Uint8Array, needle: Uint8Array, from: number, to: number): number {
+  for (let i = from; i + needle.length <= to; i++) if (startsWith(haystack, needle, i)) return i;
+  return -1;
 }
 
 function checkedSize(value: number, name: string): number {

@@ -4,13 +4,13 @@
  * CORS), plus the things a developer wants to try locally before a CDN does them: a bearer
  * token, added latency, and seeded fault injection (SPEC §7 "Range reads", "Retries", "Tokens").
  */
-import { createHash, timingSafeEqual } from 'node:crypto';
+import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import { createReadStream, type Stats } from 'node:fs';
 import { realpath, stat } from 'node:fs/promises';
 import { createServer, STATUS_CODES, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join, sep } from 'node:path';
-import { pipeline } from 'node:stream';
+import { pipeline, Readable } from 'node:stream';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { InvalidOptionError, ServeRootError } from '../errors.js';
 import { unsafePathReason } from '../format/paths.js';
@@ -264,12 +264,49 @@ function isNotModified(request: IncomingMessage, etag: string, modified: Date): 
 /**
  * The one range a `Range` header asks for, `'unsatisfiable'`, or `undefined` to send the whole
  * file: no header, or a malformed, invalid or multi-range one (RFC 9110 §14.2 lets a server
- * ignore those).
+ * ignore those). `requestedRanges` is the multi-range parser `serve` uses.
  */
 export function requestedRange(header: string | undefined, size: number): { start: number; end: number } | 'unsatisfiable' | undefined {
   const match = header === undefined ? null : /^\s*bytes\s*=\s*(\d*)\s*-\s*(\d*)\s*$/i.exec(header);
   if (!match) return undefined;
-  const [, first = '', last = ''] = match;
+  return rangeSpec(match[1] ?? '', match[2] ?? '', size);
+}
+
+/** At most this many ranges in one `Range` header are answered as ranges; more get the whole file (200). */
+export const MAX_RANGES_PER_REQUEST = 64;
+
+/**
+ * The ranges a `Range` header asks for (RFC 9110 §14.1.2), sorted, with overlapping and adjacent
+ * ones joined (§14.3 lets a server coalesce); `'unsatisfiable'` when none lies within the file;
+ * `undefined` to send the whole file: no header, a malformed or invalid one, or more than
+ * `maxRanges` ranges (a server may ignore a Range header, §14.2).
+ */
+export function requestedRanges(header: string | undefined, size: number, maxRanges = MAX_RANGES_PER_REQUEST): { start: number; end: number }[] | 'unsatisfiable' | undefined {
+  const match = header === undefined ? null : /^\s*bytes\s*=(.*)$/is.exec(header);
+  if (!match) return undefined;
+  const specs = match[1]!.split(',').map((spec) => spec.trim()).filter((spec) => spec !== '');
+  if (specs.length === 0 || specs.length > maxRanges) return undefined;
+  const ranges: { start: number; end: number }[] = [];
+  for (const spec of specs) {
+    const parts = /^(\d*)\s*-\s*(\d*)$/.exec(spec);
+    if (!parts) return undefined;
+    const range = rangeSpec(parts[1] ?? '', parts[2] ?? '', size);
+    if (range === undefined) return undefined;
+    if (range !== 'unsatisfiable') ranges.push(range);
+  }
+  if (ranges.length === 0) return 'unsatisfiable';
+  ranges.sort((a, b) => a.start - b.start || a.end - b.end);
+  const joined: { start: number; end: number }[] = [];
+  for (const range of ranges) {
+    const last = joined[joined.length - 1];
+    if (last && range.start <= last.end + 1) last.end = Math.max(last.end, range.end);
+    else joined.push({ ...range });
+  }
+  return joined;
+}
+
+/** One `first-last` range spec against a file of `size` bytes. */
+function rangeSpec(first: string, last: string, size: number): { start: number; end: number } | 'unsatisfiable' | undefined {
   if (first === '' && last === '') return undefined;
   if (first === '') {
     const suffix = Number(last);
@@ -325,8 +362,10 @@ function serveFile(request: IncomingMessage, response: ServerResponse, file: { p
   }
   const ifRange = request.headers['if-range'];
   const rangeApplies = request.method === 'GET' && (ifRange === undefined || ifRange === etag || ifRange === lastModified);
-  const range = rangeApplies ? requestedRange(request.headers.range, stats.size) : undefined;
-  if (range === 'unsatisfiable') return sendStatus(request, response, 416, { ...headers, 'Content-Range': `bytes */${stats.size}` });
+  const ranges = rangeApplies ? requestedRanges(request.headers.range, stats.size) : undefined;
+  if (ranges === 'unsatisfiable') return sendStatus(request, response, 416, { ...headers, 'Content-Range': `bytes */${stats.size}` });
+  if (ranges && ranges.length > 1) return sendMultipart(request, response, file, ranges, headers, truncate, record);
+  const range = ranges?.[0];
   const { start, end } = range ?? { start: 0, end: stats.size - 1 };
   const length = end - start + 1;
   if (range) {
@@ -339,6 +378,72 @@ function serveFile(request: IncomingMessage, response: ServerResponse, file: { p
   if (truncate) return sendTruncated(response, path, start, length, record);
   // A client that goes away mid-body is an ordinary event, not an error to report.
   pipeline(createReadStream(path, { start, end }), response, () => undefined);
+}
+
+/**
+ * Several ranges (RFC 9110 §14.6): a 206 `multipart/byteranges` body, each part with its
+ * `Content-Type` and `Content-Range`, and an exact `Content-Length`. A truncate fault cuts the
+ * body in half as it does a single range's.
+ */
+function sendMultipart(request: IncomingMessage, response: ServerResponse, file: { path: string; stats: Stats }, ranges: { start: number; end: number }[], headers: Record<string, string>, truncate: boolean, record: RequestRecord): void {
+  const { path, stats } = file;
+  const boundary = `awake-${randomBytes(12).toString('hex')}`;
+  const type = contentTypeFor(path);
+  const heads = ranges.map(({ start, end }, i) => Buffer.from(`${i === 0 ? '' : '\r\n'}--${boundary}\r\nContent-Type: ${type}\r\nContent-Range: bytes ${start}-${end}/${stats.size}\r\n\r\n`));
+  const tail = Buffer.from(`\r\n--${boundary}--\r\n`);
+  const length = heads.reduce((sum, head, i) => sum + head.length + (ranges[i]!.end - ranges[i]!.start + 1), tail.length);
+  record.note.push(`${ranges.length} ranges`);
+  response.writeHead(206, { ...headers, 'Content-Type': `multipart/byteranges; boundary=${boundary}`, 'Content-Length': String(length) });
+  if (request.method === 'HEAD') return void response.end();
+  let budget = truncate ? Math.floor(length / 2) : length;
+  if (truncate) {
+    record.bytes = budget;
+    record.note.push(`fault truncate: ${budget} of ${length} bytes`);
+  }
+  /** Up to `budget` bytes of `chunk`. */
+  const within = (chunk: Buffer): Buffer => {
+    const kept = chunk.subarray(0, Math.max(0, budget));
+    budget -= kept.length;
+    return kept;
+  };
+  async function* body(): AsyncGenerator<Buffer> {
+    for (const [i, { start, end }] of ranges.entries()) {
+      yield within(heads[i]!);
+      // Each range's file stream opens only when its turn comes.
+      for await (const data of createReadStream(path, { start, end }) as AsyncIterable<Buffer>) {
+        if (budget <= 0) return;
+        yield within(data);
+      }
+    }
+    if (budget > 0) yield within(tail);
+  }
+  if (truncate) {
+    const closeConnection = () => void setImmediate(() => response.socket?.end());
+    void (async () => {
+      try {
+        for await (const chunk of body()) {
+          if (response.destroyed) return;
+          // A client gone away never drains: 'close' wakes the loop too.
+          if (!response.write(chunk)) {
+            await new Promise<void>((resume) => {
+              const wake = () => {
+                response.off('drain', wake);
+                response.off('close', wake);
+                resume();
+              };
+              response.on('drain', wake);
+              response.on('close', wake);
+            });
+          }
+        }
+      } catch {
+        return void response.destroy();
+      }
+      closeConnection();
+    })();
+    return;
+  }
+  pipeline(Readable.from(body()), response, () => undefined);
 }
 
 interface ServerState {

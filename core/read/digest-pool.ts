@@ -92,6 +92,10 @@ export interface FetchBodyInit {
   expectedBytes?: number;
   /** The same bound for a 206 answer: the range's size. */
   rangeBytes?: number;
+  /** `rangeBytes` is the most a 206 may hold, not its exact size (several ranges asked for). */
+  rangeBytesAtMost?: boolean;
+  /** The bound for a 206 `multipart/byteranges` answer (at most). */
+  multipartBytes?: number;
 }
 
 /**
@@ -248,7 +252,7 @@ async function readAll(id, response, limit) {
   for (const chunk of chunks) { whole.set(chunk, at); at += chunk.length; }
   return { buffer: whole.buffer };
 }
-async function get({ id, url, headers, progress, expectedBytes, rangeBytes }) {
+async function get({ id, url, headers, progress, expectedBytes, rangeBytes, rangeBytesAtMost, multipartBytes }) {
   const controller = new AbortController();
   fetches.set(id, controller);
   try {
@@ -258,10 +262,13 @@ async function get({ id, url, headers, progress, expectedBytes, rangeBytes }) {
       if (response.body) response.body.cancel().catch(() => {});
       return postMessage({ id, head, buffer: new ArrayBuffer(0) });
     }
-    const limit = response.status === 206 && rangeBytes !== undefined ? rangeBytes : expectedBytes;
+    // The transport's limitFor and exactFor: a multipart/byteranges 206 has a bound of its own.
+    const multipart = response.status === 206 && multipartBytes !== undefined && /^\\s*multipart\\/byteranges\\s*(;|$)/i.test(response.headers.get('content-type') || '');
+    const limit = multipart ? multipartBytes : response.status === 206 && rangeBytes !== undefined ? rangeBytes : expectedBytes;
+    const exact = response.status === 206 && !multipart && !rangeBytesAtMost;
     const declared = declaredLength(response);
     // Refused at the headers as the transport does (refusedLength): more than the limit, or a 206 of another length.
-    if (limit !== undefined && declared !== undefined && (response.status === 206 ? declared !== limit : declared > limit)) {
+    if (limit !== undefined && declared !== undefined && (exact ? declared !== limit : declared > limit)) {
       response.body.cancel().catch(() => {});
       return postMessage({ id, head, buffer: new ArrayBuffer(0), over: { declaredBytes: declared } });
     }
@@ -554,7 +561,12 @@ export class WorkerDigestPool implements DigestPool {
     init.signal.addEventListener('abort', abort, { once: true });
     // A worker made from a blob: URL resolves relative URLs against that, not the page: resolve here.
     const absolute = new URL(url, (globalThis as { location?: { href: string } }).location?.href).href;
-    const limits = { ...(init.expectedBytes !== undefined ? { expectedBytes: init.expectedBytes } : {}), ...(init.rangeBytes !== undefined ? { rangeBytes: init.rangeBytes } : {}) };
+    const limits = {
+      ...(init.expectedBytes !== undefined ? { expectedBytes: init.expectedBytes } : {}),
+      ...(init.rangeBytes !== undefined ? { rangeBytes: init.rangeBytes } : {}),
+      ...(init.rangeBytesAtMost ? { rangeBytesAtMost: true } : {}),
+      ...(init.multipartBytes !== undefined ? { multipartBytes: init.multipartBytes } : {}),
+    };
     entry.worker.postMessage({ id, url: absolute, headers: init.headers, progress: Boolean(init.onProgress), ...limits });
     return result;
   }

@@ -4,7 +4,7 @@
  * bundle once however many of its members are read, at the same time or later.
  */
 import type { ContentCache } from '../cache/content-cache.js';
-import { AssetNotFoundError, AwakeError, BundleIntegrityError, FileIntegrityError, InvalidOptionError, OriginNotAllowedError, RequestAbortedError, ResponseSizeError, TokenOriginError, UnsupportedOperationError } from '../errors.js';
+import { AssetNotFoundError, AwakeError, BundleIntegrityError, FileIntegrityError, InvalidOptionError, NetworkError, OriginNotAllowedError, RangeResponseError, RequestAbortedError, ResponseSizeError, TokenOriginError, UnsupportedOperationError } from '../errors.js';
 import { opaqueId } from '../format/ids.js';
 import { entryKey, parseProjectIndex, parseProjectIndexJson, type BundleEntry, type BundledFileEntry, type ProjectIndex } from '../format/project-index.js';
 import { abortable, linkSignals } from '../net/abort.js';
@@ -49,10 +49,13 @@ export interface OpenOptions {
   /**
    * Delta downloads (on by default; needs a `cache` with `has` or `hasMany`): when a bundle is needed and the cache
    * already holds some of its members (from an earlier version of the project), fetch only the
-   * missing members with `Range` requests, each member verified alone. `false` turns it off; an
-   * object tunes it (see `DeltaReadOptions`: `maxGapBytes` 64 KiB, `maxMissingFraction` 0.5,
-   * `maxRangesPerBundle` 4). Whole bundles are fetched when the ranges would bring more than
-   * that fraction, and on an origin that answered a range with the whole file (200).
+   * missing members with `Range` requests, each member verified alone: all of a bundle's ranges
+   * in one request (`multipart/byteranges`) where the origin serves that, else one request per
+   * range. `false` turns it off; an object tunes it (see `DeltaReadOptions`: `multipartRanges`
+   * true, `maxRangesPerRequest` 64, `multipartGapBytes` 512; for one request per range
+   * `maxGapBytes` 64 KiB, `maxRangesPerBundle` 4; `maxMissingFraction` 0.5). Whole bundles are
+   * fetched when the ranges would bring more than that fraction, and on an origin that answered a
+   * single range with the whole file (200).
    */
   deltaReads?: boolean | DeltaReadOptions;
   /**
@@ -126,6 +129,8 @@ type Entry = BundledFileEntry;
 interface DeltaPlan {
   ranges: ByteRange[];
   missing: Entry[];
+  /** The ranges are planned for one multi-range request (`multipart/byteranges`). */
+  multipart: boolean;
 }
 
 /** What the cache said of one content: verified bytes the caller owns, or nothing. */
@@ -160,6 +165,12 @@ interface Load {
  * them for whole bundles from then on, rather than risk a whole body per range (issue 11).
  */
 const originsIgnoringRanges = new Set<string>();
+
+/**
+ * Origins that did not answer several ranges in one request (a 200, one range of several, a
+ * malformed multipart body): they get ranges one by one from then on (RFC 9110 §14.6).
+ */
+const originsWithoutMultipart = new Set<string>();
 
 /**
  * Reads of one load that take their bytes in one task. A bundle of 150 members would otherwise
@@ -662,28 +673,72 @@ export class IndexedAssetSource {
     if (!cached) return undefined;
     const missing = [...contents.values()].filter((entry) => entry.sha256 === need || (!cached.has(entry.sha256) && !this.held.has(entry.sha256)));
     if (missing.length === contents.size) return undefined;
-    const ranges = deltaRangesFor(missing.map((entry) => ({ offset: entry.offset!, sizeBytes: entry.sizeBytes, sha256: entry.sha256 })), bundle.sizeBytes, this.delta);
-    return ranges && { ranges, missing };
+    const multipart = this.delta.multipartRanges && !originsWithoutMultipart.has(originOf(this.resolveUrl(bundle.url)));
+    const ranges = this.rangesOf(bundle, missing, multipart);
+    return ranges && { ranges, missing, multipart: multipart && ranges.length > 1 };
+  }
+
+  private rangesOf(bundle: BundleEntry, missing: Entry[], multipart: boolean): ByteRange[] | undefined {
+    return deltaRangesFor(missing.map((entry) => ({ offset: entry.offset!, sizeBytes: entry.sizeBytes, sha256: entry.sha256 })), bundle.sizeBytes, this.delta!, multipart);
   }
 
   /**
-   * Fetches a delta plan's ranges (one request each, at once) and verifies each member they
-   * bring on its own (SPEC §7 "Verified"); one damaged member rejects them all, nothing cached.
-   * A 200 answer is the whole bundle (a server that ignores ranges): it is checked as one, the
-   * other requests are stopped, and its origin gets whole bundles from then on.
+   * Fetches a delta plan's ranges and verifies each member they bring on its own (SPEC §7
+   * "Verified"); one damaged member rejects them all, nothing cached. A multipart plan is one
+   * request for every range; an origin that does not answer it with them all (a 200, unread; one
+   * range of several) is asked again one range per request (the plan for that), and so from then
+   * on, as after a malformed answer (a `RangeResponseError` for this load). One range per request:
+   * at once; a 200 answer is the whole bundle (a server that ignores ranges): it is checked as
+   * one, the other requests are stopped, and its origin gets whole bundles from then on.
    */
-  private async fetchDelta(bundle: BundleEntry, { ranges, missing }: DeltaPlan, signal: AbortSignal, onProgress?: (received: number) => void): Promise<AcceptedBundle> {
+  private async fetchDelta(bundle: BundleEntry, plan: DeltaPlan, signal: AbortSignal, onProgress?: (received: number) => void): Promise<AcceptedBundle> {
     const url = this.resolveUrl(bundle.url);
-    const bodies = await this.fetchRanges(url, bundle, ranges, signal, onProgress);
-    if (!Array.isArray(bodies)) {
-      originsIgnoringRanges.add(originOf(url));
-      return this.verifyBundleBytes(bundle, bodies.whole, url);
+    const { missing } = plan;
+    let { ranges } = plan;
+    let inputs: Uint8Array[];
+    /** Where each range starts: its input, and its offset there. */
+    let places: { input: number; at: number }[];
+    let answered: Awaited<ReturnType<Transport['getRanges']>> | undefined;
+    // Progress never goes back (a fallback starts again from 0) nor past the plan (multipart part headers).
+    const planned = ranges.reduce((sum, range) => sum + range.length, 0);
+    let reported = 0;
+    const report = onProgress && ((bytes: number) => onProgress((reported = Math.min(planned, Math.max(reported, bytes)))));
+    if (plan.multipart) {
+      // One request for every range (multipart/byteranges); a server that cannot is asked one range at a time.
+      // Several ranges are not a CORS-safelisted Range: a page on another origin sends a preflight
+      // first, which a CDN may refuse (a network failure to the page). One attempt there, then ranges one by one.
+      const page = pageHref();
+      const crossOrigin = page !== undefined && originOf(page) !== originOf(url);
+      try {
+        answered = await this.transport.getRanges(url, ranges, { signal, expectedBytes: bundle.sizeBytes, ...(report ? { onProgress: report } : {}), ...(crossOrigin ? { attempts: 1 } : {}) });
+      } catch (error) {
+        if (error instanceof RangeResponseError) originsWithoutMultipart.add(originOf(url));
+        if (!(error instanceof NetworkError) || signal.aborted) throw error;
+        answered = { kind: 'unsupported', reason: error.message };
+        originsWithoutMultipart.add(originOf(url));
+      }
+      if (answered.kind === 'unsupported') {
+        originsWithoutMultipart.add(originOf(url));
+        ranges = this.rangesOf(bundle, missing, false)!;
+      }
     }
-    const inputs = bodies.length > 0 ? bodies : [new Uint8Array(0)];
+    if (answered?.kind === 'ranges') {
+      inputs = [answered.body];
+      places = answered.at.map((at) => ({ input: 0, at }));
+    } else {
+      const bodies = await this.fetchRanges(url, bundle, ranges, signal, report);
+      if (!Array.isArray(bodies)) {
+        originsIgnoringRanges.add(originOf(url));
+        return this.verifyBundleBytes(bundle, bodies.whole, url);
+      }
+      inputs = bodies.length > 0 ? bodies : [new Uint8Array(0)];
+      places = bodies.map((_, input) => ({ input, at: 0 }));
+    }
     const parts = missing.map((entry) => {
       // Empty contents lie in no range: an empty view of the first input.
-      const input = entry.sizeBytes === 0 ? 0 : ranges.findIndex((range) => range.offset <= entry.offset! && entry.offset! + entry.sizeBytes <= range.offset + range.length);
-      return { input, offset: entry.sizeBytes === 0 ? 0 : entry.offset! - ranges[input]!.offset, length: entry.sizeBytes };
+      if (entry.sizeBytes === 0) return { input: 0, offset: 0, length: 0 };
+      const k = ranges.findIndex((range) => range.offset <= entry.offset! && entry.offset! + entry.sizeBytes <= range.offset + range.length);
+      return { input: places[k]!.input, offset: places[k]!.at + entry.offset! - ranges[k]!.offset, length: entry.sizeBytes };
     });
     const store = this.workerStore();
     // One job for every member: the worker stores them all or, with one damaged, none (SPEC §7).

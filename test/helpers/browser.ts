@@ -30,7 +30,8 @@
  * there is no CDP (`page.createCDPSession()` throws), so a test that needs one is Chromium-only.
  */
 import { contentTypeOf } from '../../core/format/media-types.js';
-import { existsSync, mkdtempSync, rmSync, statSync, createReadStream } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, statSync, createReadStream } from 'node:fs';
+import { requestedRanges } from '../../core/node/server.js';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -331,12 +332,26 @@ function route(request: IncomingMessage, response: ServerResponse, path: string,
   serveFile(request, response, file, size);
 }
 
-/** A file, whole (200) or one byte range of it (206, RFC 9110 §14). */
+/** A file, whole (200), one byte range of it (206, RFC 9110 §14), or several (206 multipart/byteranges). */
 function serveFile(request: IncomingMessage, response: ServerResponse, file: string, size: number): void {
   // no-store: every load reaches this server, so request counts say what the page really asked.
   response.setHeader('Cache-Control', 'no-store');
   response.setHeader('Accept-Ranges', 'bytes');
   response.setHeader('Content-Type', contentTypeFor(file));
+  // Several ranges: one 206 multipart/byteranges answer (RFC 9110 §14.6), as `serve` gives.
+  const several = request.headers.range?.includes(',') ? requestedRanges(request.headers.range, size) : undefined;
+  if (Array.isArray(several) && several.length > 1 && request.method === 'GET') {
+    const bytes = readFileSync(file);
+    const boundary = 'harness-boundary';
+    const body = Buffer.concat([
+      ...several.flatMap(({ start, end }) => [Buffer.from(`--${boundary}\r\nContent-Type: ${contentTypeFor(file)}\r\nContent-Range: bytes ${start}-${end}/${size}\r\n\r\n`), bytes.subarray(start, end + 1), Buffer.from('\r\n')]),
+      Buffer.from(`--${boundary}--\r\n`),
+    ]);
+    response.statusCode = 206;
+    response.setHeader('Content-Type', `multipart/byteranges; boundary=${boundary}`);
+    response.setHeader('Content-Length', String(body.length));
+    return void response.end(body);
+  }
   const range = parseRange(request.headers.range, size);
   if (range === 'unsatisfiable') {
     response.setHeader('Content-Range', `bytes */${size}`);
