@@ -176,6 +176,8 @@ describe('diffProjectIndexes on two published versions', () => {
       looseFiles: { files: 0, bytes: 0 },
       wholeBundles: { bundles: 1, bytes: art.sizeBytes, requests: 1 },
       deltaRanges: { bytes: 4000, requests: 2, bundlesWhole: 0, bundlesRanged: 1 },
+      // The reader's default where the server answers multi-range requests: both ranges in one.
+      multiRange: { bytes: 4000, requests: 1, bundlesWhole: 0 },
     });
     // art/middle.bin (200 KiB) lies between hero.png and zebra.png: too far to merge.
     const member = (path: string) => v2.index.files.find((file) => file.path === path)!;

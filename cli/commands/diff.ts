@@ -104,13 +104,14 @@ function formatDiff(sources: [string, string], indexes: [ProjectIndex, ProjectIn
     lines.push('', `Upload: ${plural(upload.bundles, 'new bundle')}, ${formatBytes(upload.bytes)}`);
   }
 
-  const { wholeBundles, deltaRanges, looseFiles } = download;
+  const { wholeBundles, deltaRanges, multiRange, looseFiles } = download;
   const loose = looseFiles.files > 0 ? `; ${plural(looseFiles.files, 'loose file')} (${formatBytes(looseFiles.bytes)}) fetched alone in both` : '';
   lines.push(
     '',
     `Download for a returning player: ${plural(download.missingContents, 'missing content')}, ${formatBytes(download.missingBytes)}${loose}`,
     `  whole bundles: ${formatBytes(wholeBundles.bytes)} in ${plural(wholeBundles.requests, 'request')} (${plural(wholeBundles.bundles, 'bundle')})`,
     `  delta ranges:  ${formatBytes(deltaRanges.bytes)} in ${plural(deltaRanges.requests, 'request')} (${plural(deltaRanges.bundlesRanged, 'bundle')} by ranges, ${deltaRanges.bundlesWhole} whole)`,
+    `  multi-range:   ${formatBytes(multiRange.bytes)} in ${plural(multiRange.requests, 'request')} (one per bundle, the reader's default where the server answers multi-range requests)`,
   );
   return `${lines.join('\n')}\n`;
 }

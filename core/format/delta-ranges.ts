@@ -21,6 +21,13 @@ export interface DeltaRangeOptions {
 
 export const DEFAULT_DELTA_RANGE_OPTIONS: Readonly<Required<DeltaRangeOptions>> = Object.freeze({ maxGapBytes: 64 * 1024, maxMissingFraction: 0.5, maxRanges: 4 });
 
+/**
+ * The rule for ranges asked for in one multi-range request (`multipart/byteranges`), the reader's
+ * default where the server answers them: a range costs a part header (~130 bytes), not a
+ * request, so gaps close only below 512 bytes and up to 64 ranges share the request.
+ */
+export const DEFAULT_MULTIPART_RANGE_OPTIONS: Readonly<Required<DeltaRangeOptions>> = Object.freeze({ maxGapBytes: 512, maxMissingFraction: 0.5, maxRanges: 64 });
+
 /** A member as the index places it: `offset` and `sizeBytes` in its bundle, its content's SHA-256. */
 export interface DeltaMember {
   offset: number;

@@ -6,7 +6,7 @@
  * A returning player holds the old version's contents: the cache is keyed by SHA-256 (SPEC §7),
  * so a content is missing exactly when no entry of the old index has it, whatever its path.
  */
-import { planDeltaRanges, type DeltaMember, type DeltaRangeOptions, type DeltaRangePlan } from './delta-ranges.js';
+import { DEFAULT_MULTIPART_RANGE_OPTIONS, planDeltaRanges, type DeltaMember, type DeltaRangeOptions, type DeltaRangePlan } from './delta-ranges.js';
 import { opaqueId } from './ids.js';
 import { entryKey, type BundledFileEntry, type BundleEntry, type ProjectIndex } from './project-index.js';
 
@@ -46,6 +46,12 @@ export interface IndexDiff {
     wholeBundles: { bundles: number; bytes: number; requests: number };
     /** Only the missing members' ranges, by the reader's rule (`planDeltaRanges`). */
     deltaRanges: { bytes: number; requests: number; bundlesWhole: number; bundlesRanged: number; plans: BundleDeltaPlan[] };
+    /**
+     * The same missing members asked for as the reader does by default where the server answers
+     * multi-range requests: one request per bundle (`DEFAULT_MULTIPART_RANGE_OPTIONS`, with the
+     * missing fraction of `options`). `bytes` counts the ranges, not the ~130-byte part headers.
+     */
+    multiRange: { bytes: number; requests: number; bundlesWhole: number };
   };
 }
 
@@ -123,6 +129,8 @@ function planDownload(oldIndex: ProjectIndex, newIndex: ProjectIndex, options: D
     const plan = planDeltaRanges(bundle.sizeBytes, membersOf.get(bundle.sha256) ?? [], missingSet, options);
     if (!plan.none) plans.push({ bundle, ...plan });
   }
+  const multipartOptions = { ...DEFAULT_MULTIPART_RANGE_OPTIONS, ...(options.maxMissingFraction !== undefined ? { maxMissingFraction: options.maxMissingFraction } : {}) };
+  const multiPlans = plans.map((plan) => planDeltaRanges(plan.bundle.sizeBytes, membersOf.get(plan.bundle.sha256) ?? [], missingSet, multipartOptions));
   const rangedBytes = plans.reduce((sum, plan) => sum + plan.bytes, 0);
   const rangedRequests = plans.reduce((sum, plan) => sum + plan.ranges.length, 0);
   const wholeBytes = sizeSum(plans.map((plan) => plan.bundle));
@@ -137,6 +145,11 @@ function planDownload(oldIndex: ProjectIndex, newIndex: ProjectIndex, options: D
       bundlesWhole: plans.filter((plan) => plan.whole).length,
       bundlesRanged: plans.filter((plan) => !plan.whole).length,
       plans,
+    },
+    multiRange: {
+      bytes: multiPlans.reduce((sum, plan) => sum + plan.bytes, 0) + looseFiles.bytes,
+      requests: multiPlans.length + looseFiles.files,
+      bundlesWhole: multiPlans.filter((plan) => plan.whole).length,
     },
   };
 }

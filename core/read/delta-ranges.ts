@@ -4,7 +4,7 @@
  * SHA-256, so contents carry over). Pure planning; the reader fetches and verifies.
  */
 import { InvalidOptionError } from '../errors.js';
-import { planDeltaRanges } from '../format/delta-ranges.js';
+import { DEFAULT_DELTA_RANGE_OPTIONS, DEFAULT_MULTIPART_RANGE_OPTIONS, planDeltaRanges } from '../format/delta-ranges.js';
 
 export interface DeltaReadOptions {
   /** Missing members closer than this many bytes go in one range (the bytes between are fetched and dropped); touching ones always do. Default 64 KiB. */
@@ -26,7 +26,14 @@ export interface DeltaReadOptions {
   multipartGapBytes?: number;
 }
 
-export const DEFAULT_DELTA_READS: Required<DeltaReadOptions> = { maxGapBytes: 64 * 1024, maxMissingFraction: 0.5, maxRangesPerBundle: 4, multipartRanges: true, maxRangesPerRequest: 64, multipartGapBytes: 512 };
+export const DEFAULT_DELTA_READS: Required<DeltaReadOptions> = {
+  maxGapBytes: DEFAULT_DELTA_RANGE_OPTIONS.maxGapBytes,
+  maxMissingFraction: DEFAULT_DELTA_RANGE_OPTIONS.maxMissingFraction,
+  maxRangesPerBundle: DEFAULT_DELTA_RANGE_OPTIONS.maxRanges,
+  multipartRanges: true,
+  maxRangesPerRequest: DEFAULT_MULTIPART_RANGE_OPTIONS.maxRanges,
+  multipartGapBytes: DEFAULT_MULTIPART_RANGE_OPTIONS.maxGapBytes,
+};
 
 /** A part of the bundle to request: `Range: bytes=<offset>-<offset + length − 1>`. */
 export interface ByteRange {
