@@ -88,11 +88,13 @@ export function createAwkbFetchHandler(options: AwkbFetchHandlerOptions): AwkbFe
       return current;
     },
     async refreshIndex() {
-      const opening = open();
-      await watch(opening);
-      // Only a checked index replaces the one serving; the old reader is left to finish its reads.
-      current = opening;
-      return opening;
+      // Only a checked index replaces the one serving (a failure leaves it serving). The old
+      // reader is not disposed: reads in flight finish from it, and it is dropped with them.
+      const source = await open();
+      settled = source;
+      failed = false;
+      current = Promise.resolve(source);
+      return source;
     },
     handleFetch(event) {
       const request = event.request;
