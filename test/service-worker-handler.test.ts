@@ -20,6 +20,7 @@ beforeAll(async () => {
   root = temporaryDir('awkb-sw-handler-');
   cpSync(join(FIXTURES, 'expected/small-default'), join(root, 'bundled'), { recursive: true });
   cpSync(join(FIXTURES, 'expected/small-default'), join(root, 'changing'), { recursive: true });
+  cpSync(join(FIXTURES, 'expected/small-ids'), join(root, 'ids'), { recursive: true });
   // The damaged fixture: the index lists good.awkb, the server holds member-two-damaged.awkb under its name.
   const damaged = JSON.parse(readFileSync(join(FIXTURES, 'damaged/expected.json'), 'utf8'));
   mkdirSync(join(root, 'damaged/bundles'), { recursive: true });
@@ -69,6 +70,7 @@ describe('which requests the handler answers', () => {
     await sw.ready;
     const untouched = [
       fetchEvent(`${site}bundled/assets/empty.txt`, { method: 'POST', body: 'x' }),
+      fetchEvent(`${site}bundled/assets/empty.txt`, { method: 'PUT', body: 'x' }),
       fetchEvent('http://example.invalid/bundled/assets/empty.txt'),
       fetchEvent(`${site}elsewhere/assets/empty.txt`),
       fetchEvent(`${site}bundled/project.index.json`),
@@ -80,6 +82,29 @@ describe('which requests the handler answers', () => {
       expect({ url: event.request.url, method: event.request.method, answered: sw.handleFetch(event) }).toEqual({ url: event.request.url, method: event.request.method, answered: false });
       expect(event.answer).toBeUndefined();
     }
+  });
+
+  test('a HEAD request is answered from the index alone: the size, the type, no body, no bundle request', async () => {
+    const requested: string[] = [];
+    const sw = handler('bundled', { fetch: (input, init) => (requested.push(String(input instanceof Request ? input.url : input)), fetch(input, init)) });
+    await sw.ready;
+    const event = fetchEvent(`${site}bundled/assets/models/crate.glb`, { method: 'HEAD' });
+    expect(sw.handleFetch(event)).toBe(true);
+    const response = await event.answer!;
+    expect(response.status).toBe(200);
+    expect(response.headers.get('content-length')).toBe(String(treeBytes('assets/models/crate.glb').length));
+    expect(response.headers.get('content-type')).toBe('model/gltf-binary');
+    expect(response.body).toBeNull();
+    expect(requested).toEqual([`${site}bundled/project.index.json`]);
+  });
+
+  test('an index with opaque ids: paths map through their ids', async () => {
+    const sw = handler('ids');
+    await sw.ready;
+    const event = fetchEvent(`${site}ids/assets/models/buoy.glb`);
+    expect(sw.handleFetch(event)).toBe(true);
+    expect(new Uint8Array(await (await event.answer!).arrayBuffer())).toEqual(treeBytes('assets/models/buoy.glb'));
+    expect(sw.handleFetch(fetchEvent(`${site}ids/assets/models/none.glb`))).toBe(false);
   });
 
   test('before the index is read, a request below the root waits for it', async () => {

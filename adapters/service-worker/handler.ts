@@ -8,7 +8,7 @@
  *   import { installAwkbServiceWorker } from 'awake-bundle/sw';
  *   installAwkbServiceWorker(self, { indexUrl: 'project.index.json' });
  *
- * A URL maps into the index when it lies below the root (the folder holding the index unless
+ * A GET or HEAD URL maps into the index when it lies below the root (the folder holding the index unless
  * `root` says otherwise), its path decodes to a project path (`projectPathOf`), and the index
  * lists that path. Other requests are not touched: `handleFetch` returns false without calling
  * `respondWith`, so the browser fetches them as if there were no worker.
@@ -98,7 +98,7 @@ export function createAwkbFetchHandler(options: AwkbFetchHandlerOptions): AwkbFe
     },
     handleFetch(event) {
       const request = event.request;
-      if (request.method !== 'GET') return false;
+      if (request.method !== 'GET' && request.method !== 'HEAD') return false;
       const url = new URL(request.url);
       if (sameResource(url, indexUrl)) return false;
       const path = projectPathOf(url, root);
@@ -129,6 +129,8 @@ function sameResource(url: URL, other: string): boolean {
 
 /** The verified bytes of `path` as an HTTP response: whole (200), one range (206), or 416; 502 when they cannot be had verified. */
 export async function respond(source: IndexedAssetSource, path: string, request: Request): Promise<Response> {
+  // HEAD: the index knows the size; no bytes are handed out, so none need fetching.
+  if (request.method === 'HEAD') return headResponse(source.entry(path)!.sizeBytes, path);
   let bytes: Uint8Array;
   try {
     bytes = await source.read(path);
@@ -154,6 +156,11 @@ export function bytesResponse(bytes: Uint8Array, path: string, rangeHeader: stri
     status: 206,
     headers: { ...headers, 'Content-Length': String(body.length), 'Content-Range': `bytes ${range.start}-${range.end}/${size}` },
   });
+}
+
+/** The answer to a HEAD request: a GET's headers without its body. */
+export function headResponse(size: number, path: string): Response {
+  return new Response(null, { status: 200, headers: { 'Content-Type': contentTypeOf(path), 'Accept-Ranges': 'bytes', 'Content-Length': String(size) } });
 }
 
 /**
