@@ -19,6 +19,10 @@ const COIN = readFileSync(join(REPO_ROOT, 'examples/assets/images/kenney/coin.pn
 /** The project: an image, text, and binaries spread over several bundles (target 0.05 MiB). */
 const FILES: Record<string, Buffer> = {
   'images/coin.png': COIN,
+  'images/particle.png': readFileSync(join(REPO_ROOT, 'examples/assets/images/kenney/particle.png')),
+  // A stylesheet from the index whose background image, relative to it, is in the index too.
+  'styles/game.css': Buffer.from('#sprite { width: 16px; height: 16px; background-image: url("../images/particle.png"); }\n'),
+  'sounds/theme-4.ogg': readFileSync(join(REPO_ROOT, 'examples/assets/audio/superpowers/theme-4.ogg')),
   'text/hello world.txt': Buffer.from('hello from a verified bundle\n'),
   'levels/a.bin': seededBytes(40 * 1024, 1),
   'levels/b.bin': seededBytes(40 * 1024, 2),
@@ -139,6 +143,42 @@ describe('chromium: the service worker', () => {
       const seen = server.requests.map((request) => request.path).filter((path) => path.startsWith('/site/published/'));
       expect(seen[0]).toBe('/site/published/project.index.json');
       expect(seen.slice(1).sort()).toEqual(index.bundles.map((bundle) => `/site/published/${bundle.url}`).sort());
+    });
+
+    test('a stylesheet and its background-image, and an <audio> that seeks, come from the bundles', async () => {
+      server.resetRequests();
+      const styled = await page.evaluate(async () => {
+        const link = document.createElement('link');
+        link.rel = 'stylesheet';
+        link.href = 'published/styles/game.css';
+        const loaded = new Promise((resolve, reject) => ((link.onload = resolve), (link.onerror = reject)));
+        document.head.append(link);
+        await loaded;
+        const sprite = document.createElement('div');
+        sprite.id = 'sprite';
+        document.body.append(sprite);
+        const image = new URL('published/images/particle.png', location.href).href;
+        // The background image loads once the element is styled; its resource timing says how it was answered.
+        const fromCss = () => (performance.getEntriesByName(image) as (PerformanceResourceTiming & { responseStatus?: number })[]).find((e) => e.initiatorType === 'css');
+        for (let i = 0; i < 200 && !fromCss(); i++) await new Promise((resolve) => setTimeout(resolve, 25));
+        const entry = fromCss();
+        return { background: getComputedStyle(sprite).backgroundImage, status: entry?.responseStatus, initiator: entry?.initiatorType };
+      });
+      expect(styled).toEqual({ background: `url("${server.origin}/site/published/images/particle.png")`, status: 200, initiator: 'css' });
+      const audio = await page.evaluate(async () => {
+        const element = new Audio();
+        element.preload = 'auto';
+        element.src = 'published/sounds/theme-4.ogg';
+        await new Promise((resolve, reject) => ((element.onloadedmetadata = resolve), (element.onerror = () => reject(new Error(`audio error ${element.error?.code}`)))));
+        const seeked = new Promise((resolve) => (element.onseeked = resolve));
+        element.currentTime = element.duration / 2;
+        await seeked;
+        return { duration: element.duration, currentTime: element.currentTime };
+      });
+      expect(audio.duration).toBeGreaterThan(1);
+      expect(audio.currentTime).toBeCloseTo(audio.duration / 2, 1);
+      // Neither the stylesheet, nor its image, nor the sound reached the server as loose files.
+      expect(server.requests.map((request) => request.path).filter((path) => !path.endsWith('.awkb'))).toEqual([]);
     });
 
     test('a Range request gets 206 with the slice, and 416 past the end', async () => {
