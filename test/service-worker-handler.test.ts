@@ -123,6 +123,25 @@ describe('which requests the handler answers', () => {
     expect(sw.handleFetch(fetchEvent(`${site}nowhere/file.txt`))).toBe(false);
   });
 
+  test('a worker that starts while its index is unreachable serves the last verified index it kept', async () => {
+    const kept = new Map<string, string>();
+    const indexStore = { get: async (url: string) => kept.get(url), put: async (url: string, json: string) => void kept.set(url, json) };
+    const online = await handler('bundled', { indexStore }).ready;
+    expect([...kept.keys()]).toEqual([`${site}bundled/project.index.json`]);
+    const offlineFetch: typeof fetch = async (input, init) => {
+      if (String(input instanceof Request ? input.url : input).endsWith('project.index.json')) throw new TypeError('Failed to fetch');
+      return fetch(input, init);
+    };
+    const sw = handler('bundled', { indexStore, fetch: offlineFetch, retry: { attempts: 1 } });
+    expect((await sw.ready).index).toEqual(online.index);
+    const event = fetchEvent(`${site}bundled/assets/models/crate.glb`);
+    expect(sw.handleFetch(event)).toBe(true);
+    expect(new Uint8Array(await (await event.answer!).arrayBuffer())).toEqual(treeBytes('assets/models/crate.glb'));
+    // An index the server answers for but is not there (404) is not replaced by a kept one.
+    const anyKept = { get: async () => [...kept.values()][0], put: async () => undefined };
+    await expect(handler('nowhere', { indexStore: anyKept }).ready).rejects.toThrow(/404/);
+  });
+
   test('refreshIndex serves the new index once checked, and keeps the old one when the new one fails', async () => {
     const sw = handler('changing');
     const first = await sw.ready;

@@ -14,7 +14,7 @@
  * `respondWith`, so the browser fetches them as if there were no worker.
  */
 import { openBrowserCache } from '../../core/cache/browser.js';
-import { AwakeError, BundleIntegrityError, FileIntegrityError } from '../../core/errors.js';
+import { AwakeError, BundleIntegrityError, FileIntegrityError, HttpError, NetworkError, RequestTimeoutError } from '../../core/errors.js';
 import { contentTypeOf } from '../../core/format/media-types.js';
 import { requestedRange } from '../../core/format/range-header.js';
 import { IndexedAssetSource, type OpenOptions } from '../../core/read/indexed-asset-source.js';
@@ -33,12 +33,26 @@ export interface AwkbFetchHandlerOptions extends Omit<OpenOptions, 'index' | 'ba
    * responsive.
    */
   hashWorkers?: OpenOptions['hashWorkers'];
+  /**
+   * Where the last verified index is kept, so a worker that starts while the index cannot be
+   * fetched (offline, the host down) serves from it and the cache. Default: Cache Storage
+   * (`awake-bundle-index`) where it exists; `null` to keep none.
+   */
+  indexStore?: IndexStore | null;
+}
+
+/** Index JSON kept by index URL (see `AwkbFetchHandlerOptions.indexStore`). */
+export interface IndexStore {
+  get(indexUrl: string): Promise<string | undefined>;
+  put(indexUrl: string, json: string): Promise<void>;
 }
 
 /** What `handleFetch` needs of a `FetchEvent` (the WebWorker lib's type fits). */
 export interface FetchEventLike {
   readonly request: Request;
   respondWith(response: Response | PromiseLike<Response>): void;
+  /** Keeps the worker alive until the cache writes of what the answer read have landed. */
+  waitUntil?(promise: Promise<unknown>): void;
 }
 
 export interface AwkbFetchHandler {
@@ -68,9 +82,23 @@ export function createAwkbFetchHandler(options: AwkbFetchHandlerOptions): AwkbFe
     const url = input instanceof Request ? input.url : String(input);
     return baseFetch(input, url === indexUrl ? { ...init, cache: 'no-cache' } : init);
   }) as typeof fetch;
-  const { root: _root, indexUrl: _indexUrl, ...openOptions } = options;
+  const { root: _root, indexUrl: _indexUrl, indexStore: _indexStore, ...openOptions } = options;
+  const indexStore = options.indexStore === undefined ? cacheStorageIndexStore() : options.indexStore ?? undefined;
+  const settings = { ...openOptions, indexUrl, cache, fetch: readerFetch, hashWorkers: options.hashWorkers ?? 0 };
 
-  const open = () => IndexedAssetSource.open({ ...openOptions, indexUrl, cache, fetch: readerFetch, hashWorkers: options.hashWorkers ?? 0 });
+  const open = async (): Promise<IndexedAssetSource> => {
+    let source: IndexedAssetSource;
+    try {
+      source = await IndexedAssetSource.open(settings);
+    } catch (error) {
+      // Unreachable (not wrong): serve the last index that was verified, if one was kept.
+      const kept = unreachable(error) ? await indexStore?.get(indexUrl).catch(() => undefined) : undefined;
+      if (kept === undefined) throw error;
+      return IndexedAssetSource.open({ ...settings, index: kept });
+    }
+    await indexStore?.put(indexUrl, JSON.stringify(source.index)).catch(() => undefined);
+    return source;
+  };
   let current = open();
   let settled: IndexedAssetSource | undefined;
   let failed = false;
@@ -105,16 +133,45 @@ export function createAwkbFetchHandler(options: AwkbFetchHandlerOptions): AwkbFe
       if (path === undefined) return false;
       if (settled) {
         if (!settled.has(path)) return false;
-        event.respondWith(respond(settled, path, request));
+        answer(event, settled, respond(settled, path, request));
         return true;
       }
       // No index yet: wait for it below the root only; with none at all, the network answers.
       if (failed) return false;
-      event.respondWith(current.then(
+      const opening = current;
+      event.respondWith(opening.then(
         (source) => (source.has(path) ? respond(source, path, request) : fetch(request)),
         () => fetch(request),
       ));
+      event.waitUntil?.(opening.then((source) => source.whenStored(), () => undefined));
       return true;
+    },
+  };
+}
+
+/** Answers `event`, and keeps the worker alive until what the answer read is in the cache. */
+function answer(event: FetchEventLike, source: IndexedAssetSource, response: Promise<Response>): void {
+  event.respondWith(response);
+  event.waitUntil?.(response.then(() => source.whenStored(), () => undefined));
+}
+
+/** An index that could not be fetched, as opposed to one that was fetched and is wrong. */
+function unreachable(error: unknown): boolean {
+  return error instanceof NetworkError || error instanceof RequestTimeoutError || (error instanceof HttpError && (error.status >= 500 || error.status === 0));
+}
+
+/** The default `indexStore`: Cache Storage, where the worker has it. */
+function cacheStorageIndexStore(): IndexStore | undefined {
+  const storage = (globalThis as { caches?: CacheStorage }).caches;
+  if (!storage) return undefined;
+  const name = 'awake-bundle-index';
+  return {
+    async get(indexUrl) {
+      const kept = await (await storage.open(name)).match(indexUrl);
+      return kept ? kept.text() : undefined;
+    },
+    async put(indexUrl, json) {
+      await (await storage.open(name)).put(indexUrl, new Response(json, { headers: { 'Content-Type': 'application/json' } }));
     },
   };
 }

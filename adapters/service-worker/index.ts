@@ -3,4 +3,4 @@
  * worker of your own. `npx awake-bundle sw` writes a ready-built worker instead.
  */
 export { bytesResponse, createAwkbFetchHandler, failure, headResponse, installAwkbServiceWorker, REFRESH_MESSAGE, respond } from './handler.js';
-export type { AwkbFetchHandler, AwkbFetchHandlerOptions, FetchEventLike, ServiceWorkerScopeLike } from './handler.js';
+export type { AwkbFetchHandler, AwkbFetchHandlerOptions, FetchEventLike, IndexStore, ServiceWorkerScopeLike } from './handler.js';
