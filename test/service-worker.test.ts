@@ -232,5 +232,21 @@ describe('chromium: the service worker', () => {
       await context.close();
     }
   });
-});
 
+  // Last: it stops the server.
+  test('with the server stopped, a restarted worker serves what was read before from the kept index and the cache', async () => {
+    const page = await browser.browser.newPage();
+    await page.goto(`${server.origin}/site/page.html`);
+    // Controlled at once: the worker registered by the tests above is active for this scope.
+    expect(await page.evaluate(() => navigator.serviceWorker.controller !== null)).toBe(true);
+    const cdp = await page.createCDPSession();
+    await cdp.send('ServiceWorker.enable');
+    await cdp.send('ServiceWorker.stopAllWorkers');
+    await server.close();
+    for (const [path, bytes] of Object.entries(FILES)) {
+      const got = await fetchInPage(page, `published/${path.split('/').map(encodeURIComponent).join('/')}`);
+      expect({ path, status: got.status, sha256: got.sha256 }).toEqual({ path, status: 200, sha256: sha256(bytes) });
+    }
+    await page.close();
+  });
+});
