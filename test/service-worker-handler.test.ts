@@ -142,6 +142,28 @@ describe('which requests the handler answers', () => {
     await expect(handler('nowhere', { indexStore: anyKept }).ready).rejects.toThrow(/404/);
   });
 
+  test('onIndexUpdate hears of a new version: on refresh, and at a start after the index changed', async () => {
+    cpSync(join(FIXTURES, 'expected/small-default'), join(root, 'versions'), { recursive: true });
+    const indexFile = join(root, 'versions/project.index.json');
+    const v1 = readFileSync(indexFile, 'utf8');
+    const v2 = JSON.stringify({ ...JSON.parse(v1), rootPath: '/project-v2' });
+    const kept = new Map<string, string>();
+    const indexStore = { get: async (url: string) => kept.get(url), put: async (url: string, json: string) => void kept.set(url, json) };
+    const updates: string[] = [];
+    const start = () => handler('versions', { indexStore, onIndexUpdate: (source) => updates.push(source.index.rootPath) });
+    const first = start();
+    await first.ready;
+    await first.refreshIndex();
+    await start().ready;
+    expect(updates).toEqual([]); // the first start, a refresh to the same index, a start with the same index
+    writeFileSync(indexFile, v2);
+    await first.refreshIndex();
+    expect(updates).toEqual(['/project-v2']);
+    writeFileSync(indexFile, v1);
+    await start().ready;
+    expect(updates).toEqual(['/project-v2', '/project']);
+  });
+
   test('refreshIndex serves the new index once checked, and keeps the old one when the new one fails', async () => {
     const sw = handler('changing');
     const first = await sw.ready;

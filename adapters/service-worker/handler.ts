@@ -39,6 +39,12 @@ export interface AwkbFetchHandlerOptions extends Omit<OpenOptions, 'index' | 'ba
    * (`awake-bundle-index`) where it exists; `null` to keep none.
    */
   indexStore?: IndexStore | null;
+  /**
+   * Told when the index read differs from the one before it: the one kept from an earlier run
+   * (when the worker starts) or the one serving (on `refreshIndex`). `installAwkbServiceWorker`
+   * posts `{ type: 'awkb:updated', indexUrl }` to the pages for it.
+   */
+  onIndexUpdate?: (source: IndexedAssetSource) => void;
 }
 
 /** Index JSON kept by index URL (see `AwkbFetchHandlerOptions.indexStore`). */
@@ -82,11 +88,12 @@ export function createAwkbFetchHandler(options: AwkbFetchHandlerOptions): AwkbFe
     const url = input instanceof Request ? input.url : String(input);
     return baseFetch(input, url === indexUrl ? { ...init, cache: 'no-cache' } : init);
   }) as typeof fetch;
-  const { root: _root, indexUrl: _indexUrl, indexStore: _indexStore, ...openOptions } = options;
+  const { root: _root, indexUrl: _indexUrl, indexStore: _indexStore, onIndexUpdate: _onIndexUpdate, ...openOptions } = options;
   const indexStore = options.indexStore === undefined ? cacheStorageIndexStore() : options.indexStore ?? undefined;
   const settings = { ...openOptions, indexUrl, cache, fetch: readerFetch, hashWorkers: options.hashWorkers ?? 0 };
 
-  const open = async (): Promise<IndexedAssetSource> => {
+  /** Opens the index; `changed` when it differs from the one serving, else from the one kept. */
+  const open = async (): Promise<{ source: IndexedAssetSource; changed: boolean }> => {
     let source: IndexedAssetSource;
     try {
       source = await IndexedAssetSource.open(settings);
@@ -94,21 +101,26 @@ export function createAwkbFetchHandler(options: AwkbFetchHandlerOptions): AwkbFe
       // Unreachable (not wrong): serve the last index that was verified, if one was kept.
       const kept = unreachable(error) ? await indexStore?.get(indexUrl).catch(() => undefined) : undefined;
       if (kept === undefined) throw error;
-      return IndexedAssetSource.open({ ...settings, index: kept });
+      return { source: await IndexedAssetSource.open({ ...settings, index: kept }), changed: false };
     }
-    await indexStore?.put(indexUrl, JSON.stringify(source.index)).catch(() => undefined);
-    return source;
+    const json = JSON.stringify(source.index);
+    const before = settled ? JSON.stringify(settled.index) : await indexStore?.get(indexUrl).catch(() => undefined);
+    await indexStore?.put(indexUrl, json).catch(() => undefined);
+    return { source, changed: before !== undefined && before !== json };
   };
-  let current = open();
   let settled: IndexedAssetSource | undefined;
   let failed = false;
-  const watch = (opening: Promise<IndexedAssetSource>) => opening.then((source) => {
+  /** Serves `source` from now on, and says so when it is a new version. */
+  const serve = ({ source, changed }: { source: IndexedAssetSource; changed: boolean }): IndexedAssetSource => {
     settled = source;
     failed = false;
-  }, () => {
+    if (changed) options.onIndexUpdate?.(source);
+    return source;
+  };
+  let current = open().then(serve);
+  current.catch(() => {
     if (!settled) failed = true;
   });
-  void watch(current);
 
   return {
     root: root.href,
@@ -118,9 +130,7 @@ export function createAwkbFetchHandler(options: AwkbFetchHandlerOptions): AwkbFe
     async refreshIndex() {
       // Only a checked index replaces the one serving (a failure leaves it serving). The old
       // reader is not disposed: reads in flight finish from it, and it is dropped with them.
-      const source = await open();
-      settled = source;
-      failed = false;
+      const source = serve(await open());
       current = Promise.resolve(source);
       return source;
     },
@@ -242,22 +252,34 @@ export function failure(path: string, error: unknown): Response {
 /** What `installAwkbServiceWorker` needs of the worker's global scope (`self`). */
 export interface ServiceWorkerScopeLike {
   skipWaiting(): Promise<void>;
-  readonly clients: { claim(): Promise<void> };
+  readonly clients: { claim(): Promise<void>; matchAll(options?: { includeUncontrolled?: boolean; type?: 'window' | 'all' }): Promise<readonly { postMessage(message: unknown): void }[]> };
   addEventListener(type: string, listener: (event: any) => void): void;
 }
 
 /** The message a page posts to the worker to make it read the index again: `{ type: 'awkb:refresh' }`. */
 export const REFRESH_MESSAGE = 'awkb:refresh';
 
+/** The message the worker posts to its pages when it serves a new version of the index. */
+export const UPDATED_MESSAGE = 'awkb:updated';
+
 /**
  * Wires a handler into a service worker: `install` skips waiting, `activate` claims the open
  * pages (so the first visit is served once the worker is active, without a reload), `fetch`
  * goes to `handleFetch`, and a `{ type: 'awkb:refresh' }` message reads the index again (the
  * answer goes to `event.ports[0]` when the page sent a port: `{ type: 'awkb:refreshed' }` or
- * `{ type: 'awkb:refresh-failed', message }`).
+ * `{ type: 'awkb:refresh-failed', message }`). When the index read differs from the one before,
+ * every page of the worker gets `{ type: 'awkb:updated', indexUrl }`.
  */
 export function installAwkbServiceWorker(scope: ServiceWorkerScopeLike, options: AwkbFetchHandlerOptions): AwkbFetchHandler {
-  const handler = createAwkbFetchHandler(options);
+  const handler = createAwkbFetchHandler({
+    ...options,
+    onIndexUpdate(source) {
+      options.onIndexUpdate?.(source);
+      void scope.clients.matchAll({ includeUncontrolled: true, type: 'window' }).then((pages) => {
+        for (const page of pages) page.postMessage({ type: UPDATED_MESSAGE, indexUrl: source.indexUrl });
+      });
+    },
+  });
   scope.addEventListener('install', (event: { waitUntil(promise: Promise<unknown>): void }) => event.waitUntil(scope.skipWaiting()));
   scope.addEventListener('activate', (event: { waitUntil(promise: Promise<unknown>): void }) => event.waitUntil(scope.clients.claim()));
   scope.addEventListener('fetch', (event: FetchEventLike) => void handler.handleFetch(event));
