@@ -35,7 +35,10 @@ interface IndexShape {
   files: { path: string; bundle: string; offset: number; sizeBytes: number }[];
 }
 
-function buildSite(): { site: string; index: IndexShape } {
+/** What each path holds in the version published now (the update test publishes a second one). */
+const CURRENT: Record<string, Buffer> = { ...FILES };
+
+function buildSite(): { site: string; loose: string; index: IndexShape } {
   const site = temporaryDir('awkb-sw-site-');
   const loose = temporaryDir('awkb-sw-loose-');
   writeTree(loose, FILES);
@@ -54,7 +57,7 @@ function buildSite(): { site: string; index: IndexShape } {
   const bytes = readFileSync(bundlePath);
   bytes[member.offset + 5]! ^= 0xff;
   writeFileSync(bundlePath, bytes);
-  return { site, index };
+  return { site, loose, index };
 }
 
 /** Registers the site's worker with this index (relative to the worker) and waits until it controls the page. */
@@ -90,10 +93,11 @@ describe('chromium: the service worker', () => {
   let server: RepoServer;
   let browser: LaunchedBrowser;
   let site: string;
+  let loose: string;
   let index: IndexShape;
 
   beforeAll(async () => {
-    ({ site, index } = buildSite());
+    ({ site, loose, index } = buildSite());
     server = await startRepoServer({ mounts: { '/site/': site } });
     browser = await launchBrowser({ kind: 'chromium' });
   });
@@ -211,6 +215,37 @@ describe('chromium: the service worker', () => {
       expect(server.requests.map((request) => request.path)).toEqual(['/site/published/project.index.json']);
       expect((await fetchInPage(page, 'published/levels/a.bin')).sha256).toBe(sha256(FILES['levels/a.bin']!));
     });
+
+    test('a new version published into the folder: the page hears awkb:updated, and only the changed files are downloaded', async () => {
+      const changed = { 'levels/c.bin': seededBytes(40 * 1024, 33), 'levels/d.bin': seededBytes(30 * 1024, 4) };
+      writeTree(loose, changed);
+      Object.assign(CURRENT, changed);
+      const published = runCli([loose, '--out', join(site, 'published'), '--target-mb', '0.05']);
+      expect(published.code).toBe(0);
+      const v2 = JSON.parse(readFileSync(join(site, 'published/project.index.json'), 'utf8')) as IndexShape;
+      server.resetRequests();
+      const messages = await page.evaluate(async () => {
+        const updated = new Promise((resolve) => navigator.serviceWorker.addEventListener('message', (event) => {
+          if (event.data?.type === 'awkb:updated') resolve(event.data);
+        }));
+        navigator.serviceWorker.startMessages();
+        const channel = new MessageChannel();
+        const reply = new Promise((resolve) => (channel.port1.onmessage = (event) => resolve(event.data)));
+        navigator.serviceWorker.controller!.postMessage({ type: 'awkb:refresh' }, [channel.port2]);
+        return { reply: await reply, updated: await updated };
+      });
+      expect(messages).toEqual({ reply: { type: 'awkb:refreshed' }, updated: { type: 'awkb:updated', indexUrl: `${server.origin}/site/published/project.index.json` } });
+      for (const [path, bytes] of Object.entries(CURRENT)) {
+        const got = await fetchInPage(page, `published/${path.split('/').map(encodeURIComponent).join('/')}`);
+        expect({ path, status: got.status, sha256: got.sha256 }).toEqual({ path, status: 200, sha256: sha256(bytes) });
+      }
+      // The index, then only bundles that hold a changed file: every unchanged file came from the cache.
+      const bundlesOfChanged = new Set(v2.files.filter((file) => file.path in changed).map((file) => `/site/published/${v2.bundles.find((bundle) => bundle.sha256 === file.bundle)!.url}`));
+      const seen = server.requests.map((request) => request.path);
+      expect(seen[0]).toBe('/site/published/project.index.json');
+      expect(seen.slice(1).length).toBeGreaterThan(0);
+      expect(seen.slice(1).filter((path) => !bundlesOfChanged.has(path))).toEqual([]);
+    });
   });
 
   test('a damaged bundle: 502 naming the member for its files, the other bundles still serve', async () => {
@@ -243,7 +278,7 @@ describe('chromium: the service worker', () => {
     await cdp.send('ServiceWorker.enable');
     await cdp.send('ServiceWorker.stopAllWorkers');
     await server.close();
-    for (const [path, bytes] of Object.entries(FILES)) {
+    for (const [path, bytes] of Object.entries(CURRENT)) {
       const got = await fetchInPage(page, `published/${path.split('/').map(encodeURIComponent).join('/')}`);
       expect({ path, status: got.status, sha256: got.sha256 }).toEqual({ path, status: 200, sha256: sha256(bytes) });
     }
