@@ -98,6 +98,18 @@ describe('which requests the handler answers', () => {
     expect(requested).toEqual([`${site}bundled/project.index.json`]);
   });
 
+  test('the index is asked for past the HTTP cache (no-cache); bundles, named by their SHA-256, are not', async () => {
+    const asked: [string, RequestCache | undefined][] = [];
+    const sw = handler('bundled', { fetch: (input, init) => (asked.push([String(input instanceof Request ? input.url : input), init?.cache]), fetch(input, init)) });
+    await sw.ready;
+    const event = fetchEvent(`${site}bundled/assets/models/crate.glb`);
+    sw.handleFetch(event);
+    await event.answer;
+    expect(asked[0]).toEqual([`${site}bundled/project.index.json`, 'no-cache']);
+    expect(asked.slice(1).map(([url, cache]) => [url.endsWith('.awkb'), cache])).toEqual(asked.slice(1).map(() => [true, undefined]));
+    expect(asked.length).toBeGreaterThan(1);
+  });
+
   test('an index with opaque ids: paths map through their ids', async () => {
     const sw = handler('ids');
     await sw.ready;
