@@ -2,8 +2,9 @@
  * The service worker (issue 12) in real headless Chromium: `npx awake-bundle sw` writes the
  * prebuilt worker into a site beside a published project, a page registers it, and the page's
  * ordinary loads (`<img>`, `fetch`, a Range request) of indexed URLs are answered with verified
- * bytes from the bundles; the server sees only the index and bundle requests for them. Chromium
- * only for now (Firefox ESR under BiDi is a next step).
+ * bytes from the bundles; the server sees only the index and bundle requests for them. Also
+ * `<link rel=stylesheet>` with a background image, `<audio>` seeking, three.js's GLTFLoader,
+ * updates, and a restart with the server down. Chromium only for now (Firefox ESR is a next step).
  */
 import { createHash } from 'node:crypto';
 import { cpSync, readFileSync, writeFileSync } from 'node:fs';
@@ -23,12 +24,18 @@ const FILES: Record<string, Buffer> = {
   // A stylesheet from the index whose background image, relative to it, is in the index too.
   'styles/game.css': Buffer.from('#sprite { width: 16px; height: 16px; background-image: url("../images/particle.png"); }\n'),
   'sounds/theme-4.ogg': readFileSync(join(REPO_ROOT, 'examples/assets/audio/superpowers/theme-4.ogg')),
+  // A .gltf with an external .bin and a texture, for three.js's GLTFLoader.
+  'models/box/BoxTextured.gltf': readFileSync(join(REPO_ROOT, 'examples/assets/gltf/BoxTextured/BoxTextured.gltf')),
+  'models/box/BoxTextured0.bin': readFileSync(join(REPO_ROOT, 'examples/assets/gltf/BoxTextured/BoxTextured0.bin')),
+  'models/box/CesiumLogoFlat.png': readFileSync(join(REPO_ROOT, 'examples/assets/gltf/BoxTextured/CesiumLogoFlat.png')),
   'text/hello world.txt': Buffer.from('hello from a verified bundle\n'),
   'levels/a.bin': seededBytes(40 * 1024, 1),
   'levels/b.bin': seededBytes(40 * 1024, 2),
   'levels/c.bin': seededBytes(40 * 1024, 3),
 };
-const PAGE = '<!doctype html><html><head><meta charset="utf-8"><title>sw test</title></head><body></body></html>\n';
+/** The test page; three.js (a devDependency) loads from the repository server's /node_modules/, outside the worker's scope. */
+const IMPORT_MAP = JSON.stringify({ imports: { three: '/node_modules/three/build/three.module.js', 'three/addons/': '/node_modules/three/examples/jsm/' } });
+const PAGE = `<!doctype html><html><head><meta charset="utf-8"><title>sw test</title><script type="importmap">${IMPORT_MAP}</script></head><body></body></html>\n`;
 
 interface IndexShape {
   bundles: { sha256: string; url: string }[];
@@ -183,6 +190,21 @@ describe('chromium: the service worker', () => {
       expect(audio.currentTime).toBeCloseTo(audio.duration / 2, 1);
       // Neither the stylesheet, nor its image, nor the sound reached the server as loose files.
       expect(server.requests.map((request) => request.path).filter((path) => !path.endsWith('.awkb'))).toEqual([]);
+    });
+
+    test('three.js GLTFLoader loads a .gltf, its external .bin and its texture from the bundles', async () => {
+      server.resetRequests();
+      // A string, not a function: jest would compile import() inside a function into require().
+      const model = await page.evaluate(`import('three/addons/loaders/GLTFLoader.js').then(async ({ GLTFLoader }) => {
+        const gltf = await new GLTFLoader().loadAsync('published/models/box/BoxTextured.gltf');
+        let mesh;
+        gltf.scene.traverse((object) => { if (object.isMesh) mesh = object; });
+        const image = mesh.material.map.image;
+        return { vertices: mesh.geometry.attributes.position.count, indices: mesh.geometry.index.count, texture: [image.width, image.height] };
+      })`);
+      expect(model).toEqual({ vertices: 24, indices: 36, texture: [256, 256] });
+      // three.js itself came from /node_modules/; every model file from the worker.
+      expect(server.requests.map((request) => request.path).filter((path) => path.startsWith('/site/') && !path.endsWith('.awkb'))).toEqual([]);
     });
 
     test('a Range request gets 206 with the slice, and 416 past the end', async () => {
