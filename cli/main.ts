@@ -11,10 +11,11 @@ import { indexCommand } from './commands/index-command.js';
 import { inspectCommand } from './commands/inspect.js';
 import { publishCommand } from './commands/publish.js';
 import { serveCommand } from './commands/serve.js';
+import { swCommand } from './commands/sw.js';
 import { verifyCommand } from './commands/verify.js';
 import { CommandFailure, printable, UsageError, type Command, type CommandContext } from './usage.js';
 
-const commands: Command[] = [publishCommand, indexCommand, inspectCommand, verifyCommand, diffCommand, serveCommand];
+const commands: Command[] = [publishCommand, indexCommand, inspectCommand, verifyCommand, diffCommand, serveCommand, swCommand];
 
 function mainHelp(): string {
   return `Usage: awake-bundle <command> [options]

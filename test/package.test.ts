@@ -5,6 +5,7 @@
 import { execFileSync, spawnSync } from 'node:child_process';
 import { existsSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { Script } from 'node:vm';
 import { FIXTURES, REPO, temporaryDir } from './helpers/cli';
 
 const npm = process.platform === 'win32' ? 'npm.cmd' : 'npm';
@@ -26,6 +27,27 @@ test('npx awake-bundle publishes in a project that installed the package', () =>
   expect(result.stderr).toBe('');
   expect(result.status).toBe(0);
   expect(existsSync(join(out, 'project.index.json'))).toBe(true);
+});
+
+test('npx awake-bundle sw writes the prebuilt worker from the installed package', () => {
+  const site = join(project, 'site');
+  const result = spawnSync(npm, ['exec', '--', 'awake-bundle', 'sw', '--out', site], { cwd: project, encoding: 'utf8' });
+  expect(result.stderr).toBe('');
+  expect(result.status).toBe(0);
+  const worker = readFileSync(join(site, 'awake-bundle-sw.js'), 'utf8');
+  // Self-contained: it parses as a classic script (no static import or export), and no code line
+  // (comments aside) loads anything at run time.
+  expect(() => new Script(worker)).not.toThrow();
+  const code = worker.split('\n').filter((line) => !/^\s*(\*|\/\/|\/\*)/.test(line));
+  expect(code.filter((line) => /\bimport\s*\(|\bimportScripts\s*\(/.test(line))).toEqual([]);
+  expect(worker).toContain('installAwkbServiceWorker');
+});
+
+test('awake-bundle/sw imports by its package name', () => {
+  const script = "import { createAwkbFetchHandler, installAwkbServiceWorker } from 'awake-bundle/sw'; console.log(typeof createAwkbFetchHandler, typeof installAwkbServiceWorker);";
+  const result = spawnSync(process.execPath, ['--input-type=module', '-e', script], { cwd: project, encoding: 'utf8' });
+  expect(result.stderr).toBe('');
+  expect(result.stdout.trim()).toBe('function function');
 });
 
 test('the core and the node entry import from ESM by their package names', () => {

@@ -4,6 +4,7 @@ import { IndexedAssetSource, MemoryCache, sha256Hex } from 'awake-bundle';
 import { publishToDirectory, startStaticServer } from 'awake-bundle/node';
 import { registerAwkb as registerPhaser } from 'awake-bundle/phaser';
 import { registerAwkb as registerBabylon } from 'awake-bundle/babylon';
+import { createAwkbFetchHandler, installAwkbServiceWorker, type FetchEventLike } from 'awake-bundle/sw';
 
 export async function load(): Promise<Uint8Array> {
   const source = await IndexedAssetSource.open({ indexUrl: '/published/project.index.json', cache: new MemoryCache() });
@@ -12,4 +13,9 @@ export async function load(): Promise<Uint8Array> {
   return bytes;
 }
 
-export const entries = [publishToDirectory, startStaticServer, registerPhaser, registerBabylon];
+export const entries = [publishToDirectory, startStaticServer, registerPhaser, registerBabylon, installAwkbServiceWorker];
+
+/** A worker of one's own: the handler answers what maps into the index, the rest falls through. */
+export function onFetch(event: FetchEventLike): boolean {
+  return createAwkbFetchHandler({ indexUrl: 'project.index.json', cache: null }).handleFetch(event);
+}

@@ -1,0 +1,297 @@
+/**
+ * A service worker's fetch handler that answers the page's requests for indexed URLs from
+ * verified bundles (SPEC §7), whatever engine or tag made them: `<img>`, CSS, `fetch`, XHR,
+ * `<audio>` with ranges. Everything that reads, verifies, caches or retries is the core reader's;
+ * this file decides which URL is which path and turns bytes into HTTP responses.
+ *
+ *   // your own worker (built with webpack, target webworker):
+ *   import { installAwkbServiceWorker } from 'awake-bundle/sw';
+ *   installAwkbServiceWorker(self, { indexUrl: 'project.index.json' });
+ *
+ * A GET or HEAD URL maps into the index when it lies below the root (the folder holding the index unless
+ * `root` says otherwise), its path decodes to a project path (`projectPathOf`), and the index
+ * lists that path. Other requests are not touched: `handleFetch` returns false without calling
+ * `respondWith`, so the browser fetches them as if there were no worker.
+ */
+import { openBrowserCache } from '../../core/cache/browser.js';
+import { AwakeError, BundleIntegrityError, FileIntegrityError, HttpError, NetworkError, RequestTimeoutError } from '../../core/errors.js';
+import { contentTypeOf } from '../../core/format/media-types.js';
+import { requestedRange } from '../../core/format/range-header.js';
+import { IndexedAssetSource, type OpenOptions } from '../../core/read/indexed-asset-source.js';
+import { asFolder, folderOf, projectPathOf } from '../../core/read/project-urls.js';
+
+export interface AwkbFetchHandlerOptions extends Omit<OpenOptions, 'index' | 'baseUrl' | 'indexUrl' | 'signal'> {
+  /** Where the project index is: absolute, or relative to the worker script's URL. */
+  indexUrl: string;
+  /** The folder URL that maps to the project root (default: the folder holding the index). */
+  root?: string;
+  /** Where verified contents are kept: `openBrowserCache()` (IndexedDB, persistent) by default; `null` for none. */
+  cache?: OpenOptions['cache'];
+  /**
+   * Where bytes are hashed. Default 0 (this thread): a service worker cannot start Web Workers in
+   * every browser (Chromium has no `Worker` in a service worker), and it has no page to keep
+   * responsive.
+   */
+  hashWorkers?: OpenOptions['hashWorkers'];
+  /**
+   * Where the last verified index is kept, so a worker that starts while the index cannot be
+   * fetched (offline, the host down) serves from it and the cache. Default: Cache Storage
+   * (`awake-bundle-index`) where it exists; `null` to keep none.
+   */
+  indexStore?: IndexStore | null;
+  /**
+   * Told when the index read differs from the one before it: the one kept from an earlier run
+   * (when the worker starts) or the one serving (on `refreshIndex`). `installAwkbServiceWorker`
+   * posts `{ type: 'awkb:updated', indexUrl }` to the pages for it.
+   */
+  onIndexUpdate?: (source: IndexedAssetSource) => void;
+}
+
+/** Index JSON kept by index URL (see `AwkbFetchHandlerOptions.indexStore`). */
+export interface IndexStore {
+  get(indexUrl: string): Promise<string | undefined>;
+  put(indexUrl: string, json: string): Promise<void>;
+}
+
+/** What `handleFetch` needs of a `FetchEvent` (the WebWorker lib's type fits). */
+export interface FetchEventLike {
+  readonly request: Request;
+  respondWith(response: Response | PromiseLike<Response>): void;
+  /** Keeps the worker alive until the cache writes of what the answer read have landed. */
+  waitUntil?(promise: Promise<unknown>): void;
+}
+
+export interface AwkbFetchHandler {
+  /** Answers `event` from the index when its URL maps into it (true), else leaves it alone (false). */
+  handleFetch(event: FetchEventLike): boolean;
+  /** The reader serving now: settles once the index in use has been read and checked. */
+  readonly ready: Promise<IndexedAssetSource>;
+  /** Fetches the index again (`no-cache`) and serves from it once checked; the old index serves until then, and on failure. */
+  refreshIndex(): Promise<IndexedAssetSource>;
+  /** The folder URL that maps to the project root. */
+  readonly root: string;
+}
+
+/** The URL relative URLs resolve against in a worker: its own script URL. */
+function workerHref(): string | undefined {
+  return (globalThis as { location?: { href: string } }).location?.href;
+}
+
+export function createAwkbFetchHandler(options: AwkbFetchHandlerOptions): AwkbFetchHandler {
+  const indexUrl = new URL(options.indexUrl, workerHref()).href;
+  const root = options.root === undefined ? folderOf(new URL(indexUrl)) : asFolder(new URL(options.root, indexUrl));
+  // One store for every version of the index, so a new version reads what the old one cached.
+  const cache = options.cache === undefined ? openBrowserCache() : options.cache;
+  const baseFetch = options.fetch ?? ((input: RequestInfo | URL, init?: RequestInit) => fetch(input, init));
+  // The index is asked for past the HTTP cache, so a new version is seen; bundles are immutable (named by SHA-256).
+  const readerFetch = ((input: RequestInfo | URL, init?: RequestInit) => {
+    const url = input instanceof Request ? input.url : String(input);
+    return baseFetch(input, url === indexUrl ? { ...init, cache: 'no-cache' } : init);
+  }) as typeof fetch;
+  const { root: _root, indexUrl: _indexUrl, indexStore: _indexStore, onIndexUpdate: _onIndexUpdate, ...openOptions } = options;
+  const indexStore = options.indexStore === undefined ? cacheStorageIndexStore() : options.indexStore ?? undefined;
+  const settings = { ...openOptions, indexUrl, cache, fetch: readerFetch, hashWorkers: options.hashWorkers ?? 0 };
+
+  /** Opens the index; `changed` when it differs from the one serving, else from the one kept. */
+  const open = async (): Promise<{ source: IndexedAssetSource; changed: boolean }> => {
+    let source: IndexedAssetSource;
+    try {
+      source = await IndexedAssetSource.open(settings);
+    } catch (error) {
+      // Unreachable (not wrong): serve the last index that was verified, if one was kept.
+      const kept = unreachable(error) ? await indexStore?.get(indexUrl).catch(() => undefined) : undefined;
+      if (kept === undefined) throw error;
+      return { source: await IndexedAssetSource.open({ ...settings, index: kept }), changed: false };
+    }
+    const json = JSON.stringify(source.index);
+    const before = settled ? JSON.stringify(settled.index) : await indexStore?.get(indexUrl).catch(() => undefined);
+    await indexStore?.put(indexUrl, json).catch(() => undefined);
+    return { source, changed: before !== undefined && before !== json };
+  };
+  let settled: IndexedAssetSource | undefined;
+  let failed = false;
+  /** Serves `source` from now on, and says so when it is a new version. */
+  const serve = ({ source, changed }: { source: IndexedAssetSource; changed: boolean }): IndexedAssetSource => {
+    settled = source;
+    failed = false;
+    if (changed) options.onIndexUpdate?.(source);
+    return source;
+  };
+  let current = open().then(serve);
+  current.catch(() => {
+    if (!settled) failed = true;
+  });
+
+  return {
+    root: root.href,
+    get ready() {
+      return current;
+    },
+    async refreshIndex() {
+      // Only a checked index replaces the one serving (a failure leaves it serving). The old
+      // reader is not disposed: reads in flight finish from it, and it is dropped with them.
+      const source = serve(await open());
+      current = Promise.resolve(source);
+      return source;
+    },
+    handleFetch(event) {
+      const request = event.request;
+      if (request.method !== 'GET' && request.method !== 'HEAD') return false;
+      const url = new URL(request.url);
+      if (sameResource(url, indexUrl)) return false;
+      const path = projectPathOf(url, root);
+      if (path === undefined) return false;
+      if (settled) {
+        if (!settled.has(path)) return false;
+        answer(event, settled, respond(settled, path, request));
+        return true;
+      }
+      // No index yet: wait for it below the root only; with none at all, the network answers.
+      if (failed) return false;
+      const opening = current;
+      event.respondWith(opening.then(
+        (source) => (source.has(path) ? respond(source, path, request) : fetch(request)),
+        () => fetch(request),
+      ));
+      event.waitUntil?.(opening.then((source) => source.whenStored(), () => undefined));
+      return true;
+    },
+  };
+}
+
+/** Answers `event`, and keeps the worker alive until what the answer read is in the cache. */
+function answer(event: FetchEventLike, source: IndexedAssetSource, response: Promise<Response>): void {
+  event.respondWith(response);
+  event.waitUntil?.(response.then(() => source.whenStored(), () => undefined));
+}
+
+/** An index that could not be fetched, as opposed to one that was fetched and is wrong. */
+function unreachable(error: unknown): boolean {
+  return error instanceof NetworkError || error instanceof RequestTimeoutError || (error instanceof HttpError && (error.status >= 500 || error.status === 0));
+}
+
+/** The default `indexStore`: Cache Storage, where the worker has it. */
+function cacheStorageIndexStore(): IndexStore | undefined {
+  const storage = (globalThis as { caches?: CacheStorage }).caches;
+  if (!storage) return undefined;
+  const name = 'awake-bundle-index';
+  return {
+    async get(indexUrl) {
+      const kept = await (await storage.open(name)).match(indexUrl);
+      return kept ? kept.text() : undefined;
+    },
+    async put(indexUrl, json) {
+      await (await storage.open(name)).put(indexUrl, new Response(json, { headers: { 'Content-Type': 'application/json' } }));
+    },
+  };
+}
+
+function sameResource(url: URL, other: string): boolean {
+  const a = new URL(url.href);
+  a.hash = '';
+  const b = new URL(other);
+  b.hash = '';
+  return a.href === b.href;
+}
+
+/** The verified bytes of `path` as an HTTP response: whole (200), one range (206), or 416; 502 when they cannot be had verified. */
+export async function respond(source: IndexedAssetSource, path: string, request: Request): Promise<Response> {
+  // HEAD: the index knows the size; no bytes are handed out, so none need fetching.
+  if (request.method === 'HEAD') return headResponse(source.entry(path)!.sizeBytes, path);
+  let bytes: Uint8Array;
+  try {
+    bytes = await source.read(path);
+  } catch (error) {
+    return failure(path, error);
+  }
+  return bytesResponse(bytes, path, request.headers.get('range'));
+}
+
+/** A response of `bytes` for a request with this `Range` header (RFC 9110 §14): several ranges get the whole file (§14.2 allows it). */
+export function bytesResponse(bytes: Uint8Array, path: string, rangeHeader: string | null): Response {
+  const size = bytes.length;
+  const headers: Record<string, string> = { 'Content-Type': contentTypeOf(path), 'Accept-Ranges': 'bytes' };
+  const range = requestedRange(rangeHeader ?? undefined, size);
+  if (range === 'unsatisfiable') {
+    return new Response(null, { status: 416, headers: { ...headers, 'Content-Range': `bytes */${size}`, 'Content-Length': '0' } });
+  }
+  if (range === undefined) {
+    return new Response(bytes as Uint8Array<ArrayBuffer>, { status: 200, headers: { ...headers, 'Content-Length': String(size) } });
+  }
+  const body = bytes.subarray(range.start, range.end + 1);
+  return new Response(body as Uint8Array<ArrayBuffer>, {
+    status: 206,
+    headers: { ...headers, 'Content-Length': String(body.length), 'Content-Range': `bytes ${range.start}-${range.end}/${size}` },
+  });
+}
+
+/** The answer to a HEAD request: a GET's headers without its body. */
+export function headResponse(size: number, path: string): Response {
+  return new Response(null, { status: 200, headers: { 'Content-Type': contentTypeOf(path), 'Accept-Ranges': 'bytes', 'Content-Length': String(size) } });
+}
+
+/**
+ * 502: the bytes could not be had verified. The body names the damaged members (SPEC §7
+ * "Verified"), so a developer looking at the network panel sees which file and why.
+ */
+export function failure(path: string, error: unknown): Response {
+  const lines = [`awake-bundle: ${path} cannot be served verified`];
+  if (error instanceof BundleIntegrityError) {
+    lines.push(`damaged: ${error.damaged.length > 0 ? error.damaged.join(', ') : error.part}`);
+  } else if (error instanceof FileIntegrityError) {
+    lines.push(`damaged: ${path}`);
+  }
+  lines.push(error instanceof Error ? error.message : String(error));
+  const code = error instanceof AwakeError ? error.code : 'E_UNKNOWN';
+  return new Response(`${lines.join('\n')}\n`, {
+    status: 502,
+    headers: { 'Content-Type': 'text/plain; charset=utf-8', 'Cache-Control': 'no-store', 'X-Awkb-Error': code },
+  });
+}
+
+/** What `installAwkbServiceWorker` needs of the worker's global scope (`self`). */
+export interface ServiceWorkerScopeLike {
+  skipWaiting(): Promise<void>;
+  readonly clients: { claim(): Promise<void>; matchAll(options?: { includeUncontrolled?: boolean; type?: 'window' | 'all' }): Promise<readonly { postMessage(message: unknown): void }[]> };
+  addEventListener(type: string, listener: (event: any) => void): void;
+}
+
+/** The message a page posts to the worker to make it read the index again: `{ type: 'awkb:refresh' }`. */
+export const REFRESH_MESSAGE = 'awkb:refresh';
+
+/** The message the worker posts to its pages when it serves a new version of the index. */
+export const UPDATED_MESSAGE = 'awkb:updated';
+
+/**
+ * Wires a handler into a service worker: `install` skips waiting, `activate` claims the open
+ * pages (so the first visit is served once the worker is active, without a reload), `fetch`
+ * goes to `handleFetch`, and a `{ type: 'awkb:refresh' }` message reads the index again (the
+ * answer goes to `event.ports[0]` when the page sent a port: `{ type: 'awkb:refreshed' }` or
+ * `{ type: 'awkb:refresh-failed', message }`). When the index read differs from the one before,
+ * every page of the worker gets `{ type: 'awkb:updated', indexUrl }`.
+ */
+export function installAwkbServiceWorker(scope: ServiceWorkerScopeLike, options: AwkbFetchHandlerOptions): AwkbFetchHandler {
+  const handler = createAwkbFetchHandler({
+    ...options,
+    onIndexUpdate(source) {
+      options.onIndexUpdate?.(source);
+      void scope.clients.matchAll({ includeUncontrolled: true, type: 'window' }).then((pages) => {
+        for (const page of pages) page.postMessage({ type: UPDATED_MESSAGE, indexUrl: source.indexUrl });
+      });
+    },
+  });
+  scope.addEventListener('install', (event: { waitUntil(promise: Promise<unknown>): void }) => event.waitUntil(scope.skipWaiting()));
+  scope.addEventListener('activate', (event: { waitUntil(promise: Promise<unknown>): void }) => event.waitUntil(scope.clients.claim()));
+  scope.addEventListener('fetch', (event: FetchEventLike) => void handler.handleFetch(event));
+  scope.addEventListener('message', (event: { data: unknown; ports?: readonly MessagePort[]; waitUntil(promise: Promise<unknown>): void }) => {
+    const data = event.data as { type?: unknown } | string | null;
+    const type = typeof data === 'string' ? data : data?.type;
+    if (type !== REFRESH_MESSAGE) return;
+    const port = event.ports?.[0];
+    event.waitUntil(handler.refreshIndex().then(
+      () => port?.postMessage({ type: 'awkb:refreshed' }),
+      (error: unknown) => port?.postMessage({ type: 'awkb:refresh-failed', message: error instanceof Error ? error.message : String(error) }),
+    ));
+  });
+  return handler;
+}

@@ -1,0 +1,71 @@
+/**
+ * The page side of the service worker: register it, wait until it controls the page, hear of new
+ * versions, ask for a refresh. No imports, so a page can load this module alone.
+ *
+ *   const awkb = await registerAwkbServiceWorker('awake-bundle-sw.js', {
+ *     onUpdate: (indexUrl) => console.log('a new version is served from', indexUrl),
+ *   });
+ *   await awkb.refresh();   // read the index again now
+ */
+
+export interface RegisterServiceWorkerOptions {
+  /** The worker's scope (default: the folder it is served from). */
+  scope?: string;
+  /** Called when the worker serves a new version of the index (its `awkb:updated` message). */
+  onUpdate?: (indexUrl: string) => void;
+  /** How long to wait for the worker to control the page, in ms (default 10 000); it rejects after. */
+  timeoutMs?: number;
+}
+
+export interface AwkbServiceWorkerPage {
+  registration: ServiceWorkerRegistration;
+  /** Asks the worker to read the index again; resolves once it serves the new one (or kept the old: same index). */
+  refresh(): Promise<void>;
+  /** Stops listening for updates (the worker stays registered). */
+  dispose(): void;
+}
+
+/** Registers the worker and resolves once it controls this page, so the loads that follow are served from bundles. */
+export async function registerAwkbServiceWorker(scriptUrl = 'awake-bundle-sw.js', options: RegisterServiceWorkerOptions = {}): Promise<AwkbServiceWorkerPage> {
+  const container = navigator.serviceWorker;
+  if (!container) throw new Error('service workers are not available here (a secure context, https or localhost, is needed)');
+  const registration = await container.register(scriptUrl, options.scope === undefined ? {} : { scope: options.scope });
+  await controlled(container, options.timeoutMs ?? 10_000);
+  const onMessage = (event: MessageEvent) => {
+    const data = event.data as { type?: unknown; indexUrl?: unknown } | null;
+    if (data?.type === 'awkb:updated' && typeof data.indexUrl === 'string') options.onUpdate?.(data.indexUrl);
+  };
+  container.addEventListener('message', onMessage);
+  container.startMessages();
+  return {
+    registration,
+    refresh: () => refresh(container),
+    dispose: () => container.removeEventListener('message', onMessage),
+  };
+}
+
+function controlled(container: ServiceWorkerContainer, timeoutMs: number): Promise<void> {
+  if (container.controller) return Promise.resolve();
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`the service worker did not control this page within ${timeoutMs} ms (is the page within its scope?)`)), timeoutMs);
+    container.addEventListener('controllerchange', () => {
+      clearTimeout(timer);
+      resolve();
+    }, { once: true });
+  });
+}
+
+function refresh(container: ServiceWorkerContainer): Promise<void> {
+  const worker = container.controller;
+  if (!worker) return Promise.reject(new Error('no service worker controls this page'));
+  const channel = new MessageChannel();
+  return new Promise((resolve, reject) => {
+    channel.port1.onmessage = (event: MessageEvent) => {
+      channel.port1.close();
+      const data = event.data as { type?: unknown; message?: unknown };
+      if (data.type === 'awkb:refreshed') resolve();
+      else reject(new Error(`the service worker could not read the index: ${String(data.message)}`));
+    };
+    worker.postMessage({ type: 'awkb:refresh' }, [channel.port2]);
+  });
+}

@@ -1,0 +1,20 @@
+// Builds the self-contained service worker dist/sw/awake-bundle-sw.js: TypeScript through
+// ts-loader, target webworker, one classic script with no imports at run time. Not minified, so
+// a developer can read what runs in their site (`npm run build` calls it from scripts/postbuild.mjs).
+const path = require('node:path');
+
+const repo = path.resolve(__dirname, '../..');
+
+module.exports = {
+  mode: 'production',
+  target: 'webworker',
+  devtool: false,
+  context: repo,
+  entry: './adapters/service-worker/worker-entry.ts',
+  output: { path: path.join(repo, 'dist/sw'), filename: 'awake-bundle-sw.js', iife: true },
+  resolve: { extensions: ['.ts', '.js'], extensionAlias: { '.js': ['.ts', '.js'] } },
+  module: { rules: [{ test: /\.ts$/, loader: 'ts-loader', options: { configFile: path.join(repo, 'tsconfig.json'), transpileOnly: true } }] },
+  optimization: { minimize: false, splitChunks: false, runtimeChunk: false },
+  performance: { hints: false },
+  stats: 'errors-warnings',
+};

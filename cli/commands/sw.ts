@@ -1,0 +1,63 @@
+/**
+ * `awake-bundle sw --out <site-folder> [--index <url>]`: writes the prebuilt service worker
+ * (dist/sw/awake-bundle-sw.js, built by `npm run build`) into a site, with the index URL baked in
+ * when given.
+ */
+import { existsSync } from 'node:fs';
+import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { CommandFailure, parseCommandLine, printable, UsageError, type Command, type CommandContext } from '../usage.js';
+
+export const SERVICE_WORKER_FILE = 'awake-bundle-sw.js';
+
+const HELP = `Usage: awake-bundle sw --out <site-folder> [--index <url>] [--json]
+
+Writes ${SERVICE_WORKER_FILE} into <site-folder>: a self-contained service worker (no imports at
+run time) that answers the page's requests for the files an index lists with verified bytes
+from its bundles, and lets every other request through. Register it from the page:
+
+  navigator.serviceWorker.register('${SERVICE_WORKER_FILE}')
+
+Its index URL, relative to the worker's own URL: the register URL's query
+('${SERVICE_WORKER_FILE}?index=published/project.index.json'), else --index, else
+project.index.json. The worker serves URLs below the folder that holds the index, within the
+worker's scope (by default the folder it is served from).
+Exit codes: 0 written, 1 failed, 2 wrong command line.`;
+
+/** The built worker: dist/sw/ beside dist/cli/ (this file is dist/cli/commands/sw.js). */
+function builtWorker(): string {
+  return fileURLToPath(new URL(`../../sw/${SERVICE_WORKER_FILE}`, import.meta.url));
+}
+
+export const swCommand: Command = {
+  name: 'sw',
+  summary: 'write the service worker that serves indexed URLs from verified bundles',
+  help: HELP,
+  async run(argv, { stdout }: CommandContext) {
+    const { values, positionals } = parseCommandLine(argv, { out: { type: 'string' }, index: { type: 'string' }, json: { type: 'boolean' } });
+    if (values.help) {
+      stdout.write(`${HELP}\n`);
+      return 0;
+    }
+    if (positionals.length > 0) throw new UsageError(`sw takes no positional arguments, found ${printable(positionals[0]!)}`);
+    if (values.out === undefined || values.out === '') throw new UsageError('sw needs --out <site-folder>');
+    if (values.index !== undefined && values.index.trim() === '') throw new UsageError('--index must be a URL, found an empty one');
+    const source = builtWorker();
+    if (!existsSync(source)) throw new CommandFailure(`${source} is missing: this package was not built (npm run build)`);
+    const worker = await readFile(source, 'utf8');
+    const baked = values.index === undefined ? '' : `self.AWKB_SW_INDEX_URL = ${JSON.stringify(values.index)};\n`;
+    const target = join(values.out, SERVICE_WORKER_FILE);
+    try {
+      await mkdir(values.out, { recursive: true });
+      await writeFile(target, baked + worker);
+    } catch (error) {
+      throw new CommandFailure(`${target}: cannot write: ${(error as Error).message}`);
+    }
+    const index = values.index ?? 'project.index.json';
+    stdout.write(values.json
+      ? `${JSON.stringify({ file: target, index })}\n`
+      : `wrote ${printable(target)} (index ${printable(index)}, relative to the worker's URL)\n`);
+    return 0;
+  },
+};

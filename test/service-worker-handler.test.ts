@@ -1,0 +1,249 @@
+/**
+ * `createAwkbFetchHandler` (awake-bundle/sw) on its own, in Node against a real local server:
+ * which requests it answers and which it leaves alone, and the HTTP answers it builds (200, 206,
+ * 416, 502). A `FetchEvent` is only `{ request, respondWith }`, so Node's `Request` serves; the
+ * browser test (service-worker.test.ts) runs the same code as a real worker in Chromium.
+ */
+import { cpSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { bytesResponse, createAwkbFetchHandler, failure, type AwkbFetchHandlerOptions } from '../adapters/service-worker/index.js';
+import { BundleIntegrityError } from '../core/errors.js';
+import { startStaticServer, type StaticServer } from '../core/node/index.js';
+import { FIXTURES, temporaryDir } from './helpers/cli.js';
+
+const TREE = join(FIXTURES, 'trees/small');
+let server: StaticServer;
+let site: string;
+let root: string;
+
+beforeAll(async () => {
+  root = temporaryDir('awkb-sw-handler-');
+  cpSync(join(FIXTURES, 'expected/small-default'), join(root, 'bundled'), { recursive: true });
+  cpSync(join(FIXTURES, 'expected/small-default'), join(root, 'changing'), { recursive: true });
+  cpSync(join(FIXTURES, 'expected/small-ids'), join(root, 'ids'), { recursive: true });
+  // The damaged fixture: the index lists good.awkb, the server holds member-two-damaged.awkb under its name.
+  const damaged = JSON.parse(readFileSync(join(FIXTURES, 'damaged/expected.json'), 'utf8'));
+  mkdirSync(join(root, 'damaged/bundles'), { recursive: true });
+  cpSync(join(FIXTURES, 'damaged/member-two-damaged.awkb'), join(root, 'damaged/bundles', `${damaged.good.sha256}.awkb`));
+  writeFileSync(join(root, 'damaged/project.index.json'), JSON.stringify({
+    formatVersion: 3, rootPath: '/p',
+    bundles: [{ ...damaged.good, url: `bundles/${damaged.good.sha256}.awkb` }],
+    files: damaged.members.map((m: { key: string; offset: number; sizeBytes: number; sha256: string }) => ({ path: m.key, sizeBytes: m.sizeBytes, sha256: m.sha256, bundle: damaged.good.sha256, offset: m.offset })),
+  }));
+  server = await startStaticServer({ root });
+  site = server.url;
+});
+afterAll(() => server.close());
+
+/** What a service worker's `FetchEvent` gives the handler; `answer` is what it passed to `respondWith`, if anything. */
+function fetchEvent(url: string, init: RequestInit = {}) {
+  const event = {
+    request: new Request(url, init),
+    answer: undefined as Promise<Response> | undefined,
+    respondWith(response: Response | PromiseLike<Response>) {
+      event.answer = Promise.resolve(response);
+    },
+  };
+  return event;
+}
+
+function handler(folder: string, options: Partial<AwkbFetchHandlerOptions> = {}) {
+  return createAwkbFetchHandler({ indexUrl: `${site}${folder}/project.index.json`, cache: null, ...options });
+}
+
+const treeBytes = (path: string) => new Uint8Array(readFileSync(join(TREE, path)));
+
+describe('which requests the handler answers', () => {
+  test('a GET of a listed path, percent-encoded as the browser sends it, answers with the file', async () => {
+    const sw = handler('bundled');
+    await sw.ready;
+    const event = fetchEvent(`${site}bundled/assets/sp%C3%A4ce%20name.txt?v=3`);
+    expect(sw.handleFetch(event)).toBe(true);
+    const response = await event.answer!;
+    expect(response.status).toBe(200);
+    expect(response.headers.get('content-type')).toBe('text/plain; charset=utf-8');
+    expect(new Uint8Array(await response.arrayBuffer())).toEqual(treeBytes('assets/späce name.txt'));
+  });
+
+  test('everything else is left alone: other methods, origins, folders, the index itself, unlisted paths', async () => {
+    const sw = handler('bundled');
+    await sw.ready;
+    const untouched = [
+      fetchEvent(`${site}bundled/assets/empty.txt`, { method: 'POST', body: 'x' }),
+      fetchEvent(`${site}bundled/assets/empty.txt`, { method: 'PUT', body: 'x' }),
+      fetchEvent('http://example.invalid/bundled/assets/empty.txt'),
+      fetchEvent(`${site}elsewhere/assets/empty.txt`),
+      fetchEvent(`${site}bundled/project.index.json`),
+      fetchEvent(`${site}bundled/assets/not-listed.txt`),
+      fetchEvent(`${site}bundled/`),
+      fetchEvent(`${site}bundled/assets%2Fempty.txt`),
+    ];
+    for (const event of untouched) {
+      expect({ url: event.request.url, method: event.request.method, answered: sw.handleFetch(event) }).toEqual({ url: event.request.url, method: event.request.method, answered: false });
+      expect(event.answer).toBeUndefined();
+    }
+  });
+
+  test('a HEAD request is answered from the index alone: the size, the type, no body, no bundle request', async () => {
+    const requested: string[] = [];
+    const sw = handler('bundled', { fetch: (input, init) => (requested.push(String(input instanceof Request ? input.url : input)), fetch(input, init)) });
+    await sw.ready;
+    const event = fetchEvent(`${site}bundled/assets/models/crate.glb`, { method: 'HEAD' });
+    expect(sw.handleFetch(event)).toBe(true);
+    const response = await event.answer!;
+    expect(response.status).toBe(200);
+    expect(response.headers.get('content-length')).toBe(String(treeBytes('assets/models/crate.glb').length));
+    expect(response.headers.get('content-type')).toBe('model/gltf-binary');
+    expect(response.body).toBeNull();
+    expect(requested).toEqual([`${site}bundled/project.index.json`]);
+  });
+
+  test('the index is asked for past the HTTP cache (no-cache); bundles, named by their SHA-256, are not', async () => {
+    const asked: [string, RequestCache | undefined][] = [];
+    const sw = handler('bundled', { fetch: (input, init) => (asked.push([String(input instanceof Request ? input.url : input), init?.cache]), fetch(input, init)) });
+    await sw.ready;
+    const event = fetchEvent(`${site}bundled/assets/models/crate.glb`);
+    sw.handleFetch(event);
+    await event.answer;
+    expect(asked[0]).toEqual([`${site}bundled/project.index.json`, 'no-cache']);
+    expect(asked.slice(1).map(([url, cache]) => [url.endsWith('.awkb'), cache])).toEqual(asked.slice(1).map(() => [true, undefined]));
+    expect(asked.length).toBeGreaterThan(1);
+  });
+
+  test('an index with opaque ids: paths map through their ids', async () => {
+    const sw = handler('ids');
+    await sw.ready;
+    const event = fetchEvent(`${site}ids/assets/models/buoy.glb`);
+    expect(sw.handleFetch(event)).toBe(true);
+    expect(new Uint8Array(await (await event.answer!).arrayBuffer())).toEqual(treeBytes('assets/models/buoy.glb'));
+    expect(sw.handleFetch(fetchEvent(`${site}ids/assets/models/none.glb`))).toBe(false);
+  });
+
+  test('before the index is read, a request below the root waits for it', async () => {
+    const sw = handler('bundled');
+    const event = fetchEvent(`${site}bundled/assets/%F0%9F%98%80.txt`);
+    expect(sw.handleFetch(event)).toBe(true);
+    expect(new Uint8Array(await (await event.answer!).arrayBuffer())).toEqual(treeBytes('assets/😀.txt'));
+  });
+
+  test('an index that cannot be read: requests below the root go to the network, then are left alone', async () => {
+    const sw = handler('nowhere');
+    const waiting = fetchEvent(`${site}nowhere/file.txt`);
+    expect(sw.handleFetch(waiting)).toBe(true);
+    expect((await waiting.answer!).status).toBe(404); // the server's own answer
+    await expect(sw.ready).rejects.toThrow();
+    expect(sw.handleFetch(fetchEvent(`${site}nowhere/file.txt`))).toBe(false);
+  });
+
+  test('a worker that starts while its index is unreachable serves the last verified index it kept', async () => {
+    const kept = new Map<string, string>();
+    const indexStore = { get: async (url: string) => kept.get(url), put: async (url: string, json: string) => void kept.set(url, json) };
+    const online = await handler('bundled', { indexStore }).ready;
+    expect([...kept.keys()]).toEqual([`${site}bundled/project.index.json`]);
+    const offlineFetch: typeof fetch = async (input, init) => {
+      if (String(input instanceof Request ? input.url : input).endsWith('project.index.json')) throw new TypeError('Failed to fetch');
+      return fetch(input, init);
+    };
+    const sw = handler('bundled', { indexStore, fetch: offlineFetch, retry: { attempts: 1 } });
+    expect((await sw.ready).index).toEqual(online.index);
+    const event = fetchEvent(`${site}bundled/assets/models/crate.glb`);
+    expect(sw.handleFetch(event)).toBe(true);
+    expect(new Uint8Array(await (await event.answer!).arrayBuffer())).toEqual(treeBytes('assets/models/crate.glb'));
+    // An index the server answers for but is not there (404) is not replaced by a kept one.
+    const anyKept = { get: async () => [...kept.values()][0], put: async () => undefined };
+    await expect(handler('nowhere', { indexStore: anyKept }).ready).rejects.toThrow(/404/);
+  });
+
+  test('onIndexUpdate hears of a new version: on refresh, and at a start after the index changed', async () => {
+    cpSync(join(FIXTURES, 'expected/small-default'), join(root, 'versions'), { recursive: true });
+    const indexFile = join(root, 'versions/project.index.json');
+    const v1 = readFileSync(indexFile, 'utf8');
+    const v2 = JSON.stringify({ ...JSON.parse(v1), rootPath: '/project-v2' });
+    const kept = new Map<string, string>();
+    const indexStore = { get: async (url: string) => kept.get(url), put: async (url: string, json: string) => void kept.set(url, json) };
+    const updates: string[] = [];
+    const start = () => handler('versions', { indexStore, onIndexUpdate: (source) => updates.push(source.index.rootPath) });
+    const first = start();
+    await first.ready;
+    await first.refreshIndex();
+    await start().ready;
+    expect(updates).toEqual([]); // the first start, a refresh to the same index, a start with the same index
+    writeFileSync(indexFile, v2);
+    await first.refreshIndex();
+    expect(updates).toEqual(['/project-v2']);
+    writeFileSync(indexFile, v1);
+    await start().ready;
+    expect(updates).toEqual(['/project-v2', '/project']);
+  });
+
+  test('refreshIndex serves the new index once checked, and keeps the old one when the new one fails', async () => {
+    const sw = handler('changing');
+    const first = await sw.ready;
+    const indexFile = join(root, 'changing/project.index.json');
+    const good = readFileSync(indexFile, 'utf8');
+    writeFileSync(indexFile, '{ "formatVersion": 3, "broken": ');
+    await expect(sw.refreshIndex()).rejects.toThrow();
+    expect(await sw.ready).toBe(first);
+    writeFileSync(indexFile, good);
+    const second = await sw.refreshIndex();
+    expect(second).not.toBe(first);
+    expect(await sw.ready).toBe(second);
+  });
+});
+
+describe('the answers', () => {
+  const bytes = new Uint8Array(Array.from({ length: 100 }, (_, i) => i));
+
+  test('no Range: 200 with Content-Length; a multi-range request gets the whole file too (RFC 9110 §14.2)', async () => {
+    for (const header of [null, 'bytes=0-1,5-6', 'items=0-1', 'bytes=5-2']) {
+      const response = bytesResponse(bytes, 'levels/a.bin', header);
+      expect(response.status).toBe(200);
+      expect(response.headers.get('content-length')).toBe('100');
+      expect(response.headers.get('accept-ranges')).toBe('bytes');
+      expect(new Uint8Array(await response.arrayBuffer())).toEqual(bytes);
+    }
+  });
+
+  test('one range: 206 with Content-Range, cut from a view without copying the wrong bytes', async () => {
+    const view = new Uint8Array(300).fill(0xee).subarray(100, 200);
+    view.set(bytes);
+    const response = bytesResponse(view, 'sounds/bell.ogg', 'bytes=10-19');
+    expect(response.status).toBe(206);
+    expect(response.headers.get('content-range')).toBe('bytes 10-19/100');
+    expect(response.headers.get('content-length')).toBe('10');
+    expect(response.headers.get('content-type')).toBe('audio/ogg');
+    expect(new Uint8Array(await response.arrayBuffer())).toEqual(bytes.subarray(10, 20));
+    expect(bytesResponse(bytes, 'a.bin', 'bytes=90-500').headers.get('content-range')).toBe('bytes 90-99/100');
+    expect(bytesResponse(bytes, 'a.bin', 'bytes=-5').headers.get('content-range')).toBe('bytes 95-99/100');
+  });
+
+  test('416 with bytes */size past the end, and for any range of an empty file', () => {
+    const past = bytesResponse(bytes, 'a.bin', 'bytes=100-');
+    expect(past.status).toBe(416);
+    expect(past.headers.get('content-range')).toBe('bytes */100');
+    expect(bytesResponse(new Uint8Array(0), 'empty.txt', 'bytes=0-').status).toBe(416);
+    expect(bytesResponse(new Uint8Array(0), 'empty.txt', null).headers.get('content-length')).toBe('0');
+  });
+
+  test('a damaged bundle: 502 naming the damaged member; its good members are not served either', async () => {
+    const sw = handler('damaged');
+    await sw.ready;
+    const event = fetchEvent(`${site}damaged/a/two.txt`);
+    expect(sw.handleFetch(event)).toBe(true);
+    const response = await event.answer!;
+    expect(response.status).toBe(502);
+    expect(response.headers.get('x-awkb-error')).toBe('E_BUNDLE_INTEGRITY');
+    const text = await response.text();
+    expect(text).toContain('awake-bundle: a/two.txt cannot be served verified');
+    expect(text).toContain('damaged: a/two.txt');
+    // SPEC §7: a bundle that fails is rejected whole.
+    const sibling = fetchEvent(`${site}damaged/a/one.txt`);
+    sw.handleFetch(sibling);
+    expect((await sibling.answer!).status).toBe(502);
+  });
+
+  test('failure names the part when no member is damaged', async () => {
+    const response = failure('x.bin', new BundleIntegrityError('header', 'bundle header does not match the index'));
+    expect(await response.text()).toContain('damaged: header');
+  });
+});
