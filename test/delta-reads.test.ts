@@ -9,6 +9,7 @@ import { cpSync, readFileSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
+import { startWholeFileServer } from './helpers/whole-file-server.js';
 import { deltaRangesFor } from '../core/read/delta-ranges.js';
 import { BundleIntegrityError, IndexedAssetSource, RangeResponseError, MemoryCache, DEFAULT_DELTA_READS, type ContentCache, type PrefetchProgress } from '../core/index.js';
 import { NodeFolderCache, startStaticServer, type StaticServer } from '../core/node/index.js';
@@ -226,18 +227,9 @@ describe('a returning player loads version 2 with version 1 in the cache', () =>
   });
 
   test('a server that ignores Range: the 200 is the whole bundle, checked and used; that origin then gets whole requests', async () => {
-    const plain: Server = createServer((request, response) => {
-      try {
-        const body = readFileSync(join(root, decodeURIComponent(new URL(request.url!, 'http://x').pathname)));
-        response.writeHead(200, { 'content-length': body.length });
-        response.end(body);
-      } catch {
-        response.writeHead(404).end();
-      }
-    });
-    await new Promise<void>((resolve) => plain.listen(0, '127.0.0.1', resolve));
+    const plain = await startWholeFileServer(root);
     try {
-      const base = `http://127.0.0.1:${(plain.address() as AddressInfo).port}/`;
+      const { base } = plain;
       const cache = await cacheWithV1(new MemoryCache());
       const net = countingFetch();
       const source = await IndexedAssetSource.open({ indexUrl: indexUrl('v2', base), cache, fetch: net.fetch });
@@ -252,8 +244,7 @@ describe('a returning player loads version 2 with version 1 in the cache', () =>
       await expectEveryFileOf(await IndexedAssetSource.open({ indexUrl: indexUrl('spread', base), cache, fetch: later.fetch }), 'spread');
       expect(later.bundles()).toEqual([{ path: expect.stringMatching(/\.awkb$/), range: null }]);
     } finally {
-      plain.closeAllConnections();
-      await new Promise((resolve) => plain.close(resolve));
+      await plain.close();
     }
   });
 });

@@ -4,9 +4,7 @@
  */
 import { createHash } from 'node:crypto';
 import { cpSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { createServer, type Server } from 'node:http';
 import { resolveObjectURL } from 'node:buffer';
-import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import {
   AssetNotFoundError, BundleIntegrityError, HttpError, IndexedAssetSource, MemoryCache, tokenAuthorizedFetch,
@@ -14,6 +12,7 @@ import {
 } from '../core/index.js';
 import { NodeFolderCache, startStaticServer, type StaticServer } from '../core/node/index.js';
 import { FIXTURES, temporaryDir } from './helpers/cli.js';
+import { startWholeFileServer } from './helpers/whole-file-server.js';
 
 const TREE = join(FIXTURES, 'trees/small');
 const loose = JSON.parse(readFileSync(join(FIXTURES, 'trees/small.loose.index.json'), 'utf8'));
@@ -271,25 +270,15 @@ describe('range reads', () => {
   });
 
   test('a server that ignores Range sends the whole bundle, which is checked and cut', async () => {
-    const plain: Server = createServer((request, response) => {
-      const file = join(root, decodeURIComponent(new URL(request.url!, 'http://x').pathname));
-      try {
-        const body = readFileSync(file);
-        response.writeHead(200, { 'content-length': body.length });
-        response.end(body);
-      } catch {
-        response.writeHead(404).end();
-      }
-    });
-    await new Promise<void>((resolve) => plain.listen(0, '127.0.0.1', resolve));
+    const plain = await startWholeFileServer(root);
     try {
       const cache = new MemoryCache();
-      const source = await IndexedAssetSource.open({ indexUrl: `http://127.0.0.1:${(plain.address() as AddressInfo).port}/bundled/project.index.json`, rangeReads: true, cache });
+      const source = await IndexedAssetSource.open({ indexUrl: `${plain.base}bundled/project.index.json`, rangeReads: true, cache });
       expect(sha256(await source.read('assets/Ａ.txt'))).toBe(sha256(fileBytes('assets/Ａ.txt')));
       // The whole bundle was verified, so its other members are now cached too.
       expect(await cache.get(sha256(fileBytes('assets/sounds/bell.ogg')))).toBeDefined();
     } finally {
-      await new Promise((resolve) => plain.close(resolve));
+      await plain.close();
     }
   });
 });

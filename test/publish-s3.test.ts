@@ -15,6 +15,7 @@ import {
   type PublishTarget, type TargetBundle,
 } from '../core/node/index.js';
 import { CLI, REPO, temporaryDir } from './helpers/cli.js';
+import { seededBytes } from './helpers/trees.js';
 
 interface S3rverInstance {
   run(): Promise<{ port: number }>;
@@ -77,22 +78,12 @@ async function storedIndex(prefix: string): Promise<BundledIndex> {
   return (await response.json()) as BundledIndex;
 }
 
-function pseudoRandom(size: number, seed: number): Uint8Array {
-  const out = new Uint8Array(size);
-  let x = seed * 2654435761 >>> 0 || 1;
-  for (let i = 0; i < size; i++) {
-    x ^= x << 13; x >>>= 0; x ^= x >>> 17; x ^= x << 5; x >>>= 0;
-    out[i] = x & 0xff;
-  }
-  return out;
-}
-
 /** A small game: three folders, so three groups, and with a 0.05 MiB target several bundles. */
 function writeProject(): { dir: string; files: Record<string, Uint8Array> } {
   const dir = temporaryDir('awkb-s3-project-');
   const files: Record<string, Uint8Array> = { 'awake.project.json': new TextEncoder().encode('{"name":"harbor"}') };
-  for (let i = 0; i < 6; i++) files[`levels/l${i}.bin`] = pseudoRandom(20_000, i + 1);
-  for (let i = 0; i < 3; i++) files[`sounds/s${i}.ogg`] = pseudoRandom(3_000, 50 + i);
+  for (let i = 0; i < 6; i++) files[`levels/l${i}.bin`] = seededBytes(20_000, i + 1);
+  for (let i = 0; i < 3; i++) files[`sounds/s${i}.ogg`] = seededBytes(3_000, 50 + i);
   for (const [path, bytes] of Object.entries(files)) {
     mkdirSync(join(dir, path, '..'), { recursive: true });
     writeFileSync(join(dir, path), bytes);
@@ -118,7 +109,7 @@ describe('awake-bundle <input> --to s3://bucket/prefix', () => {
     const second = await publishJson([dir, '--to', to, '--target-mb', '0.05']);
     expect(second).toMatchObject({ uploadedBundles: 0, uploadedBytes: 0, skippedBundles: first.bundles, skippedBytes: first.bytes });
 
-    files['sounds/s1.ogg'] = pseudoRandom(3_000, 99);
+    files['sounds/s1.ogg'] = seededBytes(3_000, 99);
     writeFileSync(join(dir, 'sounds/s1.ogg'), files['sounds/s1.ogg']);
     const third = await publishJson([dir, '--to', to, '--target-mb', '0.05']);
     const changed = await storedIndex('incremental/v1');
@@ -168,7 +159,7 @@ describe('awake-bundle <input> --to s3://bucket/prefix', () => {
   test('a publish stopped by SIGTERM mid-upload indexes nothing and removes its staging folder; the same command completes it', async () => {
     const dir = temporaryDir('awkb-s3-many-');
     const files: Record<string, Uint8Array> = {};
-    for (let i = 0; i < 40; i++) files[`levels/l${String(i).padStart(2, '0')}.bin`] = pseudoRandom(20_000, 200 + i);
+    for (let i = 0; i < 40; i++) files[`levels/l${String(i).padStart(2, '0')}.bin`] = seededBytes(20_000, 200 + i);
     mkdirSync(join(dir, 'levels'));
     for (const [path, bytes] of Object.entries(files)) writeFileSync(join(dir, path), bytes);
     const args = [CLI, dir, '--to', `s3://${BUCKET}/stopped`, '--endpoint', endpoint, '--target-mb', '0.01', '--json'];
@@ -268,7 +259,7 @@ describe('publishToTarget (awake-bundle/node)', () => {
 
   test('a bundle above the multipart threshold goes up in parts and reads back verified', async () => {
     const dir = temporaryDir('awkb-s3-large-');
-    const large = pseudoRandom(11 * 1024 * 1024 + 123, 7);
+    const large = seededBytes(11 * 1024 * 1024 + 123, 7);
     writeFileSync(join(dir, 'video.bin'), large);
     const { index, files } = await looseIndexFromFolder(dir);
     const summary = await publishToTarget({
