@@ -4,12 +4,14 @@
  * 416, 502). A `FetchEvent` is only `{ request, respondWith }`, so Node's `Request` serves; the
  * browser test (service-worker.test.ts) runs the same code as a real worker in Chromium.
  */
-import { cpSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { cpSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { bytesResponse, createAwkbFetchHandler, failure, type AwkbFetchHandlerOptions } from '../adapters/service-worker/index.js';
 import { BundleIntegrityError } from '../core/errors.js';
 import { startStaticServer, type StaticServer } from '../core/node/index.js';
-import { FIXTURES, temporaryDir } from './helpers/cli.js';
+import { MemoryCache } from '../core/cache/memory.js';
+import { FIXTURES, runCli, temporaryDir } from './helpers/cli.js';
+import { seededBytes, writeTree } from './helpers/trees.js';
 
 const TREE = join(FIXTURES, 'trees/small');
 let server: StaticServer;
@@ -163,16 +165,21 @@ describe('which requests the handler answers', () => {
     const indexStore = { get: async (url: string) => kept.get(url), put: async (url: string, json: string) => void kept.set(url, json) };
     const updates: string[] = [];
     const start = () => handler('versions', { indexStore, onIndexUpdate: (source) => updates.push(source.index.rootPath) });
-    const first = start();
-    await first.ready;
+    const started = async () => {
+      const sw = start();
+      await sw.ready;
+      await sw.whenUpdated();
+      return sw;
+    };
+    const first = await started();
     await first.refreshIndex();
-    await start().ready;
+    await started();
     expect(updates).toEqual([]); // the first start, a refresh to the same index, a start with the same index
     writeFileSync(indexFile, v2);
     await first.refreshIndex();
     expect(updates).toEqual(['/project-v2']);
     writeFileSync(indexFile, v1);
-    await start().ready;
+    await started();
     expect(updates).toEqual(['/project-v2', '/project']);
   });
 
@@ -188,6 +195,81 @@ describe('which requests the handler answers', () => {
     const second = await sw.refreshIndex();
     expect(second).not.toBe(first);
     expect(await sw.ready).toBe(second);
+  });
+});
+
+describe('pages and updates', () => {
+  test('a folder URL is answered with its index.html when the index lists it, so a published page loads offline', async () => {
+    const loose = temporaryDir('awkb-sw-pages-');
+    writeTree(loose, { 'index.html': '<!doctype html><title>game</title>\n', 'levels/index.html': '<p>levels</p>\n', 'game.js': 'export {};\n' });
+    expect(runCli([loose, '--out', join(root, 'pages')]).code).toBe(0);
+    const sw = handler('pages');
+    await sw.ready;
+    for (const [url, expected] of [[`${site}pages/`, '<!doctype html><title>game</title>\n'], [`${site}pages/levels/`, '<p>levels</p>\n'], [`${site}pages/index.html`, '<!doctype html><title>game</title>\n']] as const) {
+      const event = fetchEvent(url, { headers: { accept: 'text/html' } });
+      expect(sw.handleFetch(event)).toBe(true);
+      const response = await event.answer!;
+      expect({ url, status: response.status, type: response.headers.get('content-type'), body: await response.text() }).toEqual({ url, status: 200, type: 'text/html; charset=utf-8', body: expected });
+    }
+    // A folder without an index.html in the index is left to the server.
+    expect(sw.handleFetch(fetchEvent(`${site}pages/other/`))).toBe(false);
+  });
+
+  test('a new version: the changed files this player downloaded are brought (delta ranges) before the update is announced, and only they', async () => {
+    const loose = temporaryDir('awkb-sw-update-');
+    const v1 = { 'a.bin': seededBytes(20_000, 1), 'b.bin': seededBytes(20_000, 2), 'c.bin': seededBytes(20_000, 3), 'e.bin': seededBytes(20_000, 5) };
+    writeTree(loose, v1);
+    // Two bundles of two files each (a+b, c+e): the player's visit downloads only the first.
+    const publish = () => expect(runCli([loose, '--out', join(root, 'updates'), '--target-mb', '0.05']).code).toBe(0);
+    publish();
+    const requests: { url: string; range: string | null }[] = [];
+    const logged = ((input: RequestInfo | URL, init?: RequestInit) => {
+      requests.push({ url: String(input instanceof Request ? input.url : input), range: new Headers(init?.headers).get('range') });
+      return fetch(input, init);
+    }) as typeof fetch;
+    const updates: { prefetchedFiles: number; prefetchError?: string }[] = [];
+    const sw = handler('updates', { cache: new MemoryCache(), fetch: logged, onIndexUpdate: (_source, { prefetchedFiles, prefetchError }) => updates.push({ prefetchedFiles, ...(prefetchError ? { prefetchError } : {}) }) });
+    await sw.ready;
+    const read = async (path: string) => {
+      const event = fetchEvent(`${site}updates/${path}`);
+      expect(sw.handleFetch(event)).toBe(true);
+      return new Uint8Array(await (await event.answer!).arrayBuffer());
+    };
+    for (const path of ['a.bin', 'b.bin']) expect(await read(path)).toEqual(new Uint8Array(v1[path as keyof typeof v1]));
+    await (await sw.ready).whenStored();
+    // v2: a.bin and c.bin change (c.bin was never downloaded), d.bin is new, e.bin is gone.
+    const a2 = seededBytes(20_000, 11);
+    writeTree(loose, { 'a.bin': a2, 'c.bin': seededBytes(20_000, 33), 'd.bin': seededBytes(20_000, 4) });
+    rmSync(join(loose, 'e.bin'));
+    publish();
+    const index = JSON.parse(readFileSync(join(root, 'updates/project.index.json'), 'utf8')) as { bundles: { sha256: string; url: string; sizeBytes: number }[]; files: { path: string; bundle: string }[] };
+    const bundleOfA = index.bundles.find((bundle) => bundle.sha256 === index.files.find((file) => file.path === 'a.bin')!.bundle)!;
+    requests.length = 0;
+    await sw.refreshIndex();
+    expect(updates).toEqual([{ prefetchedFiles: 1 }]);
+    // The index, then a.bin's new bytes alone: a range of its bundle, whose other member (b.bin) is cached.
+    expect(requests.map((request) => request.url)).toEqual([`${site}updates/project.index.json`, new URL(bundleOfA.url, `${site}updates/`).href]);
+    const ranged = requests[1]!.range;
+    expect(ranged).toMatch(/^bytes=\d+-\d+$/);
+    const [start, end] = ranged!.slice(6).split('-').map(Number) as [number, number];
+    expect(end - start + 1).toBeLessThan(bundleOfA.sizeBytes);
+    requests.length = 0;
+    expect(await read('a.bin')).toEqual(new Uint8Array(a2));
+    expect(await read('b.bin')).toEqual(new Uint8Array(v1['b.bin']));
+    expect(requests).toEqual([]);
+  });
+
+  test('prefetchOnUpdate: false announces a new version without fetching anything', async () => {
+    cpSync(join(FIXTURES, 'expected/small-default'), join(root, 'quiet'), { recursive: true });
+    const indexFile = join(root, 'quiet/project.index.json');
+    const updates: number[] = [];
+    const sw = handler('quiet', { prefetchOnUpdate: false, cache: new MemoryCache(), onIndexUpdate: (_source, update) => updates.push(update.prefetchedFiles) });
+    await sw.ready;
+    const index = JSON.parse(readFileSync(indexFile, 'utf8'));
+    index.files[0].sha256 = '0'.repeat(64);
+    writeFileSync(indexFile, JSON.stringify(index));
+    await sw.refreshIndex();
+    expect(updates).toEqual([0]);
   });
 });
 

@@ -16,6 +16,7 @@
 import { openBrowserCache } from '../../core/cache/browser.js';
 import { AwakeError, BundleIntegrityError, FileIntegrityError, HttpError, NetworkError, RequestTimeoutError } from '../../core/errors.js';
 import { contentTypeOf } from '../../core/format/media-types.js';
+import { parseProjectIndexJson, type ProjectIndex } from '../../core/format/project-index.js';
 import { requestedRange } from '../../core/format/range-header.js';
 import { IndexedAssetSource, type OpenOptions } from '../../core/read/indexed-asset-source.js';
 import { asFolder, folderOf, projectPathOf } from '../../core/read/project-urls.js';
@@ -40,11 +41,29 @@ export interface AwkbFetchHandlerOptions extends Omit<OpenOptions, 'index' | 'ba
    */
   indexStore?: IndexStore | null;
   /**
-   * Told when the index read differs from the one before it: the one kept from an earlier run
-   * (when the worker starts) or the one serving (on `refreshIndex`). `installAwkbServiceWorker`
-   * posts `{ type: 'awkb:updated', indexUrl }` to the pages for it.
+   * On a new version of the index, first bring the new contents of the files that changed and
+   * whose earlier contents the cache holds: what this player downloaded before (default true; see
+   * `IndexedAssetSource.prefetchChanged`). Fetched as the reader fetches, so only what changed
+   * (delta ranges). Files new in the version, and files never loaded, wait for their first read.
    */
-  onIndexUpdate?: (source: IndexedAssetSource) => void;
+  prefetchOnUpdate?: boolean;
+  /**
+   * Told when the index read differs from the one before it: the one kept from an earlier run
+   * (when the worker starts) or the one serving (on `refreshIndex`), once the new version serves
+   * and its changed files were brought (`prefetchOnUpdate`). `installAwkbServiceWorker` posts
+   * `{ type: 'awkb:updated', indexUrl, prefetchedFiles }` to the pages for it.
+   */
+  onIndexUpdate?: (source: IndexedAssetSource, update: IndexUpdate) => void;
+}
+
+/** What `onIndexUpdate` is told besides the new reader. */
+export interface IndexUpdate {
+  /** The index served before. */
+  previous: ProjectIndex;
+  /** Files whose new contents were fetched ahead of their reads (`prefetchOnUpdate`). */
+  prefetchedFiles: number;
+  /** Why that prefetch stopped early, when it did (a damaged bundle, the network): those files load on their reads. */
+  prefetchError?: string;
 }
 
 /** Index JSON kept by index URL (see `AwkbFetchHandlerOptions.indexStore`). */
@@ -68,6 +87,8 @@ export interface AwkbFetchHandler {
   readonly ready: Promise<IndexedAssetSource>;
   /** Fetches the index again (`no-cache`) and serves from it once checked; the old index serves until then, and on failure. */
   refreshIndex(): Promise<IndexedAssetSource>;
+  /** Settles when the update in progress, if any (prefetch, `onIndexUpdate`, the index kept), has. */
+  whenUpdated(): Promise<void>;
   /** The folder URL that maps to the project root. */
   readonly root: string;
 }
@@ -88,12 +109,19 @@ export function createAwkbFetchHandler(options: AwkbFetchHandlerOptions): AwkbFe
     const url = input instanceof Request ? input.url : String(input);
     return baseFetch(input, url === indexUrl ? { ...init, cache: 'no-cache' } : init);
   }) as typeof fetch;
-  const { root: _root, indexUrl: _indexUrl, indexStore: _indexStore, onIndexUpdate: _onIndexUpdate, ...openOptions } = options;
+  const { root: _root, indexUrl: _indexUrl, indexStore: _indexStore, onIndexUpdate: _onIndexUpdate, prefetchOnUpdate: _prefetchOnUpdate, ...openOptions } = options;
   const indexStore = options.indexStore === undefined ? cacheStorageIndexStore() : options.indexStore ?? undefined;
   const settings = { ...openOptions, indexUrl, cache, fetch: readerFetch, hashWorkers: options.hashWorkers ?? 0 };
 
-  /** Opens the index; `changed` when it differs from the one serving, else from the one kept. */
-  const open = async (): Promise<{ source: IndexedAssetSource; changed: boolean }> => {
+  /** An index read and checked, with the one it replaces when it is a new version. */
+  interface Opened {
+    source: IndexedAssetSource;
+    /** Its JSON, to keep; absent when it came from the store. */
+    json?: string;
+    previous?: ProjectIndex;
+  }
+  /** Opens the index; `previous` is set when it differs from the one serving, else from the one kept. */
+  const open = async (): Promise<Opened> => {
     let source: IndexedAssetSource;
     try {
       source = await IndexedAssetSource.open(settings);
@@ -101,26 +129,52 @@ export function createAwkbFetchHandler(options: AwkbFetchHandlerOptions): AwkbFe
       // Unreachable (not wrong): serve the last index that was verified, if one was kept.
       const kept = unreachable(error) ? await indexStore?.get(indexUrl).catch(() => undefined) : undefined;
       if (kept === undefined) throw error;
-      return { source: await IndexedAssetSource.open({ ...settings, index: kept }), changed: false };
+      return { source: await IndexedAssetSource.open({ ...settings, index: kept }) };
     }
     const json = JSON.stringify(source.index);
     const before = settled ? JSON.stringify(settled.index) : await indexStore?.get(indexUrl).catch(() => undefined);
-    await indexStore?.put(indexUrl, json).catch(() => undefined);
-    return { source, changed: before !== undefined && before !== json };
+    if (before === undefined || before === json) return { source, json };
+    let previous: ProjectIndex | undefined;
+    try {
+      previous = settled ? settled.index : parseProjectIndexJson(before);
+    } catch {
+      previous = undefined; // a kept index this version cannot read: announce nothing, fetch on reads
+    }
+    return { source, json, ...(previous ? { previous } : {}) };
   };
   let settled: IndexedAssetSource | undefined;
   let failed = false;
-  /** Serves `source` from now on, and says so when it is a new version. */
-  const serve = ({ source, changed }: { source: IndexedAssetSource; changed: boolean }): IndexedAssetSource => {
+  /** The prefetch and announcement of a new version, then the index kept: what the worker must stay alive for. */
+  let updating: Promise<void> = Promise.resolve();
+  /** Serves `source` from now on; a new version's changed files are brought, then it is announced and kept. */
+  const serve = ({ source, json, previous }: Opened): IndexedAssetSource => {
     settled = source;
     failed = false;
-    if (changed) options.onIndexUpdate?.(source);
+    const announced = previous ? announce(source, previous) : Promise.resolve();
+    // Kept after the prefetch: a worker stopped during it sees the new version again when it starts.
+    updating = Promise.all([updating, announced.then(() => (json === undefined ? undefined : indexStore?.put(indexUrl, json)))]).then(() => undefined, () => undefined);
     return source;
+  };
+  const announce = async (source: IndexedAssetSource, previous: ProjectIndex): Promise<void> => {
+    const update: IndexUpdate = { previous, prefetchedFiles: 0 };
+    if (options.prefetchOnUpdate !== false) {
+      try {
+        update.prefetchedFiles = await source.prefetchChanged(previous);
+      } catch (error) {
+        update.prefetchError = error instanceof Error ? error.message : String(error);
+      }
+    }
+    options.onIndexUpdate?.(source, update);
   };
   let current = open().then(serve);
   current.catch(() => {
     if (!settled) failed = true;
   });
+  /** Keeps the worker alive for what `response` read reaching the cache, and for an update in progress. */
+  const answer = (event: FetchEventLike, source: Promise<IndexedAssetSource>, response: Promise<Response>): void => {
+    event.respondWith(response);
+    event.waitUntil?.(Promise.all([source.then((reader) => response.then(() => reader.whenStored())), updating]).catch(() => undefined));
+  };
 
   return {
     root: root.href,
@@ -132,37 +186,44 @@ export function createAwkbFetchHandler(options: AwkbFetchHandlerOptions): AwkbFe
       // reader is not disposed: reads in flight finish from it, and it is dropped with them.
       const source = serve(await open());
       current = Promise.resolve(source);
+      await updating;
       return source;
     },
+    whenUpdated: () => updating,
     handleFetch(event) {
       const request = event.request;
       if (request.method !== 'GET' && request.method !== 'HEAD') return false;
       const url = new URL(request.url);
       if (sameResource(url, indexUrl)) return false;
-      const path = projectPathOf(url, root);
+      const path = pathOf(url, root);
       if (path === undefined) return false;
       if (settled) {
         if (!settled.has(path)) return false;
-        answer(event, settled, respond(settled, path, request));
+        answer(event, Promise.resolve(settled), respond(settled, path, request));
         return true;
       }
       // No index yet: wait for it below the root only; with none at all, the network answers.
       if (failed) return false;
       const opening = current;
-      event.respondWith(opening.then(
+      answer(event, opening, opening.then(
         (source) => (source.has(path) ? respond(source, path, request) : fetch(request)),
         () => fetch(request),
       ));
-      event.waitUntil?.(opening.then((source) => source.whenStored(), () => undefined));
       return true;
     },
   };
 }
 
-/** Answers `event`, and keeps the worker alive until what the answer read is in the cache. */
-function answer(event: FetchEventLike, source: IndexedAssetSource, response: Promise<Response>): void {
-  event.respondWith(response);
-  event.waitUntil?.(response.then(() => source.whenStored(), () => undefined));
+/**
+ * The project path a URL below the root stands for: the path it names, or for a folder URL
+ * (`…/`, the root itself included) its `index.html`, as static hosts answer them, so a page
+ * published in the index (`/game/` for `game/index.html`) is served offline too.
+ */
+function pathOf(url: URL, root: URL): string | undefined {
+  if (!url.pathname.endsWith('/')) return projectPathOf(url, root);
+  const page = new URL(url.href);
+  page.pathname += 'index.html';
+  return projectPathOf(page, root);
 }
 
 /** An index that could not be fetched, as opposed to one that was fetched and is wrong. */
@@ -268,15 +329,17 @@ export const UPDATED_MESSAGE = 'awkb:updated';
  * goes to `handleFetch`, and a `{ type: 'awkb:refresh' }` message reads the index again (the
  * answer goes to `event.ports[0]` when the page sent a port: `{ type: 'awkb:refreshed' }` or
  * `{ type: 'awkb:refresh-failed', message }`). When the index read differs from the one before,
- * every page of the worker gets `{ type: 'awkb:updated', indexUrl }`.
+ * every page of the worker gets `{ type: 'awkb:updated', indexUrl, prefetchedFiles }` once the
+ * changed files it had loaded were brought (`prefetchOnUpdate`).
  */
 export function installAwkbServiceWorker(scope: ServiceWorkerScopeLike, options: AwkbFetchHandlerOptions): AwkbFetchHandler {
   const handler = createAwkbFetchHandler({
     ...options,
-    onIndexUpdate(source) {
-      options.onIndexUpdate?.(source);
+    onIndexUpdate(source, update) {
+      options.onIndexUpdate?.(source, update);
+      const message = { type: UPDATED_MESSAGE, indexUrl: source.indexUrl, prefetchedFiles: update.prefetchedFiles, ...(update.prefetchError === undefined ? {} : { prefetchError: update.prefetchError }) };
       void scope.clients.matchAll({ includeUncontrolled: true, type: 'window' }).then((pages) => {
-        for (const page of pages) page.postMessage({ type: UPDATED_MESSAGE, indexUrl: source.indexUrl });
+        for (const page of pages) page.postMessage(message);
       });
     },
   });

@@ -11,15 +11,18 @@
 export interface RegisterServiceWorkerOptions {
   /** The worker's scope (default: the folder it is served from). */
   scope?: string;
-  /** Called when the worker serves a new version of the index (its `awkb:updated` message). */
-  onUpdate?: (indexUrl: string) => void;
+  /**
+   * Called when the worker serves a new version of the index (its `awkb:updated` message), after
+   * it brought the changed files this player had loaded: a reload now runs the new version.
+   */
+  onUpdate?: (indexUrl: string, update: { prefetchedFiles: number; prefetchError?: string }) => void;
   /** How long to wait for the worker to control the page, in ms (default 10 000); it rejects after. */
   timeoutMs?: number;
 }
 
 export interface AwkbServiceWorkerPage {
   registration: ServiceWorkerRegistration;
-  /** Asks the worker to read the index again; resolves once it serves the new one (or kept the old: same index). */
+  /** Asks the worker to read the index again; resolves once it serves the new one and brought its changed files (or kept the old: same index). */
   refresh(): Promise<void>;
   /** Stops listening for updates (the worker stays registered). */
   dispose(): void;
@@ -32,8 +35,10 @@ export async function registerAwkbServiceWorker(scriptUrl = 'awake-bundle-sw.js'
   const registration = await container.register(scriptUrl, options.scope === undefined ? {} : { scope: options.scope });
   await controlled(container, options.timeoutMs ?? 10_000);
   const onMessage = (event: MessageEvent) => {
-    const data = event.data as { type?: unknown; indexUrl?: unknown } | null;
-    if (data?.type === 'awkb:updated' && typeof data.indexUrl === 'string') options.onUpdate?.(data.indexUrl);
+    const data = event.data as { type?: unknown; indexUrl?: unknown; prefetchedFiles?: unknown; prefetchError?: unknown } | null;
+    if (data?.type !== 'awkb:updated' || typeof data.indexUrl !== 'string') return;
+    const prefetchedFiles = typeof data.prefetchedFiles === 'number' ? data.prefetchedFiles : 0;
+    options.onUpdate?.(data.indexUrl, typeof data.prefetchError === 'string' ? { prefetchedFiles, prefetchError: data.prefetchError } : { prefetchedFiles });
   };
   container.addEventListener('message', onMessage);
   container.startMessages();

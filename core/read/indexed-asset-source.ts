@@ -411,13 +411,41 @@ export class IndexedAssetSource {
     }
   }
 
+  /**
+   * After an update: brings the new contents of the files that changed since `previous` (an
+   * earlier version of this project's index) and whose earlier contents the cache holds, so that
+   * what a returning player downloaded before is ready, offline too. Files new in this version and
+   * files never loaded wait for their first read, as do changed files whose new contents are
+   * cached already. Fetched as any prefetch is (one request per bundle, delta ranges) into the
+   * cache, not held in memory. Resolves with the number of files brought; without a cache, or
+   * when the cache cannot say what it holds, none.
+   */
+  async prefetchChanged(previous: ProjectIndex, options: Omit<PrefetchOptions, 'keep'> = {}): Promise<number> {
+    if (!this.cache) return 0;
+    const { signal, release } = this.signalFor(options.signal);
+    try {
+      // Keys are paths, or ids (the same path keeps its id while the salt stays the same).
+      const before = new Map((previous.files as Entry[]).map((file) => [entryKey(file), file.sha256] as const));
+      const changed = [...this.entries.values()].filter((entry) => (before.get(entryKey(entry)) ?? entry.sha256) !== entry.sha256);
+      if (changed.length === 0) return 0;
+      const present = await this.cachedContents([...new Set(changed.flatMap((entry) => [entry.sha256, before.get(entryKey(entry))!]))]);
+      if (!present) return 0;
+      const wanted = changed.filter((entry) => present.has(before.get(entryKey(entry))!) && !present.has(entry.sha256));
+      if (wanted.length > 0) await this.prefetchEntries(wanted, { ...options, keep: false }, signal);
+      return wanted.length;
+    } finally {
+      release();
+    }
+  }
+
   private async prefetchPaths(paths: Iterable<string>, options: PrefetchOptions, signal: AbortSignal): Promise<void> {
+    await this.prefetchEntries([...paths].map((path) => this.requireEntry(path)), options, signal);
+  }
+
+  private async prefetchEntries(entries: Iterable<Entry>, options: PrefetchOptions, signal: AbortSignal): Promise<void> {
     const keep = options.keep !== false || !this.cache;
     const groups = new Map<string, Entry[]>();
-    for (const path of paths) {
-      const entry = this.requireEntry(path);
-      pushTo(groups, loadKeyOf(entry), entry);
-    }
+    for (const entry of entries) pushTo(groups, loadKeyOf(entry), entry);
     if (keep) {
       for (const group of groups.values()) {
         for (const entry of group) {
