@@ -24,6 +24,10 @@ const FILES: Record<string, Buffer> = {
   // A stylesheet from the index whose background image, relative to it, is in the index too.
   'styles/game.css': Buffer.from('#sprite { width: 16px; height: 16px; background-image: url("../images/particle.png"); }\n'),
   'sounds/theme-4.ogg': readFileSync(join(REPO_ROOT, 'examples/assets/audio/superpowers/theme-4.ogg')),
+  // A web font through @font-face in a stylesheet, and a seekable video (test/fixtures/media/SOURCES.md).
+  'styles/fonts.css': Buffer.from('@font-face { font-family: "Awkb Test"; src: url("../fonts/dejavu-sans-subset.woff2") format("woff2"); }\n'),
+  'fonts/dejavu-sans-subset.woff2': readFileSync(join(REPO_ROOT, 'test/fixtures/media/dejavu-sans-subset.woff2')),
+  'video/testsrc-4s.webm': readFileSync(join(REPO_ROOT, 'test/fixtures/media/testsrc-4s.webm')),
   // A .gltf with an external .bin and a texture, for three.js's GLTFLoader.
   'models/box/BoxTextured.gltf': readFileSync(join(REPO_ROOT, 'examples/assets/gltf/BoxTextured/BoxTextured.gltf')),
   'models/box/BoxTextured0.bin': readFileSync(join(REPO_ROOT, 'examples/assets/gltf/BoxTextured/BoxTextured0.bin')),
@@ -38,7 +42,7 @@ const IMPORT_MAP = JSON.stringify({ imports: { three: '/node_modules/three/build
 const PAGE = `<!doctype html><html><head><meta charset="utf-8"><title>sw test</title><script type="importmap">${IMPORT_MAP}</script></head><body></body></html>\n`;
 
 interface IndexShape {
-  bundles: { sha256: string; url: string }[];
+  bundles: { sha256: string; url: string; sizeBytes: number }[];
   files: { path: string; bundle: string; offset: number; sizeBytes: number }[];
 }
 
@@ -194,6 +198,44 @@ describe.each(TESTED_BROWSERS)('%s: the service worker', (kind) => {
       expect(server.requests.map((request) => request.path).filter((path) => !path.endsWith('.awkb'))).toEqual([]);
     });
 
+    test('a web font through @font-face, and a <video> that seeks, come from the bundles', async () => {
+      server.resetRequests();
+      const font = await page.evaluate(async () => {
+        const link = document.createElement('link');
+        link.rel = 'stylesheet';
+        link.href = 'published/styles/fonts.css';
+        const loaded = new Promise((resolve, reject) => ((link.onload = resolve), (link.onerror = reject)));
+        document.head.append(link);
+        await loaded;
+        const faces = await document.fonts.load('16px "Awkb Test"', 'Hello');
+        // The face is in use: text measures otherwise than in the fallback (a family that does not exist).
+        const context = document.createElement('canvas').getContext('2d')!;
+        context.font = '40px "Awkb Test", monospace';
+        const withFont = context.measureText('iiiii').width;
+        context.font = '40px "No Such Font", monospace';
+        const fallback = context.measureText('iiiii').width;
+        return { faces: faces.map((face) => [face.family.replace(/"/g, ''), face.status]), check: document.fonts.check('16px "Awkb Test"'), differs: withFont !== fallback };
+      });
+      expect(font).toEqual({ faces: [['Awkb Test', 'loaded']], check: true, differs: true });
+      const video = await page.evaluate(async () => {
+        const element = document.createElement('video');
+        element.muted = true;
+        element.preload = 'auto';
+        element.src = 'published/video/testsrc-4s.webm';
+        document.body.append(element);
+        await new Promise((resolve, reject) => ((element.onloadeddata = resolve), (element.onerror = () => reject(new Error(`video error ${element.error?.code}: ${element.error?.message}`)))));
+        const seeked = new Promise((resolve) => (element.onseeked = resolve));
+        element.currentTime = 3;
+        await seeked;
+        return { duration: element.duration, currentTime: element.currentTime, width: element.videoWidth, height: element.videoHeight, readyState: element.readyState };
+      });
+      expect(video).toMatchObject({ width: 96, height: 64, currentTime: 3 });
+      expect(video.duration).toBeCloseTo(4, 1);
+      expect(video.readyState).toBeGreaterThanOrEqual(2);
+      // Neither the stylesheet, nor the font, nor the video reached the server as loose files.
+      expect(server.requests.map((request) => request.path).filter((path) => !path.endsWith('.awkb'))).toEqual([]);
+    });
+
     test('three.js GLTFLoader loads a .gltf, its external .bin and its texture from the bundles', async () => {
       server.resetRequests();
       // A string, not a function: jest would compile import() inside a function into require().
@@ -240,7 +282,7 @@ describe.each(TESTED_BROWSERS)('%s: the service worker', (kind) => {
       expect((await fetchInPage(page, 'published/levels/a.bin')).sha256).toBe(sha256(FILES['levels/a.bin']!));
     });
 
-    test('a new version published into the folder: the page hears awkb:updated, and only the changed files are downloaded', async () => {
+    test('a new version published into the folder: after awkb:updated the changed files it had downloaded are in, and nothing else was fetched', async () => {
       const changed = { 'levels/c.bin': seededBytes(40 * 1024, 33), 'levels/d.bin': seededBytes(30 * 1024, 4) };
       writeTree(loose, changed);
       Object.assign(CURRENT, changed);
@@ -251,23 +293,26 @@ describe.each(TESTED_BROWSERS)('%s: the service worker', (kind) => {
       // The page helper (awake-bundle/sw, a module with no imports): the same registration, its updates heard.
       const updates = await page.evaluate(`import('/dist/adapters/service-worker/page.js').then(async ({ registerAwkbServiceWorker }) => {
         const updates = [];
-        const awkb = await registerAwkbServiceWorker('awake-bundle-sw.js?index=published%2Fproject.index.json', { onUpdate: (indexUrl) => updates.push(indexUrl) });
+        const awkb = await registerAwkbServiceWorker('awake-bundle-sw.js?index=published%2Fproject.index.json', { onUpdate: (indexUrl, update) => updates.push([indexUrl, update]) });
         await awkb.refresh();
         for (let i = 0; i < 200 && updates.length === 0; i++) await new Promise((resolve) => setTimeout(resolve, 25));
         awkb.dispose();
         return updates;
       })`);
-      expect(updates).toEqual([`${server.origin}/site/published/project.index.json`]);
+      // c.bin changed and was downloaded before: brought ahead of its read. d.bin is new: it waits for its first read.
+      expect(updates).toEqual([[`${server.origin}/site/published/project.index.json`, { prefetchedFiles: 1 }]]);
+      const bundleOf = (path: string) => `/site/published/${v2.bundles.find((bundle) => bundle.sha256 === v2.files.find((file) => file.path === path)!.bundle)!.url}`;
+      const seen = server.requests.filter((request) => request.path.startsWith('/site/'));
+      expect(seen.map((request) => request.path)).toEqual(['/site/published/project.index.json', bundleOf('levels/c.bin')]);
+      // Only c.bin's bytes, a range, when its bundle holds files the cache has.
+      if (v2.files.some((file) => bundleOf(file.path) === bundleOf('levels/c.bin') && !(file.path in changed))) expect(seen[1]!.range).toMatch(/^bytes=\d+-\d+$/);
+      server.resetRequests();
       for (const [path, bytes] of Object.entries(CURRENT)) {
         const got = await fetchInPage(page, `published/${path.split('/').map(encodeURIComponent).join('/')}`);
         expect({ path, status: got.status, sha256: got.sha256 }).toEqual({ path, status: 200, sha256: sha256(bytes) });
       }
-      // The index, then only bundles that hold a changed file: every unchanged file came from the cache.
-      const bundlesOfChanged = new Set(v2.files.filter((file) => file.path in changed).map((file) => `/site/published/${v2.bundles.find((bundle) => bundle.sha256 === file.bundle)!.url}`));
-      const seen = server.requests.map((request) => request.path).filter((path) => path.startsWith('/site/'));
-      expect(seen[0]).toBe('/site/published/project.index.json');
-      expect(seen.slice(1).length).toBeGreaterThan(0);
-      expect(seen.slice(1).filter((path) => !bundlesOfChanged.has(path))).toEqual([]);
+      // Every file of the new version from the cache but the new one.
+      expect(server.requests.map((request) => request.path).filter((path) => path.startsWith('/site/'))).toEqual([bundleOf('levels/d.bin')]);
     });
   });
 
@@ -305,6 +350,91 @@ describe.each(TESTED_BROWSERS)('%s: the service worker', (kind) => {
       const got = await fetchInPage(page, `published/${path.split('/').map(encodeURIComponent).join('/')}`);
       expect({ path, status: got.status, sha256: got.sha256 }).toEqual({ path, status: 200, sha256: sha256(bytes) });
     }
+    await page.close();
+  });
+});
+
+/**
+ * A game whose page, script, stylesheet and assets are all published in the index (the site's
+ * root is the project's root): the first visit comes from the server and registers the worker;
+ * the next visit, controlled, reads everything through it; then, with the server stopped, a
+ * reload of the game's folder URL serves the page and all it loads from the cache.
+ */
+describe.each(TESTED_BROWSERS)('%s: a game published whole, offline after one controlled visit', (kind) => {
+  const GAME: Record<string, Buffer> = {
+    'index.html': Buffer.from(`<!doctype html><html><head><meta charset="utf-8"><title>offline game</title>
+<link rel="stylesheet" href="style.css"><script type="module" src="game.js"></script></head>
+<body><img id="coin" src="assets/coin.png"><div id="sprite"></div></body></html>\n`),
+    'style.css': Buffer.from('#sprite { width: 16px; height: 16px; background-image: url("assets/particle.png"); }\n'),
+    'game.js': Buffer.from(`const level = await (await fetch('assets/level.json')).json();
+const coin = document.getElementById('coin');
+await coin.decode();
+window.game = { level, coin: [coin.naturalWidth, coin.naturalHeight], background: getComputedStyle(document.getElementById('sprite')).backgroundImage };
+try {
+  await navigator.serviceWorker.register('awake-bundle-sw.js');
+} catch (error) {
+  window.game.registerError = String(error); // offline: the worker in place keeps serving
+}
+`),
+    'assets/coin.png': COIN,
+    'assets/particle.png': readFileSync(join(REPO_ROOT, 'examples/assets/images/kenney/particle.png')),
+    'assets/level.json': Buffer.from(JSON.stringify({ name: 'level one', tiles: [1, 2, 3] })),
+  };
+  let server: RepoServer;
+  let browser: LaunchedBrowser;
+  let site: string;
+
+  beforeAll(async () => {
+    const game = temporaryDir('awkb-sw-game-');
+    writeTree(game, GAME);
+    // The site holds the loose files (the first visit, before the worker) and the published project at its root.
+    site = temporaryDir('awkb-sw-game-site-');
+    writeTree(site, GAME);
+    expect(runCli([game, '--out', site]).code).toBe(0);
+    expect(runCli(['sw', '--out', site]).code).toBe(0);
+    server = await startRepoServer({ mounts: { '/game/': site } });
+    browser = await launchBrowser({ kind });
+  });
+
+  afterAll(async () => {
+    await browser?.close();
+    await server?.close();
+  });
+
+  const gameState = (page: Page) => page.waitForFunction(() => (window as unknown as { game?: unknown }).game, { timeout: 20_000 }).then((handle) => handle.jsonValue());
+  const expected = { level: { name: 'level one', tiles: [1, 2, 3] }, coin: [expect.any(Number), expect.any(Number)] };
+
+  test('the page and everything it loads come from the cache with the server stopped', async () => {
+    const page = await browser.browser.newPage();
+    // First visit: loose files from the server; the game registers the worker, which claims the page.
+    await page.goto(`${server.origin}/game/index.html`);
+    expect(await gameState(page)).toMatchObject(expected);
+    await page.waitForFunction(() => navigator.serviceWorker.controller !== null, { timeout: 20_000 });
+    // Second visit, controlled: the page and all it loads through the worker, from the bundles.
+    server.resetRequests();
+    await page.goto(`${server.origin}/game/`);
+    expect(await gameState(page)).toMatchObject({ ...expected, background: `url("${server.origin}/game/assets/particle.png")` });
+    const loose = server.requests.map((request) => request.path).filter((path) => !path.endsWith('.awkb') && !path.endsWith('/awake-bundle-sw.js'));
+    expect(loose).toEqual([]);
+    const bundles = server.requests.filter((request) => request.path.endsWith('.awkb'));
+    expect(bundles.length).toBeGreaterThan(0);
+    // What was read is in the persistent cache (the page helper's stored()).
+    await page.evaluate(`import('/dist/adapters/service-worker/page.js').then(async ({ registerAwkbServiceWorker }) => {
+      const awkb = await registerAwkbServiceWorker('awake-bundle-sw.js');
+      await awkb.stored();
+      awkb.dispose();
+    })`);
+    await server.close();
+    if (kind === 'chromium') {
+      // A worker started afresh, with no index in memory: the kept index and the cache serve.
+      const cdp = await page.createCDPSession();
+      await cdp.send('ServiceWorker.enable');
+      await cdp.send('ServiceWorker.stopAllWorkers');
+      await cdp.detach();
+    }
+    await page.goto(`${server.origin}/game/`);
+    expect(await gameState(page)).toMatchObject({ ...expected, background: `url("${server.origin}/game/assets/particle.png")` });
+    expect(await page.title()).toBe('offline game');
     await page.close();
   });
 });

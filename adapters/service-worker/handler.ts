@@ -320,6 +320,13 @@ export interface ServiceWorkerScopeLike {
 /** The message a page posts to the worker to make it read the index again: `{ type: 'awkb:refresh' }`. */
 export const REFRESH_MESSAGE = 'awkb:refresh';
 
+/**
+ * The message a page posts to the worker to hear when what it read so far is in the persistent
+ * cache (before telling a player the game now works offline): `{ type: 'awkb:stored' }`, answered
+ * on `ports[0]` with the same.
+ */
+export const STORED_MESSAGE = 'awkb:stored';
+
 /** The message the worker posts to its pages when it serves a new version of the index. */
 export const UPDATED_MESSAGE = 'awkb:updated';
 
@@ -328,7 +335,8 @@ export const UPDATED_MESSAGE = 'awkb:updated';
  * pages (so the first visit is served once the worker is active, without a reload), `fetch`
  * goes to `handleFetch`, and a `{ type: 'awkb:refresh' }` message reads the index again (the
  * answer goes to `event.ports[0]` when the page sent a port: `{ type: 'awkb:refreshed' }` or
- * `{ type: 'awkb:refresh-failed', message }`). When the index read differs from the one before,
+ * `{ type: 'awkb:refresh-failed', message }`); `{ type: 'awkb:stored' }` is answered once what
+ * was read so far is in the cache. When the index read differs from the one before,
  * every page of the worker gets `{ type: 'awkb:updated', indexUrl, prefetchedFiles }` once the
  * changed files it had loaded were brought (`prefetchOnUpdate`).
  */
@@ -349,8 +357,15 @@ export function installAwkbServiceWorker(scope: ServiceWorkerScopeLike, options:
   scope.addEventListener('message', (event: { data: unknown; ports?: readonly MessagePort[]; waitUntil(promise: Promise<unknown>): void }) => {
     const data = event.data as { type?: unknown } | string | null;
     const type = typeof data === 'string' ? data : data?.type;
-    if (type !== REFRESH_MESSAGE) return;
     const port = event.ports?.[0];
+    if (type === STORED_MESSAGE) {
+      event.waitUntil(handler.ready.then((source) => source.whenStored()).then(
+        () => port?.postMessage({ type: STORED_MESSAGE }),
+        (error: unknown) => port?.postMessage({ type: 'awkb:stored-failed', message: error instanceof Error ? error.message : String(error) }),
+      ));
+      return;
+    }
+    if (type !== REFRESH_MESSAGE) return;
     event.waitUntil(handler.refreshIndex().then(
       () => port?.postMessage({ type: 'awkb:refreshed' }),
       (error: unknown) => port?.postMessage({ type: 'awkb:refresh-failed', message: error instanceof Error ? error.message : String(error) }),

@@ -6,6 +6,7 @@
  *     onUpdate: (indexUrl) => console.log('a new version is served from', indexUrl),
  *   });
  *   await awkb.refresh();   // read the index again now
+ *   await awkb.stored();    // what was read so far now loads offline
  */
 
 export interface RegisterServiceWorkerOptions {
@@ -24,6 +25,8 @@ export interface AwkbServiceWorkerPage {
   registration: ServiceWorkerRegistration;
   /** Asks the worker to read the index again; resolves once it serves the new one and brought its changed files (or kept the old: same index). */
   refresh(): Promise<void>;
+  /** Resolves once what the worker read so far is in its persistent cache: from then on, those files load offline. */
+  stored(): Promise<void>;
   /** Stops listening for updates (the worker stays registered). */
   dispose(): void;
 }
@@ -44,7 +47,8 @@ export async function registerAwkbServiceWorker(scriptUrl = 'awake-bundle-sw.js'
   container.startMessages();
   return {
     registration,
-    refresh: () => refresh(container),
+    refresh: () => ask(container, 'awkb:refresh', 'awkb:refreshed', 'could not read the index'),
+    stored: () => ask(container, 'awkb:stored', 'awkb:stored', 'could not store what it read'),
     dispose: () => container.removeEventListener('message', onMessage),
   };
 }
@@ -60,7 +64,8 @@ function controlled(container: ServiceWorkerContainer, timeoutMs: number): Promi
   });
 }
 
-function refresh(container: ServiceWorkerContainer): Promise<void> {
+/** Posts `{ type }` to the controlling worker and waits for its answer on a port of our own. */
+function ask(container: ServiceWorkerContainer, type: string, done: string, failure: string): Promise<void> {
   const worker = container.controller;
   if (!worker) return Promise.reject(new Error('no service worker controls this page'));
   const channel = new MessageChannel();
@@ -68,9 +73,9 @@ function refresh(container: ServiceWorkerContainer): Promise<void> {
     channel.port1.onmessage = (event: MessageEvent) => {
       channel.port1.close();
       const data = event.data as { type?: unknown; message?: unknown };
-      if (data.type === 'awkb:refreshed') resolve();
-      else reject(new Error(`the service worker could not read the index: ${String(data.message)}`));
+      if (data.type === done) resolve();
+      else reject(new Error(`the service worker ${failure}: ${String(data.message)}`));
     };
-    worker.postMessage({ type: 'awkb:refresh' }, [channel.port2]);
+    worker.postMessage({ type }, [channel.port2]);
   });
 }
