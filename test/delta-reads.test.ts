@@ -165,6 +165,29 @@ describe('a returning player loads version 2 with version 1 in the cache', () =>
     expect(net.bundles()).toHaveLength(3);
   });
 
+  test('prefetchChanged(v1) brings the changed files whose v1 contents are cached, in the same ranges, and nothing else', async () => {
+    // The player downloaded only the levels/ bundle of v1.
+    const cache = new MemoryCache();
+    const first = await IndexedAssetSource.open({ indexUrl: indexUrl('v1'), cache });
+    await first.prefetch(LEVELS, { keep: false });
+    await first.whenStored();
+    const net = countingFetch();
+    const source = await IndexedAssetSource.open({ indexUrl: indexUrl('v2'), cache, fetch: net.fetch });
+    expect(await source.prefetchChanged(first.index)).toBe(4);
+    const bundle = indexOf('v2').bundles.find((b) => b.sha256 === indexOf('v2').files.find((f) => f.path === LEVELS[2])!.bundle)!;
+    expect(net.bundles()).toEqual([{ path: `/v2/${bundle.url}`, range: `${rangeOf('v2', LEVELS[2]!, LEVELS[3]!)},${rangeOf('v2', LEVELS[20]!)},${rangeOf('v2', LEVELS[41]!)}`.replace(/,bytes=/g, ',') }]);
+    // Nothing pinned in memory for reads (keep: false); every v2 file of levels/ now reads from the cache.
+    expect(source.stats().protectedBytes).toBe(0);
+    await source.whenStored();
+    net.requests.length = 0;
+    for (const path of LEVELS) expect(sha256Hex(await source.read(path))).toBe(sha256Hex(versions.v2![path]!));
+    expect(net.bundles()).toEqual([]);
+    // Again: nothing changed is missing now. Without a cache: nothing.
+    expect(await source.prefetchChanged(first.index)).toBe(0);
+    const uncached = await IndexedAssetSource.open({ indexUrl: indexUrl('v2'), cache: null });
+    expect(await uncached.prefetchChanged(first.index)).toBe(0);
+  });
+
   test('at most maxRangesPerBundle requests per bundle: the smallest gaps are closed first', async () => {
     const cache = await cacheWithV1(new MemoryCache());
     const net = countingFetch();
