@@ -8,6 +8,7 @@ const SLOW_SUITES = [
   'types.test.ts', // a second TypeScript compiler over every entry
   'crash-publish.test.ts', // publishes killed with SIGKILL
   'example.test.ts', 'phaser-example.test.ts', 'babylon-example.test.ts', // webpack builds of the examples
+  'phaser-example-dev.test.ts', 'webpack-plugin.test.ts', // webpack builds and webpack serve
 ];
 const quick = /^(1|true|yes)$/i.test(process.env.AWKB_QUICK ?? '');
 

@@ -50,6 +50,14 @@ test('awake-bundle/sw imports by its package name', () => {
   expect(result.stdout.trim()).toBe('function function');
 });
 
+test('awake-bundle/webpack imports by its package name in a project without webpack (an optional peer)', () => {
+  expect(existsSync(join(project, 'node_modules/webpack'))).toBe(false);
+  const script = "import { AwakeBundlePlugin } from 'awake-bundle/webpack'; const plugin = new AwakeBundlePlugin({ assets: 'public/assets' }); console.log(typeof plugin.apply);";
+  const result = spawnSync(process.execPath, ['--input-type=module', '-e', script], { cwd: project, encoding: 'utf8' });
+  expect(result.stderr).toBe('');
+  expect(result.stdout.trim()).toBe('function');
+});
+
 test('the core and the node entry import from ESM by their package names', () => {
   const script = [
     "import { IndexedAssetSource, BundleWriter, sha256Hex } from 'awake-bundle';",
