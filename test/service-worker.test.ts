@@ -82,6 +82,18 @@ async function registerWorker(page: Page, index: string): Promise<void> {
   }, index);
 }
 
+/** Adds `<link rel=stylesheet href>` to the page and waits for it to load. */
+async function addStylesheet(page: Page, href: string): Promise<void> {
+  await page.evaluate(async (href) => {
+    const link = document.createElement('link');
+    link.rel = 'stylesheet';
+    link.href = href;
+    const loaded = new Promise((resolve, reject) => ((link.onload = resolve), (link.onerror = () => reject(new Error(`${href} did not load`)))));
+    document.head.append(link);
+    await loaded;
+  }, href);
+}
+
 /** `fetch` in the page: status, headers we check, and the body's SHA-256 and text (for small bodies). */
 async function fetchInPage(page: Page, url: string, headers: Record<string, string> = {}) {
   return page.evaluate(async ({ url, headers }) => {
@@ -164,13 +176,8 @@ describe.each(TESTED_BROWSERS)('%s: the service worker', (kind) => {
 
     test('a stylesheet and its background-image, and an <audio> that seeks, come from the bundles', async () => {
       server.resetRequests();
+      await addStylesheet(page, 'published/styles/game.css');
       const styled = await page.evaluate(async () => {
-        const link = document.createElement('link');
-        link.rel = 'stylesheet';
-        link.href = 'published/styles/game.css';
-        const loaded = new Promise((resolve, reject) => ((link.onload = resolve), (link.onerror = reject)));
-        document.head.append(link);
-        await loaded;
         const sprite = document.createElement('div');
         sprite.id = 'sprite';
         document.body.append(sprite);
@@ -200,13 +207,8 @@ describe.each(TESTED_BROWSERS)('%s: the service worker', (kind) => {
 
     test('a web font through @font-face, and a <video> that seeks, come from the bundles', async () => {
       server.resetRequests();
+      await addStylesheet(page, 'published/styles/fonts.css');
       const font = await page.evaluate(async () => {
-        const link = document.createElement('link');
-        link.rel = 'stylesheet';
-        link.href = 'published/styles/fonts.css';
-        const loaded = new Promise((resolve, reject) => ((link.onload = resolve), (link.onerror = reject)));
-        document.head.append(link);
-        await loaded;
         const faces = await document.fonts.load('16px "Awkb Test"', 'Hello');
         // The face is in use: text measures otherwise than in the fallback (a family that does not exist).
         const context = document.createElement('canvas').getContext('2d')!;
