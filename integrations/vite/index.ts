@@ -1,0 +1,82 @@
+/**
+ * `awake-bundle/vite`: publish a game's assets as part of the Vite build it already runs.
+ *
+ *   // vite.config.js
+ *   import { awakeBundle } from 'awake-bundle/vite';
+ *   export default { plugins: [awakeBundle({ assets: 'assets', output: 'published' })] };
+ *
+ * - `vite build`: the assets folder is published with the CLI's rules and options into
+ *   `<build.outDir>/<output>/` (`project.index.json`, `bundles/<sha256>.awkb`), byte-identical to
+ *   `npx awake-bundle <assets> --out <build.outDir>/<output>`. Bundles whose files did not change
+ *   are not written again (build-cache.ts says how, across Vite's emptying of the out folder).
+ * - `vite` (the dev server): nothing is bundled; `<base><output>/project.index.json` answers a
+ *   loose (formatVersion 2) index of the folder, current as files change, whose URLs the dev
+ *   server serves. The game's loading code is the same in both.
+ * - `serviceWorker: true`: `awake-bundle-sw.js` too, in both.
+ *
+ * Only Vite's types are imported: loading this module never loads Vite.
+ */
+import { join, relative, resolve } from 'node:path';
+import type { Plugin, ResolvedConfig } from 'vite';
+import {
+  LooseDevIndex,
+  publishForBuild,
+  resolveBuildOptions,
+  type AwakeBundleBuildOptions,
+  type ResolvedBuildOptions,
+} from '../build/shared.js';
+import { placePublished, pruneCache } from './build-cache.js';
+
+export type AwakeBundleViteOptions = AwakeBundleBuildOptions;
+
+export const PLUGIN_NAME = 'awake-bundle';
+
+export function awakeBundle(options: AwakeBundleViteOptions): Plugin {
+  let config: ResolvedConfig;
+  let resolved: ResolvedBuildOptions;
+  return {
+    name: PLUGIN_NAME,
+    configResolved(resolvedConfig) {
+      config = resolvedConfig;
+      // A wrong option fails `vite` and `vite build` at once, naming the option.
+      resolved = resolveBuildOptions(options, config.root);
+      warnAboutPublicDir(config, resolved);
+    },
+    configureServer(server) {
+      const dev = new LooseDevIndex(resolved, { base: config.base });
+      server.middlewares.use(dev.middleware());
+      server.httpServer?.once('close', () => void dev.close());
+    },
+    async closeBundle() {
+      // Vite's dev server calls closeBundle too, when it closes: publishing is for `vite build`.
+      if (config.command !== 'build' || config.build.ssr || config.build.write === false) return;
+      if (this.environment !== undefined && this.environment.config.consumer !== 'client') return;
+      await publishIntoOutDir(config, resolved);
+    },
+  };
+}
+
+async function publishIntoOutDir(config: ResolvedConfig, options: ResolvedBuildOptions): Promise<void> {
+  const outDir = resolve(config.root, config.build.outDir);
+  const cacheRoot = join(config.cacheDir, PLUGIN_NAME);
+  const published = await publishForBuild(options, cacheRoot);
+  const cached = join(cacheRoot, options.output);
+  await pruneCache(cached);
+  const target = join(outDir, options.output);
+  await placePublished(cached, target);
+  const written = published.writtenBundles.length;
+  const reused = published.reusedBundles.length;
+  config.logger.info(
+    `${PLUGIN_NAME}: published ${relative(config.root, options.assets) || '.'} into ${relative(config.root, target)}: ` +
+      `${written + reused} bundles, ${written} written, ${reused} unchanged from the build cache`,
+  );
+}
+
+/** Vite copies `publicDir` into the out folder as it is: assets kept there ship loose as well. */
+function warnAboutPublicDir(config: ResolvedConfig, options: ResolvedBuildOptions): void {
+  if (config.command !== 'build' || !config.publicDir) return;
+  const inside = relative(config.publicDir, options.assets);
+  if (inside === '' || (!inside.startsWith('..') && !inside.startsWith('/'))) {
+    config.logger.warn(`${PLUGIN_NAME}: the assets folder ${options.assets} lies inside Vite's publicDir, so Vite also copies its files loose into the build; keep it outside publicDir (e.g. assets/ beside public/)`);
+  }
+}

@@ -1,0 +1,116 @@
+/**
+ * Vite projects for the `awake-bundle/vite` tests, set up as a user's: a folder with
+ * `package.json`, `index.html`, `vite.config.mjs` that imports `awakeBundle` from
+ * `awake-bundle/vite`, and `node_modules/awake-bundle` (a link to this repository, so the
+ * package's `exports` resolve to dist/). Vite runs as users run it: its own command line in a
+ * child process (Vite is ESM; jest runs tests as CommonJS).
+ *
+ *   const project = createViteProject({ assets: { 'img/a.png': bytes }, plugin: { assets: 'assets' } });
+ *   const build = runVite(project.dir, ['build']);
+ *   const dev = await startVite(project.dir, 'dev');   // dev.url: http://127.0.0.1:<port>/
+ *   await dev.close();
+ */
+import { spawn, spawnSync } from 'node:child_process';
+import { mkdirSync, symlinkSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { REPO, temporaryDir } from './cli';
+import { writeTree } from './trees';
+
+export const VITE = join(REPO, 'node_modules', '.bin', 'vite');
+
+export interface ViteProjectOptions {
+  /** Files of the assets folder (`<dir>/assets`), by path. */
+  assets?: Record<string, string | Uint8Array>;
+  /** The plugin's options, as JSON (`assets` relative to the project). */
+  plugin: Record<string, unknown>;
+  /** More top-level entries of the Vite config, as JavaScript source (`base: '/game/',`). */
+  config?: string;
+  /** The page; a one-line module script by default. */
+  indexHtml?: string;
+  /** Files beside index.html, by path. */
+  files?: Record<string, string>;
+}
+
+export interface ViteProject {
+  dir: string;
+  assets: string;
+}
+
+export function createViteProject(options: ViteProjectOptions): ViteProject {
+  const dir = temporaryDir('awkb-vite-');
+  const assets = join(dir, 'assets');
+  mkdirSync(assets);
+  writeTree(assets, options.assets ?? {});
+  mkdirSync(join(dir, 'node_modules'));
+  symlinkSync(REPO, join(dir, 'node_modules', 'awake-bundle'), 'dir');
+  writeTree(dir, {
+    'package.json': JSON.stringify({ name: 'a-vite-game', private: true, type: 'module' }),
+    'index.html': options.indexHtml ?? '<!doctype html>\n<html><body><script type="module" src="./main.js"></script></body></html>\n',
+    'main.js': "document.body.append('a game');\n",
+    'vite.config.mjs': configSource(options.plugin, options.config),
+    ...options.files,
+  });
+  return { dir, assets };
+}
+
+/** Rewrites the project's vite.config.mjs with other plugin options. */
+export function setPluginOptions(project: ViteProject, plugin: Record<string, unknown>, config?: string): void {
+  writeFileSync(join(project.dir, 'vite.config.mjs'), configSource(plugin, config));
+}
+
+function configSource(plugin: Record<string, unknown>, config = ''): string {
+  return [
+    "import { awakeBundle } from 'awake-bundle/vite';",
+    `export default { logLevel: 'info', clearScreen: false, ${config} plugins: [awakeBundle(${JSON.stringify(plugin)})] };`,
+    '',
+  ].join('\n');
+}
+
+/** `vite <args>` in the project, to completion. */
+export function runVite(dir: string, args: string[]) {
+  const result = spawnSync(process.execPath, [VITE, ...args], { cwd: dir, encoding: 'utf8', timeout: 120_000, env: { ...process.env, NO_COLOR: '1' } });
+  return { code: result.status, stdout: result.stdout, stderr: result.stderr, output: `${result.stdout}\n${result.stderr}` };
+}
+
+export interface RunningVite {
+  /** `http://127.0.0.1:<port>/` plus Vite's `base`, as Vite prints it. */
+  url: string;
+  /** Everything the server printed so far. */
+  output(): string;
+  close(): Promise<void>;
+}
+
+/** `vite` (dev) or `vite preview` on 127.0.0.1 and a free port; resolves once it listens. */
+export async function startVite(dir: string, mode: 'dev' | 'preview', timeoutMs = 60_000): Promise<RunningVite> {
+  const args = [...(mode === 'preview' ? ['preview'] : []), '--host', '127.0.0.1', '--port', '0', '--strictPort'];
+  const child = spawn(process.execPath, [VITE, ...args], { cwd: dir, env: { ...process.env, NO_COLOR: '1' }, stdio: ['ignore', 'pipe', 'pipe'] });
+  let output = '';
+  child.stdout!.on('data', (chunk: Buffer) => { output += chunk.toString('utf8'); });
+  child.stderr!.on('data', (chunk: Buffer) => { output += chunk.toString('utf8'); });
+  const exited = new Promise<void>((done) => child.once('exit', () => done()));
+  const close = async () => {
+    if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
+    await exited;
+  };
+  try {
+    const url = await new Promise<string>((found, failed) => {
+      const timer = setTimeout(() => failed(new Error(`vite ${mode} did not print its URL within ${timeoutMs} ms:\n${output}`)), timeoutMs);
+      const look = () => {
+        const match = /Local:\s+(http:\/\/127\.0\.0\.1:\d+\/\S*)/.exec(output);
+        if (match) {
+          clearTimeout(timer);
+          found(match[1]!);
+        }
+      };
+      child.stdout!.on('data', look);
+      child.once('exit', (code) => {
+        clearTimeout(timer);
+        failed(new Error(`vite ${mode} exited (${code}) before listening:\n${output}`));
+      });
+    });
+    return { url, output: () => output, close };
+  } catch (error) {
+    await close();
+    throw error;
+  }
+}

