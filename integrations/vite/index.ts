@@ -18,10 +18,12 @@
  */
 import { join, relative, resolve } from 'node:path';
 import type { Plugin, ResolvedConfig } from 'vite';
+import { serviceWorkerSource } from '../../core/node/service-worker-file.js';
 import {
   LooseDevIndex,
   publishForBuild,
   resolveBuildOptions,
+  SERVICE_WORKER_FILE,
   type AwakeBundleBuildOptions,
   type ResolvedBuildOptions,
 } from '../build/shared.js';
@@ -43,23 +45,36 @@ export function awakeBundle(options: AwakeBundleViteOptions): Plugin {
       warnAboutPublicDir(config, resolved);
     },
     configureServer(server) {
-      const dev = new LooseDevIndex(resolved, { base: config.base });
+      // Also answers the worker's URL with `serviceWorker`, so the page registers it in both modes.
+      const dev = new LooseDevIndex(resolved, { base: config.base, onError: (error) => config.logger.error(`${PLUGIN_NAME}: ${(error as Error)?.message ?? String(error)}`) });
       server.middlewares.use(dev.middleware());
       server.httpServer?.once('close', () => void dev.close());
     },
+    async generateBundle() {
+      if (resolved.serviceWorker === undefined || !isClientBuild(config, this.environment)) return;
+      // Emitted as a Vite asset: written into build.outDir with the build's other files.
+      this.emitFile({ type: 'asset', fileName: SERVICE_WORKER_FILE, source: await serviceWorkerSource(resolved.serviceWorker.index) });
+    },
     async closeBundle() {
       // Vite's dev server calls closeBundle too, when it closes: publishing is for `vite build`.
-      if (config.command !== 'build' || config.build.ssr || config.build.write === false) return;
-      if (this.environment !== undefined && this.environment.config.consumer !== 'client') return;
+      if (config.command !== 'build' || config.build.write === false || !isClientBuild(config, this.environment)) return;
       await publishIntoOutDir(config, resolved);
     },
   };
 }
 
+/** The browser's build: not an SSR build, nor another Vite environment (Vite 6+) that is not the client's. */
+function isClientBuild(config: ResolvedConfig, environment: { config: { consumer: string } } | undefined): boolean {
+  if (environment !== undefined) return environment.config.consumer === 'client';
+  return !config.build.ssr;
+}
+
 async function publishIntoOutDir(config: ResolvedConfig, options: ResolvedBuildOptions): Promise<void> {
   const outDir = resolve(config.root, config.build.outDir);
   const cacheRoot = join(config.cacheDir, PLUGIN_NAME);
-  const published = await publishForBuild(options, cacheRoot);
+  // The worker is emitted through Vite (generateBundle), not written into the cache.
+  const { serviceWorker: _emittedByVite, ...publishOnly } = options;
+  const published = await publishForBuild(publishOnly, cacheRoot);
   const cached = join(cacheRoot, options.output);
   await pruneCache(cached);
   const target = join(outDir, options.output);
