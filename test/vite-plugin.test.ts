@@ -11,7 +11,7 @@
  */
 import { createHash } from 'node:crypto';
 import { existsSync, lstatSync, readdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { dirname, join, resolve, sep } from 'node:path';
 import { launchBrowser, type LaunchedBrowser } from './helpers/browser';
 import { REPO, runCli, temporaryDir } from './helpers/cli';
 import { createViteProject, runVite, setPluginOptions, startVite, type RunningVite, type ViteProject } from './helpers/vite-project';
@@ -133,6 +133,13 @@ describe('vite build', () => {
     expect(build.output).toContain('targetBundleBytes');
   });
 
+  test('serviceWorker: true also emits awake-bundle-sw.js, as `awake-bundle sw` writes it', () => {
+    const project = createViteProject({ assets: exampleAssets(), plugin: { assets: 'assets', serviceWorker: true } });
+    expectBuilt(project);
+    expect(readFileSync(join(project.dir, 'dist/awake-bundle-sw.js'), 'utf8')).toBe(workerFromCli('published/project.index.json'));
+    expect(existsSync(join(project.dir, 'dist/published/project.index.json'))).toBe(true);
+  });
+
   test('vite preview serves the built index and bundles', async () => {
     const project = createViteProject({ assets: exampleAssets(), plugin: { assets: 'assets' } });
     expectBuilt(project);
@@ -150,6 +157,14 @@ describe('vite build', () => {
     }
   });
 });
+
+/** What `awake-bundle sw --index <index>` writes. */
+function workerFromCli(index: string): string {
+  const site = temporaryDir('awkb-vite-sw-');
+  const result = runCli(['sw', '--out', site, '--index', index]);
+  expect(result.code).toBe(0);
+  return readFileSync(join(site, 'awake-bundle-sw.js'), 'utf8');
+}
 
 /** Each bundle file in `dir` with what says it was not written again. */
 function bundleFiles(dir: string): Record<string, { ino: number; mtimeMs: number }> {
@@ -178,7 +193,7 @@ describe('vite (the dev server)', () => {
   let dev: RunningVite;
 
   beforeAll(async () => {
-    project = createViteProject({ assets: exampleAssets(), plugin: { assets: 'assets' }, config: "base: '/game/'," });
+    project = createViteProject({ assets: exampleAssets(), plugin: { assets: 'assets', serviceWorker: true }, config: "base: '/game/'," });
     dev = await startVite(project.dir, 'dev');
   });
 
@@ -198,6 +213,12 @@ describe('vite (the dev server)', () => {
       const served = new Uint8Array(await (await fetch(new URL(file.url, indexUrl))).arrayBuffer());
       expect({ path: file.path, sha256: sha256(served) }).toEqual({ path: file.path, sha256: file.sha256 });
     }
+  });
+
+  test('serves the service worker at the URL it has in the build (under the base)', async () => {
+    const response = await fetch(new URL('awake-bundle-sw.js', dev.url));
+    expect(response.headers.get('content-type')).toMatch(/javascript/);
+    expect(await response.text()).toBe(workerFromCli('published/project.index.json'));
   });
 
   test('after a file changes on disk, the next index lists its new hash', async () => {
@@ -272,7 +293,43 @@ describe('the Phaser example game on the Vite dev server, in Chromium', () => {
   }, 120_000);
 });
 
-test('the plugin module loads nothing of Vite at run time: only its types', () => {
-  const source = readFileSync(join(REPO, 'dist/integrations/vite/index.js'), 'utf8');
-  expect(source).not.toMatch(/from\s*['"]vite['"]|import\(\s*['"]vite['"]\s*\)|require\(\s*['"]vite['"]\s*\)/);
+describe('awake-bundle/vite as a package entry', () => {
+  const pkg = JSON.parse(readFileSync(join(REPO, 'package.json'), 'utf8'));
+
+  test('is exported with its declarations; Vite is an optional peer dependency', () => {
+    expect(pkg.exports['./vite']).toEqual({ types: './dist/integrations/vite/index.d.ts', default: './dist/integrations/vite/index.js' });
+    for (const file of Object.values<string>(pkg.exports['./vite'])) expect(existsSync(join(REPO, file))).toBe(true);
+    expect(pkg.typesVersions['*'].vite).toEqual(['./dist/integrations/vite/index.d.ts']);
+    expect(pkg.files).toContain('dist/integrations');
+    expect(pkg.peerDependenciesMeta.vite.optional).toBe(true);
+    expect(pkg.devDependencies.vite).toBeDefined();
+  });
+
+  test('it loads nothing of Vite at run time (only its types), and the core and the node entry never reach it', () => {
+    const plugin = importGraph(join(REPO, 'dist/integrations/vite/index.js'));
+    expect([...plugin.bare].filter((name) => !name.startsWith('node:') && !name.startsWith('@noble/hashes'))).toEqual([]);
+    for (const entry of ['dist/core/index.js', 'dist/core/node/index.js']) {
+      const graph = importGraph(join(REPO, entry));
+      expect({ entry, bare: [...graph.bare].filter((name) => name === 'vite' || name.startsWith('vite/')) }).toEqual({ entry, bare: [] });
+      expect({ entry, integrations: [...graph.files].filter((file) => file.includes(`${sep}integrations${sep}`)) }).toEqual({ entry, integrations: [] });
+    }
+  });
 });
+
+/** The modules `file` imports, followed through relative imports: the files, and the bare names. */
+function importGraph(file: string): { files: Set<string>; bare: Set<string> } {
+  const files = new Set<string>();
+  const bare = new Set<string>();
+  const visit = (path: string) => {
+    if (files.has(path)) return;
+    files.add(path);
+    const source = readFileSync(path, 'utf8').replace(/\/\*[\s\S]*?\*\//g, '').replace(/^\s*\/\/.*$/gm, '');
+    for (const match of source.matchAll(/(?:import|export)\s[^'"]*?from\s*['"]([^'"]+)['"]|import\s*\(?\s*['"]([^'"]+)['"]/g)) {
+      const specifier = match[1] ?? match[2]!;
+      if (specifier.startsWith('.')) visit(resolve(dirname(path), specifier));
+      else bare.add(specifier);
+    }
+  };
+  visit(file);
+  return { files, bare };
+}

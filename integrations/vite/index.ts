@@ -42,6 +42,8 @@ export function awakeBundle(options: AwakeBundleViteOptions): Plugin {
       config = resolvedConfig;
       // A wrong option fails `vite` and `vite build` at once, naming the option.
       resolved = resolveBuildOptions(options, config.root);
+      const onWarning = resolved.onWarning ?? ((message: string) => config.logger.warn(`${PLUGIN_NAME}: warning: ${message}`));
+      resolved = { ...resolved, onWarning };
       warnAboutPublicDir(config, resolved);
     },
     configureServer(server) {
@@ -57,8 +59,9 @@ export function awakeBundle(options: AwakeBundleViteOptions): Plugin {
     },
     async closeBundle() {
       // Vite's dev server calls closeBundle too, when it closes: publishing is for `vite build`.
-      if (config.command !== 'build' || config.build.write === false || !isClientBuild(config, this.environment)) return;
-      await publishIntoOutDir(config, resolved);
+      const build = this.environment?.config.build ?? config.build;
+      if (config.command !== 'build' || build.write === false || !isClientBuild(config, this.environment)) return;
+      await publishIntoOutDir(config, resolve(config.root, build.outDir), resolved);
     },
   };
 }
@@ -69,8 +72,7 @@ function isClientBuild(config: ResolvedConfig, environment: { config: { consumer
   return !config.build.ssr;
 }
 
-async function publishIntoOutDir(config: ResolvedConfig, options: ResolvedBuildOptions): Promise<void> {
-  const outDir = resolve(config.root, config.build.outDir);
+async function publishIntoOutDir(config: ResolvedConfig, outDir: string, options: ResolvedBuildOptions): Promise<void> {
   const cacheRoot = join(config.cacheDir, PLUGIN_NAME);
   // The worker is emitted through Vite (generateBundle), not written into the cache.
   const { serviceWorker: _emittedByVite, ...publishOnly } = options;
@@ -83,9 +85,11 @@ async function publishIntoOutDir(config: ResolvedConfig, options: ResolvedBuildO
   const reused = published.reusedBundles.length;
   config.logger.info(
     `${PLUGIN_NAME}: published ${relative(config.root, options.assets) || '.'} into ${relative(config.root, target)}: ` +
-      `${written + reused} bundles, ${written} written, ${reused} unchanged from the build cache`,
+      `${plural(written + reused, 'bundle')}, ${written} written, ${reused} unchanged from the build cache`,
   );
 }
+
+const plural = (count: number, noun: string) => `${count} ${noun}${count === 1 ? '' : 's'}`;
 
 /** Vite copies `publicDir` into the out folder as it is: assets kept there ship loose as well. */
 function warnAboutPublicDir(config: ResolvedConfig, options: ResolvedBuildOptions): void {

@@ -5,6 +5,8 @@ import { publishToDirectory, startStaticServer } from 'awake-bundle/node';
 import { registerAwkb as registerPhaser } from 'awake-bundle/phaser';
 import { registerAwkb as registerBabylon } from 'awake-bundle/babylon';
 import { createAwkbFetchHandler, installAwkbServiceWorker, type FetchEventLike } from 'awake-bundle/sw';
+import { awakeBundle } from 'awake-bundle/vite';
+import type { UserConfig } from 'vite';
 
 export async function load(): Promise<Uint8Array> {
   const source = await IndexedAssetSource.open({ indexUrl: '/published/project.index.json', cache: new MemoryCache() });
@@ -19,3 +21,8 @@ export const entries = [publishToDirectory, startStaticServer, registerPhaser, r
 export function onFetch(event: FetchEventLike): boolean {
   return createAwkbFetchHandler({ indexUrl: 'project.index.json', cache: null }).handleFetch(event);
 }
+
+/** A vite.config: the plugin is a Vite plugin, its options the CLI's publish options. */
+export const viteConfig: UserConfig = {
+  plugins: [awakeBundle({ assets: 'assets', output: 'published', opaqueIds: true, salt: 'harbour', targetBundleBytes: 4 * 1024 * 1024, serviceWorker: true })],
+};
