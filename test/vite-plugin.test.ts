@@ -83,7 +83,9 @@ describe('vite build', () => {
     const project = createViteProject({ assets: exampleAssets(), plugin: { assets: 'assets' } });
     const first = expectBuilt(project);
     expect(first.output).toMatch(/awake-bundle: .*: 4 bundles, 4 written, 0 unchanged/);
-    const cached = join(project.dir, 'node_modules/.vite/awake-bundle/published/bundles');
+    const cacheRoot = join(project.dir, 'node_modules/.vite/awake-bundle');
+    const [key] = readdirSync(cacheRoot);
+    const cached = join(cacheRoot, key!, 'published/bundles');
     const before = bundleFiles(cached);
 
     const second = expectBuilt(project);

@@ -1,21 +1,30 @@
 /**
  * Vite empties `build.outDir` before each build (`build.emptyOutDir`, on by default), so bundles
  * published straight into it would be written again by every build. The plugin publishes into a
- * build cache instead (`<Vite's cacheDir>/awake-bundle/`, beside Vite's own caches), which keeps
- * its bundles from one build to the next: a publish there writes only the bundles whose files
- * changed (the CLI's rule, FORMAT.md "Command line"). The build's own published folder is then
- * made of hard links to the cached bundles (a copy where the file system has no links), and a
- * copy of the index, written last.
+ * build cache instead, `<Vite's cacheDir>/awake-bundle/<key>/` (beside Vite's own caches, by
+ * default `node_modules/.vite/`), which keeps its bundles from one build to the next: a publish
+ * there writes only the bundles whose files changed (the CLI's rule, FORMAT.md "Command line").
+ * The build's published folder is then made of hard links to the cached bundles (a copy where
+ * the file system has no links) and the index, written last.
+ *
+ * The key is a digest of the asset folder and the publish options, so builds with other options
+ * (a staging salt, another target) keep caches of their own and never prune each other's.
  */
-import { copyFile, link, lstat, mkdir, readdir, readFile, rm, stat } from 'node:fs/promises';
+import { createHash } from 'node:crypto';
+import { copyFile, link, lstat, mkdir, readdir, rm, stat } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
-import type { BundledIndex } from '../../core/format/project-index.js';
+import { serializeIndex, type BundledIndex } from '../../core/format/project-index.js';
 import { commitTemporary, temporaryName, writeFileAtomic } from '../../core/node/atomic-write.js';
 import { INDEX_FILE_NAME } from '../../core/node/publish.js';
 
 const BUNDLE_FILE = /^[0-9a-f]{64}\.awkb$/;
 
-export interface LinkSummary {
+/** The cache folder for one asset folder and set of publish options. */
+export function buildCacheFolder(cacheRoot: string, key: unknown): string {
+  return join(cacheRoot, createHash('sha256').update(JSON.stringify(key)).digest('hex').slice(0, 16));
+}
+
+export interface PlaceSummary {
   /** Bundles linked (or copied) into the build's folder. */
   placed: number;
   /** Bundles the build's folder already held as the cached file itself (`emptyOutDir: false`). */
@@ -23,14 +32,12 @@ export interface LinkSummary {
 }
 
 /**
- * Places the published folder `cached` (its index and the bundles that index names) into
- * `target`: each bundle as a hard link to the cached file, the index as a copy, written last so
- * that an interrupted build never leaves an index naming a missing bundle.
+ * Places a publish of `index` in the folder `cached` into `target`: each bundle as a hard link to
+ * the cached file, then the index (the publish's bytes: `serializeIndex`), written last so that
+ * an interrupted build never leaves an index naming a missing bundle.
  */
-export async function placePublished(cached: string, target: string): Promise<LinkSummary> {
-  const indexBytes = await readFile(join(cached, INDEX_FILE_NAME));
-  const index = JSON.parse(indexBytes.toString('utf8')) as BundledIndex;
-  const summary: LinkSummary = { placed: 0, alreadyThere: 0 };
+export async function placePublished(cached: string, index: BundledIndex, target: string): Promise<PlaceSummary> {
+  const summary: PlaceSummary = { placed: 0, alreadyThere: 0 };
   for (const bundle of index.bundles) {
     const from = join(cached, bundle.url);
     const to = join(target, bundle.url);
@@ -42,7 +49,7 @@ export async function placePublished(cached: string, target: string): Promise<Li
     await linkOrCopy(from, to);
     summary.placed++;
   }
-  await writeFileAtomic(join(target, INDEX_FILE_NAME), indexBytes);
+  await writeFileAtomic(join(target, INDEX_FILE_NAME), serializeIndex(index));
   return summary;
 }
 
@@ -75,12 +82,11 @@ async function linkOrCopy(from: string, to: string): Promise<void> {
 }
 
 /**
- * Removes the cached bundles that the cached index no longer names, in the folders that hold
- * the ones it does: unlike a host's folder (where players mid-load may still need them, so the
- * CLI keeps them), no one reads old bundles from the build cache.
+ * Removes the cached bundles that `index` no longer names, in the folders that hold the ones it
+ * does: unlike a host's folder (where players mid-load may still need them, so the CLI keeps
+ * them), no one reads old bundles from the build cache.
  */
-export async function pruneCache(cached: string): Promise<number> {
-  const index = JSON.parse(await readFile(join(cached, INDEX_FILE_NAME), 'utf8')) as BundledIndex;
+export async function pruneCache(cached: string, index: BundledIndex): Promise<number> {
   const named = new Set(index.bundles.map((bundle) => join(cached, bundle.url)));
   const folders = new Set([...named].map((path) => dirname(path)));
   let removed = 0;

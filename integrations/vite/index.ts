@@ -27,7 +27,7 @@ import {
   type AwakeBundleBuildOptions,
   type ResolvedBuildOptions,
 } from '../build/shared.js';
-import { placePublished, pruneCache } from './build-cache.js';
+import { buildCacheFolder, placePublished, pruneCache } from './build-cache.js';
 
 export type AwakeBundleViteOptions = AwakeBundleBuildOptions;
 
@@ -73,14 +73,14 @@ function isClientBuild(config: ResolvedConfig, environment: { config: { consumer
 }
 
 async function publishIntoOutDir(config: ResolvedConfig, outDir: string, options: ResolvedBuildOptions): Promise<void> {
-  const cacheRoot = join(config.cacheDir, PLUGIN_NAME);
+  const cache = buildCacheFolder(join(config.cacheDir, PLUGIN_NAME), { assets: options.assets, output: options.output, settings: options.settings, rootPath: options.rootPath });
   // The worker is emitted through Vite (generateBundle), not written into the cache.
   const { serviceWorker: _emittedByVite, ...publishOnly } = options;
-  const published = await publishForBuild(publishOnly, cacheRoot);
-  const cached = join(cacheRoot, options.output);
-  await pruneCache(cached);
+  const published = await publishForBuild(publishOnly, cache);
+  const { index } = published.summary;
+  await pruneCache(published.publishedDir, index);
   const target = join(outDir, options.output);
-  await placePublished(cached, target);
+  await placePublished(published.publishedDir, index, target);
   const written = published.writtenBundles.length;
   const reused = published.reusedBundles.length;
   config.logger.info(
