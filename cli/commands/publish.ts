@@ -3,7 +3,7 @@ import { readFile, realpath, stat } from 'node:fs/promises';
 import { resolve } from 'node:path';
 import { pathCollisions, unsafePathReason } from '../../core/format/paths.js';
 import { parseProjectIndexJson, type LooseIndex } from '../../core/format/project-index.js';
-import { groupByFolder, oneGroup } from '../../core/publish/grouping.js';
+import { writerOptionsOf, type PublishSettings } from '../../core/publish/settings.js';
 import { listFolderFiles, type FolderFile } from '../../core/node/loose-index.js';
 import { publishFolder } from '../../core/node/publish-folder.js';
 import { AwakeError } from '../../core/errors.js';
@@ -45,17 +45,12 @@ ${TARGET_HELP}
 Exit codes: 0 published, 1 publish failed (nothing new is indexed), 2 wrong command line,
 130/143 stopped by SIGINT/SIGTERM (its temporary files removed, nothing new indexed).`;
 
-export interface PublishArguments {
+/** The command line's arguments: the publish settings (core/publish/settings.ts) and where from and to. */
+export interface PublishArguments extends PublishSettings {
   input: string;
   out: string;
-  grouping: 'folder' | 'one';
-  depth: number;
-  targetBundleBytes: number;
-  salt?: string;
-  urlPrefix: string;
   root?: string;
   rootPath?: string;
-  allowCaseCollisions: boolean;
   json: boolean;
   /** `--to s3://…`: upload to object storage (publish-to.ts). */
   target?: TargetArguments;
@@ -156,11 +151,7 @@ async function loadInput(args: PublishArguments): Promise<Input> {
 /** The writer's options the command line sets, with warnings and progress on stderr (publish and --to). */
 export function writerOptionsFrom(args: PublishArguments, progress: ReturnType<typeof progressLine>, stderr: CommandContext['stderr']) {
   return {
-    grouping: args.grouping === 'one' ? oneGroup() : groupByFolder(args.depth),
-    targetBundleBytes: args.targetBundleBytes,
-    pathIds: args.salt !== undefined ? { salt: args.salt } : null,
-    bundleUrlPrefix: args.urlPrefix,
-    allowCaseCollisions: args.allowCaseCollisions,
+    ...writerOptionsOf(args),
     onWarning: (message: string) => {
       progress.clear();
       stderr.write(`awake-bundle: warning: ${printable(message)}\n`);

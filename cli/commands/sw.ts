@@ -4,12 +4,12 @@
  * when given.
  */
 import { existsSync } from 'node:fs';
-import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { builtServiceWorkerPath, SERVICE_WORKER_FILE, serviceWorkerSource } from '../../core/node/service-worker-file.js';
 import { CommandFailure, parseCommandLine, printable, UsageError, type Command, type CommandContext } from '../usage.js';
 
-export const SERVICE_WORKER_FILE = 'awake-bundle-sw.js';
+export { SERVICE_WORKER_FILE };
 
 const HELP = `Usage: awake-bundle sw --out <site-folder> [--index <url>] [--json]
 
@@ -25,11 +25,6 @@ project.index.json. The worker serves URLs below the folder that holds the index
 worker's scope (by default the folder it is served from).
 Exit codes: 0 written, 1 failed, 2 wrong command line.`;
 
-/** The built worker: dist/sw/ beside dist/cli/ (this file is dist/cli/commands/sw.js). */
-function builtWorker(): string {
-  return fileURLToPath(new URL(`../../sw/${SERVICE_WORKER_FILE}`, import.meta.url));
-}
-
 export const swCommand: Command = {
   name: 'sw',
   summary: 'write the service worker that serves indexed URLs from verified bundles',
@@ -43,14 +38,13 @@ export const swCommand: Command = {
     if (positionals.length > 0) throw new UsageError(`sw takes no positional arguments, found ${printable(positionals[0]!)}`);
     if (values.out === undefined || values.out === '') throw new UsageError('sw needs --out <site-folder>');
     if (values.index !== undefined && values.index.trim() === '') throw new UsageError('--index must be a URL, found an empty one');
-    const source = builtWorker();
+    const source = builtServiceWorkerPath();
     if (!existsSync(source)) throw new CommandFailure(`${source} is missing: this package was not built (npm run build)`);
-    const worker = await readFile(source, 'utf8');
-    const baked = values.index === undefined ? '' : `self.AWKB_SW_INDEX_URL = ${JSON.stringify(values.index)};\n`;
+    const worker = await serviceWorkerSource(values.index);
     const target = join(values.out, SERVICE_WORKER_FILE);
     try {
       await mkdir(values.out, { recursive: true });
-      await writeFile(target, baked + worker);
+      await writeFile(target, worker);
     } catch (error) {
       throw new CommandFailure(`${target}: cannot write: ${(error as Error).message}`);
     }

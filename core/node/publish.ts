@@ -49,7 +49,17 @@ export type PublishOptions = BundleWriterOptions & PublishInput & {
    */
   allowCaseCollisions?: boolean;
   onWarning?: (message: string) => void;
+  /** Called as each bundle lands: `written` false when the out folder already held it (checked by its SHA-256). */
+  onBundleStored?: (bundle: StoredBundle) => void;
 };
+
+export interface StoredBundle {
+  /** The bundle's URL relative to the index, as the index lists it. */
+  url: string;
+  sizeBytes: number;
+  /** True when this publish wrote it (new, or rewritten because the copy there was damaged). */
+  written: boolean;
+}
 
 export interface PublishSummary {
   index: BundledIndex;
@@ -226,7 +236,7 @@ export interface BundleProduction {
 }
 
 /** The options publishBundles reads: the writer's, the out folder, progress. */
-export type PublishBundlesOptions = BundleWriterOptions & Pick<PublishOptions, 'outDir' | 'onProgress'> & {
+export type PublishBundlesOptions = BundleWriterOptions & Pick<PublishOptions, 'outDir' | 'onProgress' | 'onBundleStored'> & {
   /** When the plan is made a bundle at a time: the input's bytes, the progress total meanwhile. */
   expectedBytes?: number;
 };
@@ -287,6 +297,7 @@ export async function publishBundles(options: PublishBundlesOptions, produce: (p
         summary.newBundles++;
         summary.newBytes += bundle.sizeBytes;
       }
+      options.onBundleStored?.({ url, sizeBytes: bundle.sizeBytes, written: existing !== 'same' });
     } catch (error) {
       if (temporary !== undefined && isLiveTemporaryFile(temporary)) await discardTemporary(temporary);
       throw error;

@@ -297,11 +297,21 @@ function sendTruncated(response: ServerResponse, path: string, start: number, le
   source.pipe(response, { end: false });
 }
 
-function serveFile(request: IncomingMessage, response: ServerResponse, file: { path: string; stats: Stats }, truncate: boolean, record: RequestRecord): void {
+/**
+ * Answers a GET or HEAD with a file as `serve` does: ETag and 304, Range (one or several),
+ * Content-Type by `name` (default the file's own path). For servers of your own, such as the
+ * build plugins' development middleware; the file is trusted (checked by the caller).
+ */
+export function sendFile(request: IncomingMessage, response: ServerResponse, file: { path: string; stats: Stats; name?: string }): void {
+  serveFile(request, response, file, false, { note: [] });
+}
+
+function serveFile(request: IncomingMessage, response: ServerResponse, file: { path: string; stats: Stats; name?: string }, truncate: boolean, record: RequestRecord): void {
   const { path, stats } = file;
-  const etag = entityTagFor(path, stats);
+  const name = file.name ?? path;
+  const etag = entityTagFor(name, stats);
   const lastModified = stats.mtime.toUTCString();
-  const headers: Record<string, string> = { ETag: etag, 'Last-Modified': lastModified, 'Cache-Control': cacheControlFor(path), 'Accept-Ranges': 'bytes' };
+  const headers: Record<string, string> = { ETag: etag, 'Last-Modified': lastModified, 'Cache-Control': cacheControlFor(name), 'Accept-Ranges': 'bytes' };
   if (isNotModified(request, etag, stats.mtime)) {
     response.writeHead(304, headers);
     return void response.end();
@@ -318,7 +328,7 @@ function serveFile(request: IncomingMessage, response: ServerResponse, file: { p
     headers['Content-Range'] = `bytes ${start}-${end}/${stats.size}`;
     record.note.push(headers['Content-Range']);
   }
-  response.writeHead(range ? 206 : 200, { ...headers, 'Content-Type': contentTypeFor(path), 'Content-Length': String(length) });
+  response.writeHead(range ? 206 : 200, { ...headers, 'Content-Type': contentTypeFor(name), 'Content-Length': String(length) });
   if (request.method === 'HEAD' || length === 0) return void response.end();
   // Only a body can be cut short; answers without one (HEAD, 304, errors) go out whole.
   if (truncate) return sendTruncated(response, path, start, length, record);
@@ -331,10 +341,11 @@ function serveFile(request: IncomingMessage, response: ServerResponse, file: { p
  * `Content-Type` and `Content-Range`, and an exact `Content-Length`. A truncate fault cuts the
  * body in half as it does a single range's.
  */
-function sendMultipart(request: IncomingMessage, response: ServerResponse, file: { path: string; stats: Stats }, ranges: { start: number; end: number }[], headers: Record<string, string>, truncate: boolean, record: RequestRecord): void {
+function sendMultipart(request: IncomingMessage, response: ServerResponse, file: { path: string; stats: Stats; name?: string }, ranges: { start: number; end: number }[], headers: Record<string, string>, truncate: boolean, record: RequestRecord): void {
   const { path, stats } = file;
+  const name = file.name ?? path;
   const boundary = `awake-${randomBytes(12).toString('hex')}`;
-  const type = contentTypeFor(path);
+  const type = contentTypeFor(name);
   const heads = ranges.map(({ start, end }, i) => Buffer.from(`${i === 0 ? '' : '\r\n'}--${boundary}\r\nContent-Type: ${type}\r\nContent-Range: bytes ${start}-${end}/${stats.size}\r\n\r\n`));
   const tail = Buffer.from(`\r\n--${boundary}--\r\n`);
   const length = heads.reduce((sum, head, i) => sum + head.length + (ranges[i]!.end - ranges[i]!.start + 1), tail.length);

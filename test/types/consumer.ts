@@ -5,6 +5,7 @@ import { publishToDirectory, startStaticServer } from 'awake-bundle/node';
 import { registerAwkb as registerPhaser } from 'awake-bundle/phaser';
 import { registerAwkb as registerBabylon } from 'awake-bundle/babylon';
 import { createAwkbFetchHandler, installAwkbServiceWorker, type FetchEventLike } from 'awake-bundle/sw';
+import { AwakeBundlePlugin, type AwakeBundlePluginOptions } from 'awake-bundle/webpack';
 import { awakeBundle } from 'awake-bundle/vite';
 import type { UserConfig } from 'vite';
 
@@ -21,6 +22,10 @@ export const entries = [publishToDirectory, startStaticServer, registerPhaser, r
 export function onFetch(event: FetchEventLike): boolean {
   return createAwkbFetchHandler({ indexUrl: 'project.index.json', cache: null }).handleFetch(event);
 }
+
+/** A webpack configuration's plugin, with the CLI's publish options. */
+const pluginOptions: AwakeBundlePluginOptions = { assets: 'public/assets', output: 'published', opaqueIds: true, salt: 'pepper', targetBundleBytes: 4 * 1024 * 1024, serviceWorker: true };
+export const webpackPlugins = [new AwakeBundlePlugin(pluginOptions)];
 
 /** A vite.config: the plugin is a Vite plugin, its options the CLI's publish options. */
 export const viteConfig: UserConfig = {

@@ -1,0 +1,130 @@
+/**
+ * The build plugins' options: the asset folder, where the published output goes inside the
+ * build's output, and the command line's publish settings under the library's names
+ * (core/publish/settings.ts), checked as the CLI checks its flags.
+ */
+import { isAbsolute, resolve } from 'node:path';
+import { InvalidOptionError } from '../../core/errors.js';
+import { unsafePathReason } from '../../core/format/paths.js';
+import { DEFAULT_BUNDLE_URL_PREFIX, DEFAULT_TARGET_BUNDLE_BYTES } from '../../core/publish/plan.js';
+import type { PublishSettings } from '../../core/publish/settings.js';
+import { INDEX_FILE_NAME } from '../../core/node/publish.js';
+
+export interface AwakeBundleBuildOptions {
+  /** The asset folder: absolute, or relative to the project root (webpack's `context`, Vite's `root`). */
+  assets: string;
+  /**
+   * The folder inside the build output that takes the published files (default `published`):
+   * the game reads `${output}/project.index.json`, in production and in development.
+   */
+  output?: string;
+  /** `--group`: a group per top folder (`folder`, the default) or one group for everything (`one`). */
+  grouping?: 'folder' | 'one';
+  /** `--depth`: with `grouping: 'folder'`, how many folder levels name a group (default 1). */
+  depth?: number;
+  /** `--target-mb` in bytes: the bundle size target (default 16 MiB). */
+  targetBundleBytes?: number;
+  /** `--opaque-ids`: salted HMAC-SHA256 ids replace paths in the published index (needs `salt`). */
+  opaqueIds?: boolean;
+  /** `--salt`: the salt of the opaque ids. */
+  salt?: string;
+  /** `--url-prefix`: the folder of the bundle URLs, relative to the index (default `bundles`). */
+  urlPrefix?: string;
+  /** `--root-path`: the index's `rootPath` (default `/project`). */
+  rootPath?: string;
+  /** `--allow-case-collisions`: publish paths that differ only by case, with a warning each. */
+  allowCaseCollisions?: boolean;
+  /**
+   * Also emit the service worker, `awake-bundle-sw.js`, at the root of the build output (what
+   * `awake-bundle sw` writes), with the index URL baked in: `${output}/project.index.json`
+   * unless `index` says otherwise (relative to the worker's URL).
+   */
+  serviceWorker?: boolean | { index?: string };
+  /** Warnings of a publish (case collisions let through); default: the plugin's logger. */
+  onWarning?: (message: string) => void;
+}
+
+export interface ResolvedBuildOptions {
+  /** The asset folder, absolute. */
+  assets: string;
+  /** A relative folder, `/`-separated, no trailing slash. */
+  output: string;
+  settings: PublishSettings;
+  rootPath: string;
+  /** The worker's baked index URL, when the worker is emitted. */
+  serviceWorker?: { index: string };
+  onWarning?: (message: string) => void;
+}
+
+const OPTION_NAMES = new Set(['assets', 'output', 'grouping', 'depth', 'targetBundleBytes', 'opaqueIds', 'salt', 'urlPrefix', 'rootPath', 'allowCaseCollisions', 'serviceWorker', 'onWarning']);
+
+function fail(option: string, message: string): never {
+  throw new InvalidOptionError(option, `awake-bundle: option ${option}: ${message}`);
+}
+
+/** A relative folder under the build output or the index (`published`, `assets/bundles`). */
+function relativeFolder(option: string, value: unknown, fallback: string): string {
+  if (value === undefined) return fallback;
+  if (typeof value !== 'string') fail(option, `expected a folder name such as ${JSON.stringify(fallback)}, got ${typeof value}`);
+  const trimmed = value.replace(/\/+$/, '');
+  const reason = unsafePathReason(trimmed);
+  if (reason !== undefined) fail(option, `${JSON.stringify(value)} must be a relative folder such as ${JSON.stringify(fallback)} (it ${reason})`);
+  return trimmed;
+}
+
+function positiveInteger(option: string, value: unknown, fallback: number): number {
+  if (value === undefined) return fallback;
+  if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < 1) fail(option, `must be a positive integer, got ${JSON.stringify(value)}`);
+  return value;
+}
+
+function flag(option: string, value: unknown): boolean {
+  if (value !== undefined && typeof value !== 'boolean') fail(option, `must be true or false, got ${JSON.stringify(value)}`);
+  return value === true;
+}
+
+/**
+ * Checks `options` and resolves the asset folder against `root` (the project root). Throws an
+ * `InvalidOptionError` naming the option, with the rules of the CLI's flags (`salt` without
+ * `opaqueIds`, `depth` with `grouping: 'one'`…).
+ */
+export function resolveBuildOptions(options: AwakeBundleBuildOptions, root: string): ResolvedBuildOptions {
+  if (options === null || typeof options !== 'object') throw new InvalidOptionError('options', 'awake-bundle: expected an options object such as { assets: "public/assets" }');
+  const unknown = Object.keys(options).find((name) => !OPTION_NAMES.has(name));
+  if (unknown !== undefined) fail(unknown, `unknown option; the options are ${[...OPTION_NAMES].join(', ')}`);
+  if (typeof options.assets !== 'string' || options.assets === '') fail('assets', 'the asset folder is required, such as "public/assets"');
+  const grouping = options.grouping ?? 'folder';
+  if (grouping !== 'folder' && grouping !== 'one') fail('grouping', `must be "folder" or "one", got ${JSON.stringify(grouping)}`);
+  if (options.depth !== undefined && grouping === 'one') fail('depth', 'applies to grouping "folder", not "one"');
+  const opaqueIds = flag('opaqueIds', options.opaqueIds);
+  if (opaqueIds && (options.salt === undefined || options.salt === '')) fail('salt', 'opaqueIds needs a salt (a non-empty string)');
+  if (options.salt !== undefined && !opaqueIds) fail('salt', 'is only used with opaqueIds: true');
+  if (options.salt !== undefined && typeof options.salt !== 'string') fail('salt', `must be a string, got ${typeof options.salt}`);
+  if (options.rootPath !== undefined && (typeof options.rootPath !== 'string' || options.rootPath.trim() === '')) fail('rootPath', 'must not be blank');
+  if (options.onWarning !== undefined && typeof options.onWarning !== 'function') fail('onWarning', 'must be a function');
+  const settings: PublishSettings = {
+    grouping,
+    depth: positiveInteger('depth', options.depth, 1),
+    targetBundleBytes: positiveInteger('targetBundleBytes', options.targetBundleBytes, DEFAULT_TARGET_BUNDLE_BYTES),
+    ...(opaqueIds ? { salt: options.salt! } : {}),
+    urlPrefix: relativeFolder('urlPrefix', options.urlPrefix, DEFAULT_BUNDLE_URL_PREFIX),
+    allowCaseCollisions: flag('allowCaseCollisions', options.allowCaseCollisions),
+  };
+  const output = relativeFolder('output', options.output, 'published');
+  return {
+    assets: isAbsolute(options.assets) ? resolve(options.assets) : resolve(root, options.assets),
+    output,
+    settings,
+    rootPath: options.rootPath ?? '/project',
+    ...serviceWorkerOption(options.serviceWorker, output),
+    ...(options.onWarning !== undefined ? { onWarning: options.onWarning } : {}),
+  };
+}
+
+function serviceWorkerOption(value: AwakeBundleBuildOptions['serviceWorker'], output: string): Pick<ResolvedBuildOptions, 'serviceWorker'> {
+  if (value === undefined || value === false) return {};
+  if (value === true) return { serviceWorker: { index: `${output}/${INDEX_FILE_NAME}` } };
+  if (typeof value !== 'object' || value === null) fail('serviceWorker', `must be true, false or { index }, got ${JSON.stringify(value)}`);
+  if (value.index !== undefined && (typeof value.index !== 'string' || value.index.trim() === '')) fail('serviceWorker.index', 'must be a URL relative to the worker, such as "published/project.index.json"');
+  return { serviceWorker: { index: value.index ?? `${output}/${INDEX_FILE_NAME}` } };
+}

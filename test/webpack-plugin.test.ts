@@ -1,0 +1,259 @@
+/**
+ * `awake-bundle/webpack`: a small project built with webpack 5 (webpack-cli, as users run it)
+ * publishes its asset folder into the build output byte for byte as the CLI does, writes no
+ * bundle again on the next build, fails the build naming an unsafe input; `webpack serve`
+ * answers the same index URL with a loose index that follows the files on disk.
+ */
+import { spawnSync } from 'node:child_process';
+import { readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { REPO, runCli, temporaryDir } from './helpers/cli';
+import { seededBytes, sha256Hex, writeTree } from './helpers/trees';
+import { filesBelow, runWebpack, startWebpackServe, WEBPACK_PLUGIN, writeWebpackProject } from './helpers/webpack-project';
+
+/** A game's asset folder: root files, folders two levels deep, a repeated content, sizes that split at a small target. */
+function writeAssets(dir: string): void {
+  writeTree(dir, {
+    'awake.project.json': '{"name":"a game"}\n',
+    'art/hero.png': seededBytes(30_000, 1),
+    'art/hero-copy.png': seededBytes(30_000, 1),
+    'art/tiles/grass.png': seededBytes(50_000, 2),
+    'art/tiles/water.png': seededBytes(20_000, 3),
+    'audio/theme.ogg': seededBytes(90_000, 4),
+    'levels/1 first.json': '{"tiles":[1,2,3]}\n',
+    'levels/café.json': '{"tiles":[]}\n',
+  });
+}
+
+/** Builds `options` with webpack, publishes the same folder with the CLI and `flags`; returns both folders. */
+function buildAndPublish(options: Record<string, unknown>, flags: string[]) {
+  const project = temporaryDir('awkb-webpack-');
+  writeAssets(join(project, 'assets'));
+  const config = writeWebpackProject(project, { assets: 'assets', ...options });
+  const build = runWebpack(config, project);
+  expect(build.output).not.toMatch(/ERROR/);
+  expect(build.code).toBe(0);
+  const cliOut = join(project, 'cli-published');
+  const cli = runCli([join(project, 'assets'), '--out', cliOut, ...flags]);
+  expect(cli.code).toBe(0);
+  return { project, published: join(project, 'dist', (options.output as string | undefined) ?? 'published'), cliOut, config };
+}
+
+function expectSameFiles(actual: string, expected: string): void {
+  const ours = filesBelow(actual);
+  const theirs = filesBelow(expected);
+  expect([...ours.keys()]).toEqual([...theirs.keys()]);
+  for (const [name, bytes] of theirs) expect({ name, same: ours.get(name)!.equals(bytes) }).toEqual({ name, same: true });
+}
+
+/** Each bundle's inode and mtime: a bundle written again (atomically, by rename) changes both. */
+function bundleIdentities(published: string, prefix = 'bundles'): Map<string, string> {
+  const identities = new Map<string, string>();
+  for (const name of filesBelow(join(published, prefix)).keys()) {
+    const info = statSync(join(published, prefix, name));
+    identities.set(name, `${info.ino}:${info.mtimeMs}`);
+  }
+  return identities;
+}
+
+describe('webpack build', () => {
+  test('publishes byte for byte what the CLI publishes, and a second build writes no bundle again', () => {
+    const { project, published, cliOut, config } = buildAndPublish({}, []);
+    expectSameFiles(published, cliOut);
+    expect(readFileSync(join(project, 'dist/main.js'), 'utf8')).toContain('a game');
+    const before = bundleIdentities(published);
+    expect(before.size).toBeGreaterThan(1);
+
+    const again = runWebpack(config, project);
+    expect(again.code).toBe(0);
+    // output.clean is on: the published folder is kept, and every bundle is the same file as before.
+    expect(bundleIdentities(published)).toEqual(before);
+    expectSameFiles(published, cliOut);
+  });
+
+  test('opaque ids with a salt, a URL prefix and a small target: the CLI bytes, several bundles, and the service worker', () => {
+    const options = { output: 'game/data', opaqueIds: true, salt: 'pepper', urlPrefix: 'packs', targetBundleBytes: 65536, grouping: 'folder', depth: 2, serviceWorker: true };
+    const { project, published, cliOut, config } = buildAndPublish(options, ['--opaque-ids', '--salt', 'pepper', '--url-prefix', 'packs', '--target-mb', '0.0625', '--depth', '2']);
+    expectSameFiles(published, cliOut);
+    const index = JSON.parse(readFileSync(join(published, 'project.index.json'), 'utf8'));
+    expect(index.pathIds).toEqual({ algorithm: 'hmac-sha256', salt: 'pepper' });
+    expect(index.bundles.length).toBeGreaterThanOrEqual(5);
+    expect(index.bundles.every((bundle: { url: string }) => bundle.url.startsWith('packs/'))).toBe(true);
+
+    // The worker is `awake-bundle sw` with the index URL baked in, at the output root.
+    const site = join(project, 'cli-site');
+    expect(runCli(['sw', '--out', site, '--index', 'game/data/project.index.json']).code).toBe(0);
+    expect(readFileSync(join(project, 'dist/awake-bundle-sw.js')).equals(readFileSync(join(site, 'awake-bundle-sw.js')))).toBe(true);
+
+    const before = bundleIdentities(published, 'packs');
+    expect(runWebpack(config, project).code).toBe(0);
+    expect(bundleIdentities(published, 'packs')).toEqual(before);
+  });
+
+  test('a link that leaves the asset folder fails the build with the CLI\'s message, and nothing is indexed', () => {
+    const project = temporaryDir('awkb-webpack-unsafe-');
+    writeAssets(join(project, 'assets'));
+    writeFileSync(join(project, 'secret.txt'), 'not an asset');
+    symlinkSync(join(project, 'secret.txt'), join(project, 'assets/art/leak.txt'));
+    const cli = runCli([join(project, 'assets'), '--out', join(project, 'cli-published')]);
+    expect(cli.code).toBe(1);
+    const message = cli.stderr.trim().replace(/^awake-bundle: /, '');
+    expect(message).toContain('art/leak.txt');
+
+    const build = runWebpack(writeWebpackProject(project, { assets: 'assets' }), project);
+    expect(build.code).toBe(1);
+    expect(build.output).toContain(`awake-bundle: ${message}`);
+    expect(() => statSync(join(project, 'dist/published/project.index.json'))).toThrow();
+  });
+
+  test('a wrong option fails when the configuration loads, naming the option', () => {
+    const project = temporaryDir('awkb-webpack-option-');
+    writeAssets(join(project, 'assets'));
+    const build = runWebpack(writeWebpackProject(project, { assets: 'assets', salt: 'pepper' }), project);
+    expect(build.code).not.toBe(0);
+    expect(build.output).toContain('option salt: is only used with opaqueIds: true');
+  });
+});
+
+describe('webpack serve', () => {
+  test('answers the index URL with a loose index of the folder, its files, and a changed file\'s new hash on the next request', async () => {
+    const project = temporaryDir('awkb-webpack-serve-');
+    const assets = join(project, 'assets');
+    writeAssets(assets);
+    const config = writeWebpackProject(project, { assets: 'assets', opaqueIds: true, salt: 'pepper' }, { mode: 'development' });
+    const server = await startWebpackServe(config, project);
+    try {
+      const indexUrl = new URL('published/project.index.json', server.url);
+      const first = await fetch(indexUrl);
+      expect(first.status).toBe(200);
+      expect(first.headers.get('content-type')).toBe('application/json; charset=utf-8');
+      const index = await first.json();
+      // Loose: paths, not ids, even though production publishes opaque ids; the reader code is the same.
+      expect(index.formatVersion).toBe(2);
+      const onDisk = filesBelow(assets);
+      expect(index.files.map((file: { path: string }) => file.path)).toEqual([...onDisk.keys()].sort());
+      for (const file of index.files) {
+        const bytes = onDisk.get(file.path)!;
+        expect(file).toEqual({ path: file.path, sizeBytes: bytes.length, sha256: sha256Hex(bytes), url: file.url });
+        const served = await fetch(new URL(file.url, indexUrl));
+        expect(served.status).toBe(200);
+        expect(Buffer.from(await served.arrayBuffer()).equals(bytes)).toBe(true);
+      }
+      const png = index.files.find((file: { path: string }) => file.path === 'art/hero.png');
+      const range = await fetch(new URL(png.url, indexUrl), { headers: { Range: 'bytes=10-19' } });
+      expect(range.status).toBe(206);
+      expect(range.headers.get('content-type')).toBe('image/png');
+      expect(Buffer.from(await range.arrayBuffer()).equals(onDisk.get('art/hero.png')!.subarray(10, 20))).toBe(true);
+      // The page's own code comes from webpack's dev middleware, as without the plugin.
+      expect((await fetch(new URL('main.js', server.url))).status).toBe(200);
+      // Nothing was published: development serves the loose files.
+      expect(() => statSync(join(project, 'dist/published'))).toThrow();
+
+      const changed = Buffer.from('{"tiles":[4,5,6,7]}\n');
+      writeFileSync(join(assets, 'levels/1 first.json'), changed);
+      writeFileSync(join(assets, 'levels/2 second.json'), '{}\n');
+      rmSync(join(assets, 'art/hero-copy.png'));
+      const next = await (await fetch(indexUrl)).json();
+      const entry = (path: string) => next.files.find((file: { path: string }) => file.path === path);
+      expect(entry('levels/1 first.json')).toMatchObject({ sizeBytes: changed.length, sha256: sha256Hex(changed) });
+      expect(entry('levels/2 second.json')).toMatchObject({ sha256: sha256Hex(Buffer.from('{}\n')) });
+      expect(entry('art/hero-copy.png')).toBeUndefined();
+      expect(Buffer.from(await (await fetch(new URL(entry('levels/1 first.json').url, indexUrl))).arrayBuffer()).equals(changed)).toBe(true);
+      expect((await fetch(new URL('files/art/hero-copy.png', indexUrl))).status).toBe(404);
+    } finally {
+      await server.stop();
+    }
+  });
+
+  test('a link that leaves the folder is named in the answer, never served', async () => {
+    const project = temporaryDir('awkb-webpack-serve-unsafe-');
+    writeAssets(join(project, 'assets'));
+    writeFileSync(join(project, 'secret.txt'), 'not an asset');
+    symlinkSync(join(project, 'secret.txt'), join(project, 'assets/art/leak.txt'));
+    const server = await startWebpackServe(writeWebpackProject(project, { assets: 'assets' }, { mode: 'development' }), project);
+    try {
+      const answer = await fetch(new URL('published/project.index.json', server.url));
+      expect(answer.status).toBe(500);
+      expect(await answer.text()).toContain('art/leak.txt');
+      const file = await fetch(new URL('published/files/art/leak.txt', server.url));
+      expect(file.status).toBe(500);
+      expect(await file.text()).not.toContain('not an asset');
+    } finally {
+      await server.stop();
+    }
+  });
+});
+
+test('the development index hashes each file once per change, however many requests', () => {
+  const assets = temporaryDir('awkb-loose-dev-');
+  writeAssets(assets);
+  const script = `
+    import { writeFileSync } from 'node:fs';
+    import { LooseDevIndex, resolveBuildOptions } from ${JSON.stringify(join(REPO, 'dist/integrations/build/shared.js'))};
+    const dev = new LooseDevIndex(resolveBuildOptions({ assets: ${JSON.stringify(assets)} }, '/'));
+    const counts = [];
+    await dev.index(); counts.push(dev.filesHashed);
+    await dev.index(); counts.push(dev.filesHashed);
+    writeFileSync(${JSON.stringify(join(assets, 'audio/theme.ogg'))}, 'a new theme');
+    const index = await dev.index(); counts.push(dev.filesHashed);
+    await dev.index(); counts.push(dev.filesHashed);
+    await dev.close();
+    console.log(JSON.stringify({ counts, theme: index.files.find((file) => file.path === 'audio/theme.ogg') }));`;
+  const result = spawnSync(process.execPath, ['--input-type=module', '-e', script], { encoding: 'utf8' });
+  expect(result.stderr).toBe('');
+  const { counts, theme } = JSON.parse(result.stdout);
+  expect(counts).toEqual([8, 8, 9, 9]);
+  expect(theme).toEqual({ path: 'audio/theme.ogg', sizeBytes: 11, sha256: sha256Hex(Buffer.from('a new theme')), url: 'files/audio/theme.ogg' });
+});
+
+describe('the awake-bundle/webpack entry', () => {
+  const pkg = JSON.parse(readFileSync(join(REPO, 'package.json'), 'utf8'));
+
+  test('is exported with its declarations; webpack and webpack-dev-server are optional peers', () => {
+    expect(pkg.exports['./webpack']).toEqual({ types: './dist/integrations/webpack/index.d.ts', default: './dist/integrations/webpack/index.js' });
+    expect(pkg.typesVersions['*'].webpack).toEqual(['./dist/integrations/webpack/index.d.ts']);
+    expect(pkg.files).toContain('dist/integrations');
+    for (const name of ['webpack', 'webpack-dev-server']) {
+      expect(pkg.peerDependencies[name]).toBeDefined();
+      expect(pkg.peerDependenciesMeta[name]).toEqual({ optional: true });
+    }
+    expect(statSync(WEBPACK_PLUGIN).isFile()).toBe(true);
+  });
+
+  /** The bare specifiers `entry` imports, followed through relative imports. */
+  function bareImports(entry: string): Set<string> {
+    const bare = new Set<string>();
+    const seen = new Set<string>();
+    const visit = (file: string) => {
+      if (seen.has(file)) return;
+      seen.add(file);
+      const source = readFileSync(file, 'utf8').replace(/\/\*[\s\S]*?\*\//g, '').replace(/^\s*\/\/.*$/gm, '');
+      for (const match of source.matchAll(/(?:import|export)\s[^'"]*?from\s*['"]([^'"]+)['"]|import\s*\(?\s*['"]([^'"]+)['"]/g)) {
+        const specifier = match[1] ?? match[2]!;
+        if (specifier.startsWith('.')) visit(join(file, '..', specifier));
+        else bare.add(specifier);
+      }
+    };
+    visit(entry);
+    return bare;
+  }
+
+  test('awake-bundle and awake-bundle/node never load webpack; the plugin itself imports no bundler either', () => {
+    for (const entry of ['dist/core/index.js', 'dist/core/node/index.js', 'dist/integrations/webpack/index.js']) {
+      const bare = [...bareImports(join(REPO, entry))];
+      expect({ entry, bundlers: bare.filter((name) => /webpack|vite/.test(name)) }).toEqual({ entry, bundlers: [] });
+    }
+    // And at run time: importing both entries leaves webpack out of the module cache.
+    const script = `
+      import { createRequire } from 'node:module';
+      await import(${JSON.stringify(join(REPO, 'dist/core/index.js'))});
+      await import(${JSON.stringify(join(REPO, 'dist/core/node/index.js'))});
+      await import(${JSON.stringify(WEBPACK_PLUGIN)});
+      const require = createRequire(${JSON.stringify(join(REPO, 'package.json'))});
+      console.log(Object.keys(require.cache).filter((path) => /node_modules[\\\\/]webpack/.test(path)).length);`;
+    const result = spawnSync(process.execPath, ['--input-type=module', '-e', script], { encoding: 'utf8' });
+    expect(result.stderr).toBe('');
+    expect(result.stdout.trim()).toBe('0');
+  });
+});
+
