@@ -92,8 +92,11 @@ describe('vite build', () => {
     expect(second.output).toMatch(/awake-bundle: .*: 4 bundles, 0 written, 4 unchanged/);
     // Not rewritten: the same files (inode) with the same modification times.
     expect(bundleFiles(cached)).toEqual(before);
-    // Vite emptied dist/ and the bundles are there again: links to the cached files.
+    // Vite emptied dist/ and the bundles are there again: the cached files themselves (hard links).
     expect(treeHashes(join(project.dir, 'dist/published'))).toEqual(treeHashes(publishWithCli(project.assets, [])));
+    expect(Object.fromEntries(Object.keys(before).map((name) => [name, lstatSync(join(project.dir, 'dist/published/bundles', name)).ino]))).toEqual(
+      Object.fromEntries(Object.entries(before).map(([name, file]) => [name, file.ino])),
+    );
 
     writeFileSync(join(project.assets, 'audio/kenney-platformer-kit/coin.ogg'), 'a new sound');
     const third = expectBuilt(project);
@@ -101,6 +104,20 @@ describe('vite build', () => {
     expect(treeHashes(join(project.dir, 'dist/published'))).toEqual(treeHashes(publishWithCli(project.assets, [])));
     // The cache keeps only the bundles the index names.
     expect(Object.keys(bundleFiles(cached))).toHaveLength(4);
+  });
+
+  test('with emptyOutDir: false, a build over an earlier one keeps its published files and still matches the CLI', () => {
+    const project = createViteProject({ assets: exampleAssets(), plugin: { assets: 'assets' }, config: 'build: { emptyOutDir: false },' });
+    expectBuilt(project);
+    const index = join(project.dir, 'dist/published/project.index.json');
+    writeFileSync(join(project.assets, 'images/kenney/coin.png'), 'a new coin');
+    expect(expectBuilt(project).output).toMatch(/4 bundles, 1 written, 3 unchanged/);
+    expect(JSON.parse(readFileSync(index, 'utf8')).files.find((file: { path: string }) => file.path === 'images/kenney/coin.png').sha256).toBe(sha256(Buffer.from('a new coin')));
+    // The bundle the new index no longer names stays, as the CLI leaves it (players mid-load).
+    const published = treeHashes(join(project.dir, 'dist/published'));
+    const cli = treeHashes(publishWithCli(project.assets, []));
+    expect(published).toEqual(expect.objectContaining(cli));
+    expect(Object.keys(published).length).toBe(Object.keys(cli).length + 1);
   });
 
   test('a link that leaves the assets folder fails the build with the CLI\'s message naming it', () => {

@@ -29,6 +29,9 @@ import {
 } from '../build/shared.js';
 import { buildCacheFolder, placePublished, pruneCache } from './build-cache.js';
 
+export type { AwakeBundleBuildOptions } from '../build/shared.js';
+
+/** The asset folder, `output`, the CLI's publish options, `serviceWorker` (integrations/build/options.ts). */
 export type AwakeBundleViteOptions = AwakeBundleBuildOptions;
 
 export const PLUGIN_NAME = 'awake-bundle';
