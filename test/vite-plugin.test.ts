@@ -272,8 +272,10 @@ describe('the Phaser example game on the Vite dev server, in Chromium', () => {
       plugin: { assets: join(REPO, 'examples/assets') },
       indexHtml: page,
       // As the example's webpack config: awake-bundle/phaser is this repository's build.
-      config: `resolve: { alias: { 'awake-bundle/phaser': ${JSON.stringify(join(REPO, 'dist/adapters/phaser/index.js'))} } }, server: { fs: { allow: [${JSON.stringify(REPO)}] } }, optimizeDeps: { include: ['phaser'] },`,
+      config: `resolve: { alias: { 'awake-bundle/phaser': ${JSON.stringify(join(REPO, 'dist/adapters/phaser/index.js'))} } }, server: { fs: { allow: ['.', ${JSON.stringify(REPO)}] } }, optimizeDeps: { include: ['phaser'] },`,
     });
+    // Phaser installed in the game's project, as users have it.
+    symlinkSync(join(REPO, 'node_modules/phaser'), join(project.dir, 'node_modules/phaser'), 'dir');
     dev = await startVite(project.dir, 'dev');
     chromium = await launchBrowser();
   }, 120_000);
@@ -296,7 +298,9 @@ describe('the Phaser example game on the Vite dev server, in Chromium', () => {
     page.on('pageerror', (error) => problems.push(String(error)));
     page.on('console', (message) => { if (message.type() === 'error') problems.push(message.text()); });
     await page.goto(dev.url, { waitUntil: 'load' });
-    await page.waitForFunction(() => (window as { exampleReady?: unknown }).exampleReady !== undefined, { timeout: 60_000 });
+    await page.waitForFunction(() => (window as { exampleReady?: unknown }).exampleReady !== undefined, { timeout: 60_000 }).catch((error: Error) => {
+      throw new Error(`the game did not reach its first frame: ${error.message}\npage: ${JSON.stringify({ problems, failed })}\nvite:\n${dev.output()}`);
+    });
     expect(await page.evaluate(() => (window as { exampleReady?: unknown }).exampleReady)).toEqual({ textures: 7, emojiFrames: 24, mapLayers: 3, sounds: 3, indexFiles: index.files.length });
     expect({ problems, failed }).toEqual({ problems: [], failed: [] });
     // The index, then the files the scene loads, each at the URL the index gives it (below

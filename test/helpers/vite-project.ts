@@ -16,7 +16,8 @@ import { join } from 'node:path';
 import { REPO, temporaryDir } from './cli';
 import { writeTree } from './trees';
 
-export const VITE = join(REPO, 'node_modules', '.bin', 'vite');
+/** The Vite command line: this repository's devDependency, or another Vite's bin/vite.js in `AWKB_VITE`. */
+export const VITE = process.env.AWKB_VITE || join(REPO, 'node_modules', 'vite', 'bin', 'vite.js');
 
 export interface ViteProjectOptions {
   /** Files of the assets folder (`<dir>/assets`), by path. */
