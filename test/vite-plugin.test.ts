@@ -120,6 +120,13 @@ describe('vite build', () => {
     expect(Object.keys(published).length).toBe(Object.keys(cli).length + 1);
   });
 
+  test('an assets folder inside public/ is published, with a warning that Vite copies it loose as well', () => {
+    const project = createViteProject({ plugin: { assets: 'public/assets' }, files: { 'public/assets/images/coin.png': 'a coin' } });
+    const build = expectBuilt(project);
+    expect(build.output).toContain('lies inside Vite\'s publicDir');
+    expect(existsSync(join(project.dir, 'dist/published/project.index.json'))).toBe(true);
+  });
+
   test('a link that leaves the assets folder fails the build with the CLI\'s message naming it', () => {
     const project = createViteProject({ assets: exampleAssets(), plugin: { assets: 'assets' } });
     writeFileSync(join(project.dir, 'secret.txt'), 'not an asset');

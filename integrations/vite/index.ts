@@ -16,7 +16,7 @@
  *
  * Only Vite's types are imported: loading this module never loads Vite.
  */
-import { join, relative, resolve } from 'node:path';
+import { isAbsolute, join, relative, resolve } from 'node:path';
 import type { Plugin, ResolvedConfig } from 'vite';
 import { serviceWorkerSource } from '../../core/node/service-worker-file.js';
 import {
@@ -78,8 +78,7 @@ function isClientBuild(config: ResolvedConfig, environment: { config: { consumer
 async function publishIntoOutDir(config: ResolvedConfig, outDir: string, options: ResolvedBuildOptions): Promise<void> {
   const cache = buildCacheFolder(join(config.cacheDir, PLUGIN_NAME), { assets: options.assets, output: options.output, settings: options.settings, rootPath: options.rootPath });
   // The worker is emitted through Vite (generateBundle), not written into the cache.
-  const { serviceWorker: _emittedByVite, ...publishOnly } = options;
-  const published = await publishForBuild(publishOnly, cache);
+  const published = await publishForBuild({ ...options, serviceWorker: undefined }, cache);
   const { index } = published.summary;
   await pruneCache(published.publishedDir, index);
   const target = join(outDir, options.output);
@@ -98,7 +97,7 @@ const plural = (count: number, noun: string) => `${count} ${noun}${count === 1 ?
 function warnAboutPublicDir(config: ResolvedConfig, options: ResolvedBuildOptions): void {
   if (config.command !== 'build' || !config.publicDir) return;
   const inside = relative(config.publicDir, options.assets);
-  if (inside === '' || (!inside.startsWith('..') && !inside.startsWith('/'))) {
+  if (inside === '' || (!inside.startsWith('..') && !isAbsolute(inside))) {
     config.logger.warn(`${PLUGIN_NAME}: the assets folder ${options.assets} lies inside Vite's publicDir, so Vite also copies its files loose into the build; keep it outside publicDir (e.g. assets/ beside public/)`);
   }
 }
