@@ -1,10 +1,10 @@
-// The Babylon example: publish examples/assets into bundles, build examples/babylon (webpack 5 +
-// ts-loader) beside them, and serve it on 127.0.0.1 (PORT, default 8080) until Ctrl-C.
+// The Babylon example: build examples/babylon (webpack 5 + ts-loader; the awake-bundle webpack
+// plugin publishes examples/assets into bundles beside it), and serve it on 127.0.0.1 (PORT,
+// default 8080) until Ctrl-C.
 // `--no-serve` only builds it (the tests do that once per run); `--production` minifies (slower).
 //
 // `buildBabylonExample({ out })` is what `npm run demo` calls to serve this example beside the
 // Phaser one: it writes a self-contained site (index.html, main.js, published/) into `out`.
-import { spawnSync } from 'node:child_process';
 import { cpSync, mkdirSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join, resolve } from 'node:path';
@@ -18,10 +18,8 @@ export const BABYLON_EXAMPLE_DIR = join(repo, 'build', 'babylon-example');
 /** Builds the example into `out` (default build/babylon-example); resolves to `out`. */
 export async function buildBabylonExample({ out = BABYLON_EXAMPLE_DIR, production = false } = {}) {
   mkdirSync(out, { recursive: true });
-  const publish = spawnSync(process.execPath, [join(repo, 'dist/cli/main.js'), join(repo, 'examples/assets'), '--out', join(out, 'published')], { encoding: 'utf8' });
-  if (publish.status !== 0) throw new Error(`publishing examples/assets failed:\n${publish.stderr}`);
   const webpack = require('webpack');
-  const config = require(join(repo, 'examples/babylon/webpack.config.cjs'))({ production, out });
+  const config = await require(join(repo, 'examples/babylon/webpack.config.cjs'))({ production, out });
   const stats = await new Promise((resolveBuild, reject) => webpack(config, (error, result) => (error ? reject(error) : resolveBuild(result))));
   if (stats.hasErrors()) throw new Error(`building examples/babylon failed:\n${stats.toString('errors-only')}`);
   cpSync(join(repo, 'examples/babylon/index.html'), join(out, 'index.html'));

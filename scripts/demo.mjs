@@ -1,8 +1,7 @@
-// `npm run demo`: publish examples/assets into bundles, build the Phaser example (webpack 5 +
-// ts-loader) beside them, and the Babylon example under babylon/ (scripts/demo-babylon.mjs),
-// and serve both on 127.0.0.1 (PORT, default 8080) until Ctrl-C.
+// `npm run demo`: build the Phaser example (webpack 5 + ts-loader; the awake-bundle webpack plugin
+// publishes examples/assets into bundles beside it), and the Babylon example under babylon/
+// (scripts/demo-babylon.mjs), and serve both on 127.0.0.1 (PORT, default 8080) until Ctrl-C.
 // `--no-serve` only builds it (the tests do that once per run); `--production` minifies (slower).
-import { spawnSync } from 'node:child_process';
 import { cpSync, mkdirSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
@@ -13,11 +12,8 @@ const site = join(repo, 'build', 'phaser-example');
 const require = createRequire(import.meta.url);
 
 mkdirSync(site, { recursive: true });
-const publish = spawnSync(process.execPath, [join(repo, 'dist/cli/main.js'), join(repo, 'examples/assets'), '--out', join(site, 'published')], { stdio: 'inherit' });
-if (publish.status !== 0) process.exit(publish.status ?? 1);
-
 const webpack = require('webpack');
-const config = require(join(repo, 'examples/phaser/webpack.config.cjs'))({ production: process.argv.includes('--production'), out: site });
+const config = await require(join(repo, 'examples/phaser/webpack.config.cjs'))({ production: process.argv.includes('--production'), out: site });
 const stats = await new Promise((resolve, reject) => webpack(config, (error, result) => (error ? reject(error) : resolve(result))));
 if (stats.hasErrors()) {
   console.error(stats.toString('errors-only'));

@@ -120,7 +120,7 @@ describe('webpack serve', () => {
     const project = temporaryDir('awkb-webpack-serve-');
     const assets = join(project, 'assets');
     writeAssets(assets);
-    const config = writeWebpackProject(project, { assets: 'assets', opaqueIds: true, salt: 'pepper' }, { mode: 'development' });
+    const config = writeWebpackProject(project, { assets: 'assets', opaqueIds: true, salt: 'pepper', serviceWorker: true }, { mode: 'development' });
     const server = await startWebpackServe(config, project);
     try {
       const indexUrl = new URL('published/project.index.json', server.url);
@@ -146,6 +146,10 @@ describe('webpack serve', () => {
       expect(Buffer.from(await range.arrayBuffer()).equals(onDisk.get('art/hero.png')!.subarray(10, 20))).toBe(true);
       // The page's own code comes from webpack's dev middleware, as without the plugin.
       expect((await fetch(new URL('main.js', server.url))).status).toBe(200);
+      // The service worker, with the same index URL baked in.
+      const worker = await fetch(new URL('awake-bundle-sw.js', server.url));
+      expect(worker.headers.get('content-type')).toBe('text/javascript; charset=utf-8');
+      expect(await worker.text()).toMatch(/^self\.AWKB_SW_INDEX_URL = "published\/project\.index\.json";\n/);
       // Nothing was published: development serves the loose files.
       expect(() => statSync(join(project, 'dist/published'))).toThrow();
 

@@ -1,23 +1,34 @@
-// Builds the Babylon example: TypeScript through ts-loader, one bundle (main.js) beside index.html.
+// Builds the Babylon example: TypeScript through ts-loader, one bundle (main.js) beside index.html,
+// and examples/assets published into published/ by the awake-bundle webpack plugin (bundles and
+// the index, as `npx awake-bundle` writes them). `webpack serve` publishes nothing: the plugin
+// serves a loose index of examples/assets at the same URL, published/project.index.json.
 // `awake-bundle` resolves to this repository's build (dist/), as it would from node_modules.
 const path = require('node:path');
+const { pathToFileURL } = require('node:url');
 
 const repo = path.resolve(__dirname, '../..');
 
-module.exports = (env = {}) => ({
-  mode: env.production ? 'production' : 'development',
-  devtool: env.production ? false : 'source-map',
-  context: __dirname,
-  entry: './src/main.ts',
-  output: { path: path.resolve(env.out ?? path.join(repo, 'build/babylon-example')), filename: 'main.js' },
-  resolve: {
-    extensions: ['.ts', '.js'],
-    alias: {
-      'awake-bundle/babylon$': path.join(repo, 'dist/adapters/babylon/index.js'),
-      'awake-bundle$': path.join(repo, 'dist/core/index.js'),
+module.exports = async (env = {}) => {
+  // awake-bundle is ESM; a CommonJS config imports it (in a game: `await import('awake-bundle/webpack')`).
+  const { AwakeBundlePlugin } = await import(pathToFileURL(path.join(repo, 'dist/integrations/webpack/index.js')).href);
+  return {
+    mode: env.production ? 'production' : 'development',
+    devtool: env.production ? false : 'source-map',
+    context: __dirname,
+    entry: './src/main.ts',
+    output: { path: path.resolve(env.out ?? path.join(repo, 'build/babylon-example')), filename: 'main.js' },
+    resolve: {
+      extensions: ['.ts', '.js'],
+      alias: {
+        'awake-bundle/babylon$': path.join(repo, 'dist/adapters/babylon/index.js'),
+        'awake-bundle$': path.join(repo, 'dist/core/index.js'),
+      },
     },
-  },
-  module: { rules: [{ test: /\.ts$/, loader: 'ts-loader', options: { configFile: path.join(__dirname, 'tsconfig.json'), transpileOnly: true } }] },
-  performance: { hints: false },
-  stats: 'errors-warnings',
-});
+    module: { rules: [{ test: /\.ts$/, loader: 'ts-loader', options: { configFile: path.join(__dirname, 'tsconfig.json'), transpileOnly: true } }] },
+    plugins: [new AwakeBundlePlugin({ assets: '../assets', output: 'published' })],
+    // `webpack serve`: index.html from this folder, main.js from memory, published/ from the plugin.
+    devServer: { static: { directory: __dirname, watch: false }, host: '127.0.0.1' },
+    performance: { hints: false },
+    stats: 'errors-warnings',
+  };
+};
