@@ -14,7 +14,7 @@ import { existsSync, lstatSync, readdirSync, readFileSync, symlinkSync, writeFil
 import { dirname, join, resolve, sep } from 'node:path';
 import { launchBrowser, type LaunchedBrowser } from './helpers/browser';
 import { REPO, runCli, temporaryDir } from './helpers/cli';
-import { createViteProject, runVite, setPluginOptions, startVite, type RunningVite, type ViteProject } from './helpers/vite-project';
+import { createViteProject, removeViteProjects, runVite, startVite, type RunningVite, type ViteProject } from './helpers/vite-project';
 
 const sha256 = (bytes: Uint8Array) => createHash('sha256').update(bytes).digest('hex');
 
@@ -50,9 +50,11 @@ function publishWithCli(assets: string, flags: string[]): string {
 
 function expectBuilt(project: ViteProject) {
   const build = runVite(project.dir, ['build']);
-  expect({ code: build.code, output: build.output }).toEqual({ code: 0, output: expect.any(String) });
+  expect({ code: build.code, output: build.output }).toEqual({ code: 0, output: build.output });
   return build;
 }
+
+afterAll(() => removeViteProjects());
 
 describe('vite build', () => {
   test('with the default options, dist/published is what the CLI publishes, byte for byte', () => {

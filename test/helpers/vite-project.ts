@@ -11,7 +11,7 @@
  *   await dev.close();
  */
 import { spawn, spawnSync } from 'node:child_process';
-import { mkdirSync, symlinkSync, writeFileSync } from 'node:fs';
+import { mkdirSync, rmSync, symlinkSync } from 'node:fs';
 import { join } from 'node:path';
 import { REPO, temporaryDir } from './cli';
 import { writeTree } from './trees';
@@ -32,6 +32,8 @@ export interface ViteProjectOptions {
   files?: Record<string, string>;
 }
 
+const projects: string[] = [];
+
 export interface ViteProject {
   dir: string;
   assets: string;
@@ -39,6 +41,7 @@ export interface ViteProject {
 
 export function createViteProject(options: ViteProjectOptions): ViteProject {
   const dir = temporaryDir('awkb-vite-');
+  projects.push(dir);
   const assets = join(dir, 'assets');
   mkdirSync(assets);
   writeTree(assets, options.assets ?? {});
@@ -54,9 +57,9 @@ export function createViteProject(options: ViteProjectOptions): ViteProject {
   return { dir, assets };
 }
 
-/** Rewrites the project's vite.config.mjs with other plugin options. */
-export function setPluginOptions(project: ViteProject, plugin: Record<string, unknown>, config?: string): void {
-  writeFileSync(join(project.dir, 'vite.config.mjs'), configSource(plugin, config));
+/** Removes the projects made so far (their node_modules links are removed, not followed). */
+export function removeViteProjects(): void {
+  for (const dir of projects.splice(0)) rmSync(dir, { recursive: true, force: true });
 }
 
 function configSource(plugin: Record<string, unknown>, config = ''): string {
