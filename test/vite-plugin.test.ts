@@ -13,8 +13,8 @@ import { createHash } from 'node:crypto';
 import { existsSync, lstatSync, readdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import { dirname, join, resolve, sep } from 'node:path';
 import { launchBrowser, type LaunchedBrowser } from './helpers/browser';
-import { REPO, runCli, temporaryDir } from './helpers/cli';
-import { createViteProject, removeViteProjects, runVite, startVite, type RunningVite, type ViteProject } from './helpers/vite-project';
+import { REPO, runCli } from './helpers/cli';
+import { createViteProject, removeViteProjects, runVite, startVite, temporaryViteDir, type RunningVite, type ViteProject } from './helpers/vite-project';
 
 const sha256 = (bytes: Uint8Array) => createHash('sha256').update(bytes).digest('hex');
 
@@ -41,7 +41,7 @@ function treeHashes(dir: string): Record<string, string> {
 
 /** What the CLI publishes from the same folder with these flags. */
 function publishWithCli(assets: string, flags: string[]): string {
-  const out = join(temporaryDir('awkb-vite-cli-'), 'published');
+  const out = join(temporaryViteDir('awkb-vite-cli-'), 'published');
   const result = runCli([assets, '--out', out, ...flags]);
   expect(result.stderr).toBe('');
   expect(result.code).toBe(0);
@@ -133,7 +133,7 @@ describe('vite build', () => {
     const project = createViteProject({ assets: exampleAssets(), plugin: { assets: 'assets' } });
     writeFileSync(join(project.dir, 'secret.txt'), 'not an asset');
     symlinkSync('../../secret.txt', join(project.assets, 'images/leak.txt'));
-    const cli = runCli([project.assets, '--out', join(temporaryDir(), 'out')]);
+    const cli = runCli([project.assets, '--out', join(temporaryViteDir(), 'out')]);
     expect(cli.code).toBe(1);
     const message = cli.stderr.replace(/^awake-bundle: /, '').trim();
     expect(message).toContain(join(project.assets, 'images/leak.txt'));
@@ -145,7 +145,7 @@ describe('vite build', () => {
 
   test('an unsafe file name fails the build with the CLI\'s message naming it', () => {
     const project = createViteProject({ assets: { ...exampleAssets(), 'images/back\\slash.png': 'x' }, plugin: { assets: 'assets' } });
-    const cli = runCli([project.assets, '--out', join(temporaryDir(), 'out')]);
+    const cli = runCli([project.assets, '--out', join(temporaryViteDir(), 'out')]);
     expect(cli.code).toBe(1);
     const message = cli.stderr.replace(/^awake-bundle: /, '').trim();
     expect(message).toContain('images/back\\\\slash.png');
@@ -188,7 +188,7 @@ describe('vite build', () => {
 
 /** What `awake-bundle sw --index <index>` writes. */
 function workerFromCli(index: string): string {
-  const site = temporaryDir('awkb-vite-sw-');
+  const site = temporaryViteDir('awkb-vite-sw-');
   const result = runCli(['sw', '--out', site, '--index', index]);
   expect(result.code).toBe(0);
   return readFileSync(join(site, 'awake-bundle-sw.js'), 'utf8');

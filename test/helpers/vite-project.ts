@@ -39,9 +39,15 @@ export interface ViteProject {
   assets: string;
 }
 
-export function createViteProject(options: ViteProjectOptions): ViteProject {
-  const dir = temporaryDir('awkb-vite-');
+/** A temporary folder that `removeViteProjects` removes with the projects. */
+export function temporaryViteDir(prefix = 'awkb-vite-'): string {
+  const dir = temporaryDir(prefix);
   projects.push(dir);
+  return dir;
+}
+
+export function createViteProject(options: ViteProjectOptions): ViteProject {
+  const dir = temporaryViteDir();
   const assets = join(dir, 'assets');
   mkdirSync(assets);
   writeTree(assets, options.assets ?? {});
