@@ -14,7 +14,7 @@ import { existsSync, lstatSync, readdirSync, readFileSync, symlinkSync, writeFil
 import { dirname, join, resolve, sep } from 'node:path';
 import { launchBrowser, type LaunchedBrowser } from './helpers/browser';
 import { REPO, runCli } from './helpers/cli';
-import { createViteProject, removeViteProjects, runVite, startVite, temporaryViteDir, type RunningVite, type ViteProject } from './helpers/vite-project';
+import { createViteProject, removeViteProjects, runVite, spawnVite, startVite, temporaryViteDir, type RunningVite, type ViteProject } from './helpers/vite-project';
 
 const sha256 = (bytes: Uint8Array) => createHash('sha256').update(bytes).digest('hex');
 
@@ -106,6 +106,22 @@ describe('vite build', () => {
     expect(treeHashes(join(project.dir, 'dist/published'))).toEqual(treeHashes(publishWithCli(project.assets, [])));
     // The cache keeps only the bundles the index names.
     expect(Object.keys(bundleFiles(cached))).toHaveLength(4);
+  });
+
+  test('vite build --watch publishes again when an asset changes', async () => {
+    const project = createViteProject({ assets: exampleAssets(), plugin: { assets: 'assets' } });
+    const watching = spawnVite(project.dir, ['build', '--watch']);
+    const published = (output: string) => output.match(/awake-bundle: published .*/g) ?? [];
+    try {
+      await watching.waitForOutput((output) => published(output).length === 1, 'first publish');
+      expect(published(watching.output())[0]).toMatch(/4 bundles, 4 written, 0 unchanged/);
+      writeFileSync(join(project.assets, 'images/kenney/coin.png'), 'a new coin');
+      await watching.waitForOutput((output) => published(output).length === 2, 'publish after the change');
+      expect(published(watching.output())[1]).toMatch(/4 bundles, 1 written, 3 unchanged/);
+    } finally {
+      await watching.close();
+    }
+    expect(treeHashes(join(project.dir, 'dist/published'))).toEqual(treeHashes(publishWithCli(project.assets, [])));
   });
 
   test('with emptyOutDir: false, a build over an earlier one keeps its published files and still matches the CLI', () => {

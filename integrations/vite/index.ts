@@ -18,6 +18,7 @@
  */
 import { isAbsolute, join, relative, resolve } from 'node:path';
 import type { Plugin, ResolvedConfig } from 'vite';
+import { listFolderFiles } from '../../core/node/loose-index.js';
 import { serviceWorkerSource } from '../../core/node/service-worker-file.js';
 import {
   LooseDevIndex,
@@ -54,6 +55,13 @@ export function awakeBundle(options: AwakeBundleViteOptions): Plugin {
       const dev = new LooseDevIndex(resolved, { base: config.base, onError: (error) => config.logger.error(`${PLUGIN_NAME}: ${(error as Error)?.message ?? String(error)}`) });
       server.middlewares.use(dev.middleware());
       server.httpServer?.once('close', () => void dev.close());
+    },
+    async buildStart() {
+      if (config.command !== 'build' || !this.meta.watchMode || !isClientBuild(config, this.environment)) return;
+      // `vite build --watch`: a change in the assets folder rebuilds, and closeBundle publishes again.
+      this.addWatchFile(resolved.assets);
+      const files = await listFolderFiles(resolved.assets).catch(() => []); // closeBundle's publish names what is wrong
+      for (const file of files) this.addWatchFile(file.absolutePath);
     },
     async generateBundle() {
       if (resolved.serviceWorker === undefined || !isClientBuild(config, this.environment)) return;

@@ -12,6 +12,7 @@
  */
 import { spawn, spawnSync } from 'node:child_process';
 import { mkdirSync, rmSync, symlinkSync } from 'node:fs';
+import { createServer, type AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { REPO, temporaryDir } from './cli';
 import { writeTree } from './trees';
@@ -82,45 +83,80 @@ export function runVite(dir: string, args: string[]) {
   return { code: result.status, stdout: result.stdout, stderr: result.stderr, output: `${result.stdout}\n${result.stderr}` };
 }
 
-export interface RunningVite {
-  /** `http://127.0.0.1:<port>/` plus Vite's `base`, as Vite prints it. */
-  url: string;
-  /** Everything the server printed so far. */
+/** A Vite command that keeps running (`vite`, `vite preview`, `vite build --watch`). */
+export interface ViteProcess {
+  /** Everything it printed so far. */
   output(): string;
+  /** Resolves once its output satisfies `condition`, checked as each chunk arrives; fails when it exits or after `timeoutMs`. */
+  waitForOutput(condition: (output: string) => boolean, what: string, timeoutMs?: number): Promise<void>;
   close(): Promise<void>;
 }
 
-/** `vite` (dev) or `vite preview` on 127.0.0.1 and a free port; resolves once it listens. */
-export async function startVite(dir: string, mode: 'dev' | 'preview', timeoutMs = 60_000): Promise<RunningVite> {
-  const args = [...(mode === 'preview' ? ['preview'] : []), '--host', '127.0.0.1', '--port', '0', '--strictPort'];
+export function spawnVite(dir: string, args: string[]): ViteProcess {
   const child = spawn(process.execPath, [VITE, ...args], { cwd: dir, env: { ...process.env, NO_COLOR: '1' }, stdio: ['ignore', 'pipe', 'pipe'] });
   let output = '';
-  child.stdout!.on('data', (chunk: Buffer) => { output += chunk.toString('utf8'); });
-  child.stderr!.on('data', (chunk: Buffer) => { output += chunk.toString('utf8'); });
-  const exited = new Promise<void>((done) => child.once('exit', () => done()));
-  const close = async () => {
-    if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
-    await exited;
+  const listeners = new Set<() => void>();
+  const received = (chunk: Buffer) => {
+    output += chunk.toString('utf8');
+    for (const listener of listeners) listener();
   };
-  try {
-    const url = await new Promise<string>((found, failed) => {
-      const timer = setTimeout(() => failed(new Error(`vite ${mode} did not print its URL within ${timeoutMs} ms:\n${output}`)), timeoutMs);
-      const look = () => {
-        const match = /Local:\s+(http:\/\/127\.0\.0\.1:\d+\/\S*)/.exec(output);
-        if (match) {
+  child.stdout!.on('data', received);
+  child.stderr!.on('data', received);
+  const exited = new Promise<void>((done) => child.once('exit', () => done()));
+  return {
+    output: () => output,
+    waitForOutput(condition, what, timeoutMs = 60_000) {
+      return new Promise<void>((done, failed) => {
+        const finish = (error?: Error) => {
           clearTimeout(timer);
-          found(match[1]!);
-        }
-      };
-      child.stdout!.on('data', look);
-      child.once('exit', (code) => {
-        clearTimeout(timer);
-        failed(new Error(`vite ${mode} exited (${code}) before listening:\n${output}`));
+          listeners.delete(check);
+          child.off('exit', onExit);
+          if (error) failed(error);
+          else done();
+        };
+        const check = () => { if (condition(output)) finish(); };
+        const onExit = (code: number | null) => finish(new Error(`vite ${args.join(' ')} exited (${code}) before ${what}:\n${output}`));
+        const timer = setTimeout(() => finish(new Error(`vite ${args.join(' ')}: no ${what} within ${timeoutMs} ms:\n${output}`)), timeoutMs);
+        listeners.add(check);
+        child.on('exit', onExit);
+        check();
       });
-    });
-    return { url, output: () => output, close };
+    },
+    async close() {
+      if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
+      await exited;
+    },
+  };
+}
+
+export interface RunningVite extends ViteProcess {
+  /** `http://127.0.0.1:<port>/` plus Vite's `base`, as Vite prints it. */
+  url: string;
+}
+
+const LOCAL_URL = /Local:\s+(http:\/\/127\.0\.0\.1:\d+\/\S*)/;
+
+/** `vite` (dev) or `vite preview` on 127.0.0.1 and a free port; resolves once it listens. */
+export async function startVite(dir: string, mode: 'dev' | 'preview'): Promise<RunningVite> {
+  // A port of our choosing: Vite 7 reads `--port 0` as "the default port".
+  const port = await freePort();
+  const vite = spawnVite(dir, [...(mode === 'preview' ? ['preview'] : []), '--host', '127.0.0.1', '--port', String(port), '--strictPort']);
+  try {
+    await vite.waitForOutput((output) => LOCAL_URL.test(output), 'URL to listen on');
   } catch (error) {
-    await close();
+    await vite.close();
     throw error;
   }
+  return { ...vite, url: LOCAL_URL.exec(vite.output())![1]! };
+}
+
+function freePort(): Promise<number> {
+  return new Promise((found, failed) => {
+    const server = createServer();
+    server.once('error', failed);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as AddressInfo;
+      server.close(() => found(port));
+    });
+  });
 }
