@@ -58,6 +58,17 @@ test('awake-bundle/webpack imports by its package name in a project without webp
   expect(result.stdout.trim()).toBe('function');
 });
 
+test('awake-bundle/vite imports by its package name in a project without Vite (an optional peer)', () => {
+  expect(existsSync(join(project, 'node_modules/vite'))).toBe(false);
+  const script = [
+    "import { awakeBundle } from 'awake-bundle/vite';",
+    "console.log(typeof awakeBundle, awakeBundle({ assets: 'assets' }).name);",
+  ].join('\n');
+  const result = spawnSync(process.execPath, ['--input-type=module', '-e', script], { cwd: project, encoding: 'utf8' });
+  expect(result.stderr).toBe('');
+  expect(result.stdout.trim()).toBe('function awake-bundle');
+});
+
 test('the core and the node entry import from ESM by their package names', () => {
   const script = [
     "import { IndexedAssetSource, BundleWriter, sha256Hex } from 'awake-bundle';",
@@ -72,7 +83,7 @@ test('the core and the node entry import from ESM by their package names', () =>
 test('the package ships compiled JavaScript with type declarations, and no tests', () => {
   const files = execFileSync(npm, ['pack', '--dry-run', '--json', '--ignore-scripts'], { cwd: REPO, encoding: 'utf8' });
   const paths: string[] = JSON.parse(files)[0].files.map((file: { path: string }) => file.path);
-  expect(paths).toEqual(expect.arrayContaining(['dist/core/index.js', 'dist/core/index.d.ts', 'dist/cli/main.js', 'dist/core/node/index.js']));
+  expect(paths).toEqual(expect.arrayContaining(['dist/core/index.js', 'dist/core/index.d.ts', 'dist/cli/main.js', 'dist/core/node/index.js', 'dist/integrations/vite/index.js', 'dist/integrations/vite/index.d.ts']));
   expect(paths.filter((path) => path.startsWith('test/') || path.includes('fixtures'))).toEqual([]);
   // The CLI is run, not imported: no declarations for it.
   expect(paths.filter((path) => path.startsWith('dist/cli/') && path.endsWith('.d.ts'))).toEqual([]);

@@ -10,7 +10,7 @@ import { REPO } from './helpers/cli';
 
 const OLDEST_TYPESCRIPT = join(REPO, 'node_modules/typescript57/bin/tsc');
 
-test('TypeScript 5.7 type-checks a consumer of awake-bundle, /node, /phaser, /babylon, /sw and /webpack', () => {
+test('TypeScript 5.7 type-checks a consumer of awake-bundle, /node, /phaser, /babylon, /sw, /webpack and /vite', () => {
   const version = spawnSync(process.execPath, [OLDEST_TYPESCRIPT, '--version'], { encoding: 'utf8' });
   expect(version.stdout).toMatch(/^Version 5\.7\./);
   const result = spawnSync(process.execPath, [OLDEST_TYPESCRIPT, '-p', join(REPO, 'test/types/tsconfig.json')], { cwd: REPO, encoding: 'utf8' });

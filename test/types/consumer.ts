@@ -6,6 +6,8 @@ import { registerAwkb as registerPhaser } from 'awake-bundle/phaser';
 import { registerAwkb as registerBabylon } from 'awake-bundle/babylon';
 import { createAwkbFetchHandler, installAwkbServiceWorker, type FetchEventLike } from 'awake-bundle/sw';
 import { AwakeBundlePlugin, type AwakeBundlePluginOptions } from 'awake-bundle/webpack';
+import { awakeBundle } from 'awake-bundle/vite';
+import type { UserConfig } from 'vite';
 
 export async function load(): Promise<Uint8Array> {
   const source = await IndexedAssetSource.open({ indexUrl: '/published/project.index.json', cache: new MemoryCache() });
@@ -24,3 +26,8 @@ export function onFetch(event: FetchEventLike): boolean {
 /** A webpack configuration's plugin, with the CLI's publish options. */
 const pluginOptions: AwakeBundlePluginOptions = { assets: 'public/assets', output: 'published', opaqueIds: true, salt: 'pepper', targetBundleBytes: 4 * 1024 * 1024, serviceWorker: true };
 export const webpackPlugins = [new AwakeBundlePlugin(pluginOptions)];
+
+/** A vite.config: the plugin is a Vite plugin, its options the CLI's publish options. */
+export const viteConfig: UserConfig = {
+  plugins: [awakeBundle({ assets: 'assets', output: 'published', opaqueIds: true, salt: 'harbour', targetBundleBytes: 4 * 1024 * 1024, serviceWorker: true })],
+};

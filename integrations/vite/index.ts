@@ -1,0 +1,111 @@
+/**
+ * `awake-bundle/vite`: publish a game's assets as part of the Vite build it already runs.
+ *
+ *   // vite.config.js
+ *   import { awakeBundle } from 'awake-bundle/vite';
+ *   export default { plugins: [awakeBundle({ assets: 'assets', output: 'published' })] };
+ *
+ * - `vite build`: the assets folder is published with the CLI's rules and options into
+ *   `<build.outDir>/<output>/` (`project.index.json`, `bundles/<sha256>.awkb`), byte-identical to
+ *   `npx awake-bundle <assets> --out <build.outDir>/<output>`. Bundles whose files did not change
+ *   are not written again (build-cache.ts says how, across Vite's emptying of the out folder).
+ * - `vite` (the dev server): nothing is bundled; `<base><output>/project.index.json` answers a
+ *   loose (formatVersion 2) index of the folder, current as files change, whose URLs the dev
+ *   server serves. The game's loading code is the same in both.
+ * - `serviceWorker: true`: `awake-bundle-sw.js` too, in both.
+ *
+ * Only Vite's types are imported: loading this module never loads Vite.
+ */
+import { isAbsolute, join, relative, resolve } from 'node:path';
+import type { Plugin, ResolvedConfig } from 'vite';
+import { listFolderFiles } from '../../core/node/loose-index.js';
+import { serviceWorkerSource } from '../../core/node/service-worker-file.js';
+import {
+  LooseDevIndex,
+  publishForBuild,
+  resolveBuildOptions,
+  SERVICE_WORKER_FILE,
+  type AwakeBundleBuildOptions,
+  type ResolvedBuildOptions,
+} from '../build/shared.js';
+import { buildCacheFolder, placePublished, pruneCache } from './build-cache.js';
+
+export type { AwakeBundleBuildOptions } from '../build/shared.js';
+
+/** The asset folder, `output`, the CLI's publish options, `serviceWorker` (integrations/build/options.ts). */
+export type AwakeBundleViteOptions = AwakeBundleBuildOptions;
+
+export const PLUGIN_NAME = 'awake-bundle';
+
+export function awakeBundle(options: AwakeBundleViteOptions): Plugin {
+  let config: ResolvedConfig;
+  let resolved: ResolvedBuildOptions;
+  return {
+    name: PLUGIN_NAME,
+    configResolved(resolvedConfig) {
+      config = resolvedConfig;
+      // A wrong option fails `vite` and `vite build` at once, naming the option.
+      resolved = resolveBuildOptions(options, config.root);
+      const onWarning = resolved.onWarning ?? ((message: string) => config.logger.warn(`${PLUGIN_NAME}: warning: ${message}`));
+      resolved = { ...resolved, onWarning };
+      warnAboutPublicDir(config, resolved);
+    },
+    configureServer(server) {
+      // Also answers the worker's URL with `serviceWorker`, so the page registers it in both modes.
+      const dev = new LooseDevIndex(resolved, { base: config.base, onError: (error) => config.logger.error(`${PLUGIN_NAME}: ${(error as Error)?.message ?? String(error)}`) });
+      server.middlewares.use(dev.middleware());
+      server.httpServer?.once('close', () => void dev.close());
+    },
+    async buildStart() {
+      if (config.command !== 'build' || !this.meta.watchMode || !isClientBuild(config, this.environment)) return;
+      // `vite build --watch`: a change in the assets folder rebuilds, and closeBundle publishes again.
+      this.addWatchFile(resolved.assets);
+      const files = await listFolderFiles(resolved.assets).catch(() => []); // closeBundle's publish names what is wrong
+      for (const file of files) this.addWatchFile(file.absolutePath);
+    },
+    async generateBundle() {
+      if (resolved.serviceWorker === undefined || !isClientBuild(config, this.environment)) return;
+      // Emitted as a Vite asset: written into build.outDir with the build's other files.
+      this.emitFile({ type: 'asset', fileName: SERVICE_WORKER_FILE, source: await serviceWorkerSource(resolved.serviceWorker.index) });
+    },
+    async closeBundle() {
+      // Vite's dev server calls closeBundle too, when it closes: publishing is for `vite build`.
+      const build = this.environment?.config.build ?? config.build;
+      if (config.command !== 'build' || build.write === false || !isClientBuild(config, this.environment)) return;
+      await publishIntoOutDir(config, resolve(config.root, build.outDir), resolved);
+    },
+  };
+}
+
+/** The browser's build: not an SSR build, nor another Vite environment (Vite 6+) that is not the client's. */
+function isClientBuild(config: ResolvedConfig, environment: { config: { consumer: string } } | undefined): boolean {
+  if (environment !== undefined) return environment.config.consumer === 'client';
+  return !config.build.ssr;
+}
+
+async function publishIntoOutDir(config: ResolvedConfig, outDir: string, options: ResolvedBuildOptions): Promise<void> {
+  const cache = buildCacheFolder(join(config.cacheDir, PLUGIN_NAME), { assets: options.assets, output: options.output, settings: options.settings, rootPath: options.rootPath });
+  // The worker is emitted through Vite (generateBundle), not written into the cache.
+  const published = await publishForBuild({ ...options, serviceWorker: undefined }, cache);
+  const { index } = published.summary;
+  await pruneCache(published.publishedDir, index);
+  const target = join(outDir, options.output);
+  await placePublished(published.publishedDir, index, target);
+  const written = published.writtenBundles.length;
+  const reused = published.reusedBundles.length;
+  config.logger.info(
+    `${PLUGIN_NAME}: published ${relative(config.root, options.assets) || '.'} into ${relative(config.root, target)}: ` +
+      `${plural(written + reused, 'bundle')}, ${written} written, ${reused} unchanged from the build cache`,
+  );
+}
+
+const plural = (count: number, noun: string) => `${count} ${noun}${count === 1 ? '' : 's'}`;
+
+/** Vite copies `publicDir` into the out folder as it is: assets kept there ship loose as well. */
+function warnAboutPublicDir(config: ResolvedConfig, options: ResolvedBuildOptions): void {
+  if (config.command !== 'build' || !config.publicDir) return;
+  const inside = relative(config.publicDir, options.assets);
+  if (inside === '' || (!inside.startsWith('..') && !isAbsolute(inside))) {
+    config.logger.warn(`${PLUGIN_NAME}: the assets folder ${options.assets} lies inside Vite's publicDir, so Vite also copies its files loose into the build; keep it outside publicDir (e.g. assets/ beside public/)`);
+  }
+}

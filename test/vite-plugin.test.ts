@@ -1,0 +1,383 @@
+/**
+ * `awake-bundle/vite`, run as users run it: `vite build`, `vite` and `vite preview` in child
+ * processes, in a project whose vite.config.mjs imports the plugin by its package name
+ * (test/helpers/vite-project.ts).
+ *
+ * - `vite build` writes `<outDir>/published/` byte-identical to `npx awake-bundle <assets> --out`,
+ *   with the defaults and with opaque ids, a URL prefix and a small target; a second build writes
+ *   no bundle again; a folder the CLI refuses fails the build with the CLI's message.
+ * - `vite` answers a formatVersion 2 index whose hashes match the files it serves, and lists a
+ *   file's new hash once it changed on disk; the Phaser example game runs against it in Chromium.
+ */
+import { createHash } from 'node:crypto';
+import { existsSync, lstatSync, readdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
+import { dirname, join, resolve, sep } from 'node:path';
+import { launchBrowser, type LaunchedBrowser } from './helpers/browser';
+import { REPO, runCli } from './helpers/cli';
+import { createViteProject, removeViteProjects, runVite, spawnVite, startVite, temporaryViteDir, type RunningVite, type ViteProject } from './helpers/vite-project';
+
+const sha256 = (bytes: Uint8Array) => createHash('sha256').update(bytes).digest('hex');
+
+/** A few of the example assets: images, an atlas (json + png), a sound, a tilemap. */
+const EXAMPLE_FILES = [
+  'images/kenney/coin.png',
+  'images/kenney/particle.png',
+  'atlas/emoji/emoji.json',
+  'atlas/emoji/emoji.png',
+  'audio/kenney-platformer-kit/coin.ogg',
+  'tilemap/tilemaps/simple-map.json',
+];
+const exampleAssets = () => Object.fromEntries(EXAMPLE_FILES.map((path) => [path, readFileSync(join(REPO, 'examples/assets', path))]));
+
+/** Every file below `dir`, by relative path, with its bytes' SHA-256. */
+function treeHashes(dir: string): Record<string, string> {
+  const files: Record<string, string> = {};
+  for (const name of readdirSync(dir, { recursive: true, encoding: 'utf8' }).sort()) {
+    const path = join(dir, name);
+    if (lstatSync(path).isFile()) files[name.split('\\').join('/')] = sha256(readFileSync(path));
+  }
+  return files;
+}
+
+/** What the CLI publishes from the same folder with these flags. */
+function publishWithCli(assets: string, flags: string[]): string {
+  const out = join(temporaryViteDir('awkb-vite-cli-'), 'published');
+  const result = runCli([assets, '--out', out, ...flags]);
+  expect(result.stderr).toBe('');
+  expect(result.code).toBe(0);
+  return out;
+}
+
+function expectBuilt(project: ViteProject) {
+  const build = runVite(project.dir, ['build']);
+  expect({ code: build.code, output: build.output }).toEqual({ code: 0, output: build.output });
+  return build;
+}
+
+afterAll(() => removeViteProjects());
+
+describe('vite build', () => {
+  test('with the default options, dist/published is what the CLI publishes, byte for byte', () => {
+    const project = createViteProject({ assets: exampleAssets(), plugin: { assets: 'assets' } });
+    expectBuilt(project);
+    const published = treeHashes(join(project.dir, 'dist/published'));
+    expect(published).toEqual(treeHashes(publishWithCli(project.assets, [])));
+    expect(Object.keys(published)).toContain('project.index.json');
+    // The page was built as usual, beside it.
+    expect(existsSync(join(project.dir, 'dist/index.html'))).toBe(true);
+  });
+
+  test('opaque ids with a salt, a URL prefix and a small target: several bundles, still identical to the CLI', () => {
+    const project = createViteProject({
+      assets: exampleAssets(),
+      plugin: { assets: 'assets', output: 'game-data', opaqueIds: true, salt: 'harbour-7', urlPrefix: 'cdn/awkb', targetBundleBytes: Math.floor(0.01 * 1048576) },
+    });
+    expectBuilt(project);
+    const published = treeHashes(join(project.dir, 'dist/game-data'));
+    expect(published).toEqual(treeHashes(publishWithCli(project.assets, ['--opaque-ids', '--salt', 'harbour-7', '--url-prefix', 'cdn/awkb', '--target-mb', '0.01'])));
+    const index = JSON.parse(readFileSync(join(project.dir, 'dist/game-data/project.index.json'), 'utf8'));
+    expect(index.bundles.length).toBeGreaterThanOrEqual(4);
+    expect(index.bundles.every((bundle: { url: string }) => bundle.url.startsWith('cdn/awkb/'))).toBe(true);
+    expect(JSON.stringify(index)).not.toContain('emoji');
+  });
+
+  test('a second build writes no bundle again; a changed file costs only its own bundle', () => {
+    const project = createViteProject({ assets: exampleAssets(), plugin: { assets: 'assets' } });
+    const first = expectBuilt(project);
+    expect(first.output).toMatch(/awake-bundle: .*: 4 bundles, 4 written, 0 unchanged/);
+    const cacheRoot = join(project.dir, 'node_modules/.vite/awake-bundle');
+    const [key] = readdirSync(cacheRoot);
+    const cached = join(cacheRoot, key!, 'published/bundles');
+    const before = bundleFiles(cached);
+
+    const second = expectBuilt(project);
+    expect(second.output).toMatch(/awake-bundle: .*: 4 bundles, 0 written, 4 unchanged/);
+    // Not rewritten: the same files (inode) with the same modification times.
+    expect(bundleFiles(cached)).toEqual(before);
+    // Vite emptied dist/ and the bundles are there again: the cached files themselves (hard links).
+    expect(treeHashes(join(project.dir, 'dist/published'))).toEqual(treeHashes(publishWithCli(project.assets, [])));
+    expect(Object.fromEntries(Object.keys(before).map((name) => [name, lstatSync(join(project.dir, 'dist/published/bundles', name)).ino]))).toEqual(
+      Object.fromEntries(Object.entries(before).map(([name, file]) => [name, file.ino])),
+    );
+
+    writeFileSync(join(project.assets, 'audio/kenney-platformer-kit/coin.ogg'), 'a new sound');
+    const third = expectBuilt(project);
+    expect(third.output).toMatch(/awake-bundle: .*: 4 bundles, 1 written, 3 unchanged/);
+    expect(treeHashes(join(project.dir, 'dist/published'))).toEqual(treeHashes(publishWithCli(project.assets, [])));
+    // The cache keeps only the bundles the index names.
+    expect(Object.keys(bundleFiles(cached))).toHaveLength(4);
+  });
+
+  test('vite build --watch publishes again when an asset changes', async () => {
+    const project = createViteProject({ assets: exampleAssets(), plugin: { assets: 'assets' } });
+    const watching = spawnVite(project.dir, ['build', '--watch']);
+    const published = (output: string) => output.match(/awake-bundle: published .*/g) ?? [];
+    try {
+      await watching.waitForOutput((output) => published(output).length === 1, 'first publish');
+      expect(published(watching.output())[0]).toMatch(/4 bundles, 4 written, 0 unchanged/);
+      writeFileSync(join(project.assets, 'images/kenney/coin.png'), 'a new coin');
+      await watching.waitForOutput((output) => published(output).length === 2, 'publish after the change');
+      expect(published(watching.output())[1]).toMatch(/4 bundles, 1 written, 3 unchanged/);
+    } finally {
+      await watching.close();
+    }
+    expect(treeHashes(join(project.dir, 'dist/published'))).toEqual(treeHashes(publishWithCli(project.assets, [])));
+  });
+
+  test('with emptyOutDir: false, a build over an earlier one keeps its published files and still matches the CLI', () => {
+    const project = createViteProject({ assets: exampleAssets(), plugin: { assets: 'assets' }, config: 'build: { emptyOutDir: false },' });
+    expectBuilt(project);
+    const index = join(project.dir, 'dist/published/project.index.json');
+    writeFileSync(join(project.assets, 'images/kenney/coin.png'), 'a new coin');
+    expect(expectBuilt(project).output).toMatch(/4 bundles, 1 written, 3 unchanged/);
+    expect(JSON.parse(readFileSync(index, 'utf8')).files.find((file: { path: string }) => file.path === 'images/kenney/coin.png').sha256).toBe(sha256(Buffer.from('a new coin')));
+    // The bundle the new index no longer names stays, as the CLI leaves it (players mid-load).
+    const published = treeHashes(join(project.dir, 'dist/published'));
+    const cli = treeHashes(publishWithCli(project.assets, []));
+    expect(published).toEqual(expect.objectContaining(cli));
+    expect(Object.keys(published).length).toBe(Object.keys(cli).length + 1);
+  });
+
+  test('an assets folder inside public/ is published, with a warning that Vite copies it loose as well', () => {
+    const project = createViteProject({ plugin: { assets: 'public/assets' }, files: { 'public/assets/images/coin.png': 'a coin' } });
+    const build = expectBuilt(project);
+    expect(build.output).toContain('lies inside Vite\'s publicDir');
+    expect(existsSync(join(project.dir, 'dist/published/project.index.json'))).toBe(true);
+  });
+
+  test('a link that leaves the assets folder fails the build with the CLI\'s message naming it', () => {
+    const project = createViteProject({ assets: exampleAssets(), plugin: { assets: 'assets' } });
+    writeFileSync(join(project.dir, 'secret.txt'), 'not an asset');
+    symlinkSync('../../secret.txt', join(project.assets, 'images/leak.txt'));
+    const cli = runCli([project.assets, '--out', join(temporaryViteDir(), 'out')]);
+    expect(cli.code).toBe(1);
+    const message = cli.stderr.replace(/^awake-bundle: /, '').trim();
+    expect(message).toContain(join(project.assets, 'images/leak.txt'));
+    const build = runVite(project.dir, ['build']);
+    expect(build.code).not.toBe(0);
+    expect(build.output).toContain(message);
+    expect(existsSync(join(project.dir, 'dist/published/project.index.json'))).toBe(false);
+  });
+
+  test('an unsafe file name fails the build with the CLI\'s message naming it', () => {
+    const project = createViteProject({ assets: { ...exampleAssets(), 'images/back\\slash.png': 'x' }, plugin: { assets: 'assets' } });
+    const cli = runCli([project.assets, '--out', join(temporaryViteDir(), 'out')]);
+    expect(cli.code).toBe(1);
+    const message = cli.stderr.replace(/^awake-bundle: /, '').trim();
+    expect(message).toContain('images/back\\\\slash.png');
+    const build = runVite(project.dir, ['build']);
+    expect(build.code).not.toBe(0);
+    expect(build.output).toContain(message);
+  });
+
+  test('a wrong option fails the build naming the option', () => {
+    const project = createViteProject({ assets: exampleAssets(), plugin: { assets: 'assets', targetBundleBytes: -1 } });
+    const build = runVite(project.dir, ['build']);
+    expect(build.code).not.toBe(0);
+    expect(build.output).toContain('targetBundleBytes');
+  });
+
+  test('serviceWorker: true also emits awake-bundle-sw.js, as `awake-bundle sw` writes it', () => {
+    const project = createViteProject({ assets: exampleAssets(), plugin: { assets: 'assets', serviceWorker: true } });
+    expectBuilt(project);
+    expect(readFileSync(join(project.dir, 'dist/awake-bundle-sw.js'), 'utf8')).toBe(workerFromCli('published/project.index.json'));
+    expect(existsSync(join(project.dir, 'dist/published/project.index.json'))).toBe(true);
+  });
+
+  test('vite preview serves the built index and bundles', async () => {
+    const project = createViteProject({ assets: exampleAssets(), plugin: { assets: 'assets' } });
+    expectBuilt(project);
+    const preview = await startVite(project.dir, 'preview');
+    try {
+      const indexUrl = new URL('published/project.index.json', preview.url);
+      const index = await (await fetch(indexUrl)).json();
+      expect(index.formatVersion).toBe(3);
+      for (const bundle of index.bundles) {
+        const bytes = new Uint8Array(await (await fetch(new URL(bundle.url, indexUrl))).arrayBuffer());
+        expect(sha256(bytes)).toBe(bundle.sha256);
+      }
+    } finally {
+      await preview.close();
+    }
+  });
+});
+
+/** What `awake-bundle sw --index <index>` writes. */
+function workerFromCli(index: string): string {
+  const site = temporaryViteDir('awkb-vite-sw-');
+  const result = runCli(['sw', '--out', site, '--index', index]);
+  expect(result.code).toBe(0);
+  return readFileSync(join(site, 'awake-bundle-sw.js'), 'utf8');
+}
+
+/** Each bundle file in `dir` with what says it was not written again. */
+function bundleFiles(dir: string): Record<string, { ino: number; mtimeMs: number }> {
+  const files: Record<string, { ino: number; mtimeMs: number }> = {};
+  for (const name of readdirSync(dir)) {
+    const info = lstatSync(join(dir, name));
+    files[name] = { ino: info.ino, mtimeMs: info.mtimeMs };
+  }
+  return files;
+}
+
+interface LooseIndexJson {
+  formatVersion: number;
+  files: { path: string; sizeBytes: number; sha256: string; url: string }[];
+}
+
+/** The index the dev server answers, each file fetched at its URL and checked against it. */
+async function fetchDevIndex(indexUrl: URL): Promise<LooseIndexJson> {
+  const response = await fetch(indexUrl);
+  expect(response.status).toBe(200);
+  return (await response.json()) as LooseIndexJson;
+}
+
+describe('vite (the dev server)', () => {
+  let project: ViteProject;
+  let dev: RunningVite;
+
+  beforeAll(async () => {
+    project = createViteProject({ assets: exampleAssets(), plugin: { assets: 'assets', serviceWorker: true }, config: "base: '/game/'," });
+    dev = await startVite(project.dir, 'dev');
+  });
+
+  afterAll(async () => {
+    await dev?.close();
+  });
+
+  test('answers a formatVersion 2 index under Vite\'s base, whose files it serves with matching hashes', async () => {
+    expect(new URL(dev.url).pathname).toBe('/game/');
+    const indexUrl = new URL('published/project.index.json', dev.url);
+    const index = await fetchDevIndex(indexUrl);
+    expect(index.formatVersion).toBe(2);
+    expect(index.files.map((file) => file.path)).toEqual([...EXAMPLE_FILES].sort());
+    for (const file of index.files) {
+      const onDisk = readFileSync(join(project.assets, file.path));
+      expect({ path: file.path, sha256: file.sha256, sizeBytes: file.sizeBytes }).toEqual({ path: file.path, sha256: sha256(onDisk), sizeBytes: onDisk.length });
+      const served = new Uint8Array(await (await fetch(new URL(file.url, indexUrl))).arrayBuffer());
+      expect({ path: file.path, sha256: sha256(served) }).toEqual({ path: file.path, sha256: file.sha256 });
+    }
+  });
+
+  test('serves the service worker at the URL it has in the build (under the base)', async () => {
+    const response = await fetch(new URL('awake-bundle-sw.js', dev.url));
+    expect(response.headers.get('content-type')).toMatch(/javascript/);
+    expect(await response.text()).toBe(workerFromCli('published/project.index.json'));
+  });
+
+  test('after a file changes on disk, the next index lists its new hash', async () => {
+    const indexUrl = new URL('published/project.index.json', dev.url);
+    const path = 'images/kenney/particle.png';
+    const before = (await fetchDevIndex(indexUrl)).files.find((file) => file.path === path)!;
+    const changed = Buffer.from('a particle, redrawn');
+    writeFileSync(join(project.assets, path), changed);
+    // The watcher sees the change within moments; poll the index (bounded), never sleep blindly.
+    let entry = before;
+    for (let attempt = 0; attempt < 200 && entry.sha256 === before.sha256; attempt++) {
+      await new Promise((done) => setTimeout(done, 50));
+      entry = (await fetchDevIndex(indexUrl)).files.find((file) => file.path === path)!;
+    }
+    expect({ sha256: entry.sha256, sizeBytes: entry.sizeBytes }).toEqual({ sha256: sha256(changed), sizeBytes: changed.length });
+    const served = new Uint8Array(await (await fetch(new URL(entry.url, indexUrl))).arrayBuffer());
+    expect(sha256(served)).toBe(sha256(changed));
+  });
+});
+
+describe('the Phaser example game on the Vite dev server, in Chromium', () => {
+  let dev: RunningVite;
+  let chromium: LaunchedBrowser;
+
+  beforeAll(async () => {
+    // The example's own code (examples/phaser/src/main.ts), unchanged: Vite compiles it; its
+    // `this.load.setPath('published/'); this.load.awkbIndex('assets', 'project.index.json')`
+    // meets the plugin's loose index of examples/assets.
+    const page = readFileSync(join(REPO, 'examples/phaser/index.html'), 'utf8')
+      .replace('<script src="main.js"></script>', `<script type="module" src="/@fs${join(REPO, 'examples/phaser/src/main.ts')}"></script>`);
+    const project = createViteProject({
+      plugin: { assets: join(REPO, 'examples/assets') },
+      indexHtml: page,
+      // As the example's webpack config: awake-bundle/phaser is this repository's build.
+      config: `resolve: { alias: { 'awake-bundle/phaser': ${JSON.stringify(join(REPO, 'dist/adapters/phaser/index.js'))} } }, server: { fs: { allow: ['.', ${JSON.stringify(REPO)}] } }, optimizeDeps: { include: ['phaser'] },`,
+    });
+    // Phaser installed in the game's project, as users have it.
+    symlinkSync(join(REPO, 'node_modules/phaser'), join(project.dir, 'node_modules/phaser'), 'dir');
+    dev = await startVite(project.dir, 'dev');
+    chromium = await launchBrowser();
+  }, 120_000);
+
+  afterAll(async () => {
+    await chromium?.close();
+    await dev?.close();
+  });
+
+  test('the game runs to its first frame, every asset read through the loose index', async () => {
+    const indexUrl = new URL('published/project.index.json', dev.url);
+    const index = await fetchDevIndex(indexUrl);
+    const page = await chromium.browser.newPage();
+    const requested: string[] = [];
+    const failed: string[] = [];
+    const problems: string[] = [];
+    page.on('request', (request) => requested.push(new URL(request.url()).pathname));
+    page.on('requestfailed', (request) => failed.push(request.url()));
+    page.on('response', (response) => { if (response.status() >= 400) failed.push(`${response.status()} ${response.url()}`); });
+    page.on('pageerror', (error) => problems.push(String(error)));
+    page.on('console', (message) => { if (message.type() === 'error') problems.push(message.text()); });
+    await page.goto(dev.url, { waitUntil: 'load' });
+    await page.waitForFunction(() => (window as { exampleReady?: unknown }).exampleReady !== undefined, { timeout: 60_000 }).catch((error: Error) => {
+      throw new Error(`the game did not reach its first frame: ${error.message}\npage: ${JSON.stringify({ problems, failed })}\nvite:\n${dev.output()}`);
+    });
+    expect(await page.evaluate(() => (window as { exampleReady?: unknown }).exampleReady)).toEqual({ textures: 7, emojiFrames: 24, mapLayers: 3, sounds: 3, indexFiles: index.files.length });
+    expect({ problems, failed }).toEqual({ problems: [], failed: [] });
+    // The index, then the files the scene loads, each at the URL the index gives it (below
+    // /published/files/): none at the URL the game names (/published/<path>).
+    const published = requested.filter((path) => path.startsWith('/published/'));
+    expect(published[0]).toBe('/published/project.index.json');
+    const listed = new Set(index.files.map((file) => new URL(file.url, indexUrl).pathname));
+    const files = published.slice(1);
+    expect(files.filter((path) => !listed.has(path))).toEqual([]);
+    for (const path of ['tilemap/tilemaps/simple-map.json', 'atlas/emoji/emoji.png', 'atlas/emoji/emoji.json', 'images/kenney/particle.png', 'audio/superpowers/theme-4.ogg']) {
+      expect(files).toContain(`/published/files/${path}`);
+    }
+  }, 120_000);
+});
+
+describe('awake-bundle/vite as a package entry', () => {
+  const pkg = JSON.parse(readFileSync(join(REPO, 'package.json'), 'utf8'));
+
+  test('is exported with its declarations; Vite is an optional peer dependency', () => {
+    expect(pkg.exports['./vite']).toEqual({ types: './dist/integrations/vite/index.d.ts', default: './dist/integrations/vite/index.js' });
+    for (const file of Object.values<string>(pkg.exports['./vite'])) expect(existsSync(join(REPO, file))).toBe(true);
+    expect(pkg.typesVersions['*'].vite).toEqual(['./dist/integrations/vite/index.d.ts']);
+    expect(pkg.files).toContain('dist/integrations');
+    expect(pkg.peerDependenciesMeta.vite.optional).toBe(true);
+    expect(pkg.devDependencies.vite).toBeDefined();
+  });
+
+  test('it loads nothing of Vite at run time (only its types), and the core and the node entry never reach it', () => {
+    const plugin = importGraph(join(REPO, 'dist/integrations/vite/index.js'));
+    expect([...plugin.bare].filter((name) => !name.startsWith('node:') && !name.startsWith('@noble/hashes'))).toEqual([]);
+    for (const entry of ['dist/core/index.js', 'dist/core/node/index.js']) {
+      const graph = importGraph(join(REPO, entry));
+      expect({ entry, bare: [...graph.bare].filter((name) => name === 'vite' || name.startsWith('vite/')) }).toEqual({ entry, bare: [] });
+      expect({ entry, integrations: [...graph.files].filter((file) => file.includes(`${sep}integrations${sep}`)) }).toEqual({ entry, integrations: [] });
+    }
+  });
+});
+
+/** The modules `file` imports, followed through relative imports: the files, and the bare names. */
+function importGraph(file: string): { files: Set<string>; bare: Set<string> } {
+  const files = new Set<string>();
+  const bare = new Set<string>();
+  const visit = (path: string) => {
+    if (files.has(path)) return;
+    files.add(path);
+    const source = readFileSync(path, 'utf8').replace(/\/\*[\s\S]*?\*\//g, '').replace(/^\s*\/\/.*$/gm, '');
+    for (const match of source.matchAll(/(?:import|export)\s[^'"]*?from\s*['"]([^'"]+)['"]|import\s*\(?\s*['"]([^'"]+)['"]/g)) {
+      const specifier = match[1] ?? match[2]!;
+      if (specifier.startsWith('.')) visit(resolve(dirname(path), specifier));
+      else bare.add(specifier);
+    }
+  };
+  visit(file);
+  return { files, bare };
+}
