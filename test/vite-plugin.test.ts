@@ -138,6 +138,15 @@ describe('vite build', () => {
     expect(Object.keys(published).length).toBe(Object.keys(cli).length + 1);
   });
 
+  test('an outDir inside the assets folder is left out of the input, as the CLI leaves out its --out', () => {
+    const project = createViteProject({ assets: exampleAssets(), plugin: { assets: 'assets' }, config: "build: { outDir: 'assets/site', emptyOutDir: false }," });
+    expectBuilt(project);
+    // A second build sees the first one's output inside the assets folder, and must not publish it.
+    expectBuilt(project);
+    const index = JSON.parse(readFileSync(join(project.dir, 'assets/site/published/project.index.json'), 'utf8')) as { files: { path: string }[] };
+    expect(index.files.map((file) => file.path).sort()).toEqual([...EXAMPLE_FILES].sort());
+  });
+
   test('an assets folder inside public/ is published, with a warning that Vite copies it loose as well', () => {
     const project = createViteProject({ plugin: { assets: 'public/assets' }, files: { 'public/assets/images/coin.png': 'a coin' } });
     const build = expectBuilt(project);

@@ -90,6 +90,18 @@ describe('webpack build', () => {
     expect(bundleIdentities(published, 'packs')).toEqual(before);
   });
 
+  test('an output.path inside the asset folder is left out of the input, as the CLI leaves out its --out', () => {
+    const project = temporaryDir('awkb-webpack-inside-');
+    writeAssets(join(project, 'assets'));
+    const expected = [...filesBelow(join(project, 'assets')).keys()].sort();
+    const config = writeWebpackProject(project, { assets: 'assets' }, { output: { path: join(project, 'assets/site'), clean: true } });
+    expect(runWebpack(config, project).code).toBe(0);
+    // The second build sees the first one's main.js and published/ inside the asset folder.
+    expect(runWebpack(config, project).code).toBe(0);
+    const index = JSON.parse(readFileSync(join(project, 'assets/site/published/project.index.json'), 'utf8')) as { files: { path: string }[] };
+    expect(index.files.map((file) => file.path).sort()).toEqual(expected);
+  });
+
   test('a link that leaves the asset folder fails the build with the CLI\'s message, and nothing is indexed', () => {
     const project = temporaryDir('awkb-webpack-unsafe-');
     writeAssets(join(project, 'assets'));

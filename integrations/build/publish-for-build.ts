@@ -5,7 +5,7 @@
  * there are not written again.
  */
 import { realpath } from 'node:fs/promises';
-import { join, resolve } from 'node:path';
+import { join, resolve, sep } from 'node:path';
 import { InvalidOptionError } from '../../core/errors.js';
 import { registerNodeHash } from '../../core/node/hash.js';
 import { publishFolder } from '../../core/node/publish-folder.js';
@@ -29,27 +29,37 @@ export interface BuildPublishResult {
   summary: PublishSummary;
 }
 
+/** Whether `path` is `folder` or below it. */
+const isInside = (path: string, folder: string) => path === folder || path.startsWith(folder.endsWith(sep) ? folder : folder + sep);
+
 /** The real path of `path`, or `path` resolved when it does not exist yet. */
 const realOrResolved = (path: string) => realpath(path).catch(() => resolve(path));
 
 /**
  * Publishes `resolved.assets` into `<outDir>/<output>` as the CLI does. Throws the CLI's typed
  * errors (`PublishInputError` naming an unsafe or unreadable path, a link that leaves the folder,
- * paths that collide by case; `PublishOutputError` naming what is in the way).
+ * paths that collide by case; `PublishOutputError` naming what is in the way). The build's
+ * output folder (`outDir`, or `buildOutput` when the caller places the files there afterwards)
+ * is left out of the input when it lies inside the asset folder.
  */
-export async function publishForBuild(resolved: ResolvedBuildOptions, outDir: string): Promise<BuildPublishResult> {
+export async function publishForBuild(resolved: ResolvedBuildOptions, outDir: string, options: { buildOutput?: string } = {}): Promise<BuildPublishResult> {
   registerNodeHash(); // as awake-bundle/node does on import: node:crypto for every SHA-256
   const publishedDir = join(resolve(outDir), ...resolved.output.split('/'));
   // As the CLI's "--out is the input folder": everything would be left out of the input.
   if ((await realOrResolved(publishedDir)) === (await realOrResolved(resolved.assets))) {
     throw new InvalidOptionError('output', `awake-bundle: option output: ${publishedDir} is the asset folder itself: choose another output folder, such as "published"`);
   }
+  // The build's output (outDir, or where the caller places the published files) is never an
+  // asset, when it lies inside the asset folder; when it holds the asset folder, it stays in.
+  const assets = await realOrResolved(resolved.assets);
+  const outputs = await Promise.all([outDir, options.buildOutput ?? outDir].map(realOrResolved));
+  const buildOutputs = outputs.filter((output) => !isInside(assets, output));
   const writtenBundles: string[] = [];
   const reusedBundles: string[] = [];
   const summary = await publishFolder({
     folder: resolved.assets,
     // The output may lie inside the asset folder (SPEC §8: it is left out of the input).
-    exclude: [publishedDir],
+    exclude: [publishedDir, ...buildOutputs],
     outDir: publishedDir,
     rootPath: resolved.rootPath,
     ...writerOptionsOf(resolved.settings),

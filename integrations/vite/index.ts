@@ -86,10 +86,11 @@ function isClientBuild(config: ResolvedConfig, environment: { config: { consumer
 async function publishIntoOutDir(config: ResolvedConfig, outDir: string, options: ResolvedBuildOptions): Promise<void> {
   const cache = buildCacheFolder(join(config.cacheDir, PLUGIN_NAME), { assets: options.assets, output: options.output, settings: options.settings, rootPath: options.rootPath });
   // The worker is emitted through Vite (generateBundle), not written into the cache.
-  const published = await publishForBuild({ ...options, serviceWorker: undefined }, cache);
+  const target = join(outDir, options.output);
+  // Published into the cache, then placed at target: the build's outDir, when inside the asset folder, is left out of the input.
+  const published = await publishForBuild({ ...options, serviceWorker: undefined }, cache, { buildOutput: outDir });
   const { index } = published.summary;
   await pruneCache(published.publishedDir, index);
-  const target = join(outDir, options.output);
   await placePublished(published.publishedDir, index, target);
   const written = published.writtenBundles.length;
   const reused = published.reusedBundles.length;
