@@ -3,8 +3,9 @@
  * effects (importing it registers the file type), and pulling in nothing but Phaser and the core.
  */
 import { existsSync, readFileSync } from 'node:fs';
-import { dirname, join, resolve } from 'node:path';
+import { join } from 'node:path';
 import { REPO } from './helpers/cli';
+import { importGraph } from './helpers/imports';
 
 const pkg = JSON.parse(readFileSync(join(REPO, 'package.json'), 'utf8'));
 
@@ -20,19 +21,7 @@ test('the modules that register the file type are listed as side effects', () =>
 });
 
 test('everything the adapter imports, followed through the core, is Phaser, the core or @noble/hashes: never Babylon', () => {
-  const bare = new Set<string>();
-  const seen = new Set<string>();
-  const visit = (file: string) => {
-    if (seen.has(file)) return;
-    seen.add(file);
-    const source = readFileSync(file, 'utf8').replace(/\/\*[\s\S]*?\*\//g, '').replace(/^\s*\/\/.*$/gm, '');
-    for (const match of source.matchAll(/(?:import|export)\s[^'"]*?from\s*['"]([^'"]+)['"]|import\s*['"]([^'"]+)['"]/g)) {
-      const specifier = match[1] ?? match[2]!;
-      if (specifier.startsWith('.')) visit(resolve(dirname(file), specifier));
-      else bare.add(specifier);
-    }
-  };
-  visit(join(REPO, 'dist/adapters/phaser/index.js'));
+  const { bare } = importGraph(join(REPO, 'dist/adapters/phaser/index.js'));
   expect([...bare].filter((name) => name !== 'phaser' && !name.startsWith('@noble/hashes'))).toEqual([]);
   expect(bare.has('phaser')).toBe(true);
 });

@@ -13,6 +13,7 @@ import { createHash } from 'node:crypto';
 import { existsSync, lstatSync, readdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import { dirname, join, resolve, sep } from 'node:path';
 import { launchBrowser, type LaunchedBrowser } from './helpers/browser';
+import { importGraph } from './helpers/imports';
 import { REPO, runCli } from './helpers/cli';
 import { createViteProject, removeViteProjects, runVite, spawnVite, startVite, temporaryViteDir, type RunningVite, type ViteProject } from './helpers/vite-project';
 
@@ -372,21 +373,3 @@ describe('awake-bundle/vite as a package entry', () => {
     }
   });
 });
-
-/** The modules `file` imports, followed through relative imports: the files, and the bare names. */
-function importGraph(file: string): { files: Set<string>; bare: Set<string> } {
-  const files = new Set<string>();
-  const bare = new Set<string>();
-  const visit = (path: string) => {
-    if (files.has(path)) return;
-    files.add(path);
-    const source = readFileSync(path, 'utf8').replace(/\/\*[\s\S]*?\*\//g, '').replace(/^\s*\/\/.*$/gm, '');
-    for (const match of source.matchAll(/(?:import|export)\s[^'"]*?from\s*['"]([^'"]+)['"]|import\s*\(?\s*['"]([^'"]+)['"]/g)) {
-      const specifier = match[1] ?? match[2]!;
-      if (specifier.startsWith('.')) visit(resolve(dirname(path), specifier));
-      else bare.add(specifier);
-    }
-  };
-  visit(file);
-  return { files, bare };
-}

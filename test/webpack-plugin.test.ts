@@ -8,6 +8,7 @@ import { spawnSync } from 'node:child_process';
 import { readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { REPO, runCli, temporaryDir } from './helpers/cli';
+import { importGraph } from './helpers/imports';
 import { seededBytes, sha256Hex, writeTree } from './helpers/trees';
 import { filesBelow, runWebpack, startWebpackServe, WEBPACK_PLUGIN, writeWebpackProject } from './helpers/webpack-project';
 
@@ -236,27 +237,9 @@ describe('the awake-bundle/webpack entry', () => {
     expect(statSync(WEBPACK_PLUGIN).isFile()).toBe(true);
   });
 
-  /** The bare specifiers `entry` imports, followed through relative imports. */
-  function bareImports(entry: string): Set<string> {
-    const bare = new Set<string>();
-    const seen = new Set<string>();
-    const visit = (file: string) => {
-      if (seen.has(file)) return;
-      seen.add(file);
-      const source = readFileSync(file, 'utf8').replace(/\/\*[\s\S]*?\*\//g, '').replace(/^\s*\/\/.*$/gm, '');
-      for (const match of source.matchAll(/(?:import|export)\s[^'"]*?from\s*['"]([^'"]+)['"]|import\s*\(?\s*['"]([^'"]+)['"]/g)) {
-        const specifier = match[1] ?? match[2]!;
-        if (specifier.startsWith('.')) visit(join(file, '..', specifier));
-        else bare.add(specifier);
-      }
-    };
-    visit(entry);
-    return bare;
-  }
-
   test('awake-bundle and awake-bundle/node never load webpack; the plugin itself imports no bundler either', () => {
     for (const entry of ['dist/core/index.js', 'dist/core/node/index.js', 'dist/integrations/webpack/index.js']) {
-      const bare = [...bareImports(join(REPO, entry))];
+      const bare = [...importGraph(join(REPO, entry)).bare];
       expect({ entry, bundlers: bare.filter((name) => /webpack|vite/.test(name)) }).toEqual({ entry, bundlers: [] });
     }
     // And at run time: importing both entries leaves webpack out of the module cache.
