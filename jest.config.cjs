@@ -8,7 +8,7 @@ const SLOW_SUITES = [
   'types.test.ts', // a second TypeScript compiler over every entry
   'crash-publish.test.ts', // publishes killed with SIGKILL
   'example.test.ts', 'phaser-example.test.ts', 'babylon-example.test.ts', // webpack builds of the examples
-  'phaser-example-dev.test.ts', 'webpack-plugin.test.ts', // webpack builds and webpack serve
+  'examples-dev.test.ts', 'webpack-plugin.test.ts', // webpack builds and webpack serve
   'vite-plugin.test.ts', // vite builds, vite and vite preview, the Phaser example in Chromium
 ];
 const quick = /^(1|true|yes)$/i.test(process.env.AWKB_QUICK ?? '');
