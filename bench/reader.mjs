@@ -7,7 +7,7 @@
 //
 //   npm run bench                       # the whole grid, then BENCHMARKS.md
 //   node bench/reader.mjs [--projects small,small4k,big,glb] [--latency 0,40,150] [--bandwidth 0,100,20]
-//                         [--cases b,b2,c1,c2,cc,e,f,a,d,bl,ba,bm] [--runs 5] [--extras verify,publish|none]
+//                         [--cases b,b2,c1,c2,cc,e,f,a,d,bl,ba,bm,sw,sww] [--runs 5] [--extras verify,publish|none]
 //                         [--load sequential|together]
 //                         [--out part.json]          # a part of the grid: results JSON only
 //   node bench/reader.mjs --report part1.json part2.json …   # merge parts into BENCHMARKS.md
@@ -27,6 +27,17 @@
 //   e   one zip of the same files (stored, fflate zipSync), fetched and unzipped with fflate
 //   f   warm: a second load through openBrowserCache(), storage filled by an unmeasured load
 //       (f2: the same over HTTP/2)
+// Service-worker cases (HTTP/1.1; the worker is `awake-bundle sw --index published/project.index.json`
+// written at the site's top, so its scope holds published/):
+//   sw  cold: the worker registered and controlling the page on fresh storage (untimed; its index
+//       fetch at start is setup); timed: the page asks it to read the index again (awkb:refresh,
+//       no-cache), then plain fetch() of every file's URL below published/, 128 in flight as in
+//       b: one request per bundle from the worker, verified on its thread (no Web Workers there)
+//   sww warm: after an unmeasured sw load in the same profile (its cache writes awaited) and a
+//       reload, the same timed part: the index again, every member from the worker's IndexedDB
+//   The worker stays running (a CDP session is attached to it): its start-up is not in the time.
+//   Chromium's page emulation does not reach a service worker's own fetches: the worker's target
+//   gets the same Network.emulateNetworkConditions, and its HTTP cache disabled as the page's.
 // Engine cases (HTTP/1.1; each runs only on the projects it is for, see caseFits):
 //   a   Phaser 4 (HEADLESS), one scene whose preload queues `this.load.binary(path, path)` for
 //       every file, loose: from preload until the loader's `complete` (issue 7's case (a))
@@ -38,8 +49,8 @@
 //   ba  the same after `registerAwkb({ indexUrl, root, cache: null })`; aim: ba ≤ 1.2× its bound
 //   bm  the same models fetched first (untimed), then imported from memory: Babylon's own parse
 //       and WebGL uploads, the part of bl and ba that no network or bundle can take away
-// Bounds: a and bl as b (loose), d, dc and ba as c1 (bundled: 2 round trips + one-file fetch +
-// one SHA-256 pass). Projects small and small4k take a, d and dc; glb (real glTF 2.0 binaries, the
+// Bounds: a and bl as b (loose), d, dc, ba and sw as c1 (bundled: 2 round trips + one-file fetch +
+// one SHA-256 pass), sww as f (reading the store directly). Projects small and small4k take a, d and dc; glb (real glTF 2.0 binaries, the
 // big project's sizes; glb20 is a 20-file, 25 MB version for trying) takes only bl and ba.
 //
 // Every sample runs in a fresh Chromium on a fresh profile with the HTTP cache disabled.
@@ -103,6 +114,9 @@ const CASES = {
   ba: { label: 'Babylon + registerAwkb, no cache, HTTP/1.1', kind: 'babylon', page: 'babylon', bound: 'reader', protocol: 'h1', adapter: true, cache: false },
   // Babylon's own work alone: no network in the time, so no bound.
   bm: { label: 'Babylon, .glb already in memory', kind: 'babylon', page: 'babylon', bound: 'none', protocol: 'h1', fromMemory: true },
+  // The service worker (issue 12): the page's plain fetches of the project's URLs, answered by it.
+  sw: { label: 'service worker, cold, HTTP/1.1', kind: 'sw', worker: true, bound: 'reader', protocol: 'h1', cache: true },
+  sww: { label: 'service worker, warm, HTTP/1.1', kind: 'sw', worker: true, warm: true, bound: 'warm', protocol: 'h1' },
 };
 const BUNDLED_COLD = ['c1', 'c2', 'cc', 'cc2'];
 
@@ -257,6 +271,8 @@ async function prepareProject(name) {
   const boundPath = join(dir, 'bound.bin');
   if (!existsSync(boundPath) || statSync(boundPath).size < boundBytes) writeRandomFile(boundPath, boundBytes, spec.seed ^ 0x0b0b0b0b);
   copyPageFiles(dir, spec);
+  // The service worker (cases sw, sww), its index URL baked in, at the top of the site.
+  execFileSync(process.execPath, [CLI, 'sw', '--out', dir, '--index', 'published/project.index.json'], { stdio: 'ignore' });
   return {
     name, dir, spec, files: manifest.files, looseBytes: manifest.looseBytes, zipBytes: manifest.zipBytes, vertices: manifest.vertices,
     bundledBytes, indexBytes, bundles: index.bundles.length, publishSeconds: summary.seconds,
@@ -360,6 +376,80 @@ function pageScript() {
     return { files: files.length, fileBytes: total(files) };
   }
 
+  /** Registers the service worker and waits until it controls this page (as test/service-worker.test.ts does). */
+  async function swRegister({ script }) {
+    await navigator.serviceWorker.register(script);
+    await navigator.serviceWorker.ready;
+    if (!navigator.serviceWorker.controller) {
+      await new Promise((resolve) => navigator.serviceWorker.addEventListener('controllerchange', resolve, { once: true }));
+    }
+    return { files: 0, fileBytes: 0 };
+  }
+
+  /**
+   * The service worker's load: the index read again, then the loose load (plain fetches, `inFlight`
+   * at a time) of URLs the worker answers; every answer must be a 200. Then, untimed (storedAfterMs), until the worker's cache holds every member.
+   */
+  async function swLoad({ urls, inFlight, storedKeys }) {
+    // The index first, as a worker that starts reads it: `awkb:refresh` fetches it (no-cache) and
+    // the worker serves from it once checked.
+    await new Promise((resolve, reject) => {
+      const channel = new MessageChannel();
+      channel.port1.onmessage = ({ data }) => (data.type === 'awkb:refreshed' ? resolve() : reject(new Error(`awkb:refresh: ${data.message}`)));
+      navigator.serviceWorker.controller.postMessage({ type: 'awkb:refresh' }, [channel.port2]);
+    });
+    const files = new Array(urls.length);
+    let next = 0;
+    const lane = async () => {
+      while (next < urls.length) {
+        const at = next++;
+        const response = await fetch(urls[at]);
+        if (response.status !== 200) throw new Error(`${urls[at]}: status ${response.status} (${await response.text()})`);
+        files[at] = new Uint8Array(await response.arrayBuffer());
+      }
+    };
+    await Promise.all(Array.from({ length: Math.min(inFlight, urls.length) }, lane));
+    const inHandAt = performance.now();
+    if (storedKeys) await storeFilled({ keys: storedKeys });
+    return { files: files.length, fileBytes: total(files), inHandAt, storedAfterMs: performance.now() - inHandAt };
+  }
+
+  /**
+   * Waits until the reader's IndexedDB store (database 'awake-bundle', store 'entries', key =
+   * SHA-256; the service worker's default cache) holds every member in `keys`. Opens the
+   * database only once it exists, so the page never creates it without its store.
+   */
+  async function storeFilled({ keys: wantedKeys, timeoutMs = 300_000 }) {
+    const wanted = new Set(wantedKeys);
+    const deadline = performance.now() + timeoutMs;
+    for (;;) {
+      const exists = (await indexedDB.databases()).some((database) => database.name === 'awake-bundle');
+      if (exists) {
+        const database = await openStore();
+        const keys = database.objectStoreNames.contains('entries')
+          ? await new Promise((resolve, reject) => {
+            const request = database.transaction('entries', 'readonly').objectStore('entries').getAllKeys();
+            request.onsuccess = () => resolve(request.result);
+            request.onerror = () => reject(request.error);
+          })
+          : [];
+        database.close();
+        const held = keys.filter((key) => wanted.has(key)).length;
+        if (held === wanted.size) return { files: held, fileBytes: 0 };
+      }
+      if (performance.now() > deadline) throw new Error(`the store did not fill within ${timeoutMs} ms`);
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+  }
+
+  function openStore() {
+    return new Promise((resolve, reject) => {
+      const request = indexedDB.open('awake-bundle');
+      request.onsuccess = () => resolve(request.result);
+      request.onerror = () => reject(request.error);
+    });
+  }
+
   async function zipLoad({ url }) {
     const [, fflate] = await modules;
     const zip = new Uint8Array(await (await fetch(url)).arrayBuffer());
@@ -391,11 +481,7 @@ function pageScript() {
    */
   async function directFromStore({ indexUrl }) {
     const index = await (await fetch(indexUrl)).json();
-    const database = await new Promise((resolve, reject) => {
-      const request = indexedDB.open('awake-bundle');
-      request.onsuccess = () => resolve(request.result);
-      request.onerror = () => reject(request.error);
-    });
+    const database = await openStore();
     const byBundle = new Map();
     for (const file of index.files) {
       const keys = byBundle.get(file.bundle) ?? new Set();
@@ -453,7 +539,7 @@ function pageScript() {
     return { bytes, bundles: bundles.length, path, roundsMs: ms };
   }
 
-  const jobs = { readerLoad, looseLoad, zipLoad, oneFile, digestOnce, directFromStore, verification, ...globalThis.engineJobs };
+  const jobs = { readerLoad, looseLoad, swRegister, swLoad, storeFilled, zipLoad, oneFile, digestOnce, directFromStore, verification, ...globalThis.engineJobs };
 
   /** Runs one job and says how long it took, what went over the network, and the long tasks. */
   async function measure(job, input) {
@@ -766,10 +852,25 @@ async function openPage(browser, origin, name = 'bench') {
   await goto();
   return {
     page,
+    session,
     reload: goto,
     emulate: (latencyMs, mbit) => emulate(session, latencyMs, mbit),
     measure: (job, input) => page.evaluate((job, input) => globalThis.bench.measure(job, input), job, input),
   };
+}
+
+/**
+ * The running service worker's own CDP session: Chromium applies a page's
+ * Network.emulateNetworkConditions to the page's requests only, not to the fetches its service
+ * worker makes, so the worker's target gets the same emulation, and its HTTP cache off as the
+ * page's. Being attached also keeps Chromium from stopping the worker when idle.
+ */
+async function workerSession(browser) {
+  const target = await browser.waitForTarget((candidate) => candidate.type() === 'service_worker', { timeout: 10_000 });
+  const session = await target.createCDPSession();
+  await session.send('Network.enable');
+  await session.send('Network.setCacheDisabled', { cacheDisabled: true });
+  return session;
 }
 
 /** Chromium's network emulation: added latency per request and a shared download/upload rate. */
@@ -813,6 +914,7 @@ async function runCase(id, project, servers, latencyMs, mbit, round, load) {
       }
       return { ...sample, directMs: bound.ms };
     }
+    if (spec.kind === 'sw') return await runWorkerCase(spec, chromium.browser, view, counted, project, origin, latencyMs, mbit, round);
     await view.emulate(latencyMs, mbit);
     if (spec.kind === 'reader') return await counted('readerLoad', { indexUrl, cache: spec.cache, load });
     if (spec.kind === 'zip') return await counted('zipLoad', { url: `${origin}/project.zip` });
@@ -826,6 +928,48 @@ async function runCase(id, project, servers, latencyMs, mbit, round, load) {
   } finally {
     await chromium.close();
   }
+}
+
+/** The service worker's file, at the site's top (its scope holds the page and published/). */
+const SW_SCRIPT = 'awake-bundle-sw.js';
+
+/**
+ * sw and sww: the worker registered and controlling the page (untimed, no emulation), its target
+ * emulated as the page; timed: the page asks it to read the index again (`awkb:refresh`), then
+ * fetches every file's URL (sw: the members from one request per bundle, on fresh storage; sww:
+ * from the worker's IndexedDB cache, filled by an unmeasured load and a reload before). The worker
+ * keeps running throughout (this session is attached to it): its start is not in the time.
+ */
+async function runWorkerCase(spec, browser, view, counted, project, origin, latencyMs, mbit, round) {
+  const index = JSON.parse(readFileSync(join(project.dir, 'published', 'project.index.json'), 'utf8'));
+  const storedKeys = [...new Set(index.files.map((file) => file.sha256))];
+  const urls = project.files.map((file) => `${origin}/published/${file.path.split('/').map(encodeURIComponent).join('/')}`);
+  const load = { urls, inFlight: LOOSE_IN_FLIGHT };
+  await view.measure('swRegister', { script: `/${SW_SCRIPT}` });
+  const worker = await workerSession(browser);
+  const conditions = async () => {
+    await emulate(worker, latencyMs, mbit);
+    await view.emulate(latencyMs, mbit);
+  };
+  if (!spec.warm) {
+    await conditions();
+    return await counted('swLoad', { ...load, storedKeys });
+  }
+  await view.measure('swLoad', { ...load, storedKeys }); // fills the worker's cache, unmeasured
+  await view.reload();
+  await conditions();
+  // Alternate which goes first, as in f.
+  const warm = () => counted('swLoad', load);
+  const direct = () => view.measure('directFromStore', { indexUrl: `${origin}/published/project.index.json` });
+  let sample, bound;
+  if (round % 2 === 0) {
+    sample = await warm();
+    bound = await direct();
+  } else {
+    bound = await direct();
+    sample = await warm();
+  }
+  return { ...sample, directMs: bound.ms };
 }
 
 /** Bytes each kind of case moves, for its bound. */
@@ -894,7 +1038,7 @@ async function runCell(project, cases, servers, latencyMs, mbit, runs, load) {
         throw new Error(`${id}: ${CASES[id].kind === 'babylon' ? `${sample.vertices} vertices in ${sample.meshes} meshes, expected ${project.vertices}` : `${sample.fileBytes} bytes in hand, expected ${project.looseBytes}`}`);
       }
       samples[id].push(sample);
-      bounds[id].push(CASES[id].kind === 'warm' ? sample.directMs : boundMs(id, project, parts, latencyMs));
+      bounds[id].push((CASES[id].bound ?? CASES[id].kind) === 'warm' ? sample.directMs : boundMs(id, project, parts, latencyMs));
       process.stderr.write(`  ${project.name} ${latencyMs} ms ${mbit || '∞'} Mbit/s round ${round + 1}/${rounds} ${id}: ${(sample.ms / 1000).toFixed(2)} s\n`);
     }
     if (round === 0 && rounds > 3 && cases.some((id) => samples[id][0].ms > SLOW_SAMPLE_MS)) rounds = 3;
@@ -995,6 +1139,10 @@ function cellRatios(cell) {
     'cc2/c2': ratio(m('cc2'), m('c2')),
     'f/direct': ratio(m('f'), c.f?.boundMs),
     'f2/direct': ratio(m('f2'), c.f2?.boundMs),
+    'sw/c1': ratio(m('sw'), m('c1')),
+    'sw/b': ratio(m('sw'), m('b')),
+    'sww/direct': ratio(m('sww'), c.sww?.boundMs),
+    'sww/f': ratio(m('sww'), m('f')),
   };
 }
 
