@@ -1173,7 +1173,7 @@ function printCell(cell) {
 
 const SECTION_TITLE = '## Reader load (npm run bench)';
 
-const caseGroup = (id) => (CASES[id].page ? 'engine' : 'reader');
+const caseGroup = (id) => (CASES[id].worker ? 'sw' : CASES[id].page ? 'engine' : 'reader');
 
 function mergeParts(parts) {
   const cells = new Map();
@@ -1187,8 +1187,11 @@ function mergeParts(parts) {
     for (const whole of part.cells) {
       // The engine cases and the reader's apply to one cell apart: each keeps the bound parts
       // (one-file time, WebCrypto speed) and duration of the run that measured it.
-      for (const group of ['reader', 'engine']) {
-        const cases = Object.fromEntries(Object.entries(whole.cases).filter(([id]) => caseGroup(id) === group));
+      for (const group of ['reader', 'engine', 'sw']) {
+        // The service worker's cases keep the medians of the reader's cases measured in the same
+        // run beside them (sameRun), for their ratios.
+        const sameRun = Object.fromEntries(['b', 'c1', 'f'].filter((id) => whole.cases[id]).map((id) => [id, whole.cases[id].medianMs]));
+        const cases = Object.fromEntries(Object.entries(whole.cases).filter(([id]) => caseGroup(id) === group).map(([id, r]) => [id, group === 'sw' ? { ...r, sameRun } : r]));
         if (Object.keys(cases).length === 0) continue;
         const cell = { ...whole, group, cases };
         const key = `${cell.project}|${cell.latencyMs}|${cell.mbit}|${group}`;
@@ -1328,6 +1331,7 @@ function renderSection(merged) {
     out.push('');
   }
   out.push(...renderEngines(merged));
+  out.push(...renderServiceWorker(merged));
   const verification = Object.values(merged.verification);
   if (verification.length) {
     out.push('### Verification speed', '', 'Every bundle fetched into the page first, then verified from memory, all bundles at once (`Promise.all`; median of 5 rounds): the reader\'s path (column "path": \`acceptBundle\` in the shared worker pool, hashing each byte once, where core exports it; else \`verifyBundle\`, which hashes the whole bundle and then each member) against one raw WebCrypto `digest` per bundle and `@noble/hashes` `sha256` per bundle (synchronous, one after another); MB of bundle bytes per second.', '');
@@ -1376,6 +1380,29 @@ function renderEngines(merged) {
     // Three places for d/a: its aim is 1/12 = 0.083.
     const dOverA = cell.cases.d && cell.cases.a ? (cell.cases.d.medianMs / cell.cases.a.medianMs).toFixed(3) : '–';
     out.push(`| ${where(cell)} | ${dOverA} | ${r['dc/d']} | ${ratio(cell.cases.d?.medianMs, reader?.cases.c1?.medianMs)} | ${r['ba/bl']} | ${ratio(cell.cases.ba?.medianMs, cell.cases.ba && cell.cases.bm ? cell.cases.ba.boundMs + cell.cases.bm.medianMs : undefined)} | ${oneFile} | ${cell.hashMBps.toFixed(0)} | ${cell.seconds.toFixed(0)} s |`);
+  }
+  out.push('');
+  return out;
+}
+
+/** The service worker's cases (sw, sww), with the reader's cases of the same run beside them. */
+function renderServiceWorker(merged) {
+  const cells = merged.cells.filter((cell) => cell.group === 'sw');
+  if (cells.length === 0) return [];
+  const where = (cell) => `${cell.project} | ${cell.latencyMs} ms | ${cell.mbit ? `${cell.mbit} Mbit/s` : '∞'}`;
+  const out = [
+    '### Service worker (cases sw, sww)',
+    '',
+    'The page\'s plain `fetch()` of every file\'s URL below `published/` (128 in flight, as in b), answered by the prebuilt worker (`awake-bundle sw --index published/project.index.json`, at the top of the site served by `serve`, HTTP/1.1). The worker is registered and controls the page before the time starts (untimed: registration, activation and the index fetch it makes on starting); the time starts with the page asking it to read the index again (`awkb:refresh`: `no-cache`, checked, kept), so the index is in the time as in c1, and ends when every response\'s bytes are in the page. **sw** cold: fresh storage, every member from its bundle (one request per bundle), verified on the worker\'s thread; bound as c1 (2 round trips, the bundled bytes as one response, one SHA-256 pass). **sww** warm: after an unmeasured sw load in the same profile (until the worker\'s IndexedDB cache held every member) and a page reload; the index over the network, every member from the cache; bound as f (the index over the network, every member read from the same store on the page and hashed once). The worker keeps running through a sample (a CDP session is attached to it), so its start-up is not in the time. Chromium\'s page emulation does not reach a service worker\'s own fetches: the worker\'s target gets the same `Network.emulateNetworkConditions`, and its HTTP cache off as the page\'s. c1, b and f are from the same run (same rounds, same bound parts).',
+    '',
+    '| project | latency | bandwidth | case | median s (min–max) | runs | bound s | ×bound | c1 s | ×c1 | b s | ×b | f s | ×f | requests | MB | long tasks (longest ms) |',
+    '|:--|--:|--:|:--|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|',
+  ];
+  for (const cell of cells) {
+    for (const [id, r] of Object.entries(cell.cases)) {
+      const same = r.sameRun ?? {};
+      out.push(`| ${where(cell)} | ${id} ${CASES[id].label} | ${seconds(r.medianMs)} (${seconds(r.minMs)}–${seconds(r.maxMs)}) | ${r.runs} | ${seconds(r.boundMs)} | ${ratio(r.medianMs, r.boundMs)} | ${seconds(same.c1)} | ${ratio(r.medianMs, same.c1)} | ${seconds(same.b)} | ${ratio(r.medianMs, same.b)} | ${seconds(same.f)} | ${ratio(r.medianMs, same.f)} | ${r.requests} | ${(r.transferBytes / MB).toFixed(1)} | ${r.longTasks} (${r.longestTaskMs.toFixed(0)}) |`);
+    }
   }
   out.push('');
   return out;
