@@ -7,7 +7,7 @@
 //
 //   npm run bench                       # the whole grid, then BENCHMARKS.md
 //   node bench/reader.mjs [--projects small,small4k,big,glb] [--latency 0,40,150] [--bandwidth 0,100,20]
-//                         [--cases b,b2,c1,c2,cc,e,f,a,d,bl,ba,bm] [--runs 5] [--extras verify,publish|none]
+//                         [--cases b,b2,c1,c2,cc,e,f,a,d,bl,ba,bm,sw,sww] [--runs 5] [--extras verify,publish|none]
 //                         [--load sequential|together]
 //                         [--out part.json]          # a part of the grid: results JSON only
 //   node bench/reader.mjs --report part1.json part2.json …   # merge parts into BENCHMARKS.md
@@ -27,6 +27,17 @@
 //   e   one zip of the same files (stored, fflate zipSync), fetched and unzipped with fflate
 //   f   warm: a second load through openBrowserCache(), storage filled by an unmeasured load
 //       (f2: the same over HTTP/2)
+// Service-worker cases (HTTP/1.1; the worker is `awake-bundle sw --index published/project.index.json`
+// written at the site's top, so its scope holds published/):
+//   sw  cold: the worker registered and controlling the page on fresh storage (untimed; its index
+//       fetch at start is setup); timed: the page asks it to read the index again (awkb:refresh,
+//       no-cache), then plain fetch() of every file's URL below published/, 128 in flight as in
+//       b: one request per bundle from the worker, verified on its thread (no Web Workers there)
+//   sww warm: after an unmeasured sw load in the same profile (its cache writes awaited) and a
+//       reload, the same timed part: the index again, every member from the worker's IndexedDB
+//   The worker stays running (a CDP session is attached to it): its start-up is not in the time.
+//   Chromium's page emulation does not reach a service worker's own fetches: the worker's target
+//   gets the same Network.emulateNetworkConditions, and its HTTP cache disabled as the page's.
 // Engine cases (HTTP/1.1; each runs only on the projects it is for, see caseFits):
 //   a   Phaser 4 (HEADLESS), one scene whose preload queues `this.load.binary(path, path)` for
 //       every file, loose: from preload until the loader's `complete` (issue 7's case (a))
@@ -38,8 +49,8 @@
 //   ba  the same after `registerAwkb({ indexUrl, root, cache: null })`; aim: ba ≤ 1.2× its bound
 //   bm  the same models fetched first (untimed), then imported from memory: Babylon's own parse
 //       and WebGL uploads, the part of bl and ba that no network or bundle can take away
-// Bounds: a and bl as b (loose), d, dc and ba as c1 (bundled: 2 round trips + one-file fetch +
-// one SHA-256 pass). Projects small and small4k take a, d and dc; glb (real glTF 2.0 binaries, the
+// Bounds: a and bl as b (loose), d, dc, ba and sw as c1 (bundled: 2 round trips + one-file fetch +
+// one SHA-256 pass), sww as f (reading the store directly). Projects small and small4k take a, d and dc; glb (real glTF 2.0 binaries, the
 // big project's sizes; glb20 is a 20-file, 25 MB version for trying) takes only bl and ba.
 //
 // Every sample runs in a fresh Chromium on a fresh profile with the HTTP cache disabled.
@@ -103,6 +114,9 @@ const CASES = {
   ba: { label: 'Babylon + registerAwkb, no cache, HTTP/1.1', kind: 'babylon', page: 'babylon', bound: 'reader', protocol: 'h1', adapter: true, cache: false },
   // Babylon's own work alone: no network in the time, so no bound.
   bm: { label: 'Babylon, .glb already in memory', kind: 'babylon', page: 'babylon', bound: 'none', protocol: 'h1', fromMemory: true },
+  // The service worker (issue 12): the page's plain fetches of the project's URLs, answered by it.
+  sw: { label: 'service worker, cold, HTTP/1.1', kind: 'sw', worker: true, bound: 'reader', protocol: 'h1', cache: true },
+  sww: { label: 'service worker, warm, HTTP/1.1', kind: 'sw', worker: true, warm: true, bound: 'warm', protocol: 'h1' },
 };
 const BUNDLED_COLD = ['c1', 'c2', 'cc', 'cc2'];
 
@@ -257,6 +271,8 @@ async function prepareProject(name) {
   const boundPath = join(dir, 'bound.bin');
   if (!existsSync(boundPath) || statSync(boundPath).size < boundBytes) writeRandomFile(boundPath, boundBytes, spec.seed ^ 0x0b0b0b0b);
   copyPageFiles(dir, spec);
+  // The service worker (cases sw, sww), its index URL baked in, at the top of the site.
+  execFileSync(process.execPath, [CLI, 'sw', '--out', dir, '--index', 'published/project.index.json'], { stdio: 'ignore' });
   return {
     name, dir, spec, files: manifest.files, looseBytes: manifest.looseBytes, zipBytes: manifest.zipBytes, vertices: manifest.vertices,
     bundledBytes, indexBytes, bundles: index.bundles.length, publishSeconds: summary.seconds,
@@ -360,6 +376,80 @@ function pageScript() {
     return { files: files.length, fileBytes: total(files) };
   }
 
+  /** Registers the service worker and waits until it controls this page (as test/service-worker.test.ts does). */
+  async function swRegister({ script }) {
+    await navigator.serviceWorker.register(script);
+    await navigator.serviceWorker.ready;
+    if (!navigator.serviceWorker.controller) {
+      await new Promise((resolve) => navigator.serviceWorker.addEventListener('controllerchange', resolve, { once: true }));
+    }
+    return { files: 0, fileBytes: 0 };
+  }
+
+  /**
+   * The service worker's load: the index read again, then the loose load (plain fetches, `inFlight`
+   * at a time) of URLs the worker answers; every answer must be a 200. Then, untimed (storedAfterMs), until the worker's cache holds every member.
+   */
+  async function swLoad({ urls, inFlight, storedKeys }) {
+    // The index first, as a worker that starts reads it: `awkb:refresh` fetches it (no-cache) and
+    // the worker serves from it once checked.
+    await new Promise((resolve, reject) => {
+      const channel = new MessageChannel();
+      channel.port1.onmessage = ({ data }) => (data.type === 'awkb:refreshed' ? resolve() : reject(new Error(`awkb:refresh: ${data.message}`)));
+      navigator.serviceWorker.controller.postMessage({ type: 'awkb:refresh' }, [channel.port2]);
+    });
+    const files = new Array(urls.length);
+    let next = 0;
+    const lane = async () => {
+      while (next < urls.length) {
+        const at = next++;
+        const response = await fetch(urls[at]);
+        if (response.status !== 200) throw new Error(`${urls[at]}: status ${response.status} (${await response.text()})`);
+        files[at] = new Uint8Array(await response.arrayBuffer());
+      }
+    };
+    await Promise.all(Array.from({ length: Math.min(inFlight, urls.length) }, lane));
+    const inHandAt = performance.now();
+    if (storedKeys) await storeFilled({ keys: storedKeys });
+    return { files: files.length, fileBytes: total(files), inHandAt, storedAfterMs: performance.now() - inHandAt };
+  }
+
+  /**
+   * Waits until the reader's IndexedDB store (database 'awake-bundle', store 'entries', key =
+   * SHA-256; the service worker's default cache) holds every member in `keys`. Opens the
+   * database only once it exists, so the page never creates it without its store.
+   */
+  async function storeFilled({ keys: wantedKeys, timeoutMs = 300_000 }) {
+    const wanted = new Set(wantedKeys);
+    const deadline = performance.now() + timeoutMs;
+    for (;;) {
+      const exists = (await indexedDB.databases()).some((database) => database.name === 'awake-bundle');
+      if (exists) {
+        const database = await openStore();
+        const keys = database.objectStoreNames.contains('entries')
+          ? await new Promise((resolve, reject) => {
+            const request = database.transaction('entries', 'readonly').objectStore('entries').getAllKeys();
+            request.onsuccess = () => resolve(request.result);
+            request.onerror = () => reject(request.error);
+          })
+          : [];
+        database.close();
+        const held = keys.filter((key) => wanted.has(key)).length;
+        if (held === wanted.size) return { files: held, fileBytes: 0 };
+      }
+      if (performance.now() > deadline) throw new Error(`the store did not fill within ${timeoutMs} ms`);
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+  }
+
+  function openStore() {
+    return new Promise((resolve, reject) => {
+      const request = indexedDB.open('awake-bundle');
+      request.onsuccess = () => resolve(request.result);
+      request.onerror = () => reject(request.error);
+    });
+  }
+
   async function zipLoad({ url }) {
     const [, fflate] = await modules;
     const zip = new Uint8Array(await (await fetch(url)).arrayBuffer());
@@ -391,11 +481,7 @@ function pageScript() {
    */
   async function directFromStore({ indexUrl }) {
     const index = await (await fetch(indexUrl)).json();
-    const database = await new Promise((resolve, reject) => {
-      const request = indexedDB.open('awake-bundle');
-      request.onsuccess = () => resolve(request.result);
-      request.onerror = () => reject(request.error);
-    });
+    const database = await openStore();
     const byBundle = new Map();
     for (const file of index.files) {
       const keys = byBundle.get(file.bundle) ?? new Set();
@@ -453,7 +539,7 @@ function pageScript() {
     return { bytes, bundles: bundles.length, path, roundsMs: ms };
   }
 
-  const jobs = { readerLoad, looseLoad, zipLoad, oneFile, digestOnce, directFromStore, verification, ...globalThis.engineJobs };
+  const jobs = { readerLoad, looseLoad, swRegister, swLoad, storeFilled, zipLoad, oneFile, digestOnce, directFromStore, verification, ...globalThis.engineJobs };
 
   /** Runs one job and says how long it took, what went over the network, and the long tasks. */
   async function measure(job, input) {
@@ -766,10 +852,25 @@ async function openPage(browser, origin, name = 'bench') {
   await goto();
   return {
     page,
+    session,
     reload: goto,
     emulate: (latencyMs, mbit) => emulate(session, latencyMs, mbit),
     measure: (job, input) => page.evaluate((job, input) => globalThis.bench.measure(job, input), job, input),
   };
+}
+
+/**
+ * The running service worker's own CDP session: Chromium applies a page's
+ * Network.emulateNetworkConditions to the page's requests only, not to the fetches its service
+ * worker makes, so the worker's target gets the same emulation, and its HTTP cache off as the
+ * page's. Being attached also keeps Chromium from stopping the worker when idle.
+ */
+async function workerSession(browser) {
+  const target = await browser.waitForTarget((candidate) => candidate.type() === 'service_worker', { timeout: 10_000 });
+  const session = await target.createCDPSession();
+  await session.send('Network.enable');
+  await session.send('Network.setCacheDisabled', { cacheDisabled: true });
+  return session;
 }
 
 /** Chromium's network emulation: added latency per request and a shared download/upload rate. */
@@ -813,6 +914,7 @@ async function runCase(id, project, servers, latencyMs, mbit, round, load) {
       }
       return { ...sample, directMs: bound.ms };
     }
+    if (spec.kind === 'sw') return await runWorkerCase(spec, chromium.browser, view, counted, project, origin, latencyMs, mbit, round);
     await view.emulate(latencyMs, mbit);
     if (spec.kind === 'reader') return await counted('readerLoad', { indexUrl, cache: spec.cache, load });
     if (spec.kind === 'zip') return await counted('zipLoad', { url: `${origin}/project.zip` });
@@ -826,6 +928,48 @@ async function runCase(id, project, servers, latencyMs, mbit, round, load) {
   } finally {
     await chromium.close();
   }
+}
+
+/** The service worker's file, at the site's top (its scope holds the page and published/). */
+const SW_SCRIPT = 'awake-bundle-sw.js';
+
+/**
+ * sw and sww: the worker registered and controlling the page (untimed, no emulation), its target
+ * emulated as the page; timed: the page asks it to read the index again (`awkb:refresh`), then
+ * fetches every file's URL (sw: the members from one request per bundle, on fresh storage; sww:
+ * from the worker's IndexedDB cache, filled by an unmeasured load and a reload before). The worker
+ * keeps running throughout (this session is attached to it): its start is not in the time.
+ */
+async function runWorkerCase(spec, browser, view, counted, project, origin, latencyMs, mbit, round) {
+  const index = JSON.parse(readFileSync(join(project.dir, 'published', 'project.index.json'), 'utf8'));
+  const storedKeys = [...new Set(index.files.map((file) => file.sha256))];
+  const urls = project.files.map((file) => `${origin}/published/${file.path.split('/').map(encodeURIComponent).join('/')}`);
+  const load = { urls, inFlight: LOOSE_IN_FLIGHT };
+  await view.measure('swRegister', { script: `/${SW_SCRIPT}` });
+  const worker = await workerSession(browser);
+  const conditions = async () => {
+    await emulate(worker, latencyMs, mbit);
+    await view.emulate(latencyMs, mbit);
+  };
+  if (!spec.warm) {
+    await conditions();
+    return await counted('swLoad', { ...load, storedKeys });
+  }
+  await view.measure('swLoad', { ...load, storedKeys }); // fills the worker's cache, unmeasured
+  await view.reload();
+  await conditions();
+  // Alternate which goes first, as in f.
+  const warm = () => counted('swLoad', load);
+  const direct = () => view.measure('directFromStore', { indexUrl: `${origin}/published/project.index.json` });
+  let sample, bound;
+  if (round % 2 === 0) {
+    sample = await warm();
+    bound = await direct();
+  } else {
+    bound = await direct();
+    sample = await warm();
+  }
+  return { ...sample, directMs: bound.ms };
 }
 
 /** Bytes each kind of case moves, for its bound. */
@@ -894,7 +1038,7 @@ async function runCell(project, cases, servers, latencyMs, mbit, runs, load) {
         throw new Error(`${id}: ${CASES[id].kind === 'babylon' ? `${sample.vertices} vertices in ${sample.meshes} meshes, expected ${project.vertices}` : `${sample.fileBytes} bytes in hand, expected ${project.looseBytes}`}`);
       }
       samples[id].push(sample);
-      bounds[id].push(CASES[id].kind === 'warm' ? sample.directMs : boundMs(id, project, parts, latencyMs));
+      bounds[id].push((CASES[id].bound ?? CASES[id].kind) === 'warm' ? sample.directMs : boundMs(id, project, parts, latencyMs));
       process.stderr.write(`  ${project.name} ${latencyMs} ms ${mbit || '∞'} Mbit/s round ${round + 1}/${rounds} ${id}: ${(sample.ms / 1000).toFixed(2)} s\n`);
     }
     if (round === 0 && rounds > 3 && cases.some((id) => samples[id][0].ms > SLOW_SAMPLE_MS)) rounds = 3;
@@ -995,6 +1139,10 @@ function cellRatios(cell) {
     'cc2/c2': ratio(m('cc2'), m('c2')),
     'f/direct': ratio(m('f'), c.f?.boundMs),
     'f2/direct': ratio(m('f2'), c.f2?.boundMs),
+    'sw/c1': ratio(m('sw'), m('c1')),
+    'sw/b': ratio(m('sw'), m('b')),
+    'sww/direct': ratio(m('sww'), c.sww?.boundMs),
+    'sww/f': ratio(m('sww'), m('f')),
   };
 }
 
@@ -1025,7 +1173,7 @@ function printCell(cell) {
 
 const SECTION_TITLE = '## Reader load (npm run bench)';
 
-const caseGroup = (id) => (CASES[id].page ? 'engine' : 'reader');
+const caseGroup = (id) => (CASES[id].worker ? 'sw' : CASES[id].page ? 'engine' : 'reader');
 
 function mergeParts(parts) {
   const cells = new Map();
@@ -1039,8 +1187,11 @@ function mergeParts(parts) {
     for (const whole of part.cells) {
       // The engine cases and the reader's apply to one cell apart: each keeps the bound parts
       // (one-file time, WebCrypto speed) and duration of the run that measured it.
-      for (const group of ['reader', 'engine']) {
-        const cases = Object.fromEntries(Object.entries(whole.cases).filter(([id]) => caseGroup(id) === group));
+      for (const group of ['reader', 'engine', 'sw']) {
+        // The service worker's cases keep the medians of the reader's cases measured in the same
+        // run beside them (sameRun), for their ratios.
+        const sameRun = Object.fromEntries(['b', 'c1', 'f'].filter((id) => whole.cases[id]).map((id) => [id, whole.cases[id].medianMs]));
+        const cases = Object.fromEntries(Object.entries(whole.cases).filter(([id]) => caseGroup(id) === group).map(([id, r]) => [id, group === 'sw' ? { ...r, sameRun } : r]));
         if (Object.keys(cases).length === 0) continue;
         const cell = { ...whole, group, cases };
         const key = `${cell.project}|${cell.latencyMs}|${cell.mbit}|${group}`;
@@ -1144,7 +1295,7 @@ function renderSection(merged) {
       Object.values(merged.projects).map((p) => `**${p.name}** ${p.files.toLocaleString('en')} files, ${(p.looseBytes / MB).toFixed(1)} MB → ${p.bundles} bundles (${(p.bundledBytes / MB).toFixed(1)} MB with the index)`).join('; ') +
       '. Many small files: ~75% of 1–16 KB, ~23% of 16–128 KB, ~2% of 256 KB–1 MB (.png/.json/.ogg under sprites/, ui/, data/, tiles/, sfx/, music/, atlases/); big assets: 0.2–8 MB (.ktx2/.glb/.ogg/.webm); glb: the big project\'s sizes as real .glb models, for Babylon (see "Engines" below). Published with the CLI defaults (a bundle per top folder, 16 MiB target).',
     '- **Servers:** HTTP/1.1 = the project\'s `serve` (`startStaticServer`), Chromium\'s 6 connections per host; HTTP/2 = nginx 1.22 with TLS (a self-signed certificate made by the script, `--ignore-certificate-errors`), `http2_max_concurrent_streams` at its default 128. The page is served by the same server as the case.',
-    '- **Cases:** b loose files, one `fetch` each, 128 in flight at a time (Chromium fails a page\'s requests beyond ~1,400 outstanding with `net::ERR_INSUFFICIENT_RESOURCES`; 128 is nginx\'s HTTP/2 stream limit and far above HTTP/1.1\'s six connections) (HTTP/1.1); b2 the same over HTTP/2; c1/c2 the reader without a cache over HTTP/1.1 / HTTP/2; cc the reader with `openBrowserCache()` on fresh storage (HTTP/1.1); e one zip (stored, made with fflate `zipSync`) fetched and unpacked with fflate `unzipSync`; f warm: a second load through `openBrowserCache()`, the store filled by an unmeasured load in the same profile; a, d, dc (Phaser) and bl, ba (Babylon): the engines\' own loads, loose and through the adapters (see "Engines" below).',
+    '- **Cases:** b loose files, one `fetch` each, 128 in flight at a time (Chromium fails a page\'s requests beyond ~1,400 outstanding with `net::ERR_INSUFFICIENT_RESOURCES`; 128 is nginx\'s HTTP/2 stream limit and far above HTTP/1.1\'s six connections) (HTTP/1.1); b2 the same over HTTP/2; c1/c2 the reader without a cache over HTTP/1.1 / HTTP/2; cc the reader with `openBrowserCache()` on fresh storage (HTTP/1.1); e one zip (stored, made with fflate `zipSync`) fetched and unpacked with fflate `unzipSync`; f warm: a second load through `openBrowserCache()`, the store filled by an unmeasured load in the same profile; a, d, dc (Phaser) and bl, ba (Babylon): the engines\' own loads, loose and through the adapters (see "Engines" below); sw, sww: the same files through the service worker, cold and warm (see "Service worker" below).',
     '- **Bound:** measured in each round under the same emulation, in a fresh Chromium: the time it takes to fetch the bundled bytes (index + bundles) as one response from the same server (a range of one large file), that fetch\'s own latency taken out; plus round trips × latency (bundled: 2, the index then the bundles; loose files and the zip: 1, every file can be asked for at once — HTTP/1.1\'s six connections are the case\'s problem, not the bound\'s); plus, for the reader, one SHA-256 pass over the bundled bytes at the speed WebCrypto showed on those same bytes in that page. Loose and zip cases verify nothing, so their bound has no hash term; their byte counts differ from the bundled ones by under 1%, and their transfer term is scaled to them. Warm bound (f): the index over the network, then every member read straight from the reader\'s IndexedDB layout (database `awake-bundle`, store `entries`, one transaction per bundle) and hashed once with WebCrypto, in the same page, before or after the warm load (alternating). The cold-with-cache case (cc) has the same bound as c1: storing is not physically required, its cost shows in cc/c1.',
     '- **Chromium\'s emulated rate is not the nominal one** on this machine: the one-file fetch shows the rate actually given (column "one file"); this is why every bound is measured under the same emulation instead of computed from the nominal rate.',
     '- **×bound below 1** happens and means "at the bound": the bound is one response, and several responses at once can beat it — from `serve`, one HTTP/1.1 connection is slower than six, and Chromium\'s throttle lets a few parallel requests together exceed one request\'s rate (and was far slower with a thousand requests outstanding than with 128, one more reason for the cap in b and b2). Under throttling, every case measures Chromium\'s emulation as much as a network.',
@@ -1180,6 +1331,7 @@ function renderSection(merged) {
     out.push('');
   }
   out.push(...renderEngines(merged));
+  out.push(...renderServiceWorker(merged));
   const verification = Object.values(merged.verification);
   if (verification.length) {
     out.push('### Verification speed', '', 'Every bundle fetched into the page first, then verified from memory, all bundles at once (`Promise.all`; median of 5 rounds): the reader\'s path (column "path": \`acceptBundle\` in the shared worker pool, hashing each byte once, where core exports it; else \`verifyBundle\`, which hashes the whole bundle and then each member) against one raw WebCrypto `digest` per bundle and `@noble/hashes` `sha256` per bundle (synchronous, one after another); MB of bundle bytes per second.', '');
@@ -1228,6 +1380,29 @@ function renderEngines(merged) {
     // Three places for d/a: its aim is 1/12 = 0.083.
     const dOverA = cell.cases.d && cell.cases.a ? (cell.cases.d.medianMs / cell.cases.a.medianMs).toFixed(3) : '–';
     out.push(`| ${where(cell)} | ${dOverA} | ${r['dc/d']} | ${ratio(cell.cases.d?.medianMs, reader?.cases.c1?.medianMs)} | ${r['ba/bl']} | ${ratio(cell.cases.ba?.medianMs, cell.cases.ba && cell.cases.bm ? cell.cases.ba.boundMs + cell.cases.bm.medianMs : undefined)} | ${oneFile} | ${cell.hashMBps.toFixed(0)} | ${cell.seconds.toFixed(0)} s |`);
+  }
+  out.push('');
+  return out;
+}
+
+/** The service worker's cases (sw, sww), with the reader's cases of the same run beside them. */
+function renderServiceWorker(merged) {
+  const cells = merged.cells.filter((cell) => cell.group === 'sw');
+  if (cells.length === 0) return [];
+  const where = (cell) => `${cell.project} | ${cell.latencyMs} ms | ${cell.mbit ? `${cell.mbit} Mbit/s` : '∞'}`;
+  const out = [
+    '### Service worker (cases sw, sww)',
+    '',
+    'The page\'s plain `fetch()` of every file\'s URL below `published/` (128 in flight, as in b), answered by the prebuilt worker (`awake-bundle sw --index published/project.index.json`, at the top of the site served by `serve`, HTTP/1.1). The worker is registered and controls the page before the time starts (untimed: registration, activation and the index fetch it makes on starting); the time starts with the page asking it to read the index again (`awkb:refresh`: `no-cache`, checked, kept), so the index is in the time as in c1, and ends when every response\'s bytes are in the page. **sw** cold: fresh storage, every member from its bundle (one request per bundle), verified on the worker\'s thread; bound as c1 (2 round trips, the bundled bytes as one response, one SHA-256 pass). **sww** warm: after an unmeasured sw load in the same profile (until the worker\'s IndexedDB cache held every member) and a page reload; the index over the network, every member from the cache; bound as f (the index over the network, every member read from the same store on the page and hashed once). The worker keeps running through a sample (a CDP session is attached to it), so its start-up is not in the time. Chromium\'s page emulation does not reach a service worker\'s own fetches: the worker\'s target gets the same `Network.emulateNetworkConditions`, and its HTTP cache off as the page\'s. c1, b and f are from the same run (same rounds, same bound parts).',
+    '',
+    '| project | latency | bandwidth | case | median s (min–max) | runs | bound s | ×bound | c1 s | ×c1 | b s | ×b | f s | ×f | requests | MB | long tasks (longest ms) |',
+    '|:--|--:|--:|:--|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|',
+  ];
+  for (const cell of cells) {
+    for (const [id, r] of Object.entries(cell.cases)) {
+      const same = r.sameRun ?? {};
+      out.push(`| ${where(cell)} | ${id} ${CASES[id].label} | ${seconds(r.medianMs)} (${seconds(r.minMs)}–${seconds(r.maxMs)}) | ${r.runs} | ${seconds(r.boundMs)} | ${ratio(r.medianMs, r.boundMs)} | ${seconds(same.c1)} | ${ratio(r.medianMs, same.c1)} | ${seconds(same.b)} | ${ratio(r.medianMs, same.b)} | ${seconds(same.f)} | ${ratio(r.medianMs, same.f)} | ${r.requests} | ${(r.transferBytes / MB).toFixed(1)} | ${r.longTasks} (${r.longestTaskMs.toFixed(0)}) |`);
+    }
   }
   out.push('');
   return out;
