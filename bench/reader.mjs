@@ -901,18 +901,7 @@ async function runCase(id, project, servers, latencyMs, mbit, round, load) {
       await view.measure('readerLoad', { indexUrl, cache: true, load }); // fills the store, unmeasured
       await view.reload();
       await view.emulate(latencyMs, mbit);
-      // Alternate which goes first, so neither always meets a colder store.
-      const warm = async () => counted('readerLoad', { indexUrl, cache: true, load });
-      const direct = async () => view.measure('directFromStore', { indexUrl });
-      let sample, bound;
-      if (round % 2 === 0) {
-        sample = await warm();
-        bound = await direct();
-      } else {
-        bound = await direct();
-        sample = await warm();
-      }
-      return { ...sample, directMs: bound.ms };
+      return await warmAgainstDirect(round, () => counted('readerLoad', { indexUrl, cache: true, load }), () => view.measure('directFromStore', { indexUrl }));
     }
     if (spec.kind === 'sw') return await runWorkerCase(spec, chromium.browser, view, counted, project, origin, latencyMs, mbit, round);
     await view.emulate(latencyMs, mbit);
@@ -958,9 +947,14 @@ async function runWorkerCase(spec, browser, view, counted, project, origin, late
   await view.measure('swLoad', { ...load, storedKeys }); // fills the worker's cache, unmeasured
   await view.reload();
   await conditions();
-  // Alternate which goes first, as in f.
-  const warm = () => counted('swLoad', load);
-  const direct = () => view.measure('directFromStore', { indexUrl: `${origin}/published/project.index.json` });
+  return await warmAgainstDirect(round, () => counted('swLoad', load), () => view.measure('directFromStore', { indexUrl: `${origin}/published/project.index.json` }));
+}
+
+/**
+ * A warm sample and its bound (the same store read directly on the page), the order alternating
+ * by round so neither always meets a colder store (cases f and sww).
+ */
+async function warmAgainstDirect(round, warm, direct) {
   let sample, bound;
   if (round % 2 === 0) {
     sample = await warm();
