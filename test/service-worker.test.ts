@@ -13,6 +13,7 @@ import type { Page } from 'puppeteer-core';
 import { launchBrowser, REPO_ROOT, startRepoServer, TESTED_BROWSERS, testIf, type LaunchedBrowser, type RepoServer } from './helpers/browser';
 import { runCli, temporaryDir } from './helpers/cli';
 import { seededBytes, writeTree } from './helpers/trees';
+import { startWebpackServe, writeWebpackProject, type RunningDevServer } from './helpers/webpack-project';
 
 const sha256 = (bytes: Uint8Array) => createHash('sha256').update(bytes).digest('hex');
 
@@ -71,15 +72,15 @@ function buildSite(): { site: string; loose: string; index: IndexShape } {
   return { site, loose, index };
 }
 
-/** Registers the site's worker with this index (relative to the worker) and waits until it controls the page. */
-async function registerWorker(page: Page, index: string): Promise<void> {
+/** Registers the site's worker with this index (relative to the worker; else the one baked in) and waits until it controls the page. */
+async function registerWorker(page: Page, index?: string): Promise<void> {
   await page.evaluate(async (indexPath) => {
-    await navigator.serviceWorker.register(`awake-bundle-sw.js?index=${encodeURIComponent(indexPath)}`);
+    await navigator.serviceWorker.register(indexPath === null ? 'awake-bundle-sw.js' : `awake-bundle-sw.js?index=${encodeURIComponent(indexPath)}`);
     await navigator.serviceWorker.ready;
     if (!navigator.serviceWorker.controller) {
       await new Promise((resolve) => navigator.serviceWorker.addEventListener('controllerchange', resolve, { once: true }));
     }
-  }, index);
+  }, index ?? null);
 }
 
 /** Adds `<link rel=stylesheet href>` to the page and waits for it to load. */
@@ -437,6 +438,45 @@ try {
     await page.goto(`${server.origin}/game/`);
     expect(await gameState(page)).toMatchObject({ ...expected, background: `url("${server.origin}/game/assets/particle.png")` });
     expect(await page.title()).toBe('offline game');
+    await page.close();
+  });
+});
+
+/**
+ * Development: `webpack serve` with the plugin's `serviceWorker: true` answers the index URL with
+ * a loose index (formatVersion 2, files served one by one) and serves the same worker. The page
+ * code is the production page's: the worker maps the same URLs to paths, reads each file from
+ * its loose URL and checks it against the index's SHA-256 before answering. Without the worker
+ * those URLs are 404s on the dev server (it serves the files under published/files/).
+ */
+describe.each(TESTED_BROWSERS)('%s: the worker on webpack serve (loose index)', (kind) => {
+  let server: RunningDevServer;
+  let browser: LaunchedBrowser;
+  const files = { 'images/coin.png': COIN, 'text/hello world.txt': Buffer.from('hello from a loose file\n') };
+
+  beforeAll(async () => {
+    const project = temporaryDir('awkb-sw-dev-');
+    writeTree(join(project, 'assets'), files);
+    writeTree(join(project, 'static'), { 'page.html': PAGE });
+    const config = writeWebpackProject(project, { assets: 'assets', serviceWorker: true }, { mode: 'development', devServer: { static: { directory: join(project, 'static'), watch: false } } });
+    server = await startWebpackServe(config, project);
+    browser = await launchBrowser({ kind });
+  }, 120_000);
+
+  afterAll(async () => {
+    await browser?.close();
+    await server?.stop();
+  });
+
+  test('the page registers the worker the dev server serves, and the same URLs get the files, verified', async () => {
+    const page = await browser.browser.newPage();
+    await page.goto(`${server.url}page.html`);
+    expect(await fetchInPage(page, 'published/images/coin.png')).toMatchObject({ status: 404 });
+    await registerWorker(page); // its index URL baked in by the plugin: published/project.index.json
+    for (const [path, bytes] of Object.entries(files)) {
+      const got = await fetchInPage(page, `published/${path.split('/').map(encodeURIComponent).join('/')}`);
+      expect({ path, status: got.status, sha256: got.sha256 }).toEqual({ path, status: 200, sha256: sha256(bytes) });
+    }
     await page.close();
   });
 });
