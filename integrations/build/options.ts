@@ -20,10 +20,14 @@ export interface AwakeBundleBuildOptions {
   output?: string;
   /** `--group`: a group per top folder (`folder`, the default) or one group for everything (`one`). */
   grouping?: 'folder' | 'one';
+  /** The same as `grouping`, by the CLI flag's name. */
+  group?: 'folder' | 'one';
   /** `--depth`: with `grouping: 'folder'`, how many folder levels name a group (default 1). */
   depth?: number;
   /** `--target-mb` in bytes: the bundle size target (default 16 MiB). */
   targetBundleBytes?: number;
+  /** The target as the CLI flag takes it: MiB, decimals allowed (`targetMb: 0.5` is `--target-mb 0.5`, floor(n × 1,048,576) bytes). */
+  targetMb?: number;
   /** `--opaque-ids`: salted HMAC-SHA256 ids replace paths in the published index (needs `salt`). */
   opaqueIds?: boolean;
   /** `--salt`: the salt of the opaque ids. */
@@ -56,7 +60,21 @@ export interface ResolvedBuildOptions {
   onWarning?: (message: string) => void;
 }
 
-const OPTION_NAMES = new Set(['assets', 'output', 'grouping', 'depth', 'targetBundleBytes', 'opaqueIds', 'salt', 'urlPrefix', 'rootPath', 'allowCaseCollisions', 'serviceWorker', 'onWarning']);
+const OPTION_NAMES = new Set(['assets', 'output', 'grouping', 'group', 'depth', 'targetBundleBytes', 'targetMb', 'opaqueIds', 'salt', 'urlPrefix', 'rootPath', 'allowCaseCollisions', 'serviceWorker', 'onWarning']);
+
+/** Options that may also be given by the CLI flag's name: one name or the other, not both. */
+function eitherName<T>(options: AwakeBundleBuildOptions, name: keyof AwakeBundleBuildOptions, flagName: keyof AwakeBundleBuildOptions): T | undefined {
+  if (options[name] !== undefined && options[flagName] !== undefined) fail(flagName, `is ${name} by the CLI flag's name: give one of them`);
+  return (options[name] ?? options[flagName]) as T | undefined;
+}
+
+/** `targetMb` as the CLI reads `--target-mb` (SPEC §8: floor(n × 1,048,576) bytes). */
+function targetFromMb(value: unknown): number | undefined {
+  if (value === undefined) return undefined;
+  const bytes = typeof value === 'number' && Number.isFinite(value) ? Math.floor(value * 1048576) : Number.NaN;
+  if (!(bytes >= 1) || !Number.isSafeInteger(bytes)) fail('targetMb', `must be a number of MiB above 0 (decimals allowed), got ${JSON.stringify(value)}`);
+  return bytes;
+}
 
 function fail(option: string, message: string): never {
   throw new InvalidOptionError(option, `awake-bundle: option ${option}: ${message}`);
@@ -93,8 +111,8 @@ export function resolveBuildOptions(options: AwakeBundleBuildOptions, root: stri
   const unknown = Object.keys(options).find((name) => !OPTION_NAMES.has(name));
   if (unknown !== undefined) fail(unknown, `unknown option; the options are ${[...OPTION_NAMES].join(', ')}`);
   if (typeof options.assets !== 'string' || options.assets === '') fail('assets', 'the asset folder is required, such as "public/assets"');
-  const grouping = options.grouping ?? 'folder';
-  if (grouping !== 'folder' && grouping !== 'one') fail('grouping', `must be "folder" or "one", got ${JSON.stringify(grouping)}`);
+  const grouping = eitherName<string>(options, 'grouping', 'group') ?? 'folder';
+  if (grouping !== 'folder' && grouping !== 'one') fail(options.group !== undefined ? 'group' : 'grouping', `must be "folder" or "one", got ${JSON.stringify(grouping)}`);
   if (options.depth !== undefined && grouping === 'one') fail('depth', 'applies to grouping "folder", not "one"');
   const opaqueIds = flag('opaqueIds', options.opaqueIds);
   if (opaqueIds && (options.salt === undefined || options.salt === '')) fail('salt', 'opaqueIds needs a salt (a non-empty string)');
@@ -102,10 +120,11 @@ export function resolveBuildOptions(options: AwakeBundleBuildOptions, root: stri
   if (options.salt !== undefined && typeof options.salt !== 'string') fail('salt', `must be a string, got ${typeof options.salt}`);
   if (options.rootPath !== undefined && (typeof options.rootPath !== 'string' || options.rootPath.trim() === '')) fail('rootPath', 'must not be blank');
   if (options.onWarning !== undefined && typeof options.onWarning !== 'function') fail('onWarning', 'must be a function');
+  if (options.targetBundleBytes !== undefined && options.targetMb !== undefined) fail('targetMb', 'is targetBundleBytes in MiB, as the CLI flag: give one of them');
   const settings: PublishSettings = {
     grouping,
     depth: positiveInteger('depth', options.depth, 1),
-    targetBundleBytes: positiveInteger('targetBundleBytes', options.targetBundleBytes, DEFAULT_TARGET_BUNDLE_BYTES),
+    targetBundleBytes: targetFromMb(options.targetMb) ?? positiveInteger('targetBundleBytes', options.targetBundleBytes, DEFAULT_TARGET_BUNDLE_BYTES),
     ...(opaqueIds ? { salt: options.salt! } : {}),
     urlPrefix: relativeFolder('urlPrefix', options.urlPrefix, DEFAULT_BUNDLE_URL_PREFIX),
     allowCaseCollisions: flag('allowCaseCollisions', options.allowCaseCollisions),
