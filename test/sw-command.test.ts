@@ -2,7 +2,8 @@
  * `awake-bundle sw`: writes the prebuilt worker into a site folder, with `--index` baked in.
  * The worker itself runs in test/service-worker.test.ts.
  */
-import { readFileSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import { cpSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { Script, createContext } from 'node:vm';
 import { REPO, runCli, temporaryDir } from './helpers/cli';
@@ -60,4 +61,18 @@ test('wrong command lines exit 2 and say why', () => {
   expect(runCli(['sw', 'site'])).toMatchObject({ code: 2, stderr: expect.stringContaining('no positional arguments') });
   expect(runCli(['sw', '--out', 'x', '--index', ' '])).toMatchObject({ code: 2, stderr: expect.stringContaining('--index') });
   expect(runCli(['sw', '--help'])).toMatchObject({ code: 0, stdout: expect.stringContaining('Usage: awake-bundle sw') });
+});
+
+test('a package whose worker was not built: exit 1 naming the missing file', () => {
+  // The built package without dist/sw/, inside the repository so its node_modules resolve.
+  const copy = join(REPO, 'build', 'sw-missing');
+  rmSync(copy, { recursive: true, force: true });
+  cpSync(join(REPO, 'dist'), join(copy, 'dist'), { recursive: true, filter: (path) => !path.startsWith(join(REPO, 'dist', 'sw')) });
+  try {
+    const result = spawnSync(process.execPath, [join(copy, 'dist/cli/main.js'), 'sw', '--out', temporaryDir('awkb-sw-missing-')], { encoding: 'utf8' });
+    expect(result.status).toBe(1);
+    expect(result.stderr).toContain(`${join(copy, 'dist/sw/awake-bundle-sw.js')} is missing: this package was not built (npm run build)`);
+  } finally {
+    rmSync(copy, { recursive: true, force: true });
+  }
 });

@@ -3,10 +3,9 @@
  * (dist/sw/awake-bundle-sw.js, built by `npm run build`) into a site, with the index URL baked in
  * when given.
  */
-import { existsSync } from 'node:fs';
 import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { builtServiceWorkerPath, SERVICE_WORKER_FILE, serviceWorkerSource } from '../../core/node/service-worker-file.js';
+import { SERVICE_WORKER_FILE, serviceWorkerSource } from '../../core/node/service-worker-file.js';
 import { CommandFailure, parseCommandLine, printable, UsageError, type Command, type CommandContext } from '../usage.js';
 
 export { SERVICE_WORKER_FILE };
@@ -38,8 +37,7 @@ export const swCommand: Command = {
     if (positionals.length > 0) throw new UsageError(`sw takes no positional arguments, found ${printable(positionals[0]!)}`);
     if (values.out === undefined || values.out === '') throw new UsageError('sw needs --out <site-folder>');
     if (values.index !== undefined && values.index.trim() === '') throw new UsageError('--index must be a URL, found an empty one');
-    const source = builtServiceWorkerPath();
-    if (!existsSync(source)) throw new CommandFailure(`${source} is missing: this package was not built (npm run build)`);
+    // A package that was not built names the missing worker (exit 1).
     const worker = await serviceWorkerSource(values.index);
     const target = join(values.out, SERVICE_WORKER_FILE);
     try {

@@ -11,7 +11,7 @@ import { PublishInputError } from '../errors.js';
 export const SERVICE_WORKER_FILE = 'awake-bundle-sw.js';
 
 /** Where the built worker lies: dist/sw/ beside dist/core/ (this file is dist/core/node/service-worker-file.js). */
-export function builtServiceWorkerPath(): string {
+function builtServiceWorkerPath(): string {
   return fileURLToPath(new URL(`../../sw/${SERVICE_WORKER_FILE}`, import.meta.url));
 }
 
