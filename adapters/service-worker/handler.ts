@@ -357,19 +357,16 @@ export function installAwkbServiceWorker(scope: ServiceWorkerScopeLike, options:
   scope.addEventListener('message', (event: { data: unknown; ports?: readonly MessagePort[]; waitUntil(promise: Promise<unknown>): void }) => {
     const data = event.data as { type?: unknown } | string | null;
     const type = typeof data === 'string' ? data : data?.type;
-    const port = event.ports?.[0];
-    if (type === STORED_MESSAGE) {
-      event.waitUntil(handler.ready.then((source) => source.whenStored()).then(
-        () => port?.postMessage({ type: STORED_MESSAGE }),
-        (error: unknown) => port?.postMessage({ type: 'awkb:stored-failed', message: error instanceof Error ? error.message : String(error) }),
+    // Each request is answered on the port the page sent, if any: done, or failed with the reason.
+    const reply = (work: Promise<unknown>, done: string, failed: string) => {
+      const port = event.ports?.[0];
+      event.waitUntil(work.then(
+        () => port?.postMessage({ type: done }),
+        (error: unknown) => port?.postMessage({ type: failed, message: error instanceof Error ? error.message : String(error) }),
       ));
-      return;
-    }
-    if (type !== REFRESH_MESSAGE) return;
-    event.waitUntil(handler.refreshIndex().then(
-      () => port?.postMessage({ type: 'awkb:refreshed' }),
-      (error: unknown) => port?.postMessage({ type: 'awkb:refresh-failed', message: error instanceof Error ? error.message : String(error) }),
-    ));
+    };
+    if (type === STORED_MESSAGE) reply(handler.ready.then((source) => source.whenStored()), STORED_MESSAGE, 'awkb:stored-failed');
+    else if (type === REFRESH_MESSAGE) reply(handler.refreshIndex(), 'awkb:refreshed', 'awkb:refresh-failed');
   });
   return handler;
 }

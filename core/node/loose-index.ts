@@ -5,7 +5,7 @@
  */
 import { createReadStream } from 'node:fs';
 import { readdir, realpath, stat } from 'node:fs/promises';
-import type { Dirent } from 'node:fs';
+import type { Dirent, Stats } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import { join, relative, resolve, sep } from 'node:path';
 import { Worker } from 'node:worker_threads';
@@ -35,6 +35,8 @@ export interface FolderFile {
   /** Absolute path on disk (after following links). */
   absolutePath: string;
   sizeBytes: number;
+  /** Its stat when listed (size, times, inode): what a caller that keeps hashes compares against. */
+  stats?: Stats;
 }
 
 const strictUtf8 = new TextDecoder('utf-8', { fatal: true });
@@ -97,7 +99,7 @@ export async function listFolderFiles(folder: string, options: Pick<FolderIndexO
       if (ancestors.has(target)) throw new PublishInputError(`${join(folder, projectPath)}: symbolic link loop (back to ${target})`, projectPath);
       return { folder: target, projectPath };
     }
-    return info.isFile() ? { file: { path: projectPath, absolutePath: target, sizeBytes: info.size } } : undefined;
+    return info.isFile() ? { file: { path: projectPath, absolutePath: target, sizeBytes: info.size, stats: info } } : undefined;
   }
 
   // Several folders are read at once, and the entries of each a batch at a time, all

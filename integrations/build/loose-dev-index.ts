@@ -18,6 +18,7 @@ import { InvalidOptionError } from '../../core/errors.js';
 import { looseFileUrl } from '../../core/format/paths.js';
 import { serializeIndex, type LooseFileEntry, type LooseIndex } from '../../core/format/project-index.js';
 import { hashFile, listFolderFiles, type FolderFile } from '../../core/node/loose-index.js';
+import { projectPathOf } from '../../core/read/project-urls.js';
 import { checkPathCollisions, INDEX_FILE_NAME } from '../../core/node/publish.js';
 import { sendFile } from '../../core/node/server.js';
 import { SERVICE_WORKER_FILE, serviceWorkerSource } from '../../core/node/service-worker-file.js';
@@ -25,6 +26,8 @@ import type { ResolvedBuildOptions } from './options.js';
 
 /** The loose files' URL prefix, relative to the index (FORMAT.md "Loose index from a folder"). */
 export const LOOSE_FILES_PREFIX = 'files';
+/** The origin request paths are resolved against to map them to project paths (only the path matters). */
+const LOCAL = 'http://localhost';
 /** Files stat'ed or hashed at once. */
 const PARALLEL = 8;
 
@@ -127,7 +130,8 @@ export class LooseDevIndex {
 
   private async entryOf(file: FolderFile): Promise<LooseFileEntry> {
     const url = looseFileUrl(file.path, LOOSE_FILES_PREFIX);
-    const key = keyOf(file, await stat(file.absolutePath));
+    // The listing's own stat (taken by this request's listing), else one of our own.
+    const key = keyOf(file, file.stats ?? (await stat(file.absolutePath)));
     const known = this.hashes.get(file.path);
     if (known?.key === key) return { path: file.path, sizeBytes: known.sizeBytes, sha256: known.sha256, url };
     const digest = await hashFile(file.absolutePath);
@@ -162,7 +166,7 @@ export class LooseDevIndex {
   private async answer(request: IncomingMessage, response: ServerResponse, pathname: string): Promise<void> {
     if (pathname === this.indexUrlPath) return sendText(request, response, serializeIndex(await this.index()), 'application/json; charset=utf-8');
     if (pathname === this.serviceWorkerUrlPath) return sendText(request, response, await serviceWorkerSource(this.resolved.serviceWorker!.index), 'text/javascript; charset=utf-8');
-    const path = projectPathOf(pathname.slice(this.filesUrlPath.length));
+    const path = projectPathOf(new URL(pathname, LOCAL), new URL(this.filesUrlPath, LOCAL));
     // Only a file the folder's listing holds is served: nothing outside it, nothing the safety rules refuse.
     let file = path === undefined ? undefined : this.listing.get(path);
     if (path !== undefined && file === undefined) {
@@ -177,15 +181,6 @@ export class LooseDevIndex {
   /** Stops watching the asset folder. */
   async close(): Promise<void> {
     this.watcher?.close();
-  }
-}
-
-/** The project path of a file URL below the files prefix: each segment URL-decoded (SPEC §2). */
-function projectPathOf(encoded: string): string | undefined {
-  try {
-    return encoded.split('/').map(decodeURIComponent).join('/');
-  } catch {
-    return undefined; // malformed %-escapes name no file
   }
 }
 
