@@ -135,6 +135,18 @@ describe('paths that collide on a case-insensitive host', () => {
   });
 });
 
+test('a link to a folder inside whose name starts with two dots ("..data") stays inside: it is published, not refused', () => {
+  const tree = temporaryDir();
+  writeTree(tree, { '..data/level.json': '{"n":1}\n' });
+  symlinkSync(join(tree, '..data'), join(tree, 'levels'));
+  const out = temporaryDir();
+  const result = runCli([tree, '--out', out]);
+  expect(result.stderr).toBe('');
+  expect(result.code).toBe(0);
+  const paths = JSON.parse(readFileSync(join(out, 'project.index.json'), 'utf8')).files.map((file: { path: string }) => file.path).sort();
+  expect(paths).toEqual(['..data/level.json', 'levels/level.json']);
+});
+
 describe('a publish never writes outside --out', () => {
   test('out/bundles that is a symbolic link leading outside --out is refused', () => {
     const tree = smallTree();

@@ -7,12 +7,13 @@ import { createReadStream } from 'node:fs';
 import { readdir, realpath, stat } from 'node:fs/promises';
 import type { Dirent, Stats } from 'node:fs';
 import { availableParallelism } from 'node:os';
-import { join, relative, resolve, sep } from 'node:path';
+import { join, resolve } from 'node:path';
 import { Worker } from 'node:worker_threads';
 import { PublishInputError } from '../errors.js';
 import { compareKeys, looseFileUrl, unsafePathReason } from '../format/paths.js';
 import type { LooseFileEntry, LooseIndex } from '../format/project-index.js';
 import { nodeSha256 } from './hash.js';
+import { isInside } from './inside.js';
 
 const SKIPPED_NAMES = new Set(['.DS_Store', 'Thumbs.db']);
 /** Entries of one folder looked at (stat, realpath) at once, and folders read at once. */
@@ -56,10 +57,6 @@ function fileNameText(bytes: Buffer, folder: string, projectDir: string): string
   }
 }
 
-function isInside(child: string, parent: string): boolean {
-  const rel = relative(parent, child);
-  return rel === '' || (!rel.startsWith('..') && !rel.startsWith(sep) && rel !== '..' && !/^[A-Za-z]:/.test(rel));
-}
 
 /** Lists the project files below `folder` in key order, following links safely. */
 export async function listFolderFiles(folder: string, options: Pick<FolderIndexOptions, 'exclude'> = {}): Promise<FolderFile[]> {

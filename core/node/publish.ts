@@ -7,7 +7,7 @@
  */
 import { closeSync, constants, createReadStream, openSync, readSync } from 'node:fs';
 import { lstat, mkdir, open, readdir, readFile, realpath, rm } from 'node:fs/promises';
-import { dirname, join, relative, sep } from 'node:path';
+import { dirname, join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { InvalidOptionError, PublishInputError, PublishOutputError } from '../errors.js';
 import { SHA256_HEX_DIGITS } from '../format/sha256.js';
@@ -16,6 +16,7 @@ import { serializeIndex, type BundledIndex, type LooseFileEntry, type LooseIndex
 import { BundleWriter, type BundleHashing, type BundleWriterOptions, type FinishedBundle, type ReadProjectFile } from '../publish/bundle-writer.js';
 import { commitTemporary, createPace, discardTemporary, isLiveTemporaryFile, writeFileAtomic as writeAtomic, writeStreamToTemporary, type Pace } from './atomic-write.js';
 import { nodeSha256, sha256HexNode } from './hash.js';
+import { isInside } from './inside.js';
 
 export { removeOwnTemporaryFilesSync } from './atomic-write.js';
 
@@ -161,11 +162,6 @@ async function holdsBundle(path: string, sizeBytes: number, sha256: string): Pro
     return 'damaged';
   }
   return hash.digestHex() === sha256 ? 'same' : 'damaged';
-}
-
-function isInside(child: string, parent: string): boolean {
-  const rel = relative(parent, child);
-  return rel === '' || (rel !== '..' && !rel.startsWith(`..${sep}`) && !rel.startsWith(sep) && !/^[A-Za-z]:/.test(rel));
 }
 
 /** Makes `dir` a folder, or names what is in the way (a file, a link to a file). */

@@ -5,9 +5,10 @@
  * there are not written again.
  */
 import { realpath } from 'node:fs/promises';
-import { join, resolve, sep } from 'node:path';
+import { join, resolve } from 'node:path';
 import { InvalidOptionError } from '../../core/errors.js';
 import { registerNodeHash } from '../../core/node/hash.js';
+import { isInside } from '../../core/node/inside.js';
 import { publishFolder } from '../../core/node/publish-folder.js';
 import { writeFileAtomic, type PublishSummary } from '../../core/node/publish.js';
 import { SERVICE_WORKER_FILE, serviceWorkerSource } from '../../core/node/service-worker-file.js';
@@ -29,9 +30,6 @@ export interface BuildPublishResult {
   summary: PublishSummary;
 }
 
-/** Whether `path` is `folder` or below it. */
-const isInside = (path: string, folder: string) => path === folder || path.startsWith(folder.endsWith(sep) ? folder : folder + sep);
-
 /** The real path of `path`, or `path` resolved when it does not exist yet. */
 const realOrResolved = (path: string) => realpath(path).catch(() => resolve(path));
 
@@ -45,13 +43,13 @@ const realOrResolved = (path: string) => realpath(path).catch(() => resolve(path
 export async function publishForBuild(resolved: ResolvedBuildOptions, outDir: string, options: { buildOutput?: string } = {}): Promise<BuildPublishResult> {
   registerNodeHash(); // as awake-bundle/node does on import: node:crypto for every SHA-256
   const publishedDir = join(resolve(outDir), ...resolved.output.split('/'));
+  const assets = await realOrResolved(resolved.assets);
   // As the CLI's "--out is the input folder": everything would be left out of the input.
-  if ((await realOrResolved(publishedDir)) === (await realOrResolved(resolved.assets))) {
+  if ((await realOrResolved(publishedDir)) === assets) {
     throw new InvalidOptionError('output', `awake-bundle: option output: ${publishedDir} is the asset folder itself: choose another output folder, such as "published"`);
   }
   // The build's output (outDir, or where the caller places the published files) is never an
   // asset, when it lies inside the asset folder; when it holds the asset folder, it stays in.
-  const assets = await realOrResolved(resolved.assets);
   const outputs = await Promise.all([outDir, options.buildOutput ?? outDir].map(realOrResolved));
   const buildOutputs = outputs.filter((output) => !isInside(assets, output));
   const writtenBundles: string[] = [];
