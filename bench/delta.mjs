@@ -16,11 +16,11 @@
 // Prints a table and (unless --no-write) writes it into BENCHMARKS.md, section "Delta downloads".
 // Plain Node + puppeteer-core, no assertions: it prints numbers.
 import { execFileSync } from 'node:child_process';
-import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
-import { cpus, tmpdir } from 'node:os';
+import { cpSync, existsSync, mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { cpus } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import puppeteer from 'puppeteer-core';
+import { launchFreshChromium } from './chromium.mjs';
 import { planProject, random } from './projects.mjs';
 
 const ROOT = resolve(fileURLToPath(new URL('..', import.meta.url)));
@@ -38,7 +38,6 @@ const CASES = {
   // The other end of that trade: about one request per changed file, about no byte wasted.
   fine: { label: 'delta ranges, `{ multipartRanges: false, maxRangesPerBundle: 16, maxGapBytes: 4096 }`', deltaReads: { multipartRanges: false, maxRangesPerBundle: 16, maxGapBytes: 4096 } },
 };
-const CHROMIUM_ARGS = ['--headless=new', '--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'];
 
 const args = process.argv.slice(2);
 const option = (name, fallback) => {
@@ -123,8 +122,7 @@ async function startServe() {
 
 /** One sample: a fresh profile, v1 loaded into IndexedDB (unmeasured), reload, v2 measured. */
 async function sample(id, serve) {
-  const profile = mkdtempSync(join(tmpdir(), 'awake-delta-bench-'));
-  const browser = await puppeteer.launch({ executablePath: process.env.PUPPETEER_EXECUTABLE_PATH || '/usr/bin/chromium', args: [...CHROMIUM_ARGS, `--user-data-dir=${profile}`], headless: true, protocolTimeout: 600_000 });
+  const { browser, close } = await launchFreshChromium();
   try {
     const page = await browser.newPage();
     page.on('pageerror', (error) => console.error(`[page] ${error}`));
@@ -145,8 +143,7 @@ async function sample(id, serve) {
     const lines = serve.lines.slice(mark).filter((line) => line.target.startsWith('/v2/'));
     return { ms: result.ms, progress: result.progress, lines };
   } finally {
-    await browser.close().catch(() => undefined);
-    rmSync(profile, { recursive: true, force: true, maxRetries: 10, retryDelay: 100 });
+    await close();
   }
 }
 

@@ -10,12 +10,11 @@
 //
 //   node bench/sw-floor.mjs [--runs 5] [--files 1000]
 import { execFileSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import puppeteer from 'puppeteer-core';
 import { startStaticServer } from '../dist/core/node/index.js';
+import { launchFreshChromium } from './chromium.mjs';
 import { planProject, random } from './projects.mjs';
 
 const ROOT = resolve(fileURLToPath(new URL('..', import.meta.url)));
@@ -56,16 +55,6 @@ function buildSite() {
   writeFileSync(join(site, 'null-sw.js'), NULL_WORKER);
   writeFileSync(join(site, 'page.html'), '<!doctype html><meta charset="utf-8"><title>sw floor</title>\n');
   return { site, files, bytes: files.reduce((sum, file) => sum + file.size, 0) };
-}
-
-async function launch() {
-  const profile = mkdtempSync(join(tmpdir(), 'awkb-sw-floor-'));
-  const browser = await puppeteer.launch({
-    executablePath: '/usr/bin/chromium',
-    headless: true,
-    args: ['--headless=new', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', `--user-data-dir=${profile}`],
-  });
-  return { browser, close: async () => { await browser.close(); rmSync(profile, { recursive: true, force: true }); } };
 }
 
 /** Registers `script` and waits until it controls the page. */
@@ -115,7 +104,7 @@ function stored(page) {
 }
 
 async function sample(kind, origin, urls, expectedBytes) {
-  const chromium = await launch();
+  const chromium = await launchFreshChromium();
   try {
     const page = await chromium.browser.newPage();
     await page.goto(`${origin}/page.html`);
