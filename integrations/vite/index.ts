@@ -16,8 +16,9 @@
  *
  * Only Vite's types are imported: loading this module never loads Vite.
  */
-import { isAbsolute, join, relative, resolve } from 'node:path';
+import { join, relative, resolve } from 'node:path';
 import type { Plugin, ResolvedConfig } from 'vite';
+import { isInside } from '../../core/node/inside.js';
 import { listFolderFiles } from '../../core/node/loose-index.js';
 import { serviceWorkerSource } from '../../core/node/service-worker-file.js';
 import {
@@ -85,9 +86,9 @@ function isClientBuild(config: ResolvedConfig, environment: { config: { consumer
 
 async function publishIntoOutDir(config: ResolvedConfig, outDir: string, options: ResolvedBuildOptions): Promise<void> {
   const cache = buildCacheFolder(join(config.cacheDir, PLUGIN_NAME), { assets: options.assets, output: options.output, settings: options.settings, rootPath: options.rootPath });
-  // The worker is emitted through Vite (generateBundle), not written into the cache.
   const target = join(outDir, options.output);
-  // Published into the cache, then placed at target: the build's outDir, when inside the asset folder, is left out of the input.
+  // Published into the cache, then placed at target: the build's outDir, when inside the asset
+  // folder, is left out of the input. The worker is emitted through Vite (generateBundle).
   const published = await publishForBuild({ ...options, serviceWorker: undefined }, cache, { buildOutput: outDir });
   const { index } = published.summary;
   await pruneCache(published.publishedDir, index);
@@ -105,8 +106,7 @@ const plural = (count: number, noun: string) => `${count} ${noun}${count === 1 ?
 /** Vite copies `publicDir` into the out folder as it is: assets kept there ship loose as well. */
 function warnAboutPublicDir(config: ResolvedConfig, options: ResolvedBuildOptions): void {
   if (config.command !== 'build' || !config.publicDir) return;
-  const inside = relative(config.publicDir, options.assets);
-  if (inside === '' || (!inside.startsWith('..') && !isAbsolute(inside))) {
+  if (isInside(options.assets, resolve(config.publicDir))) {
     config.logger.warn(`${PLUGIN_NAME}: the assets folder ${options.assets} lies inside Vite's publicDir, so Vite also copies its files loose into the build; keep it outside publicDir (e.g. assets/ beside public/)`);
   }
 }
