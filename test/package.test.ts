@@ -43,19 +43,21 @@ test('npx awake-bundle sw writes the prebuilt worker from the installed package'
   expect(worker).toContain('installAwkbServiceWorker');
 });
 
+/** Runs an ES module script in the installed project: what it printed, trimmed, and its stderr. */
+function runModule(script: string): { stderr: string; stdout: string } {
+  const result = spawnSync(process.execPath, ['--input-type=module', '-e', script], { cwd: project, encoding: 'utf8' });
+  return { stderr: result.stderr, stdout: result.stdout.trim() };
+}
+
 test('awake-bundle/sw imports by its package name', () => {
   const script = "import { createAwkbFetchHandler, installAwkbServiceWorker } from 'awake-bundle/sw'; console.log(typeof createAwkbFetchHandler, typeof installAwkbServiceWorker);";
-  const result = spawnSync(process.execPath, ['--input-type=module', '-e', script], { cwd: project, encoding: 'utf8' });
-  expect(result.stderr).toBe('');
-  expect(result.stdout.trim()).toBe('function function');
+  expect(runModule(script)).toEqual({ stderr: '', stdout: 'function function' });
 });
 
 test('awake-bundle/webpack imports by its package name in a project without webpack (an optional peer)', () => {
   expect(existsSync(join(project, 'node_modules/webpack'))).toBe(false);
   const script = "import { AwakeBundlePlugin } from 'awake-bundle/webpack'; const plugin = new AwakeBundlePlugin({ assets: 'public/assets' }); console.log(typeof plugin.apply);";
-  const result = spawnSync(process.execPath, ['--input-type=module', '-e', script], { cwd: project, encoding: 'utf8' });
-  expect(result.stderr).toBe('');
-  expect(result.stdout.trim()).toBe('function');
+  expect(runModule(script)).toEqual({ stderr: '', stdout: 'function' });
 });
 
 test('awake-bundle/vite imports by its package name in a project without Vite (an optional peer)', () => {
@@ -64,9 +66,7 @@ test('awake-bundle/vite imports by its package name in a project without Vite (a
     "import { awakeBundle } from 'awake-bundle/vite';",
     "console.log(typeof awakeBundle, awakeBundle({ assets: 'assets' }).name);",
   ].join('\n');
-  const result = spawnSync(process.execPath, ['--input-type=module', '-e', script], { cwd: project, encoding: 'utf8' });
-  expect(result.stderr).toBe('');
-  expect(result.stdout.trim()).toBe('function awake-bundle');
+  expect(runModule(script)).toEqual({ stderr: '', stdout: 'function awake-bundle' });
 });
 
 test('the core and the node entry import from ESM by their package names', () => {
@@ -75,9 +75,7 @@ test('the core and the node entry import from ESM by their package names', () =>
     "import { publishToDirectory, startStaticServer } from 'awake-bundle/node';",
     "console.log(typeof IndexedAssetSource.open, typeof BundleWriter, typeof publishToDirectory, typeof startStaticServer, await sha256Hex(new Uint8Array()));",
   ].join('\n');
-  const result = spawnSync(process.execPath, ['--input-type=module', '-e', script], { cwd: project, encoding: 'utf8' });
-  expect(result.stderr).toBe('');
-  expect(result.stdout.trim()).toBe('function function function function e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855');
+  expect(runModule(script)).toEqual({ stderr: '', stdout: 'function function function function e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855' });
 });
 
 test('the package ships compiled JavaScript with type declarations, and no tests', () => {
