@@ -263,9 +263,10 @@ describe('a returning player loads version 2 with version 1 in the cache', () =>
       await source.whenStored();
       for (const path of LEVELS) expect(await cache.has(sha256Hex(versions.v2![path]!))).toBe(true);
 
-      const later = countingFetch();
-      await expectEveryFileOf(await IndexedAssetSource.open({ indexUrl: indexUrl('spread', base), cache, fetch: later.fetch }), 'spread');
-      expect(later.bundles()).toEqual([{ path: expect.stringMatching(/\.awkb$/), range: null }]);
+      // What an origin serves is learnt per source (issue 18): a new source asks for ranges again, and uses the whole answer.
+      const before = net.bundles().length;
+      await expectEveryFileOf(await IndexedAssetSource.open({ indexUrl: indexUrl('spread', base), cache, fetch: net.fetch }), 'spread');
+      expect(net.bundles()[before]!.range).not.toBeNull();
     } finally {
       await plain.close();
     }
@@ -391,10 +392,10 @@ describe('several ranges in one request (multipart/byteranges)', () => {
       expect(ranges.slice(tries).some(multiRange)).toBe(false);
       expect(host.bundleAnswers().slice(tries).every((a) => a.status === 206)).toBe(true);
 
+      // What an origin serves is learnt per source (issue 18): a new source asks in one request again.
       const later = countingFetch();
-      await expectEveryFileOf(await IndexedAssetSource.open({ indexUrl: indexUrl('spread', host.base), cache: await cacheWithV1(new MemoryCache()), fetch: later.fetch }), 'spread');
-      expect(later.bundles()).toHaveLength(4);
-      expect(later.bundles().every((r) => r.range !== null && !multiRange(r.range))).toBe(true);
+      await expectEveryFileOf(await IndexedAssetSource.open({ indexUrl: indexUrl('spread', host.base), cache: await cacheWithV1(new MemoryCache()), fetch: later.fetch, retry: { baseDelayMs: 1 } }), 'spread');
+      expect(multiRange(later.bundles()[0]!.range)).toBe(true);
     } finally {
       await host.close();
     }
@@ -420,7 +421,8 @@ describe('several ranges in one request (multipart/byteranges)', () => {
     try {
       const cache = await cacheWithV1(new MemoryCache());
       const before = cache.size;
-      const source = await IndexedAssetSource.open({ indexUrl: indexUrl('spread', host.base), cache, retry: { attempts: 1 } });
+      const net = countingFetch();
+      const source = await IndexedAssetSource.open({ indexUrl: indexUrl('spread', host.base), cache, retry: { attempts: 1 }, fetch: net.fetch });
       const error = await source.read(LEVELS[20]!).catch((e) => e);
       expect(error).toBeInstanceOf(RangeResponseError);
       expect(error).toMatchObject({ code: 'E_RANGE', path: LEVELS[20] });
@@ -429,10 +431,10 @@ describe('several ranges in one request (multipart/byteranges)', () => {
       await source.whenStored();
       expect(cache.size).toBe(before);
 
-      const net = countingFetch();
-      await expectEveryFileOf(await IndexedAssetSource.open({ indexUrl: indexUrl('spread', host.base), cache, fetch: net.fetch }), 'spread');
-      expect(net.bundles()).toHaveLength(4);
-      expect(net.bundles().some((r) => multiRange(r.range))).toBe(false);
+      // The same source then asks that origin for ranges one per request (issue 18: per source).
+      await expectEveryFileOf(source, 'spread');
+      expect(net.bundles().slice(1)).toHaveLength(4);
+      expect(net.bundles().slice(1).some((r) => multiRange(r.range))).toBe(false);
     } finally {
       await host.close();
     }

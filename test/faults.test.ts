@@ -243,6 +243,8 @@ describe('a randomized fault storm (fixed seed)', () => {
               throw outcome.reason;
             }
           });
+          // A bundle may still be finishing after its members were read (streamed): let it end.
+          await source.whenStored();
           const stats = source.stats();
           expect(stats.loadsInFlight).toBe(0);
           // Every read has settled: nothing is kept for a read or a prefetch any more, the rest is within the budget.

@@ -243,6 +243,7 @@ describe('the cache is re-checked on read', () => {
     const source = await IndexedAssetSource.open({ indexUrl: bundledIndex(), fetch: net.fetch, cache });
     expect(Buffer.from(await source.read(path)).equals(Buffer.from(good))).toBe(true);
     expect(net.bundleRequests()).toBe(1);
+    await source.whenStored(); // the bundle's members are cached once it passed whole (SPEC §7 "Streamed members")
     expect(Buffer.from((await cache.get(sha256(good)))!).equals(Buffer.from(good))).toBe(true);
   });
 

@@ -136,7 +136,8 @@ const strictUtf8 = new TextDecoder('utf-8', { fatal: true });
  * is trusted. Never allocates from a size field it has not bounded against `bytes.length`.
  * Member contents are not hashed here; see `verifyBundleBytes`.
  */
-export function decodeBundle(bytes: Uint8Array): DecodedBundle {
+export function decodeBundle(bytes: Uint8Array, sizeBytes = bytes.length): DecodedBundle {
+  // `sizeBytes`: the whole bundle's size when `bytes` is only its start (a streamed bundle's head).
   if (bytes.length < HEADER_BYTES) throw new BundleFormatError('header', `truncated: ${bytes.length} bytes, the header alone is 16`);
   for (let i = 0; i < 4; i++) {
     if (bytes[i] !== AWKB_MAGIC[i]) throw new BundleFormatError('header', `bad magic ${toHex(bytes.subarray(0, 4))}, expected 41574b42 ("AWKB")`);
@@ -149,8 +150,9 @@ export function decodeBundle(bytes: Uint8Array): DecodedBundle {
   const count = view.getUint32(8);
   const tableSize = view.getUint32(12);
   const dataStart = HEADER_BYTES + tableSize;
-  if (dataStart > bytes.length) throw new BundleFormatError('table', `table size ${tableSize} runs past the end of the ${bytes.length}-byte bundle`);
+  if (dataStart > sizeBytes) throw new BundleFormatError('table', `table size ${tableSize} runs past the end of the ${sizeBytes}-byte bundle`);
   if (count * RECORD_FIXED_BYTES > tableSize) throw new BundleFormatError('table', `member count ${count} cannot fit a ${tableSize}-byte table`);
+  if (dataStart > bytes.length) throw new BundleFormatError('table', `truncated: the table ends at byte ${dataStart}, only ${bytes.length} bytes arrived`);
 
   const records: BundleRecord[] = [];
   let at = HEADER_BYTES;
@@ -173,15 +175,15 @@ export function decodeBundle(bytes: Uint8Array): DecodedBundle {
     const size = view.getBigUint64(at + 8);
     const sha256 = toHex(bytes.subarray(at + 16, at + 48));
     at += 48;
-    const total = BigInt(bytes.length);
+    const total = BigInt(sizeBytes);
     if (offset < BigInt(dataStart) || offset > total || size > total - offset) {
-      throw new BundleFormatError('table', `member ${previewValue(key, KEY_PREVIEW_CHARACTERS)} (offset ${offset}, size ${size}) lies outside the data area ${dataStart}..${bytes.length}`);
+      throw new BundleFormatError('table', `member ${previewValue(key, KEY_PREVIEW_CHARACTERS)} (offset ${offset}, size ${size}) lies outside the data area ${dataStart}..${sizeBytes}`);
     }
     records.push({ key, offset: Number(offset), sizeBytes: Number(size), sha256 });
     previousKey = keyBytes;
   }
   if (at !== dataStart) throw new BundleFormatError('table', `${count} records use ${at - HEADER_BYTES} bytes but the table size says ${tableSize}`);
-  return { version, records, dataStart, sizeBytes: bytes.length };
+  return { version, records, dataStart, sizeBytes };
 }
 
 /** The bytes of one record, as a view into `bundle` (no copy). */

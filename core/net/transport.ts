@@ -6,7 +6,7 @@
  */
 import { AwakeError, HttpError, InvalidOptionError, NetworkError, RangeResponseError, RequestAbortedError, RequestTimeoutError, ResponseSizeError } from '../errors.js';
 import { concatBytes } from '../bytes.js';
-import type { BodyFetcher } from '../read/digest-pool.js';
+import { declaredLength, isMultipart, pumpBody, type BodyFetcher, type StreamElsewhere } from './body.js';
 import { abortable, linkSignals, sleep as timerSleep } from './abort.js';
 import { parseRetryAfter } from './retry-after.js';
 
@@ -89,10 +89,6 @@ interface BodyBound {
   multipart?: number;
 }
 
-function isMultipart(headers: Headers): boolean {
-  return /^\s*multipart\/byteranges\s*(;|$)/i.test(headers.get('content-type') ?? '');
-}
-
 function limitFor(status: number, bound: BodyBound, headers: Headers): number | undefined {
   if (status === 206 && bound.multipart !== undefined && isMultipart(headers)) return bound.multipart;
   return status === 206 && bound.partial !== undefined ? bound.partial : bound.whole;
@@ -101,6 +97,14 @@ function limitFor(status: number, bound: BodyBound, headers: Headers): number | 
 /** Whether a 206's length must be exactly the limit (a single range asked for), rather than at most it. */
 function exactFor(status: number, bound: BodyBound, headers: Headers): boolean {
   return status === 206 && !bound.partialAtMost && !(bound.multipart !== undefined && isMultipart(headers));
+}
+
+/** What `Transport.stream` feeds a body into, one per attempt. */
+export interface BodyConsumer {
+  /** The next bytes of the body; throws (an `AwakeError`, not retried) to refuse the body. */
+  push(chunk: Uint8Array): void;
+  /** The body ended at its expected length: resolves when the consumer accepts it, or rejects. */
+  finish(): Promise<void>;
 }
 
 /** A range read's answer: the range asked for (206), or the whole resource (200 from a server that ignores ranges). */
@@ -235,8 +239,42 @@ export class Transport {
     return { kind: 'ranges', body: fetched.bytes, at: ranges.map((range) => range.offset - contentRange.first) };
   }
 
+  /**
+   * A GET whose 2xx body goes, as it arrives, into a consumer made afresh for each attempt (SPEC
+   * §7 "Streamed members"), under the same retries, timeouts and bound as `getBytes`: the body
+   * must be `expectedBytes` long, and one cut short is retried. A consumer that throws an
+   * `AwakeError` (a damaged bundle) ends the request with it, not retried. With `elsewhere`, each
+   * attempt runs there (a worker that reads and consumes the body itself) when it can.
+   */
+  async stream(url: string, options: RequestOptions & { expectedBytes: number }, consumer: () => BodyConsumer, elsewhere?: StreamElsewhere): Promise<void> {
+    const limit = checkedSize(options.expectedBytes, 'expectedBytes');
+    const headers = options.headers ?? {};
+    await this.#retrying(url, options, (request) => this.#attempt(url, request, async (controller, progress, arm) => {
+      const remote = elsewhere ? await streamElsewhereAttempt(elsewhere, url, headers, controller, progress, limit) : undefined;
+      if (remote) return;
+      const response = await abortable(this.#fetch(url, { method: 'GET', headers, signal: controller.signal }), controller.signal);
+      throwIfNotSuccess(response, url);
+      const declared = declaredLength(response.headers);
+      if (declared !== undefined && declared > limit) {
+        response.body?.cancel().catch(() => undefined);
+        throw sizeError(url, response.status, limit, { declaredBytes: declared });
+      }
+      arm();
+      const sink = consumer();
+      const read = response.body ? await pumpBody(response.body, { signal: controller.signal, limit, onChunk: (chunk) => sink.push(chunk), onProgress: (received) => reportProgress(progress, received, declared) }) : { received: 0 };
+      if (read.overLimit !== undefined) throw sizeError(url, response.status, limit, { receivedBytes: read.overLimit });
+      if (declared !== undefined && read.received !== declared) throw cutShort(url, read.received, declared);
+      await sink.finish();
+    }));
+  }
+
   /** Attempts until one succeeds, a failure is not worth retrying, or the attempts run out. */
   async #request(url: string, headers: Record<string, string>, options: RequestOptions, bound: BodyBound): Promise<Fetched> {
+    return this.#retrying(url, options, (request) => this.#attempt(url, request, (controller, progress, arm) => this.#fetchWhole(url, headers, request, bound, controller, progress, arm)));
+  }
+
+  /** Runs `attempt` until it succeeds, a failure is not worth retrying, or the attempts run out. */
+  async #retrying<T>(url: string, options: RequestOptions, attemptOnce: (request: RequestOptions) => Promise<T>): Promise<T> {
     // One signal per request: the caller's (an app's, a source's lifetime) gains no listener per attempt or wait.
     const link = options.signal ? linkSignals([options.signal]) : undefined;
     const request = link ? { ...options, signal: link.signal } : options;
@@ -245,7 +283,7 @@ export class Transport {
       for (let attempt = 1; ; attempt++) {
         let failure: AwakeError;
         try {
-          return await this.#attempt(url, headers, request, bound);
+          return await attemptOnce(request);
         } catch (error) {
           if (!(error instanceof AwakeError)) throw error;
           failure = error;
@@ -290,8 +328,12 @@ export class Transport {
     }
   }
 
-  /** One request: status checked, body read in full, all within the per-attempt timeout. */
-  async #attempt(url: string, headers: Record<string, string>, options: RequestOptions, bound: BodyBound): Promise<Fetched> {
+  /**
+   * One attempt within the per-attempt timeout: `run` makes the request under `controller` and
+   * calls `progress` as body bytes arrive (each call re-arms the timeout); failures become the
+   * transport's errors (aborted, timed out, network).
+   */
+  async #attempt<T>(url: string, options: RequestOptions, run: (controller: AbortController, progress: (received: number, total: number | undefined) => void, arm: () => void) => Promise<T>): Promise<T> {
     const callerSignal = options.signal;
     if (callerSignal?.aborted) throw abortedError(url, callerSignal);
     const controller = new AbortController();
@@ -316,20 +358,7 @@ export class Transport {
       onProgress?.(received, total);
     };
     try {
-      // The worker always reports progress (cheaply, off this thread), so its bytes re-arm the limit.
-      const elsewhere = this.#bodyFetcher ? await fetchElsewhereAttempt(this.#bodyFetcher, url, headers, controller, progress, bound) : undefined;
-      if (elsewhere) return elsewhere;
-      const response = await abortable(this.#fetch(url, { method: 'GET', headers, signal: controller.signal }), controller.signal);
-      throwIfNotSuccess(response, url);
-      const limit = limitFor(response.status, bound, response.headers);
-      const declared = declaredLength(response.headers);
-      if (refusedLength(exactFor(response.status, bound, response.headers), declared, limit)) {
-        response.body?.cancel().catch(() => undefined);
-        throw sizeError(url, response.status, limit, { declaredBytes: declared });
-      }
-      arm();
-      const bytes = await readBody(response, url, controller.signal, onProgress ? progress : undefined, limit);
-      return { status: response.status, headers: response.headers, bytes };
+      return await run(controller, progress, arm);
     } catch (error) {
       if (error instanceof CallbackFailure) throw error.error;
       if (callerSignal?.aborted) throw abortedError(url, callerSignal);
@@ -340,6 +369,24 @@ export class Transport {
       clearTimeout(timer);
       callerSignal?.removeEventListener('abort', stop);
     }
+  }
+
+  /** One plain GET attempt: status checked, body read in full within `bound`. */
+  async #fetchWhole(url: string, headers: Record<string, string>, options: RequestOptions, bound: BodyBound, controller: AbortController, progress: (received: number, total: number | undefined) => void, arm: () => void): Promise<Fetched> {
+    // The worker always reports progress (cheaply, off this thread), so its bytes re-arm the limit.
+    const elsewhere = this.#bodyFetcher ? await fetchElsewhereAttempt(this.#bodyFetcher, url, headers, controller, progress, bound) : undefined;
+    if (elsewhere) return elsewhere;
+    const response = await abortable(this.#fetch(url, { method: 'GET', headers, signal: controller.signal }), controller.signal);
+    throwIfNotSuccess(response, url);
+    const limit = limitFor(response.status, bound, response.headers);
+    const declared = declaredLength(response.headers);
+    if (refusedLength(exactFor(response.status, bound, response.headers), declared, limit)) {
+      response.body?.cancel().catch(() => undefined);
+      throw sizeError(url, response.status, limit, { declaredBytes: declared });
+    }
+    arm();
+    const bytes = await readBody(response, url, controller.signal, options.onProgress ? progress : undefined, limit);
+    return { status: response.status, headers: response.headers, bytes };
   }
 }
 
@@ -380,12 +427,47 @@ async function fetchElsewhereAttempt(fetcher: BodyFetcher, url: string, headers:
   if (fetched.overLimit && limit !== undefined) throw sizeError(url, fetched.status, limit, fetched.overLimit);
   if (limit !== undefined && fetched.bytes.length > limit) throw sizeError(url, fetched.status, limit, { receivedBytes: fetched.bytes.length });
   const expected = declaredLength(fetched.headers);
-  if (expected !== undefined && fetched.bytes.length !== expected) {
-    const how = fetched.bytes.length < expected ? 'body cut short' : 'body longer than its Content-Length';
-    throw transient(new NetworkError(`GET ${url}: ${how}: received ${fetched.bytes.length} of ${expected} bytes`, { url }));
-  }
+  if (expected !== undefined && fetched.bytes.length !== expected) throw cutShort(url, fetched.bytes.length, expected);
   if (onProgress) reportProgress(onProgress, fetched.bytes.length, expected);
   return { status: fetched.status, headers: fetched.headers, bytes: fetched.bytes };
+}
+
+/** A body whose length is not its Content-Length: a network failure (a connection cut mid-body), retried. */
+function cutShort(url: string, received: number, expected: number): NetworkError {
+  const how = received < expected ? 'body cut short' : 'body longer than its Content-Length';
+  return transient(new NetworkError(`GET ${url}: ${how}: received ${received} of ${expected} bytes`, { url }));
+}
+
+/**
+ * One attempt of `Transport.stream` run elsewhere (a worker): the same checks as one run here.
+ * `undefined` when it cannot run there, so the caller reads the body itself.
+ */
+async function streamElsewhereAttempt(elsewhere: StreamElsewhere, url: string, headers: Record<string, string>, controller: AbortController, progress: (received: number, total: number | undefined) => void, limit: number): Promise<true | undefined> {
+  let callbackFailure: CallbackFailure | undefined;
+  const onProgress = (received: number) => {
+    try {
+      reportProgress(progress, received, undefined);
+    } catch (error) {
+      if (!callbackFailure) {
+        callbackFailure = error as CallbackFailure;
+        controller.abort(error);
+      }
+    }
+  };
+  let answer;
+  try {
+    answer = await abortable(elsewhere(url, { headers, signal: controller.signal, expectedBytes: limit, onProgress }), controller.signal);
+  } catch (error) {
+    throw callbackFailure ?? error;
+  }
+  if (answer === undefined) return undefined;
+  throwIfNotSuccess(answer, url);
+  if (answer.overLimit) throw sizeError(url, answer.status, limit, answer.overLimit);
+  // A refusal may come before the body's end (a head that is not the canonical one).
+  if (answer.refusal) throw answer.refusal;
+  const declared = declaredLength(answer.headers);
+  if (declared !== undefined && answer.receivedBytes !== declared) throw cutShort(url, answer.receivedBytes, declared);
+  return true;
 }
 
 function abortedError(url: string, signal: AbortSignal, when = ''): RequestAbortedError {
@@ -415,14 +497,6 @@ function throwIfNotSuccess(response: Pick<Response, 'status' | 'statusText' | 't
   throw new HttpError(response.status, message, retryAfterMs === undefined ? { url } : { url, retryAfterMs });
 }
 
-/** Content-Length as the number of body bytes `fetch` will hand over, when that is known. */
-function declaredLength(headers: Headers): number | undefined {
-  const encoding = headers.get('content-encoding');
-  if (encoding && encoding.trim().toLowerCase() !== 'identity') return undefined;
-  const value = headers.get('content-length');
-  return value !== null && /^\s*\d+\s*$/.test(value) ? Number(value) : undefined;
-}
-
 /**
  * The whole body, copied as little as the platform allows: `arrayBuffer()` (no JavaScript on the
  * way) when no progress is asked for; otherwise chunk by chunk into one buffer of the declared
@@ -438,10 +512,7 @@ async function readBody(response: Response, url: string, signal: AbortSignal, on
     const overLimit = limit === undefined ? undefined : (received: number) => sizeError(url, response.status, limit, { receivedBytes: received });
     bytes = await readChunks(response.body, expected ?? limit, signal, onProgress, limit, overLimit);
   }
-  if (expected !== undefined && bytes.length !== expected) {
-    const how = bytes.length < expected ? 'body cut short' : 'body longer than its Content-Length';
-    throw transient(new NetworkError(`GET ${url}: ${how}: received ${bytes.length} of ${expected} bytes`, { url }));
-  }
+  if (expected !== undefined && bytes.length !== expected) throw cutShort(url, bytes.length, expected);
   return bytes;
 }
 

@@ -13,7 +13,13 @@
  * the calling thread (in Node that is WebCrypto on libuv's thread pool, already off the event
  * loop) and the transport reads bodies itself. Browser-safe: no `node:` imports.
  */
+import { BundleIntegrityError } from '../errors.js';
 import { sha256Hex } from '../hash.js';
+import type { BodyFetcher, FetchBodyInit, FetchedBody, StreamedAnswer, StreamElsewhere } from '../net/body.js';
+import type { BundleStreamPlan, StreamFailure } from './bundle-stream.js';
+import { WORKER_SCRIPT } from './worker-script.js';
+
+export type { BodyFetcher, FetchBodyInit, FetchedBody } from '../net/body.js';
 
 /** A range of one of a job's inputs: `input` indexes `DigestJob.inputs`. */
 export interface DigestRange {
@@ -69,42 +75,6 @@ export interface DigestPool {
   terminate(): void;
 }
 
-/** What a body read in a worker gives the transport: the response's head and its whole body. */
-export interface FetchedBody {
-  status: number;
-  statusText: string;
-  type: ResponseType;
-  headers: Headers;
-  /** The whole body (empty for a status outside 2xx, whose body is not read, and with `overLimit`). */
-  bytes: Uint8Array;
-  /** Set when the worker refused the body for its size (see `FetchBodyInit.expectedBytes`): what it saw. */
-  overLimit?: { declaredBytes?: number; receivedBytes?: number };
-}
-
-export interface FetchBodyInit {
-  headers: Record<string, string>;
-  signal: AbortSignal;
-  onProgress?: (receivedBytes: number, totalBytes: number | undefined) => void;
-  /**
-   * The most body bytes to read for an answer other than a 206 (a bundle's listed size): a
-   * `Content-Length` that differs, or more bytes, stop the read there (`overLimit`).
-   */
-  expectedBytes?: number;
-  /** The same bound for a 206 answer: the range's size. */
-  rangeBytes?: number;
-  /** `rangeBytes` is the most a 206 may hold, not its exact size (several ranges asked for). */
-  rangeBytesAtMost?: boolean;
-  /** The bound for a 206 `multipart/byteranges` answer (at most). */
-  multipartBytes?: number;
-}
-
-/**
- * A GET whose body is read elsewhere than the calling thread. Rejects with a `TypeError` for a
- * network failure, like `fetch`; resolves `undefined` when it cannot run here at all (no
- * workers), so the caller reads the body itself.
- */
-export type BodyFetcher = (url: string, init: FetchBodyInit) => Promise<FetchedBody | undefined>;
-
 function rangesOf(job: DigestJob): DigestRange[] {
   return job.ranges ?? job.inputs.map((bytes, input) => ({ input, offset: 0, length: bytes.length }));
 }
@@ -121,179 +91,6 @@ export class InThreadDigests implements DigestPool {
   terminate(): void {}
 }
 
-/**
- * The worker's whole program, run from a `blob:` URL so that no bundler setup is needed. It
- * answers a ping (so the pool knows it runs and has WebCrypto before it trusts it with buffers),
- * then digests and cuts, or fetches, and transfers every buffer back.
- */
-const WORKER_SOURCE = `'use strict';
-const HEX = Array.from({ length: 256 }, (_, i) => i.toString(16).padStart(2, '0'));
-const hex = (buffer) => { const b = new Uint8Array(buffer); let s = ''; for (let i = 0; i < b.length; i++) s += HEX[b[i]]; return s; };
-const fetches = new Map();
-const databases = new Map();
-const describe = (error) => String((error && (error.name ? error.name + ': ' + error.message : error.message)) || error);
-function openDatabase(name, storeName) {
-  let opening = databases.get(name);
-  if (!opening) {
-    opening = new Promise((resolve, reject) => {
-      const request = indexedDB.open(name, 1);
-      request.onupgradeneeded = () => { if (!request.result.objectStoreNames.contains(storeName)) request.result.createObjectStore(storeName); };
-      request.onsuccess = () => {
-        const database = request.result;
-        // Let the page upgrade or delete the database; the next job opens it again.
-        database.onversionchange = () => { database.close(); databases.delete(name); };
-        database.onclose = () => databases.delete(name);
-        resolve(database);
-      };
-      request.onerror = () => { databases.delete(name); reject(request.error); };
-    });
-    databases.set(name, opening);
-  }
-  return opening;
-}
-function transaction(database, storeName, mode, work) {
-  return new Promise((resolve, reject) => {
-    const tx = database.transaction(storeName, mode, { durability: 'relaxed' });
-    const result = work(tx.objectStore(storeName));
-    tx.oncomplete = () => resolve(result);
-    tx.onabort = () => reject(tx.error || new Error('transaction aborted'));
-  });
-}
-// Writes wait until the page says its loads are done (or too much waits): IndexedDB's work then
-// does not compete with fetching and hashing for the cores.
-const queued = [];
-let queuedBytes = 0;
-function flush() {
-  const jobs = queued.splice(0);
-  queuedBytes = 0;
-  for (const job of jobs) write(...job);
-}
-function store(id, target, entries) {
-  queued.push([id, target, entries]);
-  for (const entry of entries) queuedBytes += entry[1].length;
-  if (queuedBytes > 67108864) flush();
-}
-async function write(id, target, entries) {
-  try {
-    const database = await openDatabase(target.database, target.objectStore);
-    await transaction(database, target.objectStore, 'readwrite', (os) => { for (const [key, value] of entries) os.put(value, key); });
-    postMessage({ id, stored: true });
-  } catch (error) {
-    postMessage({ id, storeError: describe(error) });
-  }
-}
-async function digest({ id, buffers, ranges, split, store: target }) {
-  try {
-    const digests = await Promise.all(ranges.map((r) => crypto.subtle.digest('SHA-256', new Uint8Array(buffers[r[0]], r[1], r[2])).then(hex)));
-    const parts = split ? ranges.map((r) => buffers[r[0]].slice(r[1], r[1] + r[2])) : undefined;
-    // Copies for the store, taken before the buffers go back; written after, off the reply's path.
-    // All or nothing: one range that does not match its key, and nothing is stored (SPEC §7).
-    const whole = target !== undefined && digests.every((d, i) => d === target.keys[i]);
-    const entries = whole ? ranges.map((r, i) => [target.keys[i], new Uint8Array(buffers[r[0]].slice(r[1], r[1] + r[2]))]) : [];
-    postMessage({ id, buffers, digests, parts }, parts ? buffers.concat(parts) : buffers);
-    if (target) store(id, target, entries);
-  } catch (error) {
-    postMessage({ id, buffers, error: String((error && error.message) || error) }, buffers);
-    if (target) postMessage({ id, storeError: describe(error) });
-  }
-}
-async function hasStored({ id, has }) {
-  try {
-    const database = await openDatabase(has.database, has.objectStore);
-    const requests = await transaction(database, has.objectStore, 'readonly', (os) => has.keys.map((key) => os.getKey(key)));
-    postMessage({ id, present: requests.map((request) => request.result !== undefined) });
-  } catch (error) {
-    postMessage({ id, readError: describe(error) });
-  }
-}
-async function readStored({ id, read }) {
-  try {
-    const database = await openDatabase(read.database, read.objectStore);
-    const requests = await transaction(database, read.objectStore, 'readonly', (os) => read.keys.map((key) => os.get(key)));
-    const found = [], bad = [];
-    await Promise.all(requests.map(async (request, i) => {
-      const value = request.result, key = read.keys[i];
-      let bytes = value instanceof Uint8Array ? value : value instanceof ArrayBuffer ? new Uint8Array(value) : value instanceof Blob ? new Uint8Array(await value.arrayBuffer()) : undefined;
-      if (bytes === undefined) return;
-      if (bytes.length !== read.sizes[i] || hex(await crypto.subtle.digest('SHA-256', bytes)) !== key) return void bad.push(key);
-      if (bytes.byteOffset !== 0 || bytes.byteLength !== bytes.buffer.byteLength) bytes = bytes.slice();
-      found.push([key, bytes.buffer]);
-    }));
-    postMessage({ id, found, bad }, found.map((f) => f[1]));
-  } catch (error) {
-    postMessage({ id, readError: describe(error) });
-  }
-}
-function declaredLength(response) {
-  const encoded = (response.headers.get('content-encoding') || 'identity').trim().toLowerCase() !== 'identity';
-  const value = response.headers.get('content-length');
-  return !encoded && value !== null && /^\\s*\\d+\\s*$/.test(value) ? Number(value) : undefined;
-}
-// Reads at most \`limit\` bytes (when given): past it, the body is cancelled and { over } says how many arrived.
-async function readAll(id, response, limit) {
-  const declared = declaredLength(response);
-  const size = declared !== undefined ? declared : limit;
-  const target = size !== undefined ? new Uint8Array(size) : undefined;
-  const chunks = [];
-  let received = 0, reported = 0;
-  const reader = response.body.getReader();
-  for (;;) {
-    const { done, value } = await reader.read();
-    if (done) break;
-    if (limit !== undefined && received + value.length > limit) { reader.cancel().catch(() => {}); return { over: received + value.length }; }
-    if (target && received + value.length <= target.length) target.set(value, received); else chunks.push(value);
-    received += value.length;
-    if (received - reported >= 262144) { reported = received; postMessage({ id, progress: received, total: target ? target.length : undefined }); }
-  }
-  if (target && received === target.length) return { buffer: target.buffer };
-  const whole = new Uint8Array(received);
-  let at = 0;
-  if (target) { whole.set(target.subarray(0, Math.min(received, target.length))); at = Math.min(received, target.length); }
-  for (const chunk of chunks) { whole.set(chunk, at); at += chunk.length; }
-  return { buffer: whole.buffer };
-}
-async function get({ id, url, headers, progress, expectedBytes, rangeBytes, rangeBytesAtMost, multipartBytes }) {
-  const controller = new AbortController();
-  fetches.set(id, controller);
-  try {
-    const response = await fetch(url, { headers, signal: controller.signal });
-    const head = { status: response.status, statusText: response.statusText, type: response.type, headers: [...response.headers] };
-    if (response.status < 200 || response.status > 299 || !response.body) {
-      if (response.body) response.body.cancel().catch(() => {});
-      return postMessage({ id, head, buffer: new ArrayBuffer(0) });
-    }
-    // The transport's limitFor and exactFor: a multipart/byteranges 206 has a bound of its own.
-    const multipart = response.status === 206 && multipartBytes !== undefined && /^\\s*multipart\\/byteranges\\s*(;|$)/i.test(response.headers.get('content-type') || '');
-    const limit = multipart ? multipartBytes : response.status === 206 && rangeBytes !== undefined ? rangeBytes : expectedBytes;
-    const exact = response.status === 206 && !multipart && !rangeBytesAtMost;
-    const declared = declaredLength(response);
-    // Refused at the headers as the transport does (refusedLength): more than the limit, or a 206 of another length.
-    if (limit !== undefined && declared !== undefined && (exact ? declared !== limit : declared > limit)) {
-      response.body.cancel().catch(() => {});
-      return postMessage({ id, head, buffer: new ArrayBuffer(0), over: { declaredBytes: declared } });
-    }
-    // arrayBuffer() only where the platform itself stops at a Content-Length within the limit.
-    const read = progress || (limit !== undefined && declared === undefined) ? await readAll(id, response, limit) : { buffer: await response.arrayBuffer() };
-    if (read.over !== undefined) return postMessage({ id, head, buffer: new ArrayBuffer(0), over: { receivedBytes: read.over } });
-    postMessage({ id, head, buffer: read.buffer }, [read.buffer]);
-  } catch (error) {
-    postMessage({ id, failure: String((error && error.message) || error), aborted: controller.signal.aborted });
-  } finally {
-    fetches.delete(id);
-  }
-}
-onmessage = ({ data }) => {
-  if (data.ping) return postMessage({ pong: true, subtle: !!(self.crypto && crypto.subtle && crypto.subtle.digest), fetch: typeof fetch === 'function' });
-  if (data.abort) { const c = fetches.get(data.abort); if (c) c.abort(); return; }
-  if (data.url) return get(data);
-  if (data.read) return readStored(data);
-  if (data.has) return hasStored(data);
-  if (data.open) return void openDatabase(data.open.database, data.open.objectStore).catch(() => {});
-  if (data.flush) return flush();
-  digest(data);
-};
-`;
-
 interface Pending {
   resolve: (value: unknown) => void;
   reject: (error: Error) => void;
@@ -303,6 +100,8 @@ interface Pending {
 
 interface WorkerReply {
   id: number;
+  member?: number;
+  end?: { head: { status: number; statusText: string; type: ResponseType; headers: [string, string][] }; received: number; over?: { declaredBytes?: number; receivedBytes?: number }; refusal?: StreamFailure };
   buffers?: ArrayBuffer[];
   digests?: string[];
   parts?: ArrayBuffer[];
@@ -337,7 +136,7 @@ export interface WorkerDigestPoolOptions {
 
 /** Whether this platform can run the worker pool at all (browsers; not Node 20). */
 export function workersAvailable(): boolean {
-  return typeof Worker === 'function' && typeof Blob === 'function' && typeof URL.createObjectURL === 'function';
+  return WORKER_SCRIPT !== undefined && typeof Worker === 'function' && typeof Blob === 'function' && typeof URL.createObjectURL === 'function';
 }
 
 /**
@@ -379,6 +178,45 @@ export class WorkerDigestPool implements DigestPool {
     if (!worker) return undefined;
     return this.#sendFetch(worker, url, init);
   };
+
+  /**
+   * A `StreamElsewhere` for one bundle (SPEC §7 "Streamed members"): each attempt is one job in a
+   * worker that fetches the bundle, checks its head, cuts and hashes each member as it arrives
+   * and posts it at once (`onMember`, with a buffer the caller owns), and once every member
+   * passed, writes them to `store`. A bundle crosses threads once. Resolves `undefined` where
+   * workers cannot run, for the transport to read the body itself.
+   */
+  streamBundle(plan: BundleStreamPlan, onMember: (index: number, bytes: Uint8Array) => void, store?: WorkerStoreAccess): { attempt: StreamElsewhere; stored: () => Promise<void> | undefined } {
+    /** The store write of the last attempt run in a worker (the one that passed, if any). */
+    let stored: Promise<void> | undefined;
+    const attempt: StreamElsewhere = async (url, init) => {
+      stored = undefined;
+      if (init.signal.aborted) throw init.signal.reason;
+      const worker = this.#fallback ? undefined : await this.#pick(0);
+      if (!worker) return undefined;
+      const { id, result } = this.#track<StreamedAnswer>(worker, 1, (data, resolve, reject) => {
+        if (data.member !== undefined) return onMember(data.member, new Uint8Array(data.buffer!));
+        if (data.progress !== undefined) return init.onProgress(data.progress);
+        init.signal.removeEventListener('abort', abort);
+        if (data.failure !== undefined) return reject(data.aborted ? init.signal.reason : new TypeError(`fetch failed in a worker: ${data.failure}`));
+        const { head, received, over, refusal } = data.end!;
+        resolve({
+          status: head.status, statusText: head.statusText, type: head.type, headers: new Headers(head.headers), receivedBytes: received,
+          ...(over ? { overLimit: over } : {}),
+          ...(refusal ? { refusal: new BundleIntegrityError(refusal.part, refusal.message, refusal.damaged, { url }) } : {}),
+        });
+      });
+      const abort = () => worker.worker.postMessage({ abort: id });
+      init.signal.addEventListener('abort', abort, { once: true });
+      if (store) {
+        stored = new Promise<void>((resolve, reject) => this.#stores.set(id, { resolve, reject }));
+        stored.catch(() => undefined); // looked at only when the bundle passed
+      }
+      worker.worker.postMessage({ id, bundle: { url: absoluteUrl(url), headers: init.headers, plan, ...(store ? { store } : {}) } });
+      return result;
+    };
+    return { attempt, stored: () => stored };
+  }
 
   /**
    * Reads cached entries in a worker from an IndexedDB store (see `WorkerStoreAccess`), checks
@@ -463,7 +301,7 @@ export class WorkerDigestPool implements DigestPool {
     if (!workersAvailable()) return [];
     const workers: PoolWorker[] = [];
     try {
-      this.#scriptUrl = URL.createObjectURL(new Blob([WORKER_SOURCE], { type: 'text/javascript' }));
+      this.#scriptUrl = URL.createObjectURL(new Blob([WORKER_SCRIPT!], { type: 'text/javascript' }));
       for (let i = 0; i < this.size; i++) workers.push(this.#spawn(this.#scriptUrl));
     } catch {
       // A CSP that forbids blob: workers may throw here: work on this thread instead.
@@ -486,7 +324,8 @@ export class WorkerDigestPool implements DigestPool {
         }
         const pending = entry.pending.get(data.id);
         if (!pending) return;
-        if (data.progress === undefined) {
+        // Progress and streamed members come before a job's last message.
+        if (data.progress === undefined && data.member === undefined) {
           entry.pending.delete(data.id);
           entry.load -= pending.bytes;
         }
@@ -559,8 +398,7 @@ export class WorkerDigestPool implements DigestPool {
     });
     const abort = () => entry.worker.postMessage({ abort: id });
     init.signal.addEventListener('abort', abort, { once: true });
-    // A worker made from a blob: URL resolves relative URLs against that, not the page: resolve here.
-    const absolute = new URL(url, (globalThis as { location?: { href: string } }).location?.href).href;
+    const absolute = absoluteUrl(url);
     const limits = {
       ...(init.expectedBytes !== undefined ? { expectedBytes: init.expectedBytes } : {}),
       ...(init.rangeBytes !== undefined ? { rangeBytes: init.rangeBytes } : {}),
@@ -570,6 +408,11 @@ export class WorkerDigestPool implements DigestPool {
     entry.worker.postMessage({ id, url: absolute, headers: init.headers, progress: Boolean(init.onProgress), ...limits });
     return result;
   }
+}
+
+/** A worker made from a blob: URL resolves relative URLs against that, not the page: resolve here. */
+function absoluteUrl(url: string): string {
+  return new URL(url, (globalThis as { location?: { href: string } }).location?.href).href;
 }
 
 let shared: WorkerDigestPool | InThreadDigests | undefined;

@@ -116,6 +116,14 @@ export class HeldMembers {
     return entry.bytes.slice();
   }
 
+  /** Lets go of a content whatever reads expected it (its bundle failed, SPEC §7), unless a read waiting for it has yet to take it. */
+  forget(sha256: string): void {
+    const entry = this.#entries.get(sha256);
+    if (!entry || entry.waiters > 0) return;
+    this.#entries.delete(sha256);
+    this.#bytes -= entry.bytes.length;
+  }
+
   clear(): void {
     this.#entries.clear();
     this.#waiting.clear();

@@ -49,20 +49,27 @@ export async function verifyBundle(bytes: Uint8Array, listing: BundleEntry, memb
   }
   if (damaged.length > 0) {
     const also = structure ? `; also ${structure.message}` : '';
-    // `damaged` names every one; the message the first few, so its size does not grow with the bundle.
-    const shown = damaged.slice(0, MAX_PROBLEMS_IN_MESSAGE).map((key) => previewValue(key, KEY_PREVIEW_CHARACTERS)).join(', ');
-    const more = damaged.length > MAX_PROBLEMS_IN_MESSAGE ? ` and ${damaged.length - MAX_PROBLEMS_IN_MESSAGE} more` : '';
-    throw new BundleIntegrityError('members', `${what}: damaged member${damaged.length > 1 ? 's' : ''} ${shown}${more}${also}`, damaged, details);
+    throw new BundleIntegrityError('members', `${what}: ${describeDamaged(damaged)}${also}`, damaged, details);
   }
   const size = bytes.length === listing.sizeBytes ? '' : ` (${bytes.length} bytes, listed ${listing.sizeBytes})`;
   throw new BundleIntegrityError('header', `${what}: bytes do not match the listed SHA-256${size}, though every member and the table do`, [], details);
 }
 
-/** What is wrong with the header or table, if anything, judged against the index's members. */
-function structuralProblem(bytes: Uint8Array, members: readonly ExpectedMember[]): { part: 'header' | 'table'; message: string; cause?: unknown } | undefined {
+/** "damaged member(s) a, b and 3 more": every one is in the error's `damaged`; the message names the first few, so its size does not grow with the bundle. */
+export function describeDamaged(damaged: readonly string[]): string {
+  const shown = damaged.slice(0, MAX_PROBLEMS_IN_MESSAGE).map((key) => previewValue(key, KEY_PREVIEW_CHARACTERS)).join(', ');
+  const more = damaged.length > MAX_PROBLEMS_IN_MESSAGE ? ` and ${damaged.length - MAX_PROBLEMS_IN_MESSAGE} more` : '';
+  return `damaged member${damaged.length > 1 ? 's' : ''} ${shown}${more}`;
+}
+
+/**
+ * What is wrong with the header or table, if anything, judged against the index's members.
+ * `bytes` may be only the bundle's start (a streamed head) when `sizeBytes` gives the whole size.
+ */
+export function structuralProblem(bytes: Uint8Array, members: readonly ExpectedMember[], sizeBytes = bytes.length): { part: 'header' | 'table'; message: string; cause?: unknown } | undefined {
   let decoded: DecodedBundle;
   try {
-    decoded = decodeBundle(bytes);
+    decoded = decodeBundle(bytes, sizeBytes);
   } catch (error) {
     if (error instanceof BundleFormatError) return { part: error.part, message: error.message, cause: error };
     throw error;

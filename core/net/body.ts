@@ -1,0 +1,143 @@
+/**
+ * Reading response bodies, once for every place that reads them: the transport on the page or
+ * in Node, and the reader's Web Workers (core/read/worker-main.ts), which import this module.
+ * Also the contract of a body read elsewhere (`BodyFetcher`, `StreamElsewhere`): the transport
+ * owns it, a worker pool implements it. Browser-safe: no `node:` imports, no DOM at import time.
+ */
+
+/** Content-Length as the number of body bytes `fetch` will hand over, when that is known. */
+export function declaredLength(headers: Headers): number | undefined {
+  const encoding = headers.get('content-encoding');
+  if (encoding && encoding.trim().toLowerCase() !== 'identity') return undefined;
+  const value = headers.get('content-length');
+  return value !== null && /^\s*\d+\s*$/.test(value) ? Number(value) : undefined;
+}
+
+export function isMultipart(headers: Headers): boolean {
+  return /^\s*multipart\/byteranges\s*(;|$)/i.test(headers.get('content-type') ?? '');
+}
+
+export interface PumpOptions {
+  signal?: AbortSignal;
+  /** The most bytes to read: past it reading stops, the body is cancelled, and `overLimit` says how many had arrived. */
+  limit?: number;
+  onChunk(chunk: Uint8Array): void;
+  /** Bytes so far, after each chunk. */
+  onProgress?(received: number): void;
+}
+
+/**
+ * Reads `body` chunk by chunk into `onChunk` (which may throw to stop, cancelling the body),
+ * until it ends, fails, or passes `limit`. Never buffers: what to keep is the caller's business.
+ */
+export async function pumpBody(body: ReadableStream<Uint8Array>, options: PumpOptions): Promise<{ received: number; overLimit?: number }> {
+  const reader = body.getReader();
+  const { signal, limit } = options;
+  let received = 0;
+  let finished = false;
+  const cancel = () => {
+    if (!finished) reader.cancel(signal?.reason).catch(() => undefined);
+  };
+  signal?.addEventListener('abort', cancel, { once: true });
+  try {
+    for (;;) {
+      signal?.throwIfAborted();
+      const { done, value } = await reader.read();
+      if (done) {
+        finished = true;
+        return { received };
+      }
+      if (limit !== undefined && received + value.length > limit) return { received, overLimit: received + value.length };
+      received += value.length;
+      options.onChunk(value);
+      options.onProgress?.(received);
+    }
+  } catch (error) {
+    signal?.throwIfAborted();
+    throw error;
+  } finally {
+    signal?.removeEventListener('abort', cancel);
+    cancel();
+  }
+}
+
+/**
+ * A whole body in one buffer: of its declared length when known (checked against the limit by
+ * the caller), else grown as bytes arrive (doubling), so a body that claims nothing costs only
+ * what arrives, however large the limit.
+ */
+export async function collectBody(body: ReadableStream<Uint8Array>, options: Omit<PumpOptions, 'onChunk'> & { expectedBytes?: number }): Promise<{ bytes: Uint8Array; overLimit?: number }> {
+  let target = new Uint8Array(options.expectedBytes ?? 64 * 1024);
+  let length = 0;
+  const result = await pumpBody(body, {
+    ...options,
+    onChunk(chunk) {
+      if (length + chunk.length > target.length) {
+        const grown = new Uint8Array(Math.max(length + chunk.length, target.length * 2));
+        grown.set(target.subarray(0, length));
+        target = grown;
+      }
+      target.set(chunk, length);
+      length += chunk.length;
+    },
+  });
+  if (result.overLimit !== undefined) return { bytes: new Uint8Array(0), overLimit: result.overLimit };
+  return { bytes: length === target.length ? target : target.slice(0, length) };
+}
+
+/** What a body read in a worker gives the transport: the response's head and its whole body. */
+export interface FetchedBody {
+  status: number;
+  statusText: string;
+  type: ResponseType;
+  headers: Headers;
+  /** The whole body (empty for a status outside 2xx, whose body is not read, and with `overLimit`). */
+  bytes: Uint8Array;
+  /** Set when the worker refused the body for its size (see `FetchBodyInit.expectedBytes`): what it saw. */
+  overLimit?: { declaredBytes?: number; receivedBytes?: number };
+}
+
+export interface FetchBodyInit {
+  headers: Record<string, string>;
+  signal: AbortSignal;
+  onProgress?: (receivedBytes: number, totalBytes: number | undefined) => void;
+  /**
+   * The most body bytes to read for an answer other than a 206 (a bundle's listed size): a
+   * `Content-Length` that differs, or more bytes, stop the read there (`overLimit`).
+   */
+  expectedBytes?: number;
+  /** The same bound for a 206 answer: the range's size. */
+  rangeBytes?: number;
+  /** `rangeBytes` is the most a 206 may hold, not its exact size (several ranges asked for). */
+  rangeBytesAtMost?: boolean;
+  /** The bound for a 206 `multipart/byteranges` answer (at most). */
+  multipartBytes?: number;
+}
+
+/**
+ * A GET whose body is read elsewhere than the calling thread. Rejects with a `TypeError` for a
+ * network failure, like `fetch`; resolves `undefined` when it cannot run here at all (no
+ * workers), so the caller reads the body itself.
+ */
+export type BodyFetcher = (url: string, init: FetchBodyInit) => Promise<FetchedBody | undefined>;
+
+/** What one attempt of a body consumed elsewhere (`StreamElsewhere`) came to. */
+export interface StreamedAnswer {
+  status: number;
+  statusText: string;
+  type: ResponseType;
+  headers: Headers;
+  /** Body bytes read (0 for a status outside 2xx, whose body is not read). */
+  receivedBytes: number;
+  /** The body passed `expectedBytes`: by its Content-Length at the headers, or by what arrived. */
+  overLimit?: { declaredBytes?: number; receivedBytes?: number };
+  /** The consumer refused the body (a damaged bundle): thrown as it is, not retried. */
+  refusal?: Error;
+}
+
+/**
+ * One attempt of a GET whose whole body is consumed elsewhere (a worker that reads, verifies and
+ * cuts a bundle as it arrives). Rejects with a `TypeError` for a network failure, like `fetch`;
+ * resolves `undefined` when it cannot run here, so the transport reads the body itself.
+ */
+export type StreamElsewhere = (url: string, init: { headers: Record<string, string>; signal: AbortSignal; expectedBytes: number; onProgress: (receivedBytes: number) => void }) => Promise<StreamedAnswer | undefined>;

@@ -1,0 +1,171 @@
+/**
+ * Loads in flight (SPEC §7 "One request per bundle"): one per bundle or loose file, shared by
+ * every read and prefetch that needs it. A load counts the parties waiting for it and stops only
+ * when all of them gave up; it tells each waiting read when its own content has arrived (a
+ * streamed bundle hands members out one by one), and reports bytes as they arrive, on the scale
+ * it planned when it started (SPEC §7 "Byte progress").
+ */
+import { abortable } from '../net/abort.js';
+
+export interface Load {
+  readonly key: string;
+  /** Aborted when every party waiting for the load has given up, or the source is disposed. */
+  readonly controller: AbortController;
+  /** Settles when the load is over: every content it brings arrived and passed, or it failed. */
+  done: Promise<void>;
+  /** Cache writes of what the load brought, settled (never rejects). */
+  stored: Promise<void>;
+  /** Bytes the load downloads: the bundle's size, or its delta ranges' once decided. */
+  fetchBytes: number;
+  /** Settles with `fetchBytes` once the load has decided between the whole bundle and ranges. */
+  planned: Promise<number>;
+  decided: boolean;
+  /** A delta load: it brings only the members the cache lacked; the others are read from the cache. */
+  partial: boolean;
+  /** A delta load's contents, once decided; `undefined` for a load that brings every member. */
+  brings?: Set<string>;
+  /** Bytes received so far on the `fetchBytes` scale: never lower than before, never past it. */
+  receivedBytes: number;
+  /** Contents that arrived, verified. */
+  readonly arrived: Set<string>;
+  /** Whether the load is over, and how. */
+  outcome?: { error?: unknown };
+  interest: number;
+  readonly listeners: Set<() => void>;
+}
+
+export class LoadRegistry {
+  readonly #loads = new Map<string, Load>();
+  readonly #lifetime: AbortSignal;
+  readonly #onIdle: () => void;
+
+  /** `onIdle` runs whenever the last load in flight ends. */
+  constructor(lifetime: AbortSignal, onIdle: () => void) {
+    this.#lifetime = lifetime;
+    this.#onIdle = onIdle;
+    lifetime.addEventListener('abort', () => {
+      for (const load of this.#loads.values()) load.controller.abort(lifetime.reason);
+    }, { once: true });
+  }
+
+  get(key: string): Load | undefined {
+    return this.#loads.get(key);
+  }
+
+  get size(): number {
+    return this.#loads.size;
+  }
+
+  /** The bodies that may be in memory on their way in: the sizes of the loads in flight. */
+  bytesInFlight(): number {
+    let bytes = 0;
+    for (const load of this.#loads.values()) bytes += load.fetchBytes;
+    return bytes;
+  }
+
+  /**
+   * Starts a load of `fetchBytes` (until it decides otherwise with `decide`): `run` fetches, and
+   * hands each content over with `arrive` as it passes. The load is over when `run` settles.
+   */
+  start(key: string, fetchBytes: number, run: (load: Load, decide: (bytes: number) => void) => Promise<void>): Load {
+    const controller = new AbortController();
+    if (this.#lifetime.aborted) controller.abort(this.#lifetime.reason);
+    let decideWith!: (bytes: number) => void;
+    const load: Load = {
+      key, controller, fetchBytes, interest: 0, partial: false, decided: false, receivedBytes: 0,
+      done: Promise.resolve(), stored: Promise.resolve(), arrived: new Set(), listeners: new Set(),
+      planned: new Promise<number>((resolve) => (decideWith = resolve)),
+    };
+    const decide = (bytes: number) => {
+      if (load.decided) return;
+      load.decided = true;
+      load.fetchBytes = bytes;
+      decideWith(bytes);
+    };
+    load.done = run(load, decide);
+    load.done.catch(() => decide(load.fetchBytes));
+    this.#loads.set(key, load);
+    const finish = (outcome: { error?: unknown }) => {
+      load.outcome = outcome;
+      if (!outcome.error) load.receivedBytes = load.fetchBytes;
+      this.#notify(load);
+      if (this.#loads.get(key) === load) this.#loads.delete(key);
+      if (this.#loads.size === 0) this.#onIdle();
+    };
+    load.done.then(() => finish({}), (error: unknown) => finish({ error }));
+    load.done.catch(() => undefined); // a load nobody waits for any more must not be an unhandled rejection
+    return load;
+  }
+
+  /** A content of `load` arrived and passed (its bytes are held by the caller of this). */
+  arrive(load: Load, sha256: string): void {
+    load.arrived.add(sha256);
+    this.#notify(load);
+  }
+
+  /**
+   * Bytes of the load's current attempt so far, of `total` (what it actually downloads, which a
+   * fallback may change): mapped onto the planned `fetchBytes`, so a load's share of a progress
+   * total never changes, and never going back when an attempt starts again.
+   */
+  progress(load: Load, received: number, total: number): void {
+    const scaled = total > 0 && total !== load.fetchBytes ? Math.floor((received * load.fetchBytes) / total) : received;
+    const next = Math.min(load.fetchBytes, Math.max(load.receivedBytes, scaled));
+    if (next === load.receivedBytes) return;
+    load.receivedBytes = next;
+    this.#notify(load);
+  }
+
+  /** Waits for `load` on behalf of one party; the load stops only when every party gave up. */
+  async join(load: Load, signal: AbortSignal): Promise<void> {
+    await this.#waitOn(load, signal, () => load.done);
+  }
+
+  /** Waits until `sha256` arrived with `load`, or the load is over (then its error, if it failed). */
+  async arrival(load: Load, sha256: string, signal: AbortSignal): Promise<void> {
+    await this.#waitOn(load, signal, () => this.#until(load, () => load.arrived.has(sha256)));
+  }
+
+  /** Resolves when every load in flight now has settled, however. */
+  async settled(): Promise<void> {
+    await Promise.all([...this.#loads.values()].map((load) => load.done.catch(() => undefined)));
+  }
+
+  /** Calls `listener` whenever the load's progress or arrivals change; returns the unsubscribe. */
+  watch(load: Load, listener: () => void): () => void {
+    load.listeners.add(listener);
+    return () => load.listeners.delete(listener);
+  }
+
+  async #waitOn(load: Load, signal: AbortSignal, wait: () => Promise<void>): Promise<void> {
+    signal.throwIfAborted();
+    load.interest++;
+    try {
+      // The source's own signal aborts the load itself (see the constructor): no listener per read.
+      await (signal === this.#lifetime ? wait() : abortable(wait(), signal));
+    } finally {
+      if (--load.interest === 0 && signal.aborted) load.controller.abort(signal.reason);
+    }
+  }
+
+  /** Resolves once `ready()` holds, or with the load's outcome once it is over. */
+  #until(load: Load, ready: () => boolean): Promise<void> {
+    if (ready()) return Promise.resolve();
+    if (load.outcome) return load.outcome.error === undefined ? Promise.resolve() : Promise.reject(load.outcome.error);
+    return new Promise<void>((resolve, reject) => {
+      const check = () => {
+        if (ready()) resolve();
+        else if (load.outcome) {
+          if (load.outcome.error === undefined) resolve();
+          else reject(load.outcome.error);
+        } else return;
+        load.listeners.delete(check);
+      };
+      load.listeners.add(check);
+    });
+  }
+
+  #notify(load: Load): void {
+    for (const listener of [...load.listeners]) listener();
+  }
+}
