@@ -1,7 +1,8 @@
 /**
  * The browser caches in real Chromium and Firefox ESR (through test/helpers/browser.ts): IndexedDBCache,
  * CacheStorageCache and OpfsCache round-trip bytes exactly and keep them across a page reload
- * and a browser restart; FallbackCache keeps a load going when storage refuses a put.
+ * and a browser restart; FallbackCache keeps a load going when storage refuses a put. The
+ * IndexedDB store functions under IndexedDBCache (core/cache/idb-store.ts) are called directly too.
  */
 import type { Page } from 'puppeteer-core';
 import {
@@ -254,6 +255,105 @@ describe.each(TESTED_BROWSERS)('%s', (kind) => {
     });
     expect(result.preferred).toBe(result.defaultOrder[0]);
     expect(result).toMatchObject({ chosen: 'opfs', none: true, fromMemory: [1, 2] });
+  });
+
+  describe('the IndexedDB store functions (core/cache/idb-store.js), as a worker would call them', () => {
+    test('putEntries, getEntries and hasEntries round-trip bytes; each answer owns its buffer', async () => {
+      const result = await page.evaluate(async () => {
+        const store = await harnessImport('/dist/core/cache/idb-store.js');
+        const access = { database: 'idb-store-round-trip', objectStore: 'entries' };
+        const larger = Uint8Array.from({ length: 4000 }, (_, i) => (i * 11) & 0xff);
+        const view = larger.subarray(500, 600); // IndexedDB would keep all 4000 bytes of its buffer
+        const big = Uint8Array.from({ length: 300_000 }, (_, i) => (i * 7) & 0xff);
+        const keys = ['a1'.repeat(32), 'b2'.repeat(32), 'c3'.repeat(32)];
+        await store.putEntries(access, [[keys[0], new Uint8Array(0)], [keys[1], view], [keys[2], big]]);
+        const got: (Uint8Array | undefined)[] = await store.getEntries(access, [...keys, 'd4'.repeat(32)]);
+        const owns = (bytes: Uint8Array) => bytes.byteOffset === 0 && bytes.byteLength === bytes.buffer.byteLength;
+        return {
+          lengths: got.slice(0, 3).map((bytes) => bytes!.byteLength),
+          view: Array.from(got[1]!).every((x, i) => x === view[i]),
+          big: got[2]!.every((x, i) => x === big[i]),
+          own: got.slice(0, 3).every((bytes) => owns(bytes!)),
+          missing: got[3] === undefined,
+          has: await store.hasEntries(access, [keys[1], 'd4'.repeat(32), keys[0]]),
+        };
+      });
+      expect(result).toEqual({ lengths: [0, 100, 300_000], view: true, big: true, own: true, missing: true, has: [true, false, true] });
+    });
+
+    test('an entry stored as a Blob, an ArrayBuffer or a view into a larger buffer reads back as a Uint8Array of its own', async () => {
+      const result = await page.evaluate(async () => {
+        const store = await harnessImport('/dist/core/cache/idb-store.js');
+        const access = { database: 'idb-store-value-kinds', objectStore: 'entries' };
+        const database: IDBDatabase = await store.openStore(access);
+        // Written as another program might have (the reader's old worker stored ArrayBuffers too).
+        const values: [string, unknown][] = [
+          ['e5'.repeat(32), new Blob([new Uint8Array([1, 2, 3])])],
+          ['f6'.repeat(32), new Uint8Array([4, 5, 6, 7]).buffer],
+          ['07'.repeat(32), new Uint8Array([0, 8, 9, 0]).subarray(1, 3)],
+          ['18'.repeat(32), 'not bytes'],
+        ];
+        await new Promise<void>((resolve, reject) => {
+          const transaction = database.transaction(access.objectStore, 'readwrite');
+          for (const [key, value] of values) transaction.objectStore(access.objectStore).put(value, key);
+          transaction.oncomplete = () => resolve();
+          transaction.onabort = () => reject(transaction.error);
+        });
+        const got: (Uint8Array | undefined)[] = await store.getEntries(access, values.map(([key]) => key));
+        return got.map((bytes) =>
+          bytes === undefined
+            ? 'missing'
+            : { kind: bytes.constructor.name, bytes: Array.from(bytes), own: bytes.byteOffset === 0 && bytes.byteLength === bytes.buffer.byteLength },
+        );
+      });
+      expect(result).toEqual([
+        { kind: 'Uint8Array', bytes: [1, 2, 3], own: true },
+        { kind: 'Uint8Array', bytes: [4, 5, 6, 7], own: true },
+        { kind: 'Uint8Array', bytes: [8, 9], own: true },
+        'missing',
+      ]);
+    });
+
+    test('the page can delete the database while a connection is open: versionchange closes it, the next call opens a new one', async () => {
+      const result = await page.evaluate(async () => {
+        const store = await harnessImport('/dist/core/cache/idb-store.js');
+        const access = { database: 'idb-store-delete', objectStore: 'entries' };
+        const key = '29'.repeat(32);
+        await store.putEntries(access, [[key, new Uint8Array([1])]]);
+        const first: IDBDatabase = await store.openStore(access);
+        // 'blocked' would mean the connection stayed open: the delete would wait for it forever.
+        const deleted = await new Promise<string>((resolve) => {
+          const request = indexedDB.deleteDatabase(access.database);
+          request.onblocked = () => resolve('blocked');
+          request.onsuccess = () => resolve('deleted');
+          request.onerror = () => resolve(`error ${request.error?.name}`);
+        });
+        if (deleted !== 'deleted') return { deleted }; // a new open would queue behind the delete
+        const hasAfter: boolean[] = await store.hasEntries(access, [key]);
+        await store.putEntries(access, [[key, new Uint8Array([2])]]);
+        return {
+          deleted,
+          hasAfter,
+          reopened: (await store.openStore(access)) !== first,
+          got: Array.from((await store.getEntries(access, [key]))[0]),
+        };
+      });
+      expect(result).toEqual({ deleted: 'deleted', hasAfter: [false], reopened: true, got: [2] });
+    });
+    test('a connection closed by whoever held it (closeStore, or close() on it) is replaced on the next call', async () => {
+      const result = await page.evaluate(async () => {
+        const store = await harnessImport('/dist/core/cache/idb-store.js');
+        const access = { database: 'idb-store-closed', objectStore: 'entries' };
+        const key = '3a'.repeat(32);
+        await store.putEntries(access, [[key, new Uint8Array([5])]]);
+        (await store.openStore(access)).close(); // still the shared connection: the next transaction finds it closed
+        const afterClose = Array.from((await store.getEntries(access, [key]))[0]);
+        store.closeStore(access);
+        const afterCloseStore: boolean[] = await store.hasEntries(access, [key]);
+        return { afterClose, afterCloseStore };
+      });
+      expect(result).toEqual({ afterClose: [5], afterCloseStore: [true] });
+    });
   });
 
   describe('batches (every backend, and FallbackCache over IndexedDB)', () => {

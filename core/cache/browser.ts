@@ -14,8 +14,8 @@
  */
 import { InvalidOptionError, UnsupportedOperationError } from '../errors.js';
 import { SHA256_HEX } from '../format/sha256.js';
-import type { WorkerStoreAccess } from '../read/digest-pool.js';
 import type { ContentCache } from './content-cache.js';
+import { clearEntries, closeStore, deleteEntries, getEntries, hasEntries, openStore, putEntries, type WorkerStoreAccess } from './idb-store.js';
 import { MemoryCache } from './memory.js';
 
 export type BrowserCacheBackend = 'opfs' | 'indexeddb' | 'cache-storage';
@@ -43,12 +43,6 @@ function checkKey(sha256: string): void {
   }
 }
 
-/** The bytes `view` shows, as a buffer of their own (a view may see a larger buffer). */
-function ownBytes(view: Uint8Array): Uint8Array<ArrayBuffer> {
-  const whole = view.byteOffset === 0 && view.byteLength === view.buffer.byteLength && view.buffer instanceof ArrayBuffer;
-  return (whole ? view : view.slice()) as Uint8Array<ArrayBuffer>;
-}
-
 function isDomError(error: unknown, name: string): boolean {
   return typeof error === 'object' && error !== null && (error as { name?: unknown }).name === name;
 }
@@ -57,13 +51,12 @@ function isDomError(error: unknown, name: string): boolean {
 // IndexedDB
 
 const IDB_STORE = 'entries';
-/** Bytes IndexedDB serialises per task in `putMany`. */
-const PUT_SLICE_BYTES = 1024 * 1024;
 
 /**
  * Entries in an IndexedDB database `name`, object store 'entries', key = SHA-256, value = the
  * bytes as a Uint8Array. Writes use relaxed durability: a cache may lose its last entries in a
- * power cut, and the reader re-fetches what is missing.
+ * power cut, and the reader re-fetches what is missing. The store itself is `idb-store.ts`,
+ * which a worker can import too; this class checks keys and copies the bytes put.
  */
 export class IndexedDBCache implements ClearableContentCache {
   readonly backend = 'indexeddb' as const;
@@ -71,7 +64,6 @@ export class IndexedDBCache implements ClearableContentCache {
   readonly copiesBytes = true;
   /** Readers' workers open the same database to read and write entries off the main thread. */
   readonly workerAccess: WorkerStoreAccess;
-  #database?: Promise<IDBDatabase>;
 
   constructor(options: BrowserCacheOptions = {}) {
     this.name = options.name ?? DEFAULT_BROWSER_CACHE_NAME;
@@ -82,37 +74,21 @@ export class IndexedDBCache implements ClearableContentCache {
     return typeof indexedDB !== 'undefined';
   }
 
-  /** Opens the database; rejects where IndexedDB is missing or refused. Called by every method. */
+  /**
+   * Opens the database; rejects where IndexedDB is missing or refused. Called by every method.
+   * The connection is this page's one to the database, shared with every IndexedDBCache of the
+   * same name; another tab's upgrade or delete closes it, and the next call opens it again.
+   */
   open(): Promise<IDBDatabase> {
-    if (this.#database === undefined) {
-      const opening = openDatabase(this.name);
-      const forget = () => {
-        if (this.#database === opening) this.#database = undefined;
-      };
-      opening.then(
-        (database) => {
-          // Let another tab upgrade or delete the database; the next call here opens it again.
-          database.onversionchange = () => {
-            database.close();
-            forget();
-          };
-          database.onclose = forget;
-        },
-        forget,
-      );
-      this.#database = opening;
-    }
-    return this.#database;
+    return openStore(this.workerAccess);
   }
 
-  /** Closes the connection (the next call reopens it); lets `indexedDB.deleteDatabase` proceed. */
+  /**
+   * Closes the connection (the next call reopens it), for every IndexedDBCache of this name on
+   * the page; lets `indexedDB.deleteDatabase` proceed at once.
+   */
   close(): void {
-    const database = this.#database;
-    this.#database = undefined;
-    database?.then(
-      (d) => d.close(),
-      () => undefined,
-    );
+    closeStore(this.workerAccess);
   }
 
   async get(sha256: string): Promise<Uint8Array | undefined> {
@@ -122,9 +98,7 @@ export class IndexedDBCache implements ClearableContentCache {
   /** Every key in one read transaction. */
   async getMany(sha256s: readonly string[]): Promise<(Uint8Array | undefined)[]> {
     sha256s.forEach(checkKey);
-    const values = await this.#requests('readonly', (store) => sha256s.map((sha256) => store.get(sha256)));
-    // Structured clone gave us copies no one else holds.
-    return Promise.all(values.map(asBytes));
+    return getEntries(this.workerAccess, sha256s);
   }
 
   async put(sha256: string, bytes: Uint8Array): Promise<void> {
@@ -143,22 +117,7 @@ export class IndexedDBCache implements ClearableContentCache {
       return Promise.reject(error);
     }
     const copies = entries.map(([sha256, bytes]) => [sha256, bytes.slice()] as const);
-    return this.open().then((database) => this.#transaction(database, 'readwrite', (store, requests) => {
-      let next = 0;
-      const putSlice = (): void => {
-        let bytes = 0;
-        let last: IDBRequest | undefined;
-        while (next < copies.length && (bytes === 0 || bytes + copies[next]![1].length <= PUT_SLICE_BYTES)) {
-          const [sha256, value] = copies[next++]!;
-          bytes += value.length + 1;
-          last = store.put(value, sha256);
-          requests.push(last);
-        }
-        // The transaction stays active inside a request's callback: put the next slice from there.
-        if (last && next < copies.length) last.onsuccess = putSlice;
-      };
-      putSlice();
-    })).then(() => undefined);
+    return putEntries(this.workerAccess, copies);
   }
 
   async has(sha256: string): Promise<boolean> {
@@ -168,58 +127,17 @@ export class IndexedDBCache implements ClearableContentCache {
   /** Every key in one read transaction. */
   async hasMany(sha256s: readonly string[]): Promise<boolean[]> {
     sha256s.forEach(checkKey);
-    return (await this.#requests('readonly', (store) => sha256s.map((sha256) => store.count(sha256)))).map((count) => count > 0);
+    return hasEntries(this.workerAccess, sha256s);
   }
 
   async delete(sha256: string): Promise<void> {
     checkKey(sha256);
-    await this.#requests('readwrite', (store) => [store.delete(sha256)]);
+    await deleteEntries(this.workerAccess, [sha256]);
   }
 
   async clear(): Promise<void> {
-    await this.#requests('readwrite', (store) => [store.clear()]);
+    await clearEntries(this.workerAccess);
   }
-
-  /** Requests in one transaction; settles when the transaction commits or aborts. */
-  async #requests<T>(mode: IDBTransactionMode, make: (store: IDBObjectStore) => IDBRequest<T>[]): Promise<T[]> {
-    return this.#transaction(await this.open(), mode, make);
-  }
-
-  /**
-   * Requests made by `make` in one transaction. Each result is read in its own success event, so
-   * the values are deserialised one task at a time rather than all in the last one.
-   */
-  #transaction<T>(database: IDBDatabase, mode: IDBTransactionMode, make: (store: IDBObjectStore, requests: IDBRequest<T>[]) => IDBRequest<T>[] | void): Promise<T[]> {
-    return new Promise<T[]>((resolve, reject) => {
-      const transaction = database.transaction(IDB_STORE, mode, { durability: 'relaxed' });
-      const made: IDBRequest<T>[] = [];
-      const requests = make(transaction.objectStore(IDB_STORE), made) ?? made;
-      const results: T[] = new Array(requests.length);
-      if (mode === 'readonly') requests.forEach((request, i) => request.addEventListener('success', () => (results[i] = request.result)));
-      transaction.oncomplete = () => resolve(mode === 'readonly' ? results : requests.map((request) => request.result));
-      // A full quota shows up here, as a QuotaExceededError on the aborted transaction.
-      transaction.onabort = () => reject(transaction.error ?? new DOMException('IndexedDB transaction aborted', 'AbortError'));
-    });
-  }
-}
-
-async function asBytes(value: unknown): Promise<Uint8Array | undefined> {
-  if (value instanceof Uint8Array) return value;
-  if (value instanceof ArrayBuffer) return new Uint8Array(value);
-  if (value instanceof Blob) return new Uint8Array(await value.arrayBuffer());
-  return undefined;
-}
-
-function openDatabase(name: string): Promise<IDBDatabase> {
-  return new Promise((resolve, reject) => {
-    if (typeof indexedDB === 'undefined') return reject(new UnsupportedOperationError('IndexedDB is not available here'));
-    const request = indexedDB.open(name, 1);
-    request.onupgradeneeded = () => {
-      if (!request.result.objectStoreNames.contains(IDB_STORE)) request.result.createObjectStore(IDB_STORE);
-    };
-    request.onsuccess = () => resolve(request.result);
-    request.onerror = () => reject(request.error);
-  });
 }
 
 /**

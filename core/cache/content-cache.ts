@@ -8,7 +8,7 @@
  * transaction instead of one per entry); without them the reader makes the single calls in
  * parallel.
  */
-import type { WorkerStoreAccess } from '../read/digest-pool.js';
+import type { WorkerStoreAccess } from './idb-store.js';
 
 export interface ContentCache {
   get(sha256: string): Promise<Uint8Array | undefined>;

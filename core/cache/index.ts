@@ -1,4 +1,8 @@
-/** Content caches (SPEC §7 "Cache"): the interface, an in-memory LRU, and the browser stores. */
+/**
+ * Content caches (SPEC §7 "Cache"): the interface, an in-memory LRU, the browser stores, and the
+ * IndexedDB store functions under `IndexedDBCache`, importable by a worker too.
+ */
 export type { ContentCache } from './content-cache.js';
 export * from './memory.js';
 export * from './browser.js';
+export * from './idb-store.js';

@@ -13,6 +13,7 @@
  * the calling thread (in Node that is WebCrypto on libuv's thread pool, already off the event
  * loop) and the transport reads bodies itself. Browser-safe: no `node:` imports.
  */
+import type { WorkerStoreAccess } from '../cache/idb-store.js';
 import { BundleIntegrityError } from '../errors.js';
 import { sha256Hex } from '../hash.js';
 import type { BodyFetcher, FetchBodyInit, FetchedBody, StreamedAnswer, StreamElsewhere } from '../net/body.js';
@@ -48,15 +49,7 @@ export interface DigestJob {
   store?: WorkerStoreAccess & { keys: string[] };
 }
 
-/**
- * An IndexedDB object store that a worker can open itself (same origin, same database), so the
- * page's main thread never serialises or deserialises cache entries. `IndexedDBCache` offers it
- * as `workerAccess`; entries are keyed by SHA-256 and hold the bytes as a `Uint8Array`.
- */
-export interface WorkerStoreAccess {
-  database: string;
-  objectStore: string;
-}
+export type { WorkerStoreAccess } from '../cache/idb-store.js';
 
 export interface DigestResult {
   /** The inputs again (views onto the bytes, which may live in a new buffer after a transfer). */
