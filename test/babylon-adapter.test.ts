@@ -110,6 +110,28 @@ describe.each(TESTED_BROWSERS)('%s', (kind) => {
     });
   });
 
+  test('two models loading at once make one request per bundle, and with cache: null the console shows no cache error', async () => {
+    const models = ['gltf/BoxTextured/BoxTextured.gltf', 'gltf/CesiumMilkTruck/CesiumMilkTruck.gltf'];
+    const messages: string[] = [];
+    const listen = (message: { type(): string; text(): string }) => messages.push(`${message.type()}: ${message.text()}`);
+    page.on('console', listen);
+    server.resetRequests();
+    await register();
+    try {
+      const loaded = await call((t, api, a, b) => Promise.all([t.loadModel(api, a), t.loadModel(api, b)]), 'ImportMeshAsync', LOOSE + models[0], LOOSE + models[1]);
+      expect((loaded as { meshes: unknown[] }[]).every((model) => model.meshes.length > 0)).toBe(true);
+    } finally {
+      await dispose();
+      page.off('console', listen);
+    }
+    const requests = siteRequests();
+    expectOnlyIndexAndBundles(requests);
+    const bundles = requests.filter((path) => path.endsWith('.awkb'));
+    expect(bundles.length).toBeGreaterThan(0);
+    expect(new Set(bundles).size).toBe(bundles.length);
+    expect(messages.filter((message) => /cache|getMany/i.test(message))).toEqual([]);
+  });
+
   describe("the 'awkb' scene-loader plugin (pluginExtension: '.awkb')", () => {
     test('loads a URL below the root, or a bare project path, through the index and hands it to the glTF loader', async () => {
       const model = 'gltf/CesiumMilkTruck/CesiumMilkTruck.gltf';

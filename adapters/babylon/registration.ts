@@ -79,22 +79,14 @@ export class AwkbRegistration {
   }
 
   /**
-   * The verified bytes of `path`, owned by the caller, with byte progress: a prefetch of its
-   * bundle reports what arrives and the read joins its request (one request per bundle).
+   * The verified bytes of `path`, owned by the caller, with byte progress as its bytes arrive
+   * (SPEC §7 "Streamed members"): one read, which joins its bundle's one request.
    */
   async read(path: string, options: AwkbReadOptions = {}): Promise<Uint8Array> {
     // linkSignals: AbortSignal.any where the browser has it (Safari 17.4+), listeners released otherwise.
     const { signal, release } = linkSignals([options.signal, this.lifetime.signal]);
     try {
-      const size = this.source.entry(path)?.sizeBytes ?? 0;
-      const { onProgress } = options;
-      if (onProgress) {
-        // The read below joins this prefetch's request; its own outcome is the read's.
-        this.source.prefetch([path], { signal, onProgress: (p) => onProgress(p.totalBytes > 0 ? Math.floor((size * p.loadedBytes) / p.totalBytes) : size, size) }).catch(() => undefined);
-      }
-      const bytes = await this.source.read(path, { signal });
-      onProgress?.(size, size);
-      return bytes;
+      return await this.source.read(path, { signal, ...(options.onProgress ? { onProgress: options.onProgress } : {}) });
     } finally {
       release();
     }
@@ -163,21 +155,14 @@ async function open(options: AwkbOptions, root: URL, key: unknown): Promise<Awkb
   return registration;
 }
 
-/** `prefetch` items: a listed path, else a folder of listed paths. */
+/** `prefetch` items: each a listed path, else a folder of listed paths (one load, SPEC §7 "Byte progress"). */
 async function prefetchItems(source: IndexedAssetSource, items: string[], onProgress: AwkbOptions['onPrefetchProgress']): Promise<void> {
-  const listed = source.paths();
-  const paths = new Set<string>();
-  for (const item of items) {
-    if (source.has(item)) {
-      paths.add(item);
-      continue;
-    }
-    const folder = item.replace(/^\/+|\/+$/g, '');
-    const below = listed.filter((path) => folder === '' || path.startsWith(`${folder}/`));
-    if (below.length === 0) throw new AssetNotFoundError(item, source.indexUrl, `prefetch: ${JSON.stringify(item)} is neither a path nor a folder in the project index${source.indexUrl ? ` ${source.indexUrl}` : ''}`);
-    for (const path of below) paths.add(path);
+  try {
+    await source.load(items, onProgress ? { onProgress } : {});
+  } catch (error) {
+    if (error instanceof AssetNotFoundError) throw new AssetNotFoundError(error.path ?? '', source.indexUrl, `prefetch: ${error.message}`);
+    throw error;
   }
-  await source.prefetch(paths, onProgress ? { onProgress } : {});
 }
 
 function rootOf(options: AwkbOptions, indexUrl: string | undefined): URL {

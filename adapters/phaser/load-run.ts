@@ -1,28 +1,27 @@
 /**
- * One load of one Phaser loader, from its first bundled file to its `complete`. Each bundle it
- * needs is asked for once, through `prefetch` (so the load's byte progress is known, SPEC §7
- * "Prefetch"); the files of that bundle then read their members, joining that one request
- * (SPEC §7 "One request per bundle"). Files read as soon as the prefetch has been asked for,
- * so each gets its bytes once verified, not after the cache has stored them. A bundle that failed stays
- * failed for the rest of the load, so its later files fail without asking again.
+ * One load of one Phaser loader, from its first bundled file to its `complete`: only the mapping
+ * of core's `load` onto Phaser's events. The files Phaser starts in one tick (a scene's whole
+ * preload, usually) are one `source.load`, whose byte total is fixed from its first event (SPEC
+ * §7 "Byte progress"): `awkbprogress` sums the run's loads, `fileprogress` follows each file's
+ * bytes, and each file reads its member as soon as it passed (SPEC §7 "Streamed members"), so
+ * Phaser's `progress` moves while a bundle arrives. A bundle that failed stays failed for the
+ * rest of the run, so its later files fail without asking again.
  */
 import type { AwkbGameState, ByteProgress, MountedIndex } from './game-state.js';
 import type { PhaserFile, PhaserLoader } from './phaser-shapes.js';
 
-interface BundleJob {
-  /** Paths to prefetch: those asked for before the job started (the same tick). */
-  paths: string[];
-  started: boolean;
-  /** Files waiting, with their sizes, for their per-file `fileprogress`. */
-  files: Map<PhaserFile, number>;
+/** The files of one tick for one index: one `source.load`. */
+interface Batch {
+  mounted: MountedIndex;
+  paths: Set<string>;
+  /** Files waiting, by path, for their `fileprogress`. */
+  files: Map<string, PhaserFile[]>;
   loadedBytes: number;
   totalBytes: number;
-  /** Settles once the prefetch is asked for: reads then join its one request. */
+  /** Settles once the load is asked for: reads then join its requests. */
   ready: Promise<void>;
-  /** Settles when the prefetch has: the bundle verified and stored, or failed. */
+  /** Settles when the load has: verified and stored, or failed. */
   settled: Promise<void>;
-  /** Why the bundle could not be had, once known. */
-  failure?: { error: unknown };
 }
 
 const runs = new WeakMap<PhaserLoader, LoadRun>();
@@ -31,7 +30,11 @@ const runs = new WeakMap<PhaserLoader, LoadRun>();
 const PARALLEL_FROM_BUNDLES = 4096;
 
 export class LoadRun {
-  private readonly jobs = new Map<string, BundleJob>();
+  private readonly batches: Batch[] = [];
+  /** The batch still gathering this tick's files, per index. */
+  private readonly open = new Map<string, Batch>();
+  /** Bundles (or loose files) that failed in this run, with why. */
+  private readonly failed = new Map<string, unknown>();
   private readonly sharedReads = new Map<string, { waiting: number; bytes: Promise<Uint8Array> }>();
 
   /** The loader's own `maxParallelDownloads`, put back when the run ends. */
@@ -62,20 +65,17 @@ export class LoadRun {
     runs.delete(loader);
   }
 
-  /**
-   * Reads `path` once its bundle (or loose file) is on its way for this load: one prefetch per
-   * bundle, joined by every file that needs it; fails with that bundle's error.
-   */
+  /** Reads `path` for `file`, joining this tick's load of its index (one request per bundle). */
   async read(mounted: MountedIndex, path: string, file?: PhaserFile): Promise<Uint8Array> {
-    // With range reads each file asks for its own member (SPEC §7 "Range reads"): no bundle job.
-    const job = mounted.rangeReads ? undefined : this.jobFor(mounted, path, file);
+    // With range reads each file asks for its own member (SPEC §7 "Range reads"): no load.
+    const batch = mounted.rangeReads ? undefined : this.batchFor(mounted, [path], file);
     // Files of one load that need the same path (one image under two keys) share one read:
     // with no cache, a second read would fetch the bundle again. Each gets bytes of its own,
     // since decodeAudioData and texture uploads may take them over.
     const key = `${mounted.key}\n${path}`;
     let shared = this.sharedReads.get(key);
     if (!shared) {
-      shared = { waiting: 0, bytes: this.readOnce(job, mounted, path) };
+      shared = { waiting: 0, bytes: this.readOnce(batch, mounted, path) };
       this.sharedReads.set(key, shared);
     }
     shared.waiting++;
@@ -87,82 +87,95 @@ export class LoadRun {
     }
   }
 
-  private async readOnce(job: BundleJob | undefined, mounted: MountedIndex, path: string): Promise<Uint8Array> {
-    if (job) await job.ready;
-    if (job?.failure) throw job.failure.error;
+  private async readOnce(batch: Batch | undefined, mounted: MountedIndex, path: string): Promise<Uint8Array> {
+    if (batch) await batch.ready;
+    const where = this.whereOf(mounted, path);
+    if (this.failed.has(where)) throw this.failed.get(where);
     try {
       return await mounted.source.read(path);
     } catch (error) {
-      if (job) job.failure ??= { error };
+      if (!this.failed.has(where)) this.failed.set(where, error);
       throw error;
     }
   }
 
   /** Fetches `paths` (the index's `prefetch` option) as part of this load; never rejects. */
   async prefetch(mounted: MountedIndex, paths: string[]): Promise<void> {
-    await Promise.all(paths.map((path) => this.jobFor(mounted, path).settled));
+    if (paths.length > 0) await this.batchFor(mounted, paths).settled;
   }
 
-  private jobFor(mounted: MountedIndex, path: string, file?: PhaserFile): BundleJob {
+  /** The bundle (or loose file) a path's bytes come from, within one index. */
+  private whereOf(mounted: MountedIndex, path: string): string {
     const entry = mounted.source.entry(path)!;
-    const jobKey = `${mounted.key}\n${entry.bundle ?? `loose:${entry.sha256}`}`;
-    let job = this.jobs.get(jobKey);
-    if (!job) {
-      let markReady!: () => void;
+    return `${mounted.key}\n${entry.bundle ?? `loose:${entry.sha256}`}`;
+  }
+
+  private batchFor(mounted: MountedIndex, paths: string[], file?: PhaserFile): Batch {
+    let batch = this.open.get(mounted.key);
+    if (!batch) {
       let start!: () => void;
-      const ready = new Promise<void>((resolve) => (markReady = resolve));
-      const created: BundleJob = { paths: [], started: false, files: new Map(), loadedBytes: 0, totalBytes: 0, ready, settled: new Promise<void>((resolve) => (start = resolve)).then(() => this.start(mounted, created, markReady)) };
-      job = created;
-      this.jobs.set(jobKey, job);
-      // Start on the next microtask: every file that Phaser starts in this tick joins the job.
+      let markReady!: () => void;
+      const created: Batch = {
+        mounted, paths: new Set(), files: new Map(), loadedBytes: 0, totalBytes: 0,
+        ready: new Promise<void>((resolve) => (markReady = resolve)),
+        settled: new Promise<void>((resolve) => (start = resolve)).then(() => this.start(created, markReady)),
+      };
+      batch = created;
+      this.open.set(mounted.key, batch);
+      this.batches.push(batch);
+      // Start on the next microtask: every file that Phaser starts in this tick joins the load.
       queueMicrotask(start);
     }
-    if (!job.started) job.paths.push(path);
-    if (file) job.files.set(file, entry.sizeBytes);
-    return job;
+    for (const path of paths) batch.paths.add(path);
+    if (file) {
+      const files = batch.files.get(paths[0]!);
+      if (files) files.push(file);
+      else batch.files.set(paths[0]!, [file]);
+    }
+    return batch;
   }
 
-  private async start(mounted: MountedIndex, job: BundleJob, markReady: () => void): Promise<void> {
-    job.started = true;
-    const prefetching = mounted.source.prefetch(job.paths, {
+  private async start(batch: Batch, markReady: () => void): Promise<void> {
+    this.open.delete(batch.mounted.key);
+    const loading = batch.mounted.source.load(batch.paths, {
       onProgress: (progress) => {
-        job.loadedBytes = progress.loadedBytes;
-        job.totalBytes = progress.totalBytes;
-        for (const [file, size] of job.files) reportFileBytes(file, size, progress.totalBytes === 0 ? 1 : progress.loadedBytes / progress.totalBytes);
+        batch.loadedBytes = progress.loadedBytes;
+        batch.totalBytes = progress.totalBytes;
         this.state.reportProgress(this.progress(), this.loader);
       },
+      onFileProgress: ({ path, loadedBytes, totalBytes }) => {
+        for (const file of batch.files.get(path) ?? []) reportFileBytes(file, totalBytes, totalBytes === 0 ? 1 : loadedBytes / totalBytes);
+      },
     });
-    // A prefetch claims its bundles as soon as it is called: reads from now on join its requests
-    // (or its cache reads) rather than start their own (IndexedAssetSource#prefetch).
+    // A load claims its bundles as soon as it is called: reads from now on join its requests
+    // (or its cache reads) rather than start their own.
     markReady();
-    await prefetching.catch((error: unknown) => {
-      job.failure ??= { error };
-    }).finally(() => {
-      job.files.clear();
-    });
+    await loading.catch(() => undefined).finally(() => batch.files.clear());
   }
 
-  /** Bytes received and to receive over every bundle of this load. */
+  /** Bytes received and to receive over every load of this run. */
   progress(): ByteProgress {
     let loadedBytes = 0;
     let totalBytes = 0;
-    for (const job of this.jobs.values()) {
-      loadedBytes += job.loadedBytes;
-      totalBytes += job.totalBytes;
+    for (const batch of this.batches) {
+      loadedBytes += batch.loadedBytes;
+      totalBytes += batch.totalBytes;
     }
     return { loadedBytes, totalBytes };
   }
 }
 
 /**
- * Drives Phaser's `fileprogress` for a file served from a bundle: its share of the bundle's
- * download, in the file's own bytes (`file.bytesLoaded` / `file.bytesTotal`).
+ * Drives Phaser's `fileprogress` for a file served from a bundle: how much of its own bytes
+ * arrived (`file.bytesLoaded` / `file.bytesTotal`).
  */
 export function reportFileBytes(file: PhaserFile, total: number, fraction: number): void {
   const loader = file.loader;
   if (!loader) return;
+  const loaded = Math.round(total * Math.min(1, fraction));
+  if (file.bytesTotal === total && file.bytesLoaded === loaded && loaded !== total) return;
   file.bytesTotal = total;
-  file.bytesLoaded = Math.round(total * Math.min(1, fraction));
+  file.bytesLoaded = loaded;
   file.percentComplete = total === 0 ? 1 : file.bytesLoaded / total;
   loader.emit('fileprogress', file, file.percentComplete);
 }
