@@ -337,6 +337,34 @@ describe('Transport network failures', () => {
   });
 });
 
+// ---- body bounds -------------------------------------------------------------------------------
+
+const MiB = 1024 * 1024;
+const GiB = 1024 * MiB;
+
+describe('Transport body bounds (maxBytes, expectedBytes)', () => {
+  test('a chunked body for a request whose expectedBytes is 3 GiB allocates what arrives, not 3 GiB', async () => {
+    const chunk = 'z'.repeat(10_000);
+    const server = await startServer((_, response) => {
+      response.writeHead(200, {}); // no Content-Length: chunked
+      response.write(chunk, () => response.write(chunk, () => response.end(chunk)));
+    });
+    const transport = new Transport({ retry: { attempts: 1 } });
+    const before = process.memoryUsage().arrayBuffers;
+    const url = `${server.origin}/b.awkb`;
+    const answers = [
+      await transport.getBytes(url, { expectedBytes: 3 * GiB }),
+      await transport.getBytes(url, { expectedBytes: 3 * GiB, onProgress: () => undefined }),
+      (await transport.getRange(url, 0, 10, { expectedBytes: 3 * GiB })).bytes, // a 200: the whole resource
+    ];
+    expect(process.memoryUsage().arrayBuffers - before).toBeLessThan(64 * MiB);
+    for (const bytes of answers) {
+      expect(bytes.length).toBe(3 * chunk.length);
+      expect(bytes.buffer.byteLength).toBeLessThan(MiB);
+    }
+  });
+});
+
 // ---- ranges ------------------------------------------------------------------------------------
 
 describe('Transport range reads (SPEC §7 "Range reads")', () => {

@@ -426,7 +426,7 @@ function declaredLength(headers: Headers): number | undefined {
 /**
  * The whole body, copied as little as the platform allows: `arrayBuffer()` (no JavaScript on the
  * way) when no progress is asked for; otherwise chunk by chunk into one buffer of the declared
- * Content-Length, joining chunks only when the length is unknown.
+ * Content-Length, joining chunks only when the length is unknown. Past `limit`, reading stops.
  */
 async function readBody(response: Response, url: string, signal: AbortSignal, onProgress: RequestOptions['onProgress'], limit: number | undefined): Promise<Uint8Array> {
   const expected = declaredLength(response.headers);
@@ -436,7 +436,9 @@ async function readBody(response: Response, url: string, signal: AbortSignal, on
   else if (!onProgress && (limit === undefined || (expected !== undefined && expected <= limit))) bytes = new Uint8Array(await abortable(response.arrayBuffer(), signal));
   else {
     const overLimit = limit === undefined ? undefined : (received: number) => sizeError(url, response.status, limit, { receivedBytes: received });
-    bytes = await readChunks(response.body, expected ?? limit, signal, onProgress, limit, overLimit);
+    // Only a declared length is allocated up front: a limit is the most a body may be (a bundle
+    // listed at 3 GiB), not what a chunked one will be.
+    bytes = await readChunks(response.body, expected, signal, onProgress, limit, overLimit);
   }
   if (expected !== undefined && bytes.length !== expected) {
     const how = bytes.length < expected ? 'body cut short' : 'body longer than its Content-Length';
@@ -446,8 +448,10 @@ async function readBody(response: Response, url: string, signal: AbortSignal, on
 }
 
 /**
- * The body chunk by chunk into one buffer of `expected` bytes (joining chunks only when that is
- * unknown or exceeded). Past `limit`, reading stops and the body is cancelled: `overLimit` says why.
+ * The body chunk by chunk into one buffer of `expected` bytes (a declared Content-Length, within
+ * `limit`), or, when that is unknown or exceeded, as the chunks that arrived, joined once at the
+ * end: no more is held than arrived. Past `limit`, reading stops and the body is cancelled:
+ * `overLimit` says why.
  */
 async function readChunks(body: ReadableStream<Uint8Array>, expected: number | undefined, signal: AbortSignal, onProgress: RequestOptions['onProgress'], limit?: number, overLimit?: (received: number) => AwakeError): Promise<Uint8Array> {
   const reader = body.getReader();
