@@ -15,11 +15,14 @@ import {
   RangeResponseError,
   RequestAbortedError,
   RequestTimeoutError,
+  ResponseSizeError,
+  InvalidOptionError,
   Transport,
   parseRetryAfter,
   tokenAuthorizedFetch,
   type RetryEvent,
 } from '../core/index.js';
+import type { BodyFetcher } from '../core/read/digest-pool.js';
 import { startNginx, type RunningNginx } from './helpers/nginx.js';
 
 // ---- a tiny real server per test -------------------------------------------------------------
@@ -342,7 +345,81 @@ describe('Transport network failures', () => {
 const MiB = 1024 * 1024;
 const GiB = 1024 * MiB;
 
+/** Writes 64 KiB chunks for as long as the client reads them (a body that never ends); counts them in `written.bytes`. */
+function streamEndlessly(response: ServerResponse, written: { bytes: number }): void {
+  const chunk = Buffer.alloc(64 * 1024, 0x20);
+  const pump = (): void => {
+    while (!response.destroyed) {
+      written.bytes += chunk.length;
+      if (!response.write(chunk)) return void response.once('drain', pump);
+    }
+  };
+  pump();
+}
+
 describe('Transport body bounds (maxBytes, expectedBytes)', () => {
+  test('maxBytes: a Content-Length past it fails at the headers with ResponseSizeError, not retried', async () => {
+    const written = { bytes: 0 };
+    const server = await startServer((_, response) => {
+      response.writeHead(200, { 'Content-Length': 600_000_000 });
+      streamEndlessly(response, written);
+    });
+    const error = await failure(new Transport({ sleep: recordingSleep().sleep }).getText(`${server.origin}/project.index.json`, { maxBytes: MiB }));
+    expect(error).toBeInstanceOf(ResponseSizeError);
+    expect(error).toMatchObject({ code: 'E_RESPONSE_SIZE', url: `${server.origin}/project.index.json`, expectedBytes: MiB, declaredBytes: 600_000_000 });
+    expect(error.message).toMatch(/maxBytes/);
+    expect(server.hits).toBe(1);
+    expect(written.bytes).toBeLessThan(24 * MiB);
+  });
+
+  test('maxBytes: a chunked body stops as soon as more than maxBytes arrived, holding no more than that', async () => {
+    const written = { bytes: 0 };
+    const server = await startServer((_, response) => {
+      response.writeHead(200, {});
+      streamEndlessly(response, written);
+    });
+    const error = await failure(new Transport({ sleep: recordingSleep().sleep }).getBytes(`${server.origin}/endless`, { maxBytes: MiB }));
+    expect(error).toMatchObject({ name: 'ResponseSizeError', code: 'E_RESPONSE_SIZE', expectedBytes: MiB });
+    expect((error as ResponseSizeError).receivedBytes).toBeGreaterThan(MiB);
+    expect((error as ResponseSizeError).receivedBytes).toBeLessThanOrEqual(2 * MiB);
+    expect(server.hits).toBe(1);
+    expect(written.bytes).toBeLessThan(24 * MiB);
+  });
+
+  test('maxBytes: a body of at most maxBytes passes, sized or chunked; with expectedBytes the smaller bound holds', async () => {
+    const server = await startServer((request, response) => {
+      if (request.url === '/sized') return send(response, 200, 'hello');
+      response.writeHead(200, {});
+      response.write('hel', () => response.end('lo'));
+    });
+    const transport = new Transport({ sleep: recordingSleep().sleep, retry: { attempts: 1 } });
+    for (const path of ['/sized', '/chunked']) {
+      expect(await transport.getText(`${server.origin}${path}`, { maxBytes: 5 })).toBe('hello');
+      expect(await transport.getText(`${server.origin}${path}`, { maxBytes: 5, onProgress: () => undefined })).toBe('hello');
+      await expect(transport.getText(`${server.origin}${path}`, { maxBytes: 4 })).rejects.toMatchObject({ code: 'E_RESPONSE_SIZE', expectedBytes: 4 });
+      await expect(transport.getBytes(`${server.origin}${path}`, { maxBytes: 100, expectedBytes: 4 })).rejects.toMatchObject({ code: 'E_RESPONSE_SIZE', expectedBytes: 4 });
+      await expect(transport.getBytes(`${server.origin}${path}`, { maxBytes: 4, expectedBytes: 100 })).rejects.toMatchObject({ code: 'E_RESPONSE_SIZE', expectedBytes: 4 });
+    }
+  });
+
+  test('maxBytes must be a safe integer ≥ 0', async () => {
+    const error = await failure(new Transport().getBytes('http://127.0.0.1:9/x', { maxBytes: -1 }));
+    expect(error).toBeInstanceOf(InvalidOptionError);
+    expect(error).toMatchObject({ option: 'maxBytes' });
+  });
+
+  test('a body bounded by maxBytes alone is read on this thread, not by the bodyFetcher (whose worker allocates its whole limit for a chunked body)', async () => {
+    const server = await startServer((_, response) => send(response, 200, 'hello'));
+    const asked: string[] = [];
+    // A fetcher that cannot run here: the transport then reads the body itself.
+    const bodyFetcher: BodyFetcher = async (url) => void asked.push(url);
+    const transport = new Transport({ bodyFetcher });
+    expect(await transport.getText(`${server.origin}/project.index.json`, { maxBytes: 100 })).toBe('hello');
+    expect(asked).toEqual([]);
+    expect(await transport.getText(`${server.origin}/b.awkb`, { expectedBytes: 5 })).toBe('hello');
+    expect(asked).toEqual([`${server.origin}/b.awkb`]);
+  });
+
   test('a chunked body for a request whose expectedBytes is 3 GiB allocates what arrives, not 3 GiB', async () => {
     const chunk = 'z'.repeat(10_000);
     const server = await startServer((_, response) => {

@@ -78,12 +78,24 @@ export interface RequestOptions {
   attempts?: number;
 }
 
+/** Options of a whole-body read (`getBytes`, `getText`). */
+export interface BodyRequestOptions extends RequestOptions {
+  /**
+   * The most body bytes accepted when the caller cannot know the size (an index): a larger
+   * `Content-Length` fails at the headers, and reading stops as soon as more bytes arrive, holding
+   * no more than this: `ResponseSizeError`, not retried. With `expectedBytes` too, the smaller holds.
+   */
+  maxBytes?: number;
+}
+
 /**
  * The most body bytes an attempt may read: `partial` for a 206 (exactly that many unless
  * `partialAtMost`), `multipart` for a 206 `multipart/byteranges`, `whole` otherwise.
  */
 interface BodyBound {
   whole?: number;
+  /** `whole` is the caller's `maxBytes` (the most it accepts), not a size it expects: errors say so. */
+  wholeIsMax?: boolean;
   partial?: number;
   partialAtMost?: boolean;
   multipart?: number;
@@ -169,14 +181,19 @@ export class Transport {
     }
   }
 
-  /** The whole body. A body shorter than its Content-Length is a network failure, and retried. */
-  async getBytes(url: string, options: RequestOptions = {}): Promise<Uint8Array> {
-    const bound = options.expectedBytes === undefined ? {} : { whole: checkedSize(options.expectedBytes, 'expectedBytes') };
+  /**
+   * The whole body. A body shorter than its Content-Length is a network failure, and retried; one
+   * past `expectedBytes` or `maxBytes` is a `ResponseSizeError`, not retried.
+   */
+  async getBytes(url: string, options: BodyRequestOptions = {}): Promise<Uint8Array> {
+    const expected = options.expectedBytes === undefined ? undefined : checkedSize(options.expectedBytes, 'expectedBytes');
+    const max = options.maxBytes === undefined ? undefined : checkedSize(options.maxBytes, 'maxBytes');
+    const bound: BodyBound = max !== undefined && (expected === undefined || max < expected) ? { whole: max, wholeIsMax: true } : expected === undefined ? {} : { whole: expected };
     return (await this.#request(url, options.headers ?? {}, options, bound)).bytes;
   }
 
-  /** The whole body as UTF-8 text. */
-  async getText(url: string, options: RequestOptions = {}): Promise<string> {
+  /** The whole body as UTF-8 text (bounded as `getBytes`). */
+  async getText(url: string, options: BodyRequestOptions = {}): Promise<string> {
     return new TextDecoder().decode(await this.getBytes(url, options));
   }
 
@@ -317,7 +334,9 @@ export class Transport {
     };
     try {
       // The worker always reports progress (cheaply, off this thread), so its bytes re-arm the limit.
-      const elsewhere = this.#bodyFetcher ? await fetchElsewhereAttempt(this.#bodyFetcher, url, headers, controller, progress, bound) : undefined;
+      // Not a body bounded by `maxBytes` alone (an index): with no Content-Length, the worker's
+      // reader allocates its whole limit before a byte arrives (digest-pool.ts, `readAll`).
+      const elsewhere = this.#bodyFetcher && !bound.wholeIsMax ? await fetchElsewhereAttempt(this.#bodyFetcher, url, headers, controller, progress, bound) : undefined;
       if (elsewhere) return elsewhere;
       const response = await abortable(this.#fetch(url, { method: 'GET', headers, signal: controller.signal }), controller.signal);
       throwIfNotSuccess(response, url);
@@ -325,10 +344,11 @@ export class Transport {
       const declared = declaredLength(response.headers);
       if (refusedLength(exactFor(response.status, bound, response.headers), declared, limit)) {
         response.body?.cancel().catch(() => undefined);
-        throw sizeError(url, response.status, limit, { declaredBytes: declared });
+        throw sizeError(url, response.status, limit, { declaredBytes: declared }, bound.wholeIsMax);
       }
       arm();
-      const bytes = await readBody(response, url, controller.signal, onProgress ? progress : undefined, limit);
+      const overLimit = limit === undefined ? undefined : (received: number) => sizeError(url, response.status, limit, { receivedBytes: received }, bound.wholeIsMax);
+      const bytes = await readBody(response, url, controller.signal, onProgress ? progress : undefined, limit, overLimit);
       return { status: response.status, headers: response.headers, bytes };
     } catch (error) {
       if (error instanceof CallbackFailure) throw error.error;
@@ -377,8 +397,8 @@ async function fetchElsewhereAttempt(fetcher: BodyFetcher, url: string, headers:
   throwIfNotSuccess(fetched, url);
   const limit = limitFor(fetched.status, bound, fetched.headers);
   // The worker stopped at the limit (or at a Content-Length past it), as readBody does here.
-  if (fetched.overLimit && limit !== undefined) throw sizeError(url, fetched.status, limit, fetched.overLimit);
-  if (limit !== undefined && fetched.bytes.length > limit) throw sizeError(url, fetched.status, limit, { receivedBytes: fetched.bytes.length });
+  if (fetched.overLimit && limit !== undefined) throw sizeError(url, fetched.status, limit, fetched.overLimit, bound.wholeIsMax);
+  if (limit !== undefined && fetched.bytes.length > limit) throw sizeError(url, fetched.status, limit, { receivedBytes: fetched.bytes.length }, bound.wholeIsMax);
   const expected = declaredLength(fetched.headers);
   if (expected !== undefined && fetched.bytes.length !== expected) {
     const how = fetched.bytes.length < expected ? 'body cut short' : 'body longer than its Content-Length';
@@ -426,20 +446,17 @@ function declaredLength(headers: Headers): number | undefined {
 /**
  * The whole body, copied as little as the platform allows: `arrayBuffer()` (no JavaScript on the
  * way) when no progress is asked for; otherwise chunk by chunk into one buffer of the declared
- * Content-Length, joining chunks only when the length is unknown. Past `limit`, reading stops.
+ * Content-Length, joining chunks only when the length is unknown. Past `limit`, `overLimit` says why.
  */
-async function readBody(response: Response, url: string, signal: AbortSignal, onProgress: RequestOptions['onProgress'], limit: number | undefined): Promise<Uint8Array> {
+async function readBody(response: Response, url: string, signal: AbortSignal, onProgress: RequestOptions['onProgress'], limit: number | undefined, overLimit: ((received: number) => AwakeError) | undefined): Promise<Uint8Array> {
   const expected = declaredLength(response.headers);
   let bytes: Uint8Array;
   if (!response.body) bytes = new Uint8Array(0);
   // With a Content-Length within the limit (checked before), the platform reads no more than that.
   else if (!onProgress && (limit === undefined || (expected !== undefined && expected <= limit))) bytes = new Uint8Array(await abortable(response.arrayBuffer(), signal));
-  else {
-    const overLimit = limit === undefined ? undefined : (received: number) => sizeError(url, response.status, limit, { receivedBytes: received });
-    // Only a declared length is allocated up front: a limit is the most a body may be (a bundle
-    // listed at 3 GiB), not what a chunked one will be.
-    bytes = await readChunks(response.body, expected, signal, onProgress, limit, overLimit);
-  }
+  // Only a declared length is allocated up front: a limit is the most a body may be (a bundle
+  // listed at 3 GiB, an index's maxBytes), not what a chunked one will be.
+  else bytes = await readChunks(response.body, expected, signal, onProgress, limit, overLimit);
   if (expected !== undefined && bytes.length !== expected) {
     const how = bytes.length < expected ? 'body cut short' : 'body longer than its Content-Length';
     throw transient(new NetworkError(`GET ${url}: ${how}: received ${bytes.length} of ${expected} bytes`, { url }));
@@ -488,12 +505,14 @@ function reportProgress(onProgress: RequestOptions['onProgress'], received: numb
 
 /**
  * A body that is not the size asked for: for a 206, the range's (`RangeResponseError`); for
- * anything else, the resource's as the caller knows it (`ResponseSizeError`). Neither is retried.
+ * anything else, the resource's as the caller knows it, or past the caller's `maxBytes`
+ * (`ResponseSizeError`). Neither is retried.
  */
-function sizeError(url: string, status: number, limit: number, got: { declaredBytes?: number; receivedBytes?: number }): AwakeError {
+function sizeError(url: string, status: number, limit: number, got: { declaredBytes?: number; receivedBytes?: number }, isMax = false): AwakeError {
   const what = got.declaredBytes !== undefined ? `its Content-Length says ${got.declaredBytes}` : `more arrived (${got.receivedBytes} bytes read, reading stopped)`;
   if (status === 206) return new RangeResponseError(`GET ${url}: asked for a range of ${limit} bytes, the 206 answer is not: ${what}`, { url });
-  return new ResponseSizeError(`GET ${url}: expected ${limit} bytes, ${what}`, { url, expectedBytes: limit, ...got });
+  const bound = isMax ? `the body is larger than maxBytes (${limit} bytes)` : `expected ${limit} bytes`;
+  return new ResponseSizeError(`GET ${url}: ${bound}, ${what}`, { url, expectedBytes: limit, ...got });
 }
 
 /**
@@ -599,7 +618,8 @@ function indexOf(haystack: Uint8Array, needle: Uint8Array, from: number, to: num
   return -1;
 }
 
-function checkedSize(value: number, name: string): number {
+/** `value` when it is a byte count (a safe integer ≥ 0), else `InvalidOptionError` naming it. */
+export function checkedSize(value: number, name: string): number {
   if (!Number.isSafeInteger(value) || value < 0) throw new InvalidOptionError(name, `${name} must be a safe integer ≥ 0, got ${value}`);
   return value;
 }

@@ -4,12 +4,12 @@
  * bundle once however many of its members are read, at the same time or later.
  */
 import type { ContentCache } from '../cache/content-cache.js';
-import { AssetNotFoundError, AwakeError, BundleIntegrityError, FileIntegrityError, InvalidOptionError, NetworkError, OriginNotAllowedError, RangeResponseError, RequestAbortedError, ResponseSizeError, TokenOriginError, UnsupportedOperationError } from '../errors.js';
+import { AssetNotFoundError, AwakeError, BundleIntegrityError, FileIntegrityError, IndexTooLargeError, InvalidOptionError, NetworkError, OriginNotAllowedError, RangeResponseError, RequestAbortedError, ResponseSizeError, TokenOriginError, UnsupportedOperationError } from '../errors.js';
 import { opaqueId } from '../format/ids.js';
 import { entryKey, parseProjectIndex, parseProjectIndexJson, type BundleEntry, type BundledFileEntry, type ProjectIndex } from '../format/project-index.js';
 import { abortable, linkSignals } from '../net/abort.js';
 import { bindTokenOrigin, needsTokenOrigin } from '../net/token-fetch.js';
-import { Transport, type RetryOptions } from '../net/transport.js';
+import { checkedSize, Transport, type RetryOptions } from '../net/transport.js';
 import { InThreadDigests, sharedDigestPool, WorkerDigestPool, workersAvailable, type DigestPool, type WorkerStoreAccess } from './digest-pool.js';
 import { mediaTypeOf } from '../format/media-types.js';
 import { HeldMembers } from './pending-members.js';
@@ -17,6 +17,7 @@ import { deltaRangesFor, deltaReadSettings, type ByteRange, type DeltaReadOption
 import { acceptBundle, checkFileDigest, checkFileSize, type AcceptedBundle, type ExpectedMember } from './verify.js';
 
 export const DEFAULT_PENDING_BYTES = 64 * 1024 * 1024;
+export const DEFAULT_MAX_INDEX_BYTES = 64 * 1024 * 1024;
 
 export interface OpenOptions {
   /** Where the index is; bundle and file URLs resolve against it. */
@@ -25,6 +26,17 @@ export interface OpenOptions {
   index?: ProjectIndex | unknown;
   /** Base for the index's relative URLs when `index` is given without `indexUrl`. */
   baseUrl?: string;
+  /**
+   * The most bytes of index `open` reads from `indexUrl` (default 64 MiB). Past it, by its
+   * Content-Length or by the bytes that arrived, reading stops and `open` fails with
+   * `IndexTooLargeError` (`E_INDEX_TOO_LARGE`), not retried. Why a limit: nothing lists the
+   * index's size, so without one a broken or hostile server could feed the page an endless body.
+   * Why 64 MiB: an entry takes about 300 bytes of JSON, so that is some 200 000 files, well past
+   * real projects, while its text and parsed objects still fit a phone's memory; it also stays far
+   * below the longest string JavaScript can hold (about 512 MiB), where decoding would fail with a
+   * plain `Error`. Raise it for a larger index.
+   */
+  maxIndexBytes?: number;
   /**
    * The fetch to use: a `tokenAuthorizedFetch`, a test server's, … Default the global fetch. A
    * `tokenAuthorizedFetch` made without `origin` is bound here, before any request, to the index
@@ -253,6 +265,7 @@ export class IndexedAssetSource {
     const allowed = allowedOrigins(indexUrl ?? baseUrl ?? pageHref(), options.allowOrigins ?? []);
     const fetch = options.fetch && needsTokenOrigin(options.fetch) ? bindTokenOrigin(options.fetch, tokenOrigin(indexUrl ?? baseUrl)) : options.fetch;
     deltaReadSettings(options.deltaReads); // checked before any request
+    const maxIndexBytes = checkedSize(options.maxIndexBytes ?? DEFAULT_MAX_INDEX_BYTES, 'maxIndexBytes');
     const pool = poolFor(options.hashWorkers);
     const transport = options.transport ?? new Transport({
       ...(fetch ? { fetch } : {}),
@@ -268,7 +281,9 @@ export class IndexedAssetSource {
     if (options.index !== undefined) {
       index = typeof options.index === 'string' ? parseProjectIndexJson(options.index, indexUrl ? { url: indexUrl } : {}) : parseProjectIndex(options.index, indexUrl ? { url: indexUrl } : {});
     } else if (indexUrl !== undefined) {
-      const text = await transport.getText(indexUrl, options.signal ? { signal: options.signal } : {});
+      const text = await transport.getText(indexUrl, { ...(options.signal ? { signal: options.signal } : {}), maxBytes: maxIndexBytes }).catch((error: unknown) => {
+        throw error instanceof ResponseSizeError ? new IndexTooLargeError(indexUrl, maxIndexBytes, error) : error;
+      });
       index = parseProjectIndexJson(text, { url: indexUrl });
     } else {
       throw new InvalidOptionError('indexUrl', 'IndexedAssetSource.open needs indexUrl or index');
