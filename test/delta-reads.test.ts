@@ -13,7 +13,7 @@ import { startWholeFileServer } from './helpers/whole-file-server.js';
 import { deltaRangesFor } from '../core/read/delta-ranges.js';
 import { BundleIntegrityError, IndexedAssetSource, RangeResponseError, MemoryCache, DEFAULT_DELTA_READS, type ContentCache, type PrefetchProgress } from '../core/index.js';
 import { NodeFolderCache, startStaticServer, type StaticServer } from '../core/node/index.js';
-import { Transport } from '../core/net/transport.js';
+import { MAX_PART_HEADER_BYTES, MULTIPART_BODY_ALLOWANCE, MULTIPART_PART_ALLOWANCE, Transport } from '../core/net/transport.js';
 import { runCli, temporaryDir } from './helpers/cli.js';
 import { startNginx } from './helpers/nginx.js';
 import { seededBytes, sha256Hex, writeTree } from './helpers/trees.js';
@@ -277,9 +277,11 @@ describe('a returning player loads version 2 with version 1 in the cache', () =>
  * and several as `multi` says: `first` (a 206 of the first range only), `whole` (a 200, as S3
  * does), `coalesce` (one 206 range from the first to the last), `malformed` (multipart whose
  * second part's Content-Range says one byte more than it holds), `reset` (the connection
- * dropped: what a page sees when a CDN refuses the CORS preflight several ranges need).
+ * dropped: what a page sees when a CDN refuses the CORS preflight several ranges need), `gap`
+ * (multipart whose first part spans the first two ranges and the gap between them), `long-headers`
+ * (multipart whose every part carries a 3000-byte header).
  */
-async function rangeServer(multi: 'first' | 'whole' | 'coalesce' | 'malformed' | 'reset') {
+async function rangeServer(multi: 'first' | 'whole' | 'coalesce' | 'malformed' | 'reset' | 'gap' | 'long-headers') {
   const answered: { range: string | undefined; status: number }[] = [];
   const plain: Server = createServer((request, response) => {
     let body: Buffer;
@@ -304,7 +306,9 @@ async function rangeServer(multi: 'first' | 'whole' | 'coalesce' | 'malformed' |
     if (specs.length === 1 || multi === 'first') return one(specs[0]![0], specs[0]![1]);
     if (multi === 'coalesce') return one(specs[0]![0], specs.at(-1)![1]);
     const boundary = 'XyZ';
-    const pieces = specs.flatMap(([a, b], i) => [Buffer.from(`--${boundary}\r\nContent-Range: bytes ${a}-${i === 1 ? b + 1 : b}/${body.length}\r\n\r\n`), body.subarray(a, b + 1), Buffer.from('\r\n')]);
+    if (multi === 'gap') specs.splice(0, 2, [specs[0]![0], specs[1]![1]]);
+    const extra = multi === 'long-headers' ? `X-Origin-Trace: ${'t'.repeat(3000)}\r\n` : '';
+    const pieces = specs.flatMap(([a, b], i) => [Buffer.from(`--${boundary}\r\n${extra}Content-Range: bytes ${a}-${multi === 'malformed' && i === 1 ? b + 1 : b}/${body.length}\r\n\r\n`), body.subarray(a, b + 1), Buffer.from('\r\n')]);
     return send(206, { 'content-type': `multipart/byteranges; boundary=${boundary}` }, Buffer.concat([...pieces, Buffer.from(`--${boundary}--\r\n`)]));
   });
   await new Promise<void>((resolve) => plain.listen(0, '127.0.0.1', resolve));
@@ -415,6 +419,26 @@ describe('several ranges in one request (multipart/byteranges)', () => {
     }
   });
 
+  test.each([
+    ['gap', 'a part spanning two ranges and the 128 KiB gap between them'],
+    ['long-headers', 'parts with 3000-byte headers'],
+  ] as const)('a legal but unusual multipart answer (%s: %s) reads on the first try, one request', async (mode, _what) => {
+    const host = await rangeServer(mode);
+    try {
+      const cache = await cacheWithV1(new MemoryCache());
+      const net = countingFetch();
+      const source = await IndexedAssetSource.open({ indexUrl: indexUrl('spread', host.base), cache, fetch: net.fetch, retry: { attempts: 1 } });
+      await expectEveryFileOf(source, 'spread');
+      expect(net.bundles()).toHaveLength(1);
+      expect(net.bundles()[0]!.range!.split(',')).toHaveLength(6);
+      expect(net.answers).toEqual([{ status: 206, type: expect.stringMatching(/^multipart\/byteranges; boundary=/) }]);
+      await source.whenStored();
+      for (const i of [0, 1, 10, 20, 30, 40, 50]) expect(await cache.has(sha256Hex(versions.spread![LEVELS[i]!]!))).toBe(true);
+    } finally {
+      await host.close();
+    }
+  });
+
   test('a malformed multipart answer is a RangeResponseError naming the URL, nothing of it is cached; that origin then gets ranges one per request', async () => {
     const host = await rangeServer('malformed');
     try {
@@ -444,7 +468,7 @@ describe('Transport.getRanges: what a multi-range answer must be', () => {
   const asked = [{ offset: 10, length: 10 }, { offset: 100, length: 5 }, { offset: 500, length: 20 }];
   const part = (first: number, last: number, boundary = 'b0') => [Buffer.from(`--${boundary}\r\nContent-Type: application/octet-stream\r\nContent-Range: bytes ${first}-${last}/1000\r\n\r\n`), file.subarray(first, last + 1), Buffer.from('\r\n')];
   const end = (boundary = 'b0') => Buffer.from(`--${boundary}--\r\n`);
-  async function answer(status: number, headers: Record<string, string>, body: Buffer) {
+  async function answer(status: number, headers: Record<string, string>, body: Buffer, ranges = asked, size = file.length) {
     const host: Server = createServer((_, response) => {
       response.writeHead(status, { 'content-length': String(body.length), ...headers });
       response.end(body);
@@ -452,7 +476,7 @@ describe('Transport.getRanges: what a multi-range answer must be', () => {
     await new Promise<void>((resolve) => host.listen(0, '127.0.0.1', resolve));
     const url = `http://127.0.0.1:${(host.address() as AddressInfo).port}/b.awkb`;
     try {
-      return await new Transport({ retry: { attempts: 1 } }).getRanges(url, asked, { expectedBytes: 1000 }).catch((error: unknown) => error);
+      return await new Transport({ retry: { attempts: 1 } }).getRanges(url, ranges, { expectedBytes: size }).catch((error: unknown) => error);
     } finally {
       host.closeAllConnections();
       await new Promise((resolve) => host.close(resolve));
@@ -475,13 +499,37 @@ describe('Transport.getRanges: what a multi-range answer must be', () => {
     expect(await answer(206, { 'content-range': 'bytes 10-19/1000' }, file.subarray(10, 20))).toMatchObject({ kind: 'unsupported' });
   });
 
+  test('a part spanning two ranges and the gap between them (larger than every allowance) is read', async () => {
+    // Ranges of 10 bytes, 20 000 bytes apart: the first part holds the first two and the gap.
+    const wide = Buffer.from(Array.from({ length: 50_000 }, (_, i) => (i * 7) % 251));
+    const apart = [{ offset: 10, length: 10 }, { offset: 20_020, length: 10 }, { offset: 40_030, length: 10 }];
+    const widePart = (first: number, last: number) => [Buffer.from(`--b0\r\nContent-Range: bytes ${first}-${last}/${wide.length}\r\n\r\n`), wide.subarray(first, last + 1), Buffer.from('\r\n')];
+    const result = await answer(206, multipart, Buffer.concat([...widePart(10, 20_029), ...widePart(40_030, 40_039), end()]), apart, wide.length);
+    expect(result).toMatchObject({ kind: 'ranges' });
+    const { body, at } = result as { body: Uint8Array; at: number[] };
+    apart.forEach((range, i) => expect(Buffer.from(body.subarray(at[i]!, at[i]! + range.length))).toEqual(wide.subarray(range.offset, range.offset + range.length)));
+  });
+
+  test('part headers up to MAX_PART_HEADER_BYTES each are within the bound', async () => {
+    const long = (first: number, last: number, headerBytes: number) => {
+      const head = `Content-Type: application/octet-stream\r\nContent-Range: bytes ${first}-${last}/1000\r\n`;
+      const padding = `X-Origin-Trace: ${'t'.repeat(headerBytes - head.length - 'X-Origin-Trace: '.length - 4)}\r\n`;
+      expect(Buffer.byteLength(padding + head + '\r\n')).toBe(headerBytes);
+      return [Buffer.from(`--b0\r\n${padding}${head}\r\n`), file.subarray(first, last + 1), Buffer.from('\r\n')];
+    };
+    const result = await answer(206, multipart, Buffer.concat([...long(10, 19, MAX_PART_HEADER_BYTES), ...long(100, 104, MAX_PART_HEADER_BYTES), ...long(500, 519, 3000), end()]));
+    expect(result).toMatchObject({ kind: 'ranges' });
+    expect(slices(result as { body: Uint8Array; at: number[] })).toEqual(expected);
+  });
+
   test.each([
     ['no boundary', { 'content-type': 'multipart/byteranges' }, () => Buffer.concat([...part(10, 19), end()]), /no boundary/],
     ['another boundary', multipart, () => Buffer.concat([...part(10, 19, 'zz'), end('zz')]), /does not start with the boundary/],
     ['a part not asked for', multipart, () => Buffer.concat([...part(10, 19), ...part(100, 104), ...part(700, 719), end()]), /not a range asked for/],
     ['a range no part holds', multipart, () => Buffer.concat([...part(10, 19), ...part(100, 104), end()]), /no part holds bytes 500-519/],
     ['a part cut short', multipart, () => Buffer.concat([...part(10, 19), ...part(100, 104), ...part(500, 519)]).subarray(0, -10), /part 3 \(bytes 500-519\) is cut short/],
-    ['a body past the bound', multipart, () => Buffer.concat([...part(10, 19), ...part(100, 104), ...part(500, 519), Buffer.alloc(5000), end()]), /asked for a range of \d+ bytes/],
+    // The bound: the span from the first range to the last (510 bytes here), plus the allowances.
+    ['a body past the bound', multipart, () => Buffer.concat([...part(10, 19), ...part(100, 104), ...part(500, 519), Buffer.alloc(510 + 3 * MULTIPART_PART_ALLOWANCE + MULTIPART_BODY_ALLOWANCE), end()]), /asked for a range of \d+ bytes/],
   ] as const)('%s: RangeResponseError naming the URL', async (_, headers, body, message) => {
     const error = await answer(206, headers, body());
     expect(error).toBeInstanceOf(RangeResponseError);

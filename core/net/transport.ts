@@ -126,9 +126,16 @@ export type RangeResult = { kind: 'range'; bytes: Uint8Array } | { kind: 'whole'
  */
 export type RangesResult = { kind: 'ranges'; body: Uint8Array; at: number[] } | { kind: 'unsupported'; reason: string };
 
-/** Bytes a `multipart/byteranges` answer may hold besides its ranges: per part (boundary, Content-Type, Content-Range) and once (preamble, closing boundary). */
-export const MULTIPART_PART_ALLOWANCE = 512;
-export const MULTIPART_BODY_ALLOWANCE = 1024;
+/** Most bytes of one part's header block in a `multipart/byteranges` answer (its lines and the blank line after them). */
+export const MAX_PART_HEADER_BYTES = 4096;
+/**
+ * Bytes a `multipart/byteranges` answer may hold besides its data, per part: its header block (at
+ * most `MAX_PART_HEADER_BYTES`: a server may add long headers to each part), its delimiter line
+ * (`--`, a boundary of at most 70, a little transport padding, CRLF) and the CRLF after its data.
+ */
+export const MULTIPART_PART_ALLOWANCE = MAX_PART_HEADER_BYTES + 256;
+/** And once: a preamble (the first delimiter must come within `MAX_PART_HEADER_BYTES`), the closing delimiter, an epilogue. */
+export const MULTIPART_BODY_ALLOWANCE = MAX_PART_HEADER_BYTES + 1024;
 
 const DEFAULT_ATTEMPTS = 4;
 const DEFAULT_BASE_DELAY_MS = 250;
@@ -215,9 +222,10 @@ export class Transport {
 
   /**
    * Several ranges in one request (RFC 9110 §14.6): `Range: bytes=a-b,c-d,…` for `ranges`
-   * (sorted, not overlapping, none empty). The answer is bounded: a `multipart/byteranges` 206 by
-   * the ranges' bytes plus `MULTIPART_PART_ALLOWANCE` a part and `MULTIPART_BODY_ALLOWANCE`; one
-   * 206 range by the span from the first range to the last. A 200 is not read (`unsupported`).
+   * (sorted, not overlapping, none empty). The answer is bounded by the span from the first range
+   * to the last (a server may merge ranges and the gaps between them, in one part or one 206
+   * range), plus for a `multipart/byteranges` 206 `MULTIPART_PART_ALLOWANCE` a part and
+   * `MULTIPART_BODY_ALLOWANCE`. A 200 is not read (`unsupported`).
    * A 206 that does not hold what was asked (a part whose Content-Range is not a range asked for
    * nor covers one, a range no part covers, a broken multipart body) is `RangeResponseError`.
    */
@@ -227,11 +235,10 @@ export class Transport {
       if (!Number.isSafeInteger(range.offset) || range.offset < 0 || !Number.isSafeInteger(range.length) || range.length < 1) throw new InvalidOptionError('ranges', `ranges[${i}] must have a safe integer offset ≥ 0 and length ≥ 1, got ${range.offset}+${range.length}`);
       if (i > 0 && range.offset < ranges[i - 1]!.offset + ranges[i - 1]!.length) throw new InvalidOptionError('ranges', `ranges must be sorted and not overlap (ranges[${i}])`);
     });
-    const sum = ranges.reduce((total, range) => total + range.length, 0);
     const first = ranges[0]!.offset;
     const end = ranges[ranges.length - 1]!.offset + ranges[ranges.length - 1]!.length;
     // A 200 (or any 2xx but 206) stops at its headers: `whole: 0`.
-    const bound: BodyBound = { whole: 0, partial: end - first, partialAtMost: true, multipart: sum + MULTIPART_PART_ALLOWANCE * ranges.length + MULTIPART_BODY_ALLOWANCE };
+    const bound: BodyBound = { whole: 0, partial: end - first, partialAtMost: true, multipart: end - first + MULTIPART_PART_ALLOWANCE * ranges.length + MULTIPART_BODY_ALLOWANCE };
     const header = `bytes=${ranges.map((range) => `${range.offset}-${range.offset + range.length - 1}`).join(',')}`;
     let fetched: Fetched;
     try {
@@ -533,9 +540,6 @@ function parseContentRange(value: string | null): { first: number; last: number 
   const last = Number(match[2]);
   return Number.isSafeInteger(first) && Number.isSafeInteger(last) && first <= last ? { first, last } : undefined;
 }
-
-/** Most bytes of one part's header block (its lines and the blank line after them). */
-const MAX_PART_HEADER_BYTES = 4096;
 
 /**
  * Where each range asked for starts in a `multipart/byteranges` body (RFC 9110 §14.6, RFC 2046
