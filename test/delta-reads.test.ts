@@ -279,9 +279,10 @@ describe('a returning player loads version 2 with version 1 in the cache', () =>
  * second part's Content-Range says one byte more than it holds), `reset` (the connection
  * dropped: what a page sees when a CDN refuses the CORS preflight several ranges need), `gap`
  * (multipart whose first part spans the first two ranges and the gap between them), `long-headers`
- * (multipart whose every part carries a 3000-byte header).
+ * (multipart whose every part carries a 3000-byte header). With `refuse`, every request with a
+ * Range header is answered with that status instead (a host that refuses ranges), plain GETs 200.
  */
-async function rangeServer(multi: 'first' | 'whole' | 'coalesce' | 'malformed' | 'reset' | 'gap' | 'long-headers') {
+async function rangeServer(multi: 'first' | 'whole' | 'coalesce' | 'malformed' | 'reset' | 'gap' | 'long-headers', refuse?: number) {
   const answered: { range: string | undefined; status: number }[] = [];
   const plain: Server = createServer((request, response) => {
     let body: Buffer;
@@ -298,6 +299,7 @@ async function rangeServer(multi: 'first' | 'whole' | 'coalesce' | 'malformed' |
       response.end(bytes);
     };
     const one = (a: number, b: number) => send(206, { 'content-range': `bytes ${a}-${b}/${body.length}` }, body.subarray(a, b + 1));
+    if (header !== undefined && refuse !== undefined) return send(refuse, {}, Buffer.from('ranges are not served here'));
     if (specs.length > 1 && multi === 'reset') {
       answered.push({ range: header, status: 0 });
       return void request.socket.resetAndDestroy();
@@ -457,6 +459,58 @@ describe('several ranges in one request (multipart/byteranges)', () => {
       await expectEveryFileOf(await IndexedAssetSource.open({ indexUrl: indexUrl('spread', host.base), cache, fetch: net.fetch }), 'spread');
       expect(net.bundles()).toHaveLength(4);
       expect(net.bundles().some((r) => multiRange(r.range))).toBe(false);
+    } finally {
+      await host.close();
+    }
+  });
+});
+
+describe('a host that refuses Range (403, 416, 501): whole bundles, verified', () => {
+  const levelsBundle = (name: string) => `/${name}/${indexOf(name).bundles.find((b) => b.sha256 === indexOf(name).files.find((f) => f.path === LEVELS[0])!.bundle)!.url}`;
+  const uiBundle = (name: string) => `/${name}/${indexOf(name).bundles.find((b) => b.sha256 === indexOf(name).files.find((f) => f.path === UI[0])!.bundle)!.url}`;
+
+  test.each([403, 416, 501])('rangeReads: a %i to the range makes that read fetch the whole bundle; later reads on that origin go whole at once', async (status) => {
+    const host = await rangeServer('first', status);
+    try {
+      const net = countingFetch();
+      const source = await IndexedAssetSource.open({ indexUrl: indexUrl('v2', host.base), rangeReads: true, fetch: net.fetch, retry: { baseDelayMs: 1 } });
+      expect(sha256Hex(await source.read(LEVELS[2]!))).toBe(sha256Hex(versions.v2![LEVELS[2]!]!));
+      expect(net.bundles()).toEqual([{ path: levelsBundle('v2'), range: rangeOf('v2', LEVELS[2]!) }, { path: levelsBundle('v2'), range: null }]);
+      // The whole bundle was checked as one: its other members need no request.
+      expect(sha256Hex(await source.read(LEVELS[3]!))).toBe(sha256Hex(versions.v2![LEVELS[3]!]!));
+      // Another bundle on the same origin: whole at once, no Range.
+      expect(sha256Hex(await source.read(UI[0]!))).toBe(sha256Hex(versions.v2![UI[0]!]!));
+      expect(net.bundles()).toEqual([{ path: levelsBundle('v2'), range: rangeOf('v2', LEVELS[2]!) }, { path: levelsBundle('v2'), range: null }, { path: uiBundle('v2'), range: null }]);
+      expect(host.bundleAnswers()).toEqual([{ range: rangeOf('v2', LEVELS[2]!), status }]);
+    } finally {
+      await host.close();
+    }
+  });
+
+  test.each([
+    [403, true], [416, true], [501, true],
+    [403, false], [416, false], [501, false],
+  ])('delta read: a %i (several ranges in one request: %s) makes the load fetch the whole bundle; later loads go whole at once', async (status, multipartRanges) => {
+    const host = await rangeServer('first', status);
+    try {
+      const cache = await cacheWithV1(new MemoryCache());
+      const net = countingFetch();
+      const source = await IndexedAssetSource.open({ indexUrl: indexUrl('v2', host.base), cache, fetch: net.fetch, deltaReads: { multipartRanges }, retry: { baseDelayMs: 1 } });
+      await expectEveryFileOf(source, 'v2');
+      const requests = net.bundles();
+      // The range requests (one with every range, or up to one per range, sent together), refused; then the bundle, whole.
+      expect(requests.at(-1)).toEqual({ path: levelsBundle('v2'), range: null });
+      expect(requests.slice(0, -1).length).toBeGreaterThanOrEqual(1);
+      expect(requests.slice(0, -1).length).toBeLessThanOrEqual(multipartRanges ? 1 : 3);
+      expect(requests.slice(0, -1).every((r) => r.path === levelsBundle('v2') && r.range !== null)).toBe(true);
+      expect(host.bundleAnswers().every((a) => a.status === status)).toBe(true);
+      // Verified whole: every member of v2's levels bundle is cached now.
+      await source.whenStored();
+      for (const path of LEVELS) expect(await cache.has(sha256Hex(versions.v2![path]!))).toBe(true);
+
+      const later = countingFetch();
+      await expectEveryFileOf(await IndexedAssetSource.open({ indexUrl: indexUrl('spread', host.base), cache: await cacheWithV1(new MemoryCache()), fetch: later.fetch }), 'spread');
+      expect(later.bundles()).toEqual([{ path: levelsBundle('spread'), range: null }]);
     } finally {
       await host.close();
     }

@@ -20,6 +20,7 @@ import {
   Transport,
   parseRetryAfter,
   tokenAuthorizedFetch,
+  type RangeResult,
   type RetryEvent,
 } from '../core/index.js';
 import type { BodyFetcher } from '../core/read/digest-pool.js';
@@ -72,6 +73,12 @@ function recordingSleep(): { waits: number[]; sleep: (ms: number) => Promise<voi
 function send(response: ServerResponse, status: number, body = '', headers: Record<string, string | number> = {}): void {
   response.writeHead(status, { 'Content-Length': Buffer.byteLength(body), ...headers });
   response.end(body);
+}
+
+/** The bytes of a range read's answer; a refusal fails the test. */
+function bytesOf(result: RangeResult): Uint8Array {
+  if (result.kind === 'refused') throw new Error(`expected bytes, got a refusal: ${result.reason}`);
+  return result.bytes;
 }
 
 async function failure(promise: Promise<unknown>): Promise<AwakeError> {
@@ -432,7 +439,7 @@ describe('Transport body bounds (maxBytes, expectedBytes)', () => {
     const answers = [
       await transport.getBytes(url, { expectedBytes: 3 * GiB }),
       await transport.getBytes(url, { expectedBytes: 3 * GiB, onProgress: () => undefined }),
-      (await transport.getRange(url, 0, 10, { expectedBytes: 3 * GiB })).bytes, // a 200: the whole resource
+      bytesOf(await transport.getRange(url, 0, 10, { expectedBytes: 3 * GiB })), // a 200: the whole resource
     ];
     expect(process.memoryUsage().arrayBuffers - before).toBeLessThan(64 * MiB);
     for (const bytes of answers) {
@@ -454,7 +461,7 @@ describe('Transport range reads (SPEC §7 "Range reads")', () => {
     });
     const result = await new Transport().getRange(`${server.origin}/b.awkb`, 10, 10);
     expect(result.kind).toBe('whole');
-    expect(Buffer.from(result.bytes).equals(resource)).toBe(true);
+    expect(Buffer.from(bytesOf(result)).equals(resource)).toBe(true);
     expect(server.requests[0]!.headers.range).toBe('bytes=10-19');
   });
 
@@ -485,6 +492,22 @@ describe('Transport range reads (SPEC §7 "Range reads")', () => {
     expect(server.hits).toBe(0);
   });
 
+  test.each([403, 416, 501])('a %i to a request with a Range header is `refused`: not retried, its body not read', async (status) => {
+    const server = await startServer((request, response) => {
+      if (request.headers.range === undefined) return send(response, status, 'no');
+      response.writeHead(status, {}); // a body that never ends: reading it would time out
+      response.write('ranges are not served here');
+    });
+    const transport = new Transport({ sleep: recordingSleep().sleep, timeoutMs: 1000 });
+    expect(await transport.getRange(`${server.origin}/b.awkb`, 10, 10, { expectedBytes: 100 })).toEqual({ kind: 'refused', status, reason: expect.stringContaining(`HTTP ${status}`) });
+    expect(await transport.getRanges(`${server.origin}/b.awkb`, [{ offset: 0, length: 5 }, { offset: 50, length: 5 }], { expectedBytes: 100 })).toEqual({ kind: 'refused', status, reason: expect.stringContaining(`HTTP ${status}`) });
+    expect(server.hits).toBe(2);
+    // Without a Range header the status is an HttpError as before (a 501 retried like any 5xx).
+    const error = await failure(new Transport({ sleep: recordingSleep().sleep, retry: { attempts: 2 } }).getBytes(`${server.origin}/b.awkb`));
+    expect(error).toMatchObject({ name: 'HttpError', status });
+    expect(server.hits).toBe(status === 501 ? 4 : 3);
+  });
+
   describe('against nginx', () => {
     const folder = join(__dirname, 'fixtures/conformance/damaged');
     let nginx: RunningNginx | undefined;
@@ -504,7 +527,7 @@ describe('Transport range reads (SPEC §7 "Range reads")', () => {
       for (const member of expected.members) {
         const result = await transport.getRange(`${nginx!.origin}/good.awkb`, member.offset, member.sizeBytes);
         expect(result.kind).toBe('range');
-        expect(Buffer.from(result.bytes).equals(whole.subarray(member.offset, member.offset + member.sizeBytes))).toBe(true);
+        expect(Buffer.from(bytesOf(result)).equals(whole.subarray(member.offset, member.offset + member.sizeBytes))).toBe(true);
       }
       expect(Buffer.from(await transport.getBytes(`${nginx!.origin}/good.awkb`)).equals(whole)).toBe(true);
     });

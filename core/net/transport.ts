@@ -96,6 +96,8 @@ interface BodyBound {
   whole?: number;
   /** `whole` is the caller's `maxBytes` (the most it accepts), not a size it expects: errors say so. */
   wholeIsMax?: boolean;
+  /** A Range header was sent: a 403, 416 or 501 is a refusal of ranges, handed back unread (see `RANGE_REFUSALS`). */
+  ranged?: boolean;
   partial?: number;
   partialAtMost?: boolean;
   multipart?: number;
@@ -115,16 +117,31 @@ function exactFor(status: number, bound: BodyBound, headers: Headers): boolean {
   return status === 206 && !bound.partialAtMost && !(bound.multipart !== undefined && isMultipart(headers));
 }
 
-/** A range read's answer: the range asked for (206), or the whole resource (200 from a server that ignores ranges). */
-export type RangeResult = { kind: 'range'; bytes: Uint8Array } | { kind: 'whole'; bytes: Uint8Array };
+/**
+ * Statuses that answer a request with a Range header by refusing ranges rather than the resource:
+ * 403 (a host or CDN rule against Range), 416 (a range it will not satisfy), 501 (Range not
+ * implemented). `getRange` and `getRanges` hand them back as `refused`, unread and not retried,
+ * for the caller to fetch the whole resource instead.
+ */
+const RANGE_REFUSALS: ReadonlySet<number> = new Set([403, 416, 501]);
+
+/** A host that would not serve the range(s) asked for: `status` was the answer (see `RANGE_REFUSALS`). */
+export type RangeRefusal = { kind: 'refused'; status: number; reason: string };
+
+/**
+ * A range read's answer: the range asked for (206), the whole resource (200 from a server that
+ * ignores ranges), or `refused` (a 403, 416 or 501: fetch the whole resource without Range).
+ */
+export type RangeResult = { kind: 'range'; bytes: Uint8Array } | { kind: 'whole'; bytes: Uint8Array } | RangeRefusal;
 
 /**
  * A multi-range read's answer (`getRanges`): `body` holds every range asked for, range `i` from
  * `body[at[i]]` (a `multipart/byteranges` 206, or one 206 range that covers them all); or
  * `unsupported` when the server does not serve several ranges in one answer (a 200, whose body is
- * not read, or a 206 of fewer ranges than asked), for the caller to ask for them one by one.
+ * not read, or a 206 of fewer ranges than asked), for the caller to ask for them one by one; or
+ * `refused` (a 403, 416 or 501), for the caller to fetch the whole resource.
  */
-export type RangesResult = { kind: 'ranges'; body: Uint8Array; at: number[] } | { kind: 'unsupported'; reason: string };
+export type RangesResult = { kind: 'ranges'; body: Uint8Array; at: number[] } | { kind: 'unsupported'; reason: string } | RangeRefusal;
 
 /** Most bytes of one part's header block in a `multipart/byteranges` answer (its lines and the blank line after them). */
 export const MAX_PART_HEADER_BYTES = 4096;
@@ -206,15 +223,17 @@ export class Transport {
 
   /**
    * `size` bytes from `offset` (SPEC §7 "Range reads"): a 206 must hold exactly that range, else
-   * `RangeResponseError`; a 200 is the whole resource, for the caller to check and cut.
+   * `RangeResponseError`; a 200 is the whole resource, for the caller to check and cut; a 403,
+   * 416 or 501 is `refused` (not read, not retried), for the caller to fetch the whole resource.
    */
   async getRange(url: string, offset: number, size: number, options: RequestOptions = {}): Promise<RangeResult> {
     if (!Number.isSafeInteger(offset) || offset < 0) throw new InvalidOptionError('offset', `range offset must be a safe integer ≥ 0, got ${offset}`);
     if (!Number.isSafeInteger(size) || size < 0) throw new InvalidOptionError('size', `range size must be a safe integer ≥ 0, got ${size}`);
     if (size === 0) return { kind: 'range', bytes: new Uint8Array(0) };
     const last = offset + size - 1;
-    const bound = { partial: size, ...(options.expectedBytes === undefined ? {} : { whole: checkedSize(options.expectedBytes, 'expectedBytes') }) };
+    const bound = { partial: size, ranged: true, ...(options.expectedBytes === undefined ? {} : { whole: checkedSize(options.expectedBytes, 'expectedBytes') }) };
     const fetched = await this.#request(url, { ...options.headers, Range: `bytes=${offset}-${last}` }, options, bound);
+    if (RANGE_REFUSALS.has(fetched.status)) return refusal(url, fetched.status);
     if (fetched.status !== 206) return { kind: 'whole', bytes: fetched.bytes };
     checkPartialContent(fetched, url, offset, last);
     return { kind: 'range', bytes: fetched.bytes };
@@ -225,7 +244,8 @@ export class Transport {
    * (sorted, not overlapping, none empty). The answer is bounded by the span from the first range
    * to the last (a server may merge ranges and the gaps between them, in one part or one 206
    * range), plus for a `multipart/byteranges` 206 `MULTIPART_PART_ALLOWANCE` a part and
-   * `MULTIPART_BODY_ALLOWANCE`. A 200 is not read (`unsupported`).
+   * `MULTIPART_BODY_ALLOWANCE`. A 200 is not read (`unsupported`); a 403, 416 or 501 is not read
+   * either (`refused`), and not retried.
    * A 206 that does not hold what was asked (a part whose Content-Range is not a range asked for
    * nor covers one, a range no part covers, a broken multipart body) is `RangeResponseError`.
    */
@@ -238,7 +258,7 @@ export class Transport {
     const first = ranges[0]!.offset;
     const end = ranges[ranges.length - 1]!.offset + ranges[ranges.length - 1]!.length;
     // A 200 (or any 2xx but 206) stops at its headers: `whole: 0`.
-    const bound: BodyBound = { whole: 0, partial: end - first, partialAtMost: true, multipart: end - first + MULTIPART_PART_ALLOWANCE * ranges.length + MULTIPART_BODY_ALLOWANCE };
+    const bound: BodyBound = { whole: 0, partial: end - first, partialAtMost: true, multipart: end - first + MULTIPART_PART_ALLOWANCE * ranges.length + MULTIPART_BODY_ALLOWANCE, ranged: true };
     const header = `bytes=${ranges.map((range) => `${range.offset}-${range.offset + range.length - 1}`).join(',')}`;
     let fetched: Fetched;
     try {
@@ -247,6 +267,7 @@ export class Transport {
       if (error instanceof ResponseSizeError) return { kind: 'unsupported', reason: 'the server answered several ranges with the whole file (200)' };
       throw error;
     }
+    if (RANGE_REFUSALS.has(fetched.status)) return refusal(url, fetched.status);
     if (fetched.status !== 206) return { kind: 'unsupported', reason: `the server answered several ranges with HTTP ${fetched.status}` };
     if (isMultipart(fetched.headers)) return { kind: 'ranges', body: fetched.bytes, at: multipartOffsets(fetched, url, ranges) };
     // One range back: accepted when it covers every range asked for (a server may coalesce them).
@@ -346,6 +367,10 @@ export class Transport {
       const elsewhere = this.#bodyFetcher && !bound.wholeIsMax ? await fetchElsewhereAttempt(this.#bodyFetcher, url, headers, controller, progress, bound) : undefined;
       if (elsewhere) return elsewhere;
       const response = await abortable(this.#fetch(url, { method: 'GET', headers, signal: controller.signal }), controller.signal);
+      if (bound.ranged && RANGE_REFUSALS.has(response.status)) {
+        response.body?.cancel().catch(() => undefined);
+        return { status: response.status, headers: response.headers, bytes: new Uint8Array(0) };
+      }
       throwIfNotSuccess(response, url);
       const limit = limitFor(response.status, bound, response.headers);
       const declared = declaredLength(response.headers);
@@ -401,6 +426,8 @@ async function fetchElsewhereAttempt(fetcher: BodyFetcher, url: string, headers:
     throw callbackFailure ?? error;
   }
   if (fetched === undefined) return undefined;
+  // The worker reads no body of a status outside 2xx.
+  if (bound.ranged && RANGE_REFUSALS.has(fetched.status)) return { status: fetched.status, headers: fetched.headers, bytes: new Uint8Array(0) };
   throwIfNotSuccess(fetched, url);
   const limit = limitFor(fetched.status, bound, fetched.headers);
   // The worker stopped at the limit (or at a Content-Length past it), as readBody does here.
@@ -520,6 +547,10 @@ function sizeError(url: string, status: number, limit: number, got: { declaredBy
   if (status === 206) return new RangeResponseError(`GET ${url}: asked for a range of ${limit} bytes, the 206 answer is not: ${what}`, { url });
   const bound = isMax ? `the body is larger than maxBytes (${limit} bytes)` : `expected ${limit} bytes`;
   return new ResponseSizeError(`GET ${url}: ${bound}, ${what}`, { url, expectedBytes: limit, ...got });
+}
+
+function refusal(url: string, status: number): RangeRefusal {
+  return { kind: 'refused', status, reason: `GET ${url}: the server refused the Range request with HTTP ${status}` };
 }
 
 /**

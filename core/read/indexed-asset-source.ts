@@ -173,8 +173,9 @@ interface Load {
 }
 
 /**
- * Origins that answered a range request with the whole file (200): this page (or process) asks
- * them for whole bundles from then on, rather than risk a whole body per range (issue 11).
+ * Origins that answered a range request with the whole file (200), or refused it (403, 416,
+ * 501): this page (or process) asks them for whole bundles from then on, rather than risk a whole
+ * body, or a refusal, per range (issue 11).
  */
 const originsIgnoringRanges = new Set<string>();
 
@@ -358,7 +359,7 @@ export class IndexedAssetSource {
     if (arrived) return arrived;
     const started = this.loads.get(loadKey);
     if (started) return this.takeAfter(started, sha256, pinned, signal, again);
-    if (entry.url === undefined && this.rangeReads) {
+    if (entry.url === undefined && this.rangeReads && !originsIgnoringRanges.has(originOf(this.resolveUrl(this.bundles.get(loadKey)!.url)))) {
       if (pinned) this.held.unpin(sha256);
       return this.readRange(path, entry, signal);
     }
@@ -732,7 +733,8 @@ export class IndexedAssetSource {
    * range of several) is asked again one range per request (the plan for that), and so from then
    * on, as after a malformed answer (a `RangeResponseError` for this load). One range per request:
    * at once; a 200 answer is the whole bundle (a server that ignores ranges): it is checked as
-   * one, the other requests are stopped, and its origin gets whole bundles from then on.
+   * one, the other requests are stopped, and its origin gets whole bundles from then on. A
+   * refusal (403, 416, 501) of either kind: the whole bundle instead (`wholeAfterRangesRefused`).
    */
   private async fetchDelta(bundle: BundleEntry, plan: DeltaPlan, signal: AbortSignal, onProgress?: (received: number) => void): Promise<AcceptedBundle> {
     const url = this.resolveUrl(bundle.url);
@@ -760,6 +762,7 @@ export class IndexedAssetSource {
         answered = { kind: 'unsupported', reason: error.message };
         originsWithoutMultipart.add(originOf(url));
       }
+      if (answered.kind === 'refused') return this.wholeAfterRangesRefused(url, () => this.fetchBundle(bundle, signal, report ? { onProgress: report } : {}));
       if (answered.kind === 'unsupported') {
         originsWithoutMultipart.add(originOf(url));
         ranges = this.rangesOf(bundle, missing, false)!;
@@ -770,6 +773,7 @@ export class IndexedAssetSource {
       places = answered.at.map((at) => ({ input: 0, at }));
     } else {
       const bodies = await this.fetchRanges(url, bundle, ranges, signal, report);
+      if ('refused' in bodies) return this.wholeAfterRangesRefused(url, () => this.fetchBundle(bundle, signal, report ? { onProgress: report } : {}));
       if (!Array.isArray(bodies)) {
         originsIgnoringRanges.add(originOf(url));
         return this.verifyBundleBytes(bundle, bodies.whole, url);
@@ -797,12 +801,16 @@ export class IndexedAssetSource {
     return { contents: new Map(missing.map((entry, i) => [entry.sha256, owned![i]!])), ...(stored ? { stored } : {}) };
   }
 
-  /** The bodies of `ranges` in order, or `{ whole }` when an answer was the whole bundle (the other requests then stop). */
-  private async fetchRanges(url: string, bundle: BundleEntry, ranges: ByteRange[], signal: AbortSignal, onProgress?: (received: number) => void): Promise<Uint8Array[] | { whole: Uint8Array }> {
+  /**
+   * The bodies of `ranges` in order, or `{ whole }` when an answer was the whole bundle, or
+   * `{ refused }` when the host refused a range (403, 416, 501); the other requests then stop.
+   */
+  private async fetchRanges(url: string, bundle: BundleEntry, ranges: ByteRange[], signal: AbortSignal, onProgress?: (received: number) => void): Promise<Uint8Array[] | { whole: Uint8Array } | { refused: true }> {
     const siblings = new AbortController();
     const link = linkSignals([signal, siblings.signal]);
     const received = ranges.map(() => 0);
     let whole: Uint8Array | undefined;
+    let refused = false;
     let failure: { error: unknown } | undefined;
     try {
       const answers = await Promise.allSettled(ranges.map(async (range, i) => {
@@ -814,6 +822,11 @@ export class IndexedAssetSource {
               onProgress(received.reduce((sum, each) => sum + each, 0));
             } } : {}),
           });
+          if (answer.kind === 'refused') {
+            refused = true;
+            siblings.abort(new RequestAbortedError(`GET ${url}: not needed, the server refused a range (HTTP ${answer.status}): the bundle is fetched whole`, { url }));
+            return new Uint8Array(0);
+          }
           if (answer.kind === 'whole') {
             whole ??= answer.bytes;
             siblings.abort(new RequestAbortedError(`GET ${url}: not needed, the server ignores ranges and sent the whole bundle`, { url }));
@@ -828,6 +841,7 @@ export class IndexedAssetSource {
         }
       }));
       if (whole) return { whole };
+      if (refused) return { refused };
       if (failure) throw bundleSizeError(failure.error, bundle, url);
       return answers.map((answer) => (answer as PromiseFulfilledResult<Uint8Array>).value);
     } finally {
@@ -895,6 +909,8 @@ export class IndexedAssetSource {
     const answer = await this.transport.getRange(url, entry.offset!, entry.sizeBytes, { signal, expectedBytes: bundle.sizeBytes }).catch((error: unknown) => {
       throw bundleSizeError(error, bundle, url);
     });
+    // Read again: the origin now ignores ranges, so readEntry loads the whole bundle (shared, checked as one).
+    if (answer.kind === 'refused') return this.wholeAfterRangesRefused(url, () => this.readEntry(path, entry, false, signal));
     if (answer.kind === 'whole') {
       // A server that ignores ranges sent the whole bundle: check it as one (SPEC §7), keep its members.
       const accepted = await this.verifyBundleBytes(bundle, answer.bytes, url);
@@ -905,6 +921,17 @@ export class IndexedAssetSource {
     // The cache gets a copy of its own where it needs one (storeInCache): these bytes are the caller's.
     void this.storeInCache([[entry.sha256, bytes]], stored);
     return bytes;
+  }
+
+  /**
+   * A host that refused a Range request to `url` (403, 416 or 501; the transport's `refused`):
+   * this load fetches the whole bundle instead (`whole`: the whole-bundle path, checked as one,
+   * SPEC §7 "Verified"), and later loads from that origin go whole at once, as for a host that
+   * answers ranges with 200 (`originsIgnoringRanges`; with `rangeReads`, readEntry checks it).
+   */
+  private wholeAfterRangesRefused<T>(url: string, whole: () => Promise<T>): Promise<T> {
+    originsIgnoringRanges.add(originOf(url));
+    return whole();
   }
 
   // -------------------------------------------------------------------------------------------
