@@ -9,6 +9,7 @@ export type AwakeErrorCode =
   | 'E_UNSAFE_PATH'
   | 'E_INDEX_INVALID'
   | 'E_INDEX_VERSION'
+  | 'E_INDEX_TOO_LARGE'
   | 'E_BUNDLE_FORMAT'
   | 'E_BUNDLE_INTEGRITY'
   | 'E_FILE_INTEGRITY'
@@ -120,6 +121,32 @@ export class UnsupportedIndexVersionError extends AwakeError {
   constructor(found: unknown, details: AwakeErrorDetails = {}) {
     super('E_INDEX_VERSION', `unsupported project index formatVersion ${previewValue(found)}; this reader knows formatVersion 2 and 3`, details);
     this.found = found;
+  }
+}
+
+/**
+ * A project index larger than `IndexedAssetSource.open`'s `maxIndexBytes`: its `Content-Length`
+ * says so, or more bytes arrived, reading stopped there. Not retried: the same server would send
+ * the same index. The message names the URL and the limit, and says to raise `maxIndexBytes`.
+ */
+export class IndexTooLargeError extends AwakeError {
+  override readonly name = 'IndexTooLargeError' as const;
+  declare readonly code: 'E_INDEX_TOO_LARGE';
+  /** The limit the index passed: `maxIndexBytes`. */
+  readonly maxBytes: number;
+  /** The `Content-Length` the server sent, when that is what passed the limit. */
+  readonly declaredBytes?: number;
+  /** Bytes read before reading stopped, when the body itself ran over. */
+  readonly receivedBytes?: number;
+  /** `sizeError`: the transport's error for the index body, kept as `cause`; what it saw is copied. */
+  constructor(url: string, maxBytes: number, sizeError?: ResponseSizeError) {
+    const declared = sizeError?.declaredBytes;
+    const received = sizeError?.receivedBytes;
+    const what = declared !== undefined ? `its Content-Length says ${declared}` : received !== undefined ? `more arrived (${received} bytes read, reading stopped)` : 'it is larger';
+    super('E_INDEX_TOO_LARGE', `the project index ${url} is larger than maxIndexBytes (${maxBytes} bytes): ${what}; to read it, raise the maxIndexBytes option of IndexedAssetSource.open`, { url, ...(sizeError ? { cause: sizeError } : {}) });
+    this.maxBytes = maxBytes;
+    if (declared !== undefined) this.declaredBytes = declared;
+    if (received !== undefined) this.receivedBytes = received;
   }
 }
 
@@ -316,12 +343,14 @@ export class RangeResponseError extends AwakeError {
 
 /**
  * A response body that is not the size the caller expects: a `Content-Length` that says so, or
- * more bytes than expected, reading stopped there (SPEC §7 "Verified"). Not retried: the same
- * server would send the same body. The reader reports it as the bundle's or file's integrity error.
+ * more bytes than expected (`expectedBytes`) or accepted (`maxBytes`), reading stopped there (SPEC
+ * §7 "Verified"). Not retried: the same server would send the same body. The reader reports it as
+ * the bundle's or file's integrity error, or for the index as `IndexTooLargeError`.
  */
 export class ResponseSizeError extends AwakeError {
   override readonly name = 'ResponseSizeError' as const;
   declare readonly code: 'E_RESPONSE_SIZE';
+  /** The bound the body passed: the request's `expectedBytes`, or its `maxBytes` when that is smaller. */
   readonly expectedBytes: number;
   /** The `Content-Length` the server sent, when that is what differs. */
   readonly declaredBytes?: number;
@@ -363,6 +392,7 @@ export class TokenOriginError extends AwakeError {
 export type AnyAwakeError =
   | IndexValidationError
   | UnsupportedIndexVersionError
+  | IndexTooLargeError
   | BundleFormatError
   | BundleIntegrityError
   | FileIntegrityError

@@ -13,7 +13,7 @@ import { startWholeFileServer } from './helpers/whole-file-server.js';
 import { deltaRangesFor } from '../core/read/delta-ranges.js';
 import { BundleIntegrityError, IndexedAssetSource, RangeResponseError, MemoryCache, DEFAULT_DELTA_READS, type ContentCache, type PrefetchProgress } from '../core/index.js';
 import { NodeFolderCache, startStaticServer, type StaticServer } from '../core/node/index.js';
-import { Transport } from '../core/net/transport.js';
+import { MAX_PART_HEADER_BYTES, MULTIPART_BODY_ALLOWANCE, MULTIPART_PART_ALLOWANCE, Transport } from '../core/net/transport.js';
 import { runCli, temporaryDir } from './helpers/cli.js';
 import { startNginx } from './helpers/nginx.js';
 import { seededBytes, sha256Hex, writeTree } from './helpers/trees.js';
@@ -278,9 +278,12 @@ describe('a returning player loads version 2 with version 1 in the cache', () =>
  * and several as `multi` says: `first` (a 206 of the first range only), `whole` (a 200, as S3
  * does), `coalesce` (one 206 range from the first to the last), `malformed` (multipart whose
  * second part's Content-Range says one byte more than it holds), `reset` (the connection
- * dropped: what a page sees when a CDN refuses the CORS preflight several ranges need).
+ * dropped: what a page sees when a CDN refuses the CORS preflight several ranges need), `gap`
+ * (multipart whose first part spans the first two ranges and the gap between them), `long-headers`
+ * (multipart whose every part carries a 3000-byte header). With `refuse`, every request with a
+ * Range header is answered with that status instead (a host that refuses ranges), plain GETs 200.
  */
-async function rangeServer(multi: 'first' | 'whole' | 'coalesce' | 'malformed' | 'reset') {
+async function rangeServer(multi: 'first' | 'whole' | 'coalesce' | 'malformed' | 'reset' | 'gap' | 'long-headers', refuse?: number) {
   const answered: { range: string | undefined; status: number }[] = [];
   const plain: Server = createServer((request, response) => {
     let body: Buffer;
@@ -297,6 +300,7 @@ async function rangeServer(multi: 'first' | 'whole' | 'coalesce' | 'malformed' |
       response.end(bytes);
     };
     const one = (a: number, b: number) => send(206, { 'content-range': `bytes ${a}-${b}/${body.length}` }, body.subarray(a, b + 1));
+    if (header !== undefined && refuse !== undefined) return send(refuse, {}, Buffer.from('ranges are not served here'));
     if (specs.length > 1 && multi === 'reset') {
       answered.push({ range: header, status: 0 });
       return void request.socket.resetAndDestroy();
@@ -305,7 +309,9 @@ async function rangeServer(multi: 'first' | 'whole' | 'coalesce' | 'malformed' |
     if (specs.length === 1 || multi === 'first') return one(specs[0]![0], specs[0]![1]);
     if (multi === 'coalesce') return one(specs[0]![0], specs.at(-1)![1]);
     const boundary = 'XyZ';
-    const pieces = specs.flatMap(([a, b], i) => [Buffer.from(`--${boundary}\r\nContent-Range: bytes ${a}-${i === 1 ? b + 1 : b}/${body.length}\r\n\r\n`), body.subarray(a, b + 1), Buffer.from('\r\n')]);
+    if (multi === 'gap') specs.splice(0, 2, [specs[0]![0], specs[1]![1]]);
+    const extra = multi === 'long-headers' ? `X-Origin-Trace: ${'t'.repeat(3000)}\r\n` : '';
+    const pieces = specs.flatMap(([a, b], i) => [Buffer.from(`--${boundary}\r\n${extra}Content-Range: bytes ${a}-${multi === 'malformed' && i === 1 ? b + 1 : b}/${body.length}\r\n\r\n`), body.subarray(a, b + 1), Buffer.from('\r\n')]);
     return send(206, { 'content-type': `multipart/byteranges; boundary=${boundary}` }, Buffer.concat([...pieces, Buffer.from(`--${boundary}--\r\n`)]));
   });
   await new Promise<void>((resolve) => plain.listen(0, '127.0.0.1', resolve));
@@ -416,6 +422,26 @@ describe('several ranges in one request (multipart/byteranges)', () => {
     }
   });
 
+  test.each([
+    ['gap', 'a part spanning two ranges and the 128 KiB gap between them'],
+    ['long-headers', 'parts with 3000-byte headers'],
+  ] as const)('a legal but unusual multipart answer (%s: %s) reads on the first try, one request', async (mode, _what) => {
+    const host = await rangeServer(mode);
+    try {
+      const cache = await cacheWithV1(new MemoryCache());
+      const net = countingFetch();
+      const source = await IndexedAssetSource.open({ indexUrl: indexUrl('spread', host.base), cache, fetch: net.fetch, retry: { attempts: 1 } });
+      await expectEveryFileOf(source, 'spread');
+      expect(net.bundles()).toHaveLength(1);
+      expect(net.bundles()[0]!.range!.split(',')).toHaveLength(6);
+      expect(net.answers).toEqual([{ status: 206, type: expect.stringMatching(/^multipart\/byteranges; boundary=/) }]);
+      await source.whenStored();
+      for (const i of [0, 1, 10, 20, 30, 40, 50]) expect(await cache.has(sha256Hex(versions.spread![LEVELS[i]!]!))).toBe(true);
+    } finally {
+      await host.close();
+    }
+  });
+
   test('a malformed multipart answer is a RangeResponseError naming the URL, nothing of it is cached; that origin then gets ranges one per request', async () => {
     const host = await rangeServer('malformed');
     try {
@@ -441,12 +467,64 @@ describe('several ranges in one request (multipart/byteranges)', () => {
   });
 });
 
+describe('a host that refuses Range (403, 416, 501): whole bundles, verified', () => {
+  const levelsBundle = (name: string) => `/${name}/${indexOf(name).bundles.find((b) => b.sha256 === indexOf(name).files.find((f) => f.path === LEVELS[0])!.bundle)!.url}`;
+  const uiBundle = (name: string) => `/${name}/${indexOf(name).bundles.find((b) => b.sha256 === indexOf(name).files.find((f) => f.path === UI[0])!.bundle)!.url}`;
+
+  test.each([403, 416, 501])('rangeReads: a %i to the range makes that read fetch the whole bundle; later reads on that origin go whole at once', async (status) => {
+    const host = await rangeServer('first', status);
+    try {
+      const net = countingFetch();
+      const source = await IndexedAssetSource.open({ indexUrl: indexUrl('v2', host.base), rangeReads: true, fetch: net.fetch, retry: { baseDelayMs: 1 } });
+      expect(sha256Hex(await source.read(LEVELS[2]!))).toBe(sha256Hex(versions.v2![LEVELS[2]!]!));
+      expect(net.bundles()).toEqual([{ path: levelsBundle('v2'), range: rangeOf('v2', LEVELS[2]!) }, { path: levelsBundle('v2'), range: null }]);
+      // The whole bundle was checked as one: its other members need no request.
+      expect(sha256Hex(await source.read(LEVELS[3]!))).toBe(sha256Hex(versions.v2![LEVELS[3]!]!));
+      // Another bundle on the same origin: whole at once, no Range.
+      expect(sha256Hex(await source.read(UI[0]!))).toBe(sha256Hex(versions.v2![UI[0]!]!));
+      expect(net.bundles()).toEqual([{ path: levelsBundle('v2'), range: rangeOf('v2', LEVELS[2]!) }, { path: levelsBundle('v2'), range: null }, { path: uiBundle('v2'), range: null }]);
+      expect(host.bundleAnswers()).toEqual([{ range: rangeOf('v2', LEVELS[2]!), status }]);
+    } finally {
+      await host.close();
+    }
+  });
+
+  test.each([
+    [403, true], [416, true], [501, true],
+    [403, false], [416, false], [501, false],
+  ])('delta read: a %i (several ranges in one request: %s) makes the load fetch the whole bundle; later loads go whole at once', async (status, multipartRanges) => {
+    const host = await rangeServer('first', status);
+    try {
+      const cache = await cacheWithV1(new MemoryCache());
+      const net = countingFetch();
+      const source = await IndexedAssetSource.open({ indexUrl: indexUrl('v2', host.base), cache, fetch: net.fetch, deltaReads: { multipartRanges }, retry: { baseDelayMs: 1 } });
+      await expectEveryFileOf(source, 'v2');
+      const requests = net.bundles();
+      // The range requests (one with every range, or up to one per range, sent together), refused; then the bundle, whole.
+      expect(requests.at(-1)).toEqual({ path: levelsBundle('v2'), range: null });
+      expect(requests.slice(0, -1).length).toBeGreaterThanOrEqual(1);
+      expect(requests.slice(0, -1).length).toBeLessThanOrEqual(multipartRanges ? 1 : 3);
+      expect(requests.slice(0, -1).every((r) => r.path === levelsBundle('v2') && r.range !== null)).toBe(true);
+      expect(host.bundleAnswers().every((a) => a.status === status)).toBe(true);
+      // Verified whole: every member of v2's levels bundle is cached now.
+      await source.whenStored();
+      for (const path of LEVELS) expect(await cache.has(sha256Hex(versions.v2![path]!))).toBe(true);
+
+      const later = countingFetch();
+      await expectEveryFileOf(await IndexedAssetSource.open({ indexUrl: indexUrl('spread', host.base), cache: await cacheWithV1(new MemoryCache()), fetch: later.fetch }), 'spread');
+      expect(later.bundles()).toEqual([{ path: levelsBundle('spread'), range: null }]);
+    } finally {
+      await host.close();
+    }
+  });
+});
+
 describe('Transport.getRanges: what a multi-range answer must be', () => {
   const file = Buffer.from(Array.from({ length: 1000 }, (_, i) => i % 251));
   const asked = [{ offset: 10, length: 10 }, { offset: 100, length: 5 }, { offset: 500, length: 20 }];
   const part = (first: number, last: number, boundary = 'b0') => [Buffer.from(`--${boundary}\r\nContent-Type: application/octet-stream\r\nContent-Range: bytes ${first}-${last}/1000\r\n\r\n`), file.subarray(first, last + 1), Buffer.from('\r\n')];
   const end = (boundary = 'b0') => Buffer.from(`--${boundary}--\r\n`);
-  async function answer(status: number, headers: Record<string, string>, body: Buffer) {
+  async function answer(status: number, headers: Record<string, string>, body: Buffer, ranges = asked, size = file.length) {
     const host: Server = createServer((_, response) => {
       response.writeHead(status, { 'content-length': String(body.length), ...headers });
       response.end(body);
@@ -454,7 +532,7 @@ describe('Transport.getRanges: what a multi-range answer must be', () => {
     await new Promise<void>((resolve) => host.listen(0, '127.0.0.1', resolve));
     const url = `http://127.0.0.1:${(host.address() as AddressInfo).port}/b.awkb`;
     try {
-      return await new Transport({ retry: { attempts: 1 } }).getRanges(url, asked, { expectedBytes: 1000 }).catch((error: unknown) => error);
+      return await new Transport({ retry: { attempts: 1 } }).getRanges(url, ranges, { expectedBytes: size }).catch((error: unknown) => error);
     } finally {
       host.closeAllConnections();
       await new Promise((resolve) => host.close(resolve));
@@ -477,13 +555,37 @@ describe('Transport.getRanges: what a multi-range answer must be', () => {
     expect(await answer(206, { 'content-range': 'bytes 10-19/1000' }, file.subarray(10, 20))).toMatchObject({ kind: 'unsupported' });
   });
 
+  test('a part spanning two ranges and the gap between them (larger than every allowance) is read', async () => {
+    // Ranges of 10 bytes, 20 000 bytes apart: the first part holds the first two and the gap.
+    const wide = Buffer.from(Array.from({ length: 50_000 }, (_, i) => (i * 7) % 251));
+    const apart = [{ offset: 10, length: 10 }, { offset: 20_020, length: 10 }, { offset: 40_030, length: 10 }];
+    const widePart = (first: number, last: number) => [Buffer.from(`--b0\r\nContent-Range: bytes ${first}-${last}/${wide.length}\r\n\r\n`), wide.subarray(first, last + 1), Buffer.from('\r\n')];
+    const result = await answer(206, multipart, Buffer.concat([...widePart(10, 20_029), ...widePart(40_030, 40_039), end()]), apart, wide.length);
+    expect(result).toMatchObject({ kind: 'ranges' });
+    const { body, at } = result as { body: Uint8Array; at: number[] };
+    apart.forEach((range, i) => expect(Buffer.from(body.subarray(at[i]!, at[i]! + range.length))).toEqual(wide.subarray(range.offset, range.offset + range.length)));
+  });
+
+  test('part headers up to MAX_PART_HEADER_BYTES each are within the bound', async () => {
+    const long = (first: number, last: number, headerBytes: number) => {
+      const head = `Content-Type: application/octet-stream\r\nContent-Range: bytes ${first}-${last}/1000\r\n`;
+      const padding = `X-Origin-Trace: ${'t'.repeat(headerBytes - head.length - 'X-Origin-Trace: '.length - 4)}\r\n`;
+      expect(Buffer.byteLength(padding + head + '\r\n')).toBe(headerBytes);
+      return [Buffer.from(`--b0\r\n${padding}${head}\r\n`), file.subarray(first, last + 1), Buffer.from('\r\n')];
+    };
+    const result = await answer(206, multipart, Buffer.concat([...long(10, 19, MAX_PART_HEADER_BYTES), ...long(100, 104, MAX_PART_HEADER_BYTES), ...long(500, 519, 3000), end()]));
+    expect(result).toMatchObject({ kind: 'ranges' });
+    expect(slices(result as { body: Uint8Array; at: number[] })).toEqual(expected);
+  });
+
   test.each([
     ['no boundary', { 'content-type': 'multipart/byteranges' }, () => Buffer.concat([...part(10, 19), end()]), /no boundary/],
     ['another boundary', multipart, () => Buffer.concat([...part(10, 19, 'zz'), end('zz')]), /does not start with the boundary/],
     ['a part not asked for', multipart, () => Buffer.concat([...part(10, 19), ...part(100, 104), ...part(700, 719), end()]), /not a range asked for/],
     ['a range no part holds', multipart, () => Buffer.concat([...part(10, 19), ...part(100, 104), end()]), /no part holds bytes 500-519/],
     ['a part cut short', multipart, () => Buffer.concat([...part(10, 19), ...part(100, 104), ...part(500, 519)]).subarray(0, -10), /part 3 \(bytes 500-519\) is cut short/],
-    ['a body past the bound', multipart, () => Buffer.concat([...part(10, 19), ...part(100, 104), ...part(500, 519), Buffer.alloc(5000), end()]), /asked for a range of \d+ bytes/],
+    // The bound: the span from the first range to the last (510 bytes here), plus the allowances.
+    ['a body past the bound', multipart, () => Buffer.concat([...part(10, 19), ...part(100, 104), ...part(500, 519), Buffer.alloc(510 + 3 * MULTIPART_PART_ALLOWANCE + MULTIPART_BODY_ALLOWANCE), end()]), /asked for a range of \d+ bytes/],
   ] as const)('%s: RangeResponseError naming the URL', async (_, headers, body, message) => {
     const error = await answer(206, headers, body());
     expect(error).toBeInstanceOf(RangeResponseError);

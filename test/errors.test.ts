@@ -14,6 +14,7 @@ import {
   BundleIntegrityError,
   FileIntegrityError,
   HttpError,
+  IndexTooLargeError,
   IndexValidationError,
   InvalidOptionError,
   isAwakeError,
@@ -68,6 +69,7 @@ function describeError(error: AnyAwakeError): string {
 const examples: { [Name in AnyAwakeError['name']]: () => Extract<AnyAwakeError, { name: Name }> } = {
   IndexValidationError: () => new IndexValidationError(['files[0].sha256: must be 64 lowercase hex digits']),
   UnsupportedIndexVersionError: () => new UnsupportedIndexVersionError(9),
+  IndexTooLargeError: () => new IndexTooLargeError('/project.index.json', 1024),
   BundleFormatError: () => new BundleFormatError('header', 'bad magic'),
   BundleIntegrityError: () => new BundleIntegrityError('members', 'damaged member a.txt', ['a.txt']),
   FileIntegrityError: () => new FileIntegrityError('a.txt: got 2 bytes, the index says 1'),
@@ -120,7 +122,7 @@ describe('the error classes', () => {
     expect(new Set(codes).size).toBe(codes.length);
     // Every code in the AwakeErrorCode type is used by some class (none is left with no meaning).
     const everyCode: Record<AwakeErrorCode, true> = {
-      E_UNSAFE_PATH: true, E_INDEX_INVALID: true, E_INDEX_VERSION: true, E_BUNDLE_FORMAT: true, E_BUNDLE_INTEGRITY: true,
+      E_UNSAFE_PATH: true, E_INDEX_INVALID: true, E_INDEX_VERSION: true, E_INDEX_TOO_LARGE: true, E_BUNDLE_FORMAT: true, E_BUNDLE_INTEGRITY: true,
       E_FILE_INTEGRITY: true, E_NOT_FOUND: true, E_UNSUPPORTED: true, E_OPTION: true, E_HTTP: true, E_NETWORK: true,
       E_TIMEOUT: true, E_ABORTED: true, E_RANGE: true, E_RESPONSE_SIZE: true, E_ORIGIN: true, E_TOKEN_ORIGIN: true,
       E_PUBLISH_INPUT: true, E_PUBLISH_OUTPUT: true, E_SERVE_ROOT: true,

@@ -10,7 +10,7 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import fc from 'fast-check';
 import {
-  AwakeError, BundleIntegrityError, HttpError, IndexedAssetSource, RangeResponseError, Transport, type OpenOptions,
+  AwakeError, BundleIntegrityError, DEFAULT_MAX_INDEX_BYTES, HttpError, IndexedAssetSource, IndexTooLargeError, InvalidOptionError, RangeResponseError, Transport, type OpenOptions,
 } from '../core/index.js';
 import { NodeFolderCache } from '../core/node/index.js';
 import { temporaryDir } from './helpers/cli';
@@ -103,6 +103,57 @@ describe('a body larger than the index says is refused before it fills memory', 
     const size = bundles()[5]!.sizeBytes;
     await expect(transport.getBytes(url, { expectedBytes: size })).rejects.toMatchObject({ name: 'ResponseSizeError', code: 'E_RESPONSE_SIZE', url, expectedBytes: size });
     expect((await transport.getBytes(url, { expectedBytes: size })).length).toBe(size);
+  });
+});
+
+describe('an index larger than maxIndexBytes is refused before it fills memory', () => {
+  const MiB = 1024 * 1024;
+  const INDEX = '/project.index.json';
+  const indexBytes = () => site.resources.get(INDEX)!.length;
+  const serveIndex = (fault: { extraBytes: number; declare: boolean }) => serve((request) => (request.path === INDEX ? { kind: 'oversize', ...fault } : undefined));
+
+  test('an index that never ends: reading stops past maxIndexBytes, an IndexTooLargeError naming the URL, the limit and the option; not retried', async () => {
+    const server = await serveIndex({ extraBytes: 100 * MiB, declare: false });
+    const error = await open(server, { maxIndexBytes: MiB }).catch((e) => e);
+    expect(error).toBeInstanceOf(IndexTooLargeError);
+    expect(error).toMatchObject({ name: 'IndexTooLargeError', code: 'E_INDEX_TOO_LARGE', url: indexUrlOf(server), maxBytes: MiB });
+    expect(error.receivedBytes).toBeGreaterThan(MiB);
+    expect(error.message).toContain(indexUrlOf(server));
+    expect(error.message).toContain(String(MiB));
+    expect(error.message).toMatch(/maxIndexBytes/);
+    expect(server.count(INDEX)).toBe(1);
+    expect(server.bytesWritten).toBeLessThan(24 * MiB);
+  });
+
+  test('by default at most 64 MiB: a 600 MB Content-Length is refused at the headers', async () => {
+    const server = await serveIndex({ extraBytes: 600_000_000, declare: true });
+    const error = await open(server).catch((e) => e);
+    expect(DEFAULT_MAX_INDEX_BYTES).toBe(64 * MiB);
+    expect(error).toBeInstanceOf(IndexTooLargeError);
+    expect(error).toMatchObject({ code: 'E_INDEX_TOO_LARGE', url: indexUrlOf(server), maxBytes: DEFAULT_MAX_INDEX_BYTES, declaredBytes: 600_000_000 + indexBytes() });
+    expect(error.message).toMatch(/Content-Length/);
+    expect(server.count(INDEX)).toBe(1);
+    expect(server.bytesWritten).toBeLessThan(24 * MiB);
+  });
+
+  test('by default, an index that never ends stops past 64 MiB', async () => {
+    const server = await serveIndex({ extraBytes: 100 * MiB, declare: false });
+    const error = await open(server).catch((e) => e);
+    expect(error).toMatchObject({ name: 'IndexTooLargeError', maxBytes: DEFAULT_MAX_INDEX_BYTES });
+    expect(server.bytesWritten).toBeLessThan(DEFAULT_MAX_INDEX_BYTES + 24 * MiB);
+  });
+
+  test('an index of exactly maxIndexBytes opens; maxIndexBytes is checked before any request', async () => {
+    const server = await serve();
+    const source = await open(server, { maxIndexBytes: indexBytes() });
+    expect(await source.read(filesOf(0)[0]!)).toEqual(site.files.get(filesOf(0)[0]!));
+    source.dispose();
+    await expect(open(server, { maxIndexBytes: indexBytes() - 1 })).rejects.toBeInstanceOf(IndexTooLargeError);
+    const before = server.requests.length;
+    const error = await open(server, { maxIndexBytes: -1 }).catch((e) => e);
+    expect(error).toBeInstanceOf(InvalidOptionError);
+    expect(error).toMatchObject({ option: 'maxIndexBytes' });
+    expect(server.requests.length).toBe(before);
   });
 });
 

@@ -15,11 +15,15 @@ import {
   RangeResponseError,
   RequestAbortedError,
   RequestTimeoutError,
+  ResponseSizeError,
+  InvalidOptionError,
   Transport,
   parseRetryAfter,
   tokenAuthorizedFetch,
+  type RangeResult,
   type RetryEvent,
 } from '../core/index.js';
+import type { BodyFetcher } from '../core/read/digest-pool.js';
 import { startNginx, type RunningNginx } from './helpers/nginx.js';
 
 // ---- a tiny real server per test -------------------------------------------------------------
@@ -69,6 +73,12 @@ function recordingSleep(): { waits: number[]; sleep: (ms: number) => Promise<voi
 function send(response: ServerResponse, status: number, body = '', headers: Record<string, string | number> = {}): void {
   response.writeHead(status, { 'Content-Length': Buffer.byteLength(body), ...headers });
   response.end(body);
+}
+
+/** The bytes of a range read's answer; a refusal fails the test. */
+function bytesOf(result: RangeResult): Uint8Array {
+  if (result.kind === 'refused') throw new Error(`expected bytes, got a refusal: ${result.reason}`);
+  return result.bytes;
 }
 
 async function failure(promise: Promise<unknown>): Promise<AwakeError> {
@@ -337,6 +347,108 @@ describe('Transport network failures', () => {
   });
 });
 
+// ---- body bounds -------------------------------------------------------------------------------
+
+const MiB = 1024 * 1024;
+const GiB = 1024 * MiB;
+
+/** Writes 64 KiB chunks for as long as the client reads them (a body that never ends); counts them in `written.bytes`. */
+function streamEndlessly(response: ServerResponse, written: { bytes: number }): void {
+  const chunk = Buffer.alloc(64 * 1024, 0x20);
+  const pump = (): void => {
+    while (!response.destroyed) {
+      written.bytes += chunk.length;
+      if (!response.write(chunk)) return void response.once('drain', pump);
+    }
+  };
+  pump();
+}
+
+describe('Transport body bounds (maxBytes, expectedBytes)', () => {
+  test('maxBytes: a Content-Length past it fails at the headers with ResponseSizeError, not retried', async () => {
+    const written = { bytes: 0 };
+    const server = await startServer((_, response) => {
+      response.writeHead(200, { 'Content-Length': 600_000_000 });
+      streamEndlessly(response, written);
+    });
+    const error = await failure(new Transport({ sleep: recordingSleep().sleep }).getText(`${server.origin}/project.index.json`, { maxBytes: MiB }));
+    expect(error).toBeInstanceOf(ResponseSizeError);
+    expect(error).toMatchObject({ code: 'E_RESPONSE_SIZE', url: `${server.origin}/project.index.json`, expectedBytes: MiB, declaredBytes: 600_000_000 });
+    expect(error.message).toMatch(/maxBytes/);
+    expect(server.hits).toBe(1);
+    expect(written.bytes).toBeLessThan(24 * MiB);
+  });
+
+  test('maxBytes: a chunked body stops as soon as more than maxBytes arrived, holding no more than that', async () => {
+    const written = { bytes: 0 };
+    const server = await startServer((_, response) => {
+      response.writeHead(200, {});
+      streamEndlessly(response, written);
+    });
+    const error = await failure(new Transport({ sleep: recordingSleep().sleep }).getBytes(`${server.origin}/endless`, { maxBytes: MiB }));
+    expect(error).toMatchObject({ name: 'ResponseSizeError', code: 'E_RESPONSE_SIZE', expectedBytes: MiB });
+    expect((error as ResponseSizeError).receivedBytes).toBeGreaterThan(MiB);
+    expect((error as ResponseSizeError).receivedBytes).toBeLessThanOrEqual(2 * MiB);
+    expect(server.hits).toBe(1);
+    expect(written.bytes).toBeLessThan(24 * MiB);
+  });
+
+  test('maxBytes: a body of at most maxBytes passes, sized or chunked; with expectedBytes the smaller bound holds', async () => {
+    const server = await startServer((request, response) => {
+      if (request.url === '/sized') return send(response, 200, 'hello');
+      response.writeHead(200, {});
+      response.write('hel', () => response.end('lo'));
+    });
+    const transport = new Transport({ sleep: recordingSleep().sleep, retry: { attempts: 1 } });
+    for (const path of ['/sized', '/chunked']) {
+      expect(await transport.getText(`${server.origin}${path}`, { maxBytes: 5 })).toBe('hello');
+      expect(await transport.getText(`${server.origin}${path}`, { maxBytes: 5, onProgress: () => undefined })).toBe('hello');
+      await expect(transport.getText(`${server.origin}${path}`, { maxBytes: 4 })).rejects.toMatchObject({ code: 'E_RESPONSE_SIZE', expectedBytes: 4 });
+      await expect(transport.getBytes(`${server.origin}${path}`, { maxBytes: 100, expectedBytes: 4 })).rejects.toMatchObject({ code: 'E_RESPONSE_SIZE', expectedBytes: 4 });
+      await expect(transport.getBytes(`${server.origin}${path}`, { maxBytes: 4, expectedBytes: 100 })).rejects.toMatchObject({ code: 'E_RESPONSE_SIZE', expectedBytes: 4 });
+    }
+  });
+
+  test('maxBytes must be a safe integer ≥ 0', async () => {
+    const error = await failure(new Transport().getBytes('http://127.0.0.1:9/x', { maxBytes: -1 }));
+    expect(error).toBeInstanceOf(InvalidOptionError);
+    expect(error).toMatchObject({ option: 'maxBytes' });
+  });
+
+  test('a body bounded by maxBytes alone is read on this thread, not by the bodyFetcher (whose worker allocates its whole limit for a chunked body)', async () => {
+    const server = await startServer((_, response) => send(response, 200, 'hello'));
+    const asked: string[] = [];
+    // A fetcher that cannot run here: the transport then reads the body itself.
+    const bodyFetcher: BodyFetcher = async (url) => void asked.push(url);
+    const transport = new Transport({ bodyFetcher });
+    expect(await transport.getText(`${server.origin}/project.index.json`, { maxBytes: 100 })).toBe('hello');
+    expect(asked).toEqual([]);
+    expect(await transport.getText(`${server.origin}/b.awkb`, { expectedBytes: 5 })).toBe('hello');
+    expect(asked).toEqual([`${server.origin}/b.awkb`]);
+  });
+
+  test('a chunked body for a request whose expectedBytes is 3 GiB allocates what arrives, not 3 GiB', async () => {
+    const chunk = 'z'.repeat(10_000);
+    const server = await startServer((_, response) => {
+      response.writeHead(200, {}); // no Content-Length: chunked
+      response.write(chunk, () => response.write(chunk, () => response.end(chunk)));
+    });
+    const transport = new Transport({ retry: { attempts: 1 } });
+    const before = process.memoryUsage().arrayBuffers;
+    const url = `${server.origin}/b.awkb`;
+    const answers = [
+      await transport.getBytes(url, { expectedBytes: 3 * GiB }),
+      await transport.getBytes(url, { expectedBytes: 3 * GiB, onProgress: () => undefined }),
+      bytesOf(await transport.getRange(url, 0, 10, { expectedBytes: 3 * GiB })), // a 200: the whole resource
+    ];
+    expect(process.memoryUsage().arrayBuffers - before).toBeLessThan(64 * MiB);
+    for (const bytes of answers) {
+      expect(bytes.length).toBe(3 * chunk.length);
+      expect(bytes.buffer.byteLength).toBeLessThan(MiB);
+    }
+  });
+});
+
 // ---- ranges ------------------------------------------------------------------------------------
 
 describe('Transport range reads (SPEC §7 "Range reads")', () => {
@@ -349,7 +461,7 @@ describe('Transport range reads (SPEC §7 "Range reads")', () => {
     });
     const result = await new Transport().getRange(`${server.origin}/b.awkb`, 10, 10);
     expect(result.kind).toBe('whole');
-    expect(Buffer.from(result.bytes).equals(resource)).toBe(true);
+    expect(Buffer.from(bytesOf(result)).equals(resource)).toBe(true);
     expect(server.requests[0]!.headers.range).toBe('bytes=10-19');
   });
 
@@ -380,6 +492,22 @@ describe('Transport range reads (SPEC §7 "Range reads")', () => {
     expect(server.hits).toBe(0);
   });
 
+  test.each([403, 416, 501])('a %i to a request with a Range header is `refused`: not retried, its body not read', async (status) => {
+    const server = await startServer((request, response) => {
+      if (request.headers.range === undefined) return send(response, status, 'no');
+      response.writeHead(status, {}); // a body that never ends: reading it would time out
+      response.write('ranges are not served here');
+    });
+    const transport = new Transport({ sleep: recordingSleep().sleep, timeoutMs: 1000 });
+    expect(await transport.getRange(`${server.origin}/b.awkb`, 10, 10, { expectedBytes: 100 })).toEqual({ kind: 'refused', status, reason: expect.stringContaining(`HTTP ${status}`) });
+    expect(await transport.getRanges(`${server.origin}/b.awkb`, [{ offset: 0, length: 5 }, { offset: 50, length: 5 }], { expectedBytes: 100 })).toEqual({ kind: 'refused', status, reason: expect.stringContaining(`HTTP ${status}`) });
+    expect(server.hits).toBe(2);
+    // Without a Range header the status is an HttpError as before (a 501 retried like any 5xx).
+    const error = await failure(new Transport({ sleep: recordingSleep().sleep, retry: { attempts: 2 } }).getBytes(`${server.origin}/b.awkb`));
+    expect(error).toMatchObject({ name: 'HttpError', status });
+    expect(server.hits).toBe(status === 501 ? 4 : 3);
+  });
+
   describe('against nginx', () => {
     const folder = join(__dirname, 'fixtures/conformance/damaged');
     let nginx: RunningNginx | undefined;
@@ -399,7 +527,7 @@ describe('Transport range reads (SPEC §7 "Range reads")', () => {
       for (const member of expected.members) {
         const result = await transport.getRange(`${nginx!.origin}/good.awkb`, member.offset, member.sizeBytes);
         expect(result.kind).toBe('range');
-        expect(Buffer.from(result.bytes).equals(whole.subarray(member.offset, member.offset + member.sizeBytes))).toBe(true);
+        expect(Buffer.from(bytesOf(result)).equals(whole.subarray(member.offset, member.offset + member.sizeBytes))).toBe(true);
       }
       expect(Buffer.from(await transport.getBytes(`${nginx!.origin}/good.awkb`)).equals(whole)).toBe(true);
     });

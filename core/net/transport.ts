@@ -78,12 +78,26 @@ export interface RequestOptions {
   attempts?: number;
 }
 
+/** Options of a whole-body read (`getBytes`, `getText`). */
+export interface BodyRequestOptions extends RequestOptions {
+  /**
+   * The most body bytes accepted when the caller cannot know the size (an index): a larger
+   * `Content-Length` fails at the headers, and reading stops as soon as more bytes arrive, holding
+   * no more than this: `ResponseSizeError`, not retried. With `expectedBytes` too, the smaller holds.
+   */
+  maxBytes?: number;
+}
+
 /**
  * The most body bytes an attempt may read: `partial` for a 206 (exactly that many unless
  * `partialAtMost`), `multipart` for a 206 `multipart/byteranges`, `whole` otherwise.
  */
 interface BodyBound {
   whole?: number;
+  /** `whole` is the caller's `maxBytes` (the most it accepts), not a size it expects: errors say so. */
+  wholeIsMax?: boolean;
+  /** A Range header was sent: a 403, 416 or 501 is a refusal of ranges, handed back unread (see `RANGE_REFUSALS`). */
+  ranged?: boolean;
   partial?: number;
   partialAtMost?: boolean;
   multipart?: number;
@@ -107,20 +121,42 @@ export interface BodyConsumer {
   finish(): Promise<void>;
 }
 
-/** A range read's answer: the range asked for (206), or the whole resource (200 from a server that ignores ranges). */
-export type RangeResult = { kind: 'range'; bytes: Uint8Array } | { kind: 'whole'; bytes: Uint8Array };
+/**
+ * Statuses that answer a request with a Range header by refusing ranges rather than the resource:
+ * 403 (a host or CDN rule against Range), 416 (a range it will not satisfy), 501 (Range not
+ * implemented). `getRange` and `getRanges` hand them back as `refused`, unread and not retried,
+ * for the caller to fetch the whole resource instead.
+ */
+const RANGE_REFUSALS: ReadonlySet<number> = new Set([403, 416, 501]);
+
+/** A host that would not serve the range(s) asked for: `status` was the answer (see `RANGE_REFUSALS`). */
+export type RangeRefusal = { kind: 'refused'; status: number; reason: string };
+
+/**
+ * A range read's answer: the range asked for (206), the whole resource (200 from a server that
+ * ignores ranges), or `refused` (a 403, 416 or 501: fetch the whole resource without Range).
+ */
+export type RangeResult = { kind: 'range'; bytes: Uint8Array } | { kind: 'whole'; bytes: Uint8Array } | RangeRefusal;
 
 /**
  * A multi-range read's answer (`getRanges`): `body` holds every range asked for, range `i` from
  * `body[at[i]]` (a `multipart/byteranges` 206, or one 206 range that covers them all); or
  * `unsupported` when the server does not serve several ranges in one answer (a 200, whose body is
- * not read, or a 206 of fewer ranges than asked), for the caller to ask for them one by one.
+ * not read, or a 206 of fewer ranges than asked), for the caller to ask for them one by one; or
+ * `refused` (a 403, 416 or 501), for the caller to fetch the whole resource.
  */
-export type RangesResult = { kind: 'ranges'; body: Uint8Array; at: number[] } | { kind: 'unsupported'; reason: string };
+export type RangesResult = { kind: 'ranges'; body: Uint8Array; at: number[] } | { kind: 'unsupported'; reason: string } | RangeRefusal;
 
-/** Bytes a `multipart/byteranges` answer may hold besides its ranges: per part (boundary, Content-Type, Content-Range) and once (preamble, closing boundary). */
-export const MULTIPART_PART_ALLOWANCE = 512;
-export const MULTIPART_BODY_ALLOWANCE = 1024;
+/** Most bytes of one part's header block in a `multipart/byteranges` answer (its lines and the blank line after them). */
+export const MAX_PART_HEADER_BYTES = 4096;
+/**
+ * Bytes a `multipart/byteranges` answer may hold besides its data, per part: its header block (at
+ * most `MAX_PART_HEADER_BYTES`: a server may add long headers to each part), its delimiter line
+ * (`--`, a boundary of at most 70, a little transport padding, CRLF) and the CRLF after its data.
+ */
+export const MULTIPART_PART_ALLOWANCE = MAX_PART_HEADER_BYTES + 256;
+/** And once: a preamble (the first delimiter must come within `MAX_PART_HEADER_BYTES`), the closing delimiter, an epilogue. */
+export const MULTIPART_BODY_ALLOWANCE = MAX_PART_HEADER_BYTES + 1024;
 
 const DEFAULT_ATTEMPTS = 4;
 const DEFAULT_BASE_DELAY_MS = 250;
@@ -173,28 +209,35 @@ export class Transport {
     }
   }
 
-  /** The whole body. A body shorter than its Content-Length is a network failure, and retried. */
-  async getBytes(url: string, options: RequestOptions = {}): Promise<Uint8Array> {
-    const bound = options.expectedBytes === undefined ? {} : { whole: checkedSize(options.expectedBytes, 'expectedBytes') };
+  /**
+   * The whole body. A body shorter than its Content-Length is a network failure, and retried; one
+   * past `expectedBytes` or `maxBytes` is a `ResponseSizeError`, not retried.
+   */
+  async getBytes(url: string, options: BodyRequestOptions = {}): Promise<Uint8Array> {
+    const expected = options.expectedBytes === undefined ? undefined : checkedSize(options.expectedBytes, 'expectedBytes');
+    const max = options.maxBytes === undefined ? undefined : checkedSize(options.maxBytes, 'maxBytes');
+    const bound: BodyBound = max !== undefined && (expected === undefined || max < expected) ? { whole: max, wholeIsMax: true } : expected === undefined ? {} : { whole: expected };
     return (await this.#request(url, options.headers ?? {}, options, bound)).bytes;
   }
 
-  /** The whole body as UTF-8 text. */
-  async getText(url: string, options: RequestOptions = {}): Promise<string> {
+  /** The whole body as UTF-8 text (bounded as `getBytes`). */
+  async getText(url: string, options: BodyRequestOptions = {}): Promise<string> {
     return new TextDecoder().decode(await this.getBytes(url, options));
   }
 
   /**
    * `size` bytes from `offset` (SPEC §7 "Range reads"): a 206 must hold exactly that range, else
-   * `RangeResponseError`; a 200 is the whole resource, for the caller to check and cut.
+   * `RangeResponseError`; a 200 is the whole resource, for the caller to check and cut; a 403,
+   * 416 or 501 is `refused` (not read, not retried), for the caller to fetch the whole resource.
    */
   async getRange(url: string, offset: number, size: number, options: RequestOptions = {}): Promise<RangeResult> {
     if (!Number.isSafeInteger(offset) || offset < 0) throw new InvalidOptionError('offset', `range offset must be a safe integer ≥ 0, got ${offset}`);
     if (!Number.isSafeInteger(size) || size < 0) throw new InvalidOptionError('size', `range size must be a safe integer ≥ 0, got ${size}`);
     if (size === 0) return { kind: 'range', bytes: new Uint8Array(0) };
     const last = offset + size - 1;
-    const bound = { partial: size, ...(options.expectedBytes === undefined ? {} : { whole: checkedSize(options.expectedBytes, 'expectedBytes') }) };
+    const bound = { partial: size, ranged: true, ...(options.expectedBytes === undefined ? {} : { whole: checkedSize(options.expectedBytes, 'expectedBytes') }) };
     const fetched = await this.#request(url, { ...options.headers, Range: `bytes=${offset}-${last}` }, options, bound);
+    if (RANGE_REFUSALS.has(fetched.status)) return refusal(url, fetched.status);
     if (fetched.status !== 206) return { kind: 'whole', bytes: fetched.bytes };
     checkPartialContent(fetched, url, offset, last);
     return { kind: 'range', bytes: fetched.bytes };
@@ -202,9 +245,11 @@ export class Transport {
 
   /**
    * Several ranges in one request (RFC 9110 §14.6): `Range: bytes=a-b,c-d,…` for `ranges`
-   * (sorted, not overlapping, none empty). The answer is bounded: a `multipart/byteranges` 206 by
-   * the ranges' bytes plus `MULTIPART_PART_ALLOWANCE` a part and `MULTIPART_BODY_ALLOWANCE`; one
-   * 206 range by the span from the first range to the last. A 200 is not read (`unsupported`).
+   * (sorted, not overlapping, none empty). The answer is bounded by the span from the first range
+   * to the last (a server may merge ranges and the gaps between them, in one part or one 206
+   * range), plus for a `multipart/byteranges` 206 `MULTIPART_PART_ALLOWANCE` a part and
+   * `MULTIPART_BODY_ALLOWANCE`. A 200 is not read (`unsupported`); a 403, 416 or 501 is not read
+   * either (`refused`), and not retried.
    * A 206 that does not hold what was asked (a part whose Content-Range is not a range asked for
    * nor covers one, a range no part covers, a broken multipart body) is `RangeResponseError`.
    */
@@ -214,11 +259,10 @@ export class Transport {
       if (!Number.isSafeInteger(range.offset) || range.offset < 0 || !Number.isSafeInteger(range.length) || range.length < 1) throw new InvalidOptionError('ranges', `ranges[${i}] must have a safe integer offset ≥ 0 and length ≥ 1, got ${range.offset}+${range.length}`);
       if (i > 0 && range.offset < ranges[i - 1]!.offset + ranges[i - 1]!.length) throw new InvalidOptionError('ranges', `ranges must be sorted and not overlap (ranges[${i}])`);
     });
-    const sum = ranges.reduce((total, range) => total + range.length, 0);
     const first = ranges[0]!.offset;
     const end = ranges[ranges.length - 1]!.offset + ranges[ranges.length - 1]!.length;
     // A 200 (or any 2xx but 206) stops at its headers: `whole: 0`.
-    const bound: BodyBound = { whole: 0, partial: end - first, partialAtMost: true, multipart: sum + MULTIPART_PART_ALLOWANCE * ranges.length + MULTIPART_BODY_ALLOWANCE };
+    const bound: BodyBound = { whole: 0, partial: end - first, partialAtMost: true, multipart: end - first + MULTIPART_PART_ALLOWANCE * ranges.length + MULTIPART_BODY_ALLOWANCE, ranged: true };
     const header = `bytes=${ranges.map((range) => `${range.offset}-${range.offset + range.length - 1}`).join(',')}`;
     let fetched: Fetched;
     try {
@@ -227,6 +271,7 @@ export class Transport {
       if (error instanceof ResponseSizeError) return { kind: 'unsupported', reason: 'the server answered several ranges with the whole file (200)' };
       throw error;
     }
+    if (RANGE_REFUSALS.has(fetched.status)) return refusal(url, fetched.status);
     if (fetched.status !== 206) return { kind: 'unsupported', reason: `the server answered several ranges with HTTP ${fetched.status}` };
     if (isMultipart(fetched.headers)) return { kind: 'ranges', body: fetched.bytes, at: multipartOffsets(fetched, url, ranges) };
     // One range back: accepted when it covers every range asked for (a server may coalesce them).
@@ -374,18 +419,25 @@ export class Transport {
   /** One plain GET attempt: status checked, body read in full within `bound`. */
   async #fetchWhole(url: string, headers: Record<string, string>, options: RequestOptions, bound: BodyBound, controller: AbortController, progress: (received: number, total: number | undefined) => void, arm: () => void): Promise<Fetched> {
     // The worker always reports progress (cheaply, off this thread), so its bytes re-arm the limit.
-    const elsewhere = this.#bodyFetcher ? await fetchElsewhereAttempt(this.#bodyFetcher, url, headers, controller, progress, bound) : undefined;
+    // Not a body bounded by `maxBytes` alone (an index): it is parsed on this thread anyway, and
+    // its request then waits for no worker to start.
+    const elsewhere = this.#bodyFetcher && !bound.wholeIsMax ? await fetchElsewhereAttempt(this.#bodyFetcher, url, headers, controller, progress, bound) : undefined;
     if (elsewhere) return elsewhere;
     const response = await abortable(this.#fetch(url, { method: 'GET', headers, signal: controller.signal }), controller.signal);
+    if (bound.ranged && RANGE_REFUSALS.has(response.status)) {
+      response.body?.cancel().catch(() => undefined);
+      return { status: response.status, headers: response.headers, bytes: new Uint8Array(0) };
+    }
     throwIfNotSuccess(response, url);
     const limit = limitFor(response.status, bound, response.headers);
     const declared = declaredLength(response.headers);
     if (refusedLength(exactFor(response.status, bound, response.headers), declared, limit)) {
       response.body?.cancel().catch(() => undefined);
-      throw sizeError(url, response.status, limit, { declaredBytes: declared });
+      throw sizeError(url, response.status, limit, { declaredBytes: declared }, bound.wholeIsMax);
     }
     arm();
-    const bytes = await readBody(response, url, controller.signal, options.onProgress ? progress : undefined, limit);
+    const overLimit = limit === undefined ? undefined : (received: number) => sizeError(url, response.status, limit, { receivedBytes: received }, bound.wholeIsMax);
+    const bytes = await readBody(response, url, controller.signal, options.onProgress ? progress : undefined, limit, overLimit);
     return { status: response.status, headers: response.headers, bytes };
   }
 }
@@ -421,11 +473,13 @@ async function fetchElsewhereAttempt(fetcher: BodyFetcher, url: string, headers:
     throw callbackFailure ?? error;
   }
   if (fetched === undefined) return undefined;
+  // The worker reads no body of a status outside 2xx.
+  if (bound.ranged && RANGE_REFUSALS.has(fetched.status)) return { status: fetched.status, headers: fetched.headers, bytes: new Uint8Array(0) };
   throwIfNotSuccess(fetched, url);
   const limit = limitFor(fetched.status, bound, fetched.headers);
   // The worker stopped at the limit (or at a Content-Length past it), as readBody does here.
-  if (fetched.overLimit && limit !== undefined) throw sizeError(url, fetched.status, limit, fetched.overLimit);
-  if (limit !== undefined && fetched.bytes.length > limit) throw sizeError(url, fetched.status, limit, { receivedBytes: fetched.bytes.length });
+  if (fetched.overLimit && limit !== undefined) throw sizeError(url, fetched.status, limit, fetched.overLimit, bound.wholeIsMax);
+  if (limit !== undefined && fetched.bytes.length > limit) throw sizeError(url, fetched.status, limit, { receivedBytes: fetched.bytes.length }, bound.wholeIsMax);
   const expected = declaredLength(fetched.headers);
   if (expected !== undefined && fetched.bytes.length !== expected) throw cutShort(url, fetched.bytes.length, expected);
   if (onProgress) reportProgress(onProgress, fetched.bytes.length, expected);
@@ -500,25 +554,26 @@ function throwIfNotSuccess(response: Pick<Response, 'status' | 'statusText' | 't
 /**
  * The whole body, copied as little as the platform allows: `arrayBuffer()` (no JavaScript on the
  * way) when no progress is asked for; otherwise chunk by chunk into one buffer of the declared
- * Content-Length, joining chunks only when the length is unknown.
+ * Content-Length, joining chunks only when the length is unknown. Past `limit`, `overLimit` says why.
  */
-async function readBody(response: Response, url: string, signal: AbortSignal, onProgress: RequestOptions['onProgress'], limit: number | undefined): Promise<Uint8Array> {
+async function readBody(response: Response, url: string, signal: AbortSignal, onProgress: RequestOptions['onProgress'], limit: number | undefined, overLimit: ((received: number) => AwakeError) | undefined): Promise<Uint8Array> {
   const expected = declaredLength(response.headers);
   let bytes: Uint8Array;
   if (!response.body) bytes = new Uint8Array(0);
   // With a Content-Length within the limit (checked before), the platform reads no more than that.
   else if (!onProgress && (limit === undefined || (expected !== undefined && expected <= limit))) bytes = new Uint8Array(await abortable(response.arrayBuffer(), signal));
-  else {
-    const overLimit = limit === undefined ? undefined : (received: number) => sizeError(url, response.status, limit, { receivedBytes: received });
-    bytes = await readChunks(response.body, expected ?? limit, signal, onProgress, limit, overLimit);
-  }
+  // Only a declared length is allocated up front: a limit is the most a body may be (a bundle
+  // listed at 3 GiB, an index's maxBytes), not what a chunked one will be.
+  else bytes = await readChunks(response.body, expected, signal, onProgress, limit, overLimit);
   if (expected !== undefined && bytes.length !== expected) throw cutShort(url, bytes.length, expected);
   return bytes;
 }
 
 /**
- * The body chunk by chunk into one buffer of `expected` bytes (joining chunks only when that is
- * unknown or exceeded). Past `limit`, reading stops and the body is cancelled: `overLimit` says why.
+ * The body chunk by chunk into one buffer of `expected` bytes (a declared Content-Length, within
+ * `limit`), or, when that is unknown or exceeded, as the chunks that arrived, joined once at the
+ * end: no more is held than arrived. Past `limit`, reading stops and the body is cancelled:
+ * `overLimit` says why.
  */
 async function readChunks(body: ReadableStream<Uint8Array>, expected: number | undefined, signal: AbortSignal, onProgress: RequestOptions['onProgress'], limit?: number, overLimit?: (received: number) => AwakeError): Promise<Uint8Array> {
   const reader = body.getReader();
@@ -555,12 +610,18 @@ function reportProgress(onProgress: RequestOptions['onProgress'], received: numb
 
 /**
  * A body that is not the size asked for: for a 206, the range's (`RangeResponseError`); for
- * anything else, the resource's as the caller knows it (`ResponseSizeError`). Neither is retried.
+ * anything else, the resource's as the caller knows it, or past the caller's `maxBytes`
+ * (`ResponseSizeError`). Neither is retried.
  */
-function sizeError(url: string, status: number, limit: number, got: { declaredBytes?: number; receivedBytes?: number }): AwakeError {
+function sizeError(url: string, status: number, limit: number, got: { declaredBytes?: number; receivedBytes?: number }, isMax = false): AwakeError {
   const what = got.declaredBytes !== undefined ? `its Content-Length says ${got.declaredBytes}` : `more arrived (${got.receivedBytes} bytes read, reading stopped)`;
   if (status === 206) return new RangeResponseError(`GET ${url}: asked for a range of ${limit} bytes, the 206 answer is not: ${what}`, { url });
-  return new ResponseSizeError(`GET ${url}: expected ${limit} bytes, ${what}`, { url, expectedBytes: limit, ...got });
+  const bound = isMax ? `the body is larger than maxBytes (${limit} bytes)` : `expected ${limit} bytes`;
+  return new ResponseSizeError(`GET ${url}: ${bound}, ${what}`, { url, expectedBytes: limit, ...got });
+}
+
+function refusal(url: string, status: number): RangeRefusal {
+  return { kind: 'refused', status, reason: `GET ${url}: the server refused the Range request with HTTP ${status}` };
 }
 
 /**
@@ -581,9 +642,6 @@ function parseContentRange(value: string | null): { first: number; last: number 
   const last = Number(match[2]);
   return Number.isSafeInteger(first) && Number.isSafeInteger(last) && first <= last ? { first, last } : undefined;
 }
-
-/** Most bytes of one part's header block (its lines and the blank line after them). */
-const MAX_PART_HEADER_BYTES = 4096;
 
 /**
  * Where each range asked for starts in a `multipart/byteranges` body (RFC 9110 §14.6, RFC 2046
@@ -666,7 +724,8 @@ function indexOf(haystack: Uint8Array, needle: Uint8Array, from: number, to: num
   return -1;
 }
 
-function checkedSize(value: number, name: string): number {
+/** `value` when it is a byte count (a safe integer ≥ 0), else `InvalidOptionError` naming it. */
+export function checkedSize(value: number, name: string): number {
   if (!Number.isSafeInteger(value) || value < 0) throw new InvalidOptionError(name, `${name} must be a safe integer ≥ 0, got ${value}`);
   return value;
 }

@@ -121,16 +121,26 @@ export class BundleFetcher {
     return this.#handOver({ contents: new Map([[entry.sha256, verified]]), ...(stored ? { stored } : {}) }, callbacks);
   }
 
+  /** Whether the origin of `entry`'s bundle is asked for ranges (it has not refused or ignored them). */
+  rangesServed(entry: Entry): boolean {
+    return this.#origins.servesRanges(this.#view.resolveUrl(this.#view.bundle(entry.bundle!)!.url));
+  }
+
   /**
    * One member by range (SPEC §7 "Range reads"), checked alone; a server that answers with the
-   * whole bundle (200) has it checked as one, its members handed over to `onWhole`.
+   * whole bundle (200) has it checked as one, its members handed over to `onWhole`. `undefined`
+   * when the host refused the range (403, 416, 501): its origin then gets whole bundles.
    */
-  async range(entry: Entry, path: string, signal: AbortSignal, onWhole: (accepted: Accepted, contents: Map<string, Uint8Array>) => void): Promise<Uint8Array> {
+  async range(entry: Entry, path: string, signal: AbortSignal, onWhole: (accepted: Accepted, contents: Map<string, Uint8Array>) => void): Promise<Uint8Array | undefined> {
     const bundle = this.#view.bundle(entry.bundle!)!;
     const url = this.#view.resolveUrl(bundle.url);
     const answer = await this.#transport.getRange(url, entry.offset!, entry.sizeBytes, { signal, expectedBytes: bundle.sizeBytes }).catch((error: unknown) => {
       throw bundleSizeError(error, bundle, url);
     });
+    if (answer.kind === 'refused') {
+      this.#origins.ignoresRanges(url);
+      return undefined;
+    }
     if (answer.kind === 'whole') {
       // A server that ignores ranges sent the whole bundle: check it as one (SPEC §7), keep its members.
       const accepted = await acceptBundle(answer.bytes, bundle, this.#view.expectedMembers(bundle.sha256), this.#pool, url, this.#cache.workerStore());
@@ -201,6 +211,7 @@ export class BundleFetcher {
         if (!(error instanceof NetworkError) || callbacks.signal.aborted) throw error;
         answered = { kind: 'unsupported', reason: error.message };
       }
+      if (answered.kind === 'refused') return this.#wholeAfterRangesRefused(bundle, url, callbacks);
       if (answered.kind === 'unsupported') {
         this.#origins.lacksMultipart(url);
         ranges = this.#rangesOf(bundle, missing, false)!;
@@ -211,6 +222,7 @@ export class BundleFetcher {
       places = answered.at.map((at) => ({ input: 0, at }));
     } else {
       const bodies = await this.#fetchRanges(url, bundle, ranges, callbacks.signal, report);
+      if ('refused' in bodies) return this.#wholeAfterRangesRefused(bundle, url, callbacks);
       if (!Array.isArray(bodies)) {
         this.#origins.ignoresRanges(url);
         return this.#handOver(await acceptBundle(bodies.whole, bundle, this.#view.expectedMembers(bundle.sha256), this.#pool, url, this.#cache.workerStore()), callbacks);
@@ -238,12 +250,26 @@ export class BundleFetcher {
     return this.#handOver({ contents: new Map(missing.map((entry, i) => [entry.sha256, owned![i]!])), ...(stored ? { stored } : {}) }, callbacks);
   }
 
-  /** The bodies of `ranges` in order, or `{ whole }` when an answer was the whole bundle (the other requests then stop). */
-  async #fetchRanges(url: string, bundle: BundleEntry, ranges: ByteRange[], signal: AbortSignal, onProgress?: (received: number) => void): Promise<Uint8Array[] | { whole: Uint8Array }> {
+  /**
+   * A host that refused a Range request (403, 416 or 501): this load fetches the whole bundle
+   * instead, streamed and checked as one (SPEC §7 "Verified"), and later loads from that origin
+   * go whole at once, as for a host that answers ranges with 200.
+   */
+  #wholeAfterRangesRefused(bundle: BundleEntry, url: string, callbacks: FetchCallbacks): Promise<Accepted> {
+    this.#origins.ignoresRanges(url);
+    return this.whole(bundle, callbacks);
+  }
+
+  /**
+   * The bodies of `ranges` in order, or `{ whole }` when an answer was the whole bundle, or
+   * `{ refused }` when the host refused a range (403, 416, 501); the other requests then stop.
+   */
+  async #fetchRanges(url: string, bundle: BundleEntry, ranges: ByteRange[], signal: AbortSignal, onProgress?: (received: number) => void): Promise<Uint8Array[] | { whole: Uint8Array } | { refused: true }> {
     const siblings = new AbortController();
     const link = linkSignals([signal, siblings.signal]);
     const received = ranges.map(() => 0);
     let whole: Uint8Array | undefined;
+    let refused = false;
     let failure: { error: unknown } | undefined;
     try {
       const answers = await Promise.allSettled(ranges.map(async (range, i) => {
@@ -255,6 +281,11 @@ export class BundleFetcher {
               onProgress(received.reduce((sum, each) => sum + each, 0));
             } } : {}),
           });
+          if (answer.kind === 'refused') {
+            refused = true;
+            siblings.abort(new RequestAbortedError(`GET ${url}: not needed, the server refused a range (HTTP ${answer.status}): the bundle is fetched whole`, { url }));
+            return new Uint8Array(0);
+          }
           if (answer.kind === 'whole') {
             whole ??= answer.bytes;
             siblings.abort(new RequestAbortedError(`GET ${url}: not needed, the server ignores ranges and sent the whole bundle`, { url }));
@@ -269,6 +300,7 @@ export class BundleFetcher {
         }
       }));
       if (whole) return { whole };
+      if (refused) return { refused };
       if (failure) throw bundleSizeError(failure.error, bundle, url);
       return answers.map((answer) => (answer as PromiseFulfilledResult<Uint8Array>).value);
     } finally {

@@ -10,12 +10,12 @@
  * (pending-members.ts). This file decides where each read's bytes come from.
  */
 import type { ContentCache } from '../cache/content-cache.js';
-import { AwakeError, BundleIntegrityError, InvalidOptionError, RequestAbortedError } from '../errors.js';
+import { AwakeError, BundleIntegrityError, IndexTooLargeError, InvalidOptionError, RequestAbortedError, ResponseSizeError } from '../errors.js';
 import { entryKey, parseProjectIndex, parseProjectIndexJson, type ProjectIndex } from '../format/project-index.js';
 import { mediaTypeOf } from '../format/media-types.js';
 import { abortable, linkSignals } from '../net/abort.js';
 import { bindTokenOrigin, needsTokenOrigin } from '../net/token-fetch.js';
-import { Transport, type RetryOptions } from '../net/transport.js';
+import { checkedSize, Transport, type RetryOptions } from '../net/transport.js';
 import { BundleFetcher, type Accepted, type FetchCallbacks } from './bundle-fetcher.js';
 import { deltaReadSettings, type DeltaReadOptions } from './delta-ranges.js';
 import { InThreadDigests, sharedDigestPool, WorkerDigestPool, workersAvailable, type DigestPool } from './digest-pool.js';
@@ -28,6 +28,7 @@ import { VerifiedCache, type CacheErrorDetail } from './verified-cache.js';
 export type { CacheErrorDetail } from './verified-cache.js';
 
 export const DEFAULT_PENDING_BYTES = 64 * 1024 * 1024;
+export const DEFAULT_MAX_INDEX_BYTES = 64 * 1024 * 1024;
 
 export interface OpenOptions {
   /** Where the index is; bundle and file URLs resolve against it. */
@@ -36,6 +37,17 @@ export interface OpenOptions {
   index?: ProjectIndex | unknown;
   /** Base for the index's relative URLs when `index` is given without `indexUrl`. */
   baseUrl?: string;
+  /**
+   * The most bytes of index `open` reads from `indexUrl` (default 64 MiB). Past it, by its
+   * Content-Length or by the bytes that arrived, reading stops and `open` fails with
+   * `IndexTooLargeError` (`E_INDEX_TOO_LARGE`), not retried. Why a limit: nothing lists the
+   * index's size, so without one a broken or hostile server could feed the page an endless body.
+   * Why 64 MiB: an entry takes about 300 bytes of JSON, so that is some 200 000 files, well past
+   * real projects, while its text and parsed objects still fit a phone's memory; it also stays far
+   * below the longest string JavaScript can hold (about 512 MiB), where decoding would fail with a
+   * plain `Error`. Raise it for a larger index.
+   */
+  maxIndexBytes?: number;
   /**
    * The fetch to use: a `tokenAuthorizedFetch`, a test server's, … Default the global fetch. A
    * `tokenAuthorizedFetch` made without `origin` is bound here, before any request, to the index
@@ -203,6 +215,7 @@ export class IndexedAssetSource {
     const allowed = allowedOrigins(indexUrl ?? baseUrl ?? pageHref(), options.allowOrigins ?? []);
     const fetch = options.fetch && needsTokenOrigin(options.fetch) ? bindTokenOrigin(options.fetch, tokenOrigin(indexUrl ?? baseUrl)) : options.fetch;
     deltaReadSettings(options.deltaReads); // checked before any request
+    const maxIndexBytes = checkedSize(options.maxIndexBytes ?? DEFAULT_MAX_INDEX_BYTES, 'maxIndexBytes');
     const pool = poolFor(options.hashWorkers);
     // With the platform's own fetch, bodies are read (and bundles streamed) in the pool's workers.
     const inWorkers = !options.fetch && !options.transport && pool instanceof WorkerDigestPool;
@@ -219,7 +232,9 @@ export class IndexedAssetSource {
     if (options.index !== undefined) {
       index = typeof options.index === 'string' ? parseProjectIndexJson(options.index, indexUrl ? { url: indexUrl } : {}) : parseProjectIndex(options.index, indexUrl ? { url: indexUrl } : {});
     } else if (indexUrl !== undefined) {
-      const text = await transport.getText(indexUrl, options.signal ? { signal: options.signal } : {});
+      const text = await transport.getText(indexUrl, { ...(options.signal ? { signal: options.signal } : {}), maxBytes: maxIndexBytes }).catch((error: unknown) => {
+        throw error instanceof ResponseSizeError ? new IndexTooLargeError(indexUrl, maxIndexBytes, error) : error;
+      });
       index = parseProjectIndexJson(text, { url: indexUrl });
     } else {
       throw new InvalidOptionError('indexUrl', 'IndexedAssetSource.open needs indexUrl or index');
@@ -297,9 +312,11 @@ export class IndexedAssetSource {
     if (arrived) return arrived;
     const started = this.registry.get(loadKey);
     if (started) return this.takeAfter(started, entry, pinned, signal, again, onProgress);
-    if (entry.url === undefined && this.rangeReads) {
+    if (entry.url === undefined && this.rangeReads && this.fetcher.rangesServed(entry)) {
       if (pinned) this.held.unpin(sha256);
-      return this.fetcher.range(entry, path, signal, (accepted, contents) => this.keepWhole(entry.bundle!, accepted, contents));
+      const bytes = await this.fetcher.range(entry, path, signal, (accepted, contents) => this.keepWhole(entry.bundle!, accepted, contents));
+      // Refused (403, 416, 501): that origin now gets whole bundles; read again, through a load.
+      return bytes ?? again();
     }
     // The cache just missed this content: a delta load brings it whatever the cache says now.
     return this.takeAfter(this.startLoad(loadKey, { need: sha256 }), entry, pinned, signal, again, onProgress);
