@@ -70,20 +70,17 @@ export class BundleFetcher {
     const url = this.#view.resolveUrl(bundle.url);
     const plan = this.#view.streamPlan(bundle);
     if (!plan) return this.#wholeUnstreamed(bundle, url, callbacks);
-    const keepForCache = this.#cache.enabled;
-    let kept: Map<string, Uint8Array> = new Map();
-    const deliver = (index: number, bytes: Uint8Array) => {
+    const store = this.#cache.workerStore();
+    const kept = new Map<string, Uint8Array>();
+    /** Hands a content over; the cache gets its own copy first, before the receiver may change or transfer the bytes. */
+    const deliver = (keep: boolean) => (index: number, bytes: Uint8Array) => {
       const { sha256 } = plan.contents[index]!;
-      // The cache gets its own copy, taken before the receiver may change or transfer the bytes.
-      if (keepForCache && !kept.has(sha256)) kept.set(sha256, bytes.slice());
+      if (keep && !kept.has(sha256)) kept.set(sha256, bytes.slice());
       callbacks.onContent(sha256, bytes);
     };
-    const store = this.#cache.workerStore();
-    const remote = this.#inWorkers && this.#pool instanceof WorkerDigestPool ? this.#pool.streamBundle(plan, (index, bytes) => callbacks.onContent(plan.contents[index]!.sha256, bytes), store) : undefined;
-    const consumer = (): BodyConsumer => {
-      kept = new Map(); // an attempt starts afresh
-      return streamConsumer(plan, url, deliver);
-    };
+    // A worker that writes the store itself keeps its own copies; any other cache gets them here.
+    const remote = this.#inWorkers && this.#pool instanceof WorkerDigestPool ? this.#pool.streamBundle(plan, deliver(this.#cache.enabled && !store), store) : undefined;
+    const consumer = (): BodyConsumer => streamConsumer(plan, url, deliver(this.#cache.enabled));
     await this.#transport.stream(url, {
       signal: callbacks.signal, expectedBytes: bundle.sizeBytes,
       ...(callbacks.onProgress ? { onProgress: (received: number) => callbacks.onProgress!(received, bundle.sizeBytes) } : {}),
@@ -92,7 +89,7 @@ export class BundleFetcher {
     });
     const byWorker = remote?.stored();
     if (byWorker) return { forCache: [], stored: byWorker };
-    // Read here (no workers, or a worker that could not run): the copies kept as members passed.
+    // The copies kept as members passed (each content once, whatever attempt brought it).
     return { forCache: [...kept] };
   }
 

@@ -611,6 +611,10 @@ export class IndexedAssetSource {
           accepted = delta ? await this.fetcher.delta(bundle, delta, callbacks) : await this.fetcher.whole(bundle, callbacks);
         }
         load.stored = this.cache.store(accepted.forCache, accepted.stored);
+        // The load stays in flight until the cache holds what it brought, so that a read coming
+        // meanwhile joins it (or finds the cache filled) rather than fetch the bundle again. Not a
+        // worker's write: workers write once the loads are over (see flushStores).
+        if (!accepted.stored) await load.stored;
       } catch (error) {
         // SPEC §7: a bundle that fails is rejected whole; what arrived and no read took yet goes too.
         for (const sha256 of load.arrived) this.held.forget(sha256);
