@@ -467,7 +467,7 @@ export class IndexedAssetSource {
     const starting = jobs.map(async (loadKey) => {
       const size = this.view.sizeOfLoad(loadKey);
       if (budget) await budget.take(size, signal);
-      const load = this.registry.get(loadKey) ?? this.startLoad(loadKey, present ? { present } : {});
+      const load = this.registry.get(loadKey) ?? this.startLoad(loadKey, { ...(present ? { present } : {}), hold: keep });
       decided(loadKey);
       loads.set(loadKey, load);
       if (budget) void load.done.then(() => load.stored, () => undefined).then(() => budget.give(size));
@@ -588,12 +588,12 @@ export class IndexedAssetSource {
    * With delta reads, a bundle some of whose members the cache holds (`present`, else asked
    * here) is fetched as ranges of the missing ones; `need` is missing whatever the cache says.
    */
-  private startLoad(loadKey: string, options: { present?: Set<string>; need?: string } = {}): Load {
+  private startLoad(loadKey: string, options: { present?: Set<string>; need?: string; hold?: boolean } = {}): Load {
     return this.registry.start(loadKey, this.view.sizeOfLoad(loadKey), async (load, decide) => {
       const callbacks: FetchCallbacks = {
         signal: load.controller.signal,
         onProgress: (received, total) => this.registry.progress(load, received, total),
-        onContent: (sha256, bytes) => this.arrive(load, sha256, bytes),
+        onContent: (sha256, bytes) => this.arrive(load, sha256, bytes, options.hold ?? true),
       };
       try {
         const bundle = this.view.bundle(loadKey);
@@ -623,12 +623,16 @@ export class IndexedAssetSource {
     });
   }
 
-  /** A content passed: held for the files of the load that will read it (those a prefetch asked for stay until read). */
-  private arrive(load: Load, sha256: string, bytes: Uint8Array): void {
+  /**
+   * A content passed: held for the files of the load that will read it (those a prefetch asked
+   * for stay until read). A load that only fills the cache (`hold` false) keeps it only for the
+   * reads already waiting for it.
+   */
+  private arrive(load: Load, sha256: string, bytes: Uint8Array, hold: boolean): void {
     if (load.arrived.has(sha256)) return; // again, from a retry
     let reads = 0;
     let pins = 0;
-    for (const file of this.view.filesOf(load.key)) {
+    for (const file of hold ? this.view.filesOf(load.key) : []) {
       if (file.sha256 !== sha256) continue;
       reads++;
       if (this.asked.has(entryKey(file))) pins++;
