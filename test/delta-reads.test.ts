@@ -510,9 +510,10 @@ describe('a host that refuses Range (403, 416, 501): whole bundles, verified', (
       await source.whenStored();
       for (const path of LEVELS) expect(await cache.has(sha256Hex(versions.v2![path]!))).toBe(true);
 
+      // What an origin serves is learnt per source (issue 18): a new source asks for ranges again, then goes whole.
       const later = countingFetch();
       await expectEveryFileOf(await IndexedAssetSource.open({ indexUrl: indexUrl('spread', host.base), cache: await cacheWithV1(new MemoryCache()), fetch: later.fetch }), 'spread');
-      expect(later.bundles()).toEqual([{ path: levelsBundle('spread'), range: null }]);
+      expect(later.bundles().at(-1)).toEqual({ path: levelsBundle('spread'), range: null });
     } finally {
       await host.close();
     }

@@ -157,14 +157,18 @@ export class BundleStreamVerifier {
    * and those the body never brought).
    */
   async finish(): Promise<void> {
-    if (this.received < this.#plan.head.length || !this.#headMatches) throw new StreamRefusal(this.#judgeHead());
-    this.#skipEmpty();
+    // A head that is not the canonical one, or too short to say more than its header: judged as such.
+    if (this.received < 16 || !this.#headMatches) throw new StreamRefusal(this.#judgeHead());
+    // A body cut short (inside the table, or in the data): every content it did not bring is
+    // damaged, as a whole-bundle check names them (SPEC §7 "Verified").
+    if (this.received >= this.#plan.head.length) this.#skipEmpty();
     await this.#judged;
-    const missing = this.#plan.contents.slice(this.#current).filter((content) => content.sizeBytes > 0);
-    for (let i = this.#current; i < this.#plan.contents.length; i++) if (this.#plan.contents[i]!.sizeBytes > 0) this.#damaged.add(i);
+    const missing = this.received >= this.#plan.head.length ? this.#current : 0;
+    for (let i = missing; i < this.#plan.contents.length; i++) this.#damaged.add(i);
     if (this.#damaged.size === 0) return;
     const damaged = [...this.#damaged].sort((a, b) => a - b).flatMap((index) => this.#plan.contents[index]!.keys);
-    const short = missing.length > 0 ? `; the body ended after ${this.received} of ${this.#plan.sizeBytes} bytes` : '';
+    const where = this.received < this.#plan.head.length ? ', inside the table' : '';
+    const short = missing < this.#plan.contents.length ? `; the body ended after ${this.received} of ${this.#plan.sizeBytes} bytes${where}` : '';
     throw new StreamRefusal({ part: 'members', message: `bundle ${this.#plan.sha256}: ${describeDamaged(damaged)}${short}`, damaged });
   }
 
