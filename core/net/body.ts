@@ -43,6 +43,8 @@ export async function pumpBody(body: ReadableStream<Uint8Array>, options: PumpOp
     for (;;) {
       signal?.throwIfAborted();
       const { done, value } = await reader.read();
+      // A cancel on abort ends the read as `done`: that is not the body's end.
+      signal?.throwIfAborted();
       if (done) {
         finished = true;
         return { received };

@@ -5,8 +5,7 @@
  * `fetch` (or an injected one), `AbortController`, `TextDecoder` and timers.
  */
 import { AwakeError, HttpError, InvalidOptionError, NetworkError, RangeResponseError, RequestAbortedError, RequestTimeoutError, ResponseSizeError } from '../errors.js';
-import { concatBytes } from '../bytes.js';
-import { declaredLength, isMultipart, pumpBody, type BodyFetcher, type StreamElsewhere } from './body.js';
+import { collectBody, declaredLength, isMultipart, pumpBody, type BodyFetcher, type StreamElsewhere } from './body.js';
 import { abortable, linkSignals, sleep as timerSleep } from './abort.js';
 import { parseRetryAfter } from './retry-after.js';
 
@@ -563,40 +562,20 @@ async function readBody(response: Response, url: string, signal: AbortSignal, on
   // With a Content-Length within the limit (checked before), the platform reads no more than that.
   else if (!onProgress && (limit === undefined || (expected !== undefined && expected <= limit))) bytes = new Uint8Array(await abortable(response.arrayBuffer(), signal));
   // Only a declared length is allocated up front: a limit is the most a body may be (a bundle
-  // listed at 3 GiB, an index's maxBytes), not what a chunked one will be.
-  else bytes = await readChunks(response.body, expected, signal, onProgress, limit, overLimit);
+  // listed at 3 GiB, an index's maxBytes), not what a chunked one will be (net/body.ts, the one
+  // body reader, which the reader's workers use too).
+  else {
+    const read = await collectBody(response.body, {
+      signal,
+      ...(limit !== undefined ? { limit } : {}),
+      ...(expected !== undefined ? { expectedBytes: expected } : {}),
+      ...(onProgress ? { onProgress: (received: number) => reportProgress(onProgress, received, expected) } : {}),
+    });
+    if (read.overLimit !== undefined) throw overLimit!(read.overLimit);
+    bytes = read.bytes;
+  }
   if (expected !== undefined && bytes.length !== expected) throw cutShort(url, bytes.length, expected);
   return bytes;
-}
-
-/**
- * The body chunk by chunk into one buffer of `expected` bytes (a declared Content-Length, within
- * `limit`), or, when that is unknown or exceeded, as the chunks that arrived, joined once at the
- * end: no more is held than arrived. Past `limit`, reading stops and the body is cancelled:
- * `overLimit` says why.
- */
-async function readChunks(body: ReadableStream<Uint8Array>, expected: number | undefined, signal: AbortSignal, onProgress: RequestOptions['onProgress'], limit?: number, overLimit?: (received: number) => AwakeError): Promise<Uint8Array> {
-  const reader = body.getReader();
-  const target = expected === undefined ? undefined : new Uint8Array(expected);
-  const chunks: Uint8Array[] = [];
-  let received = 0;
-  try {
-    for (;;) {
-      const { done, value } = await abortable(reader.read(), signal);
-      if (done) break;
-      if (limit !== undefined && received + value.length > limit) throw overLimit!(received + value.length);
-      if (target && received + value.length <= target.length) target.set(value, received);
-      else chunks.push(value);
-      received += value.length;
-      reportProgress(onProgress, received, expected);
-    }
-  } catch (error) {
-    reader.cancel().catch(() => undefined);
-    throw error;
-  }
-  if (!target) return concatBytes(chunks, received);
-  // Longer than declared: the caller reports it from the length; the bytes past it are not kept.
-  return received <= target.length ? target.subarray(0, received) : new Uint8Array(received);
 }
 
 function reportProgress(onProgress: RequestOptions['onProgress'], received: number, expected: number | undefined): void {
