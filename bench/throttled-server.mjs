@@ -25,7 +25,7 @@ import { startStaticServer } from '../dist/core/node/index.js';
 
 /** The slice of downstream bytes the link hands out at a time. */
 const CHUNK_BYTES = 16 * 1024;
-/** A connection whose undelivered downstream bytes pass this stops reading from the server until they fall below half. */
+/** A connection whose bytes waiting for the link or the browser pass this stops reading from the server until they fall below half. */
 const HIGH_WATER_BYTES = 1024 * 1024;
 
 /** Chunks that each become due at their own time, written in order as they do. */
@@ -188,8 +188,10 @@ export async function startThrottledServer({ root, latencyMs = 0, mbit = 0, host
     const upstreamAt = () => Math.max(performance.now(), acceptedAt + latencyMs) + latencyMs / 2;
     client.on('data', (chunk) => upstream.push(chunk, upstreamAt()));
     client.on('end', () => upstream.push(null, upstreamAt()));
-    // Server → browser: through the link; the server is paused while too much waits.
-    const undelivered = () => flow.queued + flow.line.bytes + client.writableLength;
+    // Server → browser: through the link; the server is paused while too much waits for the
+    // link or for the browser to read. Bytes in the delay line are on the wire: counting them
+    // would cap a connection at HIGH_WATER_BYTES per RTT/2, a window no link here should have.
+    const undelivered = () => flow.queued + client.writableLength;
     const resumeWhenLow = () => {
       if (server.isPaused() && undelivered() < HIGH_WATER_BYTES / 2) server.resume();
     };
