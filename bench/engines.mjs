@@ -1,6 +1,6 @@
 // The example games, loose against bundled (`npm run bench:engines`): how long the Phaser game
 // (examples/phaser) and the Babylon scene (examples/babylon), built for production as `npm run
-// demo --production` builds them, take from navigation start to their first frame after
+// demo -- --production` builds them, take from navigation start to their first frame after
 // loading, from plain files (`?loose`: no awkbIndex / registerAwkb) and from their bundles, over
 // the throttled server (bench/throttled-server.mjs) at several round trips and bandwidths.
 //
@@ -31,7 +31,7 @@ import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import { launchFreshChromium } from './chromium.mjs';
 import {
-  codeLine, codeMeasured, machine, machineLine, MB, median, parseBenchArgs, ratio, ROOT, runRounds, saveResults, seconds, spread, where, writeBenchmarksSection,
+  codeLine, codeMeasured, commandLine, machine, machineLine, MB, median, parseBenchArgs, ratio, ROOT, runRounds, saveResults, seconds, spread, where, writeBenchmarksSection,
 } from './harness.mjs';
 import { startThrottledServer } from './throttled-server.mjs';
 
@@ -225,7 +225,7 @@ function renderSection(parts) {
     '',
     '- **Loose** = the same build opened with `?loose`: the example then skips `this.load.awkbIndex` (Phaser) or `registerAwkb` (Babylon), and Phaser\'s loader or Babylon\'s fetches each file as a plain file (the index\'s files copied beside the bundles under `published/`). **Bundled** = the example as shipped: the index, then one request per bundle it needs, every member verified, and the adapters\' default browser cache on fresh storage (Babylon: `openBrowserCache()` as the example passes it).',
     '- **Network:** `bench/throttled-server.mjs`: the repository\'s `serve` (HTTP/1.1; Range, Content-Type and CORS as `awake-bundle serve`) behind a relay that delays each direction by RTT/2 (a request on an open connection: 1 RTT to its first byte; a new connection\'s first request: 2 RTT, the TCP handshake; no TLS) and caps the downstream of all connections together with one token bucket, round-robin in 16 KiB chunks. Throttling on the server\'s side, because Chromium\'s network emulation does not reach the reader\'s fetches in Web Workers. Loose and bundled go through the same server.',
-    '- **Requests, MB:** what the server answered for the sample (its access log: page, scripts, assets, worker fetches), until 0.5 s passed without a new request after the first frame; body bytes. Both modes load the same scripts: the difference is the assets.',
+    '- **Requests, MB:** what the server answered for the sample (its access log: page, scripts, assets, worker fetches), until 0.5 s passed without a new request after the first frame; body bytes. Both modes load the same scripts (main.js, and for Babylon the lazy chunks it imports): the difference is the assets.',
     '- Medians of 5 runs, or 3 where a sample of the first round took over 20 s (said in the "runs" column); loose and bundled alternate which goes first each round. b/l = bundled / loose.',
     '',
   ];
@@ -259,7 +259,7 @@ async function main() {
   if (!options.values['no-build']) for (const name of games) await buildSite(name);
   const probe = await launchFreshChromium();
   const part = {
-    command: `node bench/engines.mjs ${options.args.join(' ')}`.trim(),
+    command: commandLine('bench/engines.mjs', options.args),
     label: options.label,
     code: codeMeasured(),
     startedAt: new Date().toISOString(),

@@ -26,7 +26,7 @@ import { cpSync, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } fr
 import { join } from 'node:path';
 import { launchFreshChromium } from './chromium.mjs';
 import {
-  codeLine, codeMeasured, machine, machineLine, MB, median, parseBenchArgs, ratio, ROOT, runRounds, saveResults, spread, where, writeBenchmarksSection,
+  codeLine, codeMeasured, commandLine, machine, machineLine, MB, median, parseBenchArgs, ratio, ROOT, runRounds, saveResults, spread, where, writeBenchmarksSection,
 } from './harness.mjs';
 import { random } from './projects.mjs';
 import { startThrottledServer } from './throttled-server.mjs';
@@ -175,7 +175,7 @@ async function main() {
   const site = buildSite();
   const probe = await launchFreshChromium();
   const part = {
-    command: `node bench/first-member.mjs ${options.args.join(' ')}`.trim(),
+    command: commandLine('bench/first-member.mjs', options.args),
     label: options.label,
     code: codeMeasured(),
     startedAt: new Date().toISOString(),

@@ -123,7 +123,13 @@ export function codeMeasured() {
 }
 
 export function codeLine(code) {
-  return `\`${code.commit}\`${code.dirty ? ' with uncommitted changes' : ''} (${code.subject})`;
+  return `\`${code.commit}\`${code.dirty ? ' with uncommitted changes' : ''}`;
+}
+
+/** The command as typed: `node <script>` and the arguments, quoted where a shell needs it. */
+export function commandLine(script, args) {
+  const quoted = args.map((arg) => (/^[\w@%+=:,./-]+$/.test(arg) ? arg : `'${arg.replace(/'/g, "'\\''")}'`));
+  return ['node', script, ...quoted].join(' ');
 }
 
 export function saveResults(path, results) {
