@@ -1,5 +1,6 @@
 // A headless Chromium on a fresh profile for the benchmarks that need nothing more (delta,
-// sw-floor): Debian's chromium, or $PUPPETEER_EXECUTABLE_PATH; `close()` also removes the profile.
+// sw-floor, engines, first-member): Debian's chromium, or $PUPPETEER_EXECUTABLE_PATH; `close()`
+// also removes the profile. `args` adds flags (WebGL by SwiftShader: --enable-unsafe-swiftshader).
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -7,9 +8,9 @@ import puppeteer from 'puppeteer-core';
 
 export const CHROMIUM_ARGS = ['--headless=new', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'];
 
-export async function launchFreshChromium({ protocolTimeout = 600_000 } = {}) {
+export async function launchFreshChromium({ protocolTimeout = 600_000, args = [] } = {}) {
   const profile = mkdtempSync(join(tmpdir(), 'awake-bench-'));
-  const browser = await puppeteer.launch({ executablePath: process.env.PUPPETEER_EXECUTABLE_PATH || '/usr/bin/chromium', args: [...CHROMIUM_ARGS, `--user-data-dir=${profile}`], headless: true, protocolTimeout });
+  const browser = await puppeteer.launch({ executablePath: process.env.PUPPETEER_EXECUTABLE_PATH || '/usr/bin/chromium', args: [...CHROMIUM_ARGS, ...args, `--user-data-dir=${profile}`], headless: true, protocolTimeout });
   return {
     browser,
     close: async () => {

@@ -20,6 +20,9 @@ import '@babylonjs/loaders/glTF/index.js';
 import { openBrowserCache } from 'awake-bundle';
 import { registerAwkb } from 'awake-bundle/babylon';
 
+/** `?loose`: the same scene from plain files under published/, no index (bench/engines.mjs puts them there). */
+const LOOSE = new URLSearchParams(location.search).has('loose');
+
 const SCENE_FILES = ['gltf/CesiumMilkTruck', 'glb/CesiumMan.glb', 'images/kenney/coin.png', 'audio/kenney-platformer-kit/coin.ogg'];
 
 function status(text: string, fraction?: number): void {
@@ -37,7 +40,7 @@ async function main(): Promise<void> {
   new HemisphericLight('light', new Vector3(0.3, 1, 0.2), scene);
 
   // The one added call: URLs below published/ now load from its bundles (one request each).
-  await registerAwkb({
+  if (!LOOSE) await registerAwkb({
     indexUrl: 'published/project.index.json',
     cache: await openBrowserCache(),
     prefetch: SCENE_FILES,

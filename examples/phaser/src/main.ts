@@ -6,6 +6,9 @@
 import * as Phaser from 'phaser';
 import { AwkbPlugin } from 'awake-bundle/phaser';
 
+/** `?loose`: the same game from plain files under published/, no index (bench/engines.mjs puts them there). */
+const LOOSE = new URLSearchParams(location.search).has('loose');
+
 class Preload extends Phaser.Scene {
   constructor() {
     super('preload');
@@ -23,7 +26,7 @@ class Preload extends Phaser.Scene {
     });
 
     this.load.setPath('published/');
-    this.load.awkbIndex('assets', 'project.index.json');
+    if (!LOOSE) this.load.awkbIndex('assets', 'project.index.json');
     this.load.tilemapTiledJSON('map', 'tilemap/tilemaps/simple-map.json');
     this.load.image('tiles', 'tilemap/tilesets/kenney-tileset-64px-extruded.png');
     this.load.atlas('emoji', 'atlas/emoji/emoji.png', 'atlas/emoji/emoji.json');
