@@ -247,6 +247,11 @@ export class WorkerDigestPool implements DigestPool {
     for (const entry of this.#workers ?? []) void entry.ready.then((ready) => ready && entry.worker.postMessage({ flush: true }));
   }
 
+  /** Starts the workers now (a source calls this as it opens), so that they are up by the time its first bundles are fetched. */
+  warm(): void {
+    if (!this.#fallback) this.#workers ??= this.#start();
+  }
+
   /** Lets every worker open the store now, so the first read or write does not wait for it. */
   prepareStore(access: WorkerStoreAccess): void {
     if (this.#fallback) return;

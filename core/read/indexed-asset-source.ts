@@ -217,8 +217,10 @@ export class IndexedAssetSource {
     deltaReadSettings(options.deltaReads); // checked before any request
     const maxIndexBytes = checkedSize(options.maxIndexBytes ?? DEFAULT_MAX_INDEX_BYTES, 'maxIndexBytes');
     const pool = poolFor(options.hashWorkers);
-    // With the platform's own fetch, bodies are read (and bundles streamed) in the pool's workers.
+    // With the platform's own fetch, bodies are read (and bundles streamed) in the pool's workers,
+    // which start now, while the index is fetched (its request waits for none of them).
     const inWorkers = !options.fetch && !options.transport && pool instanceof WorkerDigestPool;
+    if (pool instanceof WorkerDigestPool) pool.warm();
     const transport = options.transport ?? new Transport({
       ...(fetch ? { fetch } : {}),
       ...(options.retry ? { retry: options.retry } : {}),
