@@ -33,6 +33,8 @@ export class LoadRun {
   private readonly batches: Batch[] = [];
   /** The batch still gathering this tick's files, per index. */
   private readonly open = new Map<string, Batch>();
+  /** The load of this run that brings each bundle (or loose file). */
+  private readonly claimed = new Map<string, Batch>();
   /** Bundles (or loose files) that failed in this run, with why. */
   private readonly failed = new Map<string, unknown>();
   private readonly sharedReads = new Map<string, { waiting: number; bytes: Promise<Uint8Array> }>();
@@ -65,17 +67,24 @@ export class LoadRun {
     runs.delete(loader);
   }
 
-  /** Reads `path` for `file`, joining this tick's load of its index (one request per bundle). */
+  /**
+   * Reads `path` for `file`, joining this tick's load of its index (one request per bundle). A
+   * file whose bundle an earlier load of this run brings reads it from there (its bytes counted
+   * once in `awkbprogress`), with its own byte progress.
+   */
   async read(mounted: MountedIndex, path: string, file?: PhaserFile): Promise<Uint8Array> {
     // With range reads each file asks for its own member (SPEC §7 "Range reads"): no load.
-    const batch = mounted.rangeReads ? undefined : this.batchFor(mounted, [path], file);
+    const claimed = this.claimed.get(this.whereOf(mounted, path));
+    const earlier = claimed !== undefined && claimed !== this.open.get(mounted.key);
+    const batch = mounted.rangeReads || earlier ? undefined : this.batchFor(mounted, [path], file);
+    const onProgress = earlier && file ? (loaded: number, total: number) => reportFileBytes(file, total, total === 0 ? 1 : loaded / total) : undefined;
     // Files of one load that need the same path (one image under two keys) share one read:
     // with no cache, a second read would fetch the bundle again. Each gets bytes of its own,
     // since decodeAudioData and texture uploads may take them over.
     const key = `${mounted.key}\n${path}`;
     let shared = this.sharedReads.get(key);
     if (!shared) {
-      shared = { waiting: 0, bytes: this.readOnce(batch, mounted, path) };
+      shared = { waiting: 0, bytes: this.readOnce(batch, mounted, path, onProgress) };
       this.sharedReads.set(key, shared);
     }
     shared.waiting++;
@@ -87,12 +96,12 @@ export class LoadRun {
     }
   }
 
-  private async readOnce(batch: Batch | undefined, mounted: MountedIndex, path: string): Promise<Uint8Array> {
+  private async readOnce(batch: Batch | undefined, mounted: MountedIndex, path: string, onProgress?: (loaded: number, total: number) => void): Promise<Uint8Array> {
     if (batch) await batch.ready;
     const where = this.whereOf(mounted, path);
     if (this.failed.has(where)) throw this.failed.get(where);
     try {
-      return await mounted.source.read(path);
+      return await mounted.source.read(path, onProgress ? { onProgress } : {});
     } catch (error) {
       if (!this.failed.has(where)) this.failed.set(where, error);
       throw error;
@@ -126,7 +135,11 @@ export class LoadRun {
       // Start on the next microtask: every file that Phaser starts in this tick joins the load.
       queueMicrotask(start);
     }
-    for (const path of paths) batch.paths.add(path);
+    for (const path of paths) {
+      batch.paths.add(path);
+      const where = this.whereOf(mounted, path);
+      if (!this.claimed.has(where)) this.claimed.set(where, batch);
+    }
     if (file) {
       const files = batch.files.get(paths[0]!);
       if (files) files.push(file);

@@ -11,8 +11,7 @@
  * `response.body` by the transport), and in the reader's Web Workers (worker-main.ts), so the
  * rules exist once. Browser-safe: no `node:` imports.
  */
-import { layoutBundle } from '../format/awkb.js';
-import { describeDamaged, structuralProblem, type ExpectedMember } from './verify.js';
+import { canonicalLayoutFor, describeDamaged, structuralProblem, type ExpectedMember } from './verify.js';
 
 /** One distinct content of a bundle in its canonical place. */
 export interface StreamedContent {
@@ -71,15 +70,8 @@ export type Hasher = (bytes: Uint8Array) => Promise<string>;
  * and judged the slow way, since SPEC §7 lets members out early only past a canonical head.
  */
 export function bundleStreamPlan(listing: { sha256: string; sizeBytes: number }, members: readonly ExpectedMember[]): BundleStreamPlan | undefined {
-  let layout;
-  try {
-    layout = layoutBundle(members.map(({ key, sizeBytes, sha256 }) => ({ key, sizeBytes, sha256 })));
-  } catch {
-    return undefined;
-  }
-  if (layout.sizeBytes !== listing.sizeBytes) return undefined;
-  const offsets = new Map(layout.records.map((record) => [record.key, record.offset]));
-  if (members.some((member) => offsets.get(member.key) !== member.offset)) return undefined;
+  const layout = canonicalLayoutFor(listing, members);
+  if (!layout) return undefined;
   const keysOf = new Map<string, string[]>();
   for (const member of members) {
     const keys = keysOf.get(member.sha256);

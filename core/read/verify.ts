@@ -154,17 +154,25 @@ export async function acceptBundle(bytes: Uint8Array, listing: BundleEntry, memb
 
 /** The canonical layout of `members`, when `bytes` has its size and its exact header and table. */
 function canonicalLayout(bytes: Uint8Array, listing: BundleEntry, members: readonly ExpectedMember[]): BundleLayout | undefined {
-  if (bytes.length !== listing.sizeBytes) return undefined;
+  const layout = bytes.length === listing.sizeBytes ? canonicalLayoutFor(listing, members) : undefined;
+  if (!layout) return undefined;
+  const head = layout.head;
+  for (let i = 0; i < head.length; i++) if (bytes[i] !== head[i]) return undefined;
+  return layout;
+}
+
+/**
+ * The layout SPEC §5 gives the index's records of a bundle, when the index's offsets and the
+ * listed size are that layout's; `undefined` when they are not (a bundle another writer laid out).
+ */
+export function canonicalLayoutFor(listing: { sizeBytes: number }, members: readonly ExpectedMember[]): BundleLayout | undefined {
   let layout: BundleLayout;
   try {
     layout = layoutBundle(members.map(({ key, sizeBytes, sha256 }) => ({ key, sizeBytes, sha256 })));
   } catch {
     return undefined;
   }
-  if (layout.sizeBytes !== bytes.length) return undefined;
+  if (layout.sizeBytes !== listing.sizeBytes) return undefined;
   const offsets = new Map(layout.records.map((record) => [record.key, record.offset]));
-  if (members.some((member) => offsets.get(member.key) !== member.offset)) return undefined;
-  const head = layout.head;
-  for (let i = 0; i < head.length; i++) if (bytes[i] !== head[i]) return undefined;
-  return layout;
+  return members.some((member) => offsets.get(member.key) !== member.offset) ? undefined : layout;
 }
