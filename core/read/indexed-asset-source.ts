@@ -20,7 +20,8 @@ import { BundleFetcher, type Accepted, type FetchCallbacks } from './bundle-fetc
 import { deltaReadSettings, type DeltaReadOptions } from './delta-ranges.js';
 import { InThreadDigests, sharedDigestPool, WorkerDigestPool, workersAvailable, type DigestPool } from './digest-pool.js';
 import { IndexView, pushTo, type Entry } from './index-view.js';
-import { LoadRegistry, type Load } from './load-registry.js';
+import { ByteBudget, LoadRegistry, type Load } from './load-registry.js';
+import { fileBytesOf, PrefetchReport } from './load-progress.js';
 import { absoluteUrl, allowedOrigins, checkIndexUrls, httpUrl, OriginCapabilities, pageHref, tokenOrigin } from './origins.js';
 import { HeldMembers } from './pending-members.js';
 import { VerifiedCache, type CacheErrorDetail } from './verified-cache.js';
@@ -690,99 +691,6 @@ export class IndexedAssetSource {
       this.held.put(sha256, bytes, reads, reads);
     }
     return found.size === wanted.length;
-  }
-}
-
-/**
- * A prefetch's byte progress (SPEC §7 "Byte progress") and its files': the total is the planned
- * bytes of its loads, fixed before the first event; each event sums what those loads received.
- */
-class PrefetchReport {
-  readonly #registry: LoadRegistry;
-  readonly #options: PrefetchOptions;
-  #total = 0;
-  #done = 0;
-  #slots: { share: number; load?: Load }[] = [];
-  readonly #filesByLoad = new Map<string, { path: string; entry: Entry; last: number }[]>();
-  readonly #unwatch: (() => void)[] = [];
-
-  constructor(registry: LoadRegistry, files: { path: string; entry: Entry }[], view: IndexView, options: PrefetchOptions) {
-    this.#registry = registry;
-    this.#options = options;
-    if (options.onFileProgress) for (const { path, entry } of files) pushTo(this.#filesByLoad, view.loadKeyOf(entry), { path, entry, last: -1 });
-  }
-
-  /** The loads to fetch and their shares of the total are known: the total is fixed, the first event goes out. */
-  begin(loadKeys: string[], shares: number[], starting: Promise<Load>[]): void {
-    this.#slots = loadKeys.map((_, i) => ({ share: shares[i]! }));
-    this.#total = shares.reduce((sum, share) => sum + share, 0);
-    starting.forEach((started, i) => void started.then((load) => {
-      this.#slots[i]!.load = load;
-      this.#unwatch.push(this.#registry.watch(load, () => this.#emit(load)));
-    }, () => undefined));
-    this.#emit();
-  }
-
-  finished(load: Load): void {
-    this.#done++;
-    this.#emit(load);
-  }
-
-  /** Every load is over: each file at its end, and the last event with loaded = total. */
-  end(): void {
-    for (const stop of this.#unwatch) stop();
-    for (const files of this.#filesByLoad.values()) for (const file of files) this.#file(file, file.entry.sizeBytes);
-    this.#options.onProgress?.({ loadedBytes: this.#total, totalBytes: this.#total, requestsDone: this.#slots.length, requestsTotal: this.#slots.length });
-  }
-
-  #emit(changed?: Load): void {
-    if (changed) for (const file of this.#filesByLoad.get(changed.key) ?? []) this.#file(file, fileBytesOf(changed, file.entry));
-    if (!this.#options.onProgress) return;
-    // Each load counts on the scale of its share, so the total holds whatever it decides.
-    let loaded = 0;
-    for (const { share, load } of this.#slots) if (load) loaded += Math.min(share, Math.floor((load.receivedBytes * share) / Math.max(1, load.fetchBytes)));
-    this.#options.onProgress({ loadedBytes: Math.min(loaded, this.#total), totalBytes: this.#total, requestsDone: this.#done, requestsTotal: this.#slots.length });
-  }
-
-  #file(file: { path: string; entry: Entry; last: number }, loaded: number): void {
-    if (loaded <= file.last) return;
-    file.last = loaded;
-    this.#options.onFileProgress!({ path: file.path, loadedBytes: loaded, totalBytes: file.entry.sizeBytes });
-  }
-}
-
-/**
- * How far a load is with one file's bytes: all of them once its content arrived; for a whole
- * bundle being streamed, the part of the body that holds the member; else the load's share.
- */
-function fileBytesOf(load: Load, entry: Entry): number {
-  if (load.arrived.has(entry.sha256)) return entry.sizeBytes;
-  if (load.outcome) return load.outcome.error === undefined ? entry.sizeBytes : 0;
-  const size = entry.sizeBytes;
-  if (!load.partial && entry.offset !== undefined && load.key === entry.bundle) return Math.max(0, Math.min(size - 1, load.receivedBytes - entry.offset));
-  return load.fetchBytes > 0 ? Math.max(0, Math.min(size - 1, Math.floor((size * load.receivedBytes) / load.fetchBytes))) : 0;
-}
-
-/** Bytes allowed in flight at once, taken in turns (at least one taker at a time, whatever its size). */
-class ByteBudget {
-  #used = 0;
-  #takers = 0;
-  readonly #queue: (() => void)[] = [];
-
-  constructor(private readonly limit: number) {}
-
-  async take(bytes: number, signal: AbortSignal): Promise<void> {
-    while (this.#takers > 0 && this.#used + bytes > this.limit) {
-      await abortable(new Promise<void>((resolve) => this.#queue.push(resolve)), signal);
-    }
-    this.#used += bytes;
-    this.#takers++;
-  }
-
-  give(bytes: number): void {
-    this.#used -= bytes;
-    this.#takers--;
-    for (const wake of this.#queue.splice(0)) wake();
   }
 }
 

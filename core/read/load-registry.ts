@@ -169,3 +169,26 @@ export class LoadRegistry {
     for (const listener of [...load.listeners]) listener();
   }
 }
+
+/** Bytes allowed in flight at once, taken in turns (at least one taker at a time, whatever its size). */
+export class ByteBudget {
+  #used = 0;
+  #takers = 0;
+  readonly #queue: (() => void)[] = [];
+
+  constructor(private readonly limit: number) {}
+
+  async take(bytes: number, signal: AbortSignal): Promise<void> {
+    while (this.#takers > 0 && this.#used + bytes > this.limit) {
+      await abortable(new Promise<void>((resolve) => this.#queue.push(resolve)), signal);
+    }
+    this.#used += bytes;
+    this.#takers++;
+  }
+
+  give(bytes: number): void {
+    this.#used -= bytes;
+    this.#takers--;
+    for (const wake of this.#queue.splice(0)) wake();
+  }
+}
