@@ -206,6 +206,27 @@ describe.each(TESTED_BROWSERS)('%s', (kind) => {
     }
   });
 
+  test('an index and a bundle the page preloads (<link rel="preload" as="fetch" crossorigin>) are requested once: the reader uses the preloaded responses', async () => {
+    const indexUrl = `${gated.origin}/good/project.index.json`;
+    const bundleUrl = `${gated.origin}${site.bundlePath('good')}`;
+    const before = gated.requests.length;
+    const shas = await inPage<string[]>(`async (core, { urls, paths, indexUrl }) => {
+      // As the build plugins write them into the page's HTML; here added, then waited for.
+      await Promise.all(urls.map((href) => new Promise((resolve, reject) => {
+        const link = Object.assign(document.createElement('link'), { rel: 'preload', as: 'fetch', crossOrigin: 'anonymous', href, onload: resolve, onerror: reject });
+        document.head.append(link);
+      })));
+      const source = await core.IndexedAssetSource.open({ indexUrl, cache: null });
+      const shas = await Promise.all(paths.map(async (path) => core.sha256Hex(await source.read(path))));
+      for (const link of document.querySelectorAll('link[rel="preload"]')) link.remove();
+      return shas;
+    }`, { urls: [indexUrl, bundleUrl], paths: PATHS, indexUrl });
+    expect(shas).toEqual(PATHS.map((path) => site.entry(path).sha256));
+    const requests = gated.requests.slice(before);
+    expect(requests.filter((path) => path === '/good/project.index.json')).toHaveLength(1);
+    expect(requests.filter((path) => path === site.bundlePath('good'))).toHaveLength(1);
+  });
+
   test('the same bundle streamed with no workers (page thread, as under a CSP) serves the first member early too', async () => {
     const first = site.entry(FIRST);
     const gate = gated.gate(site.bundlePath('good'), first.offset + first.sizeBytes + 4 * KiB);

@@ -14,7 +14,7 @@ import { StreamRefusal, BundleStreamVerifier, type BundleStreamPlan } from './bu
 import { deltaRangesFor, type ByteRange, type DeltaReadOptions } from './delta-ranges.js';
 import { WorkerDigestPool, type DigestPool } from './digest-pool.js';
 import type { Entry, IndexView } from './index-view.js';
-import { originOf, pageHref, type OriginCapabilities } from './origins.js';
+import { originOf, pageHref, preloadedFetchUrls, type OriginCapabilities } from './origins.js';
 import { acceptBundle, checkFileDigest, checkFileSize } from './verify.js';
 import type { VerifiedCache } from './verified-cache.js';
 
@@ -50,6 +50,8 @@ export class BundleFetcher {
   readonly #delta: Required<DeltaReadOptions> | undefined;
   /** Bodies are read in the pool's workers (the platform's own fetch, no `fetch` option). */
   readonly #inWorkers: boolean;
+  /** URLs the page preloads (`<link rel="preload" as="fetch">`), read when the source opened. */
+  readonly #preloaded: Set<string>;
 
   constructor(view: IndexView, transport: Transport, pool: DigestPool, cache: VerifiedCache, origins: OriginCapabilities, delta: Required<DeltaReadOptions> | undefined, inWorkers: boolean) {
     this.#view = view;
@@ -59,6 +61,7 @@ export class BundleFetcher {
     this.#origins = origins;
     this.#delta = delta;
     this.#inWorkers = inWorkers;
+    this.#preloaded = inWorkers ? preloadedFetchUrls() : new Set();
   }
 
   /**
@@ -79,7 +82,9 @@ export class BundleFetcher {
       callbacks.onContent(sha256, bytes);
     };
     // A worker that writes the store itself keeps its own copies; any other cache gets them here.
-    const remote = this.#inWorkers && this.#pool instanceof WorkerDigestPool ? this.#pool.streamBundle(plan, deliver(this.#cache.enabled && !store), store) : undefined;
+    // A bundle the page preloads is streamed here, where the preloaded response is.
+    const inWorker = this.#inWorkers && this.#pool instanceof WorkerDigestPool && !this.#preloaded.has(url);
+    const remote = inWorker ? (this.#pool as WorkerDigestPool).streamBundle(plan, deliver(this.#cache.enabled && !store), store) : undefined;
     const consumer = (): BodyConsumer => streamConsumer(plan, url, deliver(this.#cache.enabled));
     await this.#transport.stream(url, {
       signal: callbacks.signal, expectedBytes: bundle.sizeBytes,

@@ -106,3 +106,20 @@ export class OriginCapabilities {
     this.#withoutMultipart.add(originOf(url));
   }
 }
+
+/**
+ * The URLs the page preloads for `fetch` (`<link rel="preload" as="fetch" crossorigin href>`, as
+ * the build plugins add for the index and the first load's bundles): the browser keeps the
+ * preloaded response for a `fetch` from this page with the same URL and mode, so such a URL is
+ * fetched on the page, not in a worker (whose fetch would ask again). Empty without a document.
+ */
+export function preloadedFetchUrls(): Set<string> {
+  const document = (globalThis as { document?: { querySelectorAll?(selector: string): ArrayLike<{ href?: string }> } }).document;
+  const links = document?.querySelectorAll?.('link[rel~="preload"][as="fetch"]');
+  const urls = new Set<string>();
+  for (let i = 0; i < (links?.length ?? 0); i++) {
+    const href = links![i]!.href;
+    if (href) urls.add(href);
+  }
+  return urls;
+}
