@@ -185,6 +185,12 @@ export class WorkerDigestPool implements DigestPool {
     const attempt: StreamElsewhere = async (url, init) => {
       stored = undefined;
       if (init.signal.aborted) throw init.signal.reason;
+      // A bundle waits for no worker to start: until one has answered, bundles stream on this
+      // thread (the first bundles of a cold page), rather than go out a worker's start-up later.
+      if (this.#ready !== true) {
+        this.warm();
+        return undefined;
+      }
       const worker = this.#fallback ? undefined : await this.#pick(0);
       if (!worker) return undefined;
       const { id, result } = this.#track<StreamedAnswer>(worker, 1, (data, resolve, reject) => {
@@ -249,7 +255,13 @@ export class WorkerDigestPool implements DigestPool {
 
   /** Starts the workers now (a source calls this as it opens), so that they are up by the time its first bundles are fetched. */
   warm(): void {
-    if (!this.#fallback) this.#workers ??= this.#start();
+    if (this.#fallback || this.#workers) return;
+    const workers = (this.#workers = this.#start());
+    // Workers that cannot run (a CSP refusing them shows up here): this thread for good, as a job would find.
+    if (workers.length === 0) return void this.#inThread();
+    void Promise.all(workers.map((entry) => entry.ready)).then((up) => {
+      if (!up.some(Boolean) && this.#workers === workers) this.#inThread();
+    });
   }
 
   /** Lets every worker open the store now, so the first read or write does not wait for it. */
@@ -314,7 +326,11 @@ export class WorkerDigestPool implements DigestPool {
     const entry: PoolWorker = { worker, pending: new Map(), load: 0, ready: Promise.resolve(false) };
     entry.ready = new Promise<boolean>((resolve) => {
       worker.onmessage = ({ data }: MessageEvent) => {
-        if (data?.pong) return resolve(Boolean(data.subtle && data.fetch));
+        if (data?.pong) {
+          const up = Boolean(data.subtle && data.fetch);
+          if (up && !this.#fallback) this.#ready = true;
+          return resolve(up);
+        }
         if (data.stored !== undefined || data.storeError !== undefined) {
           const waiter = this.#stores.get(data.id);
           this.#stores.delete(data.id);
