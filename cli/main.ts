@@ -10,12 +10,13 @@ import { diffCommand } from './commands/diff.js';
 import { indexCommand } from './commands/index-command.js';
 import { inspectCommand } from './commands/inspect.js';
 import { publishCommand } from './commands/publish.js';
+import { reportCommand } from './commands/report.js';
 import { serveCommand } from './commands/serve.js';
 import { swCommand } from './commands/sw.js';
 import { verifyCommand } from './commands/verify.js';
 import { CommandFailure, printable, UsageError, type Command, type CommandContext } from './usage.js';
 
-const commands: Command[] = [publishCommand, indexCommand, inspectCommand, verifyCommand, diffCommand, serveCommand, swCommand];
+const commands: Command[] = [publishCommand, indexCommand, inspectCommand, verifyCommand, diffCommand, reportCommand, serveCommand, swCommand];
 
 function mainHelp(): string {
   return `Usage: awake-bundle <command> [options]

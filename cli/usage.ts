@@ -79,6 +79,12 @@ export function formatBytes(bytes: number): string {
   return `${value.toFixed(value < 10 ? 2 : 1)} ${units[unit]}`;
 }
 
+/** A ratio such as fetched / used: `2.50×`, or `–` when there is none. */
+export const formatRatio = (ratio: number | null) => (ratio === null ? '–' : `${ratio.toFixed(2)}×`);
+
+/** A bundle's name in a table: the first 12 hex digits of its SHA-256 (--json gives all 64). */
+export const shortSha = (sha256: string) => sha256.slice(0, 12);
+
 function escapeCharacter(character: string): string {
   const code = character.codePointAt(0)!;
   return code <= 0xff ? `\\x${code.toString(16).padStart(2, '0')}` : `\\u{${code.toString(16)}}`;

@@ -2,14 +2,11 @@
  * `awake-bundle diff <old-index> <new-index>`: what changed between two versions of a project,
  * what a host uploads, and what a returning player downloads (whole bundles against ranges).
  */
-import { readFile, stat } from 'node:fs/promises';
-import { join } from 'node:path';
-import { AwakeError } from '../../core/errors.js';
 import { DEFAULT_DELTA_RANGE_OPTIONS, type DeltaRangeOptions } from '../../core/format/delta-ranges.js';
 import { diffProjectIndexes, type IndexDiff } from '../../core/format/index-diff.js';
-import { parseProjectIndexJson, type ProjectIndex } from '../../core/format/project-index.js';
-import { INDEX_FILE_NAME } from '../../core/node/publish.js';
-import { CommandFailure, formatBytes, parseCommandLine, printable, UsageError, type Command, type CommandContext } from '../usage.js';
+import type { ProjectIndex } from '../../core/format/project-index.js';
+import { loadIndex } from '../read-index.js';
+import { formatBytes, parseCommandLine, printable, UsageError, type Command, type CommandContext } from '../usage.js';
 
 const HELP = `Usage: awake-bundle diff <old-index> <new-index> [--json]
                          [--max-gap <bytes>] [--max-missing <fraction>] [--max-ranges <n>]
@@ -23,41 +20,7 @@ it is missing, default 0.5; at most --max-ranges requests per bundle, default 4)
 Indexes with opaque ids compare by id. A loose (formatVersion 2) index compares by files only.
 Exit codes: 0 compared (changed or not), 1 an index unreadable or invalid, 2 wrong command line.`;
 
-const TIMEOUT_MS = 30_000;
-
 const plural = (count: number, noun: string) => `${count} ${noun}${count === 1 ? '' : 's'}`;
-
-/** Index JSON from an http(s) URL, a file, or a published folder (its project.index.json). */
-async function readIndexText(source: string): Promise<string> {
-  if (/^https?:\/\//i.test(source)) {
-    let response: Response;
-    try {
-      response = await fetch(source, { signal: AbortSignal.timeout(TIMEOUT_MS) });
-    } catch (error) {
-      throw new CommandFailure(`${source}: cannot fetch: ${(error as Error).message}`);
-    }
-    if (!response.ok) throw new CommandFailure(`${source}: cannot fetch: HTTP ${response.status}`);
-    return response.text();
-  }
-  const isFolder = (await stat(source).catch(() => undefined))?.isDirectory() ?? false;
-  const path = isFolder ? join(source, INDEX_FILE_NAME) : source;
-  try {
-    return await readFile(path, 'utf8');
-  } catch (error) {
-    throw new CommandFailure(`${path}: cannot read: ${(error as Error).message}`);
-  }
-}
-
-async function loadIndex(source: string): Promise<ProjectIndex> {
-  const text = await readIndexText(source);
-  try {
-    return parseProjectIndexJson(text);
-  } catch (error) {
-    // The message names the field (files[3].sha256); the source goes in front once.
-    if (error instanceof AwakeError) throw new CommandFailure(`${source}: ${error.message}`);
-    throw error;
-  }
-}
 
 function numberOption(value: string | undefined, flag: string, check: (n: number) => boolean, expected: string): number | undefined {
   if (value === undefined) return undefined;
