@@ -9,6 +9,7 @@ export * from './format/index-diff.js';
 export { sha256Hex, sha256HexSync, createSha256, toHex, fromHex, type IncrementalSha256 } from './hash.js';
 export * from './publish/grouping.js';
 export * from './publish/loads.js';
+export * from './publish/references.js';
 export * from './publish/plan.js';
 export * from './publish/bundle-writer.js';
 export * from './read/verify.js';
