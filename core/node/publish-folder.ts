@@ -9,6 +9,9 @@
  * earlier content adds nothing to a bundle) and goes into its bundle's table, which comes before
  * its bytes, and it is never held whole; so it is hashed as a stream first and streamed again
  * into its bundle, where the writer checks it did not change in between.
+ *
+ * With `groupByReferences` (`--group auto`) the files that may reference others (.gltf, .json…)
+ * are read once more, before any bundle, for the grouping (core/node/publish-grouping.ts).
  */
 import { closeSync, fstatSync, openSync, readSync } from 'node:fs';
 import { join } from 'node:path';

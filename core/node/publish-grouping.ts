@@ -5,6 +5,7 @@
  */
 import { open, readFile } from 'node:fs/promises';
 import { PublishInputError } from '../errors.js';
+import { unsafePathReason } from '../format/paths.js';
 import { groupByFolder, toGrouping, type Grouping, type GroupingLike } from '../publish/grouping.js';
 import { byLoads, parseLoadsFile, unlistedLoadPaths, type LoadsFile, type NamedLoad } from '../publish/loads.js';
 import { collectReferences, glbJsonEnd, groupByReferences, REFERRER_READ_LIMIT_BYTES } from '../publish/references.js';
@@ -41,7 +42,8 @@ export async function publishGrouping(options: PublishGroupingOptions, files: re
     const byPath = new Map(files.map((file) => [file.path, file]));
     const references = await collectReferences([...byPath.keys()], async (path) => {
       const file = byPath.get(path)!;
-      if (file.sizeBytes > REFERRER_READ_LIMIT_BYTES) return undefined;
+      // An unsafe path is refused by the writer, naming it, before it reads anything: not read here either.
+      if (file.sizeBytes > REFERRER_READ_LIMIT_BYTES || unsafePathReason(path) !== undefined) return undefined;
       // Unreadable now: it references nothing here, and reading it for its bundle names the problem.
       return file.read().catch(() => undefined);
     });
