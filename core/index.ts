@@ -10,6 +10,7 @@ export { sha256Hex, sha256HexSync, createSha256, toHex, fromHex, type Incrementa
 export * from './publish/grouping.js';
 export * from './publish/loads.js';
 export * from './publish/load-report.js';
+export * from './publish/references.js';
 export * from './publish/plan.js';
 export * from './publish/bundle-writer.js';
 export * from './read/verify.js';

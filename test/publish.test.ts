@@ -218,7 +218,7 @@ describe('bad input: a clear message, the SPEC exit code, nothing published', ()
     [['--target-mb', '-1'], /--target-mb/],
     [['--target-mb', 'abc'], /--target-mb/],
     [['--opaque-ids'], /--opaque-ids needs --salt/],
-    [['--group', 'scene'], /--group must be "folder" or "one"/],
+    [['--group', 'scene'], /--group must be "folder", "one" or "auto"/],
     [['--depth', '0'], /--depth/],
     [['--bogus'], /bogus/],
     [['--url-prefix', 'https://cdn.example/b'], /--url-prefix "https:\/\/cdn.example\/b" must be a folder relative to the index/],

@@ -40,6 +40,9 @@ function treeHashes(dir: string): Record<string, string> {
   return files;
 }
 
+/** The plugin's default grouping, as the CLI's flags (the CLI's own default is --group folder). */
+const PLUGIN_DEFAULT_FLAGS = ['--group', 'auto'];
+
 /** What the CLI publishes from the same folder with these flags. */
 function publishWithCli(assets: string, flags: string[]): string {
   const out = join(temporaryViteDir('awkb-vite-cli-'), 'published');
@@ -58,11 +61,11 @@ function expectBuilt(project: ViteProject) {
 afterAll(() => removeViteProjects());
 
 describe('vite build', () => {
-  test('with the default options, dist/published is what the CLI publishes, byte for byte', () => {
+  test('with the default options, dist/published is what the CLI publishes with --group auto, byte for byte', () => {
     const project = createViteProject({ assets: exampleAssets(), plugin: { assets: 'assets' } });
     expectBuilt(project);
     const published = treeHashes(join(project.dir, 'dist/published'));
-    expect(published).toEqual(treeHashes(publishWithCli(project.assets, [])));
+    expect(published).toEqual(treeHashes(publishWithCli(project.assets, PLUGIN_DEFAULT_FLAGS)));
     expect(Object.keys(published)).toContain('project.index.json');
     // The page was built as usual, beside it.
     expect(existsSync(join(project.dir, 'dist/index.html'))).toBe(true);
@@ -75,11 +78,25 @@ describe('vite build', () => {
     });
     expectBuilt(project);
     const published = treeHashes(join(project.dir, 'dist/game-data'));
-    expect(published).toEqual(treeHashes(publishWithCli(project.assets, ['--opaque-ids', '--salt', 'harbour-7', '--url-prefix', 'cdn/awkb', '--target-mb', '0.01'])));
+    expect(published).toEqual(treeHashes(publishWithCli(project.assets, [...PLUGIN_DEFAULT_FLAGS, '--opaque-ids', '--salt', 'harbour-7', '--url-prefix', 'cdn/awkb', '--target-mb', '0.01'])));
     const index = JSON.parse(readFileSync(join(project.dir, 'dist/game-data/project.index.json'), 'utf8'));
     expect(index.bundles.length).toBeGreaterThanOrEqual(4);
     expect(index.bundles.every((bundle: { url: string }) => bundle.url.startsWith('cdn/awkb/'))).toBe(true);
     expect(JSON.stringify(index)).not.toContain('emoji');
+  });
+
+  test('awkb-loads.json in Vite\'s root groups by its loads, the folder grouping for the rest: the CLI\'s --loads output', () => {
+    const loads = { formatVersion: 1, loads: [{ name: 'title', paths: ['images/kenney/coin.png', 'audio/kenney-platformer-kit/coin.ogg', 'atlas/emoji/emoji.json'] }] };
+    const project = createViteProject({ assets: exampleAssets(), plugin: { assets: 'assets' }, files: { 'awkb-loads.json': JSON.stringify(loads) } });
+    expectBuilt(project);
+    const published = join(project.dir, 'dist/published');
+    expect(treeHashes(published)).toEqual(treeHashes(publishWithCli(project.assets, ['--loads', join(project.dir, 'awkb-loads.json'), '--group', 'folder'])));
+    const index = JSON.parse(readFileSync(join(published, 'project.index.json'), 'utf8')) as { files: { path: string; bundle: string }[] };
+    const bundleOf = (path: string) => index.files.find((file) => file.path === path)!.bundle;
+    expect(new Set(loads.loads[0]!.paths.map(bundleOf)).size).toBe(1);
+    // Folder grouping for the rest: the atlas's PNG stays in folder:atlas, not with its JSON.
+    expect(bundleOf('atlas/emoji/emoji.png')).not.toBe(bundleOf('atlas/emoji/emoji.json'));
+    expect(bundleOf('images/kenney/particle.png')).not.toBe(bundleOf('images/kenney/coin.png'));
   });
 
   test('a second build writes no bundle again; a changed file costs only its own bundle', () => {
@@ -96,7 +113,7 @@ describe('vite build', () => {
     // Not rewritten: the same files (inode) with the same modification times.
     expect(bundleFiles(cached)).toEqual(before);
     // Vite emptied dist/ and the bundles are there again: the cached files themselves (hard links).
-    expect(treeHashes(join(project.dir, 'dist/published'))).toEqual(treeHashes(publishWithCli(project.assets, [])));
+    expect(treeHashes(join(project.dir, 'dist/published'))).toEqual(treeHashes(publishWithCli(project.assets, PLUGIN_DEFAULT_FLAGS)));
     expect(Object.fromEntries(Object.keys(before).map((name) => [name, lstatSync(join(project.dir, 'dist/published/bundles', name)).ino]))).toEqual(
       Object.fromEntries(Object.entries(before).map(([name, file]) => [name, file.ino])),
     );
@@ -104,7 +121,7 @@ describe('vite build', () => {
     writeFileSync(join(project.assets, 'audio/kenney-platformer-kit/coin.ogg'), 'a new sound');
     const third = expectBuilt(project);
     expect(third.output).toMatch(/awake-bundle: .*: 4 bundles, 1 written, 3 unchanged/);
-    expect(treeHashes(join(project.dir, 'dist/published'))).toEqual(treeHashes(publishWithCli(project.assets, [])));
+    expect(treeHashes(join(project.dir, 'dist/published'))).toEqual(treeHashes(publishWithCli(project.assets, PLUGIN_DEFAULT_FLAGS)));
     // The cache keeps only the bundles the index names.
     expect(Object.keys(bundleFiles(cached))).toHaveLength(4);
   });
@@ -122,7 +139,7 @@ describe('vite build', () => {
     } finally {
       await watching.close();
     }
-    expect(treeHashes(join(project.dir, 'dist/published'))).toEqual(treeHashes(publishWithCli(project.assets, [])));
+    expect(treeHashes(join(project.dir, 'dist/published'))).toEqual(treeHashes(publishWithCli(project.assets, PLUGIN_DEFAULT_FLAGS)));
   });
 
   test('with emptyOutDir: false, a build over an earlier one keeps its published files and still matches the CLI', () => {
@@ -134,7 +151,7 @@ describe('vite build', () => {
     expect(JSON.parse(readFileSync(index, 'utf8')).files.find((file: { path: string }) => file.path === 'images/kenney/coin.png').sha256).toBe(sha256(Buffer.from('a new coin')));
     // The bundle the new index no longer names stays, as the CLI leaves it (players mid-load).
     const published = treeHashes(join(project.dir, 'dist/published'));
-    const cli = treeHashes(publishWithCli(project.assets, []));
+    const cli = treeHashes(publishWithCli(project.assets, PLUGIN_DEFAULT_FLAGS));
     expect(published).toEqual(expect.objectContaining(cli));
     expect(Object.keys(published).length).toBe(Object.keys(cli).length + 1);
   });

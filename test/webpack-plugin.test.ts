@@ -58,8 +58,8 @@ function bundleIdentities(published: string, prefix = 'bundles'): Map<string, st
 }
 
 describe('webpack build', () => {
-  test('publishes byte for byte what the CLI publishes, and a second build writes no bundle again', () => {
-    const { project, published, cliOut, config } = buildAndPublish({}, []);
+  test('publishes byte for byte what the CLI publishes (the default grouping is --group auto), and a second build writes no bundle again', () => {
+    const { project, published, cliOut, config } = buildAndPublish({}, ['--group', 'auto']);
     expectSameFiles(published, cliOut);
     expect(readFileSync(join(project, 'dist/main.js'), 'utf8')).toContain('a game');
     const before = bundleIdentities(published);
@@ -89,6 +89,34 @@ describe('webpack build', () => {
     const before = bundleIdentities(published, 'packs');
     expect(runWebpack(config, project).code).toBe(0);
     expect(bundleIdentities(published, 'packs')).toEqual(before);
+  });
+
+  test('awkb-loads.json beside the config (webpack\'s context) groups by its loads, the folder grouping for the rest, as --loads does', () => {
+    const project = temporaryDir('awkb-webpack-loads-');
+    writeAssets(join(project, 'assets'));
+    const loadsFile = join(project, 'awkb-loads.json');
+    writeFileSync(loadsFile, JSON.stringify({ formatVersion: 1, loads: [{ name: 'level 1', paths: ['levels/1 first.json', 'art/tiles/grass.png', 'audio/theme.ogg', 'art/gone.png'] }] }));
+    const config = writeWebpackProject(project, { assets: 'assets' });
+    const build = runWebpack(config, project);
+    expect(build.code).toBe(0);
+    // The warning about a path that is no file, as the CLI prints it, among webpack's warnings.
+    expect(build.output).toContain('awake-bundle: warning: load "level 1" lists "art/gone.png", which is not a file of this publish: ignored');
+    const cliOut = join(project, 'cli-published');
+    expect(runCli([join(project, 'assets'), '--out', cliOut, '--loads', loadsFile, '--group', 'folder']).code).toBe(0);
+    const published = join(project, 'dist/published');
+    expectSameFiles(published, cliOut);
+    const index = JSON.parse(readFileSync(join(published, 'project.index.json'), 'utf8')) as { files: { path: string; bundle: string }[] };
+    const bundleOf = (path: string) => index.files.find((file) => file.path === path)!.bundle;
+    expect(new Set(['levels/1 first.json', 'art/tiles/grass.png', 'audio/theme.ogg'].map(bundleOf)).size).toBe(1);
+    expect(bundleOf('art/tiles/water.png')).not.toBe(bundleOf('art/tiles/grass.png'));
+
+    // A loads file the CLI refuses fails the build with its message, and nothing new is indexed.
+    const before = readFileSync(join(published, 'project.index.json'));
+    writeFileSync(loadsFile, '{"formatVersion": 2, "loads": []}');
+    const refused = runWebpack(config, project);
+    expect(refused.code).toBe(1);
+    expect(refused.output).toContain(`awake-bundle: loads file ${loadsFile}: formatVersion is 2`);
+    expect(readFileSync(join(published, 'project.index.json')).equals(before)).toBe(true);
   });
 
   test('an output.path inside the asset folder is left out of the input, as the CLI leaves out its --out', () => {

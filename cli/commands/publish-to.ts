@@ -66,6 +66,7 @@ export async function runPublishToTarget(
   const { target: to } = args;
   const progress = progressLine(stderr, !args.json);
   const started = Date.now();
+  const warnings: string[] = [];
   const target = new S3PublishTarget({
     bucket: to.bucket,
     prefix: to.prefix,
@@ -77,16 +78,16 @@ export async function runPublishToTarget(
     target,
     ...(to.stagingDir !== undefined ? { stagingDir: to.stagingDir } : {}),
     dryRun: to.dryRun,
-    ...writerOptionsFrom(args, progress, stderr),
+    ...writerOptionsFrom(args, progress, stderr, warnings),
     onUpload: (p) => progress.update(`uploading: ${p.bundlesDone}/${p.bundlesTotal} bundles, ${formatBytes(p.bytesDone)} of ${formatBytes(p.bytesTotal)}`),
   });
   progress.clear();
   const seconds = (Date.now() - started) / 1000;
-  stdout.write(args.json ? `${JSON.stringify(summaryJson(summary, seconds), null, 2)}\n` : summaryText(summary, seconds));
+  stdout.write(args.json ? `${JSON.stringify(summaryJson(summary, warnings, seconds), null, 2)}\n` : summaryText(summary, seconds));
   return 0;
 }
 
-function summaryJson(summary: PublishToTargetSummary, seconds: number) {
+function summaryJson(summary: PublishToTargetSummary, warnings: string[], seconds: number) {
   return {
     ok: true,
     dryRun: summary.dryRun,
@@ -102,6 +103,7 @@ function summaryJson(summary: PublishToTargetSummary, seconds: number) {
     index: `${summary.location}/${summary.indexKey}`,
     indexUploaded: !summary.dryRun,
     staging: summary.staging.kept ? summary.staging.dir : null,
+    warnings,
     seconds,
   };
 }

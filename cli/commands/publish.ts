@@ -6,6 +6,7 @@ import { parseProjectIndexJson, type LooseIndex } from '../../core/format/projec
 import { writerOptionsOf, type PublishSettings } from '../../core/publish/settings.js';
 import { listFolderFiles, type FolderFile } from '../../core/node/loose-index.js';
 import { publishFolder } from '../../core/node/publish-folder.js';
+import { readLoadsFile } from '../../core/node/publish-grouping.js';
 import { AwakeError } from '../../core/errors.js';
 import type { LooseFileEntry } from '../../core/format/project-index.js';
 import { looseFileLocator, publishToDirectory, removeOwnTemporaryFilesSync, type PublishProgress, type PublishSummary } from '../../core/node/publish.js';
@@ -25,8 +26,16 @@ never leaves an index naming a missing bundle. The out folder may lie inside the
 
 Options:
   --out <dir>          output folder (default build/published)
-  --group folder|one   group by top folders (default) or put everything in one group
-  --depth <n>          with --group folder: how many folder levels name a group (default 1)
+  --group folder|one|auto
+                       group by top folders (default), put everything in one group, or
+                       (auto) put each file with the files that reference it (glTF, Phaser
+                       pack files, atlases, bitmap fonts, Tiled maps), the rest by folder
+  --depth <n>          with --group folder or auto: how many folder levels name a group
+                       (default 1)
+  --loads <file>       group the files each load of this loads file (awkb-loads.json) lists,
+                       a load's files together, a file two loads list with the first; the
+                       rest as --group says. A listed path that is not a file is ignored
+                       with a warning
   --target-mb <n>      bundle size target in MiB, decimals allowed (default 16)
   --opaque-ids         replace paths with salted HMAC-SHA256 ids (needs --salt)
   --salt <text>        the salt for --opaque-ids
@@ -48,6 +57,8 @@ Exit codes: 0 published, 1 publish failed (nothing new is indexed), 2 wrong comm
 /** The command line's arguments: the publish settings (core/publish/settings.ts) and where from and to. */
 export interface PublishArguments extends PublishSettings {
   input: string;
+  /** `--loads <file>`: read (and checked) before anything else; its loads become `loads`. */
+  loadsFile?: string;
   out: string;
   root?: string;
   rootPath?: string;
@@ -61,6 +72,7 @@ export function parsePublishArguments(argv: string[]): PublishArguments | 'help'
     out: { type: 'string' },
     group: { type: 'string' },
     depth: { type: 'string' },
+    loads: { type: 'string' },
     'target-mb': { type: 'string' },
     'opaque-ids': { type: 'boolean' },
     salt: { type: 'string' },
@@ -76,11 +88,11 @@ export function parsePublishArguments(argv: string[]): PublishArguments | 'help'
   if (positionals.length === 0) throw new UsageError('missing the input: a loose index (.json) or an assets folder');
   if (positionals.length > 1) throw new UsageError(`one input expected, got ${positionals.length}: ${positionals.join(' ')}`);
   const grouping = values.group ?? 'folder';
-  if (grouping !== 'folder' && grouping !== 'one') throw new UsageError(`--group must be "folder" or "one", got ${JSON.stringify(grouping)}`);
+  if (grouping !== 'folder' && grouping !== 'one' && grouping !== 'auto') throw new UsageError(`--group must be "folder", "one" or "auto", got ${JSON.stringify(grouping)}`);
   let depth = 1;
   if (values.depth !== undefined) {
     if (!/^\d+$/.test(values.depth) || Number(values.depth) < 1) throw new UsageError(`--depth must be a positive integer, got ${JSON.stringify(values.depth)}`);
-    if (grouping === 'one') throw new UsageError('--depth applies to --group folder, not --group one');
+    if (grouping === 'one') throw new UsageError('--depth applies to --group folder or auto, not --group one');
     depth = Number(values.depth);
   }
   let targetBundleBytes = DEFAULT_TARGET_BUNDLE_BYTES;
@@ -95,6 +107,7 @@ export function parsePublishArguments(argv: string[]): PublishArguments | 'help'
   if (values['opaque-ids'] && !values.salt) throw new UsageError('--opaque-ids needs --salt <text>');
   if (values.salt !== undefined && !values['opaque-ids']) throw new UsageError('--salt is only used with --opaque-ids');
   if (values.salt === '') throw new UsageError('--salt must not be empty');
+  if (values.loads === '') throw new UsageError('--loads must name a loads file, such as awkb-loads.json');
   if (values['root-path'] !== undefined && values['root-path'].trim() === '') throw new UsageError('--root-path must not be blank');
   const urlPrefix = values['url-prefix'] ?? DEFAULT_BUNDLE_URL_PREFIX;
   const prefixProblem = urlPrefix.replace(/\/+$/, '') === '' ? undefined : unsafePathReason(urlPrefix.replace(/\/+$/, ''));
@@ -105,6 +118,7 @@ export function parsePublishArguments(argv: string[]): PublishArguments | 'help'
     out: values.out ?? 'build/published',
     grouping,
     depth,
+    ...(values.loads !== undefined ? { loadsFile: values.loads } : {}),
     targetBundleBytes,
     ...(values['opaque-ids'] ? { salt: values.salt! } : {}),
     urlPrefix,
@@ -148,11 +162,15 @@ async function loadInput(args: PublishArguments): Promise<Input> {
   return { looseIndex, locate: checkedLocator(looseIndex, looseFileLocator(resolve(args.input), args.root)) };
 }
 
-/** The writer's options the command line sets, with warnings and progress on stderr (publish and --to). */
-export function writerOptionsFrom(args: PublishArguments, progress: ReturnType<typeof progressLine>, stderr: CommandContext['stderr']) {
+/**
+ * The writer's options the command line sets, with warnings and progress on stderr (publish and
+ * --to); each warning is also added to `warnings`, for `--json`.
+ */
+export function writerOptionsFrom(args: PublishArguments, progress: ReturnType<typeof progressLine>, stderr: CommandContext['stderr'], warnings: string[] = []) {
   return {
     ...writerOptionsOf(args),
     onWarning: (message: string) => {
+      warnings.push(message);
       progress.clear();
       stderr.write(`awake-bundle: warning: ${printable(message)}\n`);
     },
@@ -206,6 +224,8 @@ export const publishCommand: Command = {
       stdout.write(`${HELP}\n`);
       return 0;
     }
+    // The loads file first: one that is refused stops the publish before anything is read or written.
+    if (args.loadsFile !== undefined) args.loads = (await readLoadsFile(args.loadsFile)).loads;
     const progress = progressLine(stderr, !args.json);
     const started = Date.now();
     const input = await loadInput(args);
@@ -217,7 +237,8 @@ export const publishCommand: Command = {
       progress.clear();
       return runPublishToTarget({ ...args, target: args.target }, loose, { stdout, stderr });
     }
-    const options = { outDir: args.out, ...writerOptionsFrom(args, progress, stderr) };
+    const warnings: string[] = [];
+    const options = { outDir: args.out, ...writerOptionsFrom(args, progress, stderr, warnings) };
     // A folder is read once, its files hashed as they are bundled (publishFolder).
     const summary =
       'folder' in input
@@ -227,7 +248,7 @@ export const publishCommand: Command = {
     const seconds = (Date.now() - started) / 1000;
     if (args.json) {
       const { index, ...counts } = summary;
-      stdout.write(`${JSON.stringify({ ok: true, out: args.out, files: index.files.length, ...counts, seconds }, null, 2)}\n`);
+      stdout.write(`${JSON.stringify({ ok: true, out: args.out, files: index.files.length, ...counts, warnings, seconds }, null, 2)}\n`);
     } else {
       stdout.write(summaryText(summary, args.out, seconds));
     }

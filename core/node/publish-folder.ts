@@ -9,17 +9,20 @@
  * earlier content adds nothing to a bundle) and goes into its bundle's table, which comes before
  * its bytes, and it is never held whole; so it is hashed as a stream first and streamed again
  * into its bundle, where the writer checks it did not change in between.
+ *
+ * With `groupByReferences` (`--group auto`) the files that may reference others (.gltf, .json…)
+ * are read once more, before any bundle, for the grouping (core/node/publish-grouping.ts).
  */
 import { closeSync, fstatSync, openSync, readSync } from 'node:fs';
 import { join } from 'node:path';
 import { InvalidOptionError, PublishInputError } from '../errors.js';
 import type { ReadProjectFile } from '../publish/bundle-writer.js';
-import { groupByFolder, toGrouping } from '../publish/grouping.js';
 import { DEFAULT_TARGET_BUNDLE_BYTES } from '../publish/plan.js';
 import { compareKeys, looseFileUrl } from '../format/paths.js';
 import type { BundledIndex, LooseFileEntry } from '../format/project-index.js';
 import { nodeSha256, sha256HexNode } from './hash.js';
 import { listFolderFiles, type FolderFile, type FolderIndexOptions } from './loose-index.js';
+import { publishGrouping, readReferrerFile } from './publish-grouping.js';
 import { checkPathCollisions, publishBundles, recyclingDiskReader, type PublishOptions, type PublishSummary } from './publish.js';
 
 export type PublishFolderOptions = Omit<PublishOptions, 'looseIndex' | 'locate' | 'read' | 'onPlan'> &
@@ -49,14 +52,16 @@ export async function publishFolder(options: PublishFolderOptions): Promise<Publ
   checkPathCollisions(files.map((file) => file.path), options);
   const target = options.targetBundleBytes ?? DEFAULT_TARGET_BUNDLE_BYTES;
   const expectedBytes = files.reduce((sum, file) => sum + file.sizeBytes, 0);
+  // References (`groupByReferences`) are read before any bundle: a referrer is read twice.
+  const grouping = await publishGrouping(options, files.map((file) => ({ path: file.path, sizeBytes: file.sizeBytes, read: () => readReferrerFile(file.absolutePath, file.path) })));
   // The writer keeps its bundle buffer from one bundle to the next (one write call per bundle).
-  return publishBundles({ ...options, expectedBytes, keepBuffersBetweenWrites: true }, async ({ writer, store, pace }) => {
+  return publishBundles({ ...options, grouping, expectedBytes, keepBuffersBetweenWrites: true }, async ({ writer, store, pace }) => {
     const onDisk = new Map(files.map((file) => [file.path, file.absolutePath]));
     const fromDisk = recyclingDiskReader((entry) => onDisk.get(entry.path)!, pace);
     const staging = new Staging(Math.min(target, expectedBytes));
     const merged: BundledIndex = { formatVersion: 3, rootPath: options.rootPath ?? '/project', bundles: [], files: [] };
     try {
-      for (const bundleFiles of bundlesOf(files, toGrouping(options.grouping ?? groupByFolder(1)), target, options.folder, staging)) {
+      for (const bundleFiles of bundlesOf(files, grouping, target, options.folder, staging)) {
         const held = new Map<string, Uint8Array>();
         const entries: LooseFileEntry[] = [];
         for await (const file of bundleFiles) {

@@ -17,6 +17,7 @@ import { BundleWriter, type BundleHashing, type BundleWriterOptions, type Finish
 import { commitTemporary, createPace, discardTemporary, isLiveTemporaryFile, writeFileAtomic as writeAtomic, writeStreamToTemporary, type Pace } from './atomic-write.js';
 import { nodeSha256, sha256HexNode } from './hash.js';
 import { isInside } from './inside.js';
+import { publishGrouping, readReferrerFile, type GroupingInput, type PublishGroupingOptions } from './publish-grouping.js';
 
 export { removeOwnTemporaryFilesSync } from './atomic-write.js';
 
@@ -40,7 +41,7 @@ export type PublishInput =
   /** Any reader (memory, network…): each chunk it gives is written out before the next is asked for. */
   | { read: ReadProjectFile; locate?: never };
 
-export type PublishOptions = BundleWriterOptions & PublishInput & {
+export type PublishOptions = BundleWriterOptions & PublishInput & PublishGroupingOptions & {
   looseIndex: LooseIndex;
   outDir: string;
   onProgress?: (progress: PublishProgress) => void;
@@ -216,10 +217,24 @@ export const nodeBundleHashing: BundleHashing = { digest: sha256HexNode, increme
 export async function publishToDirectory(options: PublishOptions): Promise<PublishSummary> {
   if (!options.locate === !options.read) throw new InvalidOptionError('locate', 'publishToDirectory takes either locate or read (exactly one)');
   checkPathCollisions(options.looseIndex.files.map((entry) => entry.path), options);
-  return publishBundles(options, ({ writer, store, pace }) => {
+  const grouping = await publishGrouping(options, options.looseIndex.files.map((entry) => referrerInput(entry, options)));
+  return publishBundles({ ...options, grouping }, ({ writer, store, pace }) => {
     const read = options.locate ? recyclingDiskReader(options.locate, pace) : options.read;
     return writer.write(options.looseIndex, read, store);
   });
+}
+
+/** A loose index entry as the grouping reads it for references: from disk (`locate`), or through `read`. */
+function referrerInput(entry: LooseFileEntry, input: PublishInput): GroupingInput {
+  const read = async (): Promise<Uint8Array> => {
+    if (input.locate) return readReferrerFile(input.locate(entry), entry.path);
+    const content = await input.read!(entry, { stream: false });
+    if (content instanceof Uint8Array) return content;
+    const chunks: Uint8Array[] = [];
+    for await (const chunk of content) chunks.push(chunk);
+    return Buffer.concat(chunks);
+  };
+  return { path: entry.path, sizeBytes: entry.sizeBytes, read };
 }
 
 /** What publishBundles gives the code that makes the bundles. */

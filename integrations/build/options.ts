@@ -2,11 +2,17 @@
  * The build plugins' options: the asset folder, where the published output goes inside the
  * build's output, and the command line's publish settings under the library's names
  * (core/publish/settings.ts), checked as the CLI checks its flags.
+ *
+ * One default differs from the CLI's: the grouping. A build groups each file with what
+ * references it (`--group auto`), or, when the project root holds `awkb-loads.json`, by its
+ * loads with the folder grouping for the rest (`--loads awkb-loads.json --group folder`).
  */
+import { existsSync } from 'node:fs';
 import { isAbsolute, resolve } from 'node:path';
 import { InvalidOptionError } from '../../core/errors.js';
 import { unsafePathReason } from '../../core/format/paths.js';
 import { DEFAULT_BUNDLE_URL_PREFIX, DEFAULT_TARGET_BUNDLE_BYTES } from '../../core/publish/plan.js';
+import { LOADS_FILE_NAME } from '../../core/publish/loads.js';
 import type { PublishSettings } from '../../core/publish/settings.js';
 import { INDEX_FILE_NAME } from '../../core/node/publish.js';
 
@@ -18,12 +24,22 @@ export interface AwakeBundleBuildOptions {
    * the game reads `${output}/project.index.json`, in production and in development.
    */
   output?: string;
-  /** `--group`: a group per top folder (`folder`, the default) or one group for everything (`one`). */
-  grouping?: 'folder' | 'one';
+  /**
+   * `--group`: each file with what references it, the rest by folder (`auto`), a group per top
+   * folder (`folder`), or one group for everything (`one`). Default `auto`; `folder` when a
+   * loads file is used (see `loads`).
+   */
+  grouping?: 'folder' | 'one' | 'auto';
   /** The same as `grouping`, by the CLI flag's name. */
-  group?: 'folder' | 'one';
-  /** `--depth`: with `grouping: 'folder'`, how many folder levels name a group (default 1). */
+  group?: 'folder' | 'one' | 'auto';
+  /** `--depth`: with `grouping` `folder` or `auto`, how many folder levels name a group (default 1). */
   depth?: number;
+  /**
+   * `--loads`: a loads file (SPEC §6), absolute or relative to the project root (webpack's
+   * `context`, Vite's `root`); `grouping` groups the files its loads leave out. Default:
+   * `awkb-loads.json` in the project root when it is there. `false`: no loads file.
+   */
+  loads?: string | false;
   /** `--target-mb` in bytes: the bundle size target (default 16 MiB). */
   targetBundleBytes?: number;
   /** The target as the CLI flag takes it: MiB, decimals allowed (`targetMb: 0.5` is `--target-mb 0.5`, floor(n × 1,048,576) bytes). */
@@ -54,13 +70,15 @@ export interface ResolvedBuildOptions {
   /** A relative folder, `/`-separated, no trailing slash. */
   output: string;
   settings: PublishSettings;
+  /** The loads file (absolute), read when the build publishes; its loads become `settings.loads`. */
+  loadsFile?: string;
   rootPath: string;
   /** The worker's baked index URL, when the worker is emitted. */
   serviceWorker?: { index: string };
   onWarning?: (message: string) => void;
 }
 
-const OPTION_NAMES = new Set(['assets', 'output', 'grouping', 'group', 'depth', 'targetBundleBytes', 'targetMb', 'opaqueIds', 'salt', 'urlPrefix', 'rootPath', 'allowCaseCollisions', 'serviceWorker', 'onWarning']);
+const OPTION_NAMES = new Set(['assets', 'output', 'grouping', 'group', 'depth', 'loads', 'targetBundleBytes', 'targetMb', 'opaqueIds', 'salt', 'urlPrefix', 'rootPath', 'allowCaseCollisions', 'serviceWorker', 'onWarning']);
 
 /** Options that may also be given by the CLI flag's name: one name or the other, not both. */
 function eitherName<T>(options: AwakeBundleBuildOptions, name: keyof AwakeBundleBuildOptions, flagName: keyof AwakeBundleBuildOptions): T | undefined {
@@ -111,9 +129,10 @@ export function resolveBuildOptions(options: AwakeBundleBuildOptions, root: stri
   const unknown = Object.keys(options).find((name) => !OPTION_NAMES.has(name));
   if (unknown !== undefined) fail(unknown, `unknown option; the options are ${[...OPTION_NAMES].join(', ')}`);
   if (typeof options.assets !== 'string' || options.assets === '') fail('assets', 'the asset folder is required, such as "public/assets"');
-  const grouping = eitherName<string>(options, 'grouping', 'group') ?? 'folder';
-  if (grouping !== 'folder' && grouping !== 'one') fail(options.group !== undefined ? 'group' : 'grouping', `must be "folder" or "one", got ${JSON.stringify(grouping)}`);
-  if (options.depth !== undefined && grouping === 'one') fail('depth', 'applies to grouping "folder", not "one"');
+  const loadsFile = loadsOption(options.loads, root);
+  const grouping = eitherName<string>(options, 'grouping', 'group') ?? (loadsFile !== undefined ? 'folder' : 'auto');
+  if (grouping !== 'folder' && grouping !== 'one' && grouping !== 'auto') fail(options.group !== undefined ? 'group' : 'grouping', `must be "auto", "folder" or "one", got ${JSON.stringify(grouping)}`);
+  if (options.depth !== undefined && grouping === 'one') fail('depth', 'applies to grouping "folder" or "auto", not "one"');
   const opaqueIds = flag('opaqueIds', options.opaqueIds);
   if (opaqueIds && (options.salt === undefined || options.salt === '')) fail('salt', 'opaqueIds needs a salt (a non-empty string)');
   if (options.salt !== undefined && !opaqueIds) fail('salt', 'is only used with opaqueIds: true');
@@ -134,10 +153,25 @@ export function resolveBuildOptions(options: AwakeBundleBuildOptions, root: stri
     assets: isAbsolute(options.assets) ? resolve(options.assets) : resolve(root, options.assets),
     output,
     settings,
+    ...(loadsFile !== undefined ? { loadsFile } : {}),
     rootPath: options.rootPath ?? '/project',
     ...serviceWorkerOption(options.serviceWorker, output),
     ...(options.onWarning !== undefined ? { onWarning: options.onWarning } : {}),
   };
+}
+
+/**
+ * The loads file a build uses: the one `loads` names, else `awkb-loads.json` in the project root
+ * when it is there (looked for as the options are resolved: at each webpack build, as Vite starts).
+ */
+function loadsOption(value: unknown, root: string): string | undefined {
+  if (value === false) return undefined;
+  if (value === undefined) {
+    const beside = resolve(root, LOADS_FILE_NAME);
+    return existsSync(beside) ? beside : undefined;
+  }
+  if (typeof value !== 'string' || value === '') fail('loads', `must be the path of a loads file (such as "${LOADS_FILE_NAME}") or false, got ${JSON.stringify(value)}`);
+  return resolve(root, value);
 }
 
 function serviceWorkerOption(value: AwakeBundleBuildOptions['serviceWorker'], output: string): Pick<ResolvedBuildOptions, 'serviceWorker'> {

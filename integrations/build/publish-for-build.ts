@@ -1,8 +1,8 @@
 /**
  * Production builds: the asset folder published into the build output with the CLI's rules
  * (`publishFolder`, the CLI's own path for a folder), so the output is byte for byte what
- * `npx awake-bundle <assets> --out <output dir> <same flags>` writes, and bundles already
- * there are not written again.
+ * `npx awake-bundle <assets> --out <output dir> <same flags>` writes (with the loads file:
+ * `--loads <file>`), and bundles already there are not written again.
  */
 import { realpath } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
@@ -10,6 +10,7 @@ import { InvalidOptionError } from '../../core/errors.js';
 import { registerNodeHash } from '../../core/node/hash.js';
 import { isInside } from '../../core/node/inside.js';
 import { publishFolder } from '../../core/node/publish-folder.js';
+import { readLoadsFile } from '../../core/node/publish-grouping.js';
 import { writeFileAtomic, type PublishSummary } from '../../core/node/publish.js';
 import { SERVICE_WORKER_FILE, serviceWorkerSource } from '../../core/node/service-worker-file.js';
 import { writerOptionsOf } from '../../core/publish/settings.js';
@@ -42,6 +43,8 @@ const realOrResolved = (path: string) => realpath(path).catch(() => resolve(path
  */
 export async function publishForBuild(resolved: ResolvedBuildOptions, outDir: string, options: { buildOutput?: string } = {}): Promise<BuildPublishResult> {
   registerNodeHash(); // as awake-bundle/node does on import: node:crypto for every SHA-256
+  // As the CLI's --loads: a loads file that is refused fails the build before anything is written.
+  const loads = resolved.loadsFile !== undefined ? (await readLoadsFile(resolved.loadsFile)).loads : undefined;
   const publishedDir = join(resolve(outDir), ...resolved.output.split('/'));
   const assets = await realOrResolved(resolved.assets);
   // As the CLI's "--out is the input folder": everything would be left out of the input.
@@ -60,7 +63,7 @@ export async function publishForBuild(resolved: ResolvedBuildOptions, outDir: st
     exclude: [publishedDir, ...buildOutputs],
     outDir: publishedDir,
     rootPath: resolved.rootPath,
-    ...writerOptionsOf(resolved.settings),
+    ...writerOptionsOf({ ...resolved.settings, ...(loads !== undefined ? { loads } : {}) }),
     ...(resolved.onWarning ? { onWarning: resolved.onWarning } : {}),
     onBundleStored: ({ url, written }) => (written ? writtenBundles : reusedBundles).push(url),
   });

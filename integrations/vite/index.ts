@@ -9,6 +9,8 @@
  *   `<build.outDir>/<output>/` (`project.index.json`, `bundles/<sha256>.awkb`), byte-identical to
  *   `npx awake-bundle <assets> --out <build.outDir>/<output>`. Bundles whose files did not change
  *   are not written again (build-cache.ts says how, across Vite's emptying of the out folder).
+ *   The grouping defaults to `auto`, or to `awkb-loads.json` in Vite's `root` with the folder
+ *   grouping for the rest (integrations/build/options.ts).
  * - `vite` (the dev server): nothing is bundled; `<base><output>/project.index.json` answers a
  *   loose (formatVersion 2) index of the folder, current as files change, whose URLs the dev
  *   server serves. The game's loading code is the same in both.

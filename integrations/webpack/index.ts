@@ -9,7 +9,8 @@
  *   again. It is written to disk directly, not as compilation assets, so a bundle never has to
  *   be held whole in memory and an unchanged one is never rewritten (`output.clean` keeps it).
  *   A publish that fails (an unsafe path, a link leaving the folder) fails the build with the
- *   CLI's message.
+ *   CLI's message. The grouping defaults to `auto`, or to `awkb-loads.json` in webpack's
+ *   `context` with the folder grouping for the rest (integrations/build/options.ts).
  * - `webpack serve`: nothing is published. The plugin adds its middleware to the dev server
  *   (through `devServer.setupMiddlewares`, which it wraps) and the server answers the same index
  *   URL with a loose (formatVersion 2) index of the asset folder, kept current as files change

@@ -1,0 +1,391 @@
+/**
+ * `--group auto` (SPEC §6 "Groups", §8): which project files a file references, as far as the
+ * writer can read references, and the grouping that puts each file with what references it.
+ * FORMAT.md "`--group auto` (§6, §8)" documents every format read here and every rule.
+ *
+ * A file that cannot be read as its format (bad JSON, a truncated .glb) references nothing: a
+ * grouping never fails a publish.
+ */
+import { compareKeys } from '../format/paths.js';
+import type { Grouping } from './grouping.js';
+import { groupByFolder } from './grouping.js';
+
+/** The extensions of the files `--group auto` reads for references (case-insensitive). */
+export const REFERRER_EXTENSIONS: readonly string[] = ['gltf', 'glb', 'json', 'tmj', 'tsj', 'xml', 'fnt', 'tsx', 'tmx'];
+
+/** Referrers larger than this (a .glb: its JSON chunk) are not read: they reference nothing. */
+export const REFERRER_READ_LIMIT_BYTES = 64 * 1024 * 1024;
+
+const extensionOf = (path: string) => path.slice(path.lastIndexOf('/') + 1).split('.').pop()!.toLowerCase();
+
+/** Whether `--group auto` reads `path` for references (by its extension). */
+export function mayReference(path: string): boolean {
+  const name = path.slice(path.lastIndexOf('/') + 1);
+  return name.includes('.') && REFERRER_EXTENSIONS.includes(extensionOf(name));
+}
+
+/**
+ * One reference as written in a file: the project paths it may name, most likely first. It
+ * names the first of them the project lists, or nothing.
+ */
+type Reference = readonly (string | undefined)[];
+
+/**
+ * The project files that the file at `path`, holding `bytes`, references: listed paths only
+ * (those in `listed`), each once, in the order the file names them, never `path` itself. For a
+ * .glb, `bytes` may stop after its JSON chunk.
+ */
+export function referencesOf(path: string, bytes: Uint8Array, listed: ReadonlySet<string>): string[] {
+  const found: string[] = [];
+  for (const reference of readReferences(path, bytes)) {
+    const target = reference.find((candidate): candidate is string => candidate !== undefined && listed.has(candidate));
+    if (target !== undefined && target !== path && !found.includes(target)) found.push(target);
+  }
+  return found;
+}
+
+function readReferences(path: string, bytes: Uint8Array): Reference[] {
+  const folder = folderOf(path);
+  switch (extensionOf(path)) {
+    case 'glb':
+      return gltfReferences(glbJson(bytes), folder);
+    case 'gltf':
+      return gltfReferences(parseJson(bytes), folder);
+    case 'json':
+    case 'tmj':
+    case 'tsj':
+      return jsonReferences(parseJson(bytes), folder);
+    case 'fnt': {
+      const text = decodeText(bytes);
+      if (text === undefined) return [];
+      return /^\s*</.test(text) ? xmlReferences(text, folder) : angelCodeTextReferences(text, folder);
+    }
+    default: {
+      const text = decodeText(bytes);
+      return text === undefined ? [] : xmlReferences(text, folder);
+    }
+  }
+}
+
+// ---- paths and URLs ----
+
+function folderOf(path: string): string {
+  const slash = path.lastIndexOf('/');
+  return slash < 0 ? '' : path.slice(0, slash);
+}
+
+/** A scheme (`data:`, `http:`, `blob:`, a drive `C:`) or a site-absolute path: nothing a relative reference can map to a project path. */
+const ABSOLUTE = /^(?:[A-Za-z][A-Za-z0-9+.-]*:|\/)/;
+
+/**
+ * `parts` joined and normalized as one relative path: empty and `.` segments dropped, `..`
+ * taking back the segment before it. Undefined when `..` would leave the project root.
+ */
+function joinPaths(...parts: (string | undefined)[]): string | undefined {
+  const segments: string[] = [];
+  for (const part of parts) {
+    if (part === undefined) return undefined;
+    for (const segment of part.split('/')) {
+      if (segment === '' || segment === '.') continue;
+      if (segment !== '..') segments.push(segment);
+      else if (segments.pop() === undefined) return undefined;
+    }
+  }
+  return segments.length > 0 ? segments.join('/') : undefined;
+}
+
+/** A file name as a tool writes it (Tiled, TexturePacker, AngelCode): `\` read as `/`, used as written. */
+function fileName(value: unknown): string | undefined {
+  if (typeof value !== 'string' || value === '') return undefined;
+  const name = value.replace(/\\/g, '/');
+  return ABSOLUTE.test(name) ? undefined : name;
+}
+
+/** A relative URL (glTF, Phaser): `\` read as `/`, query and fragment dropped, percent-decoded. */
+function relativeUrl(value: unknown): string | undefined {
+  if (typeof value !== 'string' || value === '') return undefined;
+  const url = value.replace(/\\/g, '/');
+  if (ABSOLUTE.test(url)) return undefined;
+  try {
+    return decodeURIComponent(url.replace(/[?#][\s\S]*$/, ''));
+  } catch {
+    return undefined; // a malformed escape (`%zz`) names no file
+  }
+}
+
+// ---- reading the bytes ----
+
+function decodeText(bytes: Uint8Array): string | undefined {
+  try {
+    return new TextDecoder('utf-8', { fatal: true }).decode(bytes); // drops a leading BOM
+  } catch {
+    return undefined;
+  }
+}
+
+function parseJson(bytes: Uint8Array): unknown {
+  const text = decodeText(bytes);
+  if (text === undefined) return undefined;
+  try {
+    return JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+}
+
+const GLB_MAGIC = 0x46546c67; // "glTF", little-endian
+const GLB_JSON_CHUNK = 0x4e4f534a; // "JSON"
+
+/** The JSON chunk of a binary glTF (glTF 2.0 §4.4: a 12-byte header, then the JSON chunk first), parsed. */
+function glbJson(bytes: Uint8Array): unknown {
+  if (bytes.length < 20) return undefined;
+  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  if (view.getUint32(0, true) !== GLB_MAGIC || view.getUint32(4, true) !== 2 || view.getUint32(16, true) !== GLB_JSON_CHUNK) return undefined;
+  const length = view.getUint32(12, true);
+  if (20 + length > bytes.length) return undefined;
+  return parseJson(bytes.subarray(20, 20 + length));
+}
+
+/** How many bytes of a .glb hold its header and JSON chunk (from its first 20 bytes), or undefined when it is not a glTF 2.0 binary. */
+export function glbJsonEnd(head: Uint8Array): number | undefined {
+  if (head.length < 20) return undefined;
+  const view = new DataView(head.buffer, head.byteOffset, 20);
+  if (view.getUint32(0, true) !== GLB_MAGIC || view.getUint32(16, true) !== GLB_JSON_CHUNK) return undefined;
+  return 20 + view.getUint32(12, true);
+}
+
+// ---- formats ----
+
+type JsonObject = Record<string, unknown>;
+const isObject = (value: unknown): value is JsonObject => typeof value === 'object' && value !== null && !Array.isArray(value);
+const objects = (value: unknown): JsonObject[] => (Array.isArray(value) ? value.filter(isObject) : []);
+
+/** glTF 2.0: `buffers[].uri` and `images[].uri`, relative to the .gltf (or .glb); `data:` URIs are not files. */
+function gltfReferences(gltf: unknown, folder: string): Reference[] {
+  if (!isObject(gltf)) return [];
+  return [...objects(gltf.buffers), ...objects(gltf.images)].map((item) => [joinPaths(folder, relativeUrl(item.uri))]);
+}
+
+/** Every JSON shape read (a file may match several): Phaser pack, atlas, multiatlas, audio sprite, bitmap font, Tiled map and tileset. */
+function jsonReferences(json: unknown, folder: string): Reference[] {
+  if (!isObject(json)) return [];
+  return [
+    ...phaserPackReferences(json, folder),
+    ...atlasReferences(json, folder),
+    ...multiAtlasReferences(json, folder),
+    ...audioSpriteReferences(json, folder),
+    ...bitmapFontJsonReferences(json, folder),
+    ...tiledReferences(json, folder),
+  ];
+}
+
+/** A file name beside the referring file (`folder/name`). */
+const beside = (folder: string, name: string | undefined): Reference => [joinPaths(folder, name)];
+
+/** A URL the game loads through Phaser's loader path (usually the asset root), or else beside the referring file. */
+const rootOrBeside = (folder: string, url: string | undefined): Reference => [joinPaths(url), joinPaths(folder, url)];
+
+/** TexturePacker (and Aseprite) JSON, hash or array: `meta.image`, beside the JSON. */
+function atlasReferences(json: JsonObject, folder: string): Reference[] {
+  if (!isObject(json.meta) || json.frames === undefined) return [];
+  return [beside(folder, fileName(json.meta.image))];
+}
+
+/** Phaser multiatlas (TexturePacker "Phaser 3"): `textures[].image`, URLs Phaser loads through its loader path. */
+function multiAtlasReferences(json: JsonObject, folder: string): Reference[] {
+  return objects(json.textures)
+    .filter((texture) => typeof texture.image === 'string')
+    .map((texture) => rootOrBeside(folder, relativeUrl(texture.image)));
+}
+
+/** An audio sprite's JSON (audiosprite's format, Phaser `audioSprite`): `resources[]`, URLs Phaser loads when no audio URL is given. */
+function audioSpriteReferences(json: JsonObject, folder: string): Reference[] {
+  if (!Array.isArray(json.resources) || !isObject(json.spritemap)) return [];
+  return json.resources.map((resource) => rootOrBeside(folder, relativeUrl(resource)));
+}
+
+/** AngelCode BMFont as JSON (msdf-bmfont, bmfont2json): `pages[]`, beside the JSON. */
+function bitmapFontJsonReferences(json: JsonObject, folder: string): Reference[] {
+  if (!Array.isArray(json.pages) || !Array.isArray(json.chars)) return [];
+  return json.pages.map((page) => beside(folder, fileName(page)));
+}
+
+/**
+ * Tiled JSON, paths relative to the file: a map's `tilesets[].image` (embedded),
+ * `tilesets[].source` (an external tileset, .tsx or .json) and image layers' `image` (group
+ * layers included); a tileset's `image` and an image collection's `tiles[].image`.
+ */
+function tiledReferences(json: JsonObject, folder: string): Reference[] {
+  const names: unknown[] = [];
+  const tileset = (set: JsonObject) => names.push(set.image, ...objects(set.tiles).map((tile) => tile.image));
+  if (Array.isArray(json.tilesets) && Array.isArray(json.layers)) {
+    for (const set of objects(json.tilesets)) {
+      names.push(set.source);
+      tileset(set);
+    }
+    const layers = objects(json.layers);
+    for (let layer = layers.pop(); layer !== undefined; layer = layers.pop()) {
+      if (layer.type === 'imagelayer') names.push(layer.image);
+      layers.push(...objects(layer.layers));
+    }
+  } else if (json.type === 'tileset' || (typeof json.image === 'string' && json.tilewidth !== undefined)) {
+    tileset(json);
+  }
+  return names.map((name) => beside(folder, fileName(name)));
+}
+
+/** Phaser's URL keys in a pack file's entries (its file types' config objects). */
+const PACK_URL_KEYS = ['url', 'textureURL', 'atlasURL', 'fontDataURL', 'jsonURL', 'audioURL', 'normalMap'];
+
+/**
+ * A pack entry without a URL loads `<key>.<extension>` (Phaser's File): for each type, which URL
+ * keys default so, the config key that overrides the extension, and its default.
+ */
+const PACK_DEFAULT_URLS: Record<string, readonly (readonly [urlKeys: readonly string[], extensionKey: string, extension: string])[]> = {
+  image: [[['url'], 'extension', 'png']],
+  spritesheet: [[['url'], 'extension', 'png']],
+  json: [[['url'], 'extension', 'json']],
+  pack: [[['url'], 'extension', 'json']],
+  tilemapTiledJSON: [[['url'], 'extension', 'json']],
+  text: [[['url'], 'extension', 'txt']],
+  xml: [[['url'], 'extension', 'xml']],
+  multiatlas: [[['url', 'atlasURL'], 'atlasExtension', 'json']],
+  atlas: [[['textureURL'], 'textureExtension', 'png'], [['atlasURL'], 'atlasExtension', 'json']],
+  bitmapFont: [[['textureURL'], 'textureExtension', 'png'], [['fontDataURL'], 'fontDataExtension', 'xml']],
+};
+
+/** The URL strings of one entry's value: a string, an array of strings, or `{ url }` objects (audio and video). */
+function urlStrings(value: unknown): string[] {
+  const items = Array.isArray(value) ? value : [value];
+  return items.flatMap((item) => (typeof item === 'string' ? [item] : isObject(item) && typeof item.url === 'string' ? [item.url] : []));
+}
+
+/** Phaser's `setPath` and `setBaseURL`: a non-empty value ends with `/`. */
+const withSlash = (value: string) => (value === '' || value.endsWith('/') ? value : `${value}/`);
+
+/**
+ * A Phaser pack file (LoaderPlugin#addPack): each section (a top-level object with a `files`
+ * array) loads its entries at `baseURL + path + url`, where `path` and `baseURL` are the
+ * section's or else the loader's. The loader's are taken to be the asset root; an absolute
+ * `baseURL` (a CDN) is left out. Each URL is tried from the asset root, then beside the pack.
+ */
+function phaserPackReferences(json: JsonObject, folder: string): Reference[] {
+  const references: Reference[] = [];
+  for (const section of Object.values(json)) {
+    if (!isObject(section) || !Array.isArray(section.files)) continue;
+    const baseURL = typeof section.baseURL === 'string' && !ABSOLUTE.test(section.baseURL) ? withSlash(section.baseURL) : '';
+    const path = typeof section.path === 'string' ? withSlash(section.path) : '';
+    for (const entry of objects(section.files)) {
+      const type = typeof entry.type === 'string' ? entry.type : section.defaultType;
+      for (const url of packEntryUrls(entry, typeof type === 'string' ? type : '')) {
+        // Phaser prepends the path to a relative URL only (File: not to http(s)://, //, data:, blob:).
+        references.push(rootOrBeside(folder, ABSOLUTE.test(url) ? undefined : relativeUrl(baseURL + path + url)));
+      }
+    }
+  }
+  return references;
+}
+
+function packEntryUrls(entry: JsonObject, type: string): string[] {
+  const urls = PACK_URL_KEYS.flatMap((key) => urlStrings(entry[key]));
+  for (const [urlKeys, extensionKey, extension] of PACK_DEFAULT_URLS[type] ?? []) {
+    if (urlKeys.some((key) => entry[key] !== undefined) || typeof entry.key !== 'string') continue;
+    urls.push(`${entry.key}.${typeof entry[extensionKey] === 'string' ? entry[extensionKey] : extension}`);
+  }
+  return urls;
+}
+
+/** XML entities in an attribute value: the five named ones and numeric references. */
+function decodeXmlEntities(value: string): string {
+  const named: Record<string, string> = { amp: '&', lt: '<', gt: '>', quot: '"', apos: "'" };
+  return value.replace(/&(#x[0-9a-fA-F]+|#[0-9]+|amp|lt|gt|quot|apos);/g, (_, name: string) => {
+    if (!name.startsWith('#')) return named[name]!;
+    const code = name[1] === 'x' ? parseInt(name.slice(2), 16) : parseInt(name.slice(1), 10);
+    return code <= 0x10ffff ? String.fromCodePoint(code) : '';
+  });
+}
+
+/** The values of `attribute` on every `<element …>` tag of `xml` (comments left out). */
+function xmlAttributeValues(xml: string, element: string, attribute: string): string[] {
+  const values: string[] = [];
+  const tag = new RegExp(`<${element}(\\s[^>]*)>`, 'g');
+  const value = new RegExp(`\\s${attribute}\\s*=\\s*(?:"([^"]*)"|'([^']*)')`);
+  for (const match of xml.matchAll(tag)) {
+    const found = value.exec(match[1]!);
+    if (found) values.push(decodeXmlEntities(found[1] ?? found[2]!));
+  }
+  return values;
+}
+
+/**
+ * XML, paths relative to the file: AngelCode BMFont `<page file>`, a Starling/Sparrow atlas
+ * (Phaser `atlasXML`) `<TextureAtlas imagePath>`, Tiled TMX/TSX `<tileset source>` and `<image source>`.
+ */
+function xmlReferences(text: string, folder: string): Reference[] {
+  const xml = text.replace(/<!--[\s\S]*?-->/g, '');
+  const names = [
+    ...xmlAttributeValues(xml, 'page', 'file'),
+    ...xmlAttributeValues(xml, 'TextureAtlas', 'imagePath'),
+    ...xmlAttributeValues(xml, 'tileset', 'source'),
+    ...xmlAttributeValues(xml, 'image', 'source'),
+  ];
+  return names.map((name) => beside(folder, fileName(name)));
+}
+
+/** AngelCode BMFont's text form (.fnt): `page id=0 file="font.png"` lines, beside the file. */
+function angelCodeTextReferences(text: string, folder: string): Reference[] {
+  return [...text.matchAll(/^page\b[^\n]*?\sfile=(?:"([^"\n]*)"|(\S+))/gm)].map((match) => beside(folder, fileName(match[1] ?? match[2])));
+}
+
+// ---- the grouping ----
+
+/**
+ * SPEC §6 custom grouping for `--group auto`: each file with what references it. `references`
+ * maps a referring file to the listed files it references (`referencesOf`). A *root* is a file
+ * that references something and that no other file references; roots are taken in key order of
+ * their paths, and each takes into the group `ref:<root path>` every file it reaches, following
+ * references transitively, that no earlier root took. Then each file that references something
+ * and is still in no group (a cycle no root reaches) does the same, in key order. Every other
+ * file keeps `fallback`'s group. So a file that several roots reach goes with the first root.
+ */
+export function groupByReferences(references: ReadonlyMap<string, readonly string[]>, fallback: Grouping = groupByFolder(1)): Grouping {
+  const referrers = [...references.keys()].filter((path) => references.get(path)!.some((target) => target !== path)).sort(compareKeys);
+  const referenced = new Set<string>();
+  for (const [path, targets] of references) for (const target of targets) if (target !== path) referenced.add(target);
+  const rootOf = new Map<string, string>();
+  const take = (root: string) => {
+    const pending = [root];
+    for (let path = pending.pop(); path !== undefined; path = pending.pop()) {
+      if (rootOf.has(path)) continue;
+      rootOf.set(path, root);
+      pending.push(...(references.get(path) ?? []));
+    }
+  };
+  for (const root of referrers) if (!referenced.has(root)) take(root);
+  for (const referrer of referrers) if (!rootOf.has(referrer)) take(referrer);
+  return {
+    groupOf(path) {
+      const root = rootOf.get(path);
+      return root === undefined ? fallback.groupOf(path) : `ref:${root}`;
+    },
+  };
+}
+
+/**
+ * The references of every file in `paths` that `--group auto` reads (`mayReference`), for
+ * `groupByReferences`. `read` gives a file's bytes (a .glb's may stop after its JSON chunk), or
+ * undefined for a file it does not read (too large): such a file references nothing. Files are
+ * read one at a time, and their bytes let go once read.
+ */
+export async function collectReferences(paths: readonly string[], read: (path: string) => Promise<Uint8Array | undefined>): Promise<Map<string, string[]>> {
+  const listed = new Set(paths);
+  const references = new Map<string, string[]>();
+  for (const path of paths) {
+    if (!mayReference(path)) continue;
+    const bytes = await read(path);
+    if (bytes === undefined) continue;
+    const targets = referencesOf(path, bytes, listed);
+    if (targets.length > 0) references.set(path, targets);
+  }
+  return references;
+}
