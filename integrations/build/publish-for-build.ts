@@ -13,6 +13,7 @@ import { publishFolder } from '../../core/node/publish-folder.js';
 import { readLoadsFile } from '../../core/node/publish-grouping.js';
 import { writeFileAtomic, type PublishSummary } from '../../core/node/publish.js';
 import { SERVICE_WORKER_FILE, serviceWorkerSource } from '../../core/node/service-worker-file.js';
+import type { NamedLoad } from '../../core/publish/loads.js';
 import { writerOptionsOf } from '../../core/publish/settings.js';
 import type { ResolvedBuildOptions } from './options.js';
 
@@ -29,6 +30,8 @@ export interface BuildPublishResult {
   serviceWorkerPath?: string;
   /** The publish's own summary (counts, the index). */
   summary: PublishSummary;
+  /** The loads the publish grouped by (the loads file's), if any: the first one is what the built page preloads. */
+  loads?: NamedLoad[];
 }
 
 /** The real path of `path`, or `path` resolved when it does not exist yet. */
@@ -72,5 +75,5 @@ export async function publishForBuild(resolved: ResolvedBuildOptions, outDir: st
     serviceWorkerPath = join(resolve(outDir), SERVICE_WORKER_FILE);
     await writeFileAtomic(serviceWorkerPath, await serviceWorkerSource(resolved.serviceWorker.index));
   }
-  return { publishedDir, indexPath: summary.indexPath, writtenBundles, reusedBundles, ...(serviceWorkerPath ? { serviceWorkerPath } : {}), summary };
+  return { publishedDir, indexPath: summary.indexPath, writtenBundles, reusedBundles, ...(serviceWorkerPath ? { serviceWorkerPath } : {}), summary, ...(loads ? { loads } : {}) };
 }

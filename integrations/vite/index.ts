@@ -25,10 +25,12 @@ import { listFolderFiles } from '../../core/node/loose-index.js';
 import { serviceWorkerSource } from '../../core/node/service-worker-file.js';
 import {
   LooseDevIndex,
+  preloadHrefs,
   publishForBuild,
   resolveBuildOptions,
   SERVICE_WORKER_FILE,
   type AwakeBundleBuildOptions,
+  type BuildPublishResult,
   type ResolvedBuildOptions,
 } from '../build/shared.js';
 import { buildCacheFolder, placePublished, pruneCache } from './build-cache.js';
@@ -43,6 +45,10 @@ export const PLUGIN_NAME = 'awake-bundle';
 export function awakeBundle(options: AwakeBundleViteOptions): Plugin {
   let config: ResolvedConfig;
   let resolved: ResolvedBuildOptions;
+  /** This build's publish into the build cache: started by the HTML (for its preload links) or by closeBundle. */
+  let publishing: Promise<BuildPublishResult> | undefined;
+  const publish = (outDir: string) => (publishing ??= publishIntoCache(config, outDir, resolved));
+  const outDirOf = (environment: { config: { build: ResolvedConfig['build'] } } | undefined) => resolve(config.root, (environment?.config.build ?? config.build).outDir);
   return {
     name: PLUGIN_NAME,
     configResolved(resolvedConfig) {
@@ -60,6 +66,7 @@ export function awakeBundle(options: AwakeBundleViteOptions): Plugin {
       server.httpServer?.once('close', () => void dev.close());
     },
     async buildStart() {
+      publishing = undefined; // each build (a watch rebuild too) publishes afresh
       if (config.command !== 'build' || !this.meta.watchMode || !isClientBuild(config, this.environment)) return;
       // `vite build --watch`: a change in the assets folder rebuilds, and closeBundle publishes again.
       this.addWatchFile(resolved.assets);
@@ -71,11 +78,25 @@ export function awakeBundle(options: AwakeBundleViteOptions): Plugin {
       // Emitted as a Vite asset: written into build.outDir with the build's other files.
       this.emitFile({ type: 'asset', fileName: SERVICE_WORKER_FILE, source: await serviceWorkerSource(resolved.serviceWorker.index) });
     },
+    transformIndexHtml: {
+      order: 'post',
+      // The built page preloads the index and the first load's bundles (integrations/build/preload.ts).
+      async handler() {
+        if (config.command !== 'build') return undefined;
+        const published = await publish(outDirOf(undefined)).catch(() => undefined); // closeBundle reports the failure
+        if (!published) return undefined;
+        const prefix = `${config.base}${resolved.output}/`;
+        return preloadHrefs(published.summary.index, 'project.index.json', prefix, published.loads).map((href) => ({
+          tag: 'link', attrs: { rel: 'preload', as: 'fetch', crossorigin: '', href }, injectTo: 'head-prepend' as const,
+        }));
+      },
+    },
     async closeBundle() {
       // Vite's dev server calls closeBundle too, when it closes: publishing is for `vite build`.
       const build = this.environment?.config.build ?? config.build;
       if (config.command !== 'build' || build.write === false || !isClientBuild(config, this.environment)) return;
-      await publishIntoOutDir(config, resolve(config.root, build.outDir), resolved);
+      const outDir = outDirOf(this.environment);
+      await placeIntoOutDir(config, outDir, resolved, await publish(outDir));
     },
   };
 }
@@ -86,12 +107,18 @@ function isClientBuild(config: ResolvedConfig, environment: { config: { consumer
   return !config.build.ssr;
 }
 
-async function publishIntoOutDir(config: ResolvedConfig, outDir: string, options: ResolvedBuildOptions): Promise<void> {
+/**
+ * Publishes into the build cache (then placed at `<outDir>/<output>` by `placeIntoOutDir`): the
+ * build's outDir, when inside the asset folder, is left out of the input. The worker is emitted
+ * through Vite (generateBundle).
+ */
+async function publishIntoCache(config: ResolvedConfig, outDir: string, options: ResolvedBuildOptions): Promise<BuildPublishResult> {
   const cache = buildCacheFolder(join(config.cacheDir, PLUGIN_NAME), { assets: options.assets, output: options.output, settings: options.settings, rootPath: options.rootPath });
+  return publishForBuild({ ...options, serviceWorker: undefined }, cache, { buildOutput: outDir });
+}
+
+async function placeIntoOutDir(config: ResolvedConfig, outDir: string, options: ResolvedBuildOptions, published: BuildPublishResult): Promise<void> {
   const target = join(outDir, options.output);
-  // Published into the cache, then placed at target: the build's outDir, when inside the asset
-  // folder, is left out of the input. The worker is emitted through Vite (generateBundle).
-  const published = await publishForBuild({ ...options, serviceWorker: undefined }, cache, { buildOutput: outDir });
   const { index } = published.summary;
   await pruneCache(published.publishedDir, index);
   await placePublished(published.publishedDir, index, target);

@@ -21,7 +21,7 @@
  */
 import type { Compilation, Compiler, WebpackError } from 'webpack';
 import { UnsupportedOperationError } from '../../core/errors.js';
-import { LooseDevIndex, publishForBuild, resolveBuildOptions, SERVICE_WORKER_FILE, type AwakeBundleBuildOptions, type Middleware, type ResolvedBuildOptions } from '../build/shared.js';
+import { LooseDevIndex, preloadHrefs, publishForBuild, resolveBuildOptions, SERVICE_WORKER_FILE, type AwakeBundleBuildOptions, type BuildPublishResult, type Middleware, type ResolvedBuildOptions } from '../build/shared.js';
 
 export type { AwakeBundleBuildOptions } from '../build/shared.js';
 
@@ -43,6 +43,8 @@ export class AwakeBundlePlugin {
   private readonly options: AwakeBundleBuildOptions;
   private compiler?: Compiler;
   private devIndex?: LooseDevIndex;
+  /** Each compilation's publish, once. */
+  private readonly publishing = new WeakMap<Compilation, Promise<BuildPublishResult>>();
 
   constructor(options: AwakeBundlePluginOptions) {
     // Checked now, so a wrong option fails when the configuration loads, naming the option.
@@ -58,7 +60,10 @@ export class AwakeBundlePlugin {
   apply(compiler: Compiler): void {
     this.compiler = compiler;
     this.wrapDevServerMiddlewares(compiler);
-    compiler.hooks.thisCompilation.tap(PLUGIN_NAME, (compilation) => this.keepPublishedOnClean(compilation));
+    compiler.hooks.thisCompilation.tap(PLUGIN_NAME, (compilation) => {
+      this.keepPublishedOnClean(compilation);
+      this.addPreloadLinks(compilation);
+    });
     compiler.hooks.afterEmit.tapPromise(PLUGIN_NAME, (compilation) => this.publish(compilation));
     compiler.hooks.shutdown.tapPromise(PLUGIN_NAME, async () => {
       await this.devIndex?.close();
@@ -119,6 +124,39 @@ export class AwakeBundlePlugin {
     return compiler.watchMode && process.env.WEBPACK_SERVE === 'true';
   }
 
+  /**
+   * With html-webpack-plugin in the build, the built page preloads the index and the first load's
+   * bundles (integrations/build/preload.ts): the publish then starts when the HTML is made, and
+   * `afterEmit` waits for that same publish.
+   */
+  private addPreloadLinks(compilation: Compilation): void {
+    const compiler = compilation.compiler;
+    const html = compiler.options.plugins.find((plugin) => typeof (plugin?.constructor as Partial<HtmlWebpackPluginClass> | undefined)?.getHooks === 'function' && plugin?.constructor?.name === 'HtmlWebpackPlugin');
+    if (!html) return;
+    const HtmlWebpackPlugin = html.constructor as unknown as HtmlWebpackPluginClass;
+    HtmlWebpackPlugin.getHooks(compilation).alterAssetTagGroups.tapPromise(PLUGIN_NAME, async (data) => {
+      if (this.isDevelopment(compiler)) return data;
+      const published = await this.publishOnce(compilation).catch(() => undefined); // afterEmit reports the failure
+      if (!published) return data;
+      const { output } = this.resolved(compiler);
+      const links = preloadHrefs(published.summary.index, 'project.index.json', `${publicPathOf(data.publicPath)}${output}/`, published.loads)
+        .map((href) => HtmlWebpackPlugin.createHtmlTagObject('link', { rel: 'preload', as: 'fetch', crossorigin: 'anonymous', href }));
+      return { ...data, headTags: [...links, ...data.headTags] };
+    });
+  }
+
+  /** This compilation's publish, started once (by the HTML's preload links, or by `afterEmit`). */
+  private publishOnce(compilation: Compilation): Promise<BuildPublishResult> {
+    let publishing = this.publishing.get(compilation);
+    if (!publishing) {
+      const compiler = compilation.compiler;
+      const resolved = this.resolved(compiler, (message) => compilation.warnings.push(webpackError(compiler, `awake-bundle: warning: ${message}`)));
+      publishing = publishForBuild(resolved, compiler.outputPath);
+      this.publishing.set(compilation, publishing);
+    }
+    return publishing;
+  }
+
   private async publish(compilation: Compilation): Promise<void> {
     const compiler = compilation.compiler;
     if (this.isDevelopment(compiler)) {
@@ -127,8 +165,7 @@ export class AwakeBundlePlugin {
     }
     const logger = compilation.getLogger(PLUGIN_NAME);
     try {
-      const resolved = this.resolved(compiler, (message) => compilation.warnings.push(webpackError(compiler, `awake-bundle: warning: ${message}`)));
-      const result = await publishForBuild(resolved, compiler.outputPath);
+      const result = await this.publishOnce(compilation);
       const { summary } = result;
       logger.info(`published ${summary.index.files.length} files in ${summary.bundles} bundles to ${result.publishedDir}: ${result.writtenBundles.length} written, ${result.reusedBundles.length} already there`);
     } catch (error) {
@@ -136,6 +173,20 @@ export class AwakeBundlePlugin {
       compilation.errors.push(webpackError(compiler, `awake-bundle: ${(error as Error)?.message ?? String(error)}`, error));
     }
   }
+}
+
+/** html-webpack-plugin's class, as far as this plugin uses it (it is never imported: its hooks are found on the instance in the build). */
+interface HtmlWebpackPluginClass {
+  getHooks(compilation: Compilation): {
+    alterAssetTagGroups: { tapPromise(name: string, run: (data: { headTags: unknown[]; bodyTags: unknown[]; publicPath: string }) => Promise<{ headTags: unknown[]; bodyTags: unknown[]; publicPath: string }>): void };
+  };
+  createHtmlTagObject(tagName: string, attributes: Record<string, string | boolean>): unknown;
+}
+
+/** html-webpack-plugin's public path as a prefix: `auto` (and empty) is the page's own folder. */
+function publicPathOf(publicPath: string): string {
+  if (publicPath === 'auto' || publicPath === '') return '';
+  return publicPath.endsWith('/') ? publicPath : `${publicPath}/`;
 }
 
 /** The dev server's public path: `output.publicPath` when it is an absolute path, else `/`. */

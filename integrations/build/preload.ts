@@ -1,0 +1,37 @@
+/**
+ * Preload at build (issue 19): the links the plugins add to the built HTML so that the index
+ * request, and the first load's bundle requests, start with the page instead of after the game's
+ * JavaScript. `<link rel="preload" as="fetch" crossorigin>` matches the reader's own `fetch` of
+ * the same URL (mode `cors`, credentials `same-origin`), so the browser hands it the preloaded
+ * response; the reader streams a preloaded bundle on the page for that reason (a worker's fetch
+ * would ask again).
+ */
+import { opaqueId } from '../../core/format/ids.js';
+import type { BundledIndex } from '../../core/format/project-index.js';
+import type { NamedLoad } from '../../core/publish/loads.js';
+
+/**
+ * The hrefs to preload, `prefix` (where the published folder is, as the page reaches it: `/published/`,
+ * `./published/`) + the index, then the bundles (and loose files) that the first load of `loads`
+ * reads, in the order it first reads them. With no loads, the index alone: which bundles a game
+ * needs first is what a loads file says.
+ */
+export function preloadHrefs(index: BundledIndex, indexFile: string, prefix: string, loads: readonly NamedLoad[] | undefined): string[] {
+  const hrefs = [prefix + indexFile];
+  const first = loads?.[0];
+  if (!first) return hrefs;
+  const salt = index.pathIds?.salt;
+  const byKey = new Map(index.files.map((file) => [(file.path ?? file.id)!, file]));
+  const bundleUrl = new Map(index.bundles.map((bundle) => [bundle.sha256, bundle.url]));
+  for (const path of first.paths) {
+    const file = byKey.get(salt === undefined ? path : opaqueId(salt, path));
+    const url = file?.bundle !== undefined ? bundleUrl.get(file.bundle) : file?.url;
+    if (url !== undefined && !hrefs.includes(prefix + url)) hrefs.push(prefix + url);
+  }
+  return hrefs;
+}
+
+/** One `<link rel="preload" as="fetch" crossorigin>` as HTML text. */
+export function preloadLinkHtml(href: string): string {
+  return `<link rel="preload" as="fetch" crossorigin href="${href.replace(/&/g, '&amp;').replace(/"/g, '&quot;')}">`;
+}
