@@ -132,6 +132,98 @@ describe.each(TESTED_BROWSERS)('%s', (kind) => {
     expect(messages.filter((message) => /cache|getMany/i.test(message))).toEqual([]);
   });
 
+  test('beginLoad names the load the reads after it belong to (source.recordedLoads()); before any, "main"', async () => {
+    await register();
+    try {
+      const recorded = await call(async (t, loose) => {
+        await t.loadModel('ImportMeshAsync', `${loose}glb/CesiumMilkTruck.glb`);
+        t.registration.beginLoad('garage');
+        await t.loadModel('ImportMeshAsync', `${loose}gltf/BoxTextured/BoxTextured.gltf`);
+        t.registration.beginLoad('street');
+        await t.loadModel('ImportMeshAsync', `${loose}gltf/Box%20Textured/Box%20Textured.gltf`);
+        await t.loadModel('ImportMeshAsync', `${loose}glb/CesiumMilkTruck.glb`);
+        // No development server asked for them: nothing to post.
+        const posted = await t.registration.flushRecordedLoads();
+        return { posted, loads: t.registration.source.recordedLoads() };
+      }, LOOSE);
+      expect(recorded).toEqual({
+        posted: false,
+        loads: {
+          formatVersion: 1,
+          loads: [
+            { name: 'main', paths: ['glb/CesiumMilkTruck.glb'] },
+            { name: 'garage', paths: ['gltf/BoxTextured/BoxTextured.gltf', 'gltf/BoxTextured/BoxTextured0.bin', 'gltf/BoxTextured/CesiumLogoFlat.png'] },
+            { name: 'street', paths: ['gltf/Box Textured/Box Textured.gltf', 'gltf/Box Textured/Box Textured0.bin', 'gltf/Box Textured/Cesium Logo Flat.png', 'glb/CesiumMilkTruck.glb'] },
+          ],
+        },
+      });
+    } finally {
+      await dispose();
+    }
+  });
+
+  test('with a development server\'s ask (recordLoads), the registration posts the recorded loads once reads settle and on beginLoad', async () => {
+    const origin = server.origin;
+    expect(await call((t, options) => t.registerWithDevAsk(options), { indexUrl: INDEX, root: LOOSE })).toEqual({ loadsEndpoint: `${origin}/__awake-bundle/loads` });
+    try {
+      const posts = await call(async (t, loose) => {
+        t.registration.beginLoad('garage'); // nothing recorded yet: nothing posted
+        await t.loadModel('ImportMeshAsync', `${loose}glb/CesiumMilkTruck.glb`);
+        // Posted once its reads have settled for a moment.
+        for (let i = 0; i < 250 && t.posts.length === 0; i++) await new Promise((next) => setTimeout(next, 20));
+        t.registration.beginLoad('street');
+        await t.loadModel('ImportMeshAsync', `${loose}gltf/BoxTextured/BoxTextured.gltf`);
+        // Posted now if the reads' moment has not passed yet, else already: once either way.
+        t.registration.beginLoad('pier');
+        for (let i = 0; i < 250 && t.posts.length < 2; i++) await new Promise((next) => setTimeout(next, 20));
+        await t.registration.flushRecordedLoads(); // nothing new: nothing posted
+        return t.posts;
+      }, LOOSE);
+      const garage = { name: 'garage', paths: ['glb/CesiumMilkTruck.glb'] };
+      const street = { name: 'street', paths: ['gltf/BoxTextured/BoxTextured.gltf', 'gltf/BoxTextured/BoxTextured0.bin', 'gltf/BoxTextured/CesiumLogoFlat.png'] };
+      const post = (loads: unknown[]) => ({ url: `${origin}/__awake-bundle/loads`, keepalive: true, type: 'application/json', body: { formatVersion: 1, loads } });
+      expect(posts).toEqual([post([garage]), post([garage, street])]);
+    } finally {
+      await dispose();
+    }
+  });
+
+  test('URLs that miss the index while it lists their tails: one warning naming the root that would serve them; none with that root', async () => {
+    const warnings: string[] = [];
+    const listen = (message: { type(): string; text(): string }) => { if (message.text().includes('load loose')) warnings.push(`${message.type()}: ${message.text()}`); };
+    page.on('console', listen);
+    const loadTwo = () => call((t, a, b) => t.loadModel('ImportMeshAsync', a).then(() => t.loadModel('ImportMeshAsync', b)), `${LOOSE}gltf/BoxTextured/BoxTextured.gltf`, `${LOOSE}glb/CesiumMilkTruck.glb`);
+    try {
+      // No root: the index's folder, /site/published/; the page asks for /site/loose/….
+      await register({ root: undefined });
+      server.resetRequests();
+      try {
+        await loadTwo();
+      } finally {
+        await dispose();
+      }
+      expect(siteRequests().filter((path) => path.startsWith(LOOSE)).length).toBeGreaterThanOrEqual(4);
+      const origin = server.origin;
+      // Told as the first file goes loose (Babylon asks for a glTF's other files once it has read it).
+      expect(warnings).toEqual([
+        `warn: awake-bundle: 1 file under ${origin}${LOOSE} load loose, but the index ${origin}${INDEX} lists it below its root ${origin}/site/published/; set root: '${origin}${LOOSE}' (or '${LOOSE}') to serve them from bundles`,
+      ]);
+
+      warnings.length = 0;
+      await register();
+      server.resetRequests();
+      try {
+        await loadTwo();
+      } finally {
+        await dispose();
+      }
+      expectOnlyIndexAndBundles(siteRequests());
+      expect(warnings).toEqual([]);
+    } finally {
+      page.off('console', listen);
+    }
+  });
+
   describe("the 'awkb' scene-loader plugin (pluginExtension: '.awkb')", () => {
     test('loads a URL below the root, or a bare project path, through the index and hands it to the glTF loader', async () => {
       const model = 'gltf/CesiumMilkTruck/CesiumMilkTruck.gltf';

@@ -44,6 +44,8 @@ describe.each(TESTED_BROWSERS)('%s', (kind) => {
     };
     keptUrls: { count: number; aliveBeforeDestroy: boolean[]; aliveAfterDestroy: boolean[] };
     afterVideoRemoved?: { video: boolean; others: boolean[] };
+    /** `source.recordedLoads()` of the game's source, before the game is destroyed. */
+    recordedLoads?: { formatVersion: 1; loads: { name: string; paths: string[] }[] };
   }
 
   beforeAll(async () => {
@@ -199,6 +201,46 @@ describe.each(TESTED_BROWSERS)('%s', (kind) => {
       expect(requests.filter((path) => !path.endsWith('.awkb') && !path.endsWith('project.index.json'))).toEqual([]);
       expect(result.events.loaderror).toEqual([]);
       expectMonotonicProgressEndingAtOne(result.events.progress.filter(([scene]) => scene === 'second'));
+    });
+
+    test('each scene\'s loads are recorded as a load named by its scene key, paths in the order the scene used them', async () => {
+      const result = await run(version, {
+        baseURL: '/site/published/', index: { url: 'project.index.json', options: { cache: 'memory', prefetch: ['tilemap/tilemaps/simple-map.json'] } }, queue: ['image', 'text', 'json'],
+        secondScene: { queue: ['xml', 'binary'] },
+      });
+      expect(result.events.loaderror).toEqual([]);
+      expect(result.recordedLoads).toEqual({
+        formatVersion: 1,
+        loads: [
+          // The index's `prefetch` is part of the scene's load.
+          { name: 'first', paths: ['tilemap/tilemaps/simple-map.json', 'images/kenney/coin.png', 'fixtures/notes.txt', 'atlas/emoji/emoji.json'] },
+          { name: 'second', paths: ['fixtures/data.xml', 'audio/superpowers/4.wav'] },
+        ],
+      });
+    });
+
+    test('files whose URLs miss the index while it lists their tails: one warning naming the root that would serve them; none with that root', async () => {
+      const log: string[] = [];
+      const index = (options: Record<string, unknown>) => ({ url: '../published/project.index.json', options: { cache: 'memory', ...options } });
+      const queue = ['image', 'atlas', 'text'];
+      server.resetRequests();
+      const misrooted = await run(version, { baseURL: '/site/loose/', index: index({}), queue }, log);
+      // Loaded, but loose: the index sits in published/, the game asks for loose/….
+      expect(misrooted.first.caches.atlas.frames).toBe(24);
+      expect(siteRequests().filter((path) => path.startsWith('/site/loose/'))).toHaveLength(4);
+      expect(misrooted.recordedLoads).toEqual({ formatVersion: 1, loads: [] });
+      const origin = server.origin;
+      expect(log.filter((line) => line.includes('load loose'))).toEqual([
+        `warn: awake-bundle: 4 files under ${origin}/site/loose/ load loose, but the index ${origin}/site/published/project.index.json lists them below its root ${origin}/site/published/; set root: '${origin}/site/loose/' (or './') to serve them from bundles`,
+      ]);
+
+      log.length = 0;
+      server.resetRequests();
+      const rooted = await run(version, { baseURL: '/site/loose/', index: index({ root: './' }), queue }, log);
+      expect(rooted.first.caches).toEqual(misrooted.first.caches);
+      expect(siteRequests().filter((path) => path.startsWith('/site/loose/'))).toEqual([]);
+      expect(log.filter((line) => line.includes('load loose'))).toEqual([]);
+      expect(rooted.recordedLoads!.loads.map((load) => load.name)).toEqual(['first']);
     });
 
     test('`type: "awkbIndex"` in a pack file: the files after it come from bundles, with ./, .. and a query', async () => {

@@ -211,13 +211,19 @@ describe('vite build', () => {
     expect(existsSync(join(project.dir, 'dist/published/project.index.json'))).toBe(true);
   });
 
-  test('vite preview serves the built index and bundles', async () => {
-    const project = createViteProject({ assets: exampleAssets(), plugin: { assets: 'assets' } });
+  test('vite preview serves the built index and bundles; recordLoads, a development option, exists nowhere in the build', async () => {
+    const project = createViteProject({ assets: exampleAssets(), plugin: { assets: 'assets', recordLoads: true } });
     expectBuilt(project);
     const preview = await startVite(project.dir, 'preview');
     try {
       const indexUrl = new URL('published/project.index.json', preview.url);
-      const index = await (await fetch(indexUrl)).json();
+      const answer = await fetch(indexUrl);
+      // No ask for recorded loads, and no endpoint to post them to.
+      expect(answer.headers.get('x-awake-bundle-loads')).toBeNull();
+      const posted = await fetch(new URL('__awake-bundle/loads', preview.url), { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: '{"formatVersion":1,"loads":[{"name":"a","paths":["images/kenney/coin.png"]}]}' });
+      expect(posted.status).toBeGreaterThanOrEqual(400);
+      expect(existsSync(join(project.dir, 'awkb-loads.json'))).toBe(false);
+      const index = await answer.json();
       expect(index.formatVersion).toBe(3);
       for (const bundle of index.bundles) {
         const bytes = new Uint8Array(await (await fetch(new URL(bundle.url, indexUrl))).arrayBuffer());
@@ -313,6 +319,7 @@ describe('vite (the dev server)', () => {
 describe('the Phaser example game on the Vite dev server, in Chromium', () => {
   let dev: RunningVite;
   let chromium: LaunchedBrowser;
+  let project: ViteProject;
 
   beforeAll(async () => {
     // The example's own code (examples/phaser/src/main.ts), unchanged: Vite compiles it; its
@@ -320,8 +327,8 @@ describe('the Phaser example game on the Vite dev server, in Chromium', () => {
     // meets the plugin's loose index of examples/assets.
     const page = readFileSync(join(REPO, 'examples/phaser/index.html'), 'utf8')
       .replace('<script src="main.js"></script>', `<script type="module" src="/@fs${join(REPO, 'examples/phaser/src/main.ts')}"></script>`);
-    const project = createViteProject({
-      plugin: { assets: join(REPO, 'examples/assets') },
+    project = createViteProject({
+      plugin: { assets: join(REPO, 'examples/assets'), recordLoads: true },
       indexHtml: page,
       // As the example's webpack config: awake-bundle/phaser is this repository's build.
       config: `resolve: { alias: { 'awake-bundle/phaser': ${JSON.stringify(join(REPO, 'dist/adapters/phaser/index.js'))} } }, server: { fs: { allow: ['.', ${JSON.stringify(REPO)}] } }, optimizeDeps: { include: ['phaser'] },`,
@@ -365,6 +372,30 @@ describe('the Phaser example game on the Vite dev server, in Chromium', () => {
     for (const path of ['tilemap/tilemaps/simple-map.json', 'atlas/emoji/emoji.png', 'atlas/emoji/emoji.json', 'images/kenney/particle.png', 'audio/superpowers/theme-4.ogg']) {
       expect(files).toContain(`/published/files/${path}`);
     }
+
+    // recordLoads: the page posted its scene's load (after the loader's complete) to the dev
+    // server, which wrote awkb-loads.json beside the config: the load is named by the scene key,
+    // with every file the scene read.
+    const loadsFile = join(project.dir, 'awkb-loads.json');
+    for (let attempt = 0; attempt < 200 && !existsSync(loadsFile); attempt++) await new Promise((done) => setTimeout(done, 50));
+    const recorded = JSON.parse(readFileSync(loadsFile, 'utf8'));
+    const read = files.map((path) => decodeURIComponent(path.slice('/published/files/'.length)));
+    expect(recorded.formatVersion).toBe(1);
+    expect(recorded.loads.map((load: { name: string }) => load.name)).toEqual(['preload']);
+    expect([...recorded.loads[0].paths].sort()).toEqual([...new Set(read)].sort());
+    expect(requested).toContain('/__awake-bundle/loads');
+
+    // A second post (another play-through) merges in, first use first.
+    const posted = await fetch(new URL('__awake-bundle/loads', dev.url), {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/json' },
+      body: JSON.stringify({ formatVersion: 1, loads: [{ name: 'harbour', paths: ['images/kenney/coin.png'] }, { name: 'preload', paths: ['images/kenney/coin.png', recorded.loads[0].paths[0]] }] }),
+    });
+    expect(posted.status).toBe(204);
+    expect(JSON.parse(readFileSync(loadsFile, 'utf8'))).toEqual({
+      formatVersion: 1,
+      loads: [{ name: 'preload', paths: [...recorded.loads[0].paths, 'images/kenney/coin.png'] }, { name: 'harbour', paths: ['images/kenney/coin.png'] }],
+    });
   }, 120_000);
 });
 

@@ -210,6 +210,37 @@ describe('webpack serve', () => {
     }
   });
 
+  test('recordLoads: the index asks for the recorded loads, and posts merge into awkb-loads.json beside the config, first use first; a build has none of it', async () => {
+    const project = temporaryDir('awkb-webpack-loads-');
+    writeAssets(join(project, 'assets'));
+    const loadsFile = join(project, 'awkb-loads.json');
+    const server = await startWebpackServe(writeWebpackProject(project, { assets: 'assets', recordLoads: true }, { mode: 'development' }), project);
+    const post = (loads: { name: string; paths: string[] }[]) => fetch(new URL('__awake-bundle/loads', server.url), { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ formatVersion: 1, loads }) });
+    try {
+      const index = await fetch(new URL('published/project.index.json', server.url));
+      expect(index.headers.get('x-awake-bundle-loads')).toBe('/__awake-bundle/loads');
+      expect((await post([{ name: 'title', paths: ['art/hero.png', 'audio/theme.ogg'] }])).status).toBe(204);
+      expect(JSON.parse(readFileSync(loadsFile, 'utf8'))).toEqual({ formatVersion: 1, loads: [{ name: 'title', paths: ['art/hero.png', 'audio/theme.ogg'] }] });
+      expect((await post([{ name: 'level 1', paths: ['levels/1 first.json', 'art/hero.png'] }, { name: 'title', paths: ['art/tiles/grass.png', 'art/hero.png'] }])).status).toBe(204);
+      expect(JSON.parse(readFileSync(loadsFile, 'utf8'))).toEqual({
+        formatVersion: 1,
+        loads: [
+          { name: 'title', paths: ['art/hero.png', 'audio/theme.ogg', 'art/tiles/grass.png'] },
+          { name: 'level 1', paths: ['levels/1 first.json', 'art/hero.png'] },
+        ],
+      });
+      expect((await post([{ name: '', paths: [] }])).status).toBe(400);
+    } finally {
+      await server.stop();
+    }
+    // The same option in a build: published as without it; the loads file is left alone.
+    const recorded = readFileSync(loadsFile, 'utf8');
+    const build = runWebpack(writeWebpackProject(project, { assets: 'assets', recordLoads: true }), project);
+    expect(build.code).toBe(0);
+    expect(JSON.parse(readFileSync(join(project, 'dist/published/project.index.json'), 'utf8')).formatVersion).toBe(3);
+    expect(readFileSync(loadsFile, 'utf8')).toBe(recorded);
+  });
+
   test('a link that leaves the folder is named in the answer, never served', async () => {
     const project = temporaryDir('awkb-webpack-serve-unsafe-');
     writeAssets(join(project, 'assets'));

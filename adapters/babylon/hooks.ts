@@ -21,7 +21,7 @@ import type { Observer } from '@babylonjs/core/Misc/observable.js';
 import { WebRequest } from '@babylonjs/core/Misc/webRequest.js';
 import { mediaTypeOf } from '../../core/format/media-types.js';
 import { BundleRequest } from './bundle-request.js';
-import { targetOf } from './registration.js';
+import { noticeLoose, targetOf } from './registration.js';
 import { registerAwkbScenePlugin } from './scene-loader-plugin.js';
 
 type Open = (this: WebRequest, method: string, url: string, baseHeaders?: Record<string, string>) => void;
@@ -48,8 +48,12 @@ export function installHooks(): void {
   const fetchAsync = WebRequest.FetchAsync;
 
   const ourOpen: Open = function (method, url, baseHeaders) {
-    const target = method.toUpperCase() === 'GET' ? targetOf(cleanUrl(url)) : undefined;
-    if (!target) return open.call(this, method, url, baseHeaders);
+    const get = method.toUpperCase() === 'GET';
+    const target = get ? targetOf(cleanUrl(url)) : undefined;
+    if (!target) {
+      if (get) noticeLoose(cleanUrl(url));
+      return open.call(this, method, url, baseHeaders);
+    }
     const request = new BundleRequest(target);
     // WebRequest keeps its XHR in `_xhr` and its URL in `_requestURL` (webRequest.js); every getter reads them.
     const internals = this as unknown as { _xhr: unknown; _requestURL: string };
@@ -58,8 +62,12 @@ export function installHooks(): void {
     request.open();
   };
   const ourFetchAsync: FetchAsync = async (url, options = {}) => {
-    const target = (options.method ?? 'GET').toUpperCase() === 'GET' ? targetOf(cleanUrl(url)) : undefined;
-    if (!target) return fetchAsync.call(WebRequest, url, options);
+    const get = (options.method ?? 'GET').toUpperCase() === 'GET';
+    const target = get ? targetOf(cleanUrl(url)) : undefined;
+    if (!target) {
+      if (get) noticeLoose(cleanUrl(url));
+      return fetchAsync.call(WebRequest, url, options);
+    }
     const bytes = await target.registration.read(target.path);
     return new Response(bytes as Uint8Array<ArrayBuffer>, { status: 200, headers: { 'Content-Type': mediaTypeOf(target.path), 'Content-Length': String(bytes.length) } });
   };
@@ -108,6 +116,7 @@ async function streamingSource(source: StreamingSource): Promise<StreamingSource
 
 async function objectUrlFor(url: string): Promise<string> {
   const target = targetOf(cleanUrl(url));
+  if (!target) noticeLoose(cleanUrl(url));
   return target ? target.registration.objectUrl(target.path) : url;
 }
 

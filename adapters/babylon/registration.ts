@@ -9,7 +9,7 @@ import { AssetNotFoundError, InvalidOptionError, RequestAbortedError } from '../
 import { IndexedAssetSource, type OpenOptions, type PrefetchProgress } from '../../core/read/indexed-asset-source.js';
 import { linkSignals } from '../../core/net/abort.js';
 import { installHooks, removeHooks } from './hooks.js';
-import { absoluteUrl, asFolder, folderOf, projectPathOf, urlOfPath } from '../../core/index.js';
+import { absoluteUrl, asFolder, folderOf, MisrootedFiles, pageBase, projectPathOf, urlOfPath } from '../../core/read/project-urls.js';
 
 export interface AwkbOptions extends Omit<OpenOptions, 'index' | 'baseUrl'> {
   /** Where verified contents are kept: `openBrowserCache()` (persistent) by default, as in the Phaser adapter; `null` for none. */
@@ -45,6 +45,9 @@ const active: AwkbRegistration[] = [];
 /** Registrations being opened or open, by what they serve, so registering twice gives the same one. */
 const byKey = new Map<unknown, Promise<AwkbRegistration>>();
 
+/** How long reads stay settled before the recorded loads are posted: a glTF's buffers follow its JSON within moments. */
+const POST_AFTER_QUIET_MS = 200;
+
 export class AwkbRegistration {
   readonly source: IndexedAssetSource;
   /** The folder URL that maps to the project root. */
@@ -56,6 +59,13 @@ export class AwkbRegistration {
   private readonly objectUrls = new Map<string, string>();
   private readonly key: unknown;
   private disposed = false;
+  /** The load reads are recorded under (`beginLoad`); undefined: the source's default, `"main"`. */
+  private loadName: string | undefined;
+  /** Reads in flight, and the timer that posts the recorded loads once they have settled. */
+  private reading = 0;
+  private postTimer: ReturnType<typeof setTimeout> | undefined;
+  /** @internal warns once when loose URLs would be index paths below another root */
+  readonly misrooted: MisrootedFiles;
 
   /** @internal use `registerAwkb` */
   constructor(source: IndexedAssetSource, root: URL, ownsSource: boolean, key: unknown) {
@@ -64,6 +74,31 @@ export class AwkbRegistration {
     this.root = root.href;
     this.ownsSource = ownsSource;
     this.key = key;
+    const page = pageBase();
+    const relativeTo = page === undefined ? undefined : absoluteUrl('./', page);
+    this.misrooted = new MisrootedFiles({ root, has: (path) => source.has(path), ...(source.indexUrl ? { indexUrl: source.indexUrl } : {}), ...(relativeTo ? { relativeTo } : {}) });
+  }
+
+  /**
+   * Names the load the reads from now on belong to (a level, a screen), until the next
+   * `beginLoad`, for `source.recordedLoads()`; before any, reads go to `"main"`. When a
+   * development server asked for the recorded loads, what was recorded so far is posted now.
+   */
+  beginLoad(name: string): void {
+    if (typeof name !== 'string' || name === '') throw new InvalidOptionError('name', `beginLoad: the load's name must be a non-empty string, got ${JSON.stringify(name)}`);
+    this.loadName = name;
+    void this.flushRecordedLoads();
+  }
+
+  /**
+   * Posts the recorded loads now, when a development server asked for them (README "Record
+   * loads"); they are also posted once reads have settled for a moment, and on `beginLoad`.
+   * Resolves with whether anything was posted.
+   */
+  flushRecordedLoads(): Promise<boolean> {
+    if (this.postTimer !== undefined) clearTimeout(this.postTimer);
+    this.postTimer = undefined;
+    return this.source.postRecordedLoads();
   }
 
   /** The project path that `url` (absolute, or relative to the page) maps to, when this index lists it. */
@@ -85,18 +120,39 @@ export class AwkbRegistration {
   async read(path: string, options: AwkbReadOptions = {}): Promise<Uint8Array> {
     // linkSignals: AbortSignal.any where the browser has it (Safari 17.4+), listeners released otherwise.
     const { signal, release } = linkSignals([options.signal, this.lifetime.signal]);
+    this.reading++;
     try {
-      return await this.source.read(path, { signal, ...(options.onProgress ? { onProgress: options.onProgress } : {}) });
+      return await this.source.read(path, { signal, ...this.named(), ...(options.onProgress ? { onProgress: options.onProgress } : {}) });
     } finally {
       release();
+      this.settled();
     }
   }
 
   /** An object URL of `path`'s verified bytes (for `<audio>` elements), kept until `dispose()`. */
   async objectUrl(path: string): Promise<string> {
-    const url = await this.source.url(path, { signal: this.lifetime.signal });
-    this.objectUrls.set(path, url);
-    return url;
+    this.reading++;
+    try {
+      const url = await this.source.url(path, { signal: this.lifetime.signal, ...this.named() });
+      this.objectUrls.set(path, url);
+      return url;
+    } finally {
+      this.settled();
+    }
+  }
+
+  private named(): { loadName?: string } {
+    return this.loadName === undefined ? {} : { loadName: this.loadName };
+  }
+
+  /** A read settled: once none is in flight for a moment, the recorded loads are posted (when asked for). */
+  private settled(): void {
+    if (--this.reading > 0 || this.source.loadsEndpoint === undefined || this.disposed) return;
+    if (this.postTimer !== undefined) clearTimeout(this.postTimer);
+    this.postTimer = setTimeout(() => {
+      this.postTimer = undefined;
+      if (this.reading === 0) void this.source.postRecordedLoads();
+    }, POST_AFTER_QUIET_MS);
   }
 
   /** The object URL made for `path` already, if any: what a synchronous hook can hand out. */
@@ -108,6 +164,7 @@ export class AwkbRegistration {
   dispose(): void {
     if (this.disposed) return;
     this.disposed = true;
+    void this.flushRecordedLoads();
     this.lifetime.abort(new RequestAbortedError(`the awkb registration of ${this.source.indexUrl ?? this.root} was disposed`, this.source.indexUrl ? { url: this.source.indexUrl } : {}));
     const at = active.indexOf(this);
     if (at >= 0) active.splice(at, 1);
@@ -175,6 +232,13 @@ function rootOf(options: AwkbOptions, indexUrl: string | undefined): URL {
   const absolute = base === undefined || base === './' ? undefined : absoluteUrl(base);
   if (!absolute) throw new InvalidOptionError('root', 'registerAwkb: give root, the URL that maps to the project root (the source has no index URL to take it from)');
   return folderOf(absolute);
+}
+
+/** A URL Babylon asks for loads loose: each registration hears of it, to warn of a `root` that would serve it. */
+export function noticeLoose(url: string): void {
+  if (active.length === 0) return;
+  const absolute = absoluteUrl(url);
+  if (absolute) for (const registration of active) registration.misrooted.notice(absolute);
 }
 
 /** The registration and path that a URL Babylon asks for maps to, newest registration first. */

@@ -9,7 +9,7 @@ import { ensureGameState, type AwkbGameState } from './game-state.js';
 import { LoadRun } from './load-run.js';
 import type { AwkbIndexFileConfig, AwkbIndexOptions } from './options.js';
 import type { PhaserLoader, PhaserNamespace } from './phaser-shapes.js';
-import { absoluteUrl, asFolder, folderOf } from '../../core/index.js';
+import { absoluteUrl, asFolder, folderOf, MisrootedFiles } from '../../core/index.js';
 
 export type AwkbIndexFactory = (this: PhaserLoader, key: string | AwkbIndexFileConfig | AwkbIndexFileConfig[], url?: string, options?: AwkbIndexOptions) => PhaserLoader;
 
@@ -62,7 +62,10 @@ export function defineAwkbIndexFile(phaser: PhaserNamespace): AwkbIndexFactory {
         console.warn(`awake-bundle: without index "${this.key}", files load from their own URLs`);
         return undefined;
       }
-      const mounted = { key: this.key, source, root, owned: given === undefined, rangeReads: rangeReads === true };
+      // A relative `root` resolves against the loader's baseURL and path: the warning suggests one that way.
+      const relativeTo = absoluteUrl('./', absoluteUrl(loader.baseURL + loader.path)?.href);
+      const misrooted = new MisrootedFiles({ root, has: (path) => source.has(path), ...(source.indexUrl ? { indexUrl: source.indexUrl } : {}), ...(relativeTo ? { relativeTo } : {}) });
+      const mounted = { key: this.key, source, root, owned: given === undefined, rangeReads: rangeReads === true, misrooted };
       state.mount(mounted);
       loader.systems?.game.registry.set(this.key, source);
       if (prefetch && prefetch.length > 0) {

@@ -3,7 +3,7 @@
  * the indexes still opening (every file waits for them), and the object URLs that Phaser keeps
  * using after a load (HTML5 audio, video), revoked when their cache entry goes or the game does.
  */
-import type { IndexedAssetSource } from '../../core/index.js';
+import type { IndexedAssetSource, MisrootedFiles } from '../../core/index.js';
 import type { PhaserEmitter, PhaserGame, PhaserLoader } from './phaser-shapes.js';
 import { projectPathOf } from '../../core/index.js';
 
@@ -17,6 +17,8 @@ export interface MountedIndex {
   owned: boolean;
   /** Files read their own member with a range request, not their whole bundle. */
   rangeReads: boolean;
+  /** Warns once when loose files' URLs would be index paths below another root. */
+  misrooted: MisrootedFiles;
 }
 
 export interface ByteProgress {
@@ -61,6 +63,16 @@ export class AwkbGameState {
       if (path !== undefined && mounted.source.has(path)) return { mounted, path };
     }
     return undefined;
+  }
+
+  /** A file at `url` loads loose: each index hears of it, to warn of a `root` that would serve it. */
+  noticeLoose(url: URL): void {
+    for (const mounted of this.mounts) mounted.misrooted.notice(url);
+  }
+
+  /** A load of the game completed: each source posts its recorded loads, when a development server asked for them. */
+  postRecordedLoads(): void {
+    for (const mounted of this.mounts) void mounted.source.postRecordedLoads();
   }
 
   /** A source by registry key, or the first one mounted. */

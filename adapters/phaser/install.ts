@@ -5,6 +5,7 @@
  * the loader's progress monotonic. Phaser is always the caller's, never `window.Phaser`.
  */
 import { defineAwkbIndexFile } from './awkb-index-file.js';
+import { gameStateOf } from './game-state.js';
 import { LoadRun } from './load-run.js';
 import type { PhaserFile, PhaserLoader, PhaserNamespace } from './phaser-shapes.js';
 import { patchLoaderProgress } from './progress.js';
@@ -27,9 +28,13 @@ export function registerAwkb(phaser: PhaserNamespace): void {
     return addFile.call(this, file);
   };
   // A load ends complete, or cut short by its scene shutting down; the next one starts afresh.
+  // Once complete, the sources post what they recorded when a development server asked them to.
   proto.loadComplete = function (this: PhaserLoader) {
     LoadRun.end(this);
-    return loadComplete.apply(this, arguments);
+    const result = loadComplete.apply(this, arguments);
+    const game = this.systems?.game;
+    if (game) gameStateOf(game)?.postRecordedLoads();
+    return result;
   };
   proto.shutdown = function (this: PhaserLoader) {
     LoadRun.end(this);

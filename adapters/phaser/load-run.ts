@@ -1,12 +1,14 @@
 /**
  * One load of one Phaser loader, from its first bundled file to its `complete`: only the mapping
- * of core's `load` onto Phaser's events. The files Phaser starts in one tick (a scene's whole
+ * of core's `load` onto Phaser's events. Its reads are recorded under the scene's key (see
+ * `IndexedAssetSource.recordedLoads`). The files Phaser starts in one tick (a scene's whole
  * preload, usually) are one `source.load`, whose byte total is fixed from its first event (SPEC
  * §7 "Byte progress"): `awkbprogress` sums the run's loads, `fileprogress` follows each file's
  * bytes, and each file reads its member as soon as it passed (SPEC §7 "Streamed members"), so
  * Phaser's `progress` moves while a bundle arrives. A bundle that failed stays failed for the
  * rest of the run, so its later files fail without asking again.
  */
+import { DEFAULT_LOAD_NAME } from '../../core/index.js';
 import type { AwkbGameState, ByteProgress, MountedIndex } from './game-state.js';
 import type { PhaserFile, PhaserLoader } from './phaser-shapes.js';
 
@@ -41,6 +43,8 @@ export class LoadRun {
 
   /** The loader's own `maxParallelDownloads`, put back when the run ends. */
   private readonly parallelBefore: number;
+  /** The load this run's reads are recorded under: its scene's key. */
+  private readonly loadName: string;
 
   private constructor(private readonly loader: PhaserLoader, private readonly state: AwkbGameState) {
     // Phaser starts at most maxParallelDownloads (32) files, topped up once per game step
@@ -49,6 +53,7 @@ export class LoadRun {
     // loose files still go through the browser's own per-host limits.
     this.parallelBefore = loader.maxParallelDownloads;
     loader.maxParallelDownloads = Math.max(loader.maxParallelDownloads, PARALLEL_FROM_BUNDLES);
+    this.loadName = loader.systems?.settings?.key || DEFAULT_LOAD_NAME;
   }
 
   static of(loader: PhaserLoader, state: AwkbGameState): LoadRun {
@@ -101,7 +106,7 @@ export class LoadRun {
     const where = this.whereOf(mounted, path);
     if (this.failed.has(where)) throw this.failed.get(where);
     try {
-      return await mounted.source.read(path, onProgress ? { onProgress } : {});
+      return await mounted.source.read(path, { loadName: this.loadName, ...(onProgress ? { onProgress } : {}) });
     } catch (error) {
       if (!this.failed.has(where)) this.failed.set(where, error);
       throw error;
@@ -151,6 +156,7 @@ export class LoadRun {
   private async start(batch: Batch, markReady: () => void): Promise<void> {
     this.open.delete(batch.mounted.key);
     const loading = batch.mounted.source.load(batch.paths, {
+      loadName: this.loadName,
       onProgress: (progress) => {
         batch.loadedBytes = progress.loadedBytes;
         batch.totalBytes = progress.totalBytes;

@@ -23,7 +23,8 @@ export interface PhaserLoader extends PhaserEmitter {
   totalToLoad: number;
   progress: number;
   maxParallelDownloads: number;
-  systems: { game: PhaserGame } | null;
+  /** The scene's systems; `settings.key` is the scene's key (Scenes/Settings.js, 3.60+ and 4.x). */
+  systems: { game: PhaserGame; settings?: { key?: string } } | null;
   nextFile(file: PhaserFile, success: boolean): void;
   addFile(file: PhaserFile | PhaserFile[]): void;
   keyExists(file: PhaserFile): boolean;

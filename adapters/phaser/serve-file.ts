@@ -40,7 +40,10 @@ function route(phaser: PhaserNamespace, file: PhaserFile, state: AwkbGameState, 
   const src = typeof file.url === 'string' ? phaser.Loader.GetURL(file, loader.baseURL) : false;
   const url = src ? absoluteUrl(src) : undefined;
   const found = url ? state.find(url) : undefined;
-  if (!found) return ownLoad.call(file);
+  if (!found) {
+    if (url) state.noticeLoose(url);
+    return ownLoad.call(file);
+  }
   void serve(phaser, file, state, found.mounted, found.path, ownLoad);
 }
 

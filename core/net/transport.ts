@@ -213,15 +213,25 @@ export class Transport {
    * past `expectedBytes` or `maxBytes` is a `ResponseSizeError`, not retried.
    */
   async getBytes(url: string, options: BodyRequestOptions = {}): Promise<Uint8Array> {
-    const expected = options.expectedBytes === undefined ? undefined : checkedSize(options.expectedBytes, 'expectedBytes');
-    const max = options.maxBytes === undefined ? undefined : checkedSize(options.maxBytes, 'maxBytes');
-    const bound: BodyBound = max !== undefined && (expected === undefined || max < expected) ? { whole: max, wholeIsMax: true } : expected === undefined ? {} : { whole: expected };
-    return (await this.#request(url, options.headers ?? {}, options, bound)).bytes;
+    return (await this.#whole(url, options)).bytes;
   }
 
   /** The whole body as UTF-8 text (bounded as `getBytes`). */
   async getText(url: string, options: BodyRequestOptions = {}): Promise<string> {
-    return new TextDecoder().decode(await this.getBytes(url, options));
+    return (await this.getTextWithHeaders(url, options)).text;
+  }
+
+  /** The whole body as UTF-8 text, with the answer's headers (an index's may ask something of the reader). */
+  async getTextWithHeaders(url: string, options: BodyRequestOptions = {}): Promise<{ text: string; headers: Headers }> {
+    const { bytes, headers } = await this.#whole(url, options);
+    return { text: new TextDecoder().decode(bytes), headers };
+  }
+
+  async #whole(url: string, options: BodyRequestOptions): Promise<Fetched> {
+    const expected = options.expectedBytes === undefined ? undefined : checkedSize(options.expectedBytes, 'expectedBytes');
+    const max = options.maxBytes === undefined ? undefined : checkedSize(options.maxBytes, 'maxBytes');
+    const bound: BodyBound = max !== undefined && (expected === undefined || max < expected) ? { whole: max, wholeIsMax: true } : expected === undefined ? {} : { whole: expected };
+    return this.#request(url, options.headers ?? {}, options, bound);
   }
 
   /**

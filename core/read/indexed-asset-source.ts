@@ -20,6 +20,8 @@ import { BundleFetcher, type Accepted, type FetchCallbacks } from './bundle-fetc
 import { deltaReadSettings, type DeltaReadOptions } from './delta-ranges.js';
 import { InThreadDigests, sharedDigestPool, WorkerDigestPool, workersAvailable, type DigestPool } from './digest-pool.js';
 import { IndexView, pushTo, type Entry } from './index-view.js';
+import type { LoadsFile } from '../publish/loads.js';
+import { LoadRecorder, loadsEndpointOf, LOADS_ENDPOINT_HEADER } from './load-recorder.js';
 import { ByteBudget, LoadRegistry, type Load } from './load-registry.js';
 import { fileBytesOf, PrefetchReport } from './load-progress.js';
 import { absoluteUrl, allowedOrigins, checkIndexUrls, httpUrl, OriginCapabilities, pageHref, tokenOrigin } from './origins.js';
@@ -27,6 +29,7 @@ import { HeldMembers } from './pending-members.js';
 import { VerifiedCache, type CacheErrorDetail } from './verified-cache.js';
 
 export type { CacheErrorDetail } from './verified-cache.js';
+export { DEFAULT_LOAD_NAME, LOADS_ENDPOINT_HEADER } from './load-recorder.js';
 
 export const DEFAULT_PENDING_BYTES = 64 * 1024 * 1024;
 export const DEFAULT_MAX_INDEX_BYTES = 64 * 1024 * 1024;
@@ -104,6 +107,12 @@ export interface OpenOptions {
   signal?: AbortSignal;
   /** A transport of your own (tests, custom retry policies); `fetch`, `retry`, `timeoutMs` are then ignored. */
   transport?: Transport;
+  /**
+   * Record, per load name, the paths this source is asked to read, load or prefetch (default
+   * true; a Set per load): `recordedLoads()` gives them as the loads file (`awkb-loads.json`,
+   * SPEC §6) that groups each load's files into bundles of their own. `false` records nothing.
+   */
+  recordLoads?: boolean;
 }
 
 /** Byte progress of one file: `loadedBytes` of its own `totalBytes` (its size). */
@@ -115,6 +124,12 @@ export interface FileProgress {
 
 export interface ReadOptions {
   signal?: AbortSignal;
+  /**
+   * The load (a scene, level or screen) this read belongs to, for `recordedLoads()`; default
+   * `"main"` (`DEFAULT_LOAD_NAME`). The Phaser adapter names each scene's reads by its key, the
+   * Babylon adapter by `registration.beginLoad(name)`.
+   */
+  loadName?: string;
   /**
    * Bytes of this file received so far, and its size, as they arrive (for a member of a bundle
    * being streamed: the part of the bundle's body that holds it). Called at least once, with
@@ -138,6 +153,8 @@ export interface PrefetchProgress {
 
 export interface PrefetchOptions {
   signal?: AbortSignal;
+  /** The load these paths belong to, for `recordedLoads()`; default `"main"` (see `ReadOptions.loadName`). */
+  loadName?: string;
   /** Byte progress of the whole prefetch, as bytes arrive; the last event has `loadedBytes === totalBytes`. */
   onProgress?: (progress: PrefetchProgress) => void;
   /** Byte progress of each file, as its bytes arrive; every file ends with `loadedBytes === totalBytes`. */
@@ -186,9 +203,19 @@ export class IndexedAssetSource {
   private readonly lifetime: { signal: AbortSignal; release: () => void };
   /** Groups whose source (cache or network) a prefetch is deciding, by load key. */
   private readonly deciding = new Map<string, Promise<void>>();
+  private readonly recorder: LoadRecorder;
+  /**
+   * Where the recorded loads go, when the index came from a development server that asked for
+   * them (its `X-Awake-Bundle-Loads` header: the build plugins' `recordLoads` option); else undefined.
+   */
+  readonly loadsEndpoint: string | undefined;
+  private readonly postFetch: typeof fetch;
 
-  private constructor(view: IndexView, transport: Transport, pool: DigestPool, inWorkers: boolean, options: OpenOptions & { cache: ContentCache | null | undefined }) {
+  private constructor(view: IndexView, transport: Transport, pool: DigestPool, inWorkers: boolean, options: OpenOptions & { cache: ContentCache | null | undefined; loadsEndpoint: string | undefined }) {
     this.view = view;
+    this.recorder = new LoadRecorder(options.recordLoads !== false);
+    this.loadsEndpoint = options.recordLoads === false ? undefined : options.loadsEndpoint;
+    this.postFetch = options.fetch ?? ((input, init) => globalThis.fetch(input, init));
     this.index = view.index;
     this.indexUrl = view.indexUrl;
     this.pool = pool;
@@ -232,19 +259,21 @@ export class IndexedAssetSource {
     const cache = Promise.resolve(options.cache);
     cache.catch(() => undefined); // awaited below; not an unhandled rejection if the index fails first
     let index: ProjectIndex;
+    let loadsEndpoint: string | undefined;
     if (options.index !== undefined) {
       index = typeof options.index === 'string' ? parseProjectIndexJson(options.index, indexUrl ? { url: indexUrl } : {}) : parseProjectIndex(options.index, indexUrl ? { url: indexUrl } : {});
     } else if (indexUrl !== undefined) {
-      const text = await transport.getText(indexUrl, { ...(options.signal ? { signal: options.signal } : {}), maxBytes: maxIndexBytes }).catch((error: unknown) => {
+      const { text, headers } = await transport.getTextWithHeaders(indexUrl, { ...(options.signal ? { signal: options.signal } : {}), maxBytes: maxIndexBytes }).catch((error: unknown) => {
         throw error instanceof ResponseSizeError ? new IndexTooLargeError(indexUrl, maxIndexBytes, error) : error;
       });
       index = parseProjectIndexJson(text, { url: indexUrl });
+      loadsEndpoint = loadsEndpointOf(headers.get(LOADS_ENDPOINT_HEADER), indexUrl);
     } else {
       throw new InvalidOptionError('indexUrl', 'IndexedAssetSource.open needs indexUrl or index');
     }
     const base = indexUrl ?? baseUrl;
     checkIndexUrls(index, base, allowed);
-    return new IndexedAssetSource(new IndexView(index, indexUrl, base), transport, pool, inWorkers, { ...options, cache: await cache });
+    return new IndexedAssetSource(new IndexView(index, indexUrl, base), transport, pool, inWorkers, { ...options, ...(fetch ? { fetch } : {}), cache: await cache, loadsEndpoint });
   }
 
   /** Whether the index lists `path` (by its id when ids replace paths). */
@@ -272,6 +301,7 @@ export class IndexedAssetSource {
    */
   async read(path: string, options: ReadOptions = {}): Promise<Uint8Array> {
     const entry = this.view.require(path);
+    this.recorder.record(options.loadName, [path]);
     const key = entryKey(entry);
     const { signal, release } = this.signalFor(options.signal);
     const pinned = this.asked.delete(key);
@@ -397,9 +427,11 @@ export class IndexedAssetSource {
    * during a prefetch joins its requests and gets its bytes as soon as they are verified.
    */
   async prefetch(paths: Iterable<string>, options: PrefetchOptions = {}): Promise<void> {
+    const files = [...paths].map((path) => ({ path, entry: this.view.require(path) }));
+    this.recorder.record(options.loadName, files.map((file) => file.path));
     const { signal, release } = this.signalFor(options.signal);
     try {
-      await this.prefetchEntries([...paths].map((path) => ({ path, entry: this.view.require(path) })), options, signal);
+      await this.prefetchEntries(files, options, signal);
     } finally {
       release();
     }
@@ -553,6 +585,25 @@ export class IndexedAssetSource {
     this.held.clear();
     if (this.pool instanceof WorkerDigestPool) this.pool.flushStores();
     if (this.ownsPool) this.pool.terminate();
+  }
+
+  /**
+   * The loads this source was asked for, as the loads file's JSON (`awkb-loads.json`, SPEC §6):
+   * each load name (`loadName` of a read, load or prefetch; `"main"` without one) with the paths
+   * it asked for, loads and paths in order of first use. Empty with `recordLoads: false`.
+   */
+  recordedLoads(): LoadsFile {
+    return this.recorder.loadsFile();
+  }
+
+  /**
+   * Posts `recordedLoads()` to the development server that asked for them (`loadsEndpoint`), when
+   * something was recorded since the last post: `fetch(…, { method: 'POST', keepalive: true })`.
+   * Resolves with whether it posted; without an ask (a published index) it does nothing. A failed
+   * post is one console warning, never an exception. The adapters call it after each load.
+   */
+  postRecordedLoads(): Promise<boolean> {
+    return this.loadsEndpoint === undefined ? Promise.resolve(false) : this.recorder.post(this.loadsEndpoint, this.postFetch);
   }
 
   /** What this source holds in memory now: for monitoring, and for tests that check memory stays bounded. */

@@ -8,6 +8,9 @@
  * file (cheap), so a change is never missed, and `fs.watch` drops the hashes of what it reports
  * (a rewrite that keeps size and mtime). Listing the folder again also applies publish's safety
  * rules on every request: an unsafe name or a link leaving the folder is named, not served.
+ *
+ * With `recordLoads`, the index's answer also carries `X-Awake-Bundle-Loads: <base>__awake-bundle/loads`,
+ * the URL where the adapters post the loads they recorded (loads-endpoint.ts).
  */
 import { createHash } from 'node:crypto';
 import { watch, type FSWatcher, type Stats } from 'node:fs';
@@ -22,6 +25,8 @@ import { projectPathOf } from '../../core/read/project-urls.js';
 import { checkPathCollisions, INDEX_FILE_NAME } from '../../core/node/publish.js';
 import { sendFile } from '../../core/node/server.js';
 import { SERVICE_WORKER_FILE, serviceWorkerSource } from '../../core/node/service-worker-file.js';
+import { LOADS_ENDPOINT_HEADER } from '../../core/read/load-recorder.js';
+import { LoadsEndpoint, LOADS_ENDPOINT_PATH } from './loads-endpoint.js';
 import type { ResolvedBuildOptions } from './options.js';
 
 /** The loose files' URL prefix, relative to the index (FORMAT.md "Loose index from a folder"). */
@@ -66,6 +71,9 @@ export class LooseDevIndex {
   readonly filesUrlPath: string;
   /** The service worker's URL path, when the worker is asked for. */
   readonly serviceWorkerUrlPath?: string;
+  /** With `recordLoads`: the URL path the recorded loads are posted to, e.g. `/__awake-bundle/loads`. */
+  readonly loadsUrlPath?: string;
+  private readonly loads?: LoadsEndpoint;
   private readonly hashes = new Map<string, KnownHash>();
   /** The folder's last listing, by project path: the files this middleware serves. */
   private listing = new Map<string, FolderFile>();
@@ -79,6 +87,10 @@ export class LooseDevIndex {
     this.filesUrlPath = `${base}${resolved.output}/${LOOSE_FILES_PREFIX}/`;
     if (resolved.serviceWorker) this.serviceWorkerUrlPath = `${base}${SERVICE_WORKER_FILE}`;
     this.onError = options.onError ?? ((error) => console.error(`awake-bundle: ${(error as Error)?.message ?? String(error)}`));
+    if (resolved.recordLoads) {
+      this.loadsUrlPath = `${base}${LOADS_ENDPOINT_PATH}`;
+      this.loads = new LoadsEndpoint(resolved.recordLoads.file, this.onError);
+    }
     if (options.watch !== false) this.watcher = this.watchAssets();
   }
 
@@ -145,12 +157,13 @@ export class LooseDevIndex {
 
   /**
    * Answers GET and HEAD of the index URL, of the files it lists and (with `serviceWorker`) of the
-   * worker; passes every other request to `next`.
+   * worker, and (with `recordLoads`) POST of recorded loads; passes every other request to `next`.
    */
   middleware(): Middleware {
     return (request, response, next) => {
       const method = request.method ?? 'GET';
       const pathname = (request.url ?? '/').split(/[?#]/, 1)[0]!;
+      if (this.loads && pathname === this.loadsUrlPath && method === 'POST') return void this.loads.answer(request, response);
       const ours = pathname === this.indexUrlPath || pathname.startsWith(this.filesUrlPath) || pathname === this.serviceWorkerUrlPath;
       if (!ours || (method !== 'GET' && method !== 'HEAD')) return next();
       this.answer(request, response, pathname).catch((error: unknown) => {
@@ -164,7 +177,11 @@ export class LooseDevIndex {
   }
 
   private async answer(request: IncomingMessage, response: ServerResponse, pathname: string): Promise<void> {
-    if (pathname === this.indexUrlPath) return sendText(request, response, serializeIndex(await this.index()), 'application/json; charset=utf-8');
+    if (pathname === this.indexUrlPath) {
+      // The ask: adapters post their recorded loads to this URL (relative URLs resolve against the index's).
+      const ask: Record<string, string> = this.loadsUrlPath ? { [LOADS_ENDPOINT_HEADER]: this.loadsUrlPath } : {};
+      return sendText(request, response, serializeIndex(await this.index()), 'application/json; charset=utf-8', ask);
+    }
     if (pathname === this.serviceWorkerUrlPath) return sendText(request, response, await serviceWorkerSource(this.resolved.serviceWorker!.index), 'text/javascript; charset=utf-8');
     const path = projectPathOf(new URL(pathname, LOCAL), new URL(this.filesUrlPath, LOCAL));
     // Only a file the folder's listing holds is served: nothing outside it, nothing the safety rules refuse.
@@ -184,9 +201,9 @@ export class LooseDevIndex {
   }
 }
 
-function sendText(request: IncomingMessage, response: ServerResponse, text: string, type: string): void {
+function sendText(request: IncomingMessage, response: ServerResponse, text: string, type: string, extra: Record<string, string> = {}): void {
   const etag = `"${createHash('sha256').update(text).digest('hex').slice(0, 32)}"`;
-  const headers = { ETag: etag, 'Cache-Control': 'no-cache', 'Content-Type': type };
+  const headers = { ETag: etag, 'Cache-Control': 'no-cache', 'Content-Type': type, ...extra };
   if (request.headers['if-none-match']?.split(',').some((tag) => tag.trim().replace(/^W\//, '') === etag)) {
     response.writeHead(304, headers);
     return void response.end();

@@ -62,6 +62,14 @@ export interface AwakeBundleBuildOptions {
   serviceWorker?: boolean | { index?: string };
   /** Warnings of a publish (case collisions let through); default: the plugin's logger. */
   onWarning?: (message: string) => void;
+  /**
+   * Development only: the dev server collects the loads the game records (README "Record loads
+   * in development"). Its index answer asks the adapters for them, and `POST
+   * <base>__awake-bundle/loads` merges what they post into the loads file, first use first:
+   * `true` for `awkb-loads.json` in the project root (webpack's `context`, Vite's `root`), or
+   * that file's path (relative to the project root). Builds never serve this.
+   */
+  recordLoads?: boolean | string;
 }
 
 export interface ResolvedBuildOptions {
@@ -76,9 +84,11 @@ export interface ResolvedBuildOptions {
   /** The worker's baked index URL, when the worker is emitted. */
   serviceWorker?: { index: string };
   onWarning?: (message: string) => void;
+  /** With `recordLoads`: the loads file the dev server merges recorded loads into, absolute. */
+  recordLoads?: { file: string };
 }
 
-const OPTION_NAMES = new Set(['assets', 'output', 'grouping', 'group', 'depth', 'loads', 'targetBundleBytes', 'targetMb', 'opaqueIds', 'salt', 'urlPrefix', 'rootPath', 'allowCaseCollisions', 'serviceWorker', 'onWarning']);
+const OPTION_NAMES = new Set(['assets', 'output', 'grouping', 'group', 'depth', 'loads', 'targetBundleBytes', 'targetMb', 'opaqueIds', 'salt', 'urlPrefix', 'rootPath', 'allowCaseCollisions', 'serviceWorker', 'onWarning', 'recordLoads']);
 
 /** Options that may also be given by the CLI flag's name: one name or the other, not both. */
 function eitherName<T>(options: AwakeBundleBuildOptions, name: keyof AwakeBundleBuildOptions, flagName: keyof AwakeBundleBuildOptions): T | undefined {
@@ -157,6 +167,7 @@ export function resolveBuildOptions(options: AwakeBundleBuildOptions, root: stri
     rootPath: options.rootPath ?? '/project',
     ...serviceWorkerOption(options.serviceWorker, output),
     ...(options.onWarning !== undefined ? { onWarning: options.onWarning } : {}),
+    ...recordLoadsOption(options.recordLoads, root),
   };
 }
 
@@ -172,6 +183,13 @@ function loadsOption(value: unknown, root: string): string | undefined {
   }
   if (typeof value !== 'string' || value === '') fail('loads', `must be the path of a loads file (such as "${LOADS_FILE_NAME}") or false, got ${JSON.stringify(value)}`);
   return resolve(root, value);
+}
+
+function recordLoadsOption(value: AwakeBundleBuildOptions['recordLoads'], root: string): Pick<ResolvedBuildOptions, 'recordLoads'> {
+  if (value === undefined || value === false) return {};
+  if (value === true) return { recordLoads: { file: resolve(root, LOADS_FILE_NAME) } };
+  if (typeof value !== 'string' || value.trim() === '') fail('recordLoads', `must be true, false or the loads file's path (such as ${JSON.stringify(LOADS_FILE_NAME)}), got ${JSON.stringify(value)}`);
+  return { recordLoads: { file: isAbsolute(value) ? resolve(value) : resolve(root, value) } };
 }
 
 function serviceWorkerOption(value: AwakeBundleBuildOptions['serviceWorker'], output: string): Pick<ResolvedBuildOptions, 'serviceWorker'> {
