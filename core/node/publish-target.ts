@@ -13,6 +13,7 @@ import { dirname, join } from 'node:path';
 import { InvalidOptionError, PublishOutputError } from '../errors.js';
 import type { BundledIndex } from '../format/project-index.js';
 import { nodeSha256 } from './hash.js';
+import { temporaryName } from './atomic-write.js';
 import { INDEX_FILE_NAME, publishToDirectory, writeFileAtomic, type PublishOptions, type PublishSummary } from './publish.js';
 
 /** A bundle of the staged publish, as a target sees it. */
@@ -201,14 +202,18 @@ export class DirectoryPublishTarget implements PublishTarget {
   async putBundle(bundle: TargetBundle): Promise<void> {
     const path = this.pathOf(bundle.key);
     await makeParent(path);
-    // A name publishToDirectory's clean-up knows (`<name>.tmp-<pid>-<n>`): a killed copy's leftover is removed later.
-    const temporary = `${path}.tmp-${process.pid}-${++copyCounter}`;
+    // A name publishToDirectory's clean-up knows (atomic-write.ts): a killed copy's leftover is removed later.
+    const temporary = temporaryName(path);
     try {
       await copyFile(bundle.file, temporary, constants.COPYFILE_EXCL);
       await rename(temporary, path);
     } catch (error) {
       await rm(temporary, { force: true });
       throw new PublishOutputError(`${path}: cannot copy the bundle in: ${(error as Error).message}`, path, error);
+    }
+    // A bundle's name never lies: what stands under it now must hash to it.
+    if (!(await fileHashesTo(path, bundle.sizeBytes, bundle.sha256))) {
+      throw new PublishOutputError(`${path}: after the copy, the file under this name does not hash to it (another writer changed it)`, path);
     }
   }
 
@@ -222,8 +227,6 @@ export class DirectoryPublishTarget implements PublishTarget {
     return join(this.dir, ...key.split('/'));
   }
 }
-
-let copyCounter = 0;
 
 async function makeParent(path: string): Promise<void> {
   await mkdir(dirname(path), { recursive: true });
