@@ -18,7 +18,7 @@ import { SHA256_HEX_DIGITS } from '../format/sha256.js';
 import { contentTypeOf } from '../format/media-types.js';
 import { requestedRanges } from '../format/range-header.js';
 
-export { MAX_RANGES_PER_REQUEST, requestedRange, requestedRanges } from '../format/range-header.js';
+export { MAX_RANGE_HEADER_LENGTH, MAX_RANGES_PER_REQUEST, requestedRange, requestedRanges } from '../format/range-header.js';
 
 /** One injected fault: an HTTP status (429, 503, …), a reset socket, or a body cut short. */
 export interface FaultRule {
