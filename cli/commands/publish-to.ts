@@ -102,6 +102,7 @@ function summaryJson(summary: PublishToTargetSummary, seconds: number) {
     index: `${summary.location}/${summary.indexKey}`,
     indexUploaded: !summary.dryRun,
     staging: summary.staging.kept ? summary.staging.dir : null,
+    staleStagingFoldersRemoved: summary.staleStagingFoldersRemoved,
     seconds,
   };
 }
