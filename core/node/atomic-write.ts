@@ -43,7 +43,8 @@ export const TEMPORARY_SUFFIX = String.raw`\.tmp-(\d+)-\d+(?:-[0-9a-f]{12})?`;
 /**
  * Whether the process `pid` no longer runs. This process is never gone: a file with its pid is
  * this thread's own (live, or already removed) or another thread's of this process, at work now
- * (`worker_threads` share the pid; only the process that made a file can tell its threads apart).
+ * (`worker_threads` share the pid, and a thread's own records are its alone), or, rarely, a
+ * killed process's whose pid this one has since been given: a later process removes that one.
  */
 export function processIsGone(pid: number): boolean {
   if (!(Number.isSafeInteger(pid) && pid > 0)) return false; // kill(0 or -n) would signal a group
