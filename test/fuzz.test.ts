@@ -7,18 +7,27 @@
  * byte is named exactly; sizes claimed by a tiny buffer allocate nothing; messages stay small;
  * no run hangs (async runs have a time limit) and no promise is left rejected unhandled (see below).
  *
+ * Also (issue 20) the parsers of what a client or a server sends: the `Range` header parsers
+ * (`requestedRange`, `requestedRanges`, the Babylon adapter's `parseRange`) and the transport's
+ * `multipart/byteranges` parser (`multipartOffsets`), on inputs up to 64 KB with long runs of
+ * their grammar's characters, each call under a work bound (`guarded`, below).
+ *
  * The seed is fixed. `FUZZ_RUNS` sets the runs per property (default 300 in `npm test`);
  * `npm run fuzz` runs 100,000 each and prints the counts (scripts/fuzz.mjs).
  */
 import { createHash } from 'node:crypto';
 import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import vm from 'node:vm';
 import fc from 'fast-check';
+import { parseRange as parseBabylonRange } from '../adapters/babylon/bundle-request.js';
 import {
   acceptBundle, AwakeError, BundleFormatError, BundleIntegrityError, decodeBundle, encodeBundle, IndexValidationError,
-  MAX_PROBLEMS_IN_MESSAGE, parseProjectIndex, parseProjectIndexJson, serializeIndex, UnsupportedIndexVersionError,
+  MAX_PROBLEMS_IN_MESSAGE, parseProjectIndex, parseProjectIndexJson, RangeResponseError, serializeIndex, UnsupportedIndexVersionError,
   verifyBundle, type BundledIndex, type BundleEntry, type BundleMemberInput, type ExpectedMember,
 } from '../core/index.js';
+import { MAX_RANGE_HEADER_LENGTH, requestedRange, requestedRanges } from '../core/format/range-header.js';
+import { multipartOffsets } from '../core/net/transport.js';
 import { FIXTURES } from './helpers/cli.js';
 
 const RUNS = Number(process.env.FUZZ_RUNS ?? 300);
@@ -423,6 +432,220 @@ describe.each(['verifyBundle', 'acceptBundle'] as const)('fuzz: %s (SPEC §7 "Ve
   }, TEST_TIMEOUT_MS);
 });
 
+// ---------------------------------------------------------------------------------------------
+// Range headers and multipart/byteranges bodies (issue 20): the parsers `serve`, the service
+// worker, the Babylon adapter and the transport run on what a client or a server sends. Inputs go
+// up to 64 KB, with long runs of the characters their grammars are made of.
+//
+// Work bound: every call runs under a `vm` watchdog (`CALL_GUARD_MS`), so a parser that backtracks
+// is stopped and fails its property at once instead of holding the run for minutes. The guard is
+// thousands of times what a linear call needs (microseconds, also at 64 KB) and below what the old
+// `requestedRange` took on a 2 KB header (3 s); it bounds work, it does not time speed.
+
+const CALL_GUARD_MS = 2_000;
+const guardContext = vm.createContext({ call: undefined as unknown });
+const guardScript = new vm.Script('call()');
+
+/** `call()`, stopped with an Error when it runs past CALL_GUARD_MS. */
+function guarded<T>(call: () => T): T {
+  guardContext.call = call;
+  try {
+    return guardScript.runInContext(guardContext, { timeout: CALL_GUARD_MS }) as T;
+  } catch (error) {
+    if ((error as { code?: string }).code === 'ERR_SCRIPT_EXECUTION_TIMEOUT') throw new Error(`one call ran past ${CALL_GUARD_MS} ms: super-linear work`);
+    throw error;
+  } finally {
+    guardContext.call = undefined;
+  }
+}
+
+const rangeToken = fc.constantFrom('bytes', 'BYTES', '=', '-', ',', ' ', '\t', '\r\n', '\u00a0', '\u3000', '\ufeff', '0', '1', '7', '9', '18446744073709551616', 'x', '*', '/', '+', '.', 'e3', '２');
+/** A few tokens, often behind a valid start: short enough for the old regular expressions to answer quickly. */
+const shortRangeHeader = fc.tuple(fc.constantFrom('', 'bytes=', ' bytes = ', 'bytes=0-1,'), fc.array(rangeToken, { maxLength: 12 })).map(([head, tokens]) => head + tokens.join(''));
+/** Long runs of one token each, up to 64 KB in all. */
+const runLength = fc.oneof({ weight: 3, arbitrary: fc.integer({ min: 1, max: 8 }) }, { weight: 2, arbitrary: fc.integer({ min: 500, max: 4096 }) }, { weight: 1, arbitrary: fc.integer({ min: 4096, max: 32 * 1024 }) });
+const tokenRun = fc.tuple(rangeToken, runLength).map(([token, n]) => token.repeat(Math.max(1, Math.floor(n / token.length))));
+const longRangeHeader = fc.tuple(fc.constantFrom('', 'bytes=', 'bytes ='), fc.array(tokenRun, { minLength: 1, maxLength: 6 })).map(([head, runs]) => (head + runs.join('')).slice(0, 64 * 1024));
+/** The shape that backtracked: `bytes=` and long runs of spaces around digits and a dash, and something after. */
+const hostileRangeHeader = fc
+  .record({ n: fc.integer({ min: 256, max: 8 * 1024 }), space: fc.constantFrom(' ', '\t', '\u00a0'), digit: fc.constantFrom('', '0', '12'), end: fc.constantFrom('x', ',', '-', '', ',0-1') })
+  .map(({ n, space, digit, end }) => `bytes=${space.repeat(n)}${digit}${space.repeat(n)}-${space.repeat(n)}${digit}${space.repeat(n)}${end}`);
+const rangeHeader = fc.oneof(shortRangeHeader, longRangeHeader, hostileRangeHeader);
+const fileSize = fc.oneof(fc.constantFrom(0, 1, 10, 100, Number.MAX_SAFE_INTEGER), fc.nat());
+
+/** A range the parsers may hand out for a file of `size` bytes. */
+function expectRangeWithin(range: { start: number; end: number }, size: number): void {
+  expect(Number.isSafeInteger(range.start) && Number.isSafeInteger(range.end)).toBe(true);
+  expect(0 <= range.start && range.start <= range.end && range.end < size).toBe(true);
+}
+
+/** The parsers as they were before issue 20 (regular expressions), the grammar's reference on short inputs. */
+const reference = {
+  rangeSpec(first: string, last: string, size: number): { start: number; end: number } | 'unsatisfiable' | undefined {
+    if (first === '' && last === '') return undefined;
+    if (first === '') {
+      const suffix = Number(last);
+      return suffix === 0 || size === 0 ? 'unsatisfiable' : { start: Math.max(0, size - suffix), end: size - 1 };
+    }
+    const start = Number(first);
+    if (last !== '' && Number(last) < start) return undefined;
+    if (start >= size) return 'unsatisfiable';
+    return { start, end: last === '' ? size - 1 : Math.min(Number(last), size - 1) };
+  },
+  requestedRange(header: string, size: number) {
+    const match = /^\s*bytes\s*=\s*(\d*)\s*-\s*(\d*)\s*$/i.exec(header);
+    return match ? reference.rangeSpec(match[1]!, match[2]!, size) : undefined;
+  },
+  requestedRanges(header: string, size: number, maxRanges: number) {
+    const match = /^\s*bytes\s*=(.*)$/is.exec(header);
+    if (!match) return undefined;
+    const specs = match[1]!.split(',').map((spec) => spec.trim()).filter((spec) => spec !== '');
+    if (specs.length === 0 || specs.length > maxRanges) return undefined;
+    const ranges: { start: number; end: number }[] = [];
+    for (const spec of specs) {
+      const parts = /^(\d*)\s*-\s*(\d*)$/.exec(spec);
+      const range = parts ? reference.rangeSpec(parts[1]!, parts[2]!, size) : undefined;
+      if (range === undefined) return undefined;
+      if (range !== 'unsatisfiable') ranges.push(range);
+    }
+    return ranges.length === 0 ? 'unsatisfiable' : ranges;
+  },
+};
+
+describe('fuzz: Range headers (requestedRange, requestedRanges, the Babylon adapter\'s parseRange)', () => {
+  test('requestedRange: any header up to 64 KB gives a range inside the file, unsatisfiable or none, within the work bound', async () => {
+    await runProperty('requestedRange', 'random and hostile headers', fc.property(rangeHeader, fileSize, (header, size) => {
+      const range = guarded(() => requestedRange(header, size));
+      if (range !== undefined && range !== 'unsatisfiable') expectRangeWithin(range, size);
+      if (header.length > MAX_RANGE_HEADER_LENGTH) expect(range).toBeUndefined();
+    }));
+  }, TEST_TIMEOUT_MS);
+
+  test('requestedRange: the grammar of the old regular expression, on short headers', async () => {
+    await runProperty('requestedRange', 'same answers as the old parser', fc.property(shortRangeHeader, fileSize, (header, size) => {
+      expect(requestedRange(header, size)).toEqual(reference.requestedRange(header, size));
+    }));
+  }, TEST_TIMEOUT_MS);
+
+  test('requestedRanges: sorted, joined ranges inside the file, at most maxRanges parts asked for, within the work bound', async () => {
+    await runProperty('requestedRanges', 'random and hostile headers', fc.property(rangeHeader, fileSize, fc.integer({ min: 1, max: 64 }), (header, size, maxRanges) => {
+      const ranges = guarded(() => requestedRanges(header, size, maxRanges));
+      if (ranges === undefined || ranges === 'unsatisfiable') return;
+      expect(ranges.length).toBeGreaterThan(0);
+      expect(ranges.length).toBeLessThanOrEqual(maxRanges);
+      ranges.forEach((range, i) => {
+        expectRangeWithin(range, size);
+        if (i > 0) expect(range.start).toBeGreaterThan(ranges[i - 1]!.end + 1); // overlapping and adjacent ones are joined
+      });
+    }));
+  }, TEST_TIMEOUT_MS);
+
+  test('requestedRanges: the grammar of the old parser, on short headers', async () => {
+    await runProperty('requestedRanges', 'same answers as the old parser', fc.property(shortRangeHeader, fileSize, fc.integer({ min: 1, max: 4 }), (header, size, maxRanges) => {
+      const ranges = requestedRanges(header, size, maxRanges);
+      const expected = reference.requestedRanges(header, size, maxRanges);
+      if (Array.isArray(expected) && Array.isArray(ranges)) {
+        // The old parser's ranges, joined: every byte it asked for, and no other.
+        const covered = (list: { start: number; end: number }[], at: number) => list.some((range) => range.start <= at && at <= range.end);
+        const edges = expected.flatMap((range) => [range.start - 1, range.start, range.end, range.end + 1]).concat(ranges.flatMap((range) => [range.start - 1, range.start, range.end, range.end + 1]));
+        for (const at of edges) expect(covered(ranges, at)).toBe(covered(expected, at));
+      } else expect(ranges).toEqual(expected);
+    }));
+  }, TEST_TIMEOUT_MS);
+
+  test('the Babylon adapter\'s parseRange: a range inside the file or none, within the work bound', async () => {
+    await runProperty('babylon parseRange', 'random and hostile headers', fc.property(fc.option(rangeHeader, { nil: undefined }), fc.integer({ min: 0, max: 1 << 30 }), (header, size) => {
+      const range = guarded(() => parseBabylonRange(header, size));
+      if (range) expectRangeWithin({ start: range[0], end: range[1] }, size);
+    }));
+  }, TEST_TIMEOUT_MS);
+});
+
+// multipart/byteranges: bodies built as `serve` builds them (a preamble, transport padding, extra
+// part headers, parts that cover several ranges), then mutated; and bodies made of long runs.
+
+const RESOURCE = Uint8Array.from({ length: 4096 }, (_, i) => (i * 131 + 7) & 0xff);
+const MULTIPART_URL = 'https://cdn.example/b.awkb';
+const latin1 = (text: string) => Uint8Array.from(text, (char) => char.charCodeAt(0) & 0xff);
+
+interface MultipartCase { ranges: { offset: number; length: number }[]; body: Uint8Array; contentType: string }
+
+const multipartCase: fc.Arbitrary<MultipartCase> = fc
+  .record({
+    cuts: fc.uniqueArray(fc.integer({ min: 0, max: RESOURCE.length }), { minLength: 2, maxLength: 12 }),
+    boundary: fc.string({ unit: fc.constantFrom(...'azAZ09_-\'()+./:=?'), minLength: 1, maxLength: 70 }),
+    quoted: fc.boolean(),
+    preamble: fc.constantFrom('', 'a preamble\r\n', '\r\n'),
+    padding: fc.constantFrom('', ' ', '\t \t'),
+    extraHeader: fc.constantFrom('', 'X-Note: part\r\n', `X-Long: ${'y'.repeat(3000)}\r\n`),
+    joinAll: fc.boolean(),
+  })
+  .map(({ cuts, boundary, quoted, preamble, padding, extraHeader, joinAll }) => {
+    // Sorted cuts give sorted ranges that do not overlap: [c0, c1), [c2, c3), …
+    const sorted = [...cuts].sort((a, b) => a - b);
+    const ranges: { offset: number; length: number }[] = [];
+    for (let i = 0; i + 1 < sorted.length; i += 2) if (sorted[i + 1]! > sorted[i]!) ranges.push({ offset: sorted[i]!, length: sorted[i + 1]! - sorted[i]! });
+    if (ranges.length === 0) ranges.push({ offset: 0, length: 1 });
+    const parts = joinAll ? [{ offset: ranges[0]!.offset, length: ranges.at(-1)!.offset + ranges.at(-1)!.length - ranges[0]!.offset }] : ranges;
+    let text = preamble;
+    const chunks: Uint8Array[] = [];
+    for (const part of parts) {
+      text += `--${boundary}${padding}\r\nContent-Type: application/octet-stream\r\n${extraHeader}Content-Range: bytes ${part.offset}-${part.offset + part.length - 1}/${RESOURCE.length}\r\n\r\n`;
+      chunks.push(latin1(text), RESOURCE.subarray(part.offset, part.offset + part.length));
+      text = '\r\n';
+    }
+    chunks.push(latin1(`${text}--${boundary}--\r\n`));
+    return { ranges, body: concat(...chunks), contentType: `multipart/byteranges; boundary=${quoted ? `"${boundary}"` : boundary}` };
+  });
+
+/** Content-Types with long runs of what the boundary parameter is made of. */
+const hostileContentType = fc.tuple(fc.array(fc.tuple(fc.constantFrom(';', ' ', 'boundary', '=', '"', 'b', ',', '\t'), fc.integer({ min: 1, max: 8 * 1024 })), { minLength: 1, maxLength: 6 }))
+  .map(([runs]) => `multipart/byteranges${runs.map(([token, n]) => token.repeat(Math.max(1, Math.floor(n / token.length)))).join('')}`.slice(0, 64 * 1024));
+/** Bodies made of long runs of delimiter, header and line-break pieces. */
+const hostileBody = fc.array(fc.tuple(fc.constantFrom('--', '--b', '\r\n', '\r\n\r\n', ' ', 'Content-Range: bytes ', '0-9/4096', ':', '-'), fc.integer({ min: 1, max: 16 * 1024 })), { minLength: 1, maxLength: 6 })
+  .map((runs) => latin1(runs.map(([token, n]) => token.repeat(Math.max(1, Math.floor(n / token.length)))).join('').slice(0, 64 * 1024)));
+
+/** Where `multipartOffsets` may point: inside the body, for each range asked for; or it refuses with RangeResponseError. */
+function multipartOutcome(testCase: MultipartCase): number[] | undefined {
+  let at: number[];
+  try {
+    at = guarded(() => multipartOffsets(testCase.body, testCase.contentType, MULTIPART_URL, testCase.ranges));
+  } catch (error) {
+    expectTypedError(error, [RangeResponseError]);
+    expect((error as RangeResponseError).url).toBe(MULTIPART_URL);
+    return undefined;
+  }
+  expect(at).toHaveLength(testCase.ranges.length);
+  at.forEach((offset, i) => {
+    expect(Number.isSafeInteger(offset) && offset >= 0).toBe(true);
+    expect(offset + testCase.ranges[i]!.length).toBeLessThanOrEqual(testCase.body.length);
+  });
+  return at;
+}
+
+describe('fuzz: multipart/byteranges (the transport\'s multipartOffsets, behind Transport.getRanges)', () => {
+  test('a well-formed body gives each range\'s exact bytes', async () => {
+    await runProperty('multipartOffsets', 'well-formed bodies', fc.property(multipartCase, (testCase) => {
+      const at = multipartOutcome(testCase);
+      expect(at).toBeDefined();
+      testCase.ranges.forEach((range, i) => expect(sameBytes(testCase.body.subarray(at![i]!, at![i]! + range.length), RESOURCE.subarray(range.offset, range.offset + range.length))).toBe(true));
+    }));
+  }, TEST_TIMEOUT_MS);
+
+  test('a mutated body or Content-Type points inside the body or is refused with RangeResponseError, within the work bound', async () => {
+    await runProperty('multipartOffsets', 'mutated bodies and Content-Types', fc.property(multipartCase, fc.array(byteMutation, { minLength: 1, maxLength: 4 }), fc.option(hostileContentType, { nil: undefined }), (testCase, mutations, contentType) => {
+      multipartOutcome({ ...testCase, body: mutateBytes(testCase.body, mutations), contentType: contentType ?? testCase.contentType });
+    }));
+  }, TEST_TIMEOUT_MS);
+
+  test('bodies and Content-Types of long runs up to 64 KB are refused with RangeResponseError, within the work bound', async () => {
+    await runProperty('multipartOffsets', 'long runs', fc.property(hostileBody, fc.oneof(hostileContentType, fc.constant('multipart/byteranges; boundary=b')), fc.array(fc.integer({ min: 0, max: 4095 }), { minLength: 1, maxLength: 4 }), (body, contentType, offsets) => {
+      const ranges = [...new Set(offsets)].sort((a, b) => a - b).map((offset) => ({ offset, length: 1 }));
+      multipartOutcome({ body, contentType, ranges });
+    }));
+  }, TEST_TIMEOUT_MS);
+});
+
 describe('bounded messages', () => {
   test('a bundle with thousands of damaged members names them all in `damaged`, and the first 20 in the message', async () => {
     const input = Array.from({ length: 5000 }, (_, i) => {
@@ -465,6 +688,24 @@ describe('bounded messages', () => {
     expect(differing.part).toBe('table');
     expect(differing.message).toContain('no record for "a/a/');
     expect(differing.message.length).toBeLessThan(2000);
+  });
+
+  test('a 64 KB Content-Type, or a 4 KB part Content-Range, is cut in a multipart RangeResponseError (found by fuzzing)', () => {
+    const ranges = [{ offset: 0, length: 1 }];
+    const longType = `multipart/byteranges${';'.repeat(64 * 1024)}`;
+    const longPartHeader = latin1(`--b\r\nContent-Range: ${'9'.repeat(4000)}\r\n\r\n`);
+    const messages = [[latin1('--b\r\n'), longType], [longPartHeader, 'multipart/byteranges; boundary=b']].map(([body, type]) => {
+      try {
+        multipartOffsets(body as Uint8Array, type as string, MULTIPART_URL, ranges);
+      } catch (error) {
+        expect(error).toBeInstanceOf(RangeResponseError);
+        return (error as RangeResponseError).message;
+      }
+      throw new Error('accepted');
+    });
+    expect(messages[0]).toMatch(/no boundary in Content-Type: multipart\/byteranges;+… \(65556 characters\)$/);
+    expect(messages[1]).toContain(`has no valid Content-Range (${'9'.repeat(200)}… (4000 characters))`);
+    for (const message of messages) expect(message.length).toBeLessThan(1000);
   });
 
   test('an index that claims enormous sizes for a tiny bundle is refused without allocating from them', async () => {

@@ -5,17 +5,17 @@
  * an interrupted upload completed by a rerun, `--dry-run`, the stored headers, and a reader
  * loading the published project straight from the store.
  */
-import { execFile, spawn } from 'node:child_process';
+import { execFile, spawn, spawnSync } from 'node:child_process';
 import { cpSync, mkdirSync, readdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { HeadObjectCommand, ListObjectsV2Command, S3Client } from '@aws-sdk/client-s3';
 import { IndexedAssetSource, UnsupportedOperationError, PublishOutputError, type BundledIndex, type LooseIndex } from '../core/index.js';
 import {
-  DirectoryPublishTarget, diskReader, looseIndexFromFolder, publishToTarget, S3PublishTarget,
+  DirectoryPublishTarget, diskReader, looseIndexFromFolder, publishToTarget, removeStaleStagingFolders, S3PublishTarget,
   type PublishTarget, type TargetBundle,
 } from '../core/node/index.js';
 import { CLI, REPO, temporaryDir } from './helpers/cli.js';
-import { seededBytes } from './helpers/trees.js';
+import { seededBytes, writeTree } from './helpers/trees.js';
 
 interface S3rverInstance {
   run(): Promise<{ port: number }>;
@@ -53,9 +53,9 @@ const AWS_ENV = {
   AWS_EC2_METADATA_DISABLED: 'true',
 };
 
-function cli(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+function cli(args: string[], env: Record<string, string> = {}): Promise<{ code: number; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
-    execFile(process.execPath, [CLI, ...args], { cwd: REPO, env: { ...process.env, ...AWS_ENV }, timeout: 120_000 }, (error, stdout, stderr) => {
+    execFile(process.execPath, [CLI, ...args], { cwd: REPO, env: { ...process.env, ...AWS_ENV, ...env }, timeout: 120_000 }, (error, stdout, stderr) => {
       resolve({ code: error ? ((error as { code?: number }).code ?? 1) : 0, stdout, stderr });
     });
   });
@@ -65,6 +65,12 @@ async function publishJson(args: string[]) {
   const run = await cli([...args, '--endpoint', endpoint, '--json']);
   if (run.code !== 0) throw new Error(`publish failed (${run.code}): ${run.stderr}`);
   return JSON.parse(run.stdout) as { uploadedBundles: number; uploadedBytes: number; uploadedKeys: string[]; skippedBundles: number; skippedBytes: number; bundles: number; bytes: number; dryRun: boolean };
+}
+
+/** The pid of a process that has exited (so `kill(pid, 0)` fails with ESRCH). */
+function deadPid(): number {
+  const child = spawnSync(process.execPath, ['-e', 'process.stdout.write(String(process.pid))'], { encoding: 'utf8' });
+  return Number(child.stdout);
 }
 
 async function keysUnder(prefix: string): Promise<string[]> {
@@ -187,6 +193,34 @@ describe('awake-bundle <input> --to s3://bucket/prefix', () => {
     await expectReadable('stopped', files);
   });
 
+  test('a publish killed with SIGKILL leaves its staging folder in TMPDIR; the next publish removes it, and leaves a running one\'s', async () => {
+    const dir = temporaryDir('awkb-s3-many-');
+    for (let i = 0; i < 40; i++) writeTree(dir, { [`levels/l${String(i).padStart(2, '0')}.bin`]: seededBytes(20_000, 300 + i) });
+    const tmp = temporaryDir('awkb-s3-tmp-'); // the children's os.tmpdir()
+    const args = [CLI, dir, '--to', `s3://${BUCKET}/killed`, '--endpoint', endpoint, '--target-mb', '0.01', '--json'];
+    const child = spawn(process.execPath, args, { env: { ...process.env, ...AWS_ENV, TMPDIR: tmp }, stdio: 'ignore' });
+    let killed = false;
+    const killOnFirstBundle = () => {
+      if (!killed) killed = child.kill('SIGKILL');
+    };
+    server.on('event', killOnFirstBundle);
+    const signal = await new Promise<NodeJS.Signals | null>((resolve) => child.on('exit', (_code, exitSignal) => resolve(exitSignal)));
+    server.off('event', killOnFirstBundle);
+    expect(signal).toBe('SIGKILL');
+    const leftBehind = readdirSync(tmp);
+    expect(leftBehind).toHaveLength(1); // no handler runs on SIGKILL: the whole staged project stays
+    expect(readdirSync(join(tmp, leftBehind[0]!, 'bundles')).length).toBeGreaterThan(0);
+
+    // A running publish's folder (this test's process is alive) and another killed one's.
+    const running = `awake-bundle-staging-${process.pid}-0-${Date.now()}-Ab12Cd`;
+    const killedBefore = `awake-bundle-staging-${deadPid()}-0-${Date.now() - 60_000}-Zz99yY`;
+    for (const name of [running, killedBefore]) writeTree(join(tmp, name), { 'bundles/x.awkb': 'partial' });
+    const rerun = await cli([dir, '--to', `s3://${BUCKET}/killed`, '--endpoint', endpoint, '--target-mb', '0.01', '--json'], { TMPDIR: tmp });
+    expect({ code: rerun.code, stderr: rerun.code === 0 ? '' : rerun.stderr }).toEqual({ code: 0, stderr: '' });
+    expect(JSON.parse(rerun.stdout)).toMatchObject({ bundles: 40, staleStagingFoldersRemoved: 2 });
+    expect(readdirSync(tmp)).toEqual([running]);
+  });
+
   test('installed without @aws-sdk/client-s3, --to fails (exit 1) naming the package to install', async () => {
     // The package as a user has it with no optional peer: dist/ and its one dependency.
     const install = temporaryDir('awkb-no-sdk-');
@@ -287,6 +321,25 @@ describe('publishToTarget (awake-bundle/node)', () => {
     const target = new S3PublishTarget({ bucket: 'no-such-bucket', prefix: 'p', client: s3 });
     await expect(publishToTarget({ looseIndex, read, target })).rejects.toThrow(PublishOutputError);
     await expect(publishToTarget({ looseIndex, read, target })).rejects.toThrow(/^s3:\/\/no-such-bucket\/p\/: cannot list: NoSuchBucket/);
+  });
+
+  test('removeStaleStagingFolders removes only staging folders whose process is gone', async () => {
+    const tmp = temporaryDir('awkb-staging-');
+    const dead = deadPid();
+    const now = Date.now();
+    const stale = [`awake-bundle-staging-${dead}-0-${now}-a1B2c3`, `awake-bundle-staging-${dead}-3-${now}-zzzzzz`];
+    const kept = [
+      `awake-bundle-staging-${process.pid}-0-${now}-a1B2c3`, // this process: another thread's, maybe
+      `awake-bundle-staging-${process.ppid}-0-${now}-a1B2c3`, // a running process
+      'awake-bundle-staging-a1B2c3', // an older version's name: no owner to ask
+      `awake-bundle-staging-${dead}-0-${now}-a1B2c3-mine`, // not a name this library makes
+      'unrelated',
+    ];
+    for (const name of [...stale, ...kept]) mkdirSync(join(tmp, name, 'bundles'), { recursive: true });
+    writeFileSync(join(tmp, `awake-bundle-staging-${dead}-1-${now}-file00`), 'a file, not a folder');
+    kept.push(`awake-bundle-staging-${dead}-1-${now}-file00`);
+    expect(await removeStaleStagingFolders(tmp)).toBe(stale.length);
+    expect(readdirSync(tmp).sort()).toEqual(kept.sort());
   });
 
   test('a folder is a target too: what it holds (by SHA-256) is not copied again', async () => {

@@ -104,6 +104,7 @@ function summaryJson(summary: PublishToTargetSummary, warnings: string[], second
     indexUploaded: !summary.dryRun,
     staging: summary.staging.kept ? summary.staging.dir : null,
     warnings,
+    staleStagingFoldersRemoved: summary.staleStagingFoldersRemoved,
     seconds,
   };
 }

@@ -282,10 +282,10 @@ export class Transport {
     }
     if (RANGE_REFUSALS.has(fetched.status)) return refusal(url, fetched.status);
     if (fetched.status !== 206) return { kind: 'unsupported', reason: `the server answered several ranges with HTTP ${fetched.status}` };
-    if (isMultipart(fetched.headers)) return { kind: 'ranges', body: fetched.bytes, at: multipartOffsets(fetched, url, ranges) };
+    if (isMultipart(fetched.headers)) return { kind: 'ranges', body: fetched.bytes, at: multipartOffsets(fetched.bytes, fetched.headers.get('content-type') ?? '', url, ranges) };
     // One range back: accepted when it covers every range asked for (a server may coalesce them).
     const contentRange = parseContentRange(fetched.headers.get('content-range'));
-    if (!contentRange) throw new RangeResponseError(`GET ${url}: asked for ${ranges.length} ranges, the 206 answer has no valid Content-Range and is not multipart/byteranges (Content-Type: ${fetched.headers.get('content-type')})`, { url });
+    if (!contentRange) throw new RangeResponseError(`GET ${url}: asked for ${ranges.length} ranges, the 206 answer has no valid Content-Range and is not multipart/byteranges (Content-Type: ${headerPreview(fetched.headers.get('content-type'))})`, { url });
     if (fetched.bytes.length !== contentRange.last - contentRange.first + 1) throw new RangeResponseError(`GET ${url}: the 206 answer says Content-Range: bytes ${contentRange.first}-${contentRange.last}, it holds ${fetched.bytes.length} bytes`, { url });
     if (!ranges.every((range) => contentRange.first <= range.offset && range.offset + range.length - 1 <= contentRange.last)) {
       return { kind: 'unsupported', reason: `asked for ${ranges.length} ranges, the server answered one (bytes ${contentRange.first}-${contentRange.last})` };
@@ -636,16 +636,19 @@ function parseContentRange(value: string | null): { first: number; last: number 
  * Where each range asked for starts in a `multipart/byteranges` body (RFC 9110 §14.6, RFC 2046
  * §5.1.1): parts are read by their Content-Range lengths (the data is never searched for the
  * boundary); each part must be a range asked for or cover ranges asked for, every range asked
- * for must be in a part, and the body must end with the closing boundary. Else `RangeResponseError`.
+ * for must be in a part, and the body must end with the closing boundary. Else `RangeResponseError`
+ * naming `url`. `contentType` is the answer's Content-Type, which holds the boundary. A pure
+ * function of its arguments (`getRanges` calls it on a 206), so it can be fuzzed without HTTP;
+ * its work is linear in the body and the header (the part header blocks searched are bounded by
+ * `MAX_PART_HEADER_BYTES`).
  */
-function multipartOffsets(fetched: Fetched, url: string, ranges: readonly { offset: number; length: number }[]): number[] {
+export function multipartOffsets(body: Uint8Array, contentType: string, url: string, ranges: readonly { offset: number; length: number }[]): number[] {
   const fail = (why: string): never => {
     throw new RangeResponseError(`GET ${url}: asked for ${ranges.length} ranges, the multipart/byteranges answer is malformed: ${why}`, { url });
   };
-  const type = fetched.headers.get('content-type') ?? '';
+  const type = contentType;
   const param = /;\s*boundary\s*=\s*(?:"([^"]{1,70})"|([^\s;",]{1,70}))/i.exec(type);
-  const boundary = param ? (param[1] ?? param[2])! : fail(`no boundary in Content-Type: ${type}`);
-  const body = fetched.bytes;
+  const boundary = param ? (param[1] ?? param[2])! : fail(`no boundary in Content-Type: ${headerPreview(type)}`);
   const delimiter = ascii(`--${boundary}`);
   const at: (number | undefined)[] = ranges.map(() => undefined);
   // The first delimiter: at the start, or after a preamble ending in CRLF.
@@ -667,7 +670,7 @@ function multipartOffsets(fetched: Fetched, url: string, ranges: readonly { offs
       if (colon > 0 && line.slice(0, colon).trim().toLowerCase() === 'content-range') contentRange = line.slice(colon + 1);
     }
     const part = parseContentRange(contentRange);
-    if (!part) fail(`part ${parts + 1} has no valid Content-Range${contentRange === null ? '' : ` (${contentRange.trim()})`}`);
+    if (!part) fail(`part ${parts + 1} has no valid Content-Range${contentRange === null ? '' : ` (${headerPreview(contentRange.trim())})`}`);
     const dataStart = headersEnd + 4;
     const dataEnd = dataStart + (part!.last - part!.first + 1);
     if (dataEnd > body.length) fail(`part ${parts + 1} (bytes ${part!.first}-${part!.last}) is cut short`);
@@ -690,6 +693,14 @@ function multipartOffsets(fetched: Fetched, url: string, ranges: readonly { offs
 }
 
 const CRLF2 = new Uint8Array([13, 10, 13, 10]);
+
+const HEADER_PREVIEW_CHARACTERS = 200;
+
+/** A header value in a message: whole up to 200 characters, else cut (a server may send 64 KB of one). */
+function headerPreview(value: string | null): string {
+  if (value === null || value.length <= HEADER_PREVIEW_CHARACTERS) return String(value);
+  return `${value.slice(0, HEADER_PREVIEW_CHARACTERS)}… (${value.length} characters)`;
+}
 
 function ascii(text: string): Uint8Array {
   return Uint8Array.from(text, (char) => char.charCodeAt(0) & 0xff);

@@ -7,10 +7,15 @@
  * read only when it is a regular file no larger than `maxEntryBytes`: a FIFO, a link, a folder
  * or a device in its place is removed and counts as missing, and a FIFO can never block a read.
  * `clear()` works while other processes write into the folder.
+ *
+ * Writers in other processes and in other `worker_threads` of this one share the folder safely:
+ * each write goes through a temporary name no other writer makes (atomic-write.ts).
  */
+import { randomBytes } from 'node:crypto';
 import { constants } from 'node:fs';
 import { lstat, mkdir, open, readdir, rename, rm } from 'node:fs/promises';
 import { join } from 'node:path';
+import { threadId } from 'node:worker_threads';
 import type { ContentCache } from '../cache/content-cache.js';
 import { InvalidOptionError } from '../errors.js';
 import { SHA256_HEX } from '../format/sha256.js';
@@ -22,7 +27,6 @@ const DEFAULT_MAX_ENTRY_BYTES = 2 ** 31;
 const READ_FLAGS = constants.O_RDONLY | (constants.O_NONBLOCK ?? 0) | (constants.O_NOFOLLOW ?? 0);
 /** A put whose folder a concurrent clear() took away starts again; this many times at most. */
 const PUT_ATTEMPTS = 3;
-let counter = 0;
 
 export interface NodeFolderCacheOptions {
   /** Entries larger than this are treated as missing (and removed). Default 2 GiB. */
@@ -114,7 +118,7 @@ export class NodeFolderCache implements ContentCache {
    * removed one by one, and ones that vanish or fill meanwhile are let be.
    */
   async clear(): Promise<void> {
-    const aside = `${this.dir}.clearing-${process.pid}-${++counter}`;
+    const aside = `${this.dir}.clearing-${process.pid}-${threadId}-${randomBytes(6).toString('hex')}`;
     try {
       await rename(this.dir, aside);
     } catch (error) {

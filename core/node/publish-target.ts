@@ -7,12 +7,14 @@
  * interrupted one (bundle names are SHA-256: the same inputs give the same names).
  */
 import { constants, rmSync } from 'node:fs';
-import { copyFile, lstat, mkdir, mkdtemp, open, readFile, rename, rm } from 'node:fs/promises';
+import { copyFile, lstat, mkdir, mkdtemp, open, readdir, readFile, rename, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
+import { threadId } from 'node:worker_threads';
 import { InvalidOptionError, PublishOutputError } from '../errors.js';
 import type { BundledIndex } from '../format/project-index.js';
 import { nodeSha256 } from './hash.js';
+import { processIsGone, temporaryName } from './atomic-write.js';
 import { INDEX_FILE_NAME, publishToDirectory, writeFileAtomic, type PublishOptions, type PublishSummary } from './publish.js';
 
 /** A bundle of the staged publish, as a target sees it. */
@@ -91,11 +93,48 @@ export interface PublishToTargetSummary {
   skippedBytes: number;
   /** The index's key; with `dryRun`, not uploaded. */
   indexKey: string;
+  /** Temporary staging folders of earlier publishes whose process is gone, removed before this one (0 with `stagingDir`). */
+  staleStagingFoldersRemoved: number;
 }
 
 export const DEFAULT_UPLOAD_CONCURRENCY = 4;
 
 const liveStagingFolders = new Set<string>();
+
+/**
+ * A temporary staging folder is `awake-bundle-staging-<pid>-<threadId>-<start, ms since 1970>-<6
+ * random characters>` in the OS temporary folder: the pid tells a later publish whether its
+ * owner still runs (`removeStaleStagingFolders`), as for an out folder's temporary files.
+ */
+const STAGING_PREFIX = 'awake-bundle-staging-';
+const STAGING_FOLDER = /^awake-bundle-staging-(\d+)-\d+-\d+-[0-9A-Za-z]{6}$/;
+
+function newStagingFolder(): Promise<string> {
+  return mkdtemp(join(tmpdir(), `${STAGING_PREFIX}${process.pid}-${threadId}-${Date.now()}-`));
+}
+
+/**
+ * Removes, from `dir` (default the OS temporary folder), the temporary staging folders of
+ * publishes whose process no longer runs (killed: a SIGKILL, a crash, a power cut), each a full
+ * copy of a published project. A folder of a running process, this one's included (another
+ * thread's), is left alone, and so are folders of other users and names this library does not
+ * make. Returns how many were removed.
+ */
+export async function removeStaleStagingFolders(dir: string = tmpdir()): Promise<number> {
+  const names = await readdir(dir).catch(() => [] as string[]);
+  const ownUser = process.getuid?.();
+  let removed = 0;
+  for (const name of names) {
+    const match = STAGING_FOLDER.exec(name);
+    if (!match || !processIsGone(Number(match[1]))) continue;
+    const path = join(dir, name);
+    const info = await lstat(path).catch(() => undefined);
+    if (!info?.isDirectory() || (ownUser !== undefined && info.uid !== ownUser)) continue;
+    // Best effort: another publish may be removing it too; what is left goes on a later run.
+    if (await rm(path, { recursive: true, force: true }).then(() => true, () => false)) removed++;
+  }
+  return removed;
+}
 
 /**
  * Removes the temporary staging folders of this process's running publishes at once: for a
@@ -109,7 +148,8 @@ export function removeOwnStagingFoldersSync(): void {
 /** Publishes into a staging folder, then uploads what `target` lacks, the index last. */
 export async function publishToTarget(options: PublishToTargetOptions): Promise<PublishToTargetSummary> {
   const { target, stagingDir, dryRun = false, concurrency = DEFAULT_UPLOAD_CONCURRENCY, onUpload, ...publishOptions } = options;
-  const dir = stagingDir ?? (await mkdtemp(join(tmpdir(), 'awake-bundle-staging-')));
+  const staleStagingFoldersRemoved = stagingDir === undefined ? await removeStaleStagingFolders() : 0;
+  const dir = stagingDir ?? (await newStagingFolder());
   if (stagingDir === undefined) liveStagingFolders.add(dir);
   try {
     const { index, ...staged } = await publishToDirectory({ ...publishOptions, outDir: dir });
@@ -135,6 +175,7 @@ export async function publishToTarget(options: PublishToTargetOptions): Promise<
       skippedBundles: bundles.length - missing.length,
       skippedBytes: sum(bundles) - sum(missing),
       indexKey: INDEX_FILE_NAME,
+      staleStagingFoldersRemoved,
     };
     if (dryRun) return summary;
     let bundlesDone = 0;
@@ -201,14 +242,18 @@ export class DirectoryPublishTarget implements PublishTarget {
   async putBundle(bundle: TargetBundle): Promise<void> {
     const path = this.pathOf(bundle.key);
     await makeParent(path);
-    // A name publishToDirectory's clean-up knows (`<name>.tmp-<pid>-<n>`): a killed copy's leftover is removed later.
-    const temporary = `${path}.tmp-${process.pid}-${++copyCounter}`;
+    // A name publishToDirectory's clean-up knows (atomic-write.ts): a killed copy's leftover is removed later.
+    const temporary = temporaryName(path);
     try {
       await copyFile(bundle.file, temporary, constants.COPYFILE_EXCL);
       await rename(temporary, path);
     } catch (error) {
       await rm(temporary, { force: true });
       throw new PublishOutputError(`${path}: cannot copy the bundle in: ${(error as Error).message}`, path, error);
+    }
+    // A bundle's name never lies: what stands under it now must hash to it.
+    if (!(await fileHashesTo(path, bundle.sizeBytes, bundle.sha256))) {
+      throw new PublishOutputError(`${path}: after the copy, the file under this name does not hash to it (another writer changed it)`, path);
     }
   }
 
@@ -222,8 +267,6 @@ export class DirectoryPublishTarget implements PublishTarget {
     return join(this.dir, ...key.split('/'));
   }
 }
-
-let copyCounter = 0;
 
 async function makeParent(path: string): Promise<void> {
   await mkdir(dirname(path), { recursive: true });

@@ -14,7 +14,7 @@ import { SHA256_HEX_DIGITS } from '../format/sha256.js';
 import { pathCollisions, unsafePathReason } from '../format/paths.js';
 import { serializeIndex, type BundledIndex, type LooseFileEntry, type LooseIndex } from '../format/project-index.js';
 import { BundleWriter, type BundleHashing, type BundleWriterOptions, type FinishedBundle, type ReadProjectFile } from '../publish/bundle-writer.js';
-import { commitTemporary, createPace, discardTemporary, isLiveTemporaryFile, writeFileAtomic as writeAtomic, writeStreamToTemporary, type Pace } from './atomic-write.js';
+import { commitTemporary, createPace, discardTemporary, isLiveTemporaryFile, processIsGone, TEMPORARY_SUFFIX, writeFileAtomic as writeAtomic, writeStreamToTemporary, type Pace } from './atomic-write.js';
 import { nodeSha256, sha256HexNode } from './hash.js';
 import { isInside } from './inside.js';
 import { publishGrouping, readReferrerFile, type GroupingInput, type PublishGroupingOptions } from './publish-grouping.js';
@@ -84,20 +84,12 @@ export interface PublishSummary {
 }
 
 /** Only names a publish makes: a bundle, a streamed bundle before it has its name, the index. */
-const TEMPORARY_FILE = new RegExp(`^(?:${SHA256_HEX_DIGITS}\\.awkb|\\.incoming\\.awkb|project\\.index\\.json)\\.tmp-(\\d+)-\\d+$`);
+const TEMPORARY_FILE = new RegExp(`^(?:${SHA256_HEX_DIGITS}\\.awkb|\\.incoming\\.awkb|project\\.index\\.json)${TEMPORARY_SUFFIX}$`);
 
-function processIsGone(pid: number): boolean {
-  if (!(Number.isSafeInteger(pid) && pid > 0)) return false; // kill(0 or -n) would signal a group
-  if (pid === process.pid) return true; // ours are live temporary files, skipped below
-  try {
-    process.kill(pid, 0);
-    return false;
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === 'ESRCH'; // EPERM: alive, someone else's
-  }
-}
-
-/** Removes, from `dir`, the temporary files of publishes whose process no longer runs. */
+/**
+ * Removes, from `dir`, the temporary files of publishes whose process no longer runs. A file of
+ * this process is never removed here, whichever thread made it (see processIsGone).
+ */
 export async function removeStaleTemporaryFiles(dir: string): Promise<number> {
   let names: string[];
   try {
@@ -135,11 +127,29 @@ function outputError(path: string, error: unknown): unknown {
  * after a crash. A link at `path` is replaced, never written through.
  */
 export async function writeFileAtomic(path: string, bytes: Uint8Array | string, pace: Pace = createPace()): Promise<void> {
+  await writeOutput(path, bytes, pace);
+}
+
+/** writeFileAtomic, resolving to whether the file under `path` is the one written (atomic-write.ts `commitTemporary`). */
+async function writeOutput(path: string, bytes: Uint8Array | string, pace: Pace): Promise<boolean> {
   try {
-    await writeAtomic(path, bytes, { pace });
+    return await writeAtomic(path, bytes, { pace });
   } catch (error) {
     throw outputError(path, error);
   }
+}
+
+/**
+ * After a bundle's rename, the file under its name is not the one this publish wrote: a
+ * concurrent publish of the same bundle renamed its copy over ours (its bytes hash to the name:
+ * fine), or something replaced our temporary file. A bundle's name never lies: a file there
+ * whose bytes do not hash to it is removed, and the publish fails before it writes its index.
+ */
+async function checkLanded(path: string, sizeBytes: number, sha256: string): Promise<void> {
+  const found = await holdsBundle(path, sizeBytes, sha256);
+  if (found === 'same') return;
+  if (found === 'damaged') await rm(path, { force: true });
+  throw new PublishOutputError(`${path}: after the rename, the file under this name is not the bundle written (another writer replaced the temporary file)${found === 'damaged' ? '; its bytes do not hash to the name, so it was removed' : ''}`, path);
 }
 
 /**
@@ -301,10 +311,14 @@ export async function publishBundles(options: PublishBundlesOptions, produce: (p
         if (temporary) await discardTemporary(temporary);
       } else {
         if (existing === 'damaged') summary.rewrittenBundles.push(url);
-        if (temporary) await commitTemporary(temporary, path).catch((error: unknown) => {
-          throw outputError(path, error);
-        });
-        else await writeFileAtomic(path, (bundle as { bytes: Uint8Array }).bytes, pace);
+        // The SHA-256 was taken of the bytes written through the temporary file's handle: the
+        // name tells the truth when the file under it is that file (or another with those bytes).
+        const landed = temporary
+          ? await commitTemporary(temporary, path).catch((error: unknown) => {
+            throw outputError(path, error);
+          })
+          : await writeOutput(path, (bundle as { bytes: Uint8Array }).bytes, pace);
+        if (!landed) await checkLanded(path, bundle.sizeBytes, sha256);
         summary.newBundles++;
         summary.newBytes += bundle.sizeBytes;
       }

@@ -5,8 +5,8 @@
  * token, added latency, and seeded fault injection (SPEC §7 "Range reads", "Retries", "Tokens").
  */
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
-import { createReadStream, type Stats } from 'node:fs';
-import { realpath, stat } from 'node:fs/promises';
+import { constants, type Stats } from 'node:fs';
+import { open, realpath, stat, type FileHandle } from 'node:fs/promises';
 import { createServer, STATUS_CODES, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join, sep } from 'node:path';
@@ -18,7 +18,7 @@ import { SHA256_HEX_DIGITS } from '../format/sha256.js';
 import { contentTypeOf } from '../format/media-types.js';
 import { requestedRanges } from '../format/range-header.js';
 
-export { MAX_RANGES_PER_REQUEST, requestedRange, requestedRanges } from '../format/range-header.js';
+export { MAX_RANGE_HEADER_LENGTH, MAX_RANGES_PER_REQUEST, requestedRange, requestedRanges } from '../format/range-header.js';
 
 /** One injected fault: an HTTP status (429, 503, …), a reset socket, or a body cut short. */
 export interface FaultRule {
@@ -283,16 +283,20 @@ function resetConnection(request: IncomingMessage, record: RequestRecord): void 
   request.socket.resetAndDestroy();
 }
 
-/** After headers with the full Content-Length, sends half the body and closes the connection. */
-function sendTruncated(response: ServerResponse, path: string, start: number, length: number, record: RequestRecord): void {
+/** After headers with the full Content-Length, sends half the body and closes the connection (and the file). */
+function sendTruncated(response: ServerResponse, file: FileHandle, start: number, length: number, record: RequestRecord): void {
   const kept = Math.floor(length / 2);
   record.bytes = kept;
   record.note.push(`fault truncate: ${kept} of ${length} bytes`);
   response.flushHeaders();
   const closeConnection = () => void setImmediate(() => response.socket?.end());
-  if (kept === 0) return closeConnection();
-  const source = createReadStream(path, { start, end: start + kept - 1 });
+  if (kept === 0) {
+    void file.close();
+    return closeConnection();
+  }
+  const source = file.createReadStream({ start, end: start + kept - 1 });
   source.on('error', () => response.destroy());
+  response.on('close', () => source.destroy()); // and so the file is closed, also when the client left
   source.on('end', closeConnection);
   source.pipe(response, { end: false });
 }
@@ -300,27 +304,59 @@ function sendTruncated(response: ServerResponse, path: string, start: number, le
 /**
  * Answers a GET or HEAD with a file as `serve` does: ETag and 304, Range (one or several),
  * Content-Type by `name` (default the file's own path). For servers of your own, such as the
- * build plugins' development middleware; the file is trusted (checked by the caller).
+ * build plugins' development middleware; the file is trusted (checked by the caller). The file
+ * is opened once and everything in the answer comes from that one open file (its `fstat`, not
+ * `stats`, which is only a hint kept for callers of old): a file renamed over `path` meanwhile is
+ * sent whole, old or new, never one's headers with the other's bytes. A `path` that is no longer
+ * a regular file answers 404.
  */
-export function sendFile(request: IncomingMessage, response: ServerResponse, file: { path: string; stats: Stats; name?: string }): void {
-  serveFile(request, response, file, false, { note: [] });
+export async function sendFile(request: IncomingMessage, response: ServerResponse, file: { path: string; stats?: Stats; name?: string }): Promise<void> {
+  await serveFile(request, response, file, { followLink: true, truncate: false }, { note: [] });
 }
 
-function serveFile(request: IncomingMessage, response: ServerResponse, file: { path: string; stats: Stats; name?: string }, truncate: boolean, record: RequestRecord): void {
-  const { path, stats } = file;
-  const name = file.name ?? path;
+/** O_NONBLOCK: a FIFO put in a file's place cannot hold the open (fstat then refuses it). */
+const OPEN_FLAGS = constants.O_RDONLY | (constants.O_NONBLOCK ?? 0);
+
+async function serveFile(request: IncomingMessage, response: ServerResponse, file: { path: string; name?: string }, how: { followLink: boolean; truncate: boolean }, record: RequestRecord): Promise<void> {
+  const name = file.name ?? file.path;
+  let handle: FileHandle;
+  try {
+    // `serve` opens the real path it checked: a link put in its place since is not followed out of the root.
+    handle = await open(file.path, OPEN_FLAGS | (how.followLink ? 0 : (constants.O_NOFOLLOW ?? 0)));
+  } catch {
+    return sendStatus(request, response, 404); // renamed away, or a link now, since it was resolved
+  }
+  let handedOver = false;
+  try {
+    const stats = await handle.stat();
+    if (!stats.isFile()) return sendStatus(request, response, 404);
+    handedOver = answerFromOpenFile(request, response, handle, stats, name, how.truncate, record);
+  } finally {
+    if (!handedOver) await handle.close();
+  }
+}
+
+/**
+ * The answer for one open file, every header from its `stats` (its fstat) and every byte from
+ * `handle`. True when a body stream took the handle over (it closes it); false when the caller closes it.
+ */
+function answerFromOpenFile(request: IncomingMessage, response: ServerResponse, handle: FileHandle, stats: Stats, name: string, truncate: boolean, record: RequestRecord): boolean {
   const etag = entityTagFor(name, stats);
   const lastModified = stats.mtime.toUTCString();
   const headers: Record<string, string> = { ETag: etag, 'Last-Modified': lastModified, 'Cache-Control': cacheControlFor(name), 'Accept-Ranges': 'bytes' };
   if (isNotModified(request, etag, stats.mtime)) {
     response.writeHead(304, headers);
-    return void response.end();
+    response.end();
+    return false;
   }
   const ifRange = request.headers['if-range'];
   const rangeApplies = request.method === 'GET' && (ifRange === undefined || ifRange === etag || ifRange === lastModified);
   const ranges = rangeApplies ? requestedRanges(request.headers.range, stats.size) : undefined;
-  if (ranges === 'unsatisfiable') return sendStatus(request, response, 416, { ...headers, 'Content-Range': `bytes */${stats.size}` });
-  if (ranges && ranges.length > 1) return sendMultipart(request, response, file, ranges, headers, truncate, record);
+  if (ranges === 'unsatisfiable') {
+    sendStatus(request, response, 416, { ...headers, 'Content-Range': `bytes */${stats.size}` });
+    return false;
+  }
+  if (ranges && ranges.length > 1) return sendMultipart(request, response, { handle, size: stats.size, name }, ranges, headers, truncate, record);
   const range = ranges?.[0];
   const { start, end } = range ?? { start: 0, end: stats.size - 1 };
   const length = end - start + 1;
@@ -329,11 +365,18 @@ function serveFile(request: IncomingMessage, response: ServerResponse, file: { p
     record.note.push(headers['Content-Range']);
   }
   response.writeHead(range ? 206 : 200, { ...headers, 'Content-Type': contentTypeFor(name), 'Content-Length': String(length) });
-  if (request.method === 'HEAD' || length === 0) return void response.end();
+  if (request.method === 'HEAD' || length === 0) {
+    response.end();
+    return false;
+  }
   // Only a body can be cut short; answers without one (HEAD, 304, errors) go out whole.
-  if (truncate) return sendTruncated(response, path, start, length, record);
-  // A client that goes away mid-body is an ordinary event, not an error to report.
-  pipeline(createReadStream(path, { start, end }), response, () => undefined);
+  if (truncate) {
+    sendTruncated(response, handle, start, length, record);
+    return true;
+  }
+  // A client that goes away mid-body is an ordinary event, not an error to report. The stream closes the handle.
+  pipeline(handle.createReadStream({ start, end }), response, () => undefined);
+  return true;
 }
 
 /**
@@ -341,17 +384,19 @@ function serveFile(request: IncomingMessage, response: ServerResponse, file: { p
  * `Content-Type` and `Content-Range`, and an exact `Content-Length`. A truncate fault cuts the
  * body in half as it does a single range's.
  */
-function sendMultipart(request: IncomingMessage, response: ServerResponse, file: { path: string; stats: Stats; name?: string }, ranges: { start: number; end: number }[], headers: Record<string, string>, truncate: boolean, record: RequestRecord): void {
-  const { path, stats } = file;
-  const name = file.name ?? path;
+function sendMultipart(request: IncomingMessage, response: ServerResponse, file: { handle: FileHandle; size: number; name: string }, ranges: { start: number; end: number }[], headers: Record<string, string>, truncate: boolean, record: RequestRecord): boolean {
+  const { handle, size, name } = file;
   const boundary = `awake-${randomBytes(12).toString('hex')}`;
   const type = contentTypeFor(name);
-  const heads = ranges.map(({ start, end }, i) => Buffer.from(`${i === 0 ? '' : '\r\n'}--${boundary}\r\nContent-Type: ${type}\r\nContent-Range: bytes ${start}-${end}/${stats.size}\r\n\r\n`));
+  const heads = ranges.map(({ start, end }, i) => Buffer.from(`${i === 0 ? '' : '\r\n'}--${boundary}\r\nContent-Type: ${type}\r\nContent-Range: bytes ${start}-${end}/${size}\r\n\r\n`));
   const tail = Buffer.from(`\r\n--${boundary}--\r\n`);
   const length = heads.reduce((sum, head, i) => sum + head.length + (ranges[i]!.end - ranges[i]!.start + 1), tail.length);
   record.note.push(`${ranges.length} ranges`);
   response.writeHead(206, { ...headers, 'Content-Type': `multipart/byteranges; boundary=${boundary}`, 'Content-Length': String(length) });
-  if (request.method === 'HEAD') return void response.end();
+  if (request.method === 'HEAD') {
+    response.end();
+    return false;
+  }
   let budget = truncate ? Math.floor(length / 2) : length;
   if (truncate) {
     record.bytes = budget;
@@ -364,15 +409,19 @@ function sendMultipart(request: IncomingMessage, response: ServerResponse, file:
     return kept;
   };
   async function* body(): AsyncGenerator<Buffer> {
-    for (const [i, { start, end }] of ranges.entries()) {
-      yield within(heads[i]!);
-      // Each range's file stream opens only when its turn comes.
-      for await (const data of createReadStream(path, { start, end }) as AsyncIterable<Buffer>) {
-        if (budget <= 0) return;
-        yield within(data);
+    try {
+      for (const [i, { start, end }] of ranges.entries()) {
+        yield within(heads[i]!);
+        // Each range is read from the one open file when its turn comes.
+        for await (const data of handle.createReadStream({ start, end, autoClose: false }) as AsyncIterable<Buffer>) {
+          if (budget <= 0) return;
+          yield within(data);
+        }
       }
+      if (budget > 0) yield within(tail);
+    } finally {
+      await handle.close();
     }
-    if (budget > 0) yield within(tail);
   }
   if (truncate) {
     const closeConnection = () => void setImmediate(() => response.socket?.end());
@@ -398,9 +447,11 @@ function sendMultipart(request: IncomingMessage, response: ServerResponse, file:
       }
       closeConnection();
     })();
-    return;
+    return true;
   }
-  pipeline(Readable.from(body()), response, () => undefined);
+  // The generator closes the handle; this too, for a response that ends before the body starts.
+  pipeline(Readable.from(body()), response, () => void handle.close());
+  return true;
 }
 
 interface ServerState {
@@ -439,7 +490,7 @@ async function handleRequest(request: IncomingMessage, response: ServerResponse,
   const resolved = await resolveRequestPath(state.realRoot, rawPath, rawQuery);
   if (resolved.kind === 'refused') return sendStatus(request, response, resolved.status);
   if (resolved.kind === 'redirect') return sendStatus(request, response, 301, { Location: resolved.location });
-  serveFile(request, response, resolved, fault === 'truncate', record);
+  await serveFile(request, response, resolved, { followLink: false, truncate: fault === 'truncate' }, record);
 }
 
 function accessLogLine(request: IncomingMessage, response: ServerResponse, record: RequestRecord, started: number): string {

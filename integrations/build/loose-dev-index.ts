@@ -192,7 +192,7 @@ export class LooseDevIndex {
     }
     const stats = file && (await stat(file.absolutePath).catch(() => undefined));
     if (!file || !stats?.isFile()) return sendNotFound(request, response);
-    sendFile(request, response, { path: file.absolutePath, stats, name: file.path });
+    return sendFile(request, response, { path: file.absolutePath, stats, name: file.path });
   }
 
   /** Stops watching the asset folder. */
