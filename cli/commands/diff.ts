@@ -7,6 +7,7 @@ import { join } from 'node:path';
 import { AwakeError } from '../../core/errors.js';
 import { DEFAULT_DELTA_RANGE_OPTIONS, type DeltaRangeOptions } from '../../core/format/delta-ranges.js';
 import { diffProjectIndexes, type IndexDiff } from '../../core/format/index-diff.js';
+import { decodeIndexText } from '../../core/format/index-text.js';
 import { parseProjectIndexJson, type ProjectIndex } from '../../core/format/project-index.js';
 import { INDEX_FILE_NAME } from '../../core/node/publish.js';
 import { CommandFailure, formatBytes, parseCommandLine, printable, UsageError, type Command, type CommandContext } from '../usage.js';
@@ -27,8 +28,8 @@ const TIMEOUT_MS = 30_000;
 
 const plural = (count: number, noun: string) => `${count} ${noun}${count === 1 ? '' : 's'}`;
 
-/** Index JSON from an http(s) URL, a file, or a published folder (its project.index.json). */
-async function readIndexText(source: string): Promise<string> {
+/** Index bytes from an http(s) URL, a file, or a published folder (its project.index.json). */
+async function readIndexBytes(source: string): Promise<Uint8Array> {
   if (/^https?:\/\//i.test(source)) {
     let response: Response;
     try {
@@ -37,21 +38,21 @@ async function readIndexText(source: string): Promise<string> {
       throw new CommandFailure(`${source}: cannot fetch: ${(error as Error).message}`);
     }
     if (!response.ok) throw new CommandFailure(`${source}: cannot fetch: HTTP ${response.status}`);
-    return response.text();
+    return new Uint8Array(await response.arrayBuffer());
   }
   const isFolder = (await stat(source).catch(() => undefined))?.isDirectory() ?? false;
   const path = isFolder ? join(source, INDEX_FILE_NAME) : source;
   try {
-    return await readFile(path, 'utf8');
+    return await readFile(path);
   } catch (error) {
     throw new CommandFailure(`${path}: cannot read: ${(error as Error).message}`);
   }
 }
 
 async function loadIndex(source: string): Promise<ProjectIndex> {
-  const text = await readIndexText(source);
+  const bytes = await readIndexBytes(source);
   try {
-    return parseProjectIndexJson(text);
+    return parseProjectIndexJson(decodeIndexText(bytes));
   } catch (error) {
     // The message names the field (files[3].sha256); the source goes in front once.
     if (error instanceof AwakeError) throw new CommandFailure(`${source}: ${error.message}`);

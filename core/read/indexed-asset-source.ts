@@ -11,6 +11,7 @@
  */
 import type { ContentCache } from '../cache/content-cache.js';
 import { AwakeError, BundleIntegrityError, IndexTooLargeError, InvalidOptionError, RequestAbortedError, ResponseSizeError } from '../errors.js';
+import { decodeIndexText } from '../format/index-text.js';
 import { entryKey, parseProjectIndex, parseProjectIndexJson, type ProjectIndex } from '../format/project-index.js';
 import { mediaTypeOf } from '../format/media-types.js';
 import { abortable, linkSignals } from '../net/abort.js';
@@ -30,6 +31,10 @@ export type { CacheErrorDetail } from './verified-cache.js';
 
 export const DEFAULT_PENDING_BYTES = 64 * 1024 * 1024;
 export const DEFAULT_MAX_INDEX_BYTES = 64 * 1024 * 1024;
+/** `indexTimeoutMs`'s default: 15 s of silence (no headers, then no body bytes) ends an attempt at the index. */
+export const DEFAULT_INDEX_TIMEOUT_MS = 15_000;
+/** `indexAttempts`'s default: two, so a host that never answers fails `open` in about 30 s. */
+export const DEFAULT_INDEX_ATTEMPTS = 2;
 
 export interface OpenOptions {
   /** Where the index is; bundle and file URLs resolve against it. */
@@ -97,9 +102,30 @@ export interface OpenOptions {
   hashWorkers?: number | DigestPool;
   /** Told of every cache failure (a full quota, a failing store); the load goes on without the cache. Default: one `console.warn` per source (a broken cache fails every write: the log is not flooded). */
   onCacheError?: (error: unknown, detail: CacheErrorDetail) => void;
+  /**
+   * Retries of bundle and file requests (SPEC §7 "Retries"): `attempts` (default 4), `baseDelayMs`
+   * (250), `maxDelayMs` (30 000), `maxTotalWaitMs` (none). The index has its own `indexAttempts`.
+   */
   retry?: RetryOptions;
-  /** How long one request may go quiet, in ms: no headers, or no body bytes (default 30 000; 0 = none). See `TransportOptions.timeoutMs`. */
+  /**
+   * How long one bundle or file request may go quiet, in ms: no headers, or no body bytes
+   * (default 30 000; 0 = none). See `TransportOptions.timeoutMs`. A host that accepts and never
+   * answers fails a read after `retry.attempts` × this plus the waits between (by default 4 × 30 s
+   * + at most 1.75 s ≈ 122 s). The index has its own `indexTimeoutMs`.
+   */
   timeoutMs?: number;
+  /**
+   * How long one attempt at the index may go quiet, in ms: no headers, then no body bytes
+   * (default 15 000; 0 = none). A game's start waits on the index, so it gets a shorter limit
+   * than bundles (`timeoutMs`), which may be large and come from a busy CDN.
+   */
+  indexTimeoutMs?: number;
+  /**
+   * Attempts at the index, the first included (default 2; at most `retry.attempts`). With the
+   * defaults, a host that accepts and never answers fails `open` with `RequestTimeoutError`
+   * (`E_TIMEOUT`, `attempts: 2`) after 2 × 15 s plus one wait of at most 250 ms: about 30 s.
+   */
+  indexAttempts?: number;
   /** Aborts opening, and every request of this source when it fires later. Holds no listener on it (see `dispose`). */
   signal?: AbortSignal;
   /** A transport of your own (tests, custom retry policies); `fetch`, `retry`, `timeoutMs` are then ignored. */
@@ -217,6 +243,10 @@ export class IndexedAssetSource {
     const fetch = options.fetch && needsTokenOrigin(options.fetch) ? bindTokenOrigin(options.fetch, tokenOrigin(indexUrl ?? baseUrl)) : options.fetch;
     deltaReadSettings(options.deltaReads); // checked before any request
     const maxIndexBytes = checkedSize(options.maxIndexBytes ?? DEFAULT_MAX_INDEX_BYTES, 'maxIndexBytes');
+    const indexTimeoutMs = options.indexTimeoutMs ?? DEFAULT_INDEX_TIMEOUT_MS;
+    if (!(indexTimeoutMs >= 0)) throw new InvalidOptionError('indexTimeoutMs', `indexTimeoutMs must be ≥ 0, got ${indexTimeoutMs}`);
+    const indexAttempts = options.indexAttempts ?? DEFAULT_INDEX_ATTEMPTS;
+    if (!Number.isInteger(indexAttempts) || indexAttempts < 1) throw new InvalidOptionError('indexAttempts', `indexAttempts must be an integer ≥ 1, got ${indexAttempts}`);
     const pool = poolFor(options.hashWorkers);
     // With the platform's own fetch, bodies are read (and bundles streamed) in the pool's workers,
     // which start now, while the index is fetched (its request waits for none of them).
@@ -235,10 +265,16 @@ export class IndexedAssetSource {
     if (options.index !== undefined) {
       index = typeof options.index === 'string' ? parseProjectIndexJson(options.index, indexUrl ? { url: indexUrl } : {}) : parseProjectIndex(options.index, indexUrl ? { url: indexUrl } : {});
     } else if (indexUrl !== undefined) {
-      const text = await transport.getText(indexUrl, { ...(options.signal ? { signal: options.signal } : {}), maxBytes: maxIndexBytes }).catch((error: unknown) => {
+      const bytes = await transport.getBytes(indexUrl, {
+        ...(options.signal ? { signal: options.signal } : {}),
+        maxBytes: maxIndexBytes, timeoutMs: indexTimeoutMs, attempts: indexAttempts,
+        // Read in steps, each re-arming the quiet-time limit: a large index on a slow line is not cut at 15 s.
+        onProgress: () => undefined,
+      }).catch((error: unknown) => {
         throw error instanceof ResponseSizeError ? new IndexTooLargeError(indexUrl, maxIndexBytes, error) : error;
       });
-      index = parseProjectIndexJson(text, { url: indexUrl });
+      // Strict UTF-8: bytes that are not would become U+FFFD and another, legal path (SPEC preamble).
+      index = parseProjectIndexJson(decodeIndexText(bytes, { url: indexUrl }), { url: indexUrl });
     } else {
       throw new InvalidOptionError('indexUrl', 'IndexedAssetSource.open needs indexUrl or index');
     }
