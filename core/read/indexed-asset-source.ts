@@ -25,9 +25,11 @@ import { ByteBudget, LoadRegistry, type Load } from './load-registry.js';
 import { fileBytesOf, PrefetchReport } from './load-progress.js';
 import { absoluteUrl, allowedOrigins, checkIndexUrls, httpUrl, OriginCapabilities, pageHref, tokenOrigin } from './origins.js';
 import { HeldMembers } from './pending-members.js';
+import { rangeReadSettings, type RangeReadOptions } from './range-reads.js';
 import { VerifiedCache, type CacheErrorDetail } from './verified-cache.js';
 
 export type { CacheErrorDetail } from './verified-cache.js';
+export { DEFAULT_RANGE_READS, type RangeReadOptions } from './range-reads.js';
 
 export const DEFAULT_PENDING_BYTES = 64 * 1024 * 1024;
 export const DEFAULT_MAX_INDEX_BYTES = 64 * 1024 * 1024;
@@ -73,8 +75,14 @@ export interface OpenOptions {
    * store costs the load no time of its own.
    */
   cache?: ContentCache | null | Promise<ContentCache | null | undefined>;
-  /** Read one uncached member with an HTTP range request instead of its whole bundle. */
-  rangeReads?: boolean;
+  /**
+   * Read one uncached member with an HTTP range request instead of its whole bundle (SPEC §7
+   * "Range reads"), checked alone. `true` or an object tuning it (see `RangeReadOptions`): at most
+   * `maxRequestsPerOrigin` range requests in flight per origin (default 6), the other reads
+   * waiting; members of one bundle read together and at most `maxGapBytes` apart (default 64 KiB)
+   * share one request of at most `maxRequestBytes` (default 4 MiB). Default off.
+   */
+  rangeReads?: boolean | RangeReadOptions;
   /**
    * Delta downloads (on by default; needs a `cache` with `has` or `hasMany`): when a bundle is needed and the cache
    * already holds some of its members (from an earlier version of the project), fetch only the
@@ -219,13 +227,14 @@ export class IndexedAssetSource {
     this.indexUrl = view.indexUrl;
     this.pool = pool;
     this.ownsPool = typeof options.hashWorkers === 'number';
-    this.rangeReads = options.rangeReads ?? false;
+    const ranges = rangeReadSettings(options.rangeReads);
+    this.rangeReads = ranges !== undefined;
     this.pendingBytes = options.pendingBytes ?? DEFAULT_PENDING_BYTES;
     this.held = new HeldMembers(this.pendingBytes);
     this.cache = new VerifiedCache(options.cache ?? undefined, pool, options.onCacheError, (sha256) => view.contentEntry(sha256));
     // Delta reads only with a cache that can say what it holds without reading it (has, hasMany, or a worker's view).
     const delta = this.cache.counts ? deltaReadSettings(options.deltaReads) : undefined;
-    this.fetcher = new BundleFetcher(view, transport, pool, this.cache, new OriginCapabilities(), delta, inWorkers);
+    this.fetcher = new BundleFetcher(view, transport, pool, this.cache, new OriginCapabilities(), delta, inWorkers, ranges);
     this.lifetime = linkSignals([options.signal, this.disposal.signal]);
     // The workers write the cache once this source's loads are done (see flushStores).
     this.registry = new LoadRegistry(this.lifetime.signal, () => {
@@ -242,6 +251,7 @@ export class IndexedAssetSource {
     const allowed = allowedOrigins(indexUrl ?? baseUrl ?? pageHref(), options.allowOrigins ?? []);
     const fetch = options.fetch && needsTokenOrigin(options.fetch) ? bindTokenOrigin(options.fetch, tokenOrigin(indexUrl ?? baseUrl)) : options.fetch;
     deltaReadSettings(options.deltaReads); // checked before any request
+    rangeReadSettings(options.rangeReads);
     const maxIndexBytes = checkedSize(options.maxIndexBytes ?? DEFAULT_MAX_INDEX_BYTES, 'maxIndexBytes');
     const indexTimeoutMs = options.indexTimeoutMs ?? DEFAULT_INDEX_TIMEOUT_MS;
     if (!(indexTimeoutMs >= 0)) throw new InvalidOptionError('indexTimeoutMs', `indexTimeoutMs must be ≥ 0, got ${indexTimeoutMs}`);
