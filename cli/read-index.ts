@@ -2,6 +2,7 @@
 import { readFile, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { AwakeError } from '../core/errors.js';
+import { decodeIndexText } from '../core/format/index-text.js';
 import { parseProjectIndexJson, type ProjectIndex } from '../core/format/project-index.js';
 import { INDEX_FILE_NAME } from '../core/node/publish.js';
 import { CommandFailure } from './usage.js';
@@ -10,8 +11,8 @@ const TIMEOUT_MS = 30_000;
 
 export const isUrl = (source: string) => /^https?:\/\//i.test(source);
 
-/** Index JSON from an http(s) URL, a file, or a published folder (its project.index.json). */
-async function readIndexText(source: string): Promise<string> {
+/** Index bytes from an http(s) URL, a file, or a published folder (its project.index.json). */
+async function readIndexBytes(source: string): Promise<Uint8Array> {
   if (isUrl(source)) {
     let response: Response;
     try {
@@ -20,12 +21,12 @@ async function readIndexText(source: string): Promise<string> {
       throw new CommandFailure(`${source}: cannot fetch: ${(error as Error).message}`);
     }
     if (!response.ok) throw new CommandFailure(`${source}: cannot fetch: HTTP ${response.status}`);
-    return response.text();
+    return new Uint8Array(await response.arrayBuffer());
   }
   const isFolder = (await stat(source).catch(() => undefined))?.isDirectory() ?? false;
   const path = isFolder ? join(source, INDEX_FILE_NAME) : source;
   try {
-    return await readFile(path, 'utf8');
+    return await readFile(path);
   } catch (error) {
     throw new CommandFailure(`${path}: cannot read: ${(error as Error).message}`);
   }
@@ -33,9 +34,10 @@ async function readIndexText(source: string): Promise<string> {
 
 /** The index `source` names, checked; a failure is a `CommandFailure` naming the source (and the field). */
 export async function loadIndex(source: string): Promise<ProjectIndex> {
-  const text = await readIndexText(source);
+  const bytes = await readIndexBytes(source);
   try {
-    return parseProjectIndexJson(text);
+    // Strict UTF-8 (decodeIndexText): an index whose paths are not is refused, naming the entry.
+    return parseProjectIndexJson(decodeIndexText(bytes));
   } catch (error) {
     // The message names the field (files[3].sha256); the source goes in front once.
     if (error instanceof AwakeError) throw new CommandFailure(`${source}: ${error.message}`);

@@ -4,6 +4,7 @@ export * from './format/paths.js';
 export * from './format/ids.js';
 export * from './format/awkb.js';
 export * from './format/project-index.js';
+export { decodeIndexText, type DecodeIndexOptions } from './format/index-text.js';
 export * from './format/delta-ranges.js';
 export * from './format/index-diff.js';
 export { sha256Hex, sha256HexSync, createSha256, toHex, fromHex, type IncrementalSha256 } from './hash.js';

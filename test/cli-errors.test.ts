@@ -137,3 +137,34 @@ describe('terminal escape sequences in names', () => {
     expect(refused.stderr).not.toMatch(/[\u0000-\u0009\u000b-\u001f\u007f-\u009f]/);
   });
 });
+
+describe('an index that is not UTF-8 (issue 20)', () => {
+  /** `text` with `@@` replaced by the bytes FF FE. */
+  const withFFFE = (text: string) => {
+    const [before, after] = text.split('@@') as [string, string];
+    return Buffer.concat([Buffer.from(before), Buffer.from([0xff, 0xfe]), Buffer.from(after)]);
+  };
+
+  test('verify, diff and publish (from a loose index) refuse it, naming files[i].path and its bytes', () => {
+    const out = temporaryDir();
+    expect(runCli([tree(), '--out', out]).code).toBe(0);
+    const indexFile = join(out, 'project.index.json');
+    writeFileSync(indexFile, withFFFE(readFileSync(indexFile, 'utf8').replace('"art/a.png"', '"art/@@.png"')));
+    const verified = runCli(['verify', out]);
+    expect(verified.code).toBe(1);
+    expect(verified.stderr).toContain('files[0].path "art/\\xFF\\xFE.png" is not UTF-8 (bytes FF FE)');
+    const diffed = runCli(['diff', out, out]);
+    expect(diffed.code).toBe(1);
+    expect(diffed.stderr).toContain('files[0].path "art/\\xFF\\xFE.png" is not UTF-8 (bytes FF FE)');
+    expect(diffed.stderr).not.toMatch(STACK_LINE);
+
+    const looseDir = temporaryDir();
+    writeTree(looseDir, { 'b.txt': 'b' });
+    const looseIndex = join(looseDir, 'loose.index.json');
+    writeFileSync(looseIndex, withFFFE(JSON.stringify({ formatVersion: 2, rootPath: '/p', files: [{ path: '@@.txt', sizeBytes: 1, sha256: 'a'.repeat(64), url: 'b.txt' }] })));
+    const published = runCli([looseIndex, '--out', temporaryDir()]);
+    expect(published.code).toBe(1);
+    expect(published.stderr).toContain('files[0].path "\\xFF\\xFE.txt" is not UTF-8 (bytes FF FE)');
+    expect(published.stderr).not.toMatch(STACK_LINE);
+  });
+});

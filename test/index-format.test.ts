@@ -2,9 +2,10 @@
 import { createHmac } from 'node:crypto';
 import fc from 'fast-check';
 import {
-  compareKeys, IndexValidationError, isSafePath, looseFileUrl, opaqueId, parseProjectIndex, parseProjectIndexJson,
+  compareKeys, decodeIndexText, IndexValidationError, isSafePath, looseFileUrl, opaqueId, parseProjectIndex, parseProjectIndexJson,
   serializeIndex, UnsupportedIndexVersionError, type BundledIndex, type LooseIndex,
 } from '../core/index.js';
+import { invalidUtf8At } from '../core/format/index-text.js';
 
 const hex = (c: string) => c.repeat(64);
 
@@ -255,5 +256,57 @@ describe('hostile indexes', () => {
     expect(error.problems.length).toBe(1001);
     expect(error.problems[1000]).toBe('files[1].path "a" repeats files[0].path');
     expect(error.problems[0]).toBe('files[0].sizeBytes must be a non-negative integer no larger than 2^53 − 1');
+  });
+});
+
+describe('index text is strict UTF-8 (SPEC preamble; issue 20)', () => {
+  const bytesOf = (...parts: (string | number[])[]) => Buffer.concat(parts.map((part) => (typeof part === 'string' ? Buffer.from(part) : Buffer.from(part))));
+  const refusal = (bytes: Uint8Array) => {
+    try {
+      decodeIndexText(bytes, { url: 'https://cdn.example/project.index.json' });
+    } catch (error) {
+      return error as IndexValidationError;
+    }
+    throw new Error('accepted');
+  };
+
+  test('valid UTF-8 decodes as TextDecoder does: a leading BOM dropped, a real U+FFFD kept', () => {
+    expect(decodeIndexText(bytesOf([0xef, 0xbb, 0xbf], '{"a":"x\uFFFDy😀"}'))).toBe('{"a":"x\uFFFDy😀"}');
+  });
+
+  test('bytes FF FE in files[1].path: E_INDEX_INVALID naming the entry, its bytes, and the first offset', () => {
+    const error = refusal(bytesOf('{"formatVersion":2,"rootPath":"/p","files":[{"path":"ok"},{"path":"a/', [0xff, 0xfe], '.png"}]}'));
+    expect(error).toBeInstanceOf(IndexValidationError);
+    expect(error).toMatchObject({ code: 'E_INDEX_INVALID', url: 'https://cdn.example/project.index.json' });
+    expect(error.problems).toEqual(['files[1].path "a/\\xFF\\xFE.png" is not UTF-8 (bytes FF FE); the first at byte 69 (FF) of the index']);
+  });
+
+  test('every field that holds such bytes is named: values, keys, bundles, rootPath', () => {
+    const error = refusal(bytesOf('{"rootPath":"/', [0xc0, 0xaf], '","bundles":[{"url":"b/', [0xed, 0xa0, 0x80], '"}],"files":[{"', [0xe2, 0x82], '":1}]}'));
+    expect(error.problems.map((problem) => problem.replace(/;.*$/, ''))).toEqual([
+      'rootPath "/\\xC0\\xAF" is not UTF-8 (bytes C0 AF)',
+      'bundles[0].url "b/\\xED\\xA0\\x80" is not UTF-8 (bytes ED A0 80)',
+      'files[0] has a key "\\xE2\\x82" is not UTF-8 (bytes E2 82)',
+    ]);
+  });
+
+  test('bytes outside any string: the byte offset', () => {
+    expect(refusal(bytesOf('{"formatVersion":2', [0x80], '}')).problems).toEqual(['is not UTF-8: the first at byte 18 (80)']);
+    // A sequence cut short at the end names its lead byte and what came of it.
+    expect(refusal(bytesOf('{}', [0xf0, 0x9f, 0x98])).problems).toEqual(['is not UTF-8: the first at byte 2 (F0 9F 98)']);
+  });
+
+  test('invalidUtf8At agrees with TextDecoder({ fatal: true }) on random bytes', () => {
+    const strict = new TextDecoder('utf-8', { fatal: true });
+    fc.assert(fc.property(fc.uint8Array({ maxLength: 64 }), fc.array(fc.constantFrom(0x80, 0xbf, 0xc2, 0xe0, 0xed, 0xef, 0xf0, 0xf4, 0xf5, 0xff), { maxLength: 8 }), (random, leads) => {
+      const bytes = Uint8Array.from([...random, ...leads, ...random.slice(0, 3)]);
+      let valid = true;
+      try {
+        strict.decode(bytes);
+      } catch {
+        valid = false;
+      }
+      expect(invalidUtf8At(bytes) === undefined).toBe(valid);
+    }), { seed: 20261130, numRuns: 2000 });
   });
 });

@@ -7,11 +7,12 @@ import { cpSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { resolveObjectURL } from 'node:buffer';
 import { join } from 'node:path';
 import {
-  AssetNotFoundError, BundleIntegrityError, HttpError, IndexedAssetSource, MemoryCache, tokenAuthorizedFetch,
-  UnsupportedIndexVersionError, type ContentCache,
+  AssetNotFoundError, BundleIntegrityError, DEFAULT_INDEX_ATTEMPTS, DEFAULT_INDEX_TIMEOUT_MS, HttpError, IndexedAssetSource, IndexValidationError, MemoryCache,
+  RequestTimeoutError, tokenAuthorizedFetch, Transport, UnsupportedIndexVersionError, type BodyRequestOptions, type ContentCache,
 } from '../core/index.js';
 import { NodeFolderCache, startStaticServer, type StaticServer } from '../core/node/index.js';
 import { FIXTURES, temporaryDir } from './helpers/cli.js';
+import { startHeldServer } from './helpers/held-server.js';
 import { startWholeFileServer } from './helpers/whole-file-server.js';
 
 const TREE = join(FIXTURES, 'trees/small');
@@ -332,5 +333,76 @@ describe('tokens, retries, aborts', () => {
     } finally {
       await slow.close();
     }
+  });
+});
+
+describe('the index: its own timeout and attempts (issue 20)', () => {
+  test('a host that accepts and never answers the index: open fails with RequestTimeoutError after indexAttempts attempts of indexTimeoutMs', async () => {
+    const host = await startHeldServer(root);
+    host.stall('/bundled/project.index.json');
+    try {
+      const indexUrl = `${host.origin}/bundled/project.index.json`;
+      // Bundles keep their own (longer) timeoutMs; the index gives up on its own.
+      const error = await IndexedAssetSource.open({ indexUrl, indexTimeoutMs: 50, timeoutMs: 5_000, retry: { baseDelayMs: 1 } }).catch((e) => e);
+      expect(error).toBeInstanceOf(RequestTimeoutError);
+      expect(error).toMatchObject({ name: 'RequestTimeoutError', code: 'E_TIMEOUT', url: indexUrl, timeoutMs: 50, attempts: 2 });
+      expect(error.message).toContain('gave up after 2 attempts');
+      expect(host.count('/bundled/project.index.json')).toBe(2);
+      const three = await IndexedAssetSource.open({ indexUrl, indexTimeoutMs: 50, indexAttempts: 3, retry: { baseDelayMs: 1 } }).catch((e) => e);
+      expect(three).toMatchObject({ code: 'E_TIMEOUT', timeoutMs: 50, attempts: 3 });
+      expect(host.count('/bundled/project.index.json')).toBe(5);
+    } finally {
+      await host.close();
+    }
+  });
+
+  test('by default the index gets 15 s of quiet and 2 attempts; bundle requests keep timeoutMs and retry.attempts', async () => {
+    expect([DEFAULT_INDEX_TIMEOUT_MS, DEFAULT_INDEX_ATTEMPTS]).toEqual([15_000, 2]);
+    const asked: { url: string; timeoutMs: number | undefined; attempts: number | undefined }[] = [];
+    class Recording extends Transport {
+      override getBytes(url: string, options: BodyRequestOptions = {}) {
+        asked.push({ url, timeoutMs: options.timeoutMs, attempts: options.attempts });
+        return super.getBytes(url, options);
+      }
+    }
+    const source = await IndexedAssetSource.open({ indexUrl: bundledIndex(), transport: new Recording({ retry: { attempts: 5 } }) });
+    expect(asked).toEqual([{ url: bundledIndex(), timeoutMs: 15_000, attempts: 2 }]);
+    await source.read('ui/hud.json');
+    expect(asked.slice(1).every((request) => request.timeoutMs === undefined && request.attempts === undefined)).toBe(true);
+  });
+
+  test('indexTimeoutMs and indexAttempts are checked before any request', async () => {
+    for (const options of [{ indexTimeoutMs: -1 }, { indexTimeoutMs: Number.NaN }, { indexAttempts: 0 }, { indexAttempts: 1.5 }]) {
+      await expect(IndexedAssetSource.open({ indexUrl: 'http://127.0.0.1:9/none.json', ...options })).rejects.toMatchObject({ code: 'E_OPTION' });
+    }
+  });
+});
+
+describe('an index that is not UTF-8 (issue 20)', () => {
+  /** The loose index with `files[1].path` holding the bytes FF FE, as a server would send them. */
+  function indexWithBadPath(): Buffer {
+    const index = JSON.parse(JSON.stringify(loose));
+    index.files[1].path = 'assets/@@.txt';
+    const [before, after] = JSON.stringify(index).split('@@') as [string, string];
+    return Buffer.concat([Buffer.from(before), Buffer.from([0xff, 0xfe]), Buffer.from(after)]);
+  }
+
+  test('a path holding bytes FF FE: open refuses the index with E_INDEX_INVALID naming files[1].path', async () => {
+    mkdirSync(join(root, 'not-utf8'), { recursive: true });
+    writeFileSync(join(root, 'not-utf8/project.index.json'), indexWithBadPath());
+    const indexUrl = `${site}not-utf8/project.index.json`;
+    const error = await IndexedAssetSource.open({ indexUrl }).catch((e) => e);
+    expect(error).toBeInstanceOf(IndexValidationError);
+    expect(error).toMatchObject({ code: 'E_INDEX_INVALID', url: indexUrl });
+    expect(error.problems).toHaveLength(1);
+    expect(error.problems[0]).toMatch(/^files\[1\]\.path "assets\/\\xFF\\xFE\.txt" is not UTF-8 \(bytes FF FE\); the first at byte \d+ \(FF\) of the index$/);
+    expect(error.message).toContain(indexUrl);
+  });
+
+  test('bytes that break the JSON itself: the URL and the byte offset', async () => {
+    writeFileSync(join(root, 'not-utf8/broken.index.json'), Buffer.concat([Buffer.from('{"formatVersion": 2,'), Buffer.from([0xc3, 0x28]), Buffer.from('"rootPath": "/p", "files": []}')]));
+    const indexUrl = `${site}not-utf8/broken.index.json`;
+    const error = await IndexedAssetSource.open({ indexUrl }).catch((e) => e);
+    expect(error).toMatchObject({ name: 'IndexValidationError', code: 'E_INDEX_INVALID', url: indexUrl, problems: ['is not UTF-8: the first at byte 20 (C3)'] });
   });
 });

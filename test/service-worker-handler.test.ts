@@ -6,11 +6,12 @@
  */
 import { cpSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { bytesResponse, createAwkbFetchHandler, failure, type AwkbFetchHandlerOptions } from '../adapters/service-worker/index.js';
+import { bytesResponse, createAwkbFetchHandler, DEFAULT_INDEX_WAIT_MS, failure, type AwkbFetchHandlerOptions, type IndexStore } from '../adapters/service-worker/index.js';
 import { BundleIntegrityError } from '../core/errors.js';
 import { startStaticServer, type StaticServer } from '../core/node/index.js';
 import { MemoryCache } from '../core/cache/memory.js';
 import { FIXTURES, runCli, temporaryDir } from './helpers/cli.js';
+import { startHeldServer, type HeldServer } from './helpers/held-server.js';
 import { seededBytes, writeTree } from './helpers/trees.js';
 
 const TREE = join(FIXTURES, 'trees/small');
@@ -151,9 +152,13 @@ describe('which requests the handler answers', () => {
     const event = fetchEvent(`${site}bundled/assets/models/crate.glb`);
     expect(sw.handleFetch(event)).toBe(true);
     expect(new Uint8Array(await (await event.answer!).arrayBuffer())).toEqual(treeBytes('assets/models/crate.glb'));
-    // An index the server answers for but is not there (404) is not replaced by a kept one.
+    // The kept index serves while the index is read again; a read that fails, even a 404, leaves it serving.
     const anyKept = { get: async () => [...kept.values()][0], put: async () => undefined };
-    await expect(handler('nowhere', { indexStore: anyKept }).ready).rejects.toThrow(/404/);
+    const gone = handler('nowhere', { indexStore: anyKept });
+    expect((await gone.ready).index).toEqual(online.index);
+    await gone.whenUpdated();
+    expect((await gone.ready).index).toEqual(online.index);
+    await expect(gone.refreshIndex()).rejects.toThrow(/404/);
   });
 
   test('onIndexUpdate hears of a new version: on refresh, and at a start after the index changed', async () => {
@@ -195,6 +200,142 @@ describe('which requests the handler answers', () => {
     const second = await sw.refreshIndex();
     expect(second).not.toBe(first);
     expect(await sw.ready).toBe(second);
+  });
+});
+
+/** An `indexStore` in memory, and what it holds. */
+function memoryIndexStore(): IndexStore & { kept: Map<string, string> } {
+  const kept = new Map<string, string>();
+  return { kept, get: async (url) => kept.get(url), put: async (url, json) => void kept.set(url, json) };
+}
+
+/** The small project's index as served by a held server, at `rootPath` (a version marker). */
+function indexAt(rootPath: string): string {
+  return JSON.stringify({ ...JSON.parse(readFileSync(join(FIXTURES, 'expected/small-default/project.index.json'), 'utf8')), rootPath });
+}
+
+describe('index versions (issue 20)', () => {
+  let host: HeldServer;
+  let folder: string;
+  const INDEX = '/project.index.json';
+
+  beforeEach(async () => {
+    folder = temporaryDir('awkb-sw-versions-');
+    cpSync(join(FIXTURES, 'expected/small-default'), folder, { recursive: true });
+    writeFileSync(join(folder, 'project.index.json'), indexAt('/v1'));
+    writeFileSync(join(folder, 'from-the-network.txt'), 'from the network\n');
+    host = await startHeldServer(folder);
+  });
+  afterEach(() => host.close());
+
+  const at = (options: Partial<AwkbFetchHandlerOptions> = {}) => createAwkbFetchHandler({ indexUrl: `${host.origin}${INDEX}`, cache: null, indexStore: null, ...options });
+
+  test('refreshes that overlap: the one started last wins; an older index that comes late is neither served, announced nor kept', async () => {
+    const store = memoryIndexStore();
+    const updates: string[] = [];
+    const sw = at({ indexStore: store, onIndexUpdate: (source, { previous }) => updates.push(`${previous.rootPath}→${source.index.rootPath}`) });
+    await sw.ready;
+    await sw.whenUpdated();
+    writeFileSync(join(folder, 'project.index.json'), indexAt('/v2'));
+    // The first refresh's answer (v2) is held until the second refresh has been answered (v3).
+    const held = host.hold(INDEX);
+    const slow = sw.refreshIndex();
+    await held.arrived;
+    writeFileSync(join(folder, 'project.index.json'), indexAt('/v3'));
+    const fast = await sw.refreshIndex();
+    expect(fast.index.rootPath).toBe('/v3');
+    held.release(indexAt('/v2'));
+    expect((await slow).index.rootPath).toBe('/v3');
+    await sw.whenUpdated();
+    expect((await sw.ready).index.rootPath).toBe('/v3');
+    expect(updates).toEqual(['/v1→/v3']);
+    expect(JSON.parse(store.kept.get(`${host.origin}${INDEX}`)!).rootPath).toBe('/v3');
+    expect(host.count(INDEX)).toBe(3);
+  });
+
+  test("the index read at start comes after a refresh that began later: the refresh's index serves", async () => {
+    const updates: string[] = [];
+    const held = host.hold(INDEX);
+    const sw = at({ onIndexUpdate: (source) => updates.push(source.index.rootPath) });
+    await held.arrived;
+    writeFileSync(join(folder, 'project.index.json'), indexAt('/v2'));
+    expect((await sw.refreshIndex()).index.rootPath).toBe('/v2');
+    // The late answer, an older version that does not list crate.glb yet.
+    const older = JSON.parse(indexAt('/v1'));
+    older.files = older.files.filter((file: { path: string }) => file.path !== 'assets/models/crate.glb');
+    held.release(JSON.stringify(older));
+    await sw.whenUpdated();
+    expect((await sw.ready).index.rootPath).toBe('/v2');
+    const event = fetchEvent(`${host.origin}/assets/models/crate.glb`);
+    expect(sw.handleFetch(event)).toBe(true);
+    expect(new Uint8Array(await (await event.answer!).arrayBuffer())).toEqual(treeBytes('assets/models/crate.glb'));
+    expect(updates).toEqual([]); // nothing kept before: nothing to announce
+  });
+
+  test('a start with a kept index and a stalled index host: requests are served from the kept index at once; the fetched index replaces it when it comes', async () => {
+    const store = memoryIndexStore();
+    const online = at({ indexStore: store });
+    await online.ready;
+    await online.whenUpdated();
+    expect(store.kept.size).toBe(1);
+    const updates: string[] = [];
+    const held = host.hold(INDEX);
+    const sw = at({ indexStore: store, onIndexUpdate: (source, { previous }) => updates.push(`${previous.rootPath}→${source.index.rootPath}`) });
+    const event = fetchEvent(`${host.origin}/assets/models/crate.glb`);
+    expect(sw.handleFetch(event)).toBe(true);
+    const response = await event.answer!;
+    expect(new Uint8Array(await response.arrayBuffer())).toEqual(treeBytes('assets/models/crate.glb'));
+    await held.arrived; // the index was asked for, and is not answered yet
+    expect((await sw.ready).index.rootPath).toBe('/v1');
+    held.release(indexAt('/v2'));
+    await sw.whenUpdated();
+    expect((await sw.ready).index.rootPath).toBe('/v2');
+    expect(updates).toEqual(['/v1→/v2']);
+    expect(JSON.parse(store.kept.get(`${host.origin}${INDEX}`)!).rootPath).toBe('/v2');
+  }, 20_000);
+
+  test('no kept index and a stalled index host: requests wait indexWaitMs, then go to the network, and later ones are left alone at once', async () => {
+    expect(DEFAULT_INDEX_WAIT_MS).toBe(3_000);
+    const held = host.hold(INDEX);
+    const waits: number[] = [];
+    let elapse!: () => void;
+    const sleep = (ms: number) => {
+      waits.push(ms);
+      return new Promise<void>((resolve) => (elapse = resolve));
+    };
+    const sw = at({ indexWaitMs: 1234, sleep });
+    const waiting = fetchEvent(`${host.origin}/from-the-network.txt`);
+    expect(sw.handleFetch(waiting)).toBe(true);
+    expect(waits).toEqual([1234]);
+    await held.arrived;
+    elapse();
+    expect(await (await waiting.answer!).text()).toBe('from the network\n');
+    // Past the wait, while the index is still being read: left to the browser, with no wait.
+    expect(sw.handleFetch(fetchEvent(`${host.origin}/assets/models/crate.glb`))).toBe(false);
+    held.release();
+    await sw.ready;
+    const served = fetchEvent(`${host.origin}/assets/models/crate.glb`);
+    expect(sw.handleFetch(served)).toBe(true);
+    expect(new Uint8Array(await (await served.answer!).arrayBuffer())).toEqual(treeBytes('assets/models/crate.glb'));
+  });
+
+  test('an index whose path holds bytes that are not UTF-8 (FF FE) is refused, naming the entry; requests go to the network', async () => {
+    const [before, after] = indexAt('/v1').replace('"assets/empty.txt"', '"assets/@@.txt"').split('@@') as [string, string];
+    writeFileSync(join(folder, 'project.index.json'), Buffer.concat([Buffer.from(before), Buffer.from([0xff, 0xfe]), Buffer.from(after)]));
+    const sw = at();
+    await expect(sw.ready).rejects.toMatchObject({ code: 'E_INDEX_INVALID', message: expect.stringContaining('files[0].path "assets/\\xFF\\xFE.txt" is not UTF-8 (bytes FF FE)') });
+    expect(sw.handleFetch(fetchEvent(`${host.origin}/assets/models/crate.glb`))).toBe(false);
+  });
+
+  test('no kept index: an index that comes within indexWaitMs answers the requests that waited', async () => {
+    const held = host.hold(INDEX);
+    const sw = at({ sleep: () => new Promise<void>(() => undefined) });
+    const waiting = fetchEvent(`${host.origin}/assets/models/crate.glb`);
+    expect(sw.handleFetch(waiting)).toBe(true);
+    await held.arrived;
+    held.release();
+    expect(new Uint8Array(await (await waiting.answer!).arrayBuffer())).toEqual(treeBytes('assets/models/crate.glb'));
+    expect(host.count('/assets/models/crate.glb')).toBe(0);
   });
 });
 

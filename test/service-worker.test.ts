@@ -319,6 +319,42 @@ describe.each(TESTED_BROWSERS)('%s: the service worker', (kind) => {
       // Every file of the new version from the cache but the new one.
       expect(server.requests.map((request) => request.path).filter((path) => path.startsWith('/site/'))).toEqual([bundleOf('levels/d.bin')]);
     });
+
+    test('refreshes that overlap (issue 20): the one started last wins, an older index answered late is neither served nor kept; a restart serves the kept index while the index host stalls', async () => {
+      const INDEX = '/site/published/project.index.json';
+      const older = readFileSync(join(site, 'published/project.index.json'), 'utf8');
+      const changed = { 'levels/a.bin': seededBytes(40 * 1024, 11) };
+      writeTree(loose, changed);
+      Object.assign(CURRENT, changed);
+      expect(runCli([loose, '--out', join(site, 'published'), '--target-mb', '0.05']).code).toBe(0);
+      const refresh = () => page.evaluate(async () => {
+        const channel = new MessageChannel();
+        const reply = new Promise((resolve) => (channel.port1.onmessage = (event) => resolve(event.data)));
+        navigator.serviceWorker.controller!.postMessage({ type: 'awkb:refresh' }, [channel.port2]);
+        return reply;
+      });
+      // The first refresh's answer is held until the second has been answered with the new index.
+      const held = server.hold(INDEX, { headersFirst: true });
+      const first = refresh();
+      await held.arrived;
+      expect(await refresh()).toEqual({ type: 'awkb:refreshed' });
+      held.release(older);
+      expect(await first).toEqual({ type: 'awkb:refreshed' });
+      expect((await fetchInPage(page, 'published/levels/a.bin')).sha256).toBe(sha256(changed['levels/a.bin']));
+      if (kind !== 'chromium') return; // stopping a worker takes CDP, which BiDi (Firefox) lacks
+      // A worker started afresh while the index host stalls: the kept index (the newest) serves at once.
+      const cdp = await page.createCDPSession();
+      await cdp.send('ServiceWorker.enable');
+      await cdp.send('ServiceWorker.stopAllWorkers');
+      await cdp.detach();
+      const stalled = server.hold(INDEX);
+      try {
+        for (const path of ['levels/a.bin', 'levels/b.bin']) expect({ path, sha256: (await fetchInPage(page, `published/${path}`)).sha256 }).toEqual({ path, sha256: sha256(CURRENT[path]!) });
+        await stalled.arrived; // asked for, and still not answered
+      } finally {
+        stalled.release();
+      }
+    });
   });
 
   test('a damaged bundle: 502 naming the member for its files, the other bundles still serve', async () => {

@@ -2,7 +2,8 @@
  * A service worker's fetch handler that answers the page's requests for indexed URLs from
  * verified bundles (SPEC §7), whatever engine or tag made them: `<img>`, CSS, `fetch`, XHR,
  * `<audio>` with ranges. Everything that reads, verifies, caches or retries is the core reader's;
- * this file decides which URL is which path and turns bytes into HTTP responses.
+ * this file decides which URL is which path and turns bytes into HTTP responses; which version of
+ * the index serves is index-versions.ts's.
  *
  *   // your own worker (built with webpack, target webworker):
  *   import { installAwkbServiceWorker } from 'awake-bundle/sw';
@@ -14,12 +15,14 @@
  * `respondWith`, so the browser fetches them as if there were no worker.
  */
 import { openBrowserCache } from '../../core/cache/browser.js';
-import { AwakeError, BundleIntegrityError, FileIntegrityError, HttpError, NetworkError, RequestTimeoutError } from '../../core/errors.js';
+import { AwakeError, BundleIntegrityError, FileIntegrityError, InvalidOptionError } from '../../core/errors.js';
+import { decodeIndexText } from '../../core/format/index-text.js';
 import { contentTypeOf } from '../../core/format/media-types.js';
-import { parseProjectIndexJson, type ProjectIndex } from '../../core/format/project-index.js';
 import { requestedRange } from '../../core/format/range-header.js';
+import { sleep } from '../../core/net/abort.js';
 import { IndexedAssetSource, type OpenOptions } from '../../core/read/indexed-asset-source.js';
 import { asFolder, folderOf, projectPathOf } from '../../core/read/project-urls.js';
+import { IndexVersions, type IndexStore, type IndexUpdate } from './index-versions.js';
 
 export interface AwkbFetchHandlerOptions extends Omit<OpenOptions, 'index' | 'baseUrl' | 'indexUrl' | 'signal'> {
   /** Where the project index is: absolute, or relative to the worker script's URL. */
@@ -35,11 +38,21 @@ export interface AwkbFetchHandlerOptions extends Omit<OpenOptions, 'index' | 'ba
    */
   hashWorkers?: OpenOptions['hashWorkers'];
   /**
-   * Where the last verified index is kept, so a worker that starts while the index cannot be
-   * fetched (offline, the host down) serves from it and the cache. Default: Cache Storage
+   * Where the last verified index is kept. A worker that starts serves from it at once, while it
+   * reads the index again (stale-while-revalidate): a slow, stalled or unreachable host holds no
+   * request, and the fetched index replaces it once checked. Default: Cache Storage
    * (`awake-bundle-index`) where it exists; `null` to keep none.
    */
   indexStore?: IndexStore | null;
+  /**
+   * With no kept index, how long requests below the root wait for the index when the worker
+   * starts, in ms (default 3 000, as workbox's usual network timeout); then, and for requests
+   * that come later while it is still being read, the browser fetches them from the network.
+   * Once it is read, requests are answered from it. 0: never wait.
+   */
+  indexWaitMs?: number;
+  /** The timer for `indexWaitMs`, injectable so tests need not wait. */
+  sleep?: (ms: number, signal?: AbortSignal) => Promise<void>;
   /**
    * On a new version of the index, first bring the new contents of the files that changed and
    * whose earlier contents the cache holds: what this player downloaded before (default true; see
@@ -48,29 +61,19 @@ export interface AwkbFetchHandlerOptions extends Omit<OpenOptions, 'index' | 'ba
    */
   prefetchOnUpdate?: boolean;
   /**
-   * Told when the index read differs from the one before it: the one kept from an earlier run
-   * (when the worker starts) or the one serving (on `refreshIndex`), once the new version serves
-   * and its changed files were brought (`prefetchOnUpdate`). `installAwkbServiceWorker` posts
+   * Told when the index read differs from the one before it (the one kept from an earlier run,
+   * or announced last), once the new version serves and its changed files were brought
+   * (`prefetchOnUpdate`). Never told of an index older than one serving: when reads of the index
+   * overlap, the one started last wins. `installAwkbServiceWorker` posts
    * `{ type: 'awkb:updated', indexUrl, prefetchedFiles }` to the pages for it.
    */
   onIndexUpdate?: (source: IndexedAssetSource, update: IndexUpdate) => void;
 }
 
-/** What `onIndexUpdate` is told besides the new reader. */
-export interface IndexUpdate {
-  /** The index served before. */
-  previous: ProjectIndex;
-  /** Files whose new contents were fetched ahead of their reads (`prefetchOnUpdate`). */
-  prefetchedFiles: number;
-  /** Why that prefetch stopped early, when it did (a damaged bundle, the network): those files load on their reads. */
-  prefetchError?: string;
-}
+export type { IndexStore, IndexUpdate } from './index-versions.js';
 
-/** Index JSON kept by index URL (see `AwkbFetchHandlerOptions.indexStore`). */
-export interface IndexStore {
-  get(indexUrl: string): Promise<string | undefined>;
-  put(indexUrl: string, json: string): Promise<void>;
-}
+/** `indexWaitMs`'s default. */
+export const DEFAULT_INDEX_WAIT_MS = 3_000;
 
 /** What `handleFetch` needs of a `FetchEvent` (the WebWorker lib's type fits). */
 export interface FetchEventLike {
@@ -83,11 +86,15 @@ export interface FetchEventLike {
 export interface AwkbFetchHandler {
   /** Answers `event` from the index when its URL maps into it (true), else leaves it alone (false). */
   handleFetch(event: FetchEventLike): boolean;
-  /** The reader serving now: settles once the index in use has been read and checked. */
+  /** The reader serving now: settles once an index (the kept one, or the one fetched) has been read and checked. */
   readonly ready: Promise<IndexedAssetSource>;
-  /** Fetches the index again (`no-cache`) and serves from it once checked; the old index serves until then, and on failure. */
+  /**
+   * Fetches the index again (`no-cache`) and serves from it once checked; the old index serves
+   * until then, and on failure. Resolves with the reader serving once done: when refreshes
+   * overlap, the index of the one started last.
+   */
   refreshIndex(): Promise<IndexedAssetSource>;
-  /** Settles when the update in progress, if any (prefetch, `onIndexUpdate`, the index kept), has. */
+  /** Settles when no read of the index, nor an update (prefetch, `onIndexUpdate`, the index kept), is in progress. */
   whenUpdated(): Promise<void>;
   /** The folder URL that maps to the project root. */
   readonly root: string;
@@ -101,6 +108,8 @@ function workerHref(): string | undefined {
 export function createAwkbFetchHandler(options: AwkbFetchHandlerOptions): AwkbFetchHandler {
   const indexUrl = new URL(options.indexUrl, workerHref()).href;
   const root = options.root === undefined ? folderOf(new URL(indexUrl)) : asFolder(new URL(options.root, indexUrl));
+  const indexWaitMs = options.indexWaitMs ?? DEFAULT_INDEX_WAIT_MS;
+  if (!(indexWaitMs >= 0)) throw new InvalidOptionError('indexWaitMs', `indexWaitMs must be ≥ 0, got ${indexWaitMs}`);
   // One store for every version of the index, so a new version reads what the old one cached.
   const cache = options.cache === undefined ? openBrowserCache() : options.cache;
   const baseFetch = options.fetch ?? ((input: RequestInfo | URL, init?: RequestInit) => fetch(input, init));
@@ -109,87 +118,30 @@ export function createAwkbFetchHandler(options: AwkbFetchHandlerOptions): AwkbFe
     const url = input instanceof Request ? input.url : String(input);
     return baseFetch(input, url === indexUrl ? { ...init, cache: 'no-cache' } : init);
   }) as typeof fetch;
-  const { root: _root, indexUrl: _indexUrl, indexStore: _indexStore, onIndexUpdate: _onIndexUpdate, prefetchOnUpdate: _prefetchOnUpdate, ...openOptions } = options;
-  const indexStore = options.indexStore === undefined ? cacheStorageIndexStore() : options.indexStore ?? undefined;
+  const { root: _root, indexUrl: _indexUrl, indexStore: _indexStore, onIndexUpdate: _onIndexUpdate, prefetchOnUpdate: _prefetchOnUpdate, indexWaitMs: _indexWaitMs, sleep: _sleep, ...openOptions } = options;
   const settings = { ...openOptions, indexUrl, cache, fetch: readerFetch, hashWorkers: options.hashWorkers ?? 0 };
-
-  /** An index read and checked, with the one it replaces when it is a new version. */
-  interface Opened {
-    source: IndexedAssetSource;
-    /** Its JSON, to keep; absent when it came from the store. */
-    json?: string;
-    previous?: ProjectIndex;
-  }
-  /** Opens the index; `previous` is set when it differs from the one serving, else from the one kept. */
-  const open = async (): Promise<Opened> => {
-    let source: IndexedAssetSource;
-    try {
-      source = await IndexedAssetSource.open(settings);
-    } catch (error) {
-      // Unreachable (not wrong): serve the last index that was verified, if one was kept.
-      const kept = unreachable(error) ? await indexStore?.get(indexUrl).catch(() => undefined) : undefined;
-      if (kept === undefined) throw error;
-      return { source: await IndexedAssetSource.open({ ...settings, index: kept }) };
-    }
-    const json = JSON.stringify(source.index);
-    const before = settled ? JSON.stringify(settled.index) : await indexStore?.get(indexUrl).catch(() => undefined);
-    if (before === undefined || before === json) return { source, json };
-    let previous: ProjectIndex | undefined;
-    try {
-      previous = settled ? settled.index : parseProjectIndexJson(before);
-    } catch {
-      previous = undefined; // a kept index this version cannot read: announce nothing, fetch on reads
-    }
-    return { source, json, ...(previous ? { previous } : {}) };
-  };
-  let settled: IndexedAssetSource | undefined;
-  let failed = false;
-  /** The prefetch and announcement of a new version, then the index kept: what the worker must stay alive for. */
-  let updating: Promise<void> = Promise.resolve();
-  /** Serves `source` from now on; a new version's changed files are brought, then it is announced and kept. */
-  const serve = ({ source, json, previous }: Opened): IndexedAssetSource => {
-    settled = source;
-    failed = false;
-    const announced = previous ? announce(source, previous) : Promise.resolve();
-    // Kept after the prefetch: a worker stopped during it sees the new version again when it starts.
-    updating = Promise.all([updating, announced.then(() => (json === undefined ? undefined : indexStore?.put(indexUrl, json)))]).then(() => undefined, () => undefined);
-    return source;
-  };
-  const announce = async (source: IndexedAssetSource, previous: ProjectIndex): Promise<void> => {
-    const update: IndexUpdate = { previous, prefetchedFiles: 0 };
-    if (options.prefetchOnUpdate !== false) {
-      try {
-        update.prefetchedFiles = await source.prefetchChanged(previous);
-      } catch (error) {
-        update.prefetchError = error instanceof Error ? error.message : String(error);
-      }
-    }
-    options.onIndexUpdate?.(source, update);
-  };
-  let current = open().then(serve);
-  current.catch(() => {
-    if (!settled) failed = true;
+  const versions = new IndexVersions({
+    indexUrl,
+    fetchIndex: () => IndexedAssetSource.open(settings),
+    openKept: (json) => IndexedAssetSource.open({ ...settings, index: json }),
+    indexStore: options.indexStore === undefined ? cacheStorageIndexStore() : options.indexStore ?? undefined,
+    prefetchOnUpdate: options.prefetchOnUpdate !== false,
+    onIndexUpdate: options.onIndexUpdate,
   });
-  /** Keeps the worker alive for what `response` read reaching the cache, and for an update in progress. */
+  const waitForIndex = indexWait(versions.ready, indexWaitMs, options.sleep ?? sleep);
+  /** Keeps the worker alive for what `response` read reaching the cache, and for an index being read or an update in progress. */
   const answer = (event: FetchEventLike, source: Promise<IndexedAssetSource>, response: Promise<Response>): void => {
     event.respondWith(response);
-    event.waitUntil?.(Promise.all([source.then((reader) => response.then(() => reader.whenStored())), updating]).catch(() => undefined));
+    event.waitUntil?.(Promise.all([source.then((reader) => response.then(() => reader.whenStored())), versions.whenUpdated()]).catch(() => undefined));
   };
 
   return {
     root: root.href,
     get ready() {
-      return current;
+      return versions.ready;
     },
-    async refreshIndex() {
-      // Only a checked index replaces the one serving (a failure leaves it serving). The old
-      // reader is not disposed: reads in flight finish from it, and it is dropped with them.
-      const source = serve(await open());
-      current = Promise.resolve(source);
-      await updating;
-      return source;
-    },
-    whenUpdated: () => updating,
+    refreshIndex: () => versions.refresh(),
+    whenUpdated: () => versions.whenUpdated(),
     handleFetch(event) {
       const request = event.request;
       if (request.method !== 'GET' && request.method !== 'HEAD') return false;
@@ -197,20 +149,38 @@ export function createAwkbFetchHandler(options: AwkbFetchHandlerOptions): AwkbFe
       if (sameResource(url, indexUrl)) return false;
       const path = pathOf(url, root);
       if (path === undefined) return false;
-      if (settled) {
-        if (!settled.has(path)) return false;
-        answer(event, Promise.resolve(settled), respond(settled, path, request));
+      const serving = versions.serving;
+      if (serving) {
+        if (!serving.has(path)) return false;
+        answer(event, Promise.resolve(serving), respond(serving, path, request));
         return true;
       }
-      // No index yet: wait for it below the root only; with none at all, the network answers.
-      if (failed) return false;
-      const opening = current;
-      answer(event, opening, opening.then(
-        (source) => (source.has(path) ? respond(source, path, request) : fetch(request)),
-        () => fetch(request),
-      ));
+      // No index yet (none kept): wait for it below the root, for `indexWaitMs` at most; past
+      // that, or with none at all, the network answers.
+      if (versions.failed || waitForIndex.over) return false;
+      const opening = versions.ready;
+      answer(event, opening, waitForIndex.until(opening).then((source) => (source?.has(path) ? respond(source, path, request) : fetch(request))));
       return true;
     },
+  };
+}
+
+/**
+ * The wait for the first index when none was kept: `until(opening)` resolves with the reader if
+ * it comes within `ms` of the worker's start, else `undefined` (for the network); `over` once
+ * that time has passed without one. The timer stops when the index settles.
+ */
+function indexWait(ready: Promise<IndexedAssetSource>, ms: number, timer: (ms: number, signal?: AbortSignal) => Promise<void>) {
+  const stop = new AbortController();
+  const state = { over: false };
+  // Stopped: never resolves, so it cannot win a race against the index that stopped it.
+  const elapsed = timer(ms, stop.signal).then(() => void (state.over = true), () => new Promise<void>(() => undefined));
+  ready.then(() => stop.abort(), () => stop.abort());
+  return {
+    get over() {
+      return state.over;
+    },
+    until: (opening: Promise<IndexedAssetSource>): Promise<IndexedAssetSource | undefined> => Promise.race([opening.catch(() => undefined), elapsed.then(() => undefined)]),
   };
 }
 
@@ -226,11 +196,6 @@ function pathOf(url: URL, root: URL): string | undefined {
   return projectPathOf(page, root);
 }
 
-/** An index that could not be fetched, as opposed to one that was fetched and is wrong. */
-function unreachable(error: unknown): boolean {
-  return error instanceof NetworkError || error instanceof RequestTimeoutError || (error instanceof HttpError && (error.status >= 500 || error.status === 0));
-}
-
 /** The default `indexStore`: Cache Storage, where the worker has it. */
 function cacheStorageIndexStore(): IndexStore | undefined {
   const storage = (globalThis as { caches?: CacheStorage }).caches;
@@ -239,7 +204,8 @@ function cacheStorageIndexStore(): IndexStore | undefined {
   return {
     async get(indexUrl) {
       const kept = await (await storage.open(name)).match(indexUrl);
-      return kept ? kept.text() : undefined;
+      // Strict UTF-8, as a fetched index (SPEC preamble); a kept copy that is not is as if none was kept.
+      return kept ? decodeIndexText(new Uint8Array(await kept.arrayBuffer()), { url: indexUrl }) : undefined;
     },
     async put(indexUrl, json) {
       await (await storage.open(name)).put(indexUrl, new Response(json, { headers: { 'Content-Type': 'application/json' } }));

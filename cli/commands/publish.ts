@@ -2,6 +2,7 @@
 import { readFile, realpath, stat } from 'node:fs/promises';
 import { resolve } from 'node:path';
 import { pathCollisions, unsafePathReason } from '../../core/format/paths.js';
+import { decodeIndexText } from '../../core/format/index-text.js';
 import { parseProjectIndexJson, type LooseIndex } from '../../core/format/project-index.js';
 import { writerOptionsOf, type PublishSettings } from '../../core/publish/settings.js';
 import { listFolderFiles, type FolderFile } from '../../core/node/loose-index.js';
@@ -156,7 +157,7 @@ async function loadInput(args: PublishArguments): Promise<Input> {
     return { folder: args.input, files: await listFolderFiles(args.input, { exclude: [args.out] }) };
   }
   if (args.rootPath !== undefined) throw new UsageError('--root-path applies to a folder input; a loose index has its own rootPath');
-  const parsed = parseProjectIndexJson(await readFile(args.input, 'utf8'), { url: args.input });
+  const parsed = parseProjectIndexJson(decodeIndexText(await readFile(args.input), { url: args.input }), { url: args.input });
   if (parsed.formatVersion !== 2) throw new CommandFailure(`${args.input}: formatVersion ${parsed.formatVersion} is already bundled; publish takes a loose (formatVersion 2) index or a folder`);
   const looseIndex = parsed as LooseIndex;
   return { looseIndex, locate: checkedLocator(looseIndex, looseFileLocator(resolve(args.input), args.root)) };

@@ -75,6 +75,11 @@ export interface RequestOptions {
   expectedBytes?: number;
   /** At most this many attempts for this request (default, and at most, the transport's `retry.attempts`). */
   attempts?: number;
+  /**
+   * This request's limit on one attempt going quiet, instead of the transport's `timeoutMs` (the
+   * reader gives the index its own, shorter one); 0 means none.
+   */
+  timeoutMs?: number;
 }
 
 /** Options of a whole-body read (`getBytes`, `getText`). */
@@ -223,8 +228,14 @@ export class Transport {
 
   /** The whole body as UTF-8 text, with the answer's headers (an index's may ask something of the reader). */
   async getTextWithHeaders(url: string, options: BodyRequestOptions = {}): Promise<{ text: string; headers: Headers }> {
-    const { bytes, headers } = await this.#whole(url, options);
+    const { bytes, headers } = await this.getBytesWithHeaders(url, options);
     return { text: new TextDecoder().decode(bytes), headers };
+  }
+
+  /** The whole body (bounded as `getBytes`), with the answer's headers. */
+  async getBytesWithHeaders(url: string, options: BodyRequestOptions = {}): Promise<{ bytes: Uint8Array; headers: Headers }> {
+    const { bytes, headers } = await this.#whole(url, options);
+    return { bytes, headers };
   }
 
   async #whole(url: string, options: BodyRequestOptions): Promise<Fetched> {
@@ -329,6 +340,7 @@ export class Transport {
 
   /** Runs `attempt` until it succeeds, a failure is not worth retrying, or the attempts run out. */
   async #retrying<T>(url: string, options: RequestOptions, attemptOnce: (request: RequestOptions) => Promise<T>): Promise<T> {
+    if (options.timeoutMs !== undefined && !(options.timeoutMs >= 0)) throw new InvalidOptionError('timeoutMs', `timeoutMs must be ≥ 0, got ${options.timeoutMs}`);
     // One signal per request: the caller's (an app's, a source's lifetime) gains no listener per attempt or wait.
     const link = options.signal ? linkSignals([options.signal]) : undefined;
     const request = link ? { ...options, signal: link.signal } : options;
@@ -389,6 +401,7 @@ export class Transport {
    */
   async #attempt<T>(url: string, options: RequestOptions, run: (controller: AbortController, progress: (received: number, total: number | undefined) => void, arm: () => void) => Promise<T>): Promise<T> {
     const callerSignal = options.signal;
+    const timeoutMs = options.timeoutMs ?? this.#timeoutMs;
     if (callerSignal?.aborted) throw abortedError(url, callerSignal);
     const controller = new AbortController();
     const stop = (): void => controller.abort(callerSignal?.reason);
@@ -397,13 +410,13 @@ export class Transport {
     let timer: ReturnType<typeof setTimeout> | undefined;
     /** (Re)starts the quiet-time limit: at the start and whenever body bytes arrive. */
     const arm = (): void => {
-      if (this.#timeoutMs <= 0 || controller.signal.aborted) return;
+      if (timeoutMs <= 0 || controller.signal.aborted) return;
       clearTimeout(timer);
       timer = setTimeout(() => {
         timedOut = true;
         // Only an abort reason: the catch below sees `timedOut` and throws RequestTimeoutError.
-        controller.abort(new Error(`no answer or no bytes for ${this.#timeoutMs} ms`));
-      }, this.#timeoutMs);
+        controller.abort(new Error(`no answer or no bytes for ${timeoutMs} ms`));
+      }, timeoutMs);
     };
     arm();
     const onProgress = options.onProgress;
@@ -416,7 +429,7 @@ export class Transport {
     } catch (error) {
       if (error instanceof CallbackFailure) throw error.error;
       if (callerSignal?.aborted) throw abortedError(url, callerSignal);
-      if (timedOut) throw transient(new RequestTimeoutError(this.#timeoutMs, `GET ${url}: timed out: no answer or no bytes for ${this.#timeoutMs} ms`, { url, cause: error }));
+      if (timedOut) throw transient(new RequestTimeoutError(timeoutMs, `GET ${url}: timed out: no answer or no bytes for ${timeoutMs} ms`, { url, cause: error }));
       if (error instanceof AwakeError) throw error;
       throw transient(new NetworkError(`GET ${url}: network failure: ${describe(error)}`, { url, cause: error }));
     } finally {

@@ -7,6 +7,7 @@ import { join } from 'node:path';
 import { BundleIntegrityError } from '../errors.js';
 import { decodeBundle, layoutBundle } from '../format/awkb.js';
 import { unsafePathReason } from '../format/paths.js';
+import { decodeIndexText } from '../format/index-text.js';
 import { entryKey, parseProjectIndexJson, serializeIndex, type BundledFileEntry, type ProjectIndex } from '../format/project-index.js';
 import { verifyBundle, type ExpectedMember } from '../read/verify.js';
 import { sha256HexNode } from './hash.js';
@@ -54,15 +55,16 @@ export async function verifyPublished(target: string): Promise<VerifyPublishedRe
   const isDir = (await stat(target).catch(() => undefined))?.isDirectory() ?? false;
   const indexPath = isDir ? join(target, INDEX_FILE_NAME) : target;
   const base = isDir ? target : join(target, '..');
-  const text = await readFile(indexPath, 'utf8').catch(() => undefined);
-  if (text === undefined) return { problems: [`${indexPath}: missing or unreadable`], bundles: 0, files: 0 };
+  const bytes = await readFile(indexPath).catch(() => undefined);
+  if (bytes === undefined) return { problems: [`${indexPath}: missing or unreadable`], bundles: 0, files: 0 };
   let index: ProjectIndex;
   try {
-    index = parseProjectIndexJson(text, { url: indexPath });
+    index = parseProjectIndexJson(decodeIndexText(bytes, { url: indexPath }), { url: indexPath });
   } catch (error) {
     return { problems: [(error as Error).message], bundles: 0, files: 0 };
   }
-  if (serializeIndex(index) !== text) problems.push(`${indexPath}: not in canonical form (key order, sorted files, two-space indent, final newline)`);
+  // Compared as bytes: a BOM, which decoding drops, is not canonical either.
+  if (!Buffer.from(serializeIndex(index)).equals(bytes)) problems.push(`${indexPath}: not in canonical form (key order, sorted files, two-space indent, final newline)`);
 
   const bundles = index.formatVersion === 3 ? index.bundles : [];
   for (const [i, bundle] of bundles.entries()) {

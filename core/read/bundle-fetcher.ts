@@ -13,10 +13,19 @@ import type { BodyConsumer, Transport } from '../net/transport.js';
 import { StreamRefusal, BundleStreamVerifier, type BundleStreamPlan } from './bundle-stream.js';
 import { deltaRangesFor, type ByteRange, type DeltaReadOptions } from './delta-ranges.js';
 import { WorkerDigestPool, type DigestPool } from './digest-pool.js';
-import type { Entry, IndexView } from './index-view.js';
+import { pushTo, type Entry, type IndexView } from './index-view.js';
 import { originOf, pageHref, preloadedFetchUrls, type OriginCapabilities } from './origins.js';
+import { DEFAULT_RANGE_READS, RangeScheduler, type RangeBatch, type RangeRead, type RangeReadOptions, type RangeWaiter } from './range-reads.js';
 import { acceptBundle, checkFileDigest, checkFileSize } from './verify.js';
 import type { VerifiedCache } from './verified-cache.js';
+
+/** What the reader does with a whole bundle that came for a range read (a server that ignores ranges): hold and cache its members. */
+export type WholeHandler = (accepted: Accepted, contents: Map<string, Uint8Array>) => void;
+
+/** A range read as the fetcher queues it. */
+interface RangeReadFor extends RangeRead {
+  onWhole: WholeHandler;
+}
 
 /** What a fetch is told as it goes. */
 export interface FetchCallbacks {
@@ -52,8 +61,10 @@ export class BundleFetcher {
   readonly #inWorkers: boolean;
   /** URLs the page preloads (`<link rel="preload" as="fetch">`), read when the source opened. */
   readonly #preloaded: Set<string>;
+  /** Range reads' turns per origin and shared requests. */
+  readonly #ranges: RangeScheduler<RangeReadFor>;
 
-  constructor(view: IndexView, transport: Transport, pool: DigestPool, cache: VerifiedCache, origins: OriginCapabilities, delta: Required<DeltaReadOptions> | undefined, inWorkers: boolean) {
+  constructor(view: IndexView, transport: Transport, pool: DigestPool, cache: VerifiedCache, origins: OriginCapabilities, delta: Required<DeltaReadOptions> | undefined, inWorkers: boolean, ranges: Required<RangeReadOptions> = DEFAULT_RANGE_READS) {
     this.#view = view;
     this.#transport = transport;
     this.#pool = pool;
@@ -62,6 +73,7 @@ export class BundleFetcher {
     this.#delta = delta;
     this.#inWorkers = inWorkers;
     this.#preloaded = inWorkers ? preloadedFetchUrls() : new Set();
+    this.#ranges = new RangeScheduler(ranges, (batch) => this.#rangeBatch(batch));
   }
 
   /**
@@ -129,31 +141,75 @@ export class BundleFetcher {
   }
 
   /**
-   * One member by range (SPEC §7 "Range reads"), checked alone; a server that answers with the
-   * whole bundle (200) has it checked as one, its members handed over to `onWhole`. `undefined`
-   * when the host refused the range (403, 416, 501): its origin then gets whole bundles.
+   * One member by range (SPEC §7 "Range reads"), checked alone. Reads wait their turn within
+   * `maxRequestsPerOrigin` requests per origin, and those of one bundle waiting together share a
+   * request for the span of their members (range-reads.ts). A server that answers with the whole
+   * bundle (200) has it checked as one, its members handed over to `onWhole`, and its origin gets
+   * whole bundles from then on. `undefined` when the host refused the range (403, 416, 501), or is
+   * known to ignore ranges: the read then goes through a whole-bundle load.
    */
-  async range(entry: Entry, path: string, signal: AbortSignal, onWhole: (accepted: Accepted, contents: Map<string, Uint8Array>) => void): Promise<Uint8Array | undefined> {
+  range(entry: Entry, path: string, signal: AbortSignal, onWhole: WholeHandler): Promise<Uint8Array | undefined> {
     const bundle = this.#view.bundle(entry.bundle!)!;
     const url = this.#view.resolveUrl(bundle.url);
-    const answer = await this.#transport.getRange(url, entry.offset!, entry.sizeBytes, { signal, expectedBytes: bundle.sizeBytes }).catch((error: unknown) => {
+    return this.#ranges.read(originOf(url), bundle.sha256, url, { entry, path, onWhole }, signal);
+  }
+
+  /** One shared range request: its span of the bundle, each distinct member checked alone, each read given bytes of its own. */
+  async #rangeBatch(batch: RangeBatch<RangeReadFor>): Promise<void> {
+    const bundle = this.#view.bundle(batch.bundleSha)!;
+    const { url, waiters } = batch;
+    // Learnt while these waited: ranges are not served there; the reads go through whole loads.
+    if (!this.#origins.servesRanges(url)) return void waiters.forEach((waiter) => waiter.resolve(undefined));
+    const answer = await this.#transport.getRange(url, batch.offset, batch.length, { signal: batch.signal, expectedBytes: bundle.sizeBytes }).catch((error: unknown) => {
       throw bundleSizeError(error, bundle, url);
     });
     if (answer.kind === 'refused') {
       this.#origins.ignoresRanges(url);
-      return undefined;
+      return void waiters.forEach((waiter) => waiter.resolve(undefined));
     }
     if (answer.kind === 'whole') {
-      // A server that ignores ranges sent the whole bundle: check it as one (SPEC §7), keep its members.
+      // A server that ignores ranges sent the whole bundle: check it as one (SPEC §7), keep its
+      // members, and ask that origin for whole bundles from now on rather than get them again per read.
+      this.#origins.ignoresRanges(url);
       const accepted = await acceptBundle(answer.bytes, bundle, this.#view.expectedMembers(bundle.sha256), this.#pool, url, this.#cache.workerStore());
-      const mine = accepted.contents.get(entry.sha256)!.slice();
-      onWhole(this.#forCache(accepted), accepted.contents);
-      return mine;
+      const mine = waiters.map((waiter) => accepted.contents.get(waiter.read.entry.sha256)!.slice());
+      waiters[0]!.read.onWhole(this.#forCache(accepted), accepted.contents);
+      return void waiters.forEach((waiter, i) => waiter.resolve(mine[i]));
     }
-    const { bytes, stored } = await this.#verifyOwned(answer.bytes, entry, { url, ...this.#view.where(path, entry) });
-    // The cache gets a copy of its own where it needs one: these bytes are the caller's.
-    void this.#cache.store(stored ? [] : [[entry.sha256, this.#cache.enabled ? bytes.slice() : bytes]], stored);
-    return bytes;
+    const members = [...new Map(waiters.map(({ read }) => [read.entry.sha256, read.entry])).values()];
+    const store = this.#cache.workerStore();
+    const { digests, parts, stored } = await this.#pool.digest({
+      inputs: [answer.bytes], split: true, transfer: true,
+      ranges: members.map((entry) => ({ input: 0, offset: entry.offset! - batch.offset, length: entry.sizeBytes })),
+      // The worker stores them only when every one matched (SPEC §7); else the good ones are stored below.
+      ...(store ? { store: { ...store, keys: members.map((entry) => entry.sha256) } } : {}),
+    });
+    const passed = new Map<string, Uint8Array>();
+    members.forEach((entry, i) => {
+      if (digests[i] === entry.sha256) passed.set(entry.sha256, parts![i]!);
+    });
+    // The cache gets copies of its own where it needs them: the parts go to the reads.
+    const allPassed = passed.size === members.length;
+    void this.#cache.store(stored && allPassed ? [] : [...passed].map(([sha256, bytes]) => [sha256, this.#cache.needsCopies ? bytes.slice() : bytes]), allPassed ? stored : undefined);
+    // Every read owns its bytes: reads of one content get copies, the last one its part.
+    const readsOf = new Map<string, RangeWaiter<RangeReadFor>[]>();
+    for (const waiter of waiters) pushTo(readsOf, waiter.read.entry.sha256, waiter);
+    for (const [sha256, reads] of readsOf) {
+      const bytes = passed.get(sha256);
+      reads.forEach((waiter, i) => {
+        const { entry, path } = waiter.read;
+        if (bytes === undefined) {
+          const failed = members.findIndex((member) => member.sha256 === sha256);
+          try {
+            checkFileDigest(digests[failed]!, entry, { url, ...this.#view.where(path, entry) });
+          } catch (error) {
+            waiter.reject(error);
+          }
+        } else {
+          waiter.resolve(i === reads.length - 1 ? bytes : bytes.slice());
+        }
+      });
+    }
   }
 
   /**

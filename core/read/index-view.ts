@@ -26,6 +26,7 @@ export class IndexView {
   readonly #looseBySha = new Map<string, Entry[]>();
   readonly #bySha = new Map<string, Entry>();
   readonly #plans = new Map<string, BundleStreamPlan | undefined>();
+  readonly #resolved = new Map<string, string>();
 
   constructor(index: ProjectIndex, indexUrl: string | undefined, base: string | undefined) {
     this.index = index;
@@ -139,9 +140,12 @@ export class IndexView {
     return this.#plans.get(bundle.sha256);
   }
 
-  /** Absolute URL of an index-relative URL. */
+  /** Absolute URL of an index-relative URL (each resolved once: every read asks for its bundle's). */
   resolveUrl(url: string): string {
-    return this.base === undefined ? url : new URL(url, this.base).href;
+    if (this.base === undefined) return url;
+    let resolved = this.#resolved.get(url);
+    if (resolved === undefined) this.#resolved.set(url, (resolved = new URL(url, this.base).href));
+    return resolved;
   }
 
   /** The path (or id) to name an entry by in errors. */

@@ -11,6 +11,7 @@
  */
 import type { ContentCache } from '../cache/content-cache.js';
 import { AwakeError, BundleIntegrityError, IndexTooLargeError, InvalidOptionError, RequestAbortedError, ResponseSizeError } from '../errors.js';
+import { decodeIndexText } from '../format/index-text.js';
 import { entryKey, parseProjectIndex, parseProjectIndexJson, type ProjectIndex } from '../format/project-index.js';
 import { mediaTypeOf } from '../format/media-types.js';
 import { abortable, linkSignals } from '../net/abort.js';
@@ -26,13 +27,19 @@ import { ByteBudget, LoadRegistry, type Load } from './load-registry.js';
 import { fileBytesOf, PrefetchReport } from './load-progress.js';
 import { absoluteUrl, allowedOrigins, checkIndexUrls, httpUrl, OriginCapabilities, pageHref, tokenOrigin } from './origins.js';
 import { HeldMembers } from './pending-members.js';
+import { rangeReadSettings, type RangeReadOptions } from './range-reads.js';
 import { VerifiedCache, type CacheErrorDetail } from './verified-cache.js';
 
 export type { CacheErrorDetail } from './verified-cache.js';
 export { DEFAULT_LOAD_NAME, LOADS_ENDPOINT_HEADER } from './load-recorder.js';
+export { DEFAULT_RANGE_READS, type RangeReadOptions } from './range-reads.js';
 
 export const DEFAULT_PENDING_BYTES = 64 * 1024 * 1024;
 export const DEFAULT_MAX_INDEX_BYTES = 64 * 1024 * 1024;
+/** `indexTimeoutMs`'s default: 15 s of silence (no headers, then no body bytes) ends an attempt at the index. */
+export const DEFAULT_INDEX_TIMEOUT_MS = 15_000;
+/** `indexAttempts`'s default: two, so a host that never answers fails `open` in about 30 s. */
+export const DEFAULT_INDEX_ATTEMPTS = 2;
 
 export interface OpenOptions {
   /** Where the index is; bundle and file URLs resolve against it. */
@@ -71,8 +78,14 @@ export interface OpenOptions {
    * store costs the load no time of its own.
    */
   cache?: ContentCache | null | Promise<ContentCache | null | undefined>;
-  /** Read one uncached member with an HTTP range request instead of its whole bundle. */
-  rangeReads?: boolean;
+  /**
+   * Read one uncached member with an HTTP range request instead of its whole bundle (SPEC §7
+   * "Range reads"), checked alone. `true` or an object tuning it (see `RangeReadOptions`): at most
+   * `maxRequestsPerOrigin` range requests in flight per origin (default 6), the other reads
+   * waiting; members of one bundle read together and at most `maxGapBytes` apart (default 64 KiB)
+   * share one request of at most `maxRequestBytes` (default 4 MiB). Default off.
+   */
+  rangeReads?: boolean | RangeReadOptions;
   /**
    * Delta downloads (on by default; needs a `cache` with `has` or `hasMany`): when a bundle is needed and the cache
    * already holds some of its members (from an earlier version of the project), fetch only the
@@ -100,9 +113,30 @@ export interface OpenOptions {
   hashWorkers?: number | DigestPool;
   /** Told of every cache failure (a full quota, a failing store); the load goes on without the cache. Default: one `console.warn` per source (a broken cache fails every write: the log is not flooded). */
   onCacheError?: (error: unknown, detail: CacheErrorDetail) => void;
+  /**
+   * Retries of bundle and file requests (SPEC §7 "Retries"): `attempts` (default 4), `baseDelayMs`
+   * (250), `maxDelayMs` (30 000), `maxTotalWaitMs` (none). The index has its own `indexAttempts`.
+   */
   retry?: RetryOptions;
-  /** How long one request may go quiet, in ms: no headers, or no body bytes (default 30 000; 0 = none). See `TransportOptions.timeoutMs`. */
+  /**
+   * How long one bundle or file request may go quiet, in ms: no headers, or no body bytes
+   * (default 30 000; 0 = none). See `TransportOptions.timeoutMs`. A host that accepts and never
+   * answers fails a read after `retry.attempts` × this plus the waits between (by default 4 × 30 s
+   * + at most 1.75 s ≈ 122 s). The index has its own `indexTimeoutMs`.
+   */
   timeoutMs?: number;
+  /**
+   * How long one attempt at the index may go quiet, in ms: no headers, then no body bytes
+   * (default 15 000; 0 = none). A game's start waits on the index, so it gets a shorter limit
+   * than bundles (`timeoutMs`), which may be large and come from a busy CDN.
+   */
+  indexTimeoutMs?: number;
+  /**
+   * Attempts at the index, the first included (default 2; at most `retry.attempts`). With the
+   * defaults, a host that accepts and never answers fails `open` with `RequestTimeoutError`
+   * (`E_TIMEOUT`, `attempts: 2`) after 2 × 15 s plus one wait of at most 250 ms: about 30 s.
+   */
+  indexAttempts?: number;
   /** Aborts opening, and every request of this source when it fires later. Holds no listener on it (see `dispose`). */
   signal?: AbortSignal;
   /** A transport of your own (tests, custom retry policies); `fetch`, `retry`, `timeoutMs` are then ignored. */
@@ -220,13 +254,14 @@ export class IndexedAssetSource {
     this.indexUrl = view.indexUrl;
     this.pool = pool;
     this.ownsPool = typeof options.hashWorkers === 'number';
-    this.rangeReads = options.rangeReads ?? false;
+    const ranges = rangeReadSettings(options.rangeReads);
+    this.rangeReads = ranges !== undefined;
     this.pendingBytes = options.pendingBytes ?? DEFAULT_PENDING_BYTES;
     this.held = new HeldMembers(this.pendingBytes);
     this.cache = new VerifiedCache(options.cache ?? undefined, pool, options.onCacheError, (sha256) => view.contentEntry(sha256));
     // Delta reads only with a cache that can say what it holds without reading it (has, hasMany, or a worker's view).
     const delta = this.cache.counts ? deltaReadSettings(options.deltaReads) : undefined;
-    this.fetcher = new BundleFetcher(view, transport, pool, this.cache, new OriginCapabilities(), delta, inWorkers);
+    this.fetcher = new BundleFetcher(view, transport, pool, this.cache, new OriginCapabilities(), delta, inWorkers, ranges);
     this.lifetime = linkSignals([options.signal, this.disposal.signal]);
     // The workers write the cache once this source's loads are done (see flushStores).
     this.registry = new LoadRegistry(this.lifetime.signal, () => {
@@ -243,7 +278,12 @@ export class IndexedAssetSource {
     const allowed = allowedOrigins(indexUrl ?? baseUrl ?? pageHref(), options.allowOrigins ?? []);
     const fetch = options.fetch && needsTokenOrigin(options.fetch) ? bindTokenOrigin(options.fetch, tokenOrigin(indexUrl ?? baseUrl)) : options.fetch;
     deltaReadSettings(options.deltaReads); // checked before any request
+    rangeReadSettings(options.rangeReads);
     const maxIndexBytes = checkedSize(options.maxIndexBytes ?? DEFAULT_MAX_INDEX_BYTES, 'maxIndexBytes');
+    const indexTimeoutMs = options.indexTimeoutMs ?? DEFAULT_INDEX_TIMEOUT_MS;
+    if (!(indexTimeoutMs >= 0)) throw new InvalidOptionError('indexTimeoutMs', `indexTimeoutMs must be ≥ 0, got ${indexTimeoutMs}`);
+    const indexAttempts = options.indexAttempts ?? DEFAULT_INDEX_ATTEMPTS;
+    if (!Number.isInteger(indexAttempts) || indexAttempts < 1) throw new InvalidOptionError('indexAttempts', `indexAttempts must be an integer ≥ 1, got ${indexAttempts}`);
     const pool = poolFor(options.hashWorkers);
     // With the platform's own fetch, bodies are read (and bundles streamed) in the pool's workers,
     // which start now, while the index is fetched (its request waits for none of them).
@@ -263,10 +303,16 @@ export class IndexedAssetSource {
     if (options.index !== undefined) {
       index = typeof options.index === 'string' ? parseProjectIndexJson(options.index, indexUrl ? { url: indexUrl } : {}) : parseProjectIndex(options.index, indexUrl ? { url: indexUrl } : {});
     } else if (indexUrl !== undefined) {
-      const { text, headers } = await transport.getTextWithHeaders(indexUrl, { ...(options.signal ? { signal: options.signal } : {}), maxBytes: maxIndexBytes }).catch((error: unknown) => {
+      const { bytes, headers } = await transport.getBytesWithHeaders(indexUrl, {
+        ...(options.signal ? { signal: options.signal } : {}),
+        maxBytes: maxIndexBytes, timeoutMs: indexTimeoutMs, attempts: indexAttempts,
+        // Read in steps, each re-arming the quiet-time limit: a large index on a slow line is not cut at 15 s.
+        onProgress: () => undefined,
+      }).catch((error: unknown) => {
         throw error instanceof ResponseSizeError ? new IndexTooLargeError(indexUrl, maxIndexBytes, error) : error;
       });
-      index = parseProjectIndexJson(text, { url: indexUrl });
+      // Strict UTF-8: bytes that are not would become U+FFFD and another, legal path (SPEC preamble).
+      index = parseProjectIndexJson(decodeIndexText(bytes, { url: indexUrl }), { url: indexUrl });
       loadsEndpoint = loadsEndpointOf(headers.get(LOADS_ENDPOINT_HEADER), indexUrl);
     } else {
       throw new InvalidOptionError('indexUrl', 'IndexedAssetSource.open needs indexUrl or index');

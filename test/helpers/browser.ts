@@ -231,6 +231,16 @@ export interface RepoServer {
   /** How many requests (any method) asked for `path`. */
   requestCount(path: string): number;
   resetRequests(): void;
+  /**
+   * Holds the next request for `path` (a URL path) until `release`: answered then with `body`
+   * (200, `application/json`), else as usual. `arrived` resolves once it has come. With
+   * `headersFirst`, the headers of that 200 (`no-store`, no length) go at once and only its body
+   * (`body`, given to `release`) is held: Chromium's HTTP cache holds a second request for the same URL until the first one's
+   * headers have come, so two requests for one URL overlap only so.
+   */
+  hold(path: string, options?: { headersFirst?: boolean }): { arrived: Promise<void>; release(body?: string): void };
+  /** Resolves once `count` answers for `path` have been sent in full since start. */
+  answered(path: string, count: number): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -275,14 +285,33 @@ export async function startRepoServer(options: RepoServerOptions = {}): Promise<
   for (const [prefix, dir] of Object.entries(options.mounts ?? {})) mount(prefix, dir);
 
   const requests: RequestRecord[] = [];
+  const holds = new Map<string, { arrived: () => void; released: Promise<string | undefined>; headersFirst: boolean }[]>();
+  const finished = new Map<string, number>();
+  const watchers: { path: string; count: number; resolve: () => void }[] = [];
   const server = createServer((request, response) => {
     const record: RequestRecord = { method: request.method ?? 'GET', path: '', status: 0 };
     if (request.headers.range !== undefined) record.range = request.headers.range;
     requests.push(record);
-    response.on('finish', () => (record.status = response.statusCode));
+    response.on('finish', () => {
+      record.status = response.statusCode;
+      finished.set(record.path, (finished.get(record.path) ?? 0) + 1);
+      for (const watcher of watchers.splice(0)) {
+        if ((finished.get(watcher.path) ?? 0) >= watcher.count) watcher.resolve();
+        else watchers.push(watcher);
+      }
+    });
     try {
       record.path = decodeURIComponent(new URL(request.url ?? '/', 'http://localhost').pathname);
-      route(request, response, record.path, mounts);
+      const held = holds.get(record.path)?.shift();
+      if (!held) return route(request, response, record.path, mounts);
+      if (held.headersFirst) response.writeHead(200, { 'Content-Type': 'application/json', 'Cache-Control': 'no-store' }).flushHeaders();
+      held.arrived();
+      void held.released.then((body) => {
+        if (held.headersFirst) return void response.end(body ?? '');
+        if (body === undefined) return route(request, response, record.path, mounts);
+        response.setHeader('Cache-Control', 'no-store');
+        send(response, 200, body, 'application/json');
+      });
     } catch {
       send(response, 400, 'bad request');
     }
@@ -299,6 +328,18 @@ export async function startRepoServer(options: RepoServerOptions = {}): Promise<
     requests,
     requestCount: (path) => requests.filter((r) => r.path === path).length,
     resetRequests: () => void requests.splice(0),
+    hold(path, options = {}) {
+      let arrived!: () => void;
+      let release!: (body?: string) => void;
+      const arrivedPromise = new Promise<void>((resolveArrived) => (arrived = resolveArrived));
+      const released = new Promise<string | undefined>((resolveRelease) => (release = resolveRelease));
+      holds.set(path, [...(holds.get(path) ?? []), { arrived, released, headersFirst: options.headersFirst ?? false }]);
+      return { arrived: arrivedPromise, release };
+    },
+    answered: (path, count) => new Promise<void>((resolveAnswered) => {
+      if ((finished.get(path) ?? 0) >= count) return resolveAnswered();
+      watchers.push({ path, count, resolve: resolveAnswered });
+    }),
     close: () =>
       new Promise<void>((resolveClose) => {
         server.closeAllConnections();
