@@ -79,7 +79,9 @@ describe('2,000 concurrent range reads', () => {
     const requests = bundleRequests();
     expect(requests.length).toBeGreaterThan(20);
     expect(requests.length).toBeLessThan(FILES / 10);
-    expect(host.maxInFlight).toBe(2);
+    // Never more than the bound (how many overlap at once depends on the machine's pace).
+    expect(host.maxInFlight).toBeGreaterThanOrEqual(1);
+    expect(host.maxInFlight).toBeLessThanOrEqual(2);
     expect(host.connections).toBeLessThanOrEqual(3); // the index's, and one per slot
     // Each request asks for at most 16 KiB, unless one member alone is larger (none is here).
     for (const request of requests) {
