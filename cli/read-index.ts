@@ -2,7 +2,7 @@
 import { readFile, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { AwakeError } from '../core/errors.js';
-import { parseProjectIndexJson, type ProjectIndex } from '../core/format/project-index.js';
+import { parseFetchedIndexJson, parseProjectIndexJson, type ProjectIndex } from '../core/format/project-index.js';
 import { INDEX_FILE_NAME } from '../core/node/publish.js';
 import { CommandFailure } from './usage.js';
 
@@ -10,8 +10,8 @@ const TIMEOUT_MS = 30_000;
 
 export const isUrl = (source: string) => /^https?:\/\//i.test(source);
 
-/** Index JSON from an http(s) URL, a file, or a published folder (its project.index.json). */
-async function readIndexText(source: string): Promise<string> {
+/** Index JSON from an http(s) URL (with its Content-Type), a file, or a published folder (its project.index.json). */
+async function readIndexText(source: string): Promise<string | { text: string; contentType: string | null }> {
   if (isUrl(source)) {
     let response: Response;
     try {
@@ -20,7 +20,7 @@ async function readIndexText(source: string): Promise<string> {
       throw new CommandFailure(`${source}: cannot fetch: ${(error as Error).message}`);
     }
     if (!response.ok) throw new CommandFailure(`${source}: cannot fetch: HTTP ${response.status}`);
-    return response.text();
+    return { text: await response.text(), contentType: response.headers.get('content-type') };
   }
   const isFolder = (await stat(source).catch(() => undefined))?.isDirectory() ?? false;
   const path = isFolder ? join(source, INDEX_FILE_NAME) : source;
@@ -33,9 +33,10 @@ async function readIndexText(source: string): Promise<string> {
 
 /** The index `source` names, checked; a failure is a `CommandFailure` naming the source (and the field). */
 export async function loadIndex(source: string): Promise<ProjectIndex> {
-  const text = await readIndexText(source);
+  const read = await readIndexText(source);
   try {
-    return parseProjectIndexJson(text);
+    // An answer over HTTP may be a page instead (a single-page app's fallback): named as such.
+    return typeof read === 'string' ? parseProjectIndexJson(read) : parseFetchedIndexJson(read.text, { contentType: read.contentType });
   } catch (error) {
     // The message names the field (files[3].sha256); the source goes in front once.
     if (error instanceof AwakeError) throw new CommandFailure(`${source}: ${error.message}`);

@@ -11,7 +11,7 @@
  */
 import type { ContentCache } from '../cache/content-cache.js';
 import { AwakeError, BundleIntegrityError, IndexTooLargeError, InvalidOptionError, RequestAbortedError, ResponseSizeError } from '../errors.js';
-import { entryKey, parseProjectIndex, parseProjectIndexJson, type ProjectIndex } from '../format/project-index.js';
+import { entryKey, parseFetchedIndexJson, parseProjectIndex, parseProjectIndexJson, type ProjectIndex } from '../format/project-index.js';
 import { mediaTypeOf } from '../format/media-types.js';
 import { abortable, linkSignals } from '../net/abort.js';
 import { bindTokenOrigin, needsTokenOrigin } from '../net/token-fetch.js';
@@ -266,7 +266,7 @@ export class IndexedAssetSource {
       const { text, headers } = await transport.getTextWithHeaders(indexUrl, { ...(options.signal ? { signal: options.signal } : {}), maxBytes: maxIndexBytes }).catch((error: unknown) => {
         throw error instanceof ResponseSizeError ? new IndexTooLargeError(indexUrl, maxIndexBytes, error) : error;
       });
-      index = parseProjectIndexJson(text, { url: indexUrl });
+      index = parseFetchedIndexJson(text, { url: indexUrl, contentType: headers.get('content-type') });
       loadsEndpoint = loadsEndpointOf(headers.get(LOADS_ENDPOINT_HEADER), indexUrl);
     } else {
       throw new InvalidOptionError('indexUrl', 'IndexedAssetSource.open needs indexUrl or index');
