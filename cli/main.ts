@@ -14,7 +14,7 @@ import { reportCommand } from './commands/report.js';
 import { serveCommand } from './commands/serve.js';
 import { swCommand } from './commands/sw.js';
 import { verifyCommand } from './commands/verify.js';
-import { CommandFailure, printable, UsageError, type Command, type CommandContext } from './usage.js';
+import { CommandFailure, editDistance, printable, UsageError, type Command, type CommandContext } from './usage.js';
 
 const commands: Command[] = [publishCommand, indexCommand, inspectCommand, verifyCommand, diffCommand, reportCommand, serveCommand, swCommand];
 
@@ -41,17 +41,6 @@ const isVersion = (first: string | undefined) => first === '--version' || first 
 function packageVersion(): string {
   const file = new URL('../../package.json', import.meta.url);
   return (JSON.parse(readFileSync(file, 'utf8')) as { version: string }).version;
-}
-
-/** Levenshtein distance, for "did you mean"; names are short, so the plain table does. */
-function editDistance(a: string, b: string): number {
-  let previous = Array.from({ length: b.length + 1 }, (_, i) => i);
-  for (let i = 1; i <= a.length; i++) {
-    const current = [i];
-    for (let j = 1; j <= b.length; j++) current[j] = Math.min(previous[j]! + 1, current[j - 1]! + 1, previous[j - 1]! + (a[i - 1] === b[j - 1] ? 0 : 1));
-    previous = current;
-  }
-  return previous[b.length]!;
 }
 
 /**
@@ -85,6 +74,7 @@ export async function runCli(argv: string[], context: CommandContext): Promise<n
   const [first, ...rest] = argv;
   // Messages name paths and keys from the input: escaped, so they cannot drive the terminal.
   const fail = (message: string) => context.stderr.write(`awake-bundle: ${printable(message, { keepNewlines: true })}\n`);
+  let helpCommand = 'awake-bundle --help';
   try {
     if (isHelp(first)) {
       (first === undefined ? context.stderr : context.stdout).write(`${mainHelp()}\n`);
@@ -99,10 +89,12 @@ export async function runCli(argv: string[], context: CommandContext): Promise<n
       const mistyped = mistypedCommand(first!);
       if (mistyped) throw mistyped;
     }
+    // From here a wrong command line is the command's: its own --help lists its options.
+    helpCommand = `awake-bundle ${command.name} --help`;
     return await command.run(command === publishCommand && first !== 'publish' ? argv : rest, context);
   } catch (error) {
     if (error instanceof UsageError) {
-      fail(`${error.message}\nRun awake-bundle --help for usage.`);
+      fail(`${error.message}\nRun ${helpCommand} for usage.`);
       return 2;
     }
     if (error instanceof CommandFailure || error instanceof AwakeError || isSystemError(error)) {

@@ -363,6 +363,41 @@ describe.each(TESTED_BROWSERS)('%s', (kind) => {
       expect(refused.error).toContain('no live registration');
     });
 
+    testIf(WEBGL)('dispose() while a texture loads fails that load with a RequestAbortedError naming the path, logged once (WebGL only)', async () => {
+      const messages: string[] = [];
+      const listen = (message: { type(): string; text(): string }) => messages.push(`${message.type()}: ${message.text()}`);
+      page.on('console', listen);
+      try {
+        await register();
+        server.resetRequests();
+        // The order the README once showed: new Texture(url), then dispose() at once.
+        const outcome = await call((t, url) => t.textureThenDispose(url, { waitForScene: false }), `${LOOSE}textures/coin.png`) as { settled: boolean; loaded: boolean; exception?: { message: string } };
+        expect(outcome).toMatchObject({ settled: true, loaded: false });
+        // Babylon's error carries the adapter's statusText: the error's name, the path, and why.
+        expect(outcome.exception?.message).toMatch(/RequestAbortedError \(E_ABORTED\)/);
+        expect(outcome.exception?.message).toContain('could not serve textures/coin.png');
+        expect(outcome.exception?.message).toContain('was disposed while it loaded');
+        // Babylon shows its fallback texture and says nothing: the adapter logs the failure, once.
+        expect(messages.filter((message) => message.includes('disposed while it loaded'))).toEqual([
+          `error: awake-bundle: textures/coin.png: the awkb registration of ${server.origin}${INDEX} was disposed while it loaded; call dispose() once the loads that need it have finished`,
+        ]);
+        // Neither the bundle nor the loose file: the registration was gone before anything was fetched.
+        expect(siteRequests()).toEqual([]);
+      } finally {
+        page.off('console', listen);
+        await dispose();
+      }
+    });
+
+    testIf(WEBGL)('the README\'s order, dispose() after await scene.whenReadyAsync(): the texture loaded from its bundle (WebGL only)', async () => {
+      await register();
+      server.resetRequests();
+      expect(await call((t, url) => t.textureThenDispose(url, { waitForScene: true }), `${LOOSE}textures/coin.png`)).toEqual({ settled: true, loaded: true, width: 128, height: 128 });
+      const requests = siteRequests();
+      expectOnlyIndexAndBundles(requests);
+      expect(requests.filter((path) => path.endsWith('.awkb'))).toHaveLength(1);
+    });
+
     test('by default verified files go to the persistent browser cache: a later registration loads with the index request only', async () => {
       const url = `${LOOSE}gltf/CesiumMilkTruck/CesiumMilkTruck.gltf`;
       const loose = await call((t, url) => t.loadModel('ImportMeshAsync', url), url);

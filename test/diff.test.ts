@@ -371,7 +371,7 @@ describe('awake-bundle diff errors', () => {
     for (const args of [['diff', good], ['diff', good, good, good], ['diff', good, good, '--max-missing', '2'], ['diff', good, good, '--max-ranges', '0'], ['diff', good, good, '--max-gap', 'wide'], ['diff', good, good, '--colour']]) {
       const result = runCli(args);
       expect(result.code).toBe(2);
-      expect(result.stderr).toContain('Run awake-bundle --help for usage.');
+      expect(result.stderr).toContain('Run awake-bundle diff --help for usage.');
     }
     expect(runCli(['diff', good]).stderr).toContain('diff takes two indexes (old and new), found 1');
   });

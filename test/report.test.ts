@@ -371,7 +371,7 @@ describe('report errors', () => {
     const cases: [string[], string][] = [
       [['report'], 'report takes one index (a published folder, an index file or an http(s) URL), found 0'],
       [['report', 'published', 'published'], 'found 2'],
-      [['report', 'published', '--colour'], "Unknown option '--colour'"],
+      [['report', 'published', '--colour'], 'unknown option --colour'],
       [['report', 'published', '--loads'], "Option '--loads <value>' argument missing"],
       [['report', 'published', '--html'], "Option '--html <value>' argument missing"],
       [['report', 'published', '--html='], '--html needs a file name'],
@@ -380,7 +380,7 @@ describe('report errors', () => {
       const result = runCli(args, { cwd: dir });
       expect(result.code).toBe(2);
       expect(result.stderr).toContain(says);
-      expect(result.stderr).toContain('Run awake-bundle --help for usage.');
+      expect(result.stderr).toContain('Run awake-bundle report --help for usage.');
     }
   });
 

@@ -147,7 +147,9 @@ function progressEvent(type: string, loaded: number, total: number): ProgressEve
 
 /** One line that says which file failed and why; an AwakeError already names the bundle and damaged members. */
 export function describe(error: unknown, path: string): string {
-  const message = error instanceof Error ? error.message : String(error);
+  const full = error instanceof Error ? error.message : String(error);
+  // An error that starts with the path (a load disposed while it ran) names it once.
+  const message = full.startsWith(`${path}: `) ? full.slice(path.length + 2) : full;
   const name = error instanceof AwakeError ? `${error.name} (${error.code})` : 'error';
   return `awake-bundle could not serve ${path}: ${name}: ${message}`;
 }

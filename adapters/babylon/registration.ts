@@ -123,6 +123,8 @@ export class AwkbRegistration {
     this.reading++;
     try {
       return await this.source.read(path, { signal, ...this.named(), ...(options.onProgress ? { onProgress: options.onProgress } : {}) });
+    } catch (error) {
+      throw this.disposedWhileLoading(path, error, options.signal);
     } finally {
       release();
       this.settled();
@@ -136,9 +138,26 @@ export class AwkbRegistration {
       const url = await this.source.url(path, { signal: this.lifetime.signal, ...this.named() });
       this.objectUrls.set(path, url);
       return url;
+    } catch (error) {
+      throw this.disposedWhileLoading(path, error);
     } finally {
       this.settled();
     }
+  }
+
+  /**
+   * A load that `dispose()` cut off fails with an error that says so, naming the file, and is
+   * logged once: Babylon answers a failed texture with its fallback (a checkerboard) and logs
+   * nothing, so a `dispose()` right after `new Texture(url)` would otherwise fail in silence.
+   * Any other failure, and an abort by the load's own signal, is passed on as it is.
+   */
+  private disposedWhileLoading(path: string, error: unknown, signal?: AbortSignal): unknown {
+    const aborted = error instanceof RequestAbortedError || (error as Error | undefined)?.name === 'AbortError';
+    if (!aborted || !this.lifetime.signal.aborted || signal?.aborted) return error;
+    const index = this.source.indexUrl ?? this.root;
+    const disposed = new RequestAbortedError(`${path}: the awkb registration of ${index} was disposed while it loaded; call dispose() once the loads that need it have finished`, { path, ...(this.source.indexUrl ? { url: this.source.indexUrl } : {}), cause: error });
+    console.error(`awake-bundle: ${disposed.message}`);
+    return disposed;
   }
 
   private named(): { loadName?: string } {

@@ -15,8 +15,12 @@ declare global {
       }
     }
     interface Scene {
-      /** The awake-bundle plugin, when installed as a global plugin (mapping `awkb`). */
-      awkb: AwkbPlugin;
+      /**
+       * The awake-bundle plugin, present only when the game config installs it as a global
+       * plugin (`{ key: 'awkb', plugin: AwkbPlugin, start: true }`, mapping `awkb`); undefined
+       * otherwise. `awkbSource(this, key)` and `this.load.on('awkbprogress', …)` need no entry.
+       */
+      awkb?: AwkbPlugin;
     }
   }
 }

@@ -1,10 +1,9 @@
 /** `awake-bundle index <folder>`: write the loose (formatVersion 2) index of a folder. */
-import { mkdir } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import { serializeIndex } from '../../core/format/project-index.js';
 import { looseIndexFromFolder } from '../../core/node/loose-index.js';
 import { removeOwnTemporaryFilesSync, writeFileAtomic } from '../../core/node/publish.js';
-import { formatBytes, parseCommandLine, plural, printable, progressLine, UsageError, type Command } from '../usage.js';
+import { formatBytes, makeFolder, parseCommandLine, plural, printable, progressLine, UsageError, type Command } from '../usage.js';
 
 const HELP = `Usage: awake-bundle index <folder> [options]
 
@@ -49,7 +48,7 @@ export const indexCommand: Command = {
       stdout.write(text);
       return 0;
     }
-    await mkdir(dirname(out), { recursive: true });
+    await makeFolder(dirname(out), 'folder for the index');
     await writeFileAtomic(out, text);
     const bytes = index.files.reduce((sum, file) => sum + file.sizeBytes, 0);
     if (values.json) stdout.write(`${JSON.stringify({ ok: true, out, files: index.files.length, bytes })}\n`);

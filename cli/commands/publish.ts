@@ -3,12 +3,12 @@ import { readFile, realpath, stat } from 'node:fs/promises';
 import { resolve } from 'node:path';
 import { pathCollisions, unsafePathReason } from '../../core/format/paths.js';
 import { decodeIndexText } from '../../core/format/index-text.js';
-import { parseProjectIndexJson, type LooseIndex } from '../../core/format/project-index.js';
+import { parseProjectIndex, type LooseIndex, type ProjectIndex } from '../../core/format/project-index.js';
 import { writerOptionsOf, type PublishSettings } from '../../core/publish/settings.js';
 import { listFolderFiles, type FolderFile } from '../../core/node/loose-index.js';
 import { publishFolder } from '../../core/node/publish-folder.js';
 import { readLoadsFile } from '../../core/node/publish-grouping.js';
-import { AwakeError } from '../../core/errors.js';
+import { AwakeError, UnsupportedIndexVersionError } from '../../core/errors.js';
 import type { LooseFileEntry } from '../../core/format/project-index.js';
 import { looseFileLocator, publishToDirectory, removeOwnTemporaryFilesSync, type PublishProgress, type PublishSummary } from '../../core/node/publish.js';
 import { CommandFailure, formatBytes, parseCommandLine, plural, printable, progressLine, UsageError, type Command, type CommandContext } from '../usage.js';
@@ -157,10 +157,37 @@ async function loadInput(args: PublishArguments): Promise<Input> {
     return { folder: args.input, files: await listFolderFiles(args.input, { exclude: [args.out] }) };
   }
   if (args.rootPath !== undefined) throw new UsageError('--root-path applies to a folder input; a loose index has its own rootPath');
-  const parsed = parseProjectIndexJson(decodeIndexText(await readFile(args.input), { url: args.input }), { url: args.input });
+  const parsed = await readIndexInput(args.input);
   if (parsed.formatVersion !== 2) throw new CommandFailure(`${args.input}: formatVersion ${parsed.formatVersion} is already bundled; publish takes a loose (formatVersion 2) index or a folder`);
   const looseIndex = parsed as LooseIndex;
   return { looseIndex, locate: checkedLocator(looseIndex, looseFileLocator(resolve(args.input), args.root)) };
+}
+
+/**
+ * The input file as a project index. A file that is not one (empty, not JSON, JSON without a
+ * `formatVersion`) is named as neither an index nor a folder, rather than as a broken index.
+ */
+async function readIndexInput(input: string): Promise<ProjectIndex> {
+  // Strict UTF-8 (decodeIndexText): an index whose paths are not is refused, naming the entry.
+  const text = decodeIndexText(await readFile(input), { url: input });
+  const notAnIndex = (what: string) => new CommandFailure(`${input} is neither a project index nor a folder: ${what}. Publish takes a loose index (.json) or an assets folder`);
+  if (text.trim() === '') throw notAnIndex('the file is empty');
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch {
+    throw notAnIndex('it is not JSON');
+  }
+  if (typeof value !== 'object' || value === null || Array.isArray(value) || !('formatVersion' in value)) {
+    throw notAnIndex(`it is JSON, but not a project index (${Array.isArray(value) ? 'an array' : typeof value === 'object' && value !== null ? 'no formatVersion' : `a ${value === null ? 'null' : typeof value}`})`);
+  }
+  try {
+    return parseProjectIndex(value, { url: input });
+  } catch (error) {
+    // An index this reader does not know (formatVersion 9): its message names no file.
+    if (error instanceof UnsupportedIndexVersionError) throw new CommandFailure(`${input}: ${error.message}`);
+    throw error;
+  }
 }
 
 /**

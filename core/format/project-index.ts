@@ -123,6 +123,25 @@ export function parseProjectIndexJson(text: string, options: ParseIndexOptions =
   return parseProjectIndex(value, options);
 }
 
+/**
+ * Parses index JSON fetched over HTTP. An answer that is a page instead (`Content-Type:
+ * text/html`, or a body that starts with `<`), such as a single-page app's fallback for a path it
+ * does not have, is named as such, rather than as JSON with an unexpected `<`. A good index
+ * labelled text/html is still a good index.
+ */
+export function parseFetchedIndexJson(text: string, { contentType, ...options }: ParseIndexOptions & { contentType: string | null }): ProjectIndex {
+  try {
+    return parseProjectIndexJson(text, options);
+  } catch (error) {
+    const type = contentType?.split(';')[0]!.trim().toLowerCase() ?? '';
+    const page = type === 'text/html' || /^[\s\uFEFF]*</.test(text);
+    if (!(error instanceof IndexValidationError && error.cause instanceof SyntaxError && page)) throw error;
+    const answered = type === '' ? 'markup (a body that starts with "<")' : type;
+    const problem = `the server answered ${answered} instead of a project index: is there an index at this URL? (a single-page app's server answers a path it does not have with its page)`;
+    throw new IndexValidationError([problem], { ...(options.url === undefined ? {} : { url: options.url }), cause: error.cause });
+  }
+}
+
 function checkCommonEntryFields(entry: Json, where: string, problems: Problems): void {
   if (!isSize(entry.sizeBytes)) problems.add(`${where}.sizeBytes`, 'must be a non-negative integer no larger than 2^53 − 1');
   if (typeof entry.sha256 !== 'string' || !SHA256_HEX.test(entry.sha256)) problems.add(`${where}.sha256`, 'must be 64 lowercase hex digits');

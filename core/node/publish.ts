@@ -17,6 +17,7 @@ import { BundleWriter, type BundleHashing, type BundleWriterOptions, type Finish
 import { commitTemporary, createPace, discardTemporary, isLiveTemporaryFile, processIsGone, TEMPORARY_SUFFIX, writeFileAtomic as writeAtomic, writeStreamToTemporary, type Pace } from './atomic-write.js';
 import { nodeSha256, sha256HexNode } from './hash.js';
 import { isInside } from './inside.js';
+import { inTheWayReason } from './in-the-way.js';
 import { publishGrouping, readReferrerFile, type GroupingInput, type PublishGroupingOptions } from './publish-grouping.js';
 
 export { removeOwnTemporaryFilesSync } from './atomic-write.js';
@@ -181,7 +182,7 @@ async function makeFolder(dir: string, what: string): Promise<void> {
     await mkdir(dir, { recursive: true });
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code;
-    const message = code === 'EEXIST' || code === 'ENOTDIR' ? 'a file is in the way (it must be a folder)' : (error as Error).message;
+    const message = code === 'EEXIST' || code === 'ENOTDIR' ? await inTheWayReason(dir) : (error as Error).message;
     throw new PublishOutputError(`${dir}: cannot make the ${what}: ${message}`, dir, error);
   }
 }

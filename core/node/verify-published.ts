@@ -4,12 +4,12 @@
  */
 import { readFile, stat } from 'node:fs/promises';
 import { join } from 'node:path';
-import { BundleIntegrityError } from '../errors.js';
+import { BundleIntegrityError, MAX_PROBLEMS_IN_MESSAGE } from '../errors.js';
 import { decodeBundle, layoutBundle } from '../format/awkb.js';
 import { unsafePathReason } from '../format/paths.js';
 import { decodeIndexText } from '../format/index-text.js';
-import { entryKey, parseProjectIndexJson, serializeIndex, type BundledFileEntry, type ProjectIndex } from '../format/project-index.js';
-import { verifyBundle, type ExpectedMember } from '../read/verify.js';
+import { entryKey, parseProjectIndexJson, serializeIndex, type BundledFileEntry, type BundleEntry, type ProjectIndex } from '../format/project-index.js';
+import { cutShort, verifyBundle, type ExpectedMember } from '../read/verify.js';
 import { sha256HexNode } from './hash.js';
 import { INDEX_FILE_NAME } from './publish.js';
 
@@ -87,14 +87,7 @@ export async function verifyPublished(target: string): Promise<VerifyPublishedRe
       await verifyBundle(bytes, bundle, members, bundle.url);
     } catch (error) {
       if (!(error instanceof BundleIntegrityError)) throw error;
-      if (error.damaged.length > 0) {
-        problems.push(...damagedMemberProblems(bytes, members, error.damaged, where));
-        // verifyBundle words a table or header problem found beside damaged members as "; also …".
-        if (error.message.includes('; also ')) problems.push(`${where}: ${error.message.slice(error.message.indexOf('; also ') + 7)}`);
-      } else {
-        const actual = sha256HexNode(bytes);
-        problems.push(`${where}: ${error.message}${actual !== bundle.sha256 ? ` (its ${bytes.length} bytes hash to ${actual}; the index says ${bundle.sizeBytes} bytes, ${bundle.sha256})` : ''}`);
-      }
+      problems.push(...failedBundleProblems(bytes, bundle, members, error, where));
       continue;
     }
     problems.push(...canonicalLayoutProblems(bytes, members, where));
@@ -111,6 +104,40 @@ export async function verifyPublished(target: string): Promise<VerifyPublishedRe
     else if (sha256HexNode(bytes) !== entry.sha256) problems.push(`${where}: SHA-256 differs from the index`);
   }
   return { problems, bundles: bundles.length, files: index.files.length, index };
+}
+
+/**
+ * What is wrong with a bundle `verifyBundle` refused, the cause first and each thing named once:
+ * `where` names the bundle (its URL holds the SHA-256), so the reader's "bundle <sha256>: " goes.
+ */
+function failedBundleProblems(bytes: Uint8Array, bundle: BundleEntry, members: ExpectedMember[], error: BundleIntegrityError, where: string): string[] {
+  const detail = error.message.startsWith(`bundle ${bundle.sha256}: `) ? error.message.slice(`bundle ${bundle.sha256}: `.length) : error.message;
+  if (bytes.length < Math.min(16, bundle.sizeBytes)) return [`${where}: ${cutShort(bytes.length, bundle.sizeBytes)}, not even the 16-byte header`];
+  if (error.damaged.length === 0) {
+    const actual = sha256HexNode(bytes);
+    if (actual === bundle.sha256) return [`${where}: ${detail}`];
+    const size = bytes.length === bundle.sizeBytes ? '' : `, the index says ${bundle.sizeBytes} bytes`;
+    const listed = bundle.url.includes(bundle.sha256) ? '' : `, the index says SHA-256 ${bundle.sha256}`;
+    return [`${where}: ${detail} (its ${bytes.length} bytes hash to ${actual}${size}${listed})`];
+  }
+  if (bytes.length < bundle.sizeBytes) {
+    // Cut short: one problem for the cut and what lies past it; a member before the cut that is damaged is a problem of its own.
+    const ends = new Map(members.map((member) => [member.key, member.offset + member.sizeBytes]));
+    const past = error.damaged.filter((key) => ends.get(key)! > bytes.length);
+    const before = error.damaged.filter((key) => ends.get(key)! <= bytes.length);
+    const pastTheEnd = past.length === 0 ? '' : `; ${namedMembers(past)} ${past.length === 1 ? 'lies' : 'lie'} past its end`;
+    return [`${where}: ${cutShort(bytes.length, bundle.sizeBytes)}${pastTheEnd}`, ...damagedMemberProblems(bytes, members, before, where)];
+  }
+  // verifyBundle words a table or header problem found beside damaged members as "; also …".
+  const also = detail.includes('; also ') ? [`${where}: ${detail.slice(detail.indexOf('; also ') + 7)}`] : [];
+  return [...damagedMemberProblems(bytes, members, error.damaged, where), ...also];
+}
+
+/** `member "a"`, `members "a", "b"`, or the first 20 and how many more. */
+function namedMembers(keys: string[]): string {
+  const shown = keys.slice(0, MAX_PROBLEMS_IN_MESSAGE).map((key) => JSON.stringify(key)).join(', ');
+  const more = keys.length > MAX_PROBLEMS_IN_MESSAGE ? ` and ${keys.length - MAX_PROBLEMS_IN_MESSAGE} more` : '';
+  return `member${keys.length === 1 ? '' : 's'} ${shown}${more}`;
 }
 
 /** A bundle must be exactly what the writer makes of its members (SPEC §5), and hold only listed members. */

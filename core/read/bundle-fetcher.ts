@@ -303,7 +303,7 @@ export class BundleFetcher {
     const damaged = missing.filter((entry, i) => digests[i] !== entry.sha256).map((entry) => entry.sha256);
     if (damaged.length > 0) {
       const keys = this.#view.membersOf(bundle.sha256).filter((entry) => damaged.includes(entry.sha256)).map(entryKey);
-      throw new BundleIntegrityError('members', `bundle ${bundle.sha256} (${url}): damaged member${keys.length > 1 ? 's' : ''} ${keys.map((key) => JSON.stringify(key)).join(', ')} in the ranges of a delta read`, keys, { url });
+      throw new BundleIntegrityError('members', `bundle ${bundle.sha256}: damaged member${keys.length > 1 ? 's' : ''} ${keys.map((key) => JSON.stringify(key)).join(', ')} in the ranges of a delta read`, keys, { url });
     }
     return this.#handOver({ contents: new Map(missing.map((entry, i) => [entry.sha256, owned![i]!])), ...(stored ? { stored } : {}) }, callbacks);
   }
@@ -408,8 +408,11 @@ function streamConsumer(plan: BundleStreamPlan, url: string, deliver: (index: nu
   };
 }
 
-/** A bundle body of the wrong size, as the bundle's integrity error (SPEC §7 "Verified"), naming it and its URL. */
+/** A bundle body of the wrong size, as the bundle's integrity error (SPEC §7 "Verified"), naming it (its URL is the error's `url`). */
 export function bundleSizeError(error: unknown, bundle: BundleEntry, url: string): unknown {
   if (!(error instanceof ResponseSizeError)) return error;
-  return new BundleIntegrityError('bundle', `bundle ${bundle.sha256} (${url}) is listed at ${bundle.sizeBytes} bytes; ${error.message}`, [], { url, cause: error });
+  // The URL is the error's `url` (and holds the SHA-256): the message names the bundle once, and
+  // says what arrived against what the index lists, the transport's "GET <url>: …" left as `cause`.
+  const arrived = error.declaredBytes !== undefined ? `its Content-Length says ${error.declaredBytes}` : error.receivedBytes !== undefined ? `more arrived (${error.receivedBytes} bytes read, reading stopped)` : error.message;
+  return new BundleIntegrityError('bundle', `bundle ${bundle.sha256}: ${arrived}, the index lists ${bundle.sizeBytes} bytes`, [], { url, cause: error });
 }

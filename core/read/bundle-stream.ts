@@ -159,9 +159,10 @@ export class BundleStreamVerifier {
     for (let i = missing; i < this.#plan.contents.length; i++) this.#damaged.add(i);
     if (this.#damaged.size === 0) return;
     const damaged = [...this.#damaged].sort((a, b) => a - b).flatMap((index) => this.#plan.contents[index]!.keys);
+    // A body cut short: that is the cause, said first; the members it never brought follow.
     const where = this.received < this.#plan.head.length ? ', inside the table' : '';
-    const short = missing < this.#plan.contents.length ? `; the body ended after ${this.received} of ${this.#plan.sizeBytes} bytes${where}` : '';
-    throw new StreamRefusal({ part: 'members', message: `bundle ${this.#plan.sha256}: ${describeDamaged(damaged)}${short}`, damaged });
+    const short = missing < this.#plan.contents.length ? `the body ended after ${this.received} of ${this.#plan.sizeBytes} bytes${where}; ` : '';
+    throw new StreamRefusal({ part: 'members', message: `bundle ${this.#plan.sha256}: ${short}${describeDamaged(damaged)}`, damaged });
   }
 
   /** Takes head bytes from `chunk`; returns how many of them it used. Throws once a mismatch can be named. */

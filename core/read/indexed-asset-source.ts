@@ -12,7 +12,7 @@
 import type { ContentCache } from '../cache/content-cache.js';
 import { AwakeError, BundleIntegrityError, IndexTooLargeError, InvalidOptionError, RequestAbortedError, ResponseSizeError } from '../errors.js';
 import { decodeIndexText } from '../format/index-text.js';
-import { entryKey, parseProjectIndex, parseProjectIndexJson, type ProjectIndex } from '../format/project-index.js';
+import { entryKey, parseFetchedIndexJson, parseProjectIndex, parseProjectIndexJson, type ProjectIndex } from '../format/project-index.js';
 import { mediaTypeOf } from '../format/media-types.js';
 import { abortable, linkSignals } from '../net/abort.js';
 import { bindTokenOrigin, needsTokenOrigin } from '../net/token-fetch.js';
@@ -311,8 +311,9 @@ export class IndexedAssetSource {
       }).catch((error: unknown) => {
         throw error instanceof ResponseSizeError ? new IndexTooLargeError(indexUrl, maxIndexBytes, error) : error;
       });
-      // Strict UTF-8: bytes that are not would become U+FFFD and another, legal path (SPEC preamble).
-      index = parseProjectIndexJson(decodeIndexText(bytes, { url: indexUrl }), { url: indexUrl });
+      // Strict UTF-8: bytes that are not would become U+FFFD and another, legal path (SPEC preamble);
+      // an answer that is a page instead (a single-page app's fallback) is named as such.
+      index = parseFetchedIndexJson(decodeIndexText(bytes, { url: indexUrl }), { url: indexUrl, contentType: headers.get('content-type') });
       loadsEndpoint = loadsEndpointOf(headers.get(LOADS_ENDPOINT_HEADER), indexUrl);
     } else {
       throw new InvalidOptionError('indexUrl', 'IndexedAssetSource.open needs indexUrl or index');

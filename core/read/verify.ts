@@ -47,12 +47,22 @@ export async function verifyBundle(bytes: Uint8Array, listing: BundleEntry, memb
   if (structure?.part === 'header' || (structure && damaged.length === 0)) {
     throw new BundleIntegrityError(structure.part, `${what}: ${structure.message}`, [], { ...details, cause: structure.cause });
   }
+  if (damaged.length > 0 && bytes.length < listing.sizeBytes) {
+    // Cut short: the cause comes first. The members past the cut are damaged by it, and so is
+    // the table's fit (a member "outside the data area"), which is therefore not named again.
+    throw new BundleIntegrityError('members', `${what}: ${cutShort(bytes.length, listing.sizeBytes)}; ${describeDamaged(damaged)}`, damaged, details);
+  }
   if (damaged.length > 0) {
     const also = structure ? `; also ${structure.message}` : '';
     throw new BundleIntegrityError('members', `${what}: ${describeDamaged(damaged)}${also}`, damaged, details);
   }
   const size = bytes.length === listing.sizeBytes ? '' : ` (${bytes.length} bytes, listed ${listing.sizeBytes})`;
   throw new BundleIntegrityError('header', `${what}: bytes do not match the listed SHA-256${size}, though every member and the table do`, [], details);
+}
+
+/** The cause of a bundle that ends early, said first wherever one is reported. */
+export function cutShort(received: number, listedBytes: number): string {
+  return `cut short: ${received} of its listed ${listedBytes} bytes`;
 }
 
 /** "damaged member(s) a, b and 3 more": every one is in the error's `damaged`; the message names the first few, so its size does not grow with the bundle. */

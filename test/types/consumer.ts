@@ -2,7 +2,8 @@
 // the README claims (test/types.test.ts). It is compiled, never run.
 import { IndexedAssetSource, MemoryCache, sha256Hex } from 'awake-bundle';
 import { publishToDirectory, startStaticServer } from 'awake-bundle/node';
-import { registerAwkb as registerPhaser } from 'awake-bundle/phaser';
+import * as Phaser from 'phaser';
+import { awkbSource, registerAwkb as registerPhaser, type ByteProgress } from 'awake-bundle/phaser';
 import { registerAwkb as registerBabylon } from 'awake-bundle/babylon';
 import { createAwkbFetchHandler, installAwkbServiceWorker, type FetchEventLike } from 'awake-bundle/sw';
 import { AwakeBundlePlugin, type AwakeBundlePluginOptions } from 'awake-bundle/webpack';
@@ -31,3 +32,19 @@ export const webpackPlugins = [new AwakeBundlePlugin(pluginOptions)];
 export const viteConfig: UserConfig = {
   plugins: [awakeBundle({ assets: 'assets', output: 'published', opaqueIds: true, salt: 'harbour', targetBundleBytes: 4 * 1024 * 1024, serviceWorker: true })],
 };
+
+/**
+ * `this.awkb` is there only when the game config installs the plugin: the type says so (a use
+ * without `?.` does not compile); the loader's `awkbprogress` and `awkbSource` need no entry.
+ */
+export class PreloadScene extends Phaser.Scene {
+  preload(): void {
+    this.load.awkbIndex('assets', 'published/project.index.json');
+    this.load.on('awkbprogress', ({ loadedBytes, totalBytes }: ByteProgress) => console.log(loadedBytes / totalBytes));
+    const viaPlugin = this.awkb?.source('assets');
+    const viaRegistry = awkbSource(this, 'assets');
+    // @ts-expect-error this.awkb is undefined without the plugin's config entry
+    this.awkb.source('assets');
+    console.log(viaPlugin?.indexUrl, viaRegistry?.indexUrl);
+  }
+}

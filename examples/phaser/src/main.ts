@@ -4,7 +4,7 @@
  * Assets: ../assets (see ../assets/SOURCES.md for their authors and licenses).
  */
 import * as Phaser from 'phaser';
-import { AwkbPlugin } from 'awake-bundle/phaser';
+import { AwkbPlugin, awkbSource, type ByteProgress } from 'awake-bundle/phaser';
 
 /** `?loose`: the same game from plain files under published/, no index (bench/engines.mjs puts them there). */
 const LOOSE = new URLSearchParams(location.search).has('loose');
@@ -20,7 +20,7 @@ class Preload extends Phaser.Scene {
     const bar = this.add.rectangle(width / 2 - 200, height / 2, 0, 20, 0x9ad0ff).setOrigin(0, 0.5);
     const label = this.add.text(width / 2, height / 2 + 32, 'opening the index…', { fontFamily: 'monospace', fontSize: '14px', color: '#cfe6ff' }).setOrigin(0.5, 0);
     // The bar follows bytes, not file counts: one bundle may hold a hundred small files.
-    this.awkb.on('awkbprogress', ({ loadedBytes, totalBytes }) => {
+    this.load.on('awkbprogress', ({ loadedBytes, totalBytes }: ByteProgress) => {
       bar.width = totalBytes === 0 ? 400 : (400 * loadedBytes) / totalBytes;
       label.setText(`${(loadedBytes / 1024).toFixed(0)} / ${(totalBytes / 1024).toFixed(0)} KiB from bundles`);
     });
@@ -84,7 +84,7 @@ class Harbour extends Phaser.Scene {
     });
 
     this.game.events.once('postrender', () => {
-      const source = this.awkb.source('assets');
+      const source = awkbSource(this, 'assets');
       (window as unknown as { exampleReady: unknown }).exampleReady = {
         textures: ['tiles', 'emoji', 'player', 'slime', 'retro', 'background', 'particle'].filter((key) => this.textures.exists(key)).length,
         emojiFrames: emoji.length,
