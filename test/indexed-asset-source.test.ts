@@ -360,14 +360,20 @@ describe('the index: its own timeout and attempts (issue 20)', () => {
     expect([DEFAULT_INDEX_TIMEOUT_MS, DEFAULT_INDEX_ATTEMPTS]).toEqual([15_000, 2]);
     const asked: { url: string; timeoutMs: number | undefined; attempts: number | undefined }[] = [];
     class Recording extends Transport {
-      override getBytes(url: string, options: BodyRequestOptions = {}) {
+      override getBytesWithHeaders(url: string, options: BodyRequestOptions = {}) {
         asked.push({ url, timeoutMs: options.timeoutMs, attempts: options.attempts });
-        return super.getBytes(url, options);
+        return super.getBytesWithHeaders(url, options);
+      }
+      override stream(...args: Parameters<Transport['stream']>) {
+        asked.push({ url: args[0], timeoutMs: args[1].timeoutMs, attempts: args[1].attempts });
+        return super.stream(...args);
       }
     }
     const source = await IndexedAssetSource.open({ indexUrl: bundledIndex(), transport: new Recording({ retry: { attempts: 5 } }) });
     expect(asked).toEqual([{ url: bundledIndex(), timeoutMs: 15_000, attempts: 2 }]);
     await source.read('ui/hud.json');
+    // The bundle, streamed: the transport's own timeout and attempts.
+    expect(asked.slice(1)).toHaveLength(1);
     expect(asked.slice(1).every((request) => request.timeoutMs === undefined && request.attempts === undefined)).toBe(true);
   });
 
