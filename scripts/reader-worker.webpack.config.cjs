@@ -6,6 +6,7 @@ const serviceWorker = require('../adapters/service-worker/webpack.config.cjs');
 
 module.exports = {
   ...serviceWorker,
+  devtool: false,
   entry: './core/read/worker-main.ts',
   output: { path: path.join(serviceWorker.context, 'dist/.reader-worker'), filename: 'worker.js', iife: true },
   optimization: { ...serviceWorker.optimization, minimize: true },

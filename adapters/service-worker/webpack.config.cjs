@@ -1,6 +1,8 @@
 // Builds the self-contained service worker dist/sw/awake-bundle-sw.js: TypeScript through
-// ts-loader, target webworker, one classic script with no imports at run time. Not minified, so
-// a developer can read what runs in their site (`npm run build` calls it from scripts/postbuild.mjs).
+// ts-loader, target webworker, one classic script with no imports at run time, minified, with its
+// source map beside it (dist/sw/awake-bundle-sw.js.map, not referenced from the script: `awake-bundle
+// sw` and the build plugins prepend the index URL line, which would shift it). `npm run build`
+// calls it from scripts/postbuild.mjs.
 const path = require('node:path');
 
 const repo = path.resolve(__dirname, '../..');
@@ -8,13 +10,13 @@ const repo = path.resolve(__dirname, '../..');
 module.exports = {
   mode: 'production',
   target: 'webworker',
-  devtool: false,
+  devtool: 'hidden-source-map',
   context: repo,
   entry: './adapters/service-worker/worker-entry.ts',
   output: { path: path.join(repo, 'dist/sw'), filename: 'awake-bundle-sw.js', iife: true },
   resolve: { extensions: ['.ts', '.js'], extensionAlias: { '.js': ['.ts', '.js'] } },
   module: { rules: [{ test: /\.ts$/, loader: 'ts-loader', options: { configFile: path.join(repo, 'tsconfig.json'), transpileOnly: true } }] },
-  optimization: { minimize: false, splitChunks: false, runtimeChunk: false },
+  optimization: { minimize: true, splitChunks: false, runtimeChunk: false },
   performance: { hints: false },
   stats: 'errors-warnings',
 };
