@@ -209,6 +209,8 @@ declare global {
 export interface RepoServerOptions {
   /** Extra folders to serve, by URL prefix: `{ '/published/': someDir }`. */
   mounts?: Record<string, string>;
+  /** Paths answered whole without Content-Length (chunked), as a server that compresses on the fly answers. */
+  chunked?: (path: string) => boolean;
 }
 
 export interface RequestRecord {
@@ -282,7 +284,7 @@ export async function startRepoServer(options: RepoServerOptions = {}): Promise<
     response.on('finish', () => (record.status = response.statusCode));
     try {
       record.path = decodeURIComponent(new URL(request.url ?? '/', 'http://localhost').pathname);
-      route(request, response, record.path, mounts);
+      route(request, response, record.path, mounts, options.chunked?.(record.path) ?? false);
     } catch {
       send(response, 400, 'bad request');
     }
@@ -307,7 +309,7 @@ export async function startRepoServer(options: RepoServerOptions = {}): Promise<
   };
 }
 
-function route(request: IncomingMessage, response: ServerResponse, path: string, mounts: Map<string, string>): void {
+function route(request: IncomingMessage, response: ServerResponse, path: string, mounts: Map<string, string>, chunked: boolean): void {
   if (request.method !== 'GET' && request.method !== 'HEAD') return send(response, 405, 'method not allowed');
   if (path === '/harness.html' || path === '/') {
     response.setHeader('Cache-Control', 'no-store');
@@ -328,6 +330,11 @@ function route(request: IncomingMessage, response: ServerResponse, path: string,
     size = stat.size;
   } catch {
     return send(response, 404, 'not found');
+  }
+  if (chunked && request.method === 'GET') {
+    response.setHeader('Cache-Control', 'no-store');
+    response.setHeader('Content-Type', contentTypeFor(file));
+    return void createReadStream(file).pipe(response);
   }
   serveFile(request, response, file, size);
 }
