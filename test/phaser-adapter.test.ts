@@ -337,6 +337,25 @@ describe.each(TESTED_BROWSERS)('%s', (kind) => {
       expect(bundled.recordedLoads!.loads).toEqual([{ name: 'first', paths: ['images/kenney/coin.png'] }, { name: `video:${videoPath}`, paths: [videoPath] }]);
     });
 
+    test('files a bundle holds that the page fetches itself, outside the loader, are named once each in a console.debug line', async () => {
+      const log: string[] = [];
+      // The usual layout: loose files beside the published folder, the index rooted at them.
+      const index = { url: '../published/project.index.json', options: { cache: 'memory', root: './' } };
+      server.resetRequests();
+      const result = await run(version, {
+        baseURL: '/site/loose/', index, queue: ['text', 'json'],
+        // notes.txt twice, data.json once: in bundles; the index itself and a missing file are not files the bundles hold.
+        plainFetch: ['fixtures/notes.txt', 'fixtures/notes.txt', 'fixtures/data.json', '../published/project.index.json', 'fixtures/missing.txt'],
+      }, log);
+      expect(result.first.caches).toMatchObject({ text: 'awake-bundle phaser fixture: text\n', json: 24 });
+      // The loader's own loads came from bundles: the page's fetches were the only loose requests.
+      expect(siteRequests().filter((path) => path.startsWith('/site/loose/'))).toEqual(['/site/loose/fixtures/notes.txt', '/site/loose/fixtures/notes.txt', '/site/loose/fixtures/data.json', '/site/loose/fixtures/missing.txt']);
+      const base = `${server.origin}/site/loose/fixtures`;
+      const line = (file: string) => `debug: awake-bundle: ${base}/${file} was downloaded on its own, and its bundle holds it too (fixtures/${file}): it downloads twice. ` +
+        `Load it through the engine's loader or the source (source.url('fixtures/${file}'), source.read), or install the service worker (awake-bundle/sw), which answers such requests from bundles`;
+      expect(log.filter((entry) => entry.includes('downloads twice'))).toEqual([line('notes.txt'), line('data.json')]);
+    });
+
     test('a missing index fails the awkbIndex file; the files behind it load from their loose URLs, with a warning', async () => {
       const log: string[] = [];
       const result = await run(version, { baseURL: '/site/loose/', index: { url: '../missing/project.index.json', options: { cache: 'memory' } }, queue: ['image', 'atlas', 'text'] }, log);

@@ -8,6 +8,7 @@ import { openBrowserCache } from '../../core/cache/browser.js';
 import { AssetNotFoundError, InvalidOptionError, RequestAbortedError } from '../../core/errors.js';
 import { IndexedAssetSource, type OpenOptions, type PrefetchProgress } from '../../core/read/indexed-asset-source.js';
 import { linkSignals } from '../../core/net/abort.js';
+import { watchDoubleDownloads } from '../../core/read/double-downloads.js';
 import { installHooks, removeHooks } from './hooks.js';
 import { absoluteUrl, asFolder, folderOf, MisrootedFiles, pageBase, projectPathOf, urlOfPath } from '../../core/read/project-urls.js';
 
@@ -66,6 +67,8 @@ export class AwkbRegistration {
   private postTimer: ReturnType<typeof setTimeout> | undefined;
   /** @internal warns once when loose URLs would be index paths below another root */
   readonly misrooted: MisrootedFiles;
+  /** Stops telling of the page's own downloads of files its bundles hold (core/read/double-downloads.ts). */
+  private readonly stopWatching: () => void;
 
   /** @internal use `registerAwkb` */
   constructor(source: IndexedAssetSource, root: URL, ownsSource: boolean, key: unknown) {
@@ -77,6 +80,7 @@ export class AwkbRegistration {
     const page = pageBase();
     const relativeTo = page === undefined ? undefined : absoluteUrl('./', page);
     this.misrooted = new MisrootedFiles({ root, has: (path) => source.has(path), ...(source.indexUrl ? { indexUrl: source.indexUrl } : {}), ...(relativeTo ? { relativeTo } : {}) });
+    this.stopWatching = watchDoubleDownloads({ root, inBundle: (path) => source.entry(path)?.bundle !== undefined });
   }
 
   /**
@@ -164,6 +168,7 @@ export class AwkbRegistration {
   dispose(): void {
     if (this.disposed) return;
     this.disposed = true;
+    this.stopWatching();
     void this.flushRecordedLoads();
     this.lifetime.abort(new RequestAbortedError(`the awkb registration of ${this.source.indexUrl ?? this.root} was disposed`, this.source.indexUrl ? { url: this.source.indexUrl } : {}));
     const at = active.indexOf(this);

@@ -6,7 +6,7 @@
  */
 import type { IndexedAssetSource, MisrootedFiles } from '../../core/index.js';
 import type { PhaserEmitter, PhaserGame, PhaserLoader } from './phaser-shapes.js';
-import { projectPathOf } from '../../core/index.js';
+import { projectPathOf, watchDoubleDownloads } from '../../core/index.js';
 import { BundledVideos } from './video.js';
 
 export interface MountedIndex {
@@ -38,6 +38,8 @@ export class AwkbGameState {
   /** Videos from bundles, read when a Video first loads them. */
   readonly videos = new BundledVideos(this);
   private readonly opening = new Set<Promise<unknown>>();
+  /** Stop telling of the page's own downloads of files the mounted bundles hold (core/read/double-downloads.ts). */
+  private readonly stopWatching: (() => void)[] = [];
   /** Object URLs kept for a cache entry: cache → key → URL. */
   private readonly kept = new Map<PhaserEmitter, Map<string, string>>();
 
@@ -58,6 +60,7 @@ export class AwkbGameState {
 
   mount(mounted: MountedIndex): void {
     this.mounts.push(mounted);
+    this.stopWatching.push(watchDoubleDownloads({ root: mounted.root, inBundle: (path) => mounted.source.entry(path)?.bundle !== undefined }));
   }
 
   /** The index holding the file at `url`, and its project path there. */
@@ -115,6 +118,7 @@ export class AwkbGameState {
     for (const urls of this.kept.values()) for (const url of urls.values()) URL.revokeObjectURL(url);
     this.kept.clear();
     this.videos.dispose();
+    for (const stop of this.stopWatching.splice(0)) stop();
     for (const mounted of this.mounts) if (mounted.owned) mounted.source.dispose();
     this.mounts.length = 0;
     this.progressListeners.clear();
