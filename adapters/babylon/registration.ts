@@ -9,6 +9,7 @@ import { AssetNotFoundError, InvalidOptionError, RequestAbortedError } from '../
 import { IndexedAssetSource, type OpenOptions, type PrefetchProgress } from '../../core/read/indexed-asset-source.js';
 import { linkSignals } from '../../core/net/abort.js';
 import { watchDoubleDownloads } from '../../core/read/double-downloads.js';
+import { markAdapterCall } from '../../core/read/user-timing.js';
 import { installHooks, removeHooks } from './hooks.js';
 import { absoluteUrl, asFolder, folderOf, MisrootedFiles, pageBase, projectPathOf, urlOfPath } from '../../core/read/project-urls.js';
 
@@ -187,6 +188,7 @@ export class AwkbRegistration {
  * index (or source) and root again while it is live resolves to the same registration.
  */
 export async function registerAwkb(options: AwkbOptions): Promise<AwkbRegistration> {
+  markAdapterCall('registerAwkb');
   const indexUrl = options.source ? options.source.indexUrl : options.indexUrl === undefined ? undefined : absoluteUrl(options.indexUrl)?.href;
   if (!options.source && indexUrl === undefined) throw new InvalidOptionError('indexUrl', 'registerAwkb needs indexUrl (an absolute URL, or one relative to the page) or source');
   const root = rootOf(options, indexUrl);
@@ -204,7 +206,8 @@ export async function registerAwkb(options: AwkbOptions): Promise<AwkbRegistrati
 async function open(options: AwkbOptions, root: URL, key: unknown): Promise<AwkbRegistration> {
   const { source: given, root: _root, prefetch, onPrefetchProgress, cache, ...openOptions } = options;
   // The store opens while the reader fetches the index (a promise is awaited there).
-  const source = given ?? (await IndexedAssetSource.open({ ...openOptions, cache: cache === undefined ? openBrowserCache() : cache }));
+  // The store opens a microtask later, once the index request is out (open sends it at once).
+  const source = given ?? (await IndexedAssetSource.open({ ...openOptions, cache: cache === undefined ? Promise.resolve().then(() => openBrowserCache()) : cache }));
   const registration = new AwkbRegistration(source, root, !given, key);
   try {
     if (prefetch) await prefetchItems(source, [...prefetch], onPrefetchProgress);

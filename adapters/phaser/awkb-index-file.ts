@@ -6,6 +6,7 @@
  * left out of the loader's file counts (file-counts.ts).
  */
 import { IndexedAssetSource, openBrowserCache } from '../../core/index.js';
+import { markAdapterCall } from '../../core/read/user-timing.js';
 import { indexFileAdded, indexFileEnding } from './file-counts.js';
 import { ensureGameState, type AwkbGameState } from './game-state.js';
 import { LoadRun } from './load-run.js';
@@ -52,8 +53,9 @@ export function defineAwkbIndexFile(phaser: PhaserNamespace): AwkbIndexFactory {
       try {
         source = given ?? (await IndexedAssetSource.open({
           indexUrl: indexUrl.href,
-          // Not awaited here: the reader opens the store while it fetches the index.
-          cache: cache === undefined ? openBrowserCache() : cache,
+          // Opened a microtask later, once the index request is out (open sends it at once); the
+          // reader opens the store while it fetches the index.
+          cache: cache === undefined ? Promise.resolve().then(() => openBrowserCache()) : cache,
           ...(fetch ? { fetch } : {}),
           ...(rangeReads !== undefined ? { rangeReads } : {}),
           ...(allowOrigins ? { allowOrigins } : {}),
@@ -98,6 +100,7 @@ export function defineAwkbIndexFile(phaser: PhaserNamespace): AwkbIndexFactory {
   }
 
   return function awkbIndex(this: PhaserLoader, key, url, options) {
+    markAdapterCall('awkbIndex');
     const configs: AwkbIndexFileConfig[] = Array.isArray(key) ? key : typeof key === 'object' ? [key] : [{ ...options, key, ...(url !== undefined ? { url } : {}) }];
     const game = this.systems!.game;
     for (const { key: fileKey, url: fileUrl, ...fileOptions } of configs) {

@@ -246,9 +246,10 @@ export class IndexedAssetSource {
     const maxIndexBytes = checkedSize(options.maxIndexBytes ?? DEFAULT_MAX_INDEX_BYTES, 'maxIndexBytes');
     const pool = poolFor(options.hashWorkers);
     // With the platform's own fetch, bodies are read (and bundles streamed) in the pool's workers,
-    // which start now, while the index is fetched (its request waits for none of them).
+    // which start while the index is fetched (its request waits for none of them). Starting them
+    // costs this thread a few ms, so they start once the index request is out.
     const inWorkers = !options.fetch && !options.transport && pool instanceof WorkerDigestPool;
-    if (pool instanceof WorkerDigestPool) pool.warm();
+    const warm = () => pool instanceof WorkerDigestPool && pool.warm();
     const transport = options.transport ?? new Transport({
       ...(fetch ? { fetch } : {}),
       ...(options.retry ? { retry: options.retry } : {}),
@@ -261,11 +262,14 @@ export class IndexedAssetSource {
     let index: ProjectIndex;
     let loadsEndpoint: string | undefined;
     if (options.index !== undefined) {
+      warm();
       index = typeof options.index === 'string' ? parseProjectIndexJson(options.index, indexUrl ? { url: indexUrl } : {}) : parseProjectIndex(options.index, indexUrl ? { url: indexUrl } : {});
     } else if (indexUrl !== undefined) {
-      const { text, headers } = await transport.getTextWithHeaders(indexUrl, { ...(options.signal ? { signal: options.signal } : {}), maxBytes: maxIndexBytes }).catch((error: unknown) => {
+      const answer = transport.getTextWithHeaders(indexUrl, { ...(options.signal ? { signal: options.signal } : {}), maxBytes: maxIndexBytes }).catch((error: unknown) => {
         throw error instanceof ResponseSizeError ? new IndexTooLargeError(indexUrl, maxIndexBytes, error) : error;
       });
+      warm();
+      const { text, headers } = await answer;
       index = parseProjectIndexJson(text, { url: indexUrl });
       loadsEndpoint = loadsEndpointOf(headers.get(LOADS_ENDPOINT_HEADER), indexUrl);
     } else {
