@@ -5,7 +5,7 @@
 // the throttled server (bench/throttled-server.mjs) at several round trips and bandwidths.
 //
 //   npm run bench:engines                        # build, every cell, print, results in .bench/engines/last.json
-//   node bench/engines.mjs [--games phaser,babylon] [--runs 5] [--latency 0,40,150] [--bandwidth 0,20]
+//   node bench/engines.mjs [--games phaser,phaser-video,babylon] [--runs 5] [--latency 0,40,150] [--bandwidth 0,20]
 //                          [--label "before streaming"] [--no-build] [--out part.json] [--report]
 //   node bench/engines.mjs --report part1.json part2.json …   # those results as BENCHMARKS.md's section
 //
@@ -26,7 +26,15 @@
 // scripts, the assets, requests from workers included), until 0.5 s passed without a new one.
 // Each sample is checked: the game's ready report (textures, sounds, meshes), and loose loads no
 // index or bundle, bundled no asset file.
-import { cpSync, existsSync, mkdirSync, readFileSync, rmSync, statSync } from 'node:fs';
+// Start: when the first requests went out, in ms from navigation start, from the page's Resource
+// Timing (`startTime`; `requestStart` kept in the results): loose, the first asset request;
+// bundled, the index request, and how long after the adapter's first call (its User Timing mark,
+// `awake-bundle:awkbIndex` or `awake-bundle:registerAwkb`), and the first bundle request. A bundle
+// a reader worker fetched is not in the page's timeline: its time is CDP's (the worker's
+// Network.requestWillBeSent wallTime, less the page's timeOrigin).
+// phaser-video is the Phaser example with `?video`: a 2.3 MB WebM (made once by Chromium's
+// MediaRecorder, .bench/engines/intro.webm) in its preload, in a folder (so a bundle) of its own.
+import { cpSync, existsSync, mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import { launchFreshChromium } from './chromium.mjs';
@@ -42,19 +50,35 @@ const SAMPLE_TIMEOUT_MS = 180_000;
 /** After the first frame, the sample's requests are counted once none came for this long. */
 const QUIET_MS = 500;
 const MODES = ['loose', 'bundled'];
+/** The video phaser-video preloads: about the size of the one that added 2.3 MB to a game's start (issue 22). */
+const VIDEO_BYTES = 2_300_000;
+const VIDEO_FILE = join(BENCH_DIR, 'intro.webm');
 
+function checkPhaser(ready, mode, index, extra = {}) {
+  const expected = { textures: 7, emojiFrames: 24, mapLayers: 3, sounds: 3, indexFiles: mode === 'loose' ? 0 : index.files.length, ...extra };
+  const wrong = Object.entries(expected).filter(([key, value]) => ready?.[key] !== value);
+  return wrong.length ? `exampleReady ${JSON.stringify(ready)}, expected ${JSON.stringify(expected)}` : undefined;
+}
+
+/** Each game: its example folder, the query its page gets, and its ready check. */
 const GAMES = {
   phaser: {
     label: 'Phaser (examples/phaser)',
+    example: 'phaser',
     firstFrame: 'at-ready',
-    check(ready, mode, index) {
-      const expected = { textures: 7, emojiFrames: 24, mapLayers: 3, sounds: 3, indexFiles: mode === 'loose' ? 0 : index.files.length };
-      const wrong = Object.entries(expected).filter(([key, value]) => ready?.[key] !== value);
-      return wrong.length ? `exampleReady ${JSON.stringify(ready)}, expected ${JSON.stringify(expected)}` : undefined;
-    },
+    check: (ready, mode, index) => checkPhaser(ready, mode, index),
+  },
+  'phaser-video': {
+    label: 'Phaser with a 2.3 MB video in preload (examples/phaser ?video)',
+    example: 'phaser',
+    query: 'video',
+    withVideo: true,
+    firstFrame: 'at-ready',
+    check: (ready, mode, index) => checkPhaser(ready, mode, index, { videos: 1 }),
   },
   babylon: {
     label: 'Babylon (examples/babylon)',
+    example: 'babylon',
     firstFrame: 'next-frame',
     check(ready) {
       return ready?.meshes > 0 && ready?.animations > 0 && ready?.soundMs > 0 ? undefined : `exampleReady ${JSON.stringify(ready)}`;
@@ -67,21 +91,79 @@ const GAMES = {
 // the webpack plugin), and the same files as plain files beside them for `?loose`
 
 async function buildSite(name) {
+  const game = GAMES[name];
   const dir = join(BENCH_DIR, name);
   rmSync(dir, { recursive: true, force: true });
   mkdirSync(dir, { recursive: true });
   const started = Date.now();
+  // phaser-video: a copy of the example assets with the video in a folder of its own.
+  let assets = join(ROOT, 'examples', 'assets');
+  if (game.withVideo) {
+    await makeVideo(VIDEO_FILE, VIDEO_BYTES);
+    const copy = join(BENCH_DIR, `${name}-assets`);
+    rmSync(copy, { recursive: true, force: true });
+    cpSync(assets, copy, { recursive: true });
+    cpSync(VIDEO_FILE, join(copy, 'video', 'intro.webm'));
+    assets = copy;
+  }
   const webpack = require('webpack');
-  const config = await require(join(ROOT, 'examples', name, 'webpack.config.cjs'))({ production: true, out: dir });
+  const config = await require(join(ROOT, 'examples', game.example, 'webpack.config.cjs'))({ production: true, out: dir, assets });
   const stats = await new Promise((resolveBuild, reject) => webpack(config, (error, result) => (error ? reject(error) : resolveBuild(result))));
-  if (stats.hasErrors()) throw new Error(`building examples/${name} failed:\n${stats.toString('errors-only')}`);
-  cpSync(join(ROOT, 'examples', name, 'index.html'), join(dir, 'index.html'));
+  if (stats.hasErrors()) throw new Error(`building examples/${game.example} failed:\n${stats.toString('errors-only')}`);
+  cpSync(join(ROOT, 'examples', game.example, 'index.html'), join(dir, 'index.html'));
   const index = readIndex(dir);
   for (const file of index.files) {
-    const from = join(ROOT, 'examples', 'assets', ...file.path.split('/'));
+    const from = join(assets, ...file.path.split('/'));
     cpSync(from, join(dir, 'published', ...file.path.split('/')));
   }
   console.error(`${name}: built in ${((Date.now() - started) / 1000).toFixed(0)} s into ${dir}`);
+}
+
+/**
+ * A WebM of at least `bytes` (VP8 noise from a canvas, recorded by Chromium's MediaRecorder at
+ * 8 Mbit/s), made once and kept: the video phaser-video preloads.
+ */
+async function makeVideo(path, bytes) {
+  if (existsSync(path) && statSync(path).size >= bytes) return;
+  const chromium = await launchFreshChromium();
+  try {
+    const page = await chromium.browser.newPage();
+    const base64 = await page.evaluate(async (target) => {
+      const canvas = Object.assign(document.createElement('canvas'), { width: 640, height: 360 });
+      const context = canvas.getContext('2d');
+      const recorder = new MediaRecorder(canvas.captureStream(30), { mimeType: 'video/webm;codecs=vp8', videoBitsPerSecond: 8_000_000 });
+      const chunks = [];
+      let size = 0;
+      recorder.ondataavailable = (event) => {
+        chunks.push(event.data);
+        size += event.data.size;
+      };
+      const frame = context.createImageData(640, 360);
+      const pixels = new Uint32Array(frame.data.buffer);
+      recorder.start(250);
+      await new Promise((done) => {
+        const draw = () => {
+          for (let i = 0; i < pixels.length; i++) pixels[i] = (Math.random() * 0x1000000) | 0xff000000;
+          context.putImageData(frame, 0, 0);
+          if (size >= target) done();
+          else requestAnimationFrame(draw);
+        };
+        draw();
+      });
+      const stopped = new Promise((done) => (recorder.onstop = done));
+      recorder.stop();
+      await stopped;
+      const bytes = new Uint8Array(await new Blob(chunks).arrayBuffer());
+      let binary = '';
+      for (let i = 0; i < bytes.length; i += 0x8000) binary += String.fromCharCode(...bytes.subarray(i, i + 0x8000));
+      return btoa(binary);
+    }, bytes);
+    mkdirSync(BENCH_DIR, { recursive: true });
+    writeFileSync(path, Buffer.from(base64, 'base64'));
+    console.error(`made ${path} (${(statSync(path).size / MB).toFixed(2)} MB)`);
+  } finally {
+    await chromium.close();
+  }
 }
 
 const readIndex = (dir) => JSON.parse(readFileSync(join(dir, 'published', 'project.index.json'), 'utf8'));
@@ -112,6 +194,8 @@ function describeSite(name) {
 function firstFrameHook(firstFrame) {
   const state = {};
   globalThis.__engineBench = state;
+  // Room for every request of a sample in the page's Resource Timing (the default keeps 250).
+  performance.setResourceTimingBufferSize(5000);
   let ready;
   Object.defineProperty(globalThis, 'exampleReady', {
     configurable: true,
@@ -125,6 +209,47 @@ function firstFrameHook(firstFrame) {
   });
 }
 
+/** The requests the page's dedicated workers send (CDP, each worker attached as it starts): their URL and wall-clock time. */
+async function logWorkerRequests(page) {
+  const requests = [];
+  const cdp = await page.createCDPSession();
+  cdp.on('Target.attachedToTarget', (event) => {
+    const session = cdp.connection().session(event.sessionId);
+    if (!session || event.targetInfo.type !== 'worker') return;
+    session.on('Network.requestWillBeSent', (sent) => requests.push({ url: sent.request.url, wallTimeMs: sent.wallTime * 1000 }));
+    void session.send('Network.enable').catch(() => undefined);
+  });
+  // Not paused at start: the bench must not delay the workers it measures.
+  await cdp.send('Target.setAutoAttach', { autoAttach: true, waitForDebuggerOnStart: false, flatten: true });
+  return requests;
+}
+
+/** The start of loading, in ms from navigation start (see the header): from the page's Resource Timing, a worker's bundle requests from CDP. */
+function startTimes(timing, workerRequests) {
+  const pathOf = (url) => new URL(url).pathname;
+  const published = timing.resources.filter((entry) => pathOf(entry.url).startsWith('/published/'));
+  const isIndex = (entry) => pathOf(entry.url) === '/published/project.index.json';
+  const isBundle = (entry) => /^\/published\/bundles\/[0-9a-f]{64}\.awkb$/.test(pathOf(entry.url));
+  const index = published.find(isIndex);
+  const bundles = [
+    ...published.filter(isBundle).map((entry) => ({ at: entry.startTime, by: 'page' })),
+    ...workerRequests.filter(isBundle).map((entry) => ({ at: entry.wallTimeMs - timing.timeOrigin, by: 'worker' })),
+  ].sort((a, b) => a.at - b.at);
+  const assets = published.filter((entry) => !isIndex(entry) && !isBundle(entry));
+  const first = (list) => (list.length ? Math.min(...list.map((entry) => entry.startTime)) : undefined);
+  return {
+    firstAssetMs: first(assets),
+    callMs: timing.call,
+    indexMs: index?.startTime,
+    indexRequestStartMs: index?.requestStart,
+    indexAfterCallMs: index && timing.call !== undefined ? index.startTime - timing.call : undefined,
+    firstBundleMs: bundles[0]?.at,
+    firstBundleBy: bundles[0]?.by,
+    bundlesByPage: bundles.filter((bundle) => bundle.by === 'page').length,
+    bundlesByWorkers: bundles.filter((bundle) => bundle.by === 'worker').length,
+  };
+}
+
 async function sample(game, site, server, mode) {
   const chromium = await launchFreshChromium({ args: ['--enable-unsafe-swiftshader'] });
   const errors = [];
@@ -133,8 +258,10 @@ async function sample(game, site, server, mode) {
     page.on('pageerror', (error) => errors.push(String(error)));
     await page.setCacheEnabled(false);
     await page.evaluateOnNewDocument(firstFrameHook, game.firstFrame);
+    const workerRequests = await logWorkerRequests(page);
     const mark = server.requests.length;
-    await page.goto(`${server.origin}/${mode === 'loose' ? '?loose' : ''}`, { waitUntil: 'domcontentloaded', timeout: SAMPLE_TIMEOUT_MS });
+    const query = [mode === 'loose' ? 'loose' : undefined, game.query].filter(Boolean).join('&');
+    await page.goto(`${server.origin}/${query ? `?${query}` : ''}`, { waitUntil: 'domcontentloaded', timeout: SAMPLE_TIMEOUT_MS });
     await page.waitForFunction(() => globalThis.__engineBench.firstFrameAt !== undefined || globalThis.exampleFailed !== undefined, { timeout: SAMPLE_TIMEOUT_MS, polling: 50 });
     const result = await page.evaluate(() => ({ ...globalThis.__engineBench, ready: globalThis.exampleReady, failed: globalThis.exampleFailed }));
     if (result.failed !== undefined) throw new Error(`${site.name} ${mode}: the example failed: ${result.failed}`);
@@ -142,7 +269,13 @@ async function sample(game, site, server, mode) {
     if (problem) throw new Error(`${site.name} ${mode}: ${problem}${errors.length ? `; page errors: ${errors.join('; ')}` : ''}`);
     const requests = await quietRequests(server, mark);
     checkRequests(site, mode, requests);
-    return { ms: result.firstFrameAt, readyAtMs: result.readyAt, requests: requests.length, bodyBytes: requests.reduce((sum, entry) => sum + entry.bytes, 0), pageErrors: errors };
+    const timing = await page.evaluate(() => ({
+      timeOrigin: performance.timeOrigin,
+      call: performance.getEntriesByType('mark').find((mark) => mark.name.startsWith('awake-bundle:'))?.startTime,
+      resources: performance.getEntriesByType('resource').map((entry) => ({ url: entry.name, startTime: entry.startTime, requestStart: entry.requestStart })),
+    }));
+    const start = startTimes(timing, workerRequests);
+    return { ms: result.firstFrameAt, readyAtMs: result.readyAt, requests: requests.length, bodyBytes: requests.reduce((sum, entry) => sum + entry.bytes, 0), start, pageErrors: errors };
   } finally {
     await chromium.close();
   }
@@ -184,7 +317,9 @@ async function runCell(game, site, condition, runs) {
         const result = await sample(game, site, server, mode);
         samples[mode].push(result);
         times.push(result.ms);
-        process.stderr.write(`  ${site.name} ${condition.latencyMs} ms ${condition.mbit || '∞'} Mbit/s round ${round + 1}/${total} ${mode}: ${seconds(result.ms)} s, ${result.requests} requests, ${(result.bodyBytes / MB).toFixed(2)} MB\n`);
+        const { start } = result;
+        const started = mode === 'loose' ? `first asset ${ms(start.firstAssetMs)}` : `index ${ms(start.indexMs)} (call + ${ms(start.indexAfterCallMs)}), first bundle ${ms(start.firstBundleMs)} (${start.firstBundleBy ?? '–'})`;
+        process.stderr.write(`  ${site.name} ${condition.latencyMs} ms ${condition.mbit || '∞'} Mbit/s round ${round + 1}/${total} ${mode}: ${seconds(result.ms)} s, ${result.requests} requests, ${(result.bodyBytes / MB).toFixed(2)} MB; ${started} ms\n`);
       }
       return times;
     });
@@ -193,6 +328,7 @@ async function runCell(game, site, condition, runs) {
       requests: median(list.map((s) => s.requests)),
       bodyBytes: median(list.map((s) => s.bodyBytes)),
       samplesMs: list.map((s) => Math.round(s.ms)),
+      start: startSummary(list.map((s) => s.start)),
     });
     return { game: site.name, ...condition, rounds, reduced, seconds: (Date.now() - started) / 1000, loose: summary(samples.loose), bundled: summary(samples.bundled) };
   } finally {
@@ -200,14 +336,29 @@ async function runCell(game, site, condition, runs) {
   }
 }
 
+/** Medians of the start times (those a sample has), and which thread sent the first bundle request, counted. */
+function startSummary(starts) {
+  const medianOf = (key) => {
+    const values = starts.map((start) => start[key]).filter((value) => value !== undefined);
+    return values.length ? median(values) : undefined;
+  };
+  const keys = ['firstAssetMs', 'callMs', 'indexMs', 'indexRequestStartMs', 'indexAfterCallMs', 'firstBundleMs'];
+  const firstBundleBy = {};
+  for (const start of starts) if (start.firstBundleBy) firstBundleBy[start.firstBundleBy] = (firstBundleBy[start.firstBundleBy] ?? 0) + 1;
+  return { ...Object.fromEntries(keys.map((key) => [key, medianOf(key)])), maxIndexAfterCallMs: Math.max(...starts.map((start) => start.indexAfterCallMs ?? -Infinity)), firstBundleBy };
+}
+
 // ---------------------------------------------------------------------------------------------
 // Printing and BENCHMARKS.md
+
+const ms = (value) => (value === undefined || !Number.isFinite(value) ? '–' : value.toFixed(1));
+const byWhom = (counts) => Object.entries(counts ?? {}).map(([by, n]) => `${by} ${n}`).join(', ') || '–';
 
 function printCell(cell) {
   const { loose, bundled } = cell;
   const range = (s) => `${seconds(s.median)} (${seconds(s.min)}–${seconds(s.max)})`;
   console.log(
-    `${cell.game.padEnd(8)} ${`${cell.latencyMs} ms`.padStart(6)} ${(cell.mbit ? `${cell.mbit} Mbit/s` : '∞').padStart(10)}` +
+    `${cell.game.padEnd(13)} ${`${cell.latencyMs} ms`.padStart(6)} ${(cell.mbit ? `${cell.mbit} Mbit/s` : '∞').padStart(10)}` +
       ` ${range(loose).padStart(20)} ${range(bundled).padStart(20)} ${ratio(bundled.median, loose.median).padStart(8)}` +
       ` ${`${loose.requests} → ${bundled.requests}`.padStart(12)} ${ratio(bundled.requests, loose.requests).padStart(6)}` +
       ` ${`${(loose.bodyBytes / MB).toFixed(2)} → ${(bundled.bodyBytes / MB).toFixed(2)}`.padStart(14)} ${ratio(bundled.bodyBytes, loose.bodyBytes).padStart(6)}` +
@@ -215,7 +366,19 @@ function printCell(cell) {
   );
 }
 
-const TABLE_HEAD = `${'game'.padEnd(8)} ${'RTT'.padStart(6)} ${'bandwidth'.padStart(10)} ${'loose s (min–max)'.padStart(20)} ${'bundled s (min–max)'.padStart(20)} ${'b/l time'.padStart(8)} ${'requests l → b'.padStart(12)} ${'b/l'.padStart(6)} ${'MB l → b'.padStart(14)} ${'b/l'.padStart(6)} runs`;
+/** The start of loading (see the header), ms from navigation start, medians. */
+function printStart(cell) {
+  const { loose, bundled } = cell;
+  console.log(
+    `${cell.game.padEnd(13)} ${`${cell.latencyMs} ms`.padStart(6)} ${(cell.mbit ? `${cell.mbit} Mbit/s` : '∞').padStart(10)}` +
+      ` ${ms(loose.start?.firstAssetMs).padStart(12)} ${ms(bundled.start?.callMs).padStart(8)} ${ms(bundled.start?.indexMs).padStart(8)}` +
+      ` ${`${ms(bundled.start?.indexAfterCallMs)} (${ms(bundled.start?.maxIndexAfterCallMs)})`.padStart(16)} ${ms(bundled.start?.firstBundleMs).padStart(12)} ${byWhom(bundled.start?.firstBundleBy).padStart(18)}`,
+  );
+}
+
+const START_HEAD = `${'game'.padEnd(13)} ${'RTT'.padStart(6)} ${'bandwidth'.padStart(10)} ${'loose asset'.padStart(12)} ${'call'.padStart(8)} ${'index'.padStart(8)} ${'index−call (max)'.padStart(16)} ${'first bundle'.padStart(12)} ${'first bundle by'.padStart(18)}`;
+
+const TABLE_HEAD = `${'game'.padEnd(13)} ${'RTT'.padStart(6)} ${'bandwidth'.padStart(10)} ${'loose s (min–max)'.padStart(20)} ${'bundled s (min–max)'.padStart(20)} ${'b/l time'.padStart(8)} ${'requests l → b'.padStart(12)} ${'b/l'.padStart(6)} ${'MB l → b'.padStart(14)} ${'b/l'.padStart(6)} runs`;
 
 function renderSection(parts) {
   const out = [
@@ -226,6 +389,8 @@ function renderSection(parts) {
     '- **Loose** = the same build opened with `?loose`: the example then skips `this.load.awkbIndex` (Phaser) or `registerAwkb` (Babylon), and Phaser\'s loader or Babylon\'s fetches each file as a plain file (the index\'s files copied beside the bundles under `published/`). **Bundled** = the example as shipped: the index, then one request per bundle it needs, every member verified, and the adapters\' default browser cache on fresh storage (Babylon: `openBrowserCache()` as the example passes it).',
     '- **Network:** `bench/throttled-server.mjs`: the repository\'s `serve` (HTTP/1.1; Range, Content-Type and CORS as `awake-bundle serve`) behind a relay that delays each direction by RTT/2 (a request on an open connection: 1 RTT to its first byte; a new connection\'s first request: 2 RTT, the TCP handshake; no TLS) and caps the downstream of all connections together with one token bucket, round-robin in 16 KiB chunks. Throttling on the server\'s side, because Chromium\'s network emulation does not reach the reader\'s fetches in Web Workers. Loose and bundled go through the same server.',
     '- **Requests, MB:** what the server answered for the sample (its access log: page, scripts, assets, worker fetches), until 0.5 s passed without a new request after the first frame; body bytes. Both modes load the same scripts (main.js, and for Babylon the lazy chunks it imports): the difference is the assets.',
+    '- **phaser-video** = the Phaser example opened with `?video`: its preload also queues a 2.3 MB WebM (made once by Chromium\'s MediaRecorder), in a folder and so a bundle of its own, and the harbour plays it.',
+    '- **Start:** when the first requests went out, in ms from navigation start, from the page\'s Resource Timing (`startTime`): loose, the first asset request; bundled, the index request, how long after the adapter\'s first call (its User Timing mark, `awake-bundle:awkbIndex` or `awake-bundle:registerAwkb`), and the first bundle request. A bundle that a reader worker fetched is not in the page\'s timeline: its time is the worker\'s `Network.requestWillBeSent` wall time (CDP) less the page\'s `timeOrigin`.',
     '- Medians of 5 runs, or 3 where a sample of the first round took over 20 s (said in the "runs" column); loose and bundled alternate which goes first each round. b/l = bundled / loose.',
     '',
   ];
@@ -240,6 +405,15 @@ function renderSection(parts) {
       out.push(`| ${cell.game} | ${where(cell)} | ${seconds(loose.median)} (${seconds(loose.min)}–${seconds(loose.max)}) | ${seconds(bundled.median)} (${seconds(bundled.min)}–${seconds(bundled.max)}) | ${ratio(bundled.median, loose.median)} | ${loose.requests} → ${bundled.requests} | ${ratio(bundled.requests, loose.requests)} | ${(loose.bodyBytes / MB).toFixed(2)} → ${(bundled.bodyBytes / MB).toFixed(2)} | ${ratio(bundled.bodyBytes, loose.bodyBytes)} | ${cell.rounds}${cell.reduced ? ' (a sample over 20 s)' : ''} |`);
     }
     out.push('');
+    if (part.cells.some((cell) => cell.bundled.start)) {
+      out.push('Start, ms from navigation start (medians): loose, the first asset request; bundled, the adapter\'s first call (its User Timing mark), the index request, the index request less the call (and the largest), the first bundle request and which thread sent it (samples).', '');
+      out.push('| game | RTT | bandwidth | loose: first asset | bundled: call | index | index − call (max) | first bundle | first bundle by |', '|:--|--:|--:|--:|--:|--:|--:|--:|:--|');
+      for (const cell of part.cells) {
+        const { loose, bundled } = cell;
+        out.push(`| ${cell.game} | ${where(cell)} | ${ms(loose.start?.firstAssetMs)} | ${ms(bundled.start?.callMs)} | ${ms(bundled.start?.indexMs)} | ${ms(bundled.start?.indexAfterCallMs)} (${ms(bundled.start?.maxIndexAfterCallMs)}) | ${ms(bundled.start?.firstBundleMs)} | ${byWhom(bundled.start?.firstBundleBy)} |`);
+      }
+      out.push('');
+    }
   }
   return out.join('\n');
 }
@@ -253,7 +427,7 @@ async function main() {
     writeBenchmarksSection(SECTION_TITLE, renderSection(options.reportFiles.map((file) => JSON.parse(readFileSync(file, 'utf8')))));
     return;
   }
-  const games = (options.values.games ?? 'phaser,babylon').split(',').map((name) => name.trim());
+  const games = (options.values.games ?? 'phaser,phaser-video,babylon').split(',').map((name) => name.trim());
   for (const name of games) if (!GAMES[name]) options.usage(`unknown game ${name} (${Object.keys(GAMES).join(', ')})`);
   if (!existsSync(join(ROOT, 'dist', 'core', 'node', 'index.js'))) throw new Error('dist/ is missing: run `npm run build` first (npm run bench:engines does)');
   if (!options.values['no-build']) for (const name of games) await buildSite(name);
@@ -277,6 +451,8 @@ async function main() {
       saveResults(out, part);
     }
   }
+  console.log(`\n${START_HEAD}`);
+  for (const cell of part.cells) printStart(cell);
   console.error(`results in ${out}${options.report ? '' : `; write BENCHMARKS.md's section with: node bench/engines.mjs --report ${out}`}`);
   if (options.report) writeBenchmarksSection(SECTION_TITLE, renderSection([part]));
 }

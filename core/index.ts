@@ -22,3 +22,4 @@ export * from './read/indexed-asset-source.js';
 export { DEFAULT_DELTA_READS, type ByteRange, type DeltaReadOptions } from './read/delta-ranges.js';
 export { mediaTypeOf, contentTypeOf } from './format/media-types.js';
 export * from './read/project-urls.js';
+export { watchDoubleDownloads, type DoubleDownloadsOptions } from './read/double-downloads.js';

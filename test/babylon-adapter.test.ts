@@ -224,6 +224,42 @@ describe.each(TESTED_BROWSERS)('%s', (kind) => {
     }
   });
 
+  test('a file a bundle holds that the page fetches itself, outside Babylon, is named once in a console.debug line', async () => {
+    const url = `${server.origin}${LOOSE}textures/README-kenney.md`;
+    const lines: string[] = [];
+    const listen = (message: { type(): string; text(): string }) => { if (message.text().includes(url)) lines.push(`${message.type()}: ${message.text()}`); };
+    page.on('console', listen);
+    try {
+      await register();
+      try {
+        // Twice, as a loader outside Babylon might; then until the page's Resource Timing has both
+        // (the registration's observer, made before this one, has seen them by then).
+        await page.evaluate(async (href) => {
+          let seen = 0;
+          const both = new Promise<void>((resolve) => {
+            const observer = new PerformanceObserver((list) => {
+              seen += list.getEntries().filter((entry) => entry.name === href).length;
+              if (seen < 2) return;
+              observer.disconnect();
+              resolve();
+            });
+            observer.observe({ type: 'resource' });
+          });
+          for (let i = 0; i < 2; i++) await (await fetch(href, { cache: 'no-store' })).arrayBuffer();
+          await both;
+        }, url);
+      } finally {
+        await dispose();
+      }
+    } finally {
+      page.off('console', listen);
+    }
+    expect(lines).toEqual([
+      `debug: awake-bundle: ${url} was downloaded on its own, and its bundle holds it too (textures/README-kenney.md): it downloads twice. ` +
+        "Load it through the engine's loader or the source (source.url('textures/README-kenney.md'), source.read), or install the service worker (awake-bundle/sw), which answers such requests from bundles",
+    ]);
+  });
+
   describe("the 'awkb' scene-loader plugin (pluginExtension: '.awkb')", () => {
     test('loads a URL below the root, or a bare project path, through the index and hands it to the glTF loader', async () => {
       const model = 'gltf/CesiumMilkTruck/CesiumMilkTruck.gltf';

@@ -278,6 +278,49 @@ describe.each(TESTED_BROWSERS)('%s', (kind) => {
       expect(result.c).toBe(EXPECTED_SHA['assets/sounds/bell.ogg']);
     });
 
+    test('neither the index request nor the first bundle requests wait for a worker: all go out while every worker\'s ping answer is held back', async () => {
+      const coldPage = await browser.openHarness(server);
+      try {
+        server.resetRequests();
+        const result = await coldPage.evaluate(async (paths: string[]) => {
+          // Workers whose answer to the pool's ping reaches the pool only when the page says so.
+          let releasePongs!: () => void;
+          const pongsHeld = new Promise<void>((resolve) => (releasePongs = resolve));
+          const PlatformWorker = Worker;
+          globalThis.Worker = class extends PlatformWorker {
+            override set onmessage(handler: ((event: MessageEvent) => void) | null) {
+              super.onmessage = handler && ((event: MessageEvent) => (event.data?.pong ? void pongsHeld.then(() => handler.call(this, event)) : handler.call(this, event)));
+            }
+            override get onmessage() {
+              return super.onmessage;
+            }
+          };
+          try {
+            const core = await harnessImport('awake-bundle');
+            // A pool of its own, started as the source opens (warm()): its workers are up but not heard from.
+            const source = await core.IndexedAssetSource.open({ indexUrl: '/published/small/project.index.json', cache: new core.MemoryCache(), hashWorkers: 2 });
+            const pool = (source as unknown as { pool: { usingWorkers: boolean | undefined } }).pool;
+            const hashes: Record<string, string> = {};
+            for (const path of paths) hashes[path] = core.toHex(new Uint8Array(await crypto.subtle.digest('SHA-256', await source.read(path))));
+            const heardBeforeRelease = pool.usingWorkers;
+            releasePongs();
+            source.dispose();
+            return { hashes, heardBeforeRelease };
+          } finally {
+            globalThis.Worker = PlatformWorker;
+          }
+        }, PATHS);
+        // Every file read, its bundle fetched on the page, before any worker was heard from.
+        expect(result.hashes).toEqual(EXPECTED_SHA);
+        expect(result.heardBeforeRelease).toBeUndefined();
+        const requests = server.requests.map((r) => r.path).filter((path) => path.startsWith('/published/small/'));
+        expect(requests[0]).toBe('/published/small/project.index.json');
+        expect(requests.filter((path) => path.endsWith('.awkb')).length).toBeGreaterThan(0);
+      } finally {
+        await coldPage.close();
+      }
+    });
+
     test('a page whose CSP forbids workers still reads, hashing on its own thread', async () => {
       const cspPage = await browser.browser.newPage();
       try {

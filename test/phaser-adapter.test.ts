@@ -30,13 +30,17 @@ describe.each(TESTED_BROWSERS)('%s', (kind) => {
   let browser: LaunchedBrowser;
 
   interface RunResult {
-    first: { caches: Record<string, any>; source: { paths: number; viaPlugin: boolean | null; viaGetter: boolean } | null; renderer: string; parallelAfter: number };
+    first: { caches: Record<string, any>; source: { paths: number; viaPlugin: boolean | null; viaGetter: boolean } | null; renderer: string; parallelAfter: number; video?: Record<string, unknown>; videoSrc?: string };
     second?: Record<string, any>;
     sameSource?: boolean;
     events: {
       progress: [string, number][];
       fileprogress: [string, number, number][];
       loaderror: { type: string; key: string; error: string | null }[];
+      /** Each loader's `complete`: its scene, totalComplete, totalFailed (the event's arguments) and totalToLoad. */
+      complete: [string, number, number, number][];
+      /** Each loader's totalToLoad as its `start` event goes out. */
+      start: [string, number][];
       awkbprogress: { loadedBytes: number; totalBytes: number }[];
       pluginProgress: { loadedBytes: number; totalBytes: number }[];
       /** The highest maxParallelDownloads seen during the load. */
@@ -282,6 +286,74 @@ describe.each(TESTED_BROWSERS)('%s', (kind) => {
       const bundles = siteRequests().filter((path) => path.endsWith('.awkb'));
       expect(new Set(bundles).size).toBe(bundles.length);
       expectMonotonicProgressEndingAtOne(result.events.progress);
+    });
+
+    test('the index file is not one of the game\'s files: a scene reports the same file counts (`complete`\'s arguments, totalToLoad) loose and from bundles', async () => {
+      const queue = ['image', 'atlas', 'text', 'audio', 'pack', 'video'];
+      const loose = await run(version, { baseURL: '/site/loose/', queue });
+      const bundled = await run(version, { baseURL: '/site/published/', index: bundledIndex, queue });
+      const [scene, totalComplete, totalFailed, totalToLoad] = loose.events.complete[0]!;
+      expect({ scene, totalFailed, counted: totalComplete === totalToLoad && totalComplete > queue.length }).toEqual({ scene: 'first', totalFailed: 0, counted: true });
+      expect(bundled.events.complete).toEqual(loose.events.complete);
+      expect(bundled.events.start).toEqual(loose.events.start);
+      // An index that fails is left out too (its `loaderror` still fires), and so is one a pack
+      // adds during the load: the pack, then its two files.
+      const missing = await run(version, { baseURL: '/site/loose/', index: { url: '../missing/project.index.json', options: { cache: 'memory' } }, queue });
+      expect(missing.events.loaderror.map((file) => file.type)).toEqual(['awkbIndex']);
+      expect(missing.events.complete).toEqual(loose.events.complete);
+      const packed = await run(version, { baseURL: '/site/published/', queue: ['packWithIndex'] });
+      expect(packed.events.complete).toEqual([['first', 3, 0, 3]]);
+    });
+
+    test('a video in preload is not read before `complete`, as Phaser reads none; its Video game object reads it on load, plays it and seeks, from its bundle as from its loose file', async () => {
+      const scenario = { queue: ['longVideo', 'image'], markComplete: true, playVideo: 'intro' };
+      const videoPath = 'video/testsrc-4s.webm';
+      server.resetRequests();
+      const loose = await run(version, { ...scenario, baseURL: '/site/loose/' });
+      const looseRequests = server.requests.map((r) => r.path);
+      server.resetRequests();
+      const bundled = await run(version, { ...scenario, baseURL: '/site/published/', index: bundledIndex });
+      const requests = server.requests.map((r) => r.path);
+
+      // Loose: Phaser's VideoFile downloads nothing; the element streams the file once the Video plays.
+      expect(looseRequests.indexOf(`/site/loose/${videoPath}`)).toBeGreaterThan(looseRequests.indexOf('/mark/complete'));
+      // Bundled: the same order. Nothing of the video's bundle before the loader's `complete`; then
+      // one request, when the Video loaded it; never its loose URL.
+      const member = site.index.files.find((file) => file.path === videoPath)!;
+      const videoBundle = `/site/published/${site.index.bundles.find((bundle) => bundle.sha256 === member.bundle)!.url}`;
+      const complete = requests.indexOf('/mark/complete');
+      expect(complete).toBeGreaterThan(0);
+      expect(requests.slice(0, complete)).not.toContain(videoBundle);
+      expect(requests.filter((path) => path === videoBundle)).toHaveLength(1);
+      expect(requests.indexOf(videoBundle)).toBeGreaterThan(complete);
+      expect(requests.filter((path) => path.includes('/video/'))).toEqual([]);
+
+      // It plays (its first frame reached the texture) and seeks, from an object URL of the
+      // verified bytes; a second Video of the key gets the same source at once.
+      expect(bundled.first.video).toEqual({ blob: true, texture: { width: 96, height: 64 }, duration: 4, seekedTo: '2.5 s on', playing: true, againSameSource: true });
+      expect({ ...loose.first.video, blob: true }).toEqual(bundled.first.video);
+      expect(bundled.events.loaderror).toEqual([]);
+      // Read as a load of its own, so that grouping by recorded loads keeps it out of the preload's bundles.
+      expect(bundled.recordedLoads!.loads).toEqual([{ name: 'first', paths: ['images/kenney/coin.png'] }, { name: `video:${videoPath}`, paths: [videoPath] }]);
+    });
+
+    test('files a bundle holds that the page fetches itself, outside the loader, are named once each in a console.debug line', async () => {
+      const log: string[] = [];
+      // The usual layout: loose files beside the published folder, the index rooted at them.
+      const index = { url: '../published/project.index.json', options: { cache: 'memory', root: './' } };
+      server.resetRequests();
+      const result = await run(version, {
+        baseURL: '/site/loose/', index, queue: ['text', 'json'],
+        // notes.txt twice, data.json once: in bundles; the index itself and a missing file are not files the bundles hold.
+        plainFetch: ['fixtures/notes.txt', 'fixtures/notes.txt', 'fixtures/data.json', '../published/project.index.json', 'fixtures/missing.txt'],
+      }, log);
+      expect(result.first.caches).toMatchObject({ text: 'awake-bundle phaser fixture: text\n', json: 24 });
+      // The loader's own loads came from bundles: the page's fetches were the only loose requests.
+      expect(siteRequests().filter((path) => path.startsWith('/site/loose/'))).toEqual(['/site/loose/fixtures/notes.txt', '/site/loose/fixtures/notes.txt', '/site/loose/fixtures/data.json', '/site/loose/fixtures/missing.txt']);
+      const base = `${server.origin}/site/loose/fixtures`;
+      const line = (file: string) => `debug: awake-bundle: ${base}/${file} was downloaded on its own, and its bundle holds it too (fixtures/${file}): it downloads twice. ` +
+        `Load it through the engine's loader or the source (source.url('fixtures/${file}'), source.read), or install the service worker (awake-bundle/sw), which answers such requests from bundles`;
+      expect(log.filter((entry) => entry.includes('downloads twice'))).toEqual([line('notes.txt'), line('data.json')]);
     });
 
     test('a missing index fails the awkbIndex file; the files behind it load from their loose URLs, with a warning', async () => {

@@ -8,6 +8,8 @@ import { openBrowserCache } from '../../core/cache/browser.js';
 import { AssetNotFoundError, InvalidOptionError, RequestAbortedError } from '../../core/errors.js';
 import { IndexedAssetSource, type OpenOptions, type PrefetchProgress } from '../../core/read/indexed-asset-source.js';
 import { linkSignals } from '../../core/net/abort.js';
+import { watchDoubleDownloads } from '../../core/read/double-downloads.js';
+import { markAdapterCall } from '../../core/read/user-timing.js';
 import { installHooks, removeHooks } from './hooks.js';
 import { absoluteUrl, asFolder, folderOf, MisrootedFiles, pageBase, projectPathOf, urlOfPath } from '../../core/read/project-urls.js';
 
@@ -66,6 +68,8 @@ export class AwkbRegistration {
   private postTimer: ReturnType<typeof setTimeout> | undefined;
   /** @internal warns once when loose URLs would be index paths below another root */
   readonly misrooted: MisrootedFiles;
+  /** Stops telling of the page's own downloads of files its bundles hold (core/read/double-downloads.ts). */
+  private readonly stopWatching: () => void;
 
   /** @internal use `registerAwkb` */
   constructor(source: IndexedAssetSource, root: URL, ownsSource: boolean, key: unknown) {
@@ -77,6 +81,7 @@ export class AwkbRegistration {
     const page = pageBase();
     const relativeTo = page === undefined ? undefined : absoluteUrl('./', page);
     this.misrooted = new MisrootedFiles({ root, has: (path) => source.has(path), ...(source.indexUrl ? { indexUrl: source.indexUrl } : {}), ...(relativeTo ? { relativeTo } : {}) });
+    this.stopWatching = watchDoubleDownloads({ root, inBundle: (path) => source.entry(path)?.bundle !== undefined });
   }
 
   /**
@@ -183,6 +188,7 @@ export class AwkbRegistration {
   dispose(): void {
     if (this.disposed) return;
     this.disposed = true;
+    this.stopWatching();
     void this.flushRecordedLoads();
     this.lifetime.abort(new RequestAbortedError(`the awkb registration of ${this.source.indexUrl ?? this.root} was disposed`, this.source.indexUrl ? { url: this.source.indexUrl } : {}));
     const at = active.indexOf(this);
@@ -201,6 +207,7 @@ export class AwkbRegistration {
  * index (or source) and root again while it is live resolves to the same registration.
  */
 export async function registerAwkb(options: AwkbOptions): Promise<AwkbRegistration> {
+  markAdapterCall('registerAwkb');
   const indexUrl = options.source ? options.source.indexUrl : options.indexUrl === undefined ? undefined : absoluteUrl(options.indexUrl)?.href;
   if (!options.source && indexUrl === undefined) throw new InvalidOptionError('indexUrl', 'registerAwkb needs indexUrl (an absolute URL, or one relative to the page) or source');
   const root = rootOf(options, indexUrl);
@@ -218,7 +225,8 @@ export async function registerAwkb(options: AwkbOptions): Promise<AwkbRegistrati
 async function open(options: AwkbOptions, root: URL, key: unknown): Promise<AwkbRegistration> {
   const { source: given, root: _root, prefetch, onPrefetchProgress, cache, ...openOptions } = options;
   // The store opens while the reader fetches the index (a promise is awaited there).
-  const source = given ?? (await IndexedAssetSource.open({ ...openOptions, cache: cache === undefined ? openBrowserCache() : cache }));
+  // The store opens a microtask later, once the index request is out (open sends it at once).
+  const source = given ?? (await IndexedAssetSource.open({ ...openOptions, cache: cache === undefined ? Promise.resolve().then(() => openBrowserCache()) : cache }));
   const registration = new AwkbRegistration(source, root, !given, key);
   try {
     if (prefetch) await prefetchItems(source, [...prefetch], onPrefetchProgress);

@@ -2,9 +2,12 @@
  * The `awkbIndex` file type: `this.load.awkbIndex(key, url, options)`, its config-object form and
  * `type: 'awkbIndex'` in a pack file. It opens the index as soon as it is queued (so files that
  * wait for it never hold the loader's parallel slots against it), mounts it for the game, keeps
- * the source in the game registry under `key`, and fetches the `prefetch` list with it.
+ * the source in the game registry under `key`, and fetches the `prefetch` list with it. It is
+ * left out of the loader's file counts (file-counts.ts).
  */
 import { IndexedAssetSource, openBrowserCache } from '../../core/index.js';
+import { markAdapterCall } from '../../core/read/user-timing.js';
+import { indexFileAdded, indexFileEnding } from './file-counts.js';
 import { ensureGameState, type AwkbGameState } from './game-state.js';
 import { LoadRun } from './load-run.js';
 import type { AwkbIndexFileConfig, AwkbIndexOptions } from './options.js';
@@ -50,8 +53,9 @@ export function defineAwkbIndexFile(phaser: PhaserNamespace): AwkbIndexFactory {
       try {
         source = given ?? (await IndexedAssetSource.open({
           indexUrl: indexUrl.href,
-          // Not awaited here: the reader opens the store while it fetches the index.
-          cache: cache === undefined ? openBrowserCache() : cache,
+          // Opened a microtask later, once the index request is out (open sends it at once); the
+          // reader opens the store while it fetches the index.
+          cache: cache === undefined ? Promise.resolve().then(() => openBrowserCache()) : cache,
           ...(fetch ? { fetch } : {}),
           ...(rangeReads !== undefined ? { rangeReads } : {}),
           ...(allowOrigins ? { allowOrigins } : {}),
@@ -81,6 +85,7 @@ export function defineAwkbIndexFile(phaser: PhaserNamespace): AwkbIndexFactory {
       void this.opening!.then((source) => {
         if (!this.loader) return;
         this.data = source;
+        indexFileEnding(this.loader, source !== undefined);
         this.loader.nextFile(this as never, source !== undefined);
       });
     }
@@ -95,12 +100,15 @@ export function defineAwkbIndexFile(phaser: PhaserNamespace): AwkbIndexFactory {
   }
 
   return function awkbIndex(this: PhaserLoader, key, url, options) {
+    markAdapterCall('awkbIndex');
     const configs: AwkbIndexFileConfig[] = Array.isArray(key) ? key : typeof key === 'object' ? [key] : [{ ...options, key, ...(url !== undefined ? { url } : {}) }];
     const game = this.systems!.game;
     for (const { key: fileKey, url: fileUrl, ...fileOptions } of configs) {
       const file = new AwkbIndexFile(this, fileKey, fileUrl, fileOptions);
       if (this.keyExists(file as never)) continue;
+      const duringLoad = this.isLoading();
       this.addFile(file as never);
+      indexFileAdded(this, duringLoad);
       file.open(ensureGameState(game));
     }
     return this;

@@ -1,11 +1,13 @@
 /**
  * What one game knows about its bundles: the indexes it loaded (each mounted at a root URL),
  * the indexes still opening (every file waits for them), and the object URLs that Phaser keeps
- * using after a load (HTML5 audio, video), revoked when their cache entry goes or the game does.
+ * using after a load (HTML5 audio; videos, made when first played), revoked when their cache
+ * entry goes or the game does.
  */
 import type { IndexedAssetSource, MisrootedFiles } from '../../core/index.js';
 import type { PhaserEmitter, PhaserGame, PhaserLoader } from './phaser-shapes.js';
-import { projectPathOf } from '../../core/index.js';
+import { projectPathOf, watchDoubleDownloads } from '../../core/index.js';
+import { BundledVideos } from './video.js';
 
 export interface MountedIndex {
   /** The registry key the source is kept under. */
@@ -33,7 +35,11 @@ const states = new WeakMap<PhaserGame, AwkbGameState>();
 export class AwkbGameState {
   readonly mounts: MountedIndex[] = [];
   readonly progressListeners = new Set<ByteProgressListener>();
+  /** Videos from bundles, read when a Video first loads them. */
+  readonly videos = new BundledVideos(this);
   private readonly opening = new Set<Promise<unknown>>();
+  /** Stop telling of the page's own downloads of files the mounted bundles hold (core/read/double-downloads.ts). */
+  private readonly stopWatching: (() => void)[] = [];
   /** Object URLs kept for a cache entry: cache → key → URL. */
   private readonly kept = new Map<PhaserEmitter, Map<string, string>>();
 
@@ -54,6 +60,7 @@ export class AwkbGameState {
 
   mount(mounted: MountedIndex): void {
     this.mounts.push(mounted);
+    this.stopWatching.push(watchDoubleDownloads({ root: mounted.root, inBundle: (path) => mounted.source.entry(path)?.bundle !== undefined }));
   }
 
   /** The index holding the file at `url`, and its project path there. */
@@ -110,6 +117,8 @@ export class AwkbGameState {
   private destroy(): void {
     for (const urls of this.kept.values()) for (const url of urls.values()) URL.revokeObjectURL(url);
     this.kept.clear();
+    this.videos.dispose();
+    for (const stop of this.stopWatching.splice(0)) stop();
     for (const mounted of this.mounts) if (mounted.owned) mounted.source.dispose();
     this.mounts.length = 0;
     this.progressListeners.clear();

@@ -1,15 +1,18 @@
 /**
  * `registerAwkb(Phaser)`: installs the adapter into one Phaser namespace, once. It registers the
  * `awkbIndex` file type (FileTypesManager, and the loader prototype for loaders that exist
- * already), wraps every file the loader is given so its load can come from a bundle, and makes
- * the loader's progress monotonic. Phaser is always the caller's, never `window.Phaser`.
+ * already), wraps every file the loader is given so its load can come from a bundle, makes
+ * the loader's progress monotonic, leaves the index file out of its file counts, and lets Video
+ * game objects play videos from bundles. Phaser is always the caller's, never `window.Phaser`.
  */
 import { defineAwkbIndexFile } from './awkb-index-file.js';
+import { countIndexFilesOut } from './file-counts.js';
 import { gameStateOf } from './game-state.js';
 import { LoadRun } from './load-run.js';
 import type { PhaserFile, PhaserLoader, PhaserNamespace } from './phaser-shapes.js';
 import { patchLoaderProgress } from './progress.js';
 import { wrapFileLoad } from './serve-file.js';
+import { patchVideoLoading } from './video.js';
 
 const installed = new WeakSet<object>();
 
@@ -41,4 +44,6 @@ export function registerAwkb(phaser: PhaserNamespace): void {
     return shutdown.apply(this, arguments);
   };
   patchLoaderProgress(proto);
+  countIndexFilesOut(proto);
+  patchVideoLoading(phaser, (video) => (video.scene ? gameStateOf(video.scene.sys.game) : undefined));
 }

@@ -28,6 +28,7 @@ export interface PhaserLoader extends PhaserEmitter {
   nextFile(file: PhaserFile, success: boolean): void;
   addFile(file: PhaserFile | PhaserFile[]): void;
   keyExists(file: PhaserFile): boolean;
+  isLoading(): boolean;
 }
 
 export interface PhaserFile {
@@ -53,6 +54,18 @@ export interface PhaserFile {
   destroy(): void;
 }
 
+/** A Video game object (src/gameobjects/video/Video.js, 3.60+ and 4.x). */
+export interface PhaserVideo {
+  scene: { sys: { game: PhaserGame; cache?: { video?: { events?: PhaserEmitter } } } } | null;
+  video: HTMLVideoElement | null;
+  /** The video cache key it loaded (Video#load sets it before loadHandler runs), '' for a URL. */
+  cacheKey: string;
+  /** Gives the element its source and starts loading it (Video#load, loadURL and changeSource call it). */
+  loadHandler(url?: string | null, noAudio?: boolean, crossOrigin?: string, stream?: MediaStream): unknown;
+  /** Stops the Video and emits its `error` event. */
+  loadErrorHandler(event: unknown): void;
+}
+
 /** The slice of the Phaser namespace the adapter uses: from `import * as Phaser from 'phaser'`. */
 export interface PhaserNamespace {
   Loader: {
@@ -68,6 +81,8 @@ export interface PhaserNamespace {
     FILE_POPULATED: number;
     FILE_PENDING_DESTROY: number;
   };
+  /** Absent from custom builds without it. */
+  GameObjects?: { Video?: { prototype: unknown } };
 }
 
 export type { IndexedAssetSource };

@@ -29,8 +29,9 @@ export function patchLoaderProgress(proto: Record<string, any>): void {
     this.emit('progress', this.progress);
   };
 
-  proto.fileProcessComplete = function (this: LoaderProgressState & { isLoading(): boolean }) {
-    processed.set(this, (processed.get(this) ?? 0) + 1);
+  proto.fileProcessComplete = function (this: LoaderProgressState & { isLoading(): boolean }, file?: { type?: string }) {
+    // The index file is not one of the game's files (file-counts.ts): not in totalToLoad either.
+    if (file?.type !== 'awkbIndex') processed.set(this, (processed.get(this) ?? 0) + 1);
     const result = fileProcessComplete.apply(this, arguments);
     if (this.isLoading?.()) (this as unknown as { updateProgress(): void }).updateProgress();
     return result;

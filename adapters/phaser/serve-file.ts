@@ -7,9 +7,11 @@
  * - it would use XHR (Phaser's File#load on a pending file): it gets a finished "XHR" whose
  *   response has the type its `xhrSettings.responseType` asks for, then Phaser's `onLoad` runs
  *   and the file processes as if downloaded;
- * - it loads by URL (ImageFile#loadImage, HTML5AudioFile, VideoFile, FontFile): its URL becomes
- *   an object URL of the verified bytes and its own `load` runs. HTML5 audio and video keep using
- *   that URL, so it lives while their cache entry does; the others' is revoked once processed.
+ * - it loads by URL (ImageFile#loadImage, HTML5AudioFile, FontFile): its URL becomes an object
+ *   URL of the verified bytes and its own `load` runs. HTML5 audio keeps using that URL, so it
+ *   lives while its cache entry does; the others' is revoked once processed.
+ * A VideoFile downloads nothing during preload, so it is left alone: its Video game object reads
+ * the member when it first loads it (video.ts).
  */
 import { absoluteUrl, mediaTypeOf } from '../../core/index.js';
 import { gameStateOf, type AwkbGameState, type MountedIndex } from './game-state.js';
@@ -20,7 +22,7 @@ const wrapped = new WeakSet<PhaserFile>();
 
 /** Makes `file` load from a bundle when its URL is in an index (called for every added file). */
 export function wrapFileLoad(phaser: PhaserNamespace, file: PhaserFile): void {
-  if (wrapped.has(file) || file.type === 'awkbIndex') return;
+  if (wrapped.has(file) || file.type === 'awkbIndex' || file.type === 'video') return;
   wrapped.add(file);
   const ownLoad = file.load;
   file.load = function awkbLoad(this: PhaserFile) {
@@ -106,7 +108,7 @@ function objectUrlFor(phaser: PhaserNamespace, file: PhaserFile, state: AwkbGame
     if (!revoked) URL.revokeObjectURL(url);
     revoked = true;
   };
-  const keeps = file.type === 'video' || file.type === 'audio';
+  const keeps = file.type === 'audio';
   // Called for every file when its load ends (LoaderPlugin#loadComplete), failed or not.
   const ownDestroy = file.destroy;
   file.destroy = function () {

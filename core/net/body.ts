@@ -17,6 +17,27 @@ export function isMultipart(headers: Headers): boolean {
   return /^\s*multipart\/byteranges\s*(;|$)/i.test(headers.get('content-type') ?? '');
 }
 
+/** Chromium (Blink), see `bodyToRead`: the page's or a worker's `navigator` says so; Node's says Node.js. */
+function cancelsLoadsOnClose(): boolean {
+  return typeof navigator !== 'undefined' && /Chrom(?:e|ium)\//.test(navigator.userAgent ?? '');
+}
+
+/**
+ * `response.body`, to be read chunk by chunk to its end (by `pumpBody` or `collectBody`).
+ *
+ * In Chromium, a body stream that closes cancels what it read from (BodyStreamBuffer::Close
+ * cancels its consumer); when the last bytes come before the loader has heard the network
+ * finish, that cancels the load: the request shows as canceled (`net::ERR_ABORTED`) in DevTools
+ * and to the DevTools protocol, though every byte arrived. There a clone is read by
+ * `arrayBuffer()`, a consumer that never cancels, so the load ends as the network ends it; it
+ * costs a second copy of the body while it arrives. A caller that stops reading before the end
+ * must abort the request (its signal), or that copy reads on to the end.
+ */
+export function bodyToRead(response: Response): ReadableStream<Uint8Array> | null {
+  if (response.body && cancelsLoadsOnClose()) void response.clone().arrayBuffer().catch(() => undefined);
+  return response.body;
+}
+
 export interface PumpOptions {
   signal?: AbortSignal;
   /** The most bytes to read: past it reading stops, the body is cancelled, and `overLimit` says how many had arrived. */

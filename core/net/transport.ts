@@ -5,7 +5,7 @@
  * `fetch` (or an injected one), `AbortController`, `TextDecoder` and timers.
  */
 import { AwakeError, HttpError, InvalidOptionError, NetworkError, RangeResponseError, RequestAbortedError, RequestTimeoutError, ResponseSizeError } from '../errors.js';
-import { collectBody, declaredLength, isMultipart, pumpBody, type BodyFetcher, type StreamElsewhere } from './body.js';
+import { bodyToRead, collectBody, declaredLength, isMultipart, pumpBody, type BodyFetcher, type StreamElsewhere } from './body.js';
 import { abortable, linkSignals, sleep as timerSleep } from './abort.js';
 import { parseRetryAfter } from './retry-after.js';
 
@@ -326,7 +326,8 @@ export class Transport {
       }
       arm();
       const sink = consumer();
-      const read = response.body ? await pumpBody(response.body, { signal: controller.signal, limit, onChunk: (chunk) => sink.push(chunk), onProgress: (received) => reportProgress(progress, received, declared) }) : { received: 0 };
+      const body = bodyToRead(response);
+      const read = body ? await pumpBody(body, { signal: controller.signal, limit, onChunk: (chunk) => sink.push(chunk), onProgress: (received) => reportProgress(progress, received, declared) }) : { received: 0 };
       if (read.overLimit !== undefined) throw sizeError(url, response.status, limit, { receivedBytes: read.overLimit });
       if (declared !== undefined && read.received !== declared) throw cutShort(url, read.received, declared);
       await sink.finish();
@@ -427,6 +428,8 @@ export class Transport {
     try {
       return await run(controller, progress, arm);
     } catch (error) {
+      // A body not read to its end stops here (see net/body.ts `bodyToRead`).
+      controller.abort(error);
       if (error instanceof CallbackFailure) throw error.error;
       if (callerSignal?.aborted) throw abortedError(url, callerSignal);
       if (timedOut) throw transient(new RequestTimeoutError(timeoutMs, `GET ${url}: timed out: no answer or no bytes for ${timeoutMs} ms`, { url, cause: error }));
@@ -588,7 +591,7 @@ async function readBody(response: Response, url: string, signal: AbortSignal, on
   // listed at 3 GiB, an index's maxBytes), not what a chunked one will be (net/body.ts, the one
   // body reader, which the reader's workers use too).
   else {
-    const read = await collectBody(response.body, {
+    const read = await collectBody(bodyToRead(response)!, {
       signal,
       ...(limit !== undefined ? { limit } : {}),
       ...(expected !== undefined ? { expectedBytes: expected } : {}),

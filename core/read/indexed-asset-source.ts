@@ -286,9 +286,10 @@ export class IndexedAssetSource {
     if (!Number.isInteger(indexAttempts) || indexAttempts < 1) throw new InvalidOptionError('indexAttempts', `indexAttempts must be an integer ≥ 1, got ${indexAttempts}`);
     const pool = poolFor(options.hashWorkers);
     // With the platform's own fetch, bodies are read (and bundles streamed) in the pool's workers,
-    // which start now, while the index is fetched (its request waits for none of them).
+    // which start while the index is fetched (its request waits for none of them). Starting them
+    // costs this thread a few ms, so they start once the index request is out.
     const inWorkers = !options.fetch && !options.transport && pool instanceof WorkerDigestPool;
-    if (pool instanceof WorkerDigestPool) pool.warm();
+    const warm = () => pool instanceof WorkerDigestPool && pool.warm();
     const transport = options.transport ?? new Transport({
       ...(fetch ? { fetch } : {}),
       ...(options.retry ? { retry: options.retry } : {}),
@@ -301,9 +302,10 @@ export class IndexedAssetSource {
     let index: ProjectIndex;
     let loadsEndpoint: string | undefined;
     if (options.index !== undefined) {
+      warm();
       index = typeof options.index === 'string' ? parseProjectIndexJson(options.index, indexUrl ? { url: indexUrl } : {}) : parseProjectIndex(options.index, indexUrl ? { url: indexUrl } : {});
     } else if (indexUrl !== undefined) {
-      const { bytes, headers } = await transport.getBytesWithHeaders(indexUrl, {
+      const answer = transport.getBytesWithHeaders(indexUrl, {
         ...(options.signal ? { signal: options.signal } : {}),
         maxBytes: maxIndexBytes, timeoutMs: indexTimeoutMs, attempts: indexAttempts,
         // Read in steps, each re-arming the quiet-time limit: a large index on a slow line is not cut at 15 s.
@@ -311,6 +313,8 @@ export class IndexedAssetSource {
       }).catch((error: unknown) => {
         throw error instanceof ResponseSizeError ? new IndexTooLargeError(indexUrl, maxIndexBytes, error) : error;
       });
+      warm();
+      const { bytes, headers } = await answer;
       // Strict UTF-8: bytes that are not would become U+FFFD and another, legal path (SPEC preamble);
       // an answer that is a page instead (a single-page app's fallback) is named as such.
       index = parseFetchedIndexJson(decodeIndexText(bytes, { url: indexUrl }), { url: indexUrl, contentType: headers.get('content-type') });

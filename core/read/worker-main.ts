@@ -13,7 +13,7 @@
  * - `read` / `has`: cached entries, checked here; `open`, `flush`: the store.
  */
 import { getEntries, hasEntries, openStore, putEntries, type WorkerStoreAccess } from '../cache/idb-store.js';
-import { collectBody, declaredLength, isMultipart, pumpBody } from '../net/body.js';
+import { bodyToRead, collectBody, declaredLength, isMultipart, pumpBody } from '../net/body.js';
 import { toHex } from '../hash.js';
 import { BundleStreamVerifier, StreamRefusal, type BundleStreamPlan } from './bundle-stream.js';
 
@@ -136,6 +136,7 @@ async function get(message: GetMessage): Promise<void> {
   const { id, url, headers } = message;
   const controller = new AbortController();
   fetches.set(id, controller);
+  let readToEnd = false;
   try {
     const response = await fetch(url, { headers, signal: controller.signal });
     const head = headOf(response);
@@ -153,20 +154,27 @@ async function get(message: GetMessage): Promise<void> {
       response.body.cancel().catch(() => undefined);
       return post({ id, head, buffer: new ArrayBuffer(0), over: { declaredBytes: declared } });
     }
-    const read = await collectBody(response.body, {
+    const read = await collectBody(bodyToRead(response)!, {
       signal: controller.signal,
       ...(limit !== undefined ? { limit } : {}),
       ...(declared !== undefined ? { expectedBytes: declared } : {}),
       ...(message.progress ? { onProgress: progressPoster(id, declared) } : {}),
     });
     if (read.overLimit !== undefined) return post({ id, head, buffer: new ArrayBuffer(0), over: { receivedBytes: read.overLimit } });
+    readToEnd = true;
     const buffer = wholeBuffer(read.bytes);
     post({ id, head, buffer }, [buffer]);
   } catch (error) {
     post({ id, failure: describe(error), aborted: controller.signal.aborted });
   } finally {
-    fetches.delete(id);
+    stopUnlessRead(id, controller, readToEnd);
   }
+}
+
+/** The job is over: a body not read to its end is stopped (see net/body.ts `bodyToRead`); one that was is left to finish. */
+function stopUnlessRead(id: number, controller: AbortController, readToEnd: boolean): void {
+  fetches.delete(id);
+  if (!readToEnd) controller.abort();
 }
 
 /** The bytes' own buffer when they span it, else a copy that does. */
@@ -188,6 +196,7 @@ interface BundleMessage {
 async function bundle({ id, bundle: job }: BundleMessage): Promise<void> {
   const controller = new AbortController();
   fetches.set(id, controller);
+  let readToEnd = false;
   try {
     const response = await fetch(job.url, { headers: job.headers, signal: controller.signal });
     const head = headOf(response);
@@ -215,7 +224,7 @@ async function bundle({ id, bundle: job }: BundleMessage): Promise<void> {
     });
     const onProgress = progressPoster(id, declared);
     let refusal: StreamRefusal | undefined;
-    const read = await pumpBody(response.body, {
+    const read = await pumpBody(bodyToRead(response)!, {
       signal: controller.signal,
       limit,
       onChunk: (chunk) => verifier.push(chunk),
@@ -229,6 +238,7 @@ async function bundle({ id, bundle: job }: BundleMessage): Promise<void> {
       post({ id, end: { head, received: read.received, over: { receivedBytes: read.overLimit } } });
       return void unstored();
     }
+    readToEnd = !refusal;
     post({ id, progress: read.received, total: declared });
     // A body cut short is the transport's to retry; only a whole body is judged.
     if (!refusal && (declared === undefined || read.received === declared)) {
@@ -245,7 +255,7 @@ async function bundle({ id, bundle: job }: BundleMessage): Promise<void> {
     post({ id, failure: describe(error), aborted: controller.signal.aborted });
     if (job.store) post({ id, storeError: 'nothing stored: the bundle did not arrive' });
   } finally {
-    fetches.delete(id);
+    stopUnlessRead(id, controller, readToEnd);
   }
 }
 

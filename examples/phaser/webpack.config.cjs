@@ -25,7 +25,8 @@ module.exports = async (env = {}) => {
       },
     },
     module: { rules: [{ test: /\.ts$/, loader: 'ts-loader', options: { configFile: path.join(__dirname, 'tsconfig.json'), transpileOnly: true } }] },
-    plugins: [new AwakeBundlePlugin({ assets: '../assets', output: 'published' })],
+    // env.assets: another assets folder (bench/engines.mjs adds a video to a copy).
+    plugins: [new AwakeBundlePlugin({ assets: env.assets ?? '../assets', output: 'published' })],
     // `webpack serve`: index.html from this folder, main.js from memory, published/ from the plugin.
     devServer: { static: { directory: __dirname, watch: false }, host: '127.0.0.1' },
     performance: { hints: false },

@@ -209,6 +209,8 @@ declare global {
 export interface RepoServerOptions {
   /** Extra folders to serve, by URL prefix: `{ '/published/': someDir }`. */
   mounts?: Record<string, string>;
+  /** Paths answered whole without Content-Length (chunked), as a server that compresses on the fly answers. */
+  chunked?: (path: string) => boolean;
 }
 
 export interface RequestRecord {
@@ -303,12 +305,12 @@ export async function startRepoServer(options: RepoServerOptions = {}): Promise<
     try {
       record.path = decodeURIComponent(new URL(request.url ?? '/', 'http://localhost').pathname);
       const held = holds.get(record.path)?.shift();
-      if (!held) return route(request, response, record.path, mounts);
+      if (!held) return route(request, response, record.path, mounts, options.chunked?.(record.path) ?? false);
       if (held.headersFirst) response.writeHead(200, { 'Content-Type': 'application/json', 'Cache-Control': 'no-store' }).flushHeaders();
       held.arrived();
       void held.released.then((body) => {
         if (held.headersFirst) return void response.end(body ?? '');
-        if (body === undefined) return route(request, response, record.path, mounts);
+        if (body === undefined) return route(request, response, record.path, mounts, options.chunked?.(record.path) ?? false);
         response.setHeader('Cache-Control', 'no-store');
         send(response, 200, body, 'application/json');
       });
@@ -348,7 +350,7 @@ export async function startRepoServer(options: RepoServerOptions = {}): Promise<
   };
 }
 
-function route(request: IncomingMessage, response: ServerResponse, path: string, mounts: Map<string, string>): void {
+function route(request: IncomingMessage, response: ServerResponse, path: string, mounts: Map<string, string>, chunked: boolean): void {
   if (request.method !== 'GET' && request.method !== 'HEAD') return send(response, 405, 'method not allowed');
   if (path === '/harness.html' || path === '/') {
     response.setHeader('Cache-Control', 'no-store');
@@ -369,6 +371,11 @@ function route(request: IncomingMessage, response: ServerResponse, path: string,
     size = stat.size;
   } catch {
     return send(response, 404, 'not found');
+  }
+  if (chunked && request.method === 'GET') {
+    response.setHeader('Cache-Control', 'no-store');
+    response.setHeader('Content-Type', contentTypeFor(file));
+    return void createReadStream(file).pipe(response);
   }
   serveFile(request, response, file, size);
 }

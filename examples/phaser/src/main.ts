@@ -8,6 +8,8 @@ import { AwkbPlugin, awkbSource, type ByteProgress } from 'awake-bundle/phaser';
 
 /** `?loose`: the same game from plain files under published/, no index (bench/engines.mjs puts them there). */
 const LOOSE = new URLSearchParams(location.search).has('loose');
+/** `?video`: a video in preload too, played in the harbour (bench/engines.mjs builds a site whose assets hold video/intro.webm). */
+const VIDEO = new URLSearchParams(location.search).has('video');
 
 class Preload extends Phaser.Scene {
   constructor() {
@@ -38,6 +40,7 @@ class Preload extends Phaser.Scene {
     this.load.audio('theme', 'audio/superpowers/theme-4.ogg');
     this.load.audio('coin', 'audio/kenney-platformer-kit/coin.ogg');
     this.load.audio('laser', ['audio/arcade-kenney/laser1.ogg', 'audio/arcade-kenney/laser1.mp3']);
+    if (VIDEO) this.load.video('intro', 'video/intro.webm', true);
   }
 
   create(): void {
@@ -74,6 +77,7 @@ class Harbour extends Phaser.Scene {
       const sprite = this.add.image(80 + i * 68, 110, 'emoji', frame).setScale(0.6);
       this.tweens.add({ targets: sprite, y: 130, duration: 600 + i * 60, yoyo: true, repeat: -1, ease: 'Sine.inOut' });
     });
+    if (VIDEO) this.add.video(560, 280, 'intro').setDisplaySize(128, 72).play(true);
     const sparks = this.add.particles(0, 0, 'particle', { speed: 120, scale: { start: 0.25, end: 0 }, lifespan: 600, emitting: false, blendMode: 'ADD' });
 
     // Browsers start audio on a gesture only.
@@ -91,6 +95,7 @@ class Harbour extends Phaser.Scene {
         mapLayers: map.layers.length,
         sounds: ['theme', 'coin', 'laser'].filter((key) => this.cache.audio.exists(key)).length,
         indexFiles: source?.index.files.length ?? 0,
+        ...(VIDEO ? { videos: this.cache.video.exists('intro') ? 1 : 0 } : {}),
       };
     });
   }
