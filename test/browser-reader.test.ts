@@ -278,37 +278,42 @@ describe.each(TESTED_BROWSERS)('%s', (kind) => {
       expect(result.c).toBe(EXPECTED_SHA['assets/sounds/bell.ogg']);
     });
 
-    test('neither the index request nor the first bundle requests wait for a worker: all go out while every worker\'s ping answer is held back', async () => {
+    /**
+     * Workers whose answer to the pool's ping reaches the pool only when the page says so
+     * (`releasePongs()`), installed in `page` before a source makes its pool.
+     */
+    async function holdPongs(page: Page): Promise<void> {
+      await page.evaluate(() => {
+        let release!: () => void;
+        const held = new Promise<void>((resolve) => (release = resolve));
+        (globalThis as unknown as { releasePongs: () => void }).releasePongs = release;
+        globalThis.Worker = class extends Worker {
+          override set onmessage(handler: ((event: MessageEvent) => void) | null) {
+            super.onmessage = handler && ((event: MessageEvent) => (event.data?.pong ? void held.then(() => handler.call(this, event)) : handler.call(this, event)));
+          }
+          override get onmessage() {
+            return super.onmessage;
+          }
+        };
+      });
+    }
+
+    test('neither the index request nor the first bundle requests wait for a worker: with a memory cache every file reads while every worker\'s ping answer is held back', async () => {
       const coldPage = await browser.openHarness(server);
       try {
+        await holdPongs(coldPage);
         server.resetRequests();
         const result = await coldPage.evaluate(async (paths: string[]) => {
-          // Workers whose answer to the pool's ping reaches the pool only when the page says so.
-          let releasePongs!: () => void;
-          const pongsHeld = new Promise<void>((resolve) => (releasePongs = resolve));
-          const PlatformWorker = Worker;
-          globalThis.Worker = class extends PlatformWorker {
-            override set onmessage(handler: ((event: MessageEvent) => void) | null) {
-              super.onmessage = handler && ((event: MessageEvent) => (event.data?.pong ? void pongsHeld.then(() => handler.call(this, event)) : handler.call(this, event)));
-            }
-            override get onmessage() {
-              return super.onmessage;
-            }
-          };
-          try {
-            const core = await harnessImport('awake-bundle');
-            // A pool of its own, started as the source opens (warm()): its workers are up but not heard from.
-            const source = await core.IndexedAssetSource.open({ indexUrl: '/published/small/project.index.json', cache: new core.MemoryCache(), hashWorkers: 2 });
-            const pool = (source as unknown as { pool: { usingWorkers: boolean | undefined } }).pool;
-            const hashes: Record<string, string> = {};
-            for (const path of paths) hashes[path] = core.toHex(new Uint8Array(await crypto.subtle.digest('SHA-256', await source.read(path))));
-            const heardBeforeRelease = pool.usingWorkers;
-            releasePongs();
-            source.dispose();
-            return { hashes, heardBeforeRelease };
-          } finally {
-            globalThis.Worker = PlatformWorker;
-          }
+          const core = await harnessImport('awake-bundle');
+          // A pool of its own, started as the source opens (warm()): its workers are up but not heard from.
+          const source = await core.IndexedAssetSource.open({ indexUrl: '/published/small/project.index.json', cache: new core.MemoryCache(), hashWorkers: 2 });
+          const pool = (source as unknown as { pool: { usingWorkers: boolean | undefined } }).pool;
+          const hashes: Record<string, string> = {};
+          for (const path of paths) hashes[path] = core.toHex(new Uint8Array(await crypto.subtle.digest('SHA-256', await source.read(path))));
+          const heardBeforeRelease = pool.usingWorkers;
+          (globalThis as unknown as { releasePongs: () => void }).releasePongs();
+          source.dispose();
+          return { hashes, heardBeforeRelease };
         }, PATHS);
         // Every file read, its bundle fetched on the page, before any worker was heard from.
         expect(result.hashes).toEqual(EXPECTED_SHA);
@@ -316,6 +321,29 @@ describe.each(TESTED_BROWSERS)('%s', (kind) => {
         const requests = server.requests.map((r) => r.path).filter((path) => path.startsWith('/published/small/'));
         expect(requests[0]).toBe('/published/small/project.index.json');
         expect(requests.filter((path) => path.endsWith('.awkb')).length).toBeGreaterThan(0);
+      } finally {
+        await coldPage.close();
+      }
+    });
+
+    // With the persistent cache (the adapters' default) the index is fetched and read all the
+    // same; a load then asks the store what it holds in a worker, so on a cold page its bundle
+    // requests do wait for a worker's answer (BENCHMARKS.md "Engines": first bundle request).
+    test('with the persistent cache the index request goes out, and the source opens, while every worker\'s ping answer is held back', async () => {
+      const coldPage = await browser.openHarness(server);
+      try {
+        await holdPongs(coldPage);
+        server.resetRequests();
+        const opened = await coldPage.evaluate(async () => {
+          const core = await harnessImport('awake-bundle');
+          const source = await core.IndexedAssetSource.open({ indexUrl: '/published/small/project.index.json', cache: core.openBrowserCache({ name: 'held-pongs-test' }), hashWorkers: 2 });
+          const heard = (source as unknown as { pool: { usingWorkers: boolean | undefined } }).pool.usingWorkers;
+          (globalThis as unknown as { releasePongs: () => void }).releasePongs();
+          source.dispose();
+          return { files: source.paths().length, heard };
+        });
+        expect(opened).toEqual({ files: PATHS.length, heard: undefined });
+        expect(server.requests.map((r) => r.path).filter((path) => path.startsWith('/published/small/'))).toEqual(['/published/small/project.index.json']);
       } finally {
         await coldPage.close();
       }
