@@ -31,7 +31,7 @@ import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import { launchFreshChromium } from './chromium.mjs';
 import {
-  codeLine, codeMeasured, commandLine, machine, machineLine, MB, median, parseBenchArgs, ratio, ROOT, runRounds, saveResults, seconds, spread, where, writeBenchmarksSection,
+  codeLine, codeMeasured, commandLine, loadLine, loadNow, machine, machineLine, MB, median, parseBenchArgs, ratio, ROOT, runRounds, saveResults, seconds, spread, where, writeBenchmarksSection,
 } from './harness.mjs';
 import { startThrottledServer } from './throttled-server.mjs';
 
@@ -142,7 +142,13 @@ async function sample(game, site, server, mode) {
     if (problem) throw new Error(`${site.name} ${mode}: ${problem}${errors.length ? `; page errors: ${errors.join('; ')}` : ''}`);
     const requests = await quietRequests(server, mark);
     checkRequests(site, mode, requests);
-    return { ms: result.firstFrameAt, readyAtMs: result.readyAt, requests: requests.length, bodyBytes: requests.reduce((sum, entry) => sum + entry.bytes, 0), pageErrors: errors };
+    // The assets alone (below published/): loose, the files the game asked for, which is what it
+    // uses; bundled, the index and the bundles holding them, unused members included.
+    const assets = requests.filter((entry) => entry.target.startsWith('/published/'));
+    return {
+      ms: result.firstFrameAt, readyAtMs: result.readyAt, requests: requests.length, bodyBytes: requests.reduce((sum, entry) => sum + entry.bytes, 0),
+      assetRequests: assets.length, assetBytes: assets.reduce((sum, entry) => sum + entry.bytes, 0), pageErrors: errors,
+    };
   } finally {
     await chromium.close();
   }
@@ -176,6 +182,7 @@ async function runCell(game, site, condition, runs) {
   const server = await startThrottledServer({ root: site.dir, ...condition });
   const samples = { loose: [], bundled: [] };
   const started = Date.now();
+  const loadAtStart = loadNow();
   try {
     const { rounds, reduced } = await runRounds(runs, async (round, total) => {
       const order = round % 2 === 0 ? MODES : [...MODES].reverse();
@@ -192,9 +199,11 @@ async function runCell(game, site, condition, runs) {
       ...spread(list.map((s) => s.ms)),
       requests: median(list.map((s) => s.requests)),
       bodyBytes: median(list.map((s) => s.bodyBytes)),
+      assetRequests: median(list.map((s) => s.assetRequests)),
+      assetBytes: median(list.map((s) => s.assetBytes)),
       samplesMs: list.map((s) => Math.round(s.ms)),
     });
-    return { game: site.name, ...condition, rounds, reduced, seconds: (Date.now() - started) / 1000, loose: summary(samples.loose), bundled: summary(samples.bundled) };
+    return { game: site.name, ...condition, rounds, reduced, seconds: (Date.now() - started) / 1000, load: [loadAtStart, loadNow()], loose: summary(samples.loose), bundled: summary(samples.bundled) };
   } finally {
     await server.close();
   }
@@ -211,11 +220,11 @@ function printCell(cell) {
       ` ${range(loose).padStart(20)} ${range(bundled).padStart(20)} ${ratio(bundled.median, loose.median).padStart(8)}` +
       ` ${`${loose.requests} → ${bundled.requests}`.padStart(12)} ${ratio(bundled.requests, loose.requests).padStart(6)}` +
       ` ${`${(loose.bodyBytes / MB).toFixed(2)} → ${(bundled.bodyBytes / MB).toFixed(2)}`.padStart(14)} ${ratio(bundled.bodyBytes, loose.bodyBytes).padStart(6)}` +
-      ` ${String(cell.rounds).padStart(4)}${cell.reduced ? ' (3: a sample over 20 s)' : ''}`,
+      ` ${`${assetMB(loose)} → ${assetMB(bundled)}`.padStart(14)} ${String(cell.rounds).padStart(4)}${cell.reduced ? ' (3: a sample over 20 s)' : ''}`,
   );
 }
 
-const TABLE_HEAD = `${'game'.padEnd(8)} ${'RTT'.padStart(6)} ${'bandwidth'.padStart(10)} ${'loose s (min–max)'.padStart(20)} ${'bundled s (min–max)'.padStart(20)} ${'b/l time'.padStart(8)} ${'requests l → b'.padStart(12)} ${'b/l'.padStart(6)} ${'MB l → b'.padStart(14)} ${'b/l'.padStart(6)} runs`;
+const TABLE_HEAD = `${'game'.padEnd(8)} ${'RTT'.padStart(6)} ${'bandwidth'.padStart(10)} ${'loose s (min–max)'.padStart(20)} ${'bundled s (min–max)'.padStart(20)} ${'b/l time'.padStart(8)} ${'requests l → b'.padStart(12)} ${'b/l'.padStart(6)} ${'MB l → b'.padStart(14)} ${'b/l'.padStart(6)} ${'assets MB l → b'.padStart(14)} runs`;
 
 function renderSection(parts) {
   const out = [
@@ -231,17 +240,46 @@ function renderSection(parts) {
   ];
   for (const part of parts) {
     out.push(`### ${part.label ? `${part.label}: ` : ''}code ${codeLine(part.code)}`, '');
-    out.push(`${machineLine(part.machine)} Measured ${part.startedAt.slice(0, 10)}.`, '');
+    out.push(`${machineLine(part.machine)} Measured ${part.startedAt.slice(0, 10)}. ${loadLine(part.cells)}`.trimEnd(), '');
     out.push('Sites: ' + Object.values(part.sites).map((s) => `**${s.name}** main.js ${(s.mainJsBytes / MB).toFixed(2)} MB, ${s.files} files in the index (${(s.fileBytes / MB).toFixed(2)} MB) in ${s.bundles} bundles (${(s.bundleBytes / MB).toFixed(2)} MB)`).join('; ') + '.', '');
     out.push('```sh', part.command, '```', '');
-    out.push('| game | RTT | bandwidth | loose s (min–max) | bundled s (min–max) | b/l time | requests loose → bundled | b/l | MB loose → bundled | b/l | runs |', '|:--|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|');
+    out.push('| game | RTT | bandwidth | loose s (min–max) | bundled s (min–max) | b/l time | requests loose → bundled | b/l | MB loose → bundled | b/l | asset MB loose → bundled | runs |', '|:--|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|');
     for (const cell of part.cells) {
       const { loose, bundled } = cell;
-      out.push(`| ${cell.game} | ${where(cell)} | ${seconds(loose.median)} (${seconds(loose.min)}–${seconds(loose.max)}) | ${seconds(bundled.median)} (${seconds(bundled.min)}–${seconds(bundled.max)}) | ${ratio(bundled.median, loose.median)} | ${loose.requests} → ${bundled.requests} | ${ratio(bundled.requests, loose.requests)} | ${(loose.bodyBytes / MB).toFixed(2)} → ${(bundled.bodyBytes / MB).toFixed(2)} | ${ratio(bundled.bodyBytes, loose.bodyBytes)} | ${cell.rounds}${cell.reduced ? ' (a sample over 20 s)' : ''} |`);
+      out.push(`| ${cell.game} | ${where(cell)} | ${seconds(loose.median)} (${seconds(loose.min)}–${seconds(loose.max)}) | ${seconds(bundled.median)} (${seconds(bundled.min)}–${seconds(bundled.max)}) | ${ratio(bundled.median, loose.median)} | ${loose.requests} → ${bundled.requests} | ${ratio(bundled.requests, loose.requests)} | ${(loose.bodyBytes / MB).toFixed(2)} → ${(bundled.bodyBytes / MB).toFixed(2)} | ${ratio(bundled.bodyBytes, loose.bodyBytes)} | ${assetMB(loose)} → ${assetMB(bundled)} | ${cell.rounds}${cell.reduced ? ' (a sample over 20 s)' : ''} |`);
     }
     out.push('');
   }
+  if (parts.length >= 2) out.push(...renderComparison(parts[0], parts.at(-1)));
   return out.join('\n');
+}
+
+const assetMB = (summary) => (summary.assetBytes === undefined ? '–' : (summary.assetBytes / MB).toFixed(2));
+
+/** The issue's aims for the example games: bundled / loose at most this, by RTT (no aim at other cells). */
+const AIMS = { 0: 0.9, 150: 0.6 };
+const aimFor = (cell) => (cell.mbit ? undefined : AIMS[cell.latencyMs]);
+
+/** The first part against the last, cell by cell, with the aims. */
+function renderComparison(before, after) {
+  const name = (part) => part.label ?? part.code.commit;
+  const out = [
+    `### ${name(before)} against ${name(after)}`,
+    '',
+    `Bundled / loose (b/l), each from its own run; aim (the issue): b/l ≤ ${AIMS[0]} at 0 ms and ≤ ${AIMS[150]} at 150 ms, no bandwidth cap.`,
+    '',
+    `| game | RTT | bandwidth | bundled s, ${name(before)} | bundled s, ${name(after)} | b/l, ${name(before)} | b/l, ${name(after)} | aim | met? |`,
+    '|:--|--:|--:|--:|--:|--:|--:|--:|:--|',
+  ];
+  for (const cell of after.cells) {
+    const old = before.cells.find((other) => other.game === cell.game && other.latencyMs === cell.latencyMs && other.mbit === cell.mbit);
+    const now = cell.bundled.median / cell.loose.median;
+    const aim = aimFor(cell);
+    const verdict = aim === undefined ? '–' : now <= aim ? 'met' : `missed by ${(now / aim).toFixed(2)}× (${seconds(cell.bundled.median - aim * cell.loose.median)} s over)`;
+    out.push(`| ${cell.game} | ${where(cell)} | ${seconds(old?.bundled.median)} | ${seconds(cell.bundled.median)} | ${old ? ratio(old.bundled.median, old.loose.median) : '–'} | ${now.toFixed(2)} | ${aim ?? '–'} | ${verdict} |`);
+  }
+  out.push('');
+  return out;
 }
 
 // ---------------------------------------------------------------------------------------------

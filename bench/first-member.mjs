@@ -26,7 +26,7 @@ import { cpSync, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } fr
 import { join } from 'node:path';
 import { launchFreshChromium } from './chromium.mjs';
 import {
-  codeLine, codeMeasured, commandLine, machine, machineLine, MB, median, parseBenchArgs, ratio, ROOT, runRounds, saveResults, spread, where, writeBenchmarksSection,
+  codeLine, codeMeasured, commandLine, loadLine, loadNow, machine, machineLine, MB, median, parseBenchArgs, ratio, ROOT, runRounds, saveResults, spread, where, writeBenchmarksSection,
 } from './harness.mjs';
 import { random } from './projects.mjs';
 import { startThrottledServer } from './throttled-server.mjs';
@@ -103,6 +103,7 @@ async function sample(site, server) {
 async function runCell(site, condition, runs) {
   const server = await startThrottledServer({ root: site.dir, ...condition });
   const samples = [];
+  const loadAtStart = loadNow();
   try {
     const { rounds, reduced } = await runRounds(runs, async (round, total) => {
       const result = await sample(site, server);
@@ -112,6 +113,7 @@ async function runCell(site, condition, runs) {
     });
     return {
       ...condition, rounds, reduced,
+      load: [loadAtStart, loadNow()],
       read: spread(samples.map((s) => s.ms)),
       openMs: median(samples.map((s) => s.openMs)),
       boundMs: boundMs(site, condition),
@@ -152,7 +154,7 @@ function renderSection(parts) {
   ];
   for (const part of parts) {
     out.push(`### ${part.label ? `${part.label}: ` : ''}code ${codeLine(part.code)}`, '');
-    out.push(`${machineLine(part.machine)} Measured ${part.startedAt.slice(0, 10)}.`, '');
+    out.push(`${machineLine(part.machine)} Measured ${part.startedAt.slice(0, 10)}. ${loadLine(part.cells)}`.trimEnd(), '');
     out.push(`Bundle: ${part.site.members} members, ${part.site.bundleBytes.toLocaleString('en')} bytes; \`${part.site.first.path}\` at offset ${part.site.first.offset}, ${part.site.first.sizeBytes} bytes.`, '');
     out.push('```sh', part.command, '```', '');
     out.push('| RTT | bandwidth | read ms (min–max) | bound ms | ×bound | open ms | requests | MB | bundle at bw, ms | runs |', '|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|');
@@ -162,7 +164,28 @@ function renderSection(parts) {
     }
     out.push('');
   }
+  if (parts.length >= 2) out.push(...renderComparison(parts[0], parts.at(-1)));
   return out.join('\n');
+}
+
+/** The first part against the last, cell by cell; the aim is the bound itself. */
+function renderComparison(before, after) {
+  const name = (part) => part.label ?? part.code.commit;
+  const out = [
+    `### ${name(before)} against ${name(after)}`,
+    '',
+    `Aim (the issue): the first member within its bound (2 RTT + its share of the transfer + ${SLACK_MS} ms).`,
+    '',
+    `| RTT | bandwidth | read ms, ${name(before)} | read ms, ${name(after)} | bound ms | ×bound, ${name(before)} | ×bound, ${name(after)} | met? |`,
+    '|--:|--:|--:|--:|--:|--:|--:|:--|',
+  ];
+  for (const cell of after.cells) {
+    const old = before.cells.find((other) => other.latencyMs === cell.latencyMs && other.mbit === cell.mbit);
+    const over = cell.read.median - cell.boundMs;
+    out.push(`| ${where(cell)} | ${old ? ms(old.read.median) : '–'} | ${ms(cell.read.median)} | ${ms(cell.boundMs)} | ${old ? ratio(old.read.median, old.boundMs) : '–'} | ${ratio(cell.read.median, cell.boundMs)} | ${over <= 0 ? 'met' : `missed by ${ms(over)} ms`} |`);
+  }
+  out.push('');
+  return out;
 }
 
 async function main() {
