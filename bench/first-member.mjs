@@ -16,8 +16,8 @@
 // incompressible), published by the CLI with --group one into one bundle, where the first
 // member in key order is the first in the bundle (checked). A sample: a fresh Chromium (fresh
 // profile, HTTP cache off) loads a page with awake-bundle's core from the throttled server
-// (bench/throttled-server.mjs; the reader fetches in Web Workers, which Chromium's own emulation
-// does not reach), untimed: `IndexedAssetSource.open({ indexUrl, cache: null })`; timed, in the
+// (bench/throttled-server.mjs: a new connection pays its handshake, as on a network), untimed:
+// `IndexedAssetSource.open({ indexUrl, cache: null })`; timed, in the
 // page: `read('0000-first.bin')`, from the call until it resolves.
 // Bound: 2 RTT + the member's share of the transfer ((offset + size) bytes at the bandwidth;
 // none without a cap) + 30 ms.
@@ -166,7 +166,7 @@ function renderSection(parts) {
     '',
     '`npm run bench:first-member` (= `npm run build && node bench/first-member.mjs`) times `read(path)` of the first member of a 16 MiB bundle: `0000-first.bin` (4 KiB, first in key order and first in the bundle) and 15 members of 1,118,208 bytes (random bytes), published with `--group one` into one bundle. In headless Chromium (puppeteer-core; a fresh browser and profile per sample, HTTP cache off), a page loads awake-bundle\'s core, then, untimed, `IndexedAssetSource.open({ indexUrl, cache: null })` ("open"); the time is from the `read` call until it resolves, in the page (`performance.now()`).',
     '',
-    '- **Network:** `bench/throttled-server.mjs`, as in "Engines" above: `serve` behind a relay that delays each direction by RTT/2 (1 RTT per request on an open connection, 2 on a new one) and caps all downstream together (token bucket, 16 KiB chunks round-robin); on the server\'s side because the reader fetches in Web Workers, which Chromium\'s emulation does not reach.',
+    '- **Network:** `bench/throttled-server.mjs`, as in "Engines" above: `serve` behind a relay that delays each direction by RTT/2 (1 RTT per request on an open connection, 2 on a new one) and caps all downstream together (token bucket, 16 KiB chunks round-robin).',
     `- **Bound:** 2 RTT + the member's share of the transfer (its offset + size bytes at the bandwidth; nothing without a cap) + ${SLACK_MS} ms. "bundle at bw" is the whole bundle's transfer at the bandwidth, what a reader that waits for the whole bundle cannot beat. Requests and MB: what the server answered for the read (access log, body bytes), counted once it finished them: a streamed read resolves before its bundle's last byte is sent, and the rest of the bundle comes all the same (4 KiB used, the whole bundle fetched).`,
     '- Medians of 5 runs, or 3 where a sample of the first round took over 20 s.',
     '',
