@@ -9,6 +9,7 @@
 //   node bench/reader.mjs [--projects small,small4k,big,glb] [--latency 0,40,150] [--bandwidth 0,100,20]
 //                         [--cases b,b2,c1,c2,cc,e,f,a,d,bl,ba,bm,sw,sww] [--runs 5] [--extras verify,publish|none]
 //                         [--load sequential|together]
+//                         [--trace dir]              # after each cell, one more sample of each case, traced (page.tracing) into dir; not in the medians
 //                         [--out part.json]          # a part of the grid: results JSON only
 //   node bench/reader.mjs --report part1.json part2.json …   # merge parts into BENCHMARKS.md
 //   node bench/reader.mjs --report --title "Reader load, streamed" part.json   # a section of its own
@@ -155,6 +156,7 @@ function parseOptions() {
     out: option('out', undefined),
     load: option('load', 'together'),
     title: option('title', undefined),
+    trace: option('trace', undefined),
   };
   if (!['sequential', 'together'].includes(options.load)) usage('--load is sequential (prefetch, then the reads) or together (prefetch and reads at once)');
   for (const project of options.projects) if (!PROJECTS[project]) usage(`unknown project ${project} (${Object.keys(PROJECTS).join(', ')})`);
@@ -884,13 +886,22 @@ function emulate(session, latencyMs, mbit) {
 // ---------------------------------------------------------------------------------------------
 // One cell of the grid: a project under one latency and bandwidth
 
-/** One sample of one case, in a fresh Chromium. */
-async function runCase(id, project, servers, latencyMs, mbit, round, load) {
+/** What --trace records: the timeline (tasks, network, workers), V8's samples and user timing. */
+const TRACE_CATEGORIES = [
+  'devtools.timeline', 'disabled-by-default-devtools.timeline', 'disabled-by-default-devtools.timeline.stack',
+  'v8', 'v8.execute', 'disabled-by-default-v8.cpu_profiler', 'blink.user_timing', 'loading', 'toplevel',
+];
+
+/** One sample of one case, in a fresh Chromium; with `tracePath`, its timed part traced into that file. */
+async function runCase(id, project, servers, latencyMs, mbit, round, load, tracePath) {
   const spec = CASES[id];
   const { origin, counter } = servers[spec.protocol];
   const counted = async (job, input) => {
     const mark = counter.mark();
-    const sample = await view.measure(job, input);
+    if (tracePath) await view.page.tracing.start({ path: tracePath, categories: TRACE_CATEGORIES });
+    const sample = await view.measure(job, input).finally(async () => {
+      if (tracePath) await view.page.tracing.stop();
+    });
     const seen = counter.since(mark);
     return { ...sample, pageRequests: sample.requests, requests: seen.requests, transferBytes: seen.bodyBytes };
   };
@@ -1016,7 +1027,7 @@ function boundMs(id, project, parts, latencyMs) {
   return roundTrips * latencyMs + transferMs + hashMs;
 }
 
-async function runCell(project, cases, servers, latencyMs, mbit, runs, load) {
+async function runCell(project, cases, servers, latencyMs, mbit, runs, load, traceDir) {
   const samples = Object.fromEntries(cases.map((id) => [id, []]));
   const bounds = Object.fromEntries(cases.map((id) => [id, []]));
   const boundParts = [];
@@ -1040,10 +1051,20 @@ async function runCell(project, cases, servers, latencyMs, mbit, runs, load) {
     }
     if (round === 0 && rounds > 3 && cases.some((id) => samples[id][0].ms > SLOW_SAMPLE_MS)) rounds = 3;
   }
+  // --trace: one more sample of each case, traced, in none of the medians.
+  const traced = {};
+  if (traceDir) {
+    mkdirSync(traceDir, { recursive: true });
+    for (const id of cases) {
+      const path = join(traceDir, `${project.name}-${latencyMs}ms-${mbit || 'inf'}-${id}.json`);
+      traced[id] = { path, ms: (await runCase(id, project, servers, latencyMs, mbit, rounds, load, path)).ms };
+      process.stderr.write(`  ${project.name} ${latencyMs} ms ${mbit || '∞'} Mbit/s traced ${id}: ${(traced[id].ms / 1000).toFixed(2)} s (not counted) → ${path}\n`);
+    }
+  }
   const cell = summarizeCell(project, cases, latencyMs, mbit, load, samples, bounds, boundParts, (Date.now() - cellStarted) / 1000);
   // The 1-minute load average at the cell's start and end: on 2 cores, above 2 means something
   // besides this run wanted the CPU.
-  return { ...cell, loadAverage: [loadAtStart, loadavg()[0]].map((value) => Number(value.toFixed(2))) };
+  return { ...cell, loadAverage: [loadAtStart, loadavg()[0]].map((value) => Number(value.toFixed(2))), ...(traceDir ? { traced } : {}) };
 }
 
 const median = (values) => {
@@ -1519,7 +1540,7 @@ async function runGrid(options) {
       }
       for (const latencyMs of cases.length > 0 ? options.latencies : []) {
         for (const mbit of options.bandwidths) {
-          const cell = await runCell(project, cases, servers, latencyMs, mbit, options.runs, options.load);
+          const cell = await runCell(project, cases, servers, latencyMs, mbit, options.runs, options.load, options.trace);
           part.cells.push(cell);
           printCell(cell);
           save();
