@@ -39,7 +39,7 @@ import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import { launchFreshChromium } from './chromium.mjs';
 import {
-  codeLine, codeMeasured, commandLine, machine, machineLine, MB, median, parseBenchArgs, ratio, ROOT, runRounds, saveResults, seconds, spread, where, writeBenchmarksSection,
+  codeLine, codeMeasured, commandLine, loadLine, loadNow, machine, machineLine, MB, median, parseBenchArgs, ratio, ROOT, runRounds, saveResults, seconds, spread, where, writeBenchmarksSection,
 } from './harness.mjs';
 import { startThrottledServer } from './throttled-server.mjs';
 
@@ -275,7 +275,13 @@ async function sample(game, site, server, mode) {
       resources: performance.getEntriesByType('resource').map((entry) => ({ url: entry.name, startTime: entry.startTime, requestStart: entry.requestStart })),
     }));
     const start = startTimes(timing, workerRequests);
-    return { ms: result.firstFrameAt, readyAtMs: result.readyAt, requests: requests.length, bodyBytes: requests.reduce((sum, entry) => sum + entry.bytes, 0), start, pageErrors: errors };
+    // The assets alone (below published/): loose, the files the game asked for, which is what it
+    // uses; bundled, the index and the bundles holding them, unused members included.
+    const assets = requests.filter((entry) => entry.target.startsWith('/published/'));
+    return {
+      ms: result.firstFrameAt, readyAtMs: result.readyAt, requests: requests.length, bodyBytes: requests.reduce((sum, entry) => sum + entry.bytes, 0),
+      assetRequests: assets.length, assetBytes: assets.reduce((sum, entry) => sum + entry.bytes, 0), start, pageErrors: errors,
+    };
   } finally {
     await chromium.close();
   }
@@ -309,6 +315,7 @@ async function runCell(game, site, condition, runs) {
   const server = await startThrottledServer({ root: site.dir, ...condition });
   const samples = { loose: [], bundled: [] };
   const started = Date.now();
+  const loadAtStart = loadNow();
   try {
     const { rounds, reduced } = await runRounds(runs, async (round, total) => {
       const order = round % 2 === 0 ? MODES : [...MODES].reverse();
@@ -327,10 +334,12 @@ async function runCell(game, site, condition, runs) {
       ...spread(list.map((s) => s.ms)),
       requests: median(list.map((s) => s.requests)),
       bodyBytes: median(list.map((s) => s.bodyBytes)),
+      assetRequests: median(list.map((s) => s.assetRequests)),
+      assetBytes: median(list.map((s) => s.assetBytes)),
       samplesMs: list.map((s) => Math.round(s.ms)),
       start: startSummary(list.map((s) => s.start)),
     });
-    return { game: site.name, ...condition, rounds, reduced, seconds: (Date.now() - started) / 1000, loose: summary(samples.loose), bundled: summary(samples.bundled) };
+    return { game: site.name, ...condition, rounds, reduced, seconds: (Date.now() - started) / 1000, load: [loadAtStart, loadNow()], loose: summary(samples.loose), bundled: summary(samples.bundled) };
   } finally {
     await server.close();
   }
@@ -362,7 +371,7 @@ function printCell(cell) {
       ` ${range(loose).padStart(20)} ${range(bundled).padStart(20)} ${ratio(bundled.median, loose.median).padStart(8)}` +
       ` ${`${loose.requests} → ${bundled.requests}`.padStart(12)} ${ratio(bundled.requests, loose.requests).padStart(6)}` +
       ` ${`${(loose.bodyBytes / MB).toFixed(2)} → ${(bundled.bodyBytes / MB).toFixed(2)}`.padStart(14)} ${ratio(bundled.bodyBytes, loose.bodyBytes).padStart(6)}` +
-      ` ${String(cell.rounds).padStart(4)}${cell.reduced ? ' (3: a sample over 20 s)' : ''}`,
+      ` ${`${assetMB(loose)} → ${assetMB(bundled)}`.padStart(14)} ${String(cell.rounds).padStart(4)}${cell.reduced ? ' (3: a sample over 20 s)' : ''}`,
   );
 }
 
@@ -378,7 +387,7 @@ function printStart(cell) {
 
 const START_HEAD = `${'game'.padEnd(13)} ${'RTT'.padStart(6)} ${'bandwidth'.padStart(10)} ${'loose asset'.padStart(12)} ${'call'.padStart(8)} ${'index'.padStart(8)} ${'index−call (max)'.padStart(16)} ${'first bundle'.padStart(12)} ${'first bundle by'.padStart(18)}`;
 
-const TABLE_HEAD = `${'game'.padEnd(13)} ${'RTT'.padStart(6)} ${'bandwidth'.padStart(10)} ${'loose s (min–max)'.padStart(20)} ${'bundled s (min–max)'.padStart(20)} ${'b/l time'.padStart(8)} ${'requests l → b'.padStart(12)} ${'b/l'.padStart(6)} ${'MB l → b'.padStart(14)} ${'b/l'.padStart(6)} runs`;
+const TABLE_HEAD = `${'game'.padEnd(13)} ${'RTT'.padStart(6)} ${'bandwidth'.padStart(10)} ${'loose s (min–max)'.padStart(20)} ${'bundled s (min–max)'.padStart(20)} ${'b/l time'.padStart(8)} ${'requests l → b'.padStart(12)} ${'b/l'.padStart(6)} ${'MB l → b'.padStart(14)} ${'b/l'.padStart(6)} ${'assets MB l → b'.padStart(14)} runs`;
 
 function renderSection(parts) {
   const out = [
@@ -387,7 +396,7 @@ function renderSection(parts) {
     '`npm run bench:engines` (= `npm run build && node bench/engines.mjs`) opens each example game, built for production (webpack, as `npm run demo -- --production` builds it), in headless Chromium (puppeteer-core; a fresh browser and profile per sample, HTTP cache off, WebGL by SwiftShader) and takes the time from navigation start to the **first frame after loading**: Phaser, the first `postrender` after the harbour scene\'s `create` (its preload scene has loaded every file); Babylon, the end of the first animation frame after `scene.whenReadyAsync()` and `runRenderLoop` (that frame\'s render has fired `onAfterRenderObservable`). Both are taken by a hook the bench adds before the page\'s scripts (`evaluateOnNewDocument`), on the `window.exampleReady` the examples set.',
     '',
     '- **Loose** = the same build opened with `?loose`: the example then skips `this.load.awkbIndex` (Phaser) or `registerAwkb` (Babylon), and Phaser\'s loader or Babylon\'s fetches each file as a plain file (the index\'s files copied beside the bundles under `published/`). **Bundled** = the example as shipped: the index, then one request per bundle it needs, every member verified, and the adapters\' default browser cache on fresh storage (Babylon: `openBrowserCache()` as the example passes it).',
-    '- **Network:** `bench/throttled-server.mjs`: the repository\'s `serve` (HTTP/1.1; Range, Content-Type and CORS as `awake-bundle serve`) behind a relay that delays each direction by RTT/2 (a request on an open connection: 1 RTT to its first byte; a new connection\'s first request: 2 RTT, the TCP handshake; no TLS) and caps the downstream of all connections together with one token bucket, round-robin in 16 KiB chunks. Throttling on the server\'s side, because Chromium\'s network emulation does not reach the reader\'s fetches in Web Workers. Loose and bundled go through the same server.',
+    '- **Network:** `bench/throttled-server.mjs`: the repository\'s `serve` (HTTP/1.1; Range, Content-Type and CORS as `awake-bundle serve`) behind a relay that delays each direction by RTT/2 (a request on an open connection: 1 RTT to its first byte; a new connection\'s first request: 2 RTT, the TCP handshake; no TLS) and caps the downstream of all connections together with one token bucket, round-robin in 16 KiB chunks. Throttling on the server\'s side, which charges a new connection its handshake and treats every requester alike (a service worker\'s fetches escape Chromium\'s page emulation; a dedicated worker\'s, where the reader fetches, do not: `node bench/worker-emulation.mjs`). Loose and bundled go through the same server.',
     '- **Requests, MB:** what the server answered for the sample (its access log: page, scripts, assets, worker fetches), until 0.5 s passed without a new request after the first frame; body bytes. Both modes load the same scripts (main.js, and for Babylon the lazy chunks it imports): the difference is the assets.',
     '- **phaser-video** = the Phaser example opened with `?video`: its preload also queues a 2.3 MB WebM (made once by Chromium\'s MediaRecorder), in a folder and so a bundle of its own, and the harbour plays it.',
     '- **Start:** when the first requests went out, in ms from navigation start, from the page\'s Resource Timing (`startTime`): loose, the first asset request; bundled, the index request, how long after the adapter\'s first call (its User Timing mark, `awake-bundle:awkbIndex` or `awake-bundle:registerAwkb`), and the first bundle request. A bundle that a reader worker fetched is not in the page\'s timeline: its time is the worker\'s `Network.requestWillBeSent` wall time (CDP) less the page\'s `timeOrigin`.',
@@ -396,13 +405,13 @@ function renderSection(parts) {
   ];
   for (const part of parts) {
     out.push(`### ${part.label ? `${part.label}: ` : ''}code ${codeLine(part.code)}`, '');
-    out.push(`${machineLine(part.machine)} Measured ${part.startedAt.slice(0, 10)}.`, '');
+    out.push(`${machineLine(part.machine)} Measured ${part.startedAt.slice(0, 10)}. ${loadLine(part.cells)}`.trimEnd(), '');
     out.push('Sites: ' + Object.values(part.sites).map((s) => `**${s.name}** main.js ${(s.mainJsBytes / MB).toFixed(2)} MB, ${s.files} files in the index (${(s.fileBytes / MB).toFixed(2)} MB) in ${s.bundles} bundles (${(s.bundleBytes / MB).toFixed(2)} MB)`).join('; ') + '.', '');
     out.push('```sh', part.command, '```', '');
-    out.push('| game | RTT | bandwidth | loose s (min–max) | bundled s (min–max) | b/l time | requests loose → bundled | b/l | MB loose → bundled | b/l | runs |', '|:--|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|');
+    out.push('| game | RTT | bandwidth | loose s (min–max) | bundled s (min–max) | b/l time | requests loose → bundled | b/l | MB loose → bundled | b/l | asset MB loose → bundled | runs |', '|:--|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|');
     for (const cell of part.cells) {
       const { loose, bundled } = cell;
-      out.push(`| ${cell.game} | ${where(cell)} | ${seconds(loose.median)} (${seconds(loose.min)}–${seconds(loose.max)}) | ${seconds(bundled.median)} (${seconds(bundled.min)}–${seconds(bundled.max)}) | ${ratio(bundled.median, loose.median)} | ${loose.requests} → ${bundled.requests} | ${ratio(bundled.requests, loose.requests)} | ${(loose.bodyBytes / MB).toFixed(2)} → ${(bundled.bodyBytes / MB).toFixed(2)} | ${ratio(bundled.bodyBytes, loose.bodyBytes)} | ${cell.rounds}${cell.reduced ? ' (a sample over 20 s)' : ''} |`);
+      out.push(`| ${cell.game} | ${where(cell)} | ${seconds(loose.median)} (${seconds(loose.min)}–${seconds(loose.max)}) | ${seconds(bundled.median)} (${seconds(bundled.min)}–${seconds(bundled.max)}) | ${ratio(bundled.median, loose.median)} | ${loose.requests} → ${bundled.requests} | ${ratio(bundled.requests, loose.requests)} | ${(loose.bodyBytes / MB).toFixed(2)} → ${(bundled.bodyBytes / MB).toFixed(2)} | ${ratio(bundled.bodyBytes, loose.bodyBytes)} | ${assetMB(loose)} → ${assetMB(bundled)} | ${cell.rounds}${cell.reduced ? ' (a sample over 20 s)' : ''} |`);
     }
     out.push('');
     if (part.cells.some((cell) => cell.bundled.start)) {
@@ -415,7 +424,36 @@ function renderSection(parts) {
       out.push('');
     }
   }
+  if (parts.length >= 2) out.push(...renderComparison(parts[0], parts.at(-1)));
   return out.join('\n');
+}
+
+const assetMB = (summary) => (summary.assetBytes === undefined ? '–' : (summary.assetBytes / MB).toFixed(2));
+
+/** The issue's aims for the example games: bundled / loose at most this, by RTT (no aim at other cells). */
+const AIMS = { 0: 0.9, 150: 0.6 };
+const aimFor = (cell) => (cell.mbit ? undefined : AIMS[cell.latencyMs]);
+
+/** The first part against the last, cell by cell, with the aims. */
+function renderComparison(before, after) {
+  const name = (part) => part.label ?? part.code.commit;
+  const out = [
+    `### ${name(before)} against ${name(after)}`,
+    '',
+    `Bundled / loose (b/l), each from its own run; aim (the issue): b/l ≤ ${AIMS[0]} at 0 ms and ≤ ${AIMS[150]} at 150 ms, no bandwidth cap.`,
+    '',
+    `| game | RTT | bandwidth | bundled s, ${name(before)} | bundled s, ${name(after)} | b/l, ${name(before)} | b/l, ${name(after)} | aim | met? |`,
+    '|:--|--:|--:|--:|--:|--:|--:|--:|:--|',
+  ];
+  for (const cell of after.cells) {
+    const old = before.cells.find((other) => other.game === cell.game && other.latencyMs === cell.latencyMs && other.mbit === cell.mbit);
+    const now = cell.bundled.median / cell.loose.median;
+    const aim = aimFor(cell);
+    const verdict = aim === undefined ? '–' : now <= aim ? 'met' : `missed by ${(now / aim).toFixed(2)}× (${seconds(cell.bundled.median - aim * cell.loose.median)} s over)`;
+    out.push(`| ${cell.game} | ${where(cell)} | ${seconds(old?.bundled.median)} | ${seconds(cell.bundled.median)} | ${old ? ratio(old.bundled.median, old.loose.median) : '–'} | ${now.toFixed(2)} | ${aim ?? '–'} | ${verdict} |`);
+  }
+  out.push('');
+  return out;
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -16,8 +16,8 @@
 // incompressible), published by the CLI with --group one into one bundle, where the first
 // member in key order is the first in the bundle (checked). A sample: a fresh Chromium (fresh
 // profile, HTTP cache off) loads a page with awake-bundle's core from the throttled server
-// (bench/throttled-server.mjs; the reader fetches in Web Workers, which Chromium's own emulation
-// does not reach), untimed: `IndexedAssetSource.open({ indexUrl, cache: null })`; timed, in the
+// (bench/throttled-server.mjs: a new connection pays its handshake, as on a network), untimed:
+// `IndexedAssetSource.open({ indexUrl, cache: null })`; timed, in the
 // page: `read('0000-first.bin')`, from the call until it resolves.
 // Bound: 2 RTT + the member's share of the transfer ((offset + size) bytes at the bandwidth;
 // none without a cap) + 30 ms.
@@ -26,7 +26,7 @@ import { cpSync, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } fr
 import { join } from 'node:path';
 import { launchFreshChromium } from './chromium.mjs';
 import {
-  codeLine, codeMeasured, commandLine, machine, machineLine, MB, median, parseBenchArgs, ratio, ROOT, runRounds, saveResults, spread, where, writeBenchmarksSection,
+  codeLine, codeMeasured, commandLine, loadLine, loadNow, machine, machineLine, MB, median, parseBenchArgs, ratio, ROOT, runRounds, saveResults, spread, where, writeBenchmarksSection,
 } from './harness.mjs';
 import { random } from './projects.mjs';
 import { startThrottledServer } from './throttled-server.mjs';
@@ -42,6 +42,10 @@ const LARGE_SIZE = (16 * MiB - FIRST.size) / LARGE_COUNT;
 /** The bound's allowance for everything but the network: the worker hop, hashing 4 KiB, the promise. */
 const SLACK_MS = 30;
 const SAMPLE_TIMEOUT_MS = 180_000;
+/** After the read, its requests are counted once none came for this long… */
+const QUIET_MS = 500;
+/** …or this long passed (the whole bundle at 20 Mbit/s takes under 7 s). */
+const ANSWER_WAIT_MS = 60_000;
 
 const PAGE_HTML = `<!doctype html><meta charset="utf-8"><title>first member</title><link rel="icon" href="data:,">
 <script type="importmap">${JSON.stringify({ imports: { 'awake-bundle': '/dist/core/index.js', '@noble/hashes/': '/node_modules/@noble/hashes/' } })}</script>
@@ -93,16 +97,32 @@ async function sample(site, server) {
       return { ms: performance.now() - started, bytes: bytes.length };
     }, site.first.path);
     if (read.bytes !== site.first.sizeBytes) throw new Error(`read ${read.bytes} bytes of ${site.first.path}, expected ${site.first.sizeBytes}`);
-    const requests = server.requests.slice(mark);
+    const requests = await answeredSince(server, mark);
     return { ms: read.ms, openMs, requests: requests.length, bodyBytes: requests.reduce((sum, entry) => sum + entry.bytes, 0) };
   } finally {
     await chromium.close();
   }
 }
 
+/**
+ * The requests the read started, once the server has answered them: its access log has a line
+ * per finished request, and a streamed read resolves long before its bundle's last byte is sent.
+ * Waits until a request is logged and QUIET_MS pass without another (at most ANSWER_WAIT_MS).
+ */
+async function answeredSince(server, mark) {
+  const deadline = Date.now() + ANSWER_WAIT_MS;
+  let seen = -1;
+  while ((server.requests.length === mark || server.requests.length !== seen) && Date.now() < deadline) {
+    seen = server.requests.length;
+    await new Promise((wake) => setTimeout(wake, QUIET_MS));
+  }
+  return server.requests.slice(mark);
+}
+
 async function runCell(site, condition, runs) {
   const server = await startThrottledServer({ root: site.dir, ...condition });
   const samples = [];
+  const loadAtStart = loadNow();
   try {
     const { rounds, reduced } = await runRounds(runs, async (round, total) => {
       const result = await sample(site, server);
@@ -112,6 +132,7 @@ async function runCell(site, condition, runs) {
     });
     return {
       ...condition, rounds, reduced,
+      load: [loadAtStart, loadNow()],
       read: spread(samples.map((s) => s.ms)),
       openMs: median(samples.map((s) => s.openMs)),
       boundMs: boundMs(site, condition),
@@ -145,14 +166,14 @@ function renderSection(parts) {
     '',
     '`npm run bench:first-member` (= `npm run build && node bench/first-member.mjs`) times `read(path)` of the first member of a 16 MiB bundle: `0000-first.bin` (4 KiB, first in key order and first in the bundle) and 15 members of 1,118,208 bytes (random bytes), published with `--group one` into one bundle. In headless Chromium (puppeteer-core; a fresh browser and profile per sample, HTTP cache off), a page loads awake-bundle\'s core, then, untimed, `IndexedAssetSource.open({ indexUrl, cache: null })` ("open"); the time is from the `read` call until it resolves, in the page (`performance.now()`).',
     '',
-    '- **Network:** `bench/throttled-server.mjs`, as in "Engines" above: `serve` behind a relay that delays each direction by RTT/2 (1 RTT per request on an open connection, 2 on a new one) and caps all downstream together (token bucket, 16 KiB chunks round-robin); on the server\'s side because the reader fetches in Web Workers, which Chromium\'s emulation does not reach.',
-    `- **Bound:** 2 RTT + the member's share of the transfer (its offset + size bytes at the bandwidth; nothing without a cap) + ${SLACK_MS} ms. "bundle at bw" is the whole bundle's transfer at the bandwidth, what a reader that waits for the whole bundle cannot beat. Requests and MB: what the server answered during the read (access log, body bytes).`,
+    '- **Network:** `bench/throttled-server.mjs`, as in "Engines" above: `serve` behind a relay that delays each direction by RTT/2 (1 RTT per request on an open connection, 2 on a new one) and caps all downstream together (token bucket, 16 KiB chunks round-robin).',
+    `- **Bound:** 2 RTT + the member's share of the transfer (its offset + size bytes at the bandwidth; nothing without a cap) + ${SLACK_MS} ms. "bundle at bw" is the whole bundle's transfer at the bandwidth, what a reader that waits for the whole bundle cannot beat. Requests and MB: what the server answered for the read (access log, body bytes), counted once it finished them: a streamed read resolves before its bundle's last byte is sent, and the rest of the bundle comes all the same (4 KiB used, the whole bundle fetched).`,
     '- Medians of 5 runs, or 3 where a sample of the first round took over 20 s.',
     '',
   ];
   for (const part of parts) {
     out.push(`### ${part.label ? `${part.label}: ` : ''}code ${codeLine(part.code)}`, '');
-    out.push(`${machineLine(part.machine)} Measured ${part.startedAt.slice(0, 10)}.`, '');
+    out.push(`${machineLine(part.machine)} Measured ${part.startedAt.slice(0, 10)}. ${loadLine(part.cells)}`.trimEnd(), '');
     out.push(`Bundle: ${part.site.members} members, ${part.site.bundleBytes.toLocaleString('en')} bytes; \`${part.site.first.path}\` at offset ${part.site.first.offset}, ${part.site.first.sizeBytes} bytes.`, '');
     out.push('```sh', part.command, '```', '');
     out.push('| RTT | bandwidth | read ms (min–max) | bound ms | ×bound | open ms | requests | MB | bundle at bw, ms | runs |', '|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|');
@@ -162,7 +183,28 @@ function renderSection(parts) {
     }
     out.push('');
   }
+  if (parts.length >= 2) out.push(...renderComparison(parts[0], parts.at(-1)));
   return out.join('\n');
+}
+
+/** The first part against the last, cell by cell; the aim is the bound itself. */
+function renderComparison(before, after) {
+  const name = (part) => part.label ?? part.code.commit;
+  const out = [
+    `### ${name(before)} against ${name(after)}`,
+    '',
+    `Aim (the issue): the first member within its bound (2 RTT + its share of the transfer + ${SLACK_MS} ms).`,
+    '',
+    `| RTT | bandwidth | read ms, ${name(before)} | read ms, ${name(after)} | bound ms | ×bound, ${name(before)} | ×bound, ${name(after)} | met? |`,
+    '|--:|--:|--:|--:|--:|--:|--:|:--|',
+  ];
+  for (const cell of after.cells) {
+    const old = before.cells.find((other) => other.latencyMs === cell.latencyMs && other.mbit === cell.mbit);
+    const over = cell.read.median - cell.boundMs;
+    out.push(`| ${where(cell)} | ${old ? ms(old.read.median) : '–'} | ${ms(cell.read.median)} | ${ms(cell.boundMs)} | ${old ? ratio(old.read.median, old.boundMs) : '–'} | ${ratio(cell.read.median, cell.boundMs)} | ${over <= 0 ? 'met' : `missed by ${ms(over)} ms`} |`);
+  }
+  out.push('');
+  return out;
 }
 
 async function main() {

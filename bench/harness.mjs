@@ -3,7 +3,7 @@
 // the writing of their section of BENCHMARKS.md.
 import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { cpus, totalmem } from 'node:os';
+import { cpus, loadavg, totalmem } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -105,6 +105,16 @@ export function machine(chromium) {
     babylon: packageVersion('@babylonjs/core'),
     node: process.version,
   };
+}
+
+/** The 1-minute load average now (2 cores: above 2 means something else wanted the CPU too). */
+export const loadNow = () => Number(loadavg()[0].toFixed(2));
+
+/** "load average 1.2–3.4 (1 min, at the start and end of each cell)" from the cells' `load` pairs, where recorded. */
+export function loadLine(cells) {
+  const values = cells.flatMap((cell) => cell.load ?? []);
+  if (values.length === 0) return '';
+  return `Load average (1 min, \`uptime\`, at the start and end of each cell): ${Math.min(...values).toFixed(1)}–${Math.max(...values).toFixed(1)} on ${cells.length} cells.`;
 }
 
 export function machineLine(m) {

@@ -9,8 +9,10 @@
 //   node bench/reader.mjs [--projects small,small4k,big,glb] [--latency 0,40,150] [--bandwidth 0,100,20]
 //                         [--cases b,b2,c1,c2,cc,e,f,a,d,bl,ba,bm,sw,sww] [--runs 5] [--extras verify,publish|none]
 //                         [--load sequential|together]
+//                         [--trace dir]              # after each cell, one more sample of each case, traced (page.tracing) into dir; not in the medians
 //                         [--out part.json]          # a part of the grid: results JSON only
 //   node bench/reader.mjs --report part1.json part2.json …   # merge parts into BENCHMARKS.md
+//   node bench/reader.mjs --report --title "Reader load, streamed" part.json   # a section of its own
 //
 // The whole grid takes hours; run it in parts in the background, one at a time (2 cores), e.g.
 //   (for p in small small4k big; do node bench/reader.mjs --projects $p --extras verify \
@@ -58,7 +60,7 @@
 import { execFileSync, spawn } from 'node:child_process';
 import { closeSync, cpSync, existsSync, mkdirSync, mkdtempSync, openSync, readFileSync, rmSync, statSync, writeFileSync, writeSync } from 'node:fs';
 import { connect, createServer } from 'node:net';
-import { cpus, tmpdir, totalmem } from 'node:os';
+import { cpus, loadavg, tmpdir, totalmem } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { zipSync } from 'fflate';
@@ -153,6 +155,8 @@ function parseOptions() {
     extras: list('extras', 'verify,publish').filter((extra) => extra !== 'none'),
     out: option('out', undefined),
     load: option('load', 'together'),
+    title: option('title', undefined),
+    trace: option('trace', undefined),
   };
   if (!['sequential', 'together'].includes(options.load)) usage('--load is sequential (prefetch, then the reads) or together (prefetch and reads at once)');
   for (const project of options.projects) if (!PROJECTS[project]) usage(`unknown project ${project} (${Object.keys(PROJECTS).join(', ')})`);
@@ -882,13 +886,22 @@ function emulate(session, latencyMs, mbit) {
 // ---------------------------------------------------------------------------------------------
 // One cell of the grid: a project under one latency and bandwidth
 
-/** One sample of one case, in a fresh Chromium. */
-async function runCase(id, project, servers, latencyMs, mbit, round, load) {
+/** What --trace records: the timeline (tasks, network, workers), V8's samples and user timing. */
+const TRACE_CATEGORIES = [
+  'devtools.timeline', 'disabled-by-default-devtools.timeline', 'disabled-by-default-devtools.timeline.stack',
+  'v8', 'v8.execute', 'disabled-by-default-v8.cpu_profiler', 'blink.user_timing', 'loading', 'toplevel',
+];
+
+/** One sample of one case, in a fresh Chromium; with `tracePath`, its timed part traced into that file. */
+async function runCase(id, project, servers, latencyMs, mbit, round, load, tracePath) {
   const spec = CASES[id];
   const { origin, counter } = servers[spec.protocol];
   const counted = async (job, input) => {
     const mark = counter.mark();
-    const sample = await view.measure(job, input);
+    if (tracePath) await view.page.tracing.start({ path: tracePath, categories: TRACE_CATEGORIES });
+    const sample = await view.measure(job, input).finally(async () => {
+      if (tracePath) await view.page.tracing.stop();
+    });
     const seen = counter.since(mark);
     return { ...sample, pageRequests: sample.requests, requests: seen.requests, transferBytes: seen.bodyBytes };
   };
@@ -1014,12 +1027,13 @@ function boundMs(id, project, parts, latencyMs) {
   return roundTrips * latencyMs + transferMs + hashMs;
 }
 
-async function runCell(project, cases, servers, latencyMs, mbit, runs, load) {
+async function runCell(project, cases, servers, latencyMs, mbit, runs, load, traceDir) {
   const samples = Object.fromEntries(cases.map((id) => [id, []]));
   const bounds = Object.fromEntries(cases.map((id) => [id, []]));
   const boundParts = [];
   let rounds = runs;
   const cellStarted = Date.now();
+  const loadAtStart = loadavg()[0];
   for (let round = 0; round < rounds; round++) {
     const parts = await measureBoundParts(project, cases, servers, latencyMs, mbit);
     boundParts.push(parts);
@@ -1037,7 +1051,20 @@ async function runCell(project, cases, servers, latencyMs, mbit, runs, load) {
     }
     if (round === 0 && rounds > 3 && cases.some((id) => samples[id][0].ms > SLOW_SAMPLE_MS)) rounds = 3;
   }
-  return summarizeCell(project, cases, latencyMs, mbit, load, samples, bounds, boundParts, (Date.now() - cellStarted) / 1000);
+  // --trace: one more sample of each case, traced, in none of the medians.
+  const traced = {};
+  if (traceDir) {
+    mkdirSync(traceDir, { recursive: true });
+    for (const id of cases) {
+      const path = join(traceDir, `${project.name}-${latencyMs}ms-${mbit || 'inf'}-${id}.json`);
+      traced[id] = { path, ms: (await runCase(id, project, servers, latencyMs, mbit, rounds, load, path)).ms };
+      process.stderr.write(`  ${project.name} ${latencyMs} ms ${mbit || '∞'} Mbit/s traced ${id}: ${(traced[id].ms / 1000).toFixed(2)} s (not counted) → ${path}\n`);
+    }
+  }
+  const cell = summarizeCell(project, cases, latencyMs, mbit, load, samples, bounds, boundParts, (Date.now() - cellStarted) / 1000);
+  // The 1-minute load average at the cell's start and end: on 2 cores, above 2 means something
+  // besides this run wanted the CPU.
+  return { ...cell, loadAverage: [loadAtStart, loadavg()[0]].map((value) => Number(value.toFixed(2))), ...(traceDir ? { traced } : {}) };
 }
 
 const median = (values) => {
@@ -1129,6 +1156,8 @@ function cellRatios(cell) {
     'c1/b': ratio(m('c1'), m('b')),
     'c1/b2': ratio(m('c1'), m('b2')),
     'c2/b2': ratio(m('c2'), m('b2')),
+    'c1/e': ratio(m('c1'), m('e')),
+    'c2/e': ratio(m('c2'), m('e')),
     'cc/c1': ratio(m('cc'), m('c1')),
     'cc2/c2': ratio(m('cc2'), m('c2')),
     'f/direct': ratio(m('f'), c.f?.boundMs),
@@ -1174,7 +1203,8 @@ function mergeParts(parts) {
   const merged = { machine: undefined, commands: [], projects: {}, verification: {}, incremental: undefined };
   for (const part of parts) {
     merged.machine = part.machine;
-    merged.commands.push(part.command);
+    // The command, and where the part says so, the code and the day it measured.
+    merged.commands.push(part.code ? `${part.command}   # ${part.code.commit}${part.code.dirty ? ' + uncommitted changes' : ''}, ${part.startedAt.slice(0, 16).replace('T', ' ')} UTC` : part.command);
     Object.assign(merged.projects, part.projects);
     Object.assign(merged.verification, part.verification);
     merged.incremental = part.incremental ?? merged.incremental;
@@ -1212,6 +1242,18 @@ function aims(merged) {
     const worst = bounded.reduce((a, b) => (b.value > a.value ? b : a));
     const over = bounded.filter((b) => b.value > 1.2);
     lines.push(`- Every bundled cold case within 1.2× of its bound: ${verdict(over.length === 0)} — worst ${worst.value.toFixed(2)}× (${worst.id}, ${where(worst.cell)}); ${over.length} of ${bounded.length} over 1.2×.`);
+  }
+  // The streamed reader's aims: c1 within 1.2× of its bound, c2 within 1.3×, and neither slower than one zip (e).
+  for (const [id, limit] of [['c1', 1.2], ['c2', 1.3]]) {
+    const values = each([id], (cell) => ({ cell, value: cell.cases[id].medianMs / cell.cases[id].boundMs }));
+    if (values.length === 0) continue;
+    const over = values.filter((v) => v.value > limit);
+    lines.push(`- ${id} within ${limit}× of its bound: ${verdict(over.length === 0)} — ${over.length} of ${values.length} cells over${over.length ? `: ${over.map((v) => `${where(v.cell)} ${v.value.toFixed(2)}×`).join('; ')}` : ''}.`);
+  }
+  const versusZip = each(['c1', 'c2'], (cell, id) => (cell.cases.e ? { cell, id, value: cell.cases[id].medianMs / cell.cases.e.medianMs } : undefined)).filter(Boolean);
+  if (versusZip.length) {
+    const slower = versusZip.filter((v) => v.value > 1);
+    lines.push(`- c1 and c2 never slower than one zip + fflate (e): ${verdict(slower.length === 0)} — ${slower.length} of ${versusZip.length} over${slower.length ? `: ${slower.map((v) => `${v.id}/e ${v.value.toFixed(2)} (${where(v.cell)})`).join('; ')}` : ''}.`);
   }
   const small40 = cells.filter((cell) => cell.project.startsWith('small') && cell.latencyMs === 40 && cell.cases.c1 && cell.cases.b);
   if (small40.length) {
@@ -1273,10 +1315,17 @@ function loadPatterns(merged) {
   return ` (\`--load ${patterns.join('/')}\`: "sequential" awaits the prefetch, cache writes included, before the reads)`;
 }
 
-function renderSection(merged) {
+function renderSection(merged, title = SECTION_TITLE) {
   const m = merged.machine;
-  const out = [SECTION_TITLE, ''];
-  out.push(
+  const out = [title, ''];
+  if (title !== SECTION_TITLE) {
+    // A section of its own (--title): the method is the main section's, said once there.
+    out.push(
+      `Measured by the same script as "${SECTION_TITLE.slice(3)}" below, in the same way (projects, servers, cases, bounds, rounds), on the cells and cases listed here only.`,
+      `Medians of ${[...new Set(merged.cells.flatMap((c) => Object.values(c.cases).map((r) => r.runs)))].sort().join(' or ')} runs; a cell with a sample over 20 s in its first round runs 3 rounds.`,
+      '',
+    );
+  } else out.push(
     '`npm run bench` (= `npm run build && node bench/reader.mjs`) loads a generated game project in',
     'headless Chromium (puppeteer-core, a fresh profile and browser per sample, HTTP cache off) from',
     '127.0.0.1 under Chromium\'s network emulation (CDP `Network.emulateNetworkConditions`: latency',
@@ -1294,9 +1343,12 @@ function renderSection(merged) {
     '- **Chromium\'s emulated rate is not the nominal one** on this machine: the one-file fetch shows the rate actually given (column "one file"); this is why every bound is measured under the same emulation instead of computed from the nominal rate.',
     '- **×bound below 1** happens and means "at the bound": the bound is one response, and several responses at once can beat it — from `serve`, one HTTP/1.1 connection is slower than six, and Chromium\'s throttle lets a few parallel requests together exceed one request\'s rate (and was far slower with a thousand requests outstanding than with 128, one more reason for the cap in b and b2). Under throttling, every case measures Chromium\'s emulation as much as a network.',
     '- **Cache writes after:** for cases with a cache, how long after the last file was in hand `source.whenStored()` (where the reader has it) resolved; not part of the load time. The warm case\'s filling load waits for it before the page reloads.',
+    '- **Workers:** the reader fetches in dedicated Web Workers. Chromium applies the page\'s emulation to their fetches, one rate shared with the page\'s own (a dedicated worker\'s target answers `Network.emulateNetworkConditions` with "Not supported": its requests go by its page\'s conditions; `node bench/worker-emulation.mjs` shows it). A service worker\'s fetches are not reached: see "Service worker" below.',
     '- **Requests, MB:** as the server saw them (serve\'s access log, nginx\'s `access_log`): requests answered and body bytes sent during the load (the reader fetches in Web Workers, which the page\'s Resource Timing does not list). **Long tasks:** `PerformanceObserver` longtask entries overlapping the load (most in any run, and the longest).',
     `- Medians of ${[...new Set(merged.cells.flatMap((c) => Object.values(c.cases).map((r) => r.runs)))].sort().join(' or ') || 'no'} runs (min–max, the "runs" column); a cell with a sample over 20 s in its first round runs 3 rounds instead of 5. Each round measures the bound first, then every case, a different case first each round.`,
     '',
+  );
+  out.push(
     `Machine: ${m.cores} cores of an \`${m.cpu}\`, ${m.memoryGiB} GiB RAM, ${m.os}; ${m.chromium} (\`/usr/bin/chromium\`, \`--headless=new\`), ${m.nginx}, puppeteer-core ${m.puppeteer}, Node ${m.node}${m.phaser ? `; Phaser ${m.phaser}, Babylon ${m.babylon}` : ''}.`,
     '',
     'Commands:',
@@ -1316,11 +1368,12 @@ function renderSection(merged) {
         out.push(`| ${cell.latencyMs} ms | ${cell.mbit ? `${cell.mbit} Mbit/s` : '∞'} | ${id} ${CASES[id].label} | ${seconds(r.medianMs)} (${seconds(r.minMs)}–${seconds(r.maxMs)}) | ${r.runs} | ${seconds(r.boundMs)} | ${ratio(r.medianMs, r.boundMs)} | ${r.requests} | ${(r.transferBytes / MB).toFixed(1)} | ${r.longTasks} (${r.longestTaskMs.toFixed(0)}) | ${r.storedAfterMs === undefined ? '–' : seconds(r.storedAfterMs)} |`);
       }
     }
-    out.push('', '| latency | bandwidth | c1/b | c1/b2 | c2/b2 | cc/c1 | f/direct | one file (effective Mbit/s) | WebCrypto MB/s | cell took |', '|--:|--:|--:|--:|--:|--:|--:|:--|--:|--:|');
+    out.push('', '| latency | bandwidth | c1/b | c1/b2 | c2/b2 | c1/e | c2/e | cc/c1 | f/direct | one file (effective Mbit/s) | WebCrypto MB/s | cell took | load average |', '|--:|--:|--:|--:|--:|--:|--:|--:|--:|:--|--:|--:|--:|');
     for (const cell of cells) {
       const r = cellRatios(cell);
       const oneFile = Object.entries(cell.oneFileMs).map(([protocol, ms]) => `${protocol} ${seconds(ms)} s (${effectiveMbit(cell, ms)})`).join(', ');
-      out.push(`| ${cell.latencyMs} ms | ${cell.mbit ? `${cell.mbit} Mbit/s` : '∞'} | ${r['c1/b']} | ${r['c1/b2']} | ${r['c2/b2']} | ${r['cc/c1']} | ${r['f/direct']} | ${oneFile} | ${cell.hashMBps.toFixed(0)} | ${cell.seconds.toFixed(0)} s |`);
+      const load = cell.loadAverage ? cell.loadAverage.map((value) => value.toFixed(1)).join(' → ') : '–';
+      out.push(`| ${cell.latencyMs} ms | ${cell.mbit ? `${cell.mbit} Mbit/s` : '∞'} | ${r['c1/b']} | ${r['c1/b2']} | ${r['c2/b2']} | ${r['c1/e']} | ${r['c2/e']} | ${r['cc/c1']} | ${r['f/direct']} | ${oneFile} | ${cell.hashMBps.toFixed(0)} | ${cell.seconds.toFixed(0)} s | ${load} |`);
     }
     out.push('');
   }
@@ -1402,22 +1455,22 @@ function renderServiceWorker(merged) {
   return out;
 }
 
-function writeBenchmarks(merged) {
+function writeBenchmarks(merged, title = SECTION_TITLE) {
   const path = join(ROOT, 'BENCHMARKS.md');
   const text = readFileSync(path, 'utf8');
-  const section = renderSection(merged);
-  const start = text.indexOf(SECTION_TITLE);
+  const section = renderSection(merged, title);
+  const start = text.indexOf(`${title}\n`);
   let next;
   if (start === -1) {
     // A new top section, right after the title.
     const afterTitle = text.indexOf('\n## ');
     next = afterTitle === -1 ? `${text.trimEnd()}\n\n${section}\n` : `${text.slice(0, afterTitle + 1)}${section}\n${text.slice(afterTitle + 1)}`;
   } else {
-    const end = text.indexOf('\n## ', start + SECTION_TITLE.length);
+    const end = text.indexOf('\n## ', start + title.length);
     next = `${text.slice(0, start)}${section}\n${end === -1 ? '' : text.slice(end + 1)}`;
   }
   writeFileSync(path, next);
-  console.error(`wrote ${path} (section "${SECTION_TITLE.slice(3)}")`);
+  console.error(`wrote ${path} (section "${title.slice(3)}")`);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1442,10 +1495,20 @@ function machine(chromium) {
   };
 }
 
+/** The commit measured, and whether tracked files had changes on top of it. */
+function codeMeasured() {
+  const git = (...command) => execFileSync('git', command, { cwd: ROOT, encoding: 'utf8' }).trim();
+  try {
+    return { commit: git('rev-parse', '--short', 'HEAD'), dirty: git('status', '--porcelain', '--untracked-files=no') !== '' };
+  } catch {
+    return undefined;
+  }
+}
+
 async function runGrid(options) {
   if (!existsSync(CLI)) throw new Error('dist/ is missing: run `npm run build` first (npm run bench does)');
   const command = `node bench/reader.mjs ${args.join(' ')}`.trim();
-  const part = { command, startedAt: new Date().toISOString(), machine: undefined, projects: {}, cells: [], verification: {}, incremental: undefined };
+  const part = { command, startedAt: new Date().toISOString(), code: codeMeasured(), machine: undefined, projects: {}, cells: [], verification: {}, incremental: undefined };
   const needsH2 = options.cases.some((id) => CASES[id].protocol === 'h2');
   const save = () => {
     const path = options.out ?? join(BENCH_DIR, 'last.json');
@@ -1477,7 +1540,7 @@ async function runGrid(options) {
       }
       for (const latencyMs of cases.length > 0 ? options.latencies : []) {
         for (const mbit of options.bandwidths) {
-          const cell = await runCell(project, cases, servers, latencyMs, mbit, options.runs, options.load);
+          const cell = await runCell(project, cases, servers, latencyMs, mbit, options.runs, options.load, options.trace);
           part.cells.push(cell);
           printCell(cell);
           save();
@@ -1514,7 +1577,7 @@ async function main() {
     if (options.report) {
       const files = args.filter((arg) => arg.endsWith('.json'));
       if (files.length === 0) usage('--report takes the results files to merge: --report a.json b.json');
-      writeBenchmarks(mergeParts(files.map((file) => JSON.parse(readFileSync(file, 'utf8')))));
+      writeBenchmarks(mergeParts(files.map((file) => JSON.parse(readFileSync(file, 'utf8')))), options.title ? `## ${options.title}` : SECTION_TITLE);
       return;
     }
     await runGrid(options);

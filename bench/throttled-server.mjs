@@ -1,6 +1,7 @@
-// A folder served over HTTP/1.1 through a throttled link, for the benchmarks that Chromium's own
-// network emulation cannot measure: CDP's Network.emulateNetworkConditions does not reach the
-// fetches of dedicated or service workers, and the reader fetches its bundles in Web Workers.
+// A folder served over HTTP/1.1 through a throttled link, for the benchmarks that want a network
+// Chromium's own emulation does not model: CDP's Network.emulateNetworkConditions adds latency per
+// request but charges no handshake to a new connection, and it does not reach a service worker's
+// fetches (a dedicated worker's, where the reader fetches, it does: bench/worker-emulation.mjs).
 // Throttling on the server's side treats every request alike, whoever makes it.
 //
 // The model: the repository's own `serve` (startStaticServer: Content-Type, single and multiple
