@@ -80,8 +80,11 @@ export class VerifiedCache {
     if (!cache) return undefined;
     const store = this.workerStore();
     const here = () => (cache.hasMany ? cache.hasMany(shas) : Promise.all(shas.map((sha256) => hasOne(cache, sha256))));
-    // Asked in a worker where one can see the store: the page then touches no store at all.
-    const ask = store ? async () => (await (this.#pool as WorkerDigestPool).hasStored(store, shas)) ?? here() : here;
+    // Asked in a worker where one can see the store: the page then touches no store at all. Until
+    // a worker has answered (a cold page), on this thread: one key-only transaction, so that the
+    // first bundle requests wait for no worker to start (issue 22).
+    const pool = this.#pool as WorkerDigestPool;
+    const ask = store && pool.usingWorkers === true ? async () => (await pool.hasStored(store, shas)) ?? here() : here;
     const answers = await this.#call('has', shas, ask);
     return answers ? new Set(shas.filter((_, i) => answers[i])) : undefined;
   }
