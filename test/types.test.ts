@@ -29,23 +29,26 @@ test('TypeScript 5.7 type-checks a consumer of awake-bundle, /node, /phaser, /ba
  * (`CreateAudioEngineAsync`, `CreateSoundAsync` with a URL below the root, as the Babylon sound
  * test plays them) exist with those arguments. Only a Babylon example's `scene` is declared.
  */
-test('the README\'s Phaser and Babylon examples type-check as written', () => {
+test('the README\'s and the guides\' Phaser and Babylon examples type-check as written', () => {
   const readme = readFileSync(join(REPO, 'README.md'), 'utf8');
+  const guides = { Phaser: readFileSync(join(REPO, 'docs/phaser.md'), 'utf8'), Babylon: readFileSync(join(REPO, 'docs/babylon.md'), 'utf8') };
   const dir = join(REPO, 'build', 'readme-examples');
   rmSync(dir, { recursive: true, force: true });
   mkdirSync(dir, { recursive: true });
   const files: string[] = [];
   for (const [section, preamble] of [['Phaser', ''], ['Babylon', "import type { Scene } from '@babylonjs/core/scene.js';\ndeclare const scene: Scene;\n"]] as const) {
     // Whole modules only: the blocks that start with their imports (fragments such as a lone preload() are left out).
-    const blocks = codeBlocks(sectionOf(readme, section)).filter((block) => block.startsWith('import '));
-    expect(blocks.length).toBeGreaterThan(0);
-    blocks.forEach((block, i) => {
-      const file = `${section.toLowerCase()}-${i + 1}.ts`;
-      writeFileSync(join(dir, file), `${preamble}${block}\nexport {};\n`);
-      files.push(file);
-    });
+    for (const [prefix, document] of [['', guides[section]], ['readme-', readme]] as const) {
+      const blocks = codeBlocks(sectionOf(document, section)).filter((block) => block.startsWith('import '));
+      expect(blocks.length).toBeGreaterThan(0);
+      blocks.forEach((block, i) => {
+        const file = `${prefix}${section.toLowerCase()}-${i + 1}.ts`;
+        writeFileSync(join(dir, file), `${preamble}${block}\nexport {};\n`);
+        files.push(file);
+      });
+    }
   }
-  expect(files).toEqual(['phaser-1.ts', 'babylon-1.ts', 'babylon-2.ts']);
+  expect(files).toEqual(['phaser-1.ts', 'readme-phaser-1.ts', 'babylon-1.ts', 'babylon-2.ts', 'readme-babylon-1.ts']);
   writeFileSync(join(dir, 'tsconfig.json'), JSON.stringify({
     compilerOptions: { target: 'ES2022', module: 'NodeNext', moduleResolution: 'NodeNext', lib: ['ES2022', 'DOM', 'DOM.Iterable'], types: [], strict: true, noEmit: true, skipLibCheck: true },
     files,
@@ -55,7 +58,7 @@ test('the README\'s Phaser and Babylon examples type-check as written', () => {
   expect(result.status).toBe(0);
 }, 120_000);
 
-/** The text of the README's `## <name>` section, up to the next `## ` heading. */
+/** The text of a document's `## <name>` section, up to the next `## ` heading. */
 function sectionOf(readme: string, name: string): string {
   const start = readme.indexOf(`\n## ${name}\n`);
   expect(start).toBeGreaterThanOrEqual(0);

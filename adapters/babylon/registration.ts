@@ -96,7 +96,7 @@ export class AwkbRegistration {
   }
 
   /**
-   * Posts the recorded loads now, when a development server asked for them (README "Record
+   * Posts the recorded loads now, when a development server asked for them (docs/build-plugins.md "Record
    * loads"); they are also posted once reads have settled for a moment, and on `beginLoad`.
    * Resolves with whether anything was posted.
    */

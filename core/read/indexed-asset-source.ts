@@ -101,7 +101,7 @@ export interface OpenOptions {
   /**
    * Bytes of fetched contents that no read has asked for yet, kept in memory for the reads to
    * come (default 64 MiB; the oldest leave first). Contents a prefetch asked for are kept until
-   * read whatever this says. See README "Memory, prefetch and the cache".
+   * read whatever this says. See docs/reader.md "Memory, prefetch and the cache".
    */
   pendingBytes?: number;
   /**

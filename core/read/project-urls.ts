@@ -111,7 +111,7 @@ export interface MisrootedFilesOptions {
 }
 
 /**
- * The silent misconfiguration of a wrong `root` (README "Phaser", "Babylon"): a game asks for
+ * The silent misconfiguration of a wrong `root` (docs/phaser.md, docs/babylon.md): a game asks for
  * `assets/…` while the index sits in `published/` and lists `atlas/…`, so with the default root
  * every file quietly loads loose. An adapter tells this of every URL that loaded loose; when the
  * tails of such URLs are index paths, one warning names the `root` that would serve them from

@@ -63,7 +63,7 @@ export interface AwakeBundleBuildOptions {
   /** Warnings of a publish (case collisions let through); default: the plugin's logger. */
   onWarning?: (message: string) => void;
   /**
-   * Development only: the dev server collects the loads the game records (README "Record loads
+   * Development only: the dev server collects the loads the game records (docs/build-plugins.md "Record loads
    * in development"). Its index answer asks the adapters for them, and `POST
    * <base>__awake-bundle/loads` merges what they post into the loads file, first use first:
    * `true` for `awkb-loads.json` in the project root (webpack's `context`, Vite's `root`), or
