@@ -26,6 +26,7 @@ export class IndexView {
   readonly #looseBySha = new Map<string, Entry[]>();
   readonly #bySha = new Map<string, Entry>();
   readonly #plans = new Map<string, BundleStreamPlan | undefined>();
+  readonly #filesBySha = new Map<string, Map<string, Entry[]>>();
   readonly #resolved = new Map<string, string>();
 
   constructor(index: ProjectIndex, indexUrl: string | undefined, base: string | undefined) {
@@ -122,6 +123,17 @@ export class IndexView {
   /** The files a load brings contents for. */
   filesOf(loadKey: string): Entry[] {
     return this.#bundles.has(loadKey) ? this.membersOf(loadKey) : (this.#looseBySha.get(loadKey.slice(LOOSE_PREFIX.length)) ?? []);
+  }
+
+  /** The files of a load that hold `sha256` (indexed once per load: a load's contents arrive one by one). */
+  filesWith(loadKey: string, sha256: string): readonly Entry[] {
+    let bySha = this.#filesBySha.get(loadKey);
+    if (!bySha) {
+      bySha = new Map();
+      for (const file of this.filesOf(loadKey)) pushTo(bySha, file.sha256, file);
+      this.#filesBySha.set(loadKey, bySha);
+    }
+    return bySha.get(sha256) ?? [];
   }
 
   /** The bytes one load downloads whole: its bundle's listed size, or its loose file's. */

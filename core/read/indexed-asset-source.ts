@@ -737,8 +737,7 @@ export class IndexedAssetSource {
     if (load.arrived.has(sha256)) return; // again, from a retry
     let reads = 0;
     let pins = 0;
-    for (const file of hold ? this.view.filesOf(load.key) : []) {
-      if (file.sha256 !== sha256) continue;
+    for (const file of hold ? this.view.filesWith(load.key, sha256) : []) {
       reads++;
       if (this.asked.has(entryKey(file))) pins++;
     }
@@ -750,7 +749,7 @@ export class IndexedAssetSource {
   private keepWhole(bundleSha: string, accepted: Accepted, contents: Map<string, Uint8Array>): void {
     void this.cache.store(accepted.forCache, accepted.stored);
     for (const [sha256, bytes] of contents) {
-      const files = this.view.membersOf(bundleSha).filter((file) => file.sha256 === sha256);
+      const files = this.view.filesWith(bundleSha, sha256);
       this.held.put(sha256, bytes, files.length, files.filter((file) => this.asked.has(entryKey(file))).length);
     }
   }
