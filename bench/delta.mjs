@@ -179,7 +179,6 @@ function table(results) {
   const { changedFiles, changedBytes, changedBundles, changedBundleBytes, bundles, indexBytes, latencyMs: latency, mbit: rate, runs: n } = results.setup;
   const mb = (bytes) => (bytes / MB).toFixed(3);
   const rows = results.cases.map((c) => `| ${c.label} | ${(c.ms / 1000).toFixed(2)} (${(c.minMs / 1000).toFixed(2)}–${(c.maxMs / 1000).toFixed(2)}) | ${c.requests} | ${c.bundleRequests} (${c.partial} × 206) | ${c.maxPerBundle} | ${mb(c.bytes)} | ${mb(c.bundleBytes)} | ${(c.bundleBytes / changedBytes).toFixed(3)} | ${((c.bytes) / (changedBytes + indexBytes)).toFixed(3)} |`);
-  const delta = results.cases.find((c) => c.id === 'delta');
   const aimBytes = 1.1 * changedBytes + indexBytes;
   return [
     `v2 changes ${changedFiles} of 4,000 files (every 100th: ${changedBundles} of ${bundles} bundles change, ${mb(changedBundleBytes)} MB together); the changed files hold ${mb(changedBytes)} MB; v2's index is ${mb(indexBytes)} MB. ${latency} ms latency and ${rate > 0 ? `${rate} Mbit/s` : 'no rate limit'} (Chromium's emulation); medians of ${n} runs, each on a fresh profile whose IndexedDB holds v1.`,

@@ -1381,7 +1381,7 @@ function renderSection(merged, title = SECTION_TITLE) {
   out.push(...renderServiceWorker(merged));
   const verification = Object.values(merged.verification);
   if (verification.length) {
-    out.push('### Verification speed', '', 'Every bundle fetched into the page first, then verified from memory, all bundles at once (`Promise.all`; median of 5 rounds): the reader\'s path (column "path": \`acceptBundle\` in the shared worker pool, hashing each byte once, where core exports it; else \`verifyBundle\`, which hashes the whole bundle and then each member) against one raw WebCrypto `digest` per bundle and `@noble/hashes` `sha256` per bundle (synchronous, one after another); MB of bundle bytes per second.', '');
+    out.push('### Verification speed', '', 'Every bundle fetched into the page first, then verified from memory, all bundles at once (`Promise.all`; median of 5 rounds): the reader\'s path (column "path": `acceptBundle` in the shared worker pool, hashing each byte once, where core exports it; else `verifyBundle`, which hashes the whole bundle and then each member) against one raw WebCrypto `digest` per bundle and `@noble/hashes` `sha256` per bundle (synchronous, one after another); MB of bundle bytes per second.', '');
     out.push('| project | path | bundles | MB | reader path MB/s | WebCrypto MB/s | @noble/hashes MB/s | reader / WebCrypto |', '|:--|:--|--:|--:|--:|--:|--:|--:|');
     for (const v of verification) out.push(`| ${v.project} | ${v.path ?? 'verifyBundle'} | ${v.bundles} | ${(v.bytes / MB).toFixed(1)} | ${v.readerMBps.toFixed(0)} | ${v.webcryptoMBps.toFixed(0)} | ${v.nobleMBps.toFixed(0)} | ${((v.readerMBps / v.webcryptoMBps) * 100).toFixed(0)}% |`);
     out.push('');

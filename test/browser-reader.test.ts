@@ -11,7 +11,6 @@ import { launchBrowser, reloadHarness, startRepoServer, TESTED_BROWSERS, type La
 import { FIXTURES, runCli, temporaryDir } from './helpers/cli';
 import { seededBytes, writeTree } from './helpers/trees';
 
-const TREE = join(FIXTURES, 'trees/small');
 const loose = JSON.parse(readFileSync(join(FIXTURES, 'trees/small.loose.index.json'), 'utf8'));
 const PATHS: string[] = loose.files.map((file: { path: string }) => file.path);
 const EXPECTED_SHA = Object.fromEntries(loose.files.map((file: { path: string; sha256: string }) => [file.path, file.sha256]));

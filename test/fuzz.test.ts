@@ -452,7 +452,7 @@ function guarded<T>(call: () => T): T {
   try {
     return guardScript.runInContext(guardContext, { timeout: CALL_GUARD_MS }) as T;
   } catch (error) {
-    if ((error as { code?: string }).code === 'ERR_SCRIPT_EXECUTION_TIMEOUT') throw new Error(`one call ran past ${CALL_GUARD_MS} ms: super-linear work`);
+    if ((error as { code?: string }).code === 'ERR_SCRIPT_EXECUTION_TIMEOUT') throw new Error(`one call ran past ${CALL_GUARD_MS} ms: super-linear work`, { cause: error });
     throw error;
   } finally {
     guardContext.call = undefined;

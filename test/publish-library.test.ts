@@ -5,7 +5,7 @@
  */
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { InvalidOptionError, PublishInputError } from '../core/index.js';
+import { InvalidOptionError } from '../core/index.js';
 import { looseFileLocator, looseIndexFromFolder, NodeFolderCache, publishFolder, publishToDirectory, verifyPublished } from '../core/node/index.js';
 import { temporaryDir } from './helpers/cli.js';
 import { seededBytes, sha256Hex, temporaryFilesIn, writeTree } from './helpers/trees.js';

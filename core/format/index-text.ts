@@ -44,11 +44,23 @@ export function invalidUtf8At(bytes: Uint8Array, from = 0): { offset: number; le
     let low = 0x80;
     let high = 0xbf;
     if (lead >= 0xc2 && lead <= 0xdf) need = 1;
-    else if (lead === 0xe0) (need = 2), (low = 0xa0);
-    else if (lead === 0xed) (need = 2), (high = 0x9f);
+    else if (lead === 0xe0) {
+      need = 2;
+      low = 0xa0;
+    }
+    else if (lead === 0xed) {
+      need = 2;
+      high = 0x9f;
+    }
     else if (lead >= 0xe1 && lead <= 0xef) need = 2;
-    else if (lead === 0xf0) (need = 3), (low = 0x90);
-    else if (lead === 0xf4) (need = 3), (high = 0x8f);
+    else if (lead === 0xf0) {
+      need = 3;
+      low = 0x90;
+    }
+    else if (lead === 0xf4) {
+      need = 3;
+      high = 0x8f;
+    }
     else if (lead >= 0xf1 && lead <= 0xf3) need = 3;
     else return { offset: i, length: 1 };
     let j = i + 1;

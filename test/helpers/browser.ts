@@ -199,7 +199,6 @@ export async function reloadHarness(page: Page): Promise<void> {
 
 /** For the page's type: `harnessImport` as test code sees it inside `page.evaluate`. */
 declare global {
-  // eslint-disable-next-line no-var
   var harnessImport: (specifier: string) => Promise<any>;
 }
 

@@ -74,7 +74,6 @@ export function startWebpackServe(config: string, cwd: string, args: string[] = 
   return new Promise((resolve, reject) => {
     const onData = (chunk: Buffer) => {
       output += chunk.toString('utf8');
-      // eslint-disable-next-line no-control-regex
       const match = /Loopback:\s*(http:\/\/127\.0\.0\.1:\d+\/)/.exec(output.replace(/\u001b\[[0-9;]*m/g, ''));
       if (match) resolve({ url: match[1]!, process: child, output: () => output, stop });
     };
