@@ -1,25 +1,42 @@
 /**
  * The package as users get it: `npm pack`, installed into a fresh project, where `npx awake-bundle`
- * runs and `awake-bundle` / `awake-bundle/node` import from ESM.
+ * runs and `awake-bundle` / `awake-bundle/node` import from ESM; and npm resolves it beside the
+ * oldest Vite and webpack-dev-server of its peer ranges (issue 21: Vite 5 met ERESOLVE).
  */
 import { execFileSync, spawnSync } from 'node:child_process';
 import { existsSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Script } from 'node:vm';
 import { FIXTURES, REPO, temporaryDir } from './helpers/cli';
+import { installedVersion } from './helpers/peer-versions';
 
 const npm = process.platform === 'win32' ? 'npm.cmd' : 'npm';
 let project: string;
+let tarball: string;
 
 beforeAll(() => {
   const packDir = temporaryDir('awkb-pack-');
   // --ignore-scripts: dist/ is already built by `npm test`; packing must not rebuild it mid-run.
   execFileSync(npm, ['pack', '--ignore-scripts', '--pack-destination', packDir], { cwd: REPO, stdio: 'pipe' });
-  const tarball = join(packDir, readdirSync(packDir).find((name) => name.endsWith('.tgz'))!);
+  tarball = join(packDir, readdirSync(packDir).find((name) => name.endsWith('.tgz'))!);
   project = temporaryDir('awkb-user-');
   writeFileSync(join(project, 'package.json'), JSON.stringify({ name: 'a-game', version: '1.0.0', private: true, type: 'module' }));
   execFileSync(npm, ['install', '--prefer-offline', '--no-audit', '--no-fund', tarball], { cwd: project, stdio: 'pipe' });
 }, 180_000);
+
+test('a project with Vite 5, webpack 5 and webpack-dev-server 4 resolves the package without ERESOLVE (its optional peers admit them)', () => {
+  // The resolution npm install does (and where ERESOLVE is raised), without fetching the packages:
+  // the versions this repository tests, from its node_modules aliases.
+  const dir = temporaryDir('awkb-peers-');
+  const wanted = { vite: installedVersion('vite5'), webpack: installedVersion('webpack'), 'webpack-dev-server': installedVersion('webpack-dev-server4') };
+  writeFileSync(join(dir, 'package.json'), JSON.stringify({ name: 'a-vite-5-game', version: '1.0.0', private: true, devDependencies: { ...wanted, 'awake-bundle': `file:${tarball}` } }));
+  const result = spawnSync(npm, ['install', '--package-lock-only', '--prefer-offline', '--no-audit', '--no-fund'], { cwd: dir, encoding: 'utf8', timeout: 120_000 });
+  expect(result.stderr).not.toContain('ERESOLVE');
+  expect(result.status).toBe(0);
+  const lock = JSON.parse(readFileSync(join(dir, 'package-lock.json'), 'utf8')) as { packages: Record<string, { version?: string }> };
+  expect(Object.fromEntries(Object.keys(wanted).map((name) => [name, lock.packages[`node_modules/${name}`]?.version]))).toEqual(wanted);
+  expect(lock.packages['node_modules/awake-bundle']?.version).toBe(JSON.parse(readFileSync(join(REPO, 'package.json'), 'utf8')).version);
+}, 120_000);
 
 test('npx awake-bundle publishes in a project that installed the package', () => {
   const out = join(project, 'published');

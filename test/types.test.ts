@@ -5,9 +5,10 @@
  * `Uint8Array<ArrayBuffer>` with TS2315).
  */
 import { spawnSync } from 'node:child_process';
-import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
-import { REPO } from './helpers/cli';
+import { copyFileSync, cpSync, mkdirSync, readFileSync, realpathSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
+import { join, sep } from 'node:path';
+import { REPO, temporaryDir } from './helpers/cli';
+import { TESTED_VITES } from './helpers/peer-versions';
 
 const OLDEST_TYPESCRIPT = join(REPO, 'node_modules/typescript57/bin/tsc');
 
@@ -21,6 +22,43 @@ test('TypeScript 5.7 type-checks a consumer of awake-bundle, /node, /phaser, /ba
   // (node_modules may be a link to another checkout's: its errors then name ../<checkout>/node_modules/phaser/.)
   const ours = errors.filter((line) => !/^(\.\.\/[^/]+\/)?node_modules\/phaser\//.test(line));
   expect(ours).toEqual([]);
+}, 120_000);
+
+/**
+ * The peer range, in types: a user's `vite.config.ts` passing `awakeBundle()` to `defineConfig`
+ * type-checks whichever Vite of the range (5, 6, 7, 8) the project installs as `vite`, since the
+ * declarations name only Vite's `Plugin` type, which is then that Vite's. The package is a copy of
+ * its declarations in the project's node_modules (a link would resolve `vite` from this
+ * repository's real path, its own Vite 8).
+ */
+test.each(TESTED_VITES)('TypeScript 5.7 type-checks a vite.config.ts with awakeBundle() against %s\'s types (Vite %d)', (alias) => {
+  const dir = temporaryDir('awkb-vite-types-');
+  const installed = join(dir, 'node_modules/awake-bundle');
+  cpSync(join(REPO, 'dist'), join(installed, 'dist'), { recursive: true, filter: (source) => statSync(source).isDirectory() || source.endsWith('.d.ts') });
+  copyFileSync(join(REPO, 'package.json'), join(installed, 'package.json'));
+  for (const [name, target] of [['vite', alias], ['@types', '@types'], ['@noble', '@noble']]) symlinkSync(join(REPO, 'node_modules', target), join(dir, 'node_modules', name), 'dir');
+  writeFileSync(join(dir, 'package.json'), JSON.stringify({ name: 'a-vite-game', private: true, type: 'module' }));
+  writeFileSync(join(dir, 'vite.config.ts'), [
+    "import { defineConfig, type Plugin } from 'vite';",
+    "import { awakeBundle } from 'awake-bundle/vite';",
+    "const plugin: Plugin = awakeBundle({ assets: 'assets', output: 'published', recordLoads: true, serviceWorker: true });",
+    "export default defineConfig({ base: '/game/', plugins: [plugin, awakeBundle({ assets: 'more' })] });",
+    '',
+  ].join('\n'));
+  // skipLibCheck: Vite's own declarations are checked by Vite, not here.
+  writeFileSync(join(dir, 'tsconfig.json'), JSON.stringify({
+    compilerOptions: { target: 'ES2022', module: 'NodeNext', moduleResolution: 'NodeNext', lib: ['ES2022', 'DOM'], types: ['node'], strict: true, noEmit: true, skipLibCheck: true },
+    files: ['vite.config.ts'],
+  }));
+  const result = spawnSync(process.execPath, [OLDEST_TYPESCRIPT, '-p', join(dir, 'tsconfig.json'), '--listFiles'], { cwd: dir, encoding: 'utf8' });
+  rmSync(dir, { recursive: true, force: true }); // its links are removed, not followed
+  expect(result.stdout.split('\n').filter((line) => /error TS\d+/.test(line))).toEqual([]);
+  expect(result.status).toBe(0);
+  // Every Vite declaration in the program is this Vite's.
+  const vite = realpathSync(join(REPO, 'node_modules', alias)) + sep;
+  const viteEntries = result.stdout.split('\n').filter((line) => line.endsWith(`${sep}dist${sep}node${sep}index.d.ts`) && /[\\/]vite\d?[\\/]/.test(line));
+  expect(viteEntries.length).toBeGreaterThan(0);
+  expect(viteEntries.filter((file) => !file.startsWith(vite))).toEqual([]);
 }, 120_000);
 
 /**

@@ -8,6 +8,9 @@
  *   no bundle again; a folder the CLI refuses fails the build with the CLI's message.
  * - `vite` answers a formatVersion 2 index whose hashes match the files it serves, and lists a
  *   file's new hash once it changed on disk; the Phaser example game runs against it in Chromium.
+ * - Every Vite in the peer range (5, 6, 7, 8; test/helpers/peer-versions.ts), each installed as
+ *   the project's own `vite`: a build publishes what the CLI publishes and preloads the first
+ *   load, and the dev server answers the loose index, its files and the recordLoads endpoint.
  */
 import { createHash } from 'node:crypto';
 import { existsSync, lstatSync, readdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
@@ -15,6 +18,7 @@ import { join, sep } from 'node:path';
 import { launchBrowser, type LaunchedBrowser } from './helpers/browser';
 import { importGraph } from './helpers/imports';
 import { REPO, runCli } from './helpers/cli';
+import { installedVersion, TESTED_VITES } from './helpers/peer-versions';
 import { createViteProject, removeViteProjects, runVite, spawnVite, startVite, temporaryViteDir, type RunningVite, type ViteProject } from './helpers/vite-project';
 
 const sha256 = (bytes: Uint8Array) => createHash('sha256').update(bytes).digest('hex');
@@ -399,6 +403,60 @@ describe('the Phaser example game on the Vite dev server, in Chromium', () => {
       loads: [{ name: 'preload', paths: [...recorded.loads[0].paths, 'images/kenney/coin.png'] }, { name: 'harbour', paths: ['images/kenney/coin.png'] }],
     });
   }, 120_000);
+});
+
+/**
+ * The peer range, tested: each Vite major of package.json's `peerDependencies.vite` runs the
+ * plugin as the project's own `vite` (a link to this repository's alias, e.g. node_modules/vite5,
+ * which resolves its own esbuild and Rollup). One build and one dev server each: the other tests
+ * above run on the devDependency (Vite 8).
+ */
+describe.each(TESTED_VITES)('Vite %s (major %d) as the project\'s vite', (alias, major) => {
+  const loads = { formatVersion: 1, loads: [{ name: 'title', paths: ['images/kenney/coin.png', 'atlas/emoji/emoji.json'] }] };
+  let project: ViteProject;
+
+  beforeAll(() => {
+    project = createViteProject({ assets: exampleAssets(), plugin: { assets: 'assets', recordLoads: true }, config: "base: '/game/',", files: { 'awkb-loads.json': JSON.stringify(loads) }, vite: alias });
+  });
+
+  test('vite build publishes what the CLI publishes, and the built page preloads the index and the first load\'s bundles', () => {
+    const version = installedVersion(alias);
+    expect(version.split('.')[0]).toBe(String(major));
+    const build = expectBuilt(project);
+    // This Vite ran the build (it prints its version), and the plugin published.
+    expect(build.output).toContain(`vite v${version} building`);
+    expect(build.output).toMatch(/awake-bundle: published assets into dist\/published: \d+ bundles, \d+ written/);
+    const published = join(project.dir, 'dist/published');
+    expect(treeHashes(published)).toEqual(treeHashes(publishWithCli(project.assets, ['--loads', join(project.dir, 'awkb-loads.json'), '--group', 'folder'])));
+    const index = JSON.parse(readFileSync(join(published, 'project.index.json'), 'utf8')) as { files: { path: string; bundle: string }[]; bundles: { sha256: string; url: string }[] };
+    const firstLoad = [...new Set(loads.loads[0]!.paths.map((path) => index.files.find((file) => file.path === path)!.bundle))];
+    const expected = ['/game/published/project.index.json', ...firstLoad.map((sha) => `/game/published/${index.bundles.find((bundle) => bundle.sha256 === sha)!.url}`)];
+    const html = readFileSync(join(project.dir, 'dist/index.html'), 'utf8');
+    const preloads = [...html.matchAll(/<link rel="preload" as="fetch" crossorigin(?:="")? href="([^"]+)">/g)].map((match) => match[1]);
+    expect(preloads).toEqual(expected);
+  });
+
+  test('vite (the dev server) answers the loose index under the base, its files, and the recordLoads endpoint', async () => {
+    const dev = await startVite(project.dir, 'dev');
+    try {
+      expect(dev.output()).toContain(`VITE v${installedVersion(alias)}`);
+      const indexUrl = new URL('published/project.index.json', dev.url);
+      const answer = await fetch(indexUrl);
+      expect(answer.status).toBe(200);
+      expect(answer.headers.get('x-awake-bundle-loads')).toBe('/game/__awake-bundle/loads');
+      const index = (await answer.json()) as LooseIndexJson;
+      expect(index.formatVersion).toBe(2);
+      expect(index.files.map((file) => file.path)).toEqual([...EXAMPLE_FILES].sort());
+      const coin = index.files.find((file) => file.path === 'images/kenney/coin.png')!;
+      const served = new Uint8Array(await (await fetch(new URL(coin.url, indexUrl))).arrayBuffer());
+      expect(sha256(served)).toBe(coin.sha256);
+      const posted = await fetch(new URL('__awake-bundle/loads', dev.url), { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ formatVersion: 1, loads: [{ name: 'level', paths: ['tilemap/tilemaps/simple-map.json'] }] }) });
+      expect(posted.status).toBe(204);
+      expect(JSON.parse(readFileSync(join(project.dir, 'awkb-loads.json'), 'utf8'))).toEqual({ formatVersion: 1, loads: [...loads.loads, { name: 'level', paths: ['tilemap/tilemaps/simple-map.json'] }] });
+    } finally {
+      await dev.close();
+    }
+  });
 });
 
 describe('awake-bundle/vite as a package entry', () => {

@@ -2,7 +2,8 @@
  * `awake-bundle/webpack`: a small project built with webpack 5 (webpack-cli, as users run it)
  * publishes its asset folder into the build output byte for byte as the CLI does, writes no
  * bundle again on the next build, fails the build naming an unsafe input; `webpack serve`
- * answers the same index URL with a loose index that follows the files on disk.
+ * answers the same index URL with a loose index that follows the files on disk, on each
+ * webpack-dev-server of the peer range (4 and 5; test/helpers/peer-versions.ts).
  */
 import { spawnSync } from 'node:child_process';
 import { readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
@@ -10,6 +11,7 @@ import { join } from 'node:path';
 import { REPO, runCli, temporaryDir } from './helpers/cli';
 import { importGraph } from './helpers/imports';
 import { seededBytes, sha256Hex, writeTree } from './helpers/trees';
+import { installedVersion, TESTED_WEBPACK_DEV_SERVERS } from './helpers/peer-versions';
 import { filesBelow, runWebpack, startWebpackServe, WEBPACK_PLUGIN, writeWebpackProject } from './helpers/webpack-project';
 
 /** A game's asset folder: root files, folders two levels deep, a repeated content, sizes that split at a small target. */
@@ -254,6 +256,54 @@ describe('webpack serve', () => {
       const file = await fetch(new URL('published/files/art/leak.txt', server.url));
       expect(file.status).toBe(500);
       expect(await file.text()).not.toContain('not an asset');
+    } finally {
+      await server.stop();
+    }
+  });
+});
+
+/**
+ * The peer range, tested: each webpack-dev-server major of package.json's
+ * `peerDependencies['webpack-dev-server']` under `webpack serve` (webpack-cli's
+ * `WEBPACK_DEV_SERVER_PACKAGE` picks this repository's alias, e.g. node_modules/webpack-dev-server4).
+ * The project's own `devServer.setupMiddlewares` (which the plugin wraps) reports which dev server
+ * called it, and adds a middleware of its own that must still answer.
+ */
+describe.each(TESTED_WEBPACK_DEV_SERVERS)('webpack serve with %s (major %d)', (alias, major) => {
+  test('serves the loose index, its files and the page\'s code, takes recorded loads, keeps the project\'s own setupMiddlewares, and publishes nothing', async () => {
+    const version = installedVersion(alias);
+    expect(version.split('.')[0]).toBe(String(major));
+    const project = temporaryDir('awkb-webpack-wds-');
+    const assets = join(project, 'assets');
+    writeAssets(assets);
+    const own = [
+      "devServer: await import('node:module').then(({ createRequire }) => ({ setupMiddlewares: (middlewares, server) => {",
+      `  const requireFromRepo = createRequire(${JSON.stringify(join(REPO, 'package.json'))});`,
+      `  const ran = server.constructor === requireFromRepo(${JSON.stringify(alias)}) ? requireFromRepo(${JSON.stringify(`${alias}/package.json`)}).version : 'another dev server';`,
+      "  console.log(`own setupMiddlewares called by webpack-dev-server ${ran}`);",
+      "  return [...middlewares, { name: 'own', path: '/own', middleware: (request, response) => response.end('own middleware') }];",
+      '} })),',
+    ].join('\n');
+    const config = writeWebpackProject(project, { assets: 'assets', recordLoads: true }, { mode: 'development' }, own);
+    const server = await startWebpackServe(config, project, [], alias);
+    try {
+      expect(server.output()).toContain(`own setupMiddlewares called by webpack-dev-server ${version}`);
+      const indexUrl = new URL('published/project.index.json', server.url);
+      const answer = await fetch(indexUrl);
+      expect(answer.status).toBe(200);
+      expect(answer.headers.get('x-awake-bundle-loads')).toBe('/__awake-bundle/loads');
+      const index = await answer.json();
+      expect(index.formatVersion).toBe(2);
+      const onDisk = filesBelow(assets);
+      expect(index.files.map((file: { path: string }) => file.path)).toEqual([...onDisk.keys()].sort());
+      const hero = index.files.find((file: { path: string }) => file.path === 'art/hero.png');
+      expect(Buffer.from(await (await fetch(new URL(hero.url, indexUrl))).arrayBuffer()).equals(onDisk.get('art/hero.png')!)).toBe(true);
+      expect((await fetch(new URL('main.js', server.url))).status).toBe(200);
+      expect(await (await fetch(new URL('own', server.url))).text()).toBe('own middleware');
+      const posted = await fetch(new URL('__awake-bundle/loads', server.url), { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ formatVersion: 1, loads: [{ name: 'title', paths: ['art/hero.png'] }] }) });
+      expect(posted.status).toBe(204);
+      expect(JSON.parse(readFileSync(join(project, 'awkb-loads.json'), 'utf8'))).toEqual({ formatVersion: 1, loads: [{ name: 'title', paths: ['art/hero.png'] }] });
+      expect(() => statSync(join(project, 'dist/published'))).toThrow();
     } finally {
       await server.stop();
     }

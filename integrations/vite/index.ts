@@ -16,7 +16,9 @@
  *   server serves. The game's loading code is the same in both.
  * - `serviceWorker: true`: `awake-bundle-sw.js` too, in both.
  *
- * Only Vite's types are imported: loading this module never loads Vite.
+ * Only Vite's types are imported: loading this module never loads Vite. Vite 5, 6, 7 and 8 (the
+ * peer range, each tested): the hooks below exist in all of them; `this.environment` (Vite 6+) is
+ * read only where it is defined, and Vite 5's `build.ssr` answers the same question without it.
  */
 import { join, relative, resolve } from 'node:path';
 import type { Plugin, ResolvedConfig } from 'vite';

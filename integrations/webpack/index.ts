@@ -17,7 +17,9 @@
  *   (integrations/build/loose-dev-index.ts). With webpack-dev-server's API, pass
  *   `setupMiddlewares: (middlewares, server) => plugin.setupMiddlewares(middlewares, server)`.
  *
- * Nothing here imports webpack: the compiler hands over its own (`compiler.webpack`).
+ * Nothing here imports webpack: the compiler hands over its own (`compiler.webpack`). Nor
+ * webpack-dev-server: 4.7+ and 5 (the peer range, each tested) both call `setupMiddlewares` with
+ * the same list (4.0 to 4.6 had no `setupMiddlewares`).
  */
 import type { Compilation, Compiler, WebpackError } from 'webpack';
 import { UnsupportedOperationError } from '../../core/errors.js';

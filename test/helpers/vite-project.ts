@@ -9,9 +9,13 @@
  *   const build = runVite(project.dir, ['build']);
  *   const dev = await startVite(project.dir, 'dev');   // dev.url: http://127.0.0.1:<port>/
  *   await dev.close();
+ *
+ * With `vite: 'vite5'` (a devDependency alias: vite5, vite6, vite7, vite), the project has that
+ * Vite installed as its own `node_modules/vite` (a link), as a user's project has it, and the
+ * commands run its `bin/vite.js`.
  */
 import { spawn, spawnSync } from 'node:child_process';
-import { mkdirSync, rmSync, symlinkSync } from 'node:fs';
+import { existsSync, mkdirSync, rmSync, symlinkSync } from 'node:fs';
 import { createServer, type AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { REPO, temporaryDir } from './cli';
@@ -31,6 +35,8 @@ export interface ViteProjectOptions {
   indexHtml?: string;
   /** Files beside index.html, by path. */
   files?: Record<string, string>;
+  /** The Vite the project installs as its `vite`: one of this repository's devDependency aliases (`vite5` … `vite`); default none (VITE runs it). */
+  vite?: string;
 }
 
 const projects: string[] = [];
@@ -54,6 +60,7 @@ export function createViteProject(options: ViteProjectOptions): ViteProject {
   writeTree(assets, options.assets ?? {});
   mkdirSync(join(dir, 'node_modules'));
   symlinkSync(REPO, join(dir, 'node_modules', 'awake-bundle'), 'dir');
+  if (options.vite !== undefined) symlinkSync(join(REPO, 'node_modules', options.vite), join(dir, 'node_modules', 'vite'), 'dir');
   writeTree(dir, {
     'package.json': JSON.stringify({ name: 'a-vite-game', private: true, type: 'module' }),
     'index.html': options.indexHtml ?? '<!doctype html>\n<html><body><script type="module" src="./main.js"></script></body></html>\n',
@@ -77,9 +84,15 @@ function configSource(plugin: Record<string, unknown>, config = ''): string {
   ].join('\n');
 }
 
+/** The project's own Vite (`vite` in createViteProject's options), else VITE. */
+function viteOf(dir: string): string {
+  const own = join(dir, 'node_modules', 'vite', 'bin', 'vite.js');
+  return existsSync(own) ? own : VITE;
+}
+
 /** `vite <args>` in the project, to completion. */
 export function runVite(dir: string, args: string[]) {
-  const result = spawnSync(process.execPath, [VITE, ...args], { cwd: dir, encoding: 'utf8', timeout: 120_000, env: { ...process.env, NO_COLOR: '1' } });
+  const result = spawnSync(process.execPath, [viteOf(dir), ...args], { cwd: dir, encoding: 'utf8', timeout: 120_000, env: { ...process.env, NO_COLOR: '1' } });
   return { code: result.status, stdout: result.stdout, stderr: result.stderr, output: `${result.stdout}\n${result.stderr}` };
 }
 
@@ -93,7 +106,7 @@ export interface ViteProcess {
 }
 
 export function spawnVite(dir: string, args: string[]): ViteProcess {
-  const child = spawn(process.execPath, [VITE, ...args], { cwd: dir, env: { ...process.env, NO_COLOR: '1' }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, [viteOf(dir), ...args], { cwd: dir, env: { ...process.env, NO_COLOR: '1' }, stdio: ['ignore', 'pipe', 'pipe'] });
   let output = '';
   const listeners = new Set<() => void>();
   const received = (chunk: Buffer) => {

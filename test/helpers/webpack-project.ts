@@ -12,8 +12,12 @@ import { REPO } from './cli';
 export const WEBPACK_CLI = join(REPO, 'node_modules/webpack-cli/bin/cli.js');
 export const WEBPACK_PLUGIN = join(REPO, 'dist/integrations/webpack/index.js');
 
-/** Writes `<dir>/src/main.js` and `<dir>/webpack.config.mjs` with the plugin and `options`; returns the config's path. */
-export function writeWebpackProject(dir: string, options: Record<string, unknown>, extra: Record<string, unknown> = {}): string {
+/**
+ * Writes `<dir>/src/main.js` and `<dir>/webpack.config.mjs` with the plugin and `options`; returns
+ * the config's path. `extra` is more of the config as JSON; `source`, as JavaScript source (top-level
+ * entries ending with a comma, e.g. a `devServer` with functions in it).
+ */
+export function writeWebpackProject(dir: string, options: Record<string, unknown>, extra: Record<string, unknown> = {}, source = ''): string {
   mkdirSync(join(dir, 'src'), { recursive: true });
   writeFileSync(join(dir, 'src/main.js'), "document.title = 'a game';\n");
   const config = join(dir, 'webpack.config.mjs');
@@ -29,6 +33,7 @@ export function writeWebpackProject(dir: string, options: Record<string, unknown
       `  plugins: [new AwakeBundlePlugin(${JSON.stringify(options)})],`,
       "  stats: 'errors-warnings',",
       `  ...${JSON.stringify(extra)},`,
+      ...(source ? [`  ${source}`] : []),
       '};',
       '',
     ].join('\n'),
@@ -62,9 +67,12 @@ export interface RunningDevServer {
 /**
  * `webpack serve --config <config>` on 127.0.0.1 and a free port; resolves once the server says
  * where it listens (webpack-dev-server's "Loopback:" line), rejects if it exits first.
+ * `devServerPackage` is the webpack-dev-server webpack-cli runs (its `WEBPACK_DEV_SERVER_PACKAGE`):
+ * an alias such as `webpack-dev-server4`; by default `webpack-dev-server` (5).
  */
-export function startWebpackServe(config: string, cwd: string, args: string[] = []): Promise<RunningDevServer> {
-  const child = spawn(process.execPath, [WEBPACK_CLI, 'serve', '--config', config, '--host', '127.0.0.1', '--port', '0', '--no-open', '--no-hot', '--no-live-reload', '--no-client', ...args], { cwd, stdio: ['ignore', 'pipe', 'pipe'] });
+export function startWebpackServe(config: string, cwd: string, args: string[] = [], devServerPackage?: string): Promise<RunningDevServer> {
+  const env = devServerPackage === undefined ? process.env : { ...process.env, WEBPACK_DEV_SERVER_PACKAGE: devServerPackage };
+  const child = spawn(process.execPath, [WEBPACK_CLI, 'serve', '--config', config, '--host', '127.0.0.1', '--port', '0', '--no-open', '--no-hot', '--no-live-reload', '--no-client', ...args], { cwd, env, stdio: ['ignore', 'pipe', 'pipe'] });
   let output = '';
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
   const stop = async () => {
