@@ -5,8 +5,7 @@
  * with any of them without ERESOLVE (test/package.test.ts installs the packed package beside
  * Vite 5 and webpack-dev-server 4), and claims none it was not tested with.
  *
- * Ranges are checked with `semver` (npm's own range rules; the copy in node_modules that jest
- * depends on).
+ * Ranges are checked with `semver` (npm's own range rules; a devDependency).
  */
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
