@@ -13,7 +13,8 @@ module.exports = {
   devtool: 'hidden-source-map',
   context: repo,
   entry: './adapters/service-worker/worker-entry.ts',
-  output: { path: path.join(repo, 'dist/sw'), filename: 'awake-bundle-sw.js', iife: true },
+  // asyncChunks: false: the core's `import()`s of rarely used code stay in the one script.
+  output: { path: path.join(repo, 'dist/sw'), filename: 'awake-bundle-sw.js', iife: true, asyncChunks: false },
   resolve: { extensions: ['.ts', '.js'], extensionAlias: { '.js': ['.ts', '.js'] } },
   module: { rules: [{ test: /\.ts$/, loader: 'ts-loader', options: { configFile: path.join(repo, 'tsconfig.json'), transpileOnly: true } }] },
   optimization: { minimize: true, splitChunks: false, runtimeChunk: false },
