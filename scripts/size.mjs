@@ -67,9 +67,14 @@ async function bundleEntry(entry, repo) {
   for (const name of eager) {
     for (const [input, { bytesInOutput }] of Object.entries(outputs[name].inputs)) inputs.set(input, (inputs.get(input) ?? 0) + bytesInOutput);
   }
+  // esbuild cuts what the entry and its `import()`s share into chunks of their own; webpack and
+  // Rollup (Vite) put it in the entry's chunk, which has loaded first: so the chunks that load with
+  // the game are measured as one file. Each on-demand chunk loads apart.
+  const eagerText = [...eager].map((name) => texts.get(name)).join('\n');
   const sizesOf = (names) => names.map((name) => texts.get(name)).reduce((sum, text) => ({ min: sum.min + Buffer.byteLength(text), gzip: sum.gzip + gzipBytes(text) }), { min: 0, gzip: 0 });
   return {
-    ...sizesOf([...eager]),
+    min: Buffer.byteLength(eagerText),
+    gzip: gzipBytes(eagerText),
     lazy: sizesOf(Object.keys(outputs).filter((name) => name.endsWith('.js') && !eager.has(name))),
     inputs: [...inputs].map(([input, bytes]) => ({ input, bytes })).filter(({ bytes }) => bytes > 0).sort((a, b) => b.bytes - a.bytes),
   };
