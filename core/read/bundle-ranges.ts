@@ -5,17 +5,35 @@
  * a bundle: a game whose loads are whole bundles loads none of it (BENCHMARKS.md, "Size").
  */
 import { BundleIntegrityError, NetworkError, RangeResponseError, RequestAbortedError } from '../errors.js';
+import { planDeltaRanges } from '../format/delta-ranges.js';
 import { entryKey, type BundleEntry } from '../format/project-index.js';
 import { linkSignals } from '../net/abort.js';
 import type { Transport } from '../net/transport.js';
 import { bundleSizeError, type Accepted, type DeltaPlan, type FetchCallbacks, type WholeHandler } from './bundle-fetcher.js';
-import { deltaRangesFor, type ByteRange, type DeltaReadOptions } from './delta-ranges.js';
+import type { ByteRange, DeltaReadOptions } from './delta-ranges.js';
 import type { DigestPool } from './digest-pool.js';
 import { pushTo, type Entry, type IndexView } from './index-view.js';
 import { originOf, pageHref, type OriginCapabilities } from './origins.js';
-import { RangeScheduler, type RangeBatch, type RangeRead, type RangeReadOptions, type RangeWaiter } from './range-reads.js';
+import type { RangeReadOptions } from './range-reads.js';
+import { RangeScheduler, type RangeBatch, type RangeRead, type RangeWaiter } from './range-scheduler.js';
 import { acceptBundle, checkFileDigest } from './verify.js';
 import type { VerifiedCache } from './verified-cache.js';
+
+/**
+ * The ranges that bring `missing` (members' offsets and sizes in a bundle of `bundleBytes`), by
+ * the one rule the `diff` command prices updates with (`planDeltaRanges` in
+ * core/format/delta-ranges.ts); `undefined` when the whole bundle should be fetched. With
+ * `multipart`, for one multi-range request (`multipartGapBytes`, `maxRangesPerRequest`).
+ */
+export function deltaRangesFor(missing: readonly { offset: number; sizeBytes: number; sha256: string }[], bundleBytes: number, settings: Required<DeltaReadOptions>, multipart = false): ByteRange[] | undefined {
+  const plan = planDeltaRanges(bundleBytes, missing, new Set(missing.map((member) => member.sha256)), {
+    maxGapBytes: multipart ? settings.multipartGapBytes : settings.maxGapBytes,
+    maxMissingFraction: settings.maxMissingFraction,
+    maxRanges: multipart ? settings.maxRangesPerRequest : settings.maxRangesPerBundle,
+  });
+  if (plan.whole) return undefined;
+  return plan.ranges.map(({ start, end }) => ({ offset: start, length: end - start }));
+}
 
 /** A range read as the fetcher queues it. */
 interface RangeReadFor extends RangeRead {
