@@ -42,6 +42,7 @@ async function bundleEntry(entry, repo) {
         builder.onLoad({ filter: /.*/, namespace: 'size-entry' }, () => ({ contents: `export * from ${JSON.stringify(file)};`, resolveDir: repo, loader: 'js' }));
       },
     }],
+    absWorkingDir: repo, // the metafile's paths are relative to it
     bundle: true,
     splitting: true,
     outdir: path.join(repo, '.size-out'),

@@ -309,9 +309,9 @@ export const BROWSER_CACHE_PREFERENCE: readonly BrowserCacheBackend[] = ['indexe
 export async function openBrowserCache(options: OpenBrowserCacheOptions = {}): Promise<FallbackCache<BrowserStorageCache>> {
   const memory = new MemoryCache(options.memoryMaxBytes === undefined ? {} : { maxBytes: options.memoryMaxBytes });
   for (const backend of options.backends ?? BROWSER_CACHE_PREFERENCE) {
-    // The other backends are imported only when IndexedDB is not the one: most pages never need them.
-    const primary = backend === 'indexeddb' ? new IndexedDBCache(options) : (await import('./browser-stores.js')).createBrowserCache(backend, options);
     try {
+      // The other backends are imported only when IndexedDB is not the one: most pages never need them.
+      const primary = backend === 'indexeddb' ? new IndexedDBCache(options) : (await import('./browser-stores.js')).createBrowserCache(backend, options);
       await primary.open();
       return new FallbackCache({ primary, memory, onError: options.onError });
     } catch (error) {

@@ -72,13 +72,21 @@ export class BundleFetcher {
     this.#rangeReads = ranges;
   }
 
+  /**
+   * The range and delta reads, imported once. An import that fails (a chunk gone after a deploy,
+   * a network error) is tried again next time; meanwhile a delta load fetches the whole bundle and
+   * a range read fails with that error, as it would with the network's.
+   */
   #bundleRanges(): Promise<BundleRanges> {
     this.#ranges ??= import('./bundle-ranges.js').then(({ BundleRanges }) => new BundleRanges({
       view: this.#view, transport: this.#transport, pool: this.#pool, cache: this.#cache, origins: this.#origins, delta: this.#delta, ranges: this.#rangeReads,
       whole: (bundle, callbacks) => this.whole(bundle, callbacks),
       handOver: (accepted, callbacks) => this.#handOver(accepted, callbacks),
       forCache: (accepted) => this.#forCache(accepted),
-    }));
+    }), (error: unknown) => {
+      this.#ranges = undefined;
+      throw error;
+    });
     return this.#ranges;
   }
 
@@ -172,7 +180,7 @@ export class BundleFetcher {
     const missing = [...contents.values()].filter((entry) => entry.sha256 === need || (!cached.has(entry.sha256) && !held(entry.sha256)));
     if (missing.length === contents.size) return undefined;
     const multipart = this.#delta.multipartRanges && this.#origins.servesMultipart(url);
-    const ranges = (await this.#bundleRanges()).rangesOf(bundle, missing, multipart);
+    const ranges = (await this.#bundleRanges().catch(() => undefined))?.rangesOf(bundle, missing, multipart);
     return ranges && { ranges, missing, multipart: multipart && ranges.length > 1 };
   }
 
