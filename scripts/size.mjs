@@ -1,7 +1,8 @@
 // What each entry adds to a game: bundles a one-line module that imports the built entry, as a
-// game's bundler would (esbuild, minified, browser, ESM, the engines external), and prints the
-// minified and minified+gzipped (zlib level 9) bytes, with the biggest inputs of each bundle.
-// The service worker is measured as shipped (dist/sw/awake-bundle-sw.js, already minified).
+// game's bundler would (esbuild, minified, browser, ESM, the engines external, code splitting),
+// and prints the minified and minified+gzipped (zlib level 9) bytes of what loads with the game
+// and of what the core imports on demand, with the biggest inputs of the former (BENCHMARKS.md,
+// "Size"). The service worker is measured as shipped (dist/sw/awake-bundle-sw.js, minified).
 // `npm run size` builds first; `node scripts/size.mjs --json` prints the measures for test/size.test.ts.
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
@@ -107,7 +108,7 @@ function printMeasures(measures, top) {
     console.log(`${importPath.padEnd(22)} ${kilobytes(min).padStart(9)}   ${kilobytes(gzip).padStart(9)}   ${lazy.gzip ? kilobytes(lazy.gzip).padStart(9) : '        -'}`);
   }
   for (const { importPath, inputs } of measures) {
-    if (inputs.length === 0) continue;
+    if (inputs.length === 0 || top === 0) continue;
     console.log(`\n${importPath}: the ${top} biggest inputs that load with the game (minified bytes)`);
     for (const { input, bytes } of inputs.slice(0, top)) {
       console.log(`  ${kilobytes(bytes).padStart(9)}  ${input.replace(/^.*?node_modules\//, 'node_modules/')}`);
