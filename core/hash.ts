@@ -1,19 +1,11 @@
 /**
  * SHA-256 through the fastest hash the platform has: WebCrypto (`crypto.subtle`, native in
- * browsers and in Node 20) for one-shot digests; `@noble/hashes` for incremental and
- * synchronous needs and as the fallback where `crypto.subtle` is missing (plain-HTTP pages
- * that are not localhost have no SubtleCrypto). Node-only code plugs in `node:crypto` through
- * `setIncrementalSha256` (see core/node/hash.ts) so this module stays browser-safe.
+ * browsers and in Node 20) for one-shot digests. What needs a hash in JavaScript (incremental,
+ * synchronous, HMAC, and the fallback where `crypto.subtle` is missing: plain-HTTP pages that are
+ * not localhost have no SubtleCrypto) is in hash-noble.ts, imported here only on demand, so that
+ * a game's bundle carries `@noble/hashes` only when it needs it.
  */
-import { sha256 as nobleSha256 } from '@noble/hashes/sha2.js';
-import { hmac } from '@noble/hashes/hmac.js';
 import { InvalidOptionError } from './errors.js';
-
-export interface IncrementalSha256 {
-  update(bytes: Uint8Array): void;
-  /** Lowercase hex digest; the hasher cannot be used afterwards. */
-  digestHex(): string;
-}
 
 const HEX = Array.from({ length: 256 }, (_, i) => i.toString(16).padStart(2, '0'));
 
@@ -54,39 +46,6 @@ export async function sha256Hex(bytes: Uint8Array): Promise<string> {
     // digest() copies its input; a view into a larger buffer is fine as a BufferSource.
     return toHex(new Uint8Array(await s.digest('SHA-256', bytes as Uint8Array<ArrayBuffer>)));
   }
-  return toHex(nobleSha256(bytes));
-}
-
-/** Synchronous SHA-256 (noble); for small inputs only, such as tests and headers. */
-export function sha256HexSync(bytes: Uint8Array): string {
-  return toHex(nobleSha256(bytes));
-}
-
-type IncrementalFactory = () => IncrementalSha256;
-
-function nobleIncremental(): IncrementalSha256 {
-  const h = nobleSha256.create();
-  return {
-    update: (bytes) => void h.update(bytes),
-    digestHex: () => toHex(h.digest()),
-  };
-}
-
-let incrementalFactory: IncrementalFactory = nobleIncremental;
-
-/** An incremental SHA-256: `node:crypto` once Node code has registered it, else noble. */
-export function createSha256(): IncrementalSha256 {
-  return incrementalFactory();
-}
-
-/** Lets platform code (core/node) install a faster incremental hash. */
-export function setIncrementalSha256(factory: IncrementalFactory | undefined): void {
-  incrementalFactory = factory ?? nobleIncremental;
-}
-
-const encoder = new TextEncoder();
-
-/** HMAC-SHA256 of UTF-8 `message` under UTF-8 `key`, lowercase hex (SPEC §4). */
-export function hmacSha256Hex(key: string, message: string): string {
-  return toHex(hmac(nobleSha256, encoder.encode(key), encoder.encode(message)));
+  const { sha256HexSync } = await import('./hash-noble.js');
+  return sha256HexSync(bytes);
 }

@@ -27,7 +27,7 @@ import {
   verifyBundle, type BundledIndex, type BundleEntry, type BundleMemberInput, type ExpectedMember,
 } from '../core/index.js';
 import { MAX_RANGE_HEADER_LENGTH, requestedRange, requestedRanges } from '../core/format/range-header.js';
-import { multipartOffsets } from '../core/net/transport.js';
+import { multipartOffsets } from '../core/net/multipart.js';
 import { FIXTURES } from './helpers/cli.js';
 
 const RUNS = Number(process.env.FUZZ_RUNS ?? 300);

@@ -6,7 +6,8 @@
  */
 import type { IndexedAssetSource, MisrootedFiles } from '../../core/index.js';
 import type { PhaserEmitter, PhaserGame, PhaserLoader } from './phaser-shapes.js';
-import { projectPathOf, watchDoubleDownloads } from '../../core/index.js';
+import { projectPathOf } from '../../core/read/project-urls.js';
+import { watchDoubleDownloads } from '../../core/read/double-downloads.js';
 import { BundledVideos } from './video.js';
 
 export interface MountedIndex {

@@ -13,7 +13,8 @@
  * A VideoFile downloads nothing during preload, so it is left alone: its Video game object reads
  * the member when it first loads it (video.ts).
  */
-import { absoluteUrl, mediaTypeOf } from '../../core/index.js';
+import { mediaTypeOf } from '../../core/format/media-types.js';
+import { absoluteUrl } from '../../core/read/project-urls.js';
 import { gameStateOf, type AwkbGameState, type MountedIndex } from './game-state.js';
 import { LoadRun, reportFileBytes } from './load-run.js';
 import type { PhaserFile, PhaserNamespace } from './phaser-shapes.js';

@@ -15,7 +15,15 @@ module.exports = {
   entry: './adapters/service-worker/worker-entry.ts',
   output: { path: path.join(repo, 'dist/sw'), filename: 'awake-bundle-sw.js', iife: true },
   resolve: { extensions: ['.ts', '.js'], extensionAlias: { '.js': ['.ts', '.js'] } },
-  module: { rules: [{ test: /\.ts$/, loader: 'ts-loader', options: { configFile: path.join(repo, 'tsconfig.json'), transpileOnly: true } }] },
+  module: {
+    rules: [{
+      test: /\.ts$/,
+      use: [
+        path.join(__dirname, 'static-imports-loader.cjs'),
+        { loader: 'ts-loader', options: { configFile: path.join(repo, 'tsconfig.json'), transpileOnly: true } },
+      ],
+    }],
+  },
   optimization: { minimize: true, splitChunks: false, runtimeChunk: false },
   performance: { hints: false },
   stats: 'errors-warnings',

@@ -9,11 +9,14 @@
  * is a miss. `openBrowserCache()` picks the first backend that opens, fastest first (see
  * BENCHMARKS.md "Browser cache"), behind a `FallbackCache`.
  *
+ * `CacheStorageCache`, `OpfsCache` and `createBrowserCache` are in browser-stores.ts, which
+ * `openBrowserCache()` imports only when it tries one of them.
+ *
  * Browser-safe: no dependencies and no `node:` imports; nothing touches a browser global until a
  * cache is first used, so importing this module in Node is harmless.
  */
-import { InvalidOptionError, UnsupportedOperationError } from '../errors.js';
-import { SHA256_HEX } from '../format/sha256.js';
+import type { CacheStorageCache, OpfsCache } from './browser-stores.js';
+import { checkKey } from './cache-key.js';
 import type { ContentCache } from './content-cache.js';
 import { clearEntries, closeStore, deleteEntries, getEntries, hasEntries, openStore, putEntries, type WorkerStoreAccess } from './idb-store.js';
 import { MemoryCache } from './memory.js';
@@ -35,17 +38,6 @@ export interface ClearableContentCache extends ContentCache {
 
 export const DEFAULT_BROWSER_CACHE_NAME = 'awake-bundle';
 
-
-/** Keys become file names and URLs, so anything but 64 lowercase hex digits is refused. */
-function checkKey(sha256: string): void {
-  if (!SHA256_HEX.test(sha256)) {
-    throw new InvalidOptionError('sha256', `a cache key is a lowercase hex SHA-256 (64 digits), got ${JSON.stringify(String(sha256).slice(0, 80))}`);
-  }
-}
-
-function isDomError(error: unknown, name: string): boolean {
-  return typeof error === 'object' && error !== null && (error as { name?: unknown }).name === name;
-}
 
 // ---------------------------------------------------------------------------------------------
 // IndexedDB
@@ -137,240 +129,6 @@ export class IndexedDBCache implements ClearableContentCache {
 
   async clear(): Promise<void> {
     await clearEntries(this.workerAccess);
-  }
-}
-
-/**
- * The batch methods for a store with no transactions to put them in (Cache Storage, OPFS): the
- * single calls, in parallel. Each `put` copies its bytes before it returns, so `putMany` does too.
- */
-abstract class UnbatchedStore implements ClearableContentCache {
-  abstract get(sha256: string): Promise<Uint8Array | undefined>;
-  abstract put(sha256: string, bytes: Uint8Array): Promise<void>;
-  abstract has(sha256: string): Promise<boolean>;
-  abstract delete(sha256: string): Promise<void>;
-  abstract clear(): Promise<void>;
-
-  async hasMany(sha256s: readonly string[]): Promise<boolean[]> {
-    return Promise.all(sha256s.map((sha256) => this.has(sha256)));
-  }
-
-  async getMany(sha256s: readonly string[]): Promise<(Uint8Array | undefined)[]> {
-    return Promise.all(sha256s.map((sha256) => this.get(sha256)));
-  }
-
-  async putMany(entries: readonly (readonly [string, Uint8Array])[]): Promise<void> {
-    await Promise.all(entries.map(([sha256, bytes]) => this.put(sha256, bytes)));
-  }
-}
-
-// ---------------------------------------------------------------------------------------------
-// Cache Storage
-
-/**
- * Entries in the Cache Storage cache `name`, each a response stored under a synthetic URL on the
- * page's own origin: `<origin>/.awake-bundle-cache/<name>/<sha256>`. Nothing is ever fetched
- * from that URL; the Cache API just needs an http(s) request as the key.
- */
-export class CacheStorageCache extends UnbatchedStore {
-  readonly backend = 'cache-storage' as const;
-  readonly name: string;
-  readonly copiesBytes = true;
-  #cache?: Promise<Cache>;
-
-  constructor(options: BrowserCacheOptions = {}) {
-    super();
-    this.name = options.name ?? DEFAULT_BROWSER_CACHE_NAME;
-  }
-
-  static isAvailable(): boolean {
-    // Cache Storage exists only in secure contexts, and keys need an http(s) origin.
-    return typeof caches !== 'undefined' && /^https?:$/.test(globalThis.location?.protocol ?? '');
-  }
-
-  /** Opens the cache; rejects where Cache Storage is missing or refused. Called by every method. */
-  open(): Promise<Cache> {
-    this.#cache ??= (async () => {
-      if (!CacheStorageCache.isAvailable()) throw new UnsupportedOperationError('Cache Storage is not available here (it needs a secure http(s) page)');
-      return caches.open(this.name);
-    })().catch((error: unknown) => {
-      this.#cache = undefined;
-      throw error;
-    });
-    return this.#cache;
-  }
-
-  /** The synthetic same-origin URL an entry is stored under. */
-  urlFor(sha256: string): string {
-    checkKey(sha256);
-    return new URL(`/.awake-bundle-cache/${encodeURIComponent(this.name)}/${sha256}`, globalThis.location.origin).href;
-  }
-
-  async get(sha256: string): Promise<Uint8Array | undefined> {
-    const url = this.urlFor(sha256);
-    const response = await (await this.open()).match(url);
-    return response === undefined ? undefined : new Uint8Array(await response.arrayBuffer());
-  }
-
-  async put(sha256: string, bytes: Uint8Array): Promise<void> {
-    const url = this.urlFor(sha256);
-    // The Response constructor copies the viewed bytes, so a view into a larger buffer is fine.
-    const response = new Response(bytes as Uint8Array<ArrayBuffer>, {
-      headers: { 'Content-Type': 'application/octet-stream', 'Content-Length': String(bytes.byteLength) },
-    });
-    await (await this.open()).put(url, response);
-  }
-
-  async has(sha256: string): Promise<boolean> {
-    const url = this.urlFor(sha256);
-    return (await (await this.open()).match(url)) !== undefined;
-  }
-
-
-  async delete(sha256: string): Promise<void> {
-    const url = this.urlFor(sha256);
-    await (await this.open()).delete(url);
-  }
-
-  async clear(): Promise<void> {
-    if (!CacheStorageCache.isAvailable()) return;
-    // Entry by entry rather than caches.delete(name): another CacheStorageCache of this name
-    // holding the open Cache would go on writing into a cache that no longer has a name.
-    const cache = await this.open();
-    await Promise.all((await cache.keys()).map((request) => cache.delete(request)));
-  }
-}
-
-// ---------------------------------------------------------------------------------------------
-// Origin Private File System
-
-/**
- * Entries as files in the OPFS folder `name`, one file per entry, named by its SHA-256, written
- * through `createWritable()` (which writes a swap file and swaps it in on close, so no reader
- * ever sees half a file). Works on the main thread and in workers alike.
- */
-export class OpfsCache extends UnbatchedStore {
-  readonly backend = 'opfs' as const;
-  readonly name: string;
-  readonly copiesBytes = true;
-  #folder?: Promise<FileSystemDirectoryHandle>;
-  // createWritable() makes the file before it holds any bytes; a get or has of an entry being
-  // written here waits for that write, rather than finding an empty file.
-  readonly #writing = new Map<string, Promise<void>>();
-
-  constructor(options: BrowserCacheOptions = {}) {
-    super();
-    this.name = options.name ?? DEFAULT_BROWSER_CACHE_NAME;
-  }
-
-  static isAvailable(): boolean {
-    return (
-      typeof navigator !== 'undefined' &&
-      typeof navigator.storage?.getDirectory === 'function' &&
-      typeof FileSystemFileHandle !== 'undefined' &&
-      typeof FileSystemFileHandle.prototype.createWritable === 'function'
-    );
-  }
-
-  /** Opens (creating) the folder; rejects where OPFS is missing or refused. Called by every method. */
-  open(): Promise<FileSystemDirectoryHandle> {
-    this.#folder ??= (async () => {
-      if (!OpfsCache.isAvailable()) throw new UnsupportedOperationError('the Origin Private File System is not available here');
-      const root = await navigator.storage.getDirectory();
-      return root.getDirectoryHandle(this.name, { create: true });
-    })().catch((error: unknown) => {
-      this.#folder = undefined;
-      throw error;
-    });
-    return this.#folder;
-  }
-
-  async get(sha256: string): Promise<Uint8Array | undefined> {
-    const handle = await this.#existing(sha256);
-    if (handle === undefined) return undefined;
-    try {
-      return new Uint8Array(await (await handle.getFile()).arrayBuffer());
-    } catch (error) {
-      if (isDomError(error, 'NotFoundError')) return undefined; // deleted since
-      throw error;
-    }
-  }
-
-  async put(sha256: string, bytes: Uint8Array): Promise<void> {
-    checkKey(sha256);
-    // The write happens later; take the copy now, so the caller may reuse or transfer `bytes`.
-    const own = bytes.slice();
-    const previous = this.#writing.get(sha256);
-    const write = (previous ?? Promise.resolve()).catch(() => undefined).then(() => this.#write(sha256, own));
-    this.#writing.set(sha256, write);
-    try {
-      await write;
-    } finally {
-      if (this.#writing.get(sha256) === write) this.#writing.delete(sha256);
-    }
-  }
-
-  async has(sha256: string): Promise<boolean> {
-    return (await this.#existing(sha256)) !== undefined;
-  }
-
-
-  async delete(sha256: string): Promise<void> {
-    checkKey(sha256);
-    await this.#writing.get(sha256)?.catch(() => undefined);
-    try {
-      await (await this.open()).removeEntry(sha256);
-    } catch (error) {
-      if (!isDomError(error, 'NotFoundError')) throw error;
-    }
-  }
-
-  async clear(): Promise<void> {
-    if (!OpfsCache.isAvailable()) return;
-    await Promise.all([...this.#writing.values()].map((write) => write.catch(() => undefined)));
-    const root = await navigator.storage.getDirectory();
-    try {
-      await root.removeEntry(this.name, { recursive: true });
-    } catch (error) {
-      if (!isDomError(error, 'NotFoundError')) throw error;
-    }
-    this.#folder = undefined;
-  }
-
-  async #write(sha256: string, bytes: Uint8Array): Promise<void> {
-    let folder = await this.open();
-    let handle: FileSystemFileHandle;
-    try {
-      handle = await folder.getFileHandle(sha256, { create: true });
-    } catch (error) {
-      if (!isDomError(error, 'NotFoundError')) throw error;
-      // Another OpfsCache of this name cleared the folder under us: make it again, once.
-      this.#folder = undefined;
-      folder = await this.open();
-      handle = await folder.getFileHandle(sha256, { create: true });
-    }
-    let writable: FileSystemWritableFileStream | undefined;
-    try {
-      writable = await handle.createWritable();
-      await writable.write(bytes as Uint8Array<ArrayBuffer>);
-      await writable.close();
-    } catch (error) {
-      // Leave no empty or partial file behind (a full quota fails here).
-      await writable?.abort().catch(() => undefined);
-      await folder.removeEntry(sha256).catch(() => undefined);
-      throw error;
-    }
-  }
-
-  async #existing(sha256: string): Promise<FileSystemFileHandle | undefined> {
-    checkKey(sha256);
-    await this.#writing.get(sha256)?.catch(() => undefined);
-    try {
-      return await (await this.open()).getFileHandle(sha256);
-    } catch (error) {
-      if (isDomError(error, 'NotFoundError') || isDomError(error, 'TypeMismatchError')) return undefined;
-      throw error;
-    }
   }
 }
 
@@ -543,17 +301,6 @@ export interface OpenBrowserCacheOptions extends BrowserCacheOptions {
  */
 export const BROWSER_CACHE_PREFERENCE: readonly BrowserCacheBackend[] = ['indexeddb', 'cache-storage', 'opfs'];
 
-export function createBrowserCache(backend: BrowserCacheBackend, options: BrowserCacheOptions = {}): BrowserStorageCache {
-  switch (backend) {
-    case 'opfs':
-      return new OpfsCache(options);
-    case 'indexeddb':
-      return new IndexedDBCache(options);
-    case 'cache-storage':
-      return new CacheStorageCache(options);
-  }
-}
-
 /**
  * The persistent cache to use here: the first backend in `backends` that opens, behind a
  * `FallbackCache` (so a full quota never fails a load). Where none opens (an old browser, a
@@ -562,8 +309,9 @@ export function createBrowserCache(backend: BrowserCacheBackend, options: Browse
 export async function openBrowserCache(options: OpenBrowserCacheOptions = {}): Promise<FallbackCache<BrowserStorageCache>> {
   const memory = new MemoryCache(options.memoryMaxBytes === undefined ? {} : { maxBytes: options.memoryMaxBytes });
   for (const backend of options.backends ?? BROWSER_CACHE_PREFERENCE) {
-    const primary = createBrowserCache(backend, options);
     try {
+      // The other backends are imported only when IndexedDB is not the one: most pages never need them.
+      const primary = backend === 'indexeddb' ? new IndexedDBCache(options) : (await import('./browser-stores.js')).createBrowserCache(backend, options);
       await primary.open();
       return new FallbackCache({ primary, memory, onError: options.onError });
     } catch (error) {

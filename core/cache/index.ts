@@ -5,4 +5,5 @@
 export type { ContentCache } from './content-cache.js';
 export * from './memory.js';
 export * from './browser.js';
+export * from './browser-stores.js';
 export * from './idb-store.js';

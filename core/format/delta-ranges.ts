@@ -9,24 +9,12 @@
  * the two neighbours with the smallest gap between them merged, again and again.
  */
 import { InvalidOptionError } from '../errors.js';
+import { DEFAULT_DELTA_RANGE_OPTIONS, type DeltaRangeOptions } from './delta-range-options.js';
 
-export interface DeltaRangeOptions {
-  /** Missing members closer than this are fetched as one range (default 64 KiB). */
-  maxGapBytes?: number;
-  /** Above this share of the bundle missing, the whole bundle is fetched (default 0.5). */
-  maxMissingFraction?: number;
-  /** At most this many range requests per bundle (default 4). */
-  maxRanges?: number;
-}
-
-export const DEFAULT_DELTA_RANGE_OPTIONS: Readonly<Required<DeltaRangeOptions>> = Object.freeze({ maxGapBytes: 64 * 1024, maxMissingFraction: 0.5, maxRanges: 4 });
-
-/**
- * The rule for ranges asked for in one multi-range request (`multipart/byteranges`), the reader's
- * default where the server answers them: a range costs a part header (~130 bytes), not a
- * request, so gaps close only below 512 bytes and up to 64 ranges share the request.
- */
-export const DEFAULT_MULTIPART_RANGE_OPTIONS: Readonly<Required<DeltaRangeOptions>> = Object.freeze({ maxGapBytes: 512, maxMissingFraction: 0.5, maxRanges: 64 });
+// The options and their defaults are in a module of their own: the reader's option
+// (read/delta-ranges.ts) needs them on every page, the planning here only once a cache holds part
+// of a bundle (read/bundle-ranges.ts, imported then).
+export { DEFAULT_DELTA_RANGE_OPTIONS, DEFAULT_MULTIPART_RANGE_OPTIONS, type DeltaRangeOptions } from './delta-range-options.js';
 
 /** A member as the index places it: `offset` and `sizeBytes` in its bundle, its content's SHA-256. */
 export interface DeltaMember {

@@ -1,13 +1,10 @@
 /** Opaque path ids (SPEC §4). */
 import { InvalidOptionError } from '../errors.js';
-import { hmacSha256Hex } from '../hash.js';
+import { hmacSha256Hex } from '../hash-noble.js';
 
-export const PATH_ID_ALGORITHM = 'hmac-sha256';
-
-export interface PathIds {
-  algorithm: typeof PATH_ID_ALGORITHM;
-  salt: string;
-}
+// Declared with the index that carries them: reading an index needs no HMAC code (noble) until
+// it has opaque ids (read/index-view.ts imports this module then).
+export { PATH_ID_ALGORITHM, type PathIds } from './project-index.js';
 
 /**
  * `lowercase hex(HMAC-SHA256(key = UTF-8(salt), message = UTF-8(path)))`. Ids hide the file

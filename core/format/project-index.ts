@@ -4,8 +4,15 @@
  */
 import { IndexValidationError, MAX_PROBLEMS_KEPT, previewValue, UnsupportedIndexVersionError, type AwakeErrorDetails } from '../errors.js';
 import { SHA256_HEX } from './sha256.js';
-import { PATH_ID_ALGORITHM, type PathIds } from './ids.js';
 import { compareKeys, unsafePathReason } from './paths.js';
+
+/** The one algorithm of opaque path ids (SPEC §4); computing them is format/ids.ts. */
+export const PATH_ID_ALGORITHM = 'hmac-sha256';
+
+export interface PathIds {
+  algorithm: typeof PATH_ID_ALGORITHM;
+  salt: string;
+}
 
 export interface LooseFileEntry {
   path: string;

@@ -1,6 +1,6 @@
 /** Node's native incremental SHA-256 (`node:crypto`), ~10× noble's speed. */
 import { createHash } from 'node:crypto';
-import { setIncrementalSha256, type IncrementalSha256 } from '../hash.js';
+import { setIncrementalSha256, type IncrementalSha256 } from '../hash-noble.js';
 
 export function nodeSha256(): IncrementalSha256 {
   const hash = createHash('sha256');

@@ -10,7 +10,8 @@ import { opaqueId, PATH_ID_ALGORITHM, type PathIds } from '../format/ids.js';
 import { assertSafePath } from '../format/paths.js';
 import { parseProjectIndex, type BundledFileEntry, type BundledIndex, type LooseFileEntry, type LooseIndex } from '../format/project-index.js';
 import { concatBytes } from '../bytes.js';
-import { createSha256, sha256Hex, type IncrementalSha256 } from '../hash.js';
+import { sha256Hex } from '../hash.js';
+import { createSha256, type IncrementalSha256 } from '../hash-noble.js';
 import { groupByFolder, toGrouping, type GroupingLike } from './grouping.js';
 import { DEFAULT_BUNDLE_URL_PREFIX, DEFAULT_TARGET_BUNDLE_BYTES, planBundles, type PlannedBundle } from './plan.js';
 

@@ -1,10 +1,11 @@
 /**
  * Delta reads (issue 11): which byte ranges of a bundle to ask for when the cache already holds
  * some of its members (from an earlier version of the project: the cache is keyed by member
- * SHA-256, so contents carry over). Pure planning; the reader fetches and verifies.
+ * SHA-256, so contents carry over): the option and its defaults. The planning is
+ * `deltaRangesFor` in bundle-ranges.ts, imported once a cache holds part of a bundle.
  */
 import { InvalidOptionError } from '../errors.js';
-import { DEFAULT_DELTA_RANGE_OPTIONS, DEFAULT_MULTIPART_RANGE_OPTIONS, planDeltaRanges } from '../format/delta-ranges.js';
+import { DEFAULT_DELTA_RANGE_OPTIONS, DEFAULT_MULTIPART_RANGE_OPTIONS } from '../format/delta-range-options.js';
 
 export interface DeltaReadOptions {
   /** Missing members closer than this many bytes go in one range (the bytes between are fetched and dropped); touching ones always do. Default 64 KiB. */
@@ -52,22 +53,6 @@ export function deltaReadSettings(option: boolean | DeltaReadOptions | undefined
   if (!(Number.isSafeInteger(settings.multipartGapBytes) && settings.multipartGapBytes >= 0)) throw new InvalidOptionError('deltaReads.multipartGapBytes', `deltaReads.multipartGapBytes must be an integer ≥ 0, got ${settings.multipartGapBytes}`);
   if (typeof settings.multipartRanges !== 'boolean') throw new InvalidOptionError('deltaReads.multipartRanges', `deltaReads.multipartRanges must be a boolean, got ${String(settings.multipartRanges)}`);
   return settings;
-}
-
-/**
- * The ranges that bring `missing` (members' offsets and sizes in a bundle of `bundleBytes`), by
- * the one rule the `diff` command prices updates with (`planDeltaRanges` in
- * core/format/delta-ranges.ts); `undefined` when the whole bundle should be fetched. With
- * `multipart`, for one multi-range request (`multipartGapBytes`, `maxRangesPerRequest`).
- */
-export function deltaRangesFor(missing: readonly { offset: number; sizeBytes: number; sha256: string }[], bundleBytes: number, settings: Required<DeltaReadOptions>, multipart = false): ByteRange[] | undefined {
-  const plan = planDeltaRanges(bundleBytes, missing, new Set(missing.map((member) => member.sha256)), {
-    maxGapBytes: multipart ? settings.multipartGapBytes : settings.maxGapBytes,
-    maxMissingFraction: settings.maxMissingFraction,
-    maxRanges: multipart ? settings.maxRangesPerRequest : settings.maxRangesPerBundle,
-  });
-  if (plan.whole) return undefined;
-  return plan.ranges.map(({ start, end }) => ({ offset: start, length: end - start }));
 }
 
 function definedOnly<T extends object>(value: T): Partial<T> {

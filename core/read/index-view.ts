@@ -4,7 +4,6 @@
  * Nothing here fetches or holds bytes.
  */
 import { AssetNotFoundError, UnsupportedOperationError } from '../errors.js';
-import { opaqueId } from '../format/ids.js';
 import { entryKey, type BundleEntry, type BundledFileEntry, type ProjectIndex } from '../format/project-index.js';
 import { bundleStreamPlan, type BundleStreamPlan } from './bundle-stream.js';
 import type { ExpectedMember } from './verify.js';
@@ -12,6 +11,10 @@ import type { ExpectedMember } from './verify.js';
 export type Entry = BundledFileEntry;
 
 const LOOSE_PREFIX = 'file:';
+
+function saltOf(index: ProjectIndex): string | undefined {
+  return index.formatVersion === 3 ? index.pathIds?.salt : undefined;
+}
 
 export class IndexView {
   readonly index: ProjectIndex;
@@ -28,12 +31,26 @@ export class IndexView {
   readonly #plans = new Map<string, BundleStreamPlan | undefined>();
   readonly #filesBySha = new Map<string, Map<string, Entry[]>>();
   readonly #resolved = new Map<string, string>();
+  readonly #idOf: ((path: string) => string) | undefined;
 
-  constructor(index: ProjectIndex, indexUrl: string | undefined, base: string | undefined) {
+  /**
+   * The view of `index`. Opaque ids are HMAC-SHA256 computed at each lookup, synchronously
+   * (noble); its code is imported here only for an index that has them, so an index of plain
+   * paths costs a game's bundle none of it.
+   */
+  static async open(index: ProjectIndex, indexUrl: string | undefined, base: string | undefined): Promise<IndexView> {
+    const salt = saltOf(index);
+    if (salt === undefined) return new IndexView(index, indexUrl, base);
+    const { opaqueId } = await import('../format/ids.js');
+    return new IndexView(index, indexUrl, base, (path) => opaqueId(salt, path));
+  }
+
+  private constructor(index: ProjectIndex, indexUrl: string | undefined, base: string | undefined, idOf?: (path: string) => string) {
     this.index = index;
     this.indexUrl = indexUrl;
     this.base = base;
-    this.salt = index.formatVersion === 3 ? index.pathIds?.salt : undefined;
+    this.salt = saltOf(index);
+    this.#idOf = idOf;
     for (const entry of index.files as Entry[]) {
       this.#entries.set(entryKey(entry), entry);
       this.#bySha.set(entry.sha256, entry);
@@ -49,7 +66,7 @@ export class IndexView {
   }
 
   keyOf(path: string): string {
-    return this.salt === undefined ? path : opaqueId(this.salt, path);
+    return this.#idOf ? this.#idOf(path) : path;
   }
 
   entry(path: string): Entry | undefined {

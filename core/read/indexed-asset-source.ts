@@ -324,7 +324,7 @@ export class IndexedAssetSource {
     }
     const base = indexUrl ?? baseUrl;
     checkIndexUrls(index, base, allowed);
-    return new IndexedAssetSource(new IndexView(index, indexUrl, base), transport, pool, inWorkers, { ...options, ...(fetch ? { fetch } : {}), cache: await cache, loadsEndpoint });
+    return new IndexedAssetSource(await IndexView.open(index, indexUrl, base), transport, pool, inWorkers, { ...options, ...(fetch ? { fetch } : {}), cache: await cache, loadsEndpoint });
   }
 
   /** Whether the index lists `path` (by its id when ids replace paths). */

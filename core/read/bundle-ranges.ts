@@ -1,0 +1,287 @@
+/**
+ * A bundle's bytes by ranges: one member by range (SPEC §7 "Range reads", off by default) and
+ * the members a cache lacks (delta reads, issue 11), each member verified alone. bundle-fetcher.ts
+ * imports this module on demand, the first time a source reads by range or a cache holds part of
+ * a bundle: a game whose loads are whole bundles loads none of it (BENCHMARKS.md, "Size").
+ */
+import { BundleIntegrityError, NetworkError, RangeResponseError, RequestAbortedError } from '../errors.js';
+import { planDeltaRanges } from '../format/delta-ranges.js';
+import { entryKey, type BundleEntry } from '../format/project-index.js';
+import { linkSignals } from '../net/abort.js';
+import type { Transport } from '../net/transport.js';
+import { bundleSizeError, type Accepted, type DeltaPlan, type FetchCallbacks, type WholeHandler } from './bundle-fetcher.js';
+import type { ByteRange, DeltaReadOptions } from './delta-ranges.js';
+import type { DigestPool } from './digest-pool.js';
+import { pushTo, type Entry, type IndexView } from './index-view.js';
+import { originOf, pageHref, type OriginCapabilities } from './origins.js';
+import type { RangeReadOptions } from './range-reads.js';
+import { RangeScheduler, type RangeBatch, type RangeRead, type RangeWaiter } from './range-scheduler.js';
+import { acceptBundle, checkFileDigest } from './verify.js';
+import type { VerifiedCache } from './verified-cache.js';
+
+/**
+ * The ranges that bring `missing` (members' offsets and sizes in a bundle of `bundleBytes`), by
+ * the one rule the `diff` command prices updates with (`planDeltaRanges` in
+ * core/format/delta-ranges.ts); `undefined` when the whole bundle should be fetched. With
+ * `multipart`, for one multi-range request (`multipartGapBytes`, `maxRangesPerRequest`).
+ */
+export function deltaRangesFor(missing: readonly { offset: number; sizeBytes: number; sha256: string }[], bundleBytes: number, settings: Required<DeltaReadOptions>, multipart = false): ByteRange[] | undefined {
+  const plan = planDeltaRanges(bundleBytes, missing, new Set(missing.map((member) => member.sha256)), {
+    maxGapBytes: multipart ? settings.multipartGapBytes : settings.maxGapBytes,
+    maxMissingFraction: settings.maxMissingFraction,
+    maxRanges: multipart ? settings.maxRangesPerRequest : settings.maxRangesPerBundle,
+  });
+  if (plan.whole) return undefined;
+  return plan.ranges.map(({ start, end }) => ({ offset: start, length: end - start }));
+}
+
+/** A range read as the fetcher queues it. */
+interface RangeReadFor extends RangeRead {
+  onWhole: WholeHandler;
+}
+
+/** What the ranges share with the bundle fetcher that made them: its parts, and how it hands contents over. */
+export interface BundleRangesContext {
+  view: IndexView;
+  transport: Transport;
+  pool: DigestPool;
+  cache: VerifiedCache;
+  origins: OriginCapabilities;
+  delta: Required<DeltaReadOptions> | undefined;
+  ranges: Required<RangeReadOptions>;
+  /** A whole bundle, streamed (what a host that refused ranges gets). */
+  whole(bundle: BundleEntry, callbacks: FetchCallbacks): Promise<Accepted>;
+  /** Contents checked all at once: copies for the cache first, then each handed over. */
+  handOver(accepted: { contents: Map<string, Uint8Array>; stored?: Promise<void> }, callbacks: FetchCallbacks): Accepted;
+  /** What the cache should keep of contents checked all at once. */
+  forCache(accepted: { contents: Map<string, Uint8Array>; stored?: Promise<void> }): Accepted;
+}
+
+export class BundleRanges {
+  readonly #view: IndexView;
+  readonly #transport: Transport;
+  readonly #pool: DigestPool;
+  readonly #cache: VerifiedCache;
+  readonly #origins: OriginCapabilities;
+  readonly #delta: Required<DeltaReadOptions> | undefined;
+  readonly #shared: BundleRangesContext;
+  /** Range reads' turns per origin and shared requests. */
+  readonly #ranges: RangeScheduler<RangeReadFor>;
+
+  constructor(shared: BundleRangesContext) {
+    this.#view = shared.view;
+    this.#transport = shared.transport;
+    this.#pool = shared.pool;
+    this.#cache = shared.cache;
+    this.#origins = shared.origins;
+    this.#delta = shared.delta;
+    this.#shared = shared;
+    this.#ranges = new RangeScheduler(shared.ranges, (batch) => this.#rangeBatch(batch));
+  }
+
+  /**
+   * One member by range (SPEC §7 "Range reads"), checked alone. Reads wait their turn within
+   * `maxRequestsPerOrigin` requests per origin, and those of one bundle waiting together share a
+   * request for the span of their members (range-reads.ts). A server that answers with the whole
+   * bundle (200) has it checked as one, its members handed over to `onWhole`, and its origin gets
+   * whole bundles from then on. `undefined` when the host refused the range (403, 416, 501), or is
+   * known to ignore ranges: the read then goes through a whole-bundle load.
+   */
+  range(entry: Entry, path: string, signal: AbortSignal, onWhole: WholeHandler): Promise<Uint8Array | undefined> {
+    const bundle = this.#view.bundle(entry.bundle!)!;
+    const url = this.#view.resolveUrl(bundle.url);
+    return this.#ranges.read(originOf(url), bundle.sha256, url, { entry, path, onWhole }, signal);
+  }
+
+  /** One shared range request: its span of the bundle, each distinct member checked alone, each read given bytes of its own. */
+  async #rangeBatch(batch: RangeBatch<RangeReadFor>): Promise<void> {
+    const bundle = this.#view.bundle(batch.bundleSha)!;
+    const { url, waiters } = batch;
+    // Learnt while these waited: ranges are not served there; the reads go through whole loads.
+    if (!this.#origins.servesRanges(url)) return void waiters.forEach((waiter) => waiter.resolve(undefined));
+    const answer = await this.#transport.getRange(url, batch.offset, batch.length, { signal: batch.signal, expectedBytes: bundle.sizeBytes }).catch((error: unknown) => {
+      throw bundleSizeError(error, bundle, url);
+    });
+    if (answer.kind === 'refused') {
+      this.#origins.ignoresRanges(url);
+      return void waiters.forEach((waiter) => waiter.resolve(undefined));
+    }
+    if (answer.kind === 'whole') {
+      // A server that ignores ranges sent the whole bundle: check it as one (SPEC §7), keep its
+      // members, and ask that origin for whole bundles from now on rather than get them again per read.
+      this.#origins.ignoresRanges(url);
+      const accepted = await acceptBundle(answer.bytes, bundle, this.#view.expectedMembers(bundle.sha256), this.#pool, url, this.#cache.workerStore());
+      const mine = waiters.map((waiter) => accepted.contents.get(waiter.read.entry.sha256)!.slice());
+      waiters[0]!.read.onWhole(this.#shared.forCache(accepted), accepted.contents);
+      return void waiters.forEach((waiter, i) => waiter.resolve(mine[i]));
+    }
+    const members = [...new Map(waiters.map(({ read }) => [read.entry.sha256, read.entry])).values()];
+    const store = this.#cache.workerStore();
+    const { digests, parts, stored } = await this.#pool.digest({
+      inputs: [answer.bytes], split: true, transfer: true,
+      ranges: members.map((entry) => ({ input: 0, offset: entry.offset! - batch.offset, length: entry.sizeBytes })),
+      // The worker stores them only when every one matched (SPEC §7); else the good ones are stored below.
+      ...(store ? { store: { ...store, keys: members.map((entry) => entry.sha256) } } : {}),
+    });
+    const passed = new Map<string, Uint8Array>();
+    members.forEach((entry, i) => {
+      if (digests[i] === entry.sha256) passed.set(entry.sha256, parts![i]!);
+    });
+    // The cache gets copies of its own where it needs them: the parts go to the reads.
+    const allPassed = passed.size === members.length;
+    void this.#cache.store(stored && allPassed ? [] : [...passed].map(([sha256, bytes]) => [sha256, this.#cache.needsCopies ? bytes.slice() : bytes]), allPassed ? stored : undefined);
+    // Every read owns its bytes: reads of one content get copies, the last one its part.
+    const readsOf = new Map<string, RangeWaiter<RangeReadFor>[]>();
+    for (const waiter of waiters) pushTo(readsOf, waiter.read.entry.sha256, waiter);
+    for (const [sha256, reads] of readsOf) {
+      const bytes = passed.get(sha256);
+      reads.forEach((waiter, i) => {
+        const { entry, path } = waiter.read;
+        if (bytes === undefined) {
+          const failed = members.findIndex((member) => member.sha256 === sha256);
+          try {
+            checkFileDigest(digests[failed]!, entry, { url, ...this.#view.where(path, entry) });
+          } catch (error) {
+            waiter.reject(error);
+          }
+        } else {
+          waiter.resolve(i === reads.length - 1 ? bytes : bytes.slice());
+        }
+      });
+    }
+  }
+
+  /** The ranges that bring `missing`, for one multi-range request or one request each; `undefined` for the whole bundle. */
+  rangesOf(bundle: BundleEntry, missing: Entry[], multipart: boolean): ByteRange[] | undefined {
+    return deltaRangesFor(missing.map((entry) => ({ offset: entry.offset!, sizeBytes: entry.sizeBytes, sha256: entry.sha256 })), bundle.sizeBytes, this.#delta!, multipart);
+  }
+
+  /**
+   * Fetches a delta plan's ranges and verifies each member they bring on its own (SPEC §7
+   * "Verified"); one damaged member rejects them all, nothing cached. A multipart plan is one
+   * request for every range; an origin that does not answer it with them all (a 200, unread; one
+   * range of several) is asked again one range per request (the plan for that), and so from then
+   * on, as after a malformed answer (a `RangeResponseError` for this load). One range per request:
+   * at once; a 200 answer is the whole bundle (a server that ignores ranges): it is checked as
+   * one, the other requests are stopped, and its origin gets whole bundles from then on.
+   */
+  async delta(bundle: BundleEntry, plan: DeltaPlan, callbacks: FetchCallbacks): Promise<Accepted> {
+    const url = this.#view.resolveUrl(bundle.url);
+    const { missing, multipart } = plan;
+    let { ranges } = plan;
+    let inputs: Uint8Array[];
+    /** Where each range starts: its input, and its offset there. */
+    let places: { input: number; at: number }[];
+    let answered: Awaited<ReturnType<Transport['getRanges']>> | undefined;
+    const planned = ranges.reduce((sum, range) => sum + range.length, 0);
+    const report = callbacks.onProgress && ((bytes: number) => callbacks.onProgress!(Math.min(planned, bytes), planned));
+    if (multipart) {
+      // One request for every range (multipart/byteranges); a server that cannot is asked one range at a time.
+      // Several ranges are not a CORS-safelisted Range: a page on another origin sends a preflight
+      // first, which a CDN may refuse (a network failure to the page). One attempt there, then ranges one by one.
+      const page = pageHref();
+      const crossOrigin = page !== undefined && originOf(page) !== originOf(url);
+      try {
+        answered = await this.#transport.getRanges(url, ranges, { signal: callbacks.signal, expectedBytes: bundle.sizeBytes, ...(report ? { onProgress: report } : {}), ...(crossOrigin ? { attempts: 1 } : {}) });
+      } catch (error) {
+        if (error instanceof RangeResponseError) this.#origins.lacksMultipart(url);
+        if (!(error instanceof NetworkError) || callbacks.signal.aborted) throw error;
+        answered = { kind: 'unsupported', reason: error.message };
+      }
+      if (answered.kind === 'refused') return this.#wholeAfterRangesRefused(bundle, url, callbacks);
+      if (answered.kind === 'unsupported') {
+        this.#origins.lacksMultipart(url);
+        ranges = this.rangesOf(bundle, missing, false)!;
+      }
+    }
+    if (answered?.kind === 'ranges') {
+      inputs = [answered.body];
+      places = answered.at.map((at) => ({ input: 0, at }));
+    } else {
+      const bodies = await this.#fetchRanges(url, bundle, ranges, callbacks.signal, report);
+      if ('refused' in bodies) return this.#wholeAfterRangesRefused(bundle, url, callbacks);
+      if (!Array.isArray(bodies)) {
+        this.#origins.ignoresRanges(url);
+        return this.#shared.handOver(await acceptBundle(bodies.whole, bundle, this.#view.expectedMembers(bundle.sha256), this.#pool, url, this.#cache.workerStore()), callbacks);
+      }
+      inputs = bodies.length > 0 ? bodies : [new Uint8Array(0)];
+      places = bodies.map((_, input) => ({ input, at: 0 }));
+    }
+    const parts = missing.map((entry) => {
+      // Empty contents lie in no range: an empty view of the first input.
+      if (entry.sizeBytes === 0) return { input: 0, offset: 0, length: 0 };
+      const k = ranges.findIndex((range) => range.offset <= entry.offset! && entry.offset! + entry.sizeBytes <= range.offset + range.length);
+      return { input: places[k]!.input, offset: places[k]!.at + entry.offset! - ranges[k]!.offset, length: entry.sizeBytes };
+    });
+    const store = this.#cache.workerStore();
+    // One job for every member: the worker stores them all or, with one damaged, none (SPEC §7).
+    const { digests, parts: owned, stored } = await this.#pool.digest({
+      inputs, ranges: parts, split: true, transfer: true,
+      ...(store ? { store: { ...store, keys: missing.map((entry) => entry.sha256) } } : {}),
+    });
+    const damaged = missing.filter((entry, i) => digests[i] !== entry.sha256).map((entry) => entry.sha256);
+    if (damaged.length > 0) {
+      const keys = this.#view.membersOf(bundle.sha256).filter((entry) => damaged.includes(entry.sha256)).map(entryKey);
+      throw new BundleIntegrityError('members', `bundle ${bundle.sha256}: damaged member${keys.length > 1 ? 's' : ''} ${keys.map((key) => JSON.stringify(key)).join(', ')} in the ranges of a delta read`, keys, { url });
+    }
+    return this.#shared.handOver({ contents: new Map(missing.map((entry, i) => [entry.sha256, owned![i]!])), ...(stored ? { stored } : {}) }, callbacks);
+  }
+
+  /**
+   * A host that refused a Range request (403, 416 or 501): this load fetches the whole bundle
+   * instead, streamed and checked as one (SPEC §7 "Verified"), and later loads from that origin
+   * go whole at once, as for a host that answers ranges with 200.
+   */
+  #wholeAfterRangesRefused(bundle: BundleEntry, url: string, callbacks: FetchCallbacks): Promise<Accepted> {
+    this.#origins.ignoresRanges(url);
+    return this.#shared.whole(bundle, callbacks);
+  }
+
+  /**
+   * The bodies of `ranges` in order, or `{ whole }` when an answer was the whole bundle, or
+   * `{ refused }` when the host refused a range (403, 416, 501); the other requests then stop.
+   */
+  async #fetchRanges(url: string, bundle: BundleEntry, ranges: ByteRange[], signal: AbortSignal, onProgress?: (received: number) => void): Promise<Uint8Array[] | { whole: Uint8Array } | { refused: true }> {
+    const siblings = new AbortController();
+    const link = linkSignals([signal, siblings.signal]);
+    const received = ranges.map(() => 0);
+    let whole: Uint8Array | undefined;
+    let refused = false;
+    let failure: { error: unknown } | undefined;
+    try {
+      const answers = await Promise.allSettled(ranges.map(async (range, i) => {
+        try {
+          const answer = await this.#transport.getRange(url, range.offset, range.length, {
+            signal: link.signal, expectedBytes: bundle.sizeBytes,
+            ...(onProgress ? { onProgress: (bytes: number) => {
+              received[i] = bytes;
+              onProgress(received.reduce((sum, each) => sum + each, 0));
+            } } : {}),
+          });
+          if (answer.kind === 'refused') {
+            refused = true;
+            siblings.abort(new RequestAbortedError(`GET ${url}: not needed, the server refused a range (HTTP ${answer.status}): the bundle is fetched whole`, { url }));
+            return new Uint8Array(0);
+          }
+          if (answer.kind === 'whole') {
+            whole ??= answer.bytes;
+            siblings.abort(new RequestAbortedError(`GET ${url}: not needed, the server ignores ranges and sent the whole bundle`, { url }));
+          }
+          return answer.bytes;
+        } catch (error) {
+          if (!siblings.signal.aborted) {
+            failure = { error };
+            siblings.abort(error);
+          }
+          throw error;
+        }
+      }));
+      if (whole) return { whole };
+      if (refused) return { refused };
+      if (failure) throw bundleSizeError(failure.error, bundle, url);
+      return answers.map((answer) => (answer as PromiseFulfilledResult<Uint8Array>).value);
+    } finally {
+      link.release();
+    }
+  }
+}

@@ -1,0 +1,59 @@
+/**
+ * What each entry adds to a game (issue 21 "Size"), measured as `npm run size` measures it
+ * (scripts/size.mjs, run here with `--json` over the built dist): esbuild bundles a module that
+ * imports the entry, minified, for the browser, engines external; the bytes that load with the
+ * game, gzipped (level 9), stay within a budget. A budget sits a little above the measure, so
+ * growth shows here first; raising one is a decision to write in BENCHMARKS.md ("Size").
+ */
+import { execFileSync } from 'node:child_process';
+import { join } from 'node:path';
+import { REPO } from './helpers/cli.js';
+
+interface Measure {
+  name: string;
+  importPath: string;
+  min: number;
+  gzip: number;
+  lazy: { min: number; gzip: number };
+  inputs: { input: string; bytes: number }[];
+}
+
+const KB = 1024;
+
+/** Min+gzip bytes that load with the game, per entry. */
+const BUDGETS: Record<string, number> = {
+  core: 48 * KB,
+  // Issue 21 aims at 25 KB; what stands between is in BENCHMARKS.md ("Size").
+  phaser: 37 * KB,
+  babylon: 37 * KB,
+  // Issue 21: the service worker at most 40 KB gzipped.
+  sw: 36 * KB,
+};
+
+let measures: Measure[];
+
+beforeAll(() => {
+  const output = execFileSync(process.execPath, [join(REPO, 'scripts/size.mjs'), '--json'], { cwd: REPO, encoding: 'utf8', timeout: 120_000 });
+  measures = JSON.parse(output) as Measure[];
+}, 180_000);
+
+const measureOf = (name: string): Measure => {
+  const measure = measures.find((candidate) => candidate.name === name);
+  if (!measure) throw new Error(`scripts/size.mjs measured no entry "${name}"`);
+  return measure;
+};
+
+test.each(Object.keys(BUDGETS))('awake-bundle entry "%s" stays within its min+gzip budget', (name) => {
+  const { importPath, gzip } = measureOf(name);
+  expect({ importPath, gzip, withinBudget: gzip <= BUDGETS[name]! }).toEqual({ importPath, gzip, withinBudget: true });
+});
+
+test('the service worker, as shipped, is at most 40 KB gzipped', () => {
+  expect(measureOf('sw').gzip).toBeLessThanOrEqual(40 * KB);
+});
+
+test.each(['phaser', 'babylon'])('a game importing awake-bundle/%s loads no JavaScript SHA-256 with it (WebCrypto serves)', (name) => {
+  const measure = measureOf(name);
+  expect(measure.inputs.filter(({ input }) => /@noble\/hashes|core\/hash-noble\.js/.test(input))).toEqual([]);
+  expect(measure.lazy.gzip).toBeGreaterThan(0); // opaque ids and the no-WebCrypto fallback load on demand
+});
