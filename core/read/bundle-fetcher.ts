@@ -178,8 +178,10 @@ export class BundleFetcher {
     }
     const members = [...new Map(waiters.map(({ read }) => [read.entry.sha256, read.entry])).values()];
     const store = this.#cache.workerStore();
+    // `now`: on a cold page the bytes came on this thread and are hashed here, not kept waiting
+    // for a worker to start (issue 22); once one has answered, in a worker as before.
     const { digests, parts, stored } = await this.#pool.digest({
-      inputs: [answer.bytes], split: true, transfer: true,
+      inputs: [answer.bytes], split: true, transfer: true, now: true,
       ranges: members.map((entry) => ({ input: 0, offset: entry.offset! - batch.offset, length: entry.sizeBytes })),
       // The worker stores them only when every one matched (SPEC §7); else the good ones are stored below.
       ...(store ? { store: { ...store, keys: members.map((entry) => entry.sha256) } } : {}),
@@ -297,7 +299,7 @@ export class BundleFetcher {
     const store = this.#cache.workerStore();
     // One job for every member: the worker stores them all or, with one damaged, none (SPEC §7).
     const { digests, parts: owned, stored } = await this.#pool.digest({
-      inputs, ranges: parts, split: true, transfer: true,
+      inputs, ranges: parts, split: true, transfer: true, now: true,
       ...(store ? { store: { ...store, keys: missing.map((entry) => entry.sha256) } } : {}),
     });
     const damaged = missing.filter((entry, i) => digests[i] !== entry.sha256).map((entry) => entry.sha256);
@@ -366,11 +368,11 @@ export class BundleFetcher {
     }
   }
 
-  /** Checks bytes this source owns (fetched) against an entry, hashing (and storing, when a worker can) in the pool. */
+  /** Checks bytes this source owns (fetched) against an entry, hashing (and storing, when a worker can) in the pool; on a cold page here (`now`, as above). */
   async #verifyOwned(bytes: Uint8Array, entry: Entry, where: { url?: string; path?: string; id?: string }): Promise<{ bytes: Uint8Array; stored?: Promise<void> }> {
     checkFileSize(bytes.length, entry, where);
     const store = this.#cache.workerStore();
-    const { inputs, digests, stored } = await this.#pool.digest({ inputs: [bytes], transfer: true, ...(store ? { store: { ...store, keys: [entry.sha256] } } : {}) });
+    const { inputs, digests, stored } = await this.#pool.digest({ inputs: [bytes], transfer: true, now: true, ...(store ? { store: { ...store, keys: [entry.sha256] } } : {}) });
     checkFileDigest(digests[0]!, entry, where);
     return { bytes: inputs[0]!, ...(stored ? { stored } : {}) };
   }
