@@ -35,9 +35,10 @@ const INDEX_AFTER_CALL_AIM_MS = 10;
 const VIDEO_GAME = 'phaser-video';
 
 export async function main(args = process.argv.slice(2)) {
-  // 0 and 150 ms RTT, no cap, 3 runs, unless told otherwise (defaults added after the flags given).
+  // 0 and 150 ms RTT, no cap, 3 runs, unless told otherwise; `--report file.json` runs nothing.
   const given = (flag) => args.includes(`--${flag}`);
-  const defaults = given('report') && args.some((arg) => arg.endsWith('.json')) ? [] : [
+  const reportOnly = given('report') && args[args.indexOf('--report') + 1]?.endsWith('.json');
+  const defaults = reportOnly ? [] : [
     ...(given('latency') || given('bandwidth') ? [] : ['--latency', '0,150']),
     ...(given('runs') ? [] : ['--runs', '3']),
   ];
@@ -109,7 +110,7 @@ function renderSection(part) {
   return [
     SECTION_TITLE,
     '',
-    '`npm run bench:start` (= `npm run build && node bench/start.mjs`) runs the samples of `npm run bench:engines` (see that section: the example games built for production, a fresh headless Chromium per sample, HTTP cache off, the throttled server; loose = `?loose`, plain files; bundled = the adapters with their default browser cache on fresh storage) at 0 and 150 ms RTT without a bandwidth cap, and reports when the first requests went out, in ms from navigation start (medians): loose, the first asset request; bundled, the adapter\'s first call (its User Timing mark), the index request, the index request less the call (and the largest over the samples), the end of the index response, the first bundle request, that less the end of the index response, and which thread sent the first bundle request (samples). Page requests are Resource Timing `startTime`; a bundle a reader worker fetched is timed by CDP (`Network.requestWillBeSent` wall time less `timeOrigin`). Then the first frame after loading, loose against bundled.',
+    '`npm run bench:start` (= `npm run build && node bench/start.mjs`) runs the samples of `npm run bench:engines` (see that section: the example games built for production, a fresh headless Chromium per sample, HTTP cache off, the throttled server; loose = `?loose`, plain files; bundled = the adapters with their default browser cache on fresh storage), by default at 0 and 150 ms RTT without a bandwidth cap, 3 runs (each part below says what it ran), and reports when the first requests went out, in ms from navigation start (medians): loose, the first asset request; bundled, the adapter\'s first call (its User Timing mark), the index request, the index request less the call (and the largest over the samples), the end of the index response, the first bundle request, that less the end of the index response, and which thread sent the first bundle request (samples). Page requests are Resource Timing `startTime`; a bundle a reader worker fetched is timed by CDP (`Network.requestWillBeSent` wall time less `timeOrigin`). Then the first frame after loading, loose against bundled.',
     '',
     `Aims (issue 22): the index request goes out within ${INDEX_AFTER_CALL_AIM_MS} ms of the adapter's first call, in every sample; a game with a video in its preload (${VIDEO_GAME}) starts as fast as loose (bundled's median first frame ≤ loose's).`,
     '',
