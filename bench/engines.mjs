@@ -37,6 +37,7 @@
 import { cpSync, existsSync, mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { launchFreshChromium } from './chromium.mjs';
 import {
   codeLine, codeMeasured, commandLine, loadLine, loadNow, machine, machineLine, MB, median, parseBenchArgs, ratio, ROOT, runRounds, saveResults, seconds, spread, where, writeBenchmarksSection,
@@ -44,7 +45,7 @@ import {
 import { startThrottledServer } from './throttled-server.mjs';
 
 const SECTION_TITLE = '## Engines: the example games, loose against bundled (npm run bench:engines)';
-const BENCH_DIR = join(ROOT, '.bench', 'engines');
+export const BENCH_DIR = join(ROOT, '.bench', 'engines');
 const require = createRequire(import.meta.url);
 const SAMPLE_TIMEOUT_MS = 180_000;
 /** After the first frame, the sample's requests are counted once none came for this long. */
@@ -61,7 +62,7 @@ function checkPhaser(ready, mode, index, extra = {}) {
 }
 
 /** Each game: its example folder, the query its page gets, and its ready check. */
-const GAMES = {
+export const GAMES = {
   phaser: {
     label: 'Phaser (examples/phaser)',
     example: 'phaser',
@@ -90,7 +91,7 @@ const GAMES = {
 // The sites: each example built for production, its index and bundles under published/ (from
 // the webpack plugin), and the same files as plain files beside them for `?loose`
 
-async function buildSite(name) {
+export async function buildSite(name) {
   const game = GAMES[name];
   const dir = join(BENCH_DIR, name);
   rmSync(dir, { recursive: true, force: true });
@@ -168,7 +169,7 @@ async function makeVideo(path, bytes) {
 
 const readIndex = (dir) => JSON.parse(readFileSync(join(dir, 'published', 'project.index.json'), 'utf8'));
 
-function describeSite(name) {
+export function describeSite(name) {
   const dir = join(BENCH_DIR, name);
   if (!existsSync(join(dir, 'index.html')) || !existsSync(join(dir, 'published', 'project.index.json'))) throw new Error(`${dir} holds no built site: run without --no-build`);
   const index = readIndex(dir);
@@ -243,7 +244,10 @@ function startTimes(timing, workerRequests) {
     indexMs: index?.startTime,
     indexRequestStartMs: index?.requestStart,
     indexAfterCallMs: index && timing.call !== undefined ? index.startTime - timing.call : undefined,
+    indexEndMs: index?.responseEnd,
     firstBundleMs: bundles[0]?.at,
+    // How long after the index arrived the first bundle request went out (its parse and checks, then the game's first load).
+    firstBundleAfterIndexMs: index && bundles.length ? bundles[0].at - index.responseEnd : undefined,
     firstBundleBy: bundles[0]?.by,
     bundlesByPage: bundles.filter((bundle) => bundle.by === 'page').length,
     bundlesByWorkers: bundles.filter((bundle) => bundle.by === 'worker').length,
@@ -272,7 +276,7 @@ async function sample(game, site, server, mode) {
     const timing = await page.evaluate(() => ({
       timeOrigin: performance.timeOrigin,
       call: performance.getEntriesByType('mark').find((mark) => mark.name.startsWith('awake-bundle:'))?.startTime,
-      resources: performance.getEntriesByType('resource').map((entry) => ({ url: entry.name, startTime: entry.startTime, requestStart: entry.requestStart })),
+      resources: performance.getEntriesByType('resource').map((entry) => ({ url: entry.name, startTime: entry.startTime, requestStart: entry.requestStart, responseEnd: entry.responseEnd })),
     }));
     const start = startTimes(timing, workerRequests);
     // The assets alone (below published/): loose, the files the game asked for, which is what it
@@ -311,7 +315,7 @@ function checkRequests(site, mode, requests) {
 // ---------------------------------------------------------------------------------------------
 // A cell: one game under one condition, loose and bundled alternating which goes first
 
-async function runCell(game, site, condition, runs) {
+export async function runCell(game, site, condition, runs) {
   const server = await startThrottledServer({ root: site.dir, ...condition });
   const samples = { loose: [], bundled: [] };
   const started = Date.now();
@@ -351,7 +355,7 @@ function startSummary(starts) {
     const values = starts.map((start) => start[key]).filter((value) => value !== undefined);
     return values.length ? median(values) : undefined;
   };
-  const keys = ['firstAssetMs', 'callMs', 'indexMs', 'indexRequestStartMs', 'indexAfterCallMs', 'firstBundleMs'];
+  const keys = ['firstAssetMs', 'callMs', 'indexMs', 'indexRequestStartMs', 'indexAfterCallMs', 'indexEndMs', 'firstBundleMs', 'firstBundleAfterIndexMs'];
   const firstBundleBy = {};
   for (const start of starts) if (start.firstBundleBy) firstBundleBy[start.firstBundleBy] = (firstBundleBy[start.firstBundleBy] ?? 0) + 1;
   return { ...Object.fromEntries(keys.map((key) => [key, medianOf(key)])), maxIndexAfterCallMs: Math.max(...starts.map((start) => start.indexAfterCallMs ?? -Infinity)), firstBundleBy };
@@ -360,8 +364,8 @@ function startSummary(starts) {
 // ---------------------------------------------------------------------------------------------
 // Printing and BENCHMARKS.md
 
-const ms = (value) => (value === undefined || !Number.isFinite(value) ? '–' : value.toFixed(1));
-const byWhom = (counts) => Object.entries(counts ?? {}).map(([by, n]) => `${by} ${n}`).join(', ') || '–';
+export const ms = (value) => (value === undefined || !Number.isFinite(value) ? '–' : value.toFixed(1));
+export const byWhom = (counts) => Object.entries(counts ?? {}).map(([by, n]) => `${by} ${n}`).join(', ') || '–';
 
 function printCell(cell) {
   const { loose, bundled } = cell;
@@ -459,8 +463,8 @@ function renderComparison(before, after) {
 // ---------------------------------------------------------------------------------------------
 // Main
 
-async function main() {
-  const options = parseBenchArgs('bench/engines.mjs', ['games'], ['no-build']);
+export async function main(args = process.argv.slice(2)) {
+  const options = parseBenchArgs('bench/engines.mjs', ['games'], ['no-build'], args);
   if (options.reportFiles.length > 0) {
     writeBenchmarksSection(SECTION_TITLE, renderSection(options.reportFiles.map((file) => JSON.parse(readFileSync(file, 'utf8')))));
     return;
@@ -495,7 +499,10 @@ async function main() {
   if (options.report) writeBenchmarksSection(SECTION_TITLE, renderSection([part]));
 }
 
-main().catch((error) => {
-  console.error(error);
-  process.exitCode = 1;
-});
+// Run as a script; imported (bench/start.mjs, a runner), it only exports.
+if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {
+  main().catch((error) => {
+    console.error(error);
+    process.exitCode = 1;
+  });
+}

@@ -24,10 +24,10 @@ const DEFAULT_CONDITIONS = [
  * --label text, --out results.json, --report [results.json …]. Without --latency and
  * --bandwidth the grid is DEFAULT_CONDITIONS; with either, every latency (default 0,40,150)
  * at every bandwidth (default 0). `extra` names the script's own flags that take a value,
- * `switches` those that take none (values[name] = true).
+ * `switches` those that take none (values[name] = true). `args`: the command line's by default,
+ * or what a runner passes to a script's exported main.
  */
-export function parseBenchArgs(script, extra = [], switches = []) {
-  const args = process.argv.slice(2);
+export function parseBenchArgs(script, extra = [], switches = [], args = process.argv.slice(2)) {
   const usage = (message) => {
     console.error(`${script}: ${message}`);
     process.exit(2);

@@ -14,6 +14,12 @@ import { seededBytes, writeTree } from './helpers/trees';
 const loose = JSON.parse(readFileSync(join(FIXTURES, 'trees/small.loose.index.json'), 'utf8'));
 const PATHS: string[] = loose.files.map((file: { path: string }) => file.path);
 const EXPECTED_SHA = Object.fromEntries(loose.files.map((file: { path: string; sha256: string }) => [file.path, file.sha256]));
+const SMALL_INDEX = JSON.parse(readFileSync(join(FIXTURES, 'expected/small-default/project.index.json'), 'utf8'));
+/** The URL, relative to the index, of the bundle that holds `path` in the published small project. */
+function bundleUrlOf(path: string): string {
+  const file = SMALL_INDEX.files.find((f: { path: string }) => f.path === path);
+  return SMALL_INDEX.bundles.find((b: { sha256: string }) => b.sha256 === file.bundle).url;
+}
 /** Two versions of a project for delta reads: 20 files of 16 KiB in one bundle; v2 changes files 3 and 15. */
 const DELTA_FILES = Array.from({ length: 20 }, (_, i) => `levels/chunk-${String(i).padStart(2, '0')}.bin`);
 const DELTA_CHANGED = [3, 15];
@@ -348,6 +354,76 @@ describe.each(TESTED_BROWSERS)('%s', (kind) => {
         const requests = server.requests.map((r) => r.path).filter((path) => path.startsWith('/published/small/'));
         expect(requests[0]).toBe('/published/small/project.index.json');
         expect(requests.filter((path) => path.endsWith('.awkb')).length).toBeGreaterThan(0);
+      } finally {
+        await coldPage.close();
+      }
+    });
+
+    // A single read, with the persistent cache, on a page whose workers have not answered: it
+    // asks the store on the page (one read transaction) and, the file not being there, sends its
+    // bundle request at once, streamed on the page (issue 22).
+    test('with the persistent cache a read of an uncached file fetches its bundle and resolves with verified bytes while every worker\'s ping answer is held back', async () => {
+      const coldPage = await browser.openHarness(server);
+      try {
+        await holdPongs(coldPage);
+        server.resetRequests();
+        const result = await coldPage.evaluate(async (name: string) => {
+          const core = await harnessImport('awake-bundle');
+          const source = await core.IndexedAssetSource.open({ indexUrl: '/published/small/project.index.json', cache: core.openBrowserCache({ name }), hashWorkers: 2 });
+          const pool = (source as unknown as { pool: { usingWorkers: boolean | undefined } }).pool;
+          const bytes = await source.read('assets/sounds/bell.ogg');
+          const hash = core.toHex(new Uint8Array(await crypto.subtle.digest('SHA-256', bytes)));
+          const heard = pool.usingWorkers;
+          (globalThis as unknown as { releasePongs: () => void }).releasePongs();
+          source.dispose();
+          return { hash, heard };
+        }, `held-pongs-read-${Date.now()}`);
+        expect(result).toEqual({ hash: EXPECTED_SHA['assets/sounds/bell.ogg'], heard: undefined });
+        const requests = server.requests.map((r) => r.path).filter((path) => path.startsWith('/published/small/'));
+        expect(requests[0]).toBe('/published/small/project.index.json');
+        expect(requests.filter((path) => path.endsWith('.awkb'))).toHaveLength(1);
+      } finally {
+        await coldPage.close();
+      }
+    });
+
+    // The same page, the files cached: a read takes them from the store on the page and hashes
+    // them there, with no request; an entry whose bytes were changed in the store fails that
+    // check, is dropped and comes again from its bundle (SPEC §7 "Cache": re-checked when read).
+    test('with the persistent cache warm, reads take verified bytes from the store while every worker\'s ping answer is held back; a damaged entry is fetched again', async () => {
+      const name = `held-pongs-warm-${Date.now()}`;
+      await page.evaluate(async (name: string) => {
+        const core = await harnessImport('awake-bundle');
+        const source = await core.IndexedAssetSource.open({ indexUrl: '/published/small/project.index.json', cache: core.openBrowserCache({ name }) });
+        await source.prefetch(source.paths());
+        await source.whenStored();
+        source.dispose();
+      }, name);
+      const coldPage = await browser.openHarness(server);
+      try {
+        await holdPongs(coldPage);
+        const damaged = 'assets/sounds/bell.ogg';
+        const good = PATHS.find((path) => path !== damaged && bundleUrlOf(path) !== bundleUrlOf(damaged))!;
+        server.resetRequests();
+        const result = await coldPage.evaluate(async ({ name, good, damaged }) => {
+          const core = await harnessImport('awake-bundle');
+          const source = await core.IndexedAssetSource.open({ indexUrl: '/published/small/project.index.json', cache: core.openBrowserCache({ name }), hashWorkers: 2 });
+          const pool = (source as unknown as { pool: { usingWorkers: boolean | undefined } }).pool;
+          const hex = async (bytes: Uint8Array) => core.toHex(new Uint8Array(await crypto.subtle.digest('SHA-256', bytes as BufferSource)));
+          const goodHash = await hex(await source.read(good));
+          // The stored copy of `damaged` gets other bytes of the same size.
+          const entry = source.entry(damaged)!;
+          await new core.IndexedDBCache({ name }).put(entry.sha256, new Uint8Array(entry.sizeBytes).fill(7));
+          const damagedHash = await hex(await source.read(damaged));
+          const heard = pool.usingWorkers;
+          (globalThis as unknown as { releasePongs: () => void }).releasePongs();
+          source.dispose();
+          return { goodHash, damagedHash, heard };
+        }, { name, good, damaged });
+        expect(result).toEqual({ goodHash: EXPECTED_SHA[good], damagedHash: EXPECTED_SHA[damaged], heard: undefined });
+        const requests = server.requests.map((r) => r.path).filter((path) => path.startsWith('/published/small/'));
+        // The good file: no request. The damaged one: its bundle, once (a range of it: a delta read).
+        expect(requests).toEqual(['/published/small/project.index.json', `/published/small/${bundleUrlOf(damaged)}`]);
       } finally {
         await coldPage.close();
       }

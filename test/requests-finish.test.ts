@@ -89,6 +89,13 @@ describeChromium('chromium: index and bundle requests end finished, none cancele
     try {
       const page = await browser.openHarness(chunked);
       const log = await logNetwork(page);
+      // Until a worker has answered, loose files too are fetched on the page (their requests wait
+      // for no worker, issue 22): let the shared pool's workers answer first, as above.
+      expect(await page.evaluate(async () => {
+        const pool = (await harnessImport('/dist/core/index.js')).sharedDigestPool();
+        await pool.digest({ inputs: [new Uint8Array(1)] });
+        return pool.usingWorkers;
+      })).toBe(true);
       await loadAll(page, '/site/dev/project.index.json');
       await loadAll(page, '/site/published/project.index.json');
       expect(log.requests(/\/site\/loose\//).length).toBe(chunked.requests.filter((request) => request.path.startsWith('/site/loose/')).length);

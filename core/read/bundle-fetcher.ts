@@ -189,11 +189,11 @@ export class BundleFetcher {
     return (await this.#bundleRanges()).delta(bundle, plan, callbacks);
   }
 
-  /** Checks bytes this source owns (fetched) against an entry, hashing (and storing, when a worker can) in the pool. */
+  /** Checks bytes this source owns (fetched) against an entry, hashing (and storing, when a worker can) in the pool; on a cold page here (`now`: not kept waiting for a worker to start, issue 22). */
   async #verifyOwned(bytes: Uint8Array, entry: Entry, where: { url?: string; path?: string; id?: string }): Promise<{ bytes: Uint8Array; stored?: Promise<void> }> {
     checkFileSize(bytes.length, entry, where);
     const store = this.#cache.workerStore();
-    const { inputs, digests, stored } = await this.#pool.digest({ inputs: [bytes], transfer: true, ...(store ? { store: { ...store, keys: [entry.sha256] } } : {}) });
+    const { inputs, digests, stored } = await this.#pool.digest({ inputs: [bytes], transfer: true, now: true, ...(store ? { store: { ...store, keys: [entry.sha256] } } : {}) });
     checkFileDigest(digests[0]!, entry, where);
     return { bytes: inputs[0]!, ...(stored ? { stored } : {}) };
   }

@@ -117,8 +117,10 @@ export class BundleRanges {
     }
     const members = [...new Map(waiters.map(({ read }) => [read.entry.sha256, read.entry])).values()];
     const store = this.#cache.workerStore();
+    // `now`: on a cold page the bytes came on this thread and are hashed here, not kept waiting
+    // for a worker to start (issue 22); once one has answered, in a worker as before.
     const { digests, parts, stored } = await this.#pool.digest({
-      inputs: [answer.bytes], split: true, transfer: true,
+      inputs: [answer.bytes], split: true, transfer: true, now: true,
       ranges: members.map((entry) => ({ input: 0, offset: entry.offset! - batch.offset, length: entry.sizeBytes })),
       // The worker stores them only when every one matched (SPEC §7); else the good ones are stored below.
       ...(store ? { store: { ...store, keys: members.map((entry) => entry.sha256) } } : {}),
@@ -216,7 +218,7 @@ export class BundleRanges {
     const store = this.#cache.workerStore();
     // One job for every member: the worker stores them all or, with one damaged, none (SPEC §7).
     const { digests, parts: owned, stored } = await this.#pool.digest({
-      inputs, ranges: parts, split: true, transfer: true,
+      inputs, ranges: parts, split: true, transfer: true, now: true,
       ...(store ? { store: { ...store, keys: missing.map((entry) => entry.sha256) } } : {}),
     });
     const damaged = missing.filter((entry, i) => digests[i] !== entry.sha256).map((entry) => entry.sha256);

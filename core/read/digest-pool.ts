@@ -47,6 +47,11 @@ export interface DigestJob {
    * mismatch stores nothing. `DigestResult.stored` tells how it went.
    */
   store?: WorkerStoreAccess & { keys: string[] };
+  /**
+   * Hash on this thread rather than wait for a worker to start: a worker takes the job only if
+   * one has already answered. For work on the path to a game's first bytes (issue 22).
+   */
+  now?: boolean;
 }
 
 export type { WorkerStoreAccess } from '../cache/idb-store.js';
@@ -159,6 +164,11 @@ export class WorkerDigestPool implements DigestPool {
   }
 
   async digest(job: DigestJob): Promise<DigestResult> {
+    if (job.now && this.#ready !== true && !this.#fallback) {
+      // Not `#inThread()`: that gives up on workers for good. These start for the next jobs.
+      this.warm();
+      return new InThreadDigests().digest(job);
+    }
     const worker = this.#fallback ? undefined : await this.#pick(job.inputs.reduce((sum, input) => sum + input.length, 0));
     if (!worker) return this.#inThread().digest(job);
     return this.#sendDigest(worker, job);
@@ -167,6 +177,13 @@ export class WorkerDigestPool implements DigestPool {
   /** A `BodyFetcher` that reads bodies in this pool's workers (see `BodyFetcher`). */
   readonly fetchBody: BodyFetcher = async (url, init) => {
     if (init.signal.aborted) throw init.signal.reason;
+    // A request waits for no worker to start (issue 22): until one has answered, this thread
+    // fetches and reads the body (a cold page's loose files, ranges and delta reads), as bundles
+    // stream here (see streamBundle).
+    if (this.#ready !== true) {
+      this.warm();
+      return undefined;
+    }
     const worker = this.#fallback ? undefined : await this.#pick(0);
     if (!worker) return undefined;
     return this.#sendFetch(worker, url, init);

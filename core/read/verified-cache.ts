@@ -66,7 +66,7 @@ export class VerifiedCache {
     const batch = this.#batch!;
     this.#batch = undefined;
     const wanted = [...batch.keys()].map((sha256) => this.#entryOf(sha256));
-    const found = await this.getVerified(wanted).catch(() => new Map<string, Uint8Array>());
+    const found = await this.getVerified(wanted, { waitForWorkers: false }).catch(() => new Map<string, Uint8Array>());
     for (const [sha256, waiters] of batch) {
       const bytes = found.get(sha256);
       // Every waiter owns its bytes: copies first, the last one takes the buffer.
@@ -89,11 +89,22 @@ export class VerifiedCache {
     return answers ? new Set(shas.filter((_, i) => answers[i])) : undefined;
   }
 
-  /** Cached contents that still match their entries, by SHA-256; a bad entry is dropped (SPEC §7 "Cache"). */
-  async getVerified(wanted: Entry[]): Promise<Map<string, Uint8Array>> {
+  /**
+   * Cached contents that still match their entries, by SHA-256; a bad entry is dropped (SPEC §7
+   * "Cache"). With `waitForWorkers: false` (reads), a page whose workers have not answered yet
+   * reads and checks the entries on this thread instead of waiting for one (issue 22).
+   */
+  async getVerified(wanted: Entry[], options: { waitForWorkers?: boolean } = {}): Promise<Map<string, Uint8Array>> {
     if (!this.#cache || wanted.length === 0) return new Map();
     const store = this.workerStore();
-    if (store) {
+    const now = options.waitForWorkers === false;
+    // A read on a cold page waits for no worker: one read transaction on this thread says at once
+    // that an uncached file is not there (its bundle request then goes out, streamed on this
+    // thread until a worker answers), and brings a cached one's bytes, hashed here (SPEC §7
+    // "Cache": re-checked when read). Unlike a load, which asks for keys only (`contains`) and
+    // reads what it holds later in a worker, a read wants the bytes now: one transaction, not two.
+    // A prefetch's bulk reads still wait for a worker: they keep copying and hashing off this thread.
+    if (store && !(now && (this.#pool as WorkerDigestPool).usingWorkers !== true)) {
       // Read and checked in a worker.
       const answer = await this.#call('get', wanted.map((entry) => entry.sha256), () => (this.#pool as WorkerDigestPool).readStored(store, wanted));
       // The store is the whole cache when it offers worker access (see ContentCache.workerAccess).
@@ -102,10 +113,10 @@ export class VerifiedCache {
         return answer.found;
       }
     }
-    return this.#getVerifiedHere(this.#cache, wanted);
+    return this.#getVerifiedHere(this.#cache, wanted, now);
   }
 
-  async #getVerifiedHere(cache: ContentCache, wanted: Entry[]): Promise<Map<string, Uint8Array>> {
+  async #getVerifiedHere(cache: ContentCache, wanted: Entry[], now: boolean): Promise<Map<string, Uint8Array>> {
     const shas = wanted.map((entry) => entry.sha256);
     const answers = await this.#call('get', shas, () => (cache.getMany ? cache.getMany(shas) : Promise.all(shas.map((sha256) => cache.get(sha256)))));
     const found = new Map<string, Uint8Array>();
@@ -120,7 +131,7 @@ export class VerifiedCache {
       else candidates.push({ entry, bytes: cache.copiesBytes ? bytes : bytes.slice() });
     });
     if (candidates.length > 0) {
-      const { inputs, digests } = await this.#pool.digest({ inputs: candidates.map((c) => c.bytes), transfer: true });
+      const { inputs, digests } = await this.#pool.digest({ inputs: candidates.map((c) => c.bytes), transfer: true, ...(now ? { now } : {}) });
       candidates.forEach(({ entry }, i) => {
         if (digests[i] === entry.sha256) found.set(entry.sha256, inputs[i]!);
         else bad.push(entry.sha256);

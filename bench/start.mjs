@@ -1,0 +1,135 @@
+// The start of the example games, loose against bundled (`npm run bench:start`; issue 22): how
+// soon after navigation start the first requests go out, and, for the Phaser game with a video
+// in its preload, how soon the first frame comes.
+//
+//   npm run bench:start                          # build, 0 and 150 ms RTT, 3 runs, print, results in .bench/engines/start.json
+//   node bench/start.mjs [--games phaser,phaser-video,babylon] [--runs 3] [--latency 0,150] [--bandwidth 0]
+//                        [--label text] [--no-build] [--out part.json] [--report]
+//   node bench/start.mjs --report part.json      # those results as BENCHMARKS.md's section
+//
+// `import { main } from './start.mjs'; await main(['--no-build'])` runs it from another script.
+//
+// The samples are bench/engines.mjs's (same sites, same fresh Chromium per sample, same throttled
+// server, same Resource Timing and CDP times): this script picks its start times and sets them
+// against issue 22's aims:
+// - the index request goes out within 10 ms of the adapter's first call (its User Timing mark),
+//   in every sample (the largest is compared);
+// - a game with a video in its preload (phaser-video) starts as fast as loose: bundled's median
+//   first frame at most loose's.
+// Times are ms from navigation start; loose: the first asset request; bundled: the adapter's
+// call, the index request, the first bundle request and which thread sent it, and the first
+// bundle request less the end of the index response (nothing but the index's parse and checks,
+// and the game's own first load, between them).
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { launchFreshChromium } from './chromium.mjs';
+import { BENCH_DIR, buildSite, byWhom, describeSite, GAMES, ms, runCell } from './engines.mjs';
+import { codeLine, codeMeasured, commandLine, loadLine, machine, machineLine, parseBenchArgs, saveResults, seconds, where, writeBenchmarksSection } from './harness.mjs';
+
+const SECTION_TITLE = '## Start: index and first bundle requests (npm run bench:start)';
+const DEFAULT_GAMES = 'phaser,phaser-video,babylon';
+/** Aim: the index request this long after the adapter's first call, at most. */
+const INDEX_AFTER_CALL_AIM_MS = 10;
+/** The game the first-frame aim is about. */
+const VIDEO_GAME = 'phaser-video';
+
+export async function main(args = process.argv.slice(2)) {
+  // 0 and 150 ms RTT, no cap, 3 runs, unless told otherwise; `--report file.json` runs nothing.
+  const given = (flag) => args.includes(`--${flag}`);
+  const reportOnly = given('report') && args[args.indexOf('--report') + 1]?.endsWith('.json');
+  const defaults = reportOnly ? [] : [
+    ...(given('latency') || given('bandwidth') ? [] : ['--latency', '0,150']),
+    ...(given('runs') ? [] : ['--runs', '3']),
+  ];
+  const options = parseBenchArgs('bench/start.mjs', ['games'], ['no-build'], [...defaults, ...args]);
+  if (options.reportFiles.length > 0) {
+    writeBenchmarksSection(SECTION_TITLE, renderSection(JSON.parse(readFileSync(options.reportFiles[0], 'utf8'))));
+    return;
+  }
+  const games = (options.values.games ?? DEFAULT_GAMES).split(',').map((name) => name.trim());
+  for (const name of games) if (!GAMES[name]) options.usage(`unknown game ${name} (${Object.keys(GAMES).join(', ')})`);
+  if (!options.values['no-build']) for (const name of games) await buildSite(name);
+  const probe = await launchFreshChromium();
+  const part = {
+    command: commandLine('bench/start.mjs', args),
+    label: options.label,
+    code: codeMeasured(),
+    startedAt: new Date().toISOString(),
+    machine: machine(await probe.browser.version().finally(() => probe.close())),
+    runs: options.runs,
+    cells: [],
+  };
+  const out = options.out ?? join(BENCH_DIR, 'start.json');
+  for (const condition of options.conditions) {
+    for (const name of games) {
+      const cell = await runCell(GAMES[name], describeSite(name), condition, options.runs);
+      part.cells.push(cell);
+      saveResults(out, part);
+    }
+  }
+  console.log(renderTables(part).join('\n'));
+  console.error(`results in ${out}${options.report ? '' : `; write BENCHMARKS.md's section with: node bench/start.mjs --report ${out}`}`);
+  if (options.report) writeBenchmarksSection(SECTION_TITLE, renderSection(part));
+  return part;
+}
+
+/** Whether the index request met its aim in every sample of a cell (the largest gap). */
+function indexVerdict(cell) {
+  const worst = cell.bundled.start?.maxIndexAfterCallMs;
+  if (worst === undefined || !Number.isFinite(worst)) return '–';
+  return worst <= INDEX_AFTER_CALL_AIM_MS ? 'met' : `missed (${ms(worst)} ms)`;
+}
+
+/** phaser-video: bundled's median first frame against loose's. */
+function videoVerdict(cell) {
+  if (cell.game !== VIDEO_GAME) return '–';
+  const over = cell.bundled.median - cell.loose.median;
+  return over <= 0 ? `met (${ms(-over)} ms sooner)` : `missed by ${ms(over)} ms`;
+}
+
+function renderTables(part) {
+  const rows = [
+    '| game | RTT | bandwidth | loose: first asset | bundled: call | index | index − call (max) | index ends | first bundle | first bundle − index end | first bundle by | index aim ≤ 10 ms |',
+    '|:--|--:|--:|--:|--:|--:|--:|--:|--:|--:|:--|:--|',
+  ];
+  for (const cell of part.cells) {
+    const l = cell.loose.start ?? {};
+    const b = cell.bundled.start ?? {};
+    rows.push(`| ${cell.game} | ${where(cell)} | ${ms(l.firstAssetMs)} | ${ms(b.callMs)} | ${ms(b.indexMs)} | ${ms(b.indexAfterCallMs)} (${ms(b.maxIndexAfterCallMs)}) | ${ms(b.indexEndMs)} | ${ms(b.firstBundleMs)} | ${ms(b.firstBundleAfterIndexMs)} | ${byWhom(b.firstBundleBy)} | ${indexVerdict(cell)} |`);
+  }
+  rows.push('', '| game | RTT | bandwidth | loose: first frame s (min–max) | bundled: first frame s (min–max) | b/l | as fast as loose? | runs |', '|:--|--:|--:|--:|--:|--:|:--|--:|');
+  for (const cell of part.cells) {
+    const { loose, bundled } = cell;
+    rows.push(`| ${cell.game} | ${where(cell)} | ${seconds(loose.median)} (${seconds(loose.min)}–${seconds(loose.max)}) | ${seconds(bundled.median)} (${seconds(bundled.min)}–${seconds(bundled.max)}) | ${(bundled.median / loose.median).toFixed(2)} | ${cell.game === VIDEO_GAME ? videoVerdict(cell) : '(no aim)'} | ${cell.rounds} |`);
+  }
+  return rows;
+}
+
+function renderSection(part) {
+  return [
+    SECTION_TITLE,
+    '',
+    '`npm run bench:start` (= `npm run build && node bench/start.mjs`) runs the samples of `npm run bench:engines` (see that section: the example games built for production, a fresh headless Chromium per sample, HTTP cache off, the throttled server; loose = `?loose`, plain files; bundled = the adapters with their default browser cache on fresh storage), by default at 0 and 150 ms RTT without a bandwidth cap, 3 runs (each part below says what it ran), and reports when the first requests went out, in ms from navigation start (medians): loose, the first asset request; bundled, the adapter\'s first call (its User Timing mark), the index request, the index request less the call (and the largest over the samples), the end of the index response, the first bundle request, that less the end of the index response, and which thread sent the first bundle request (samples). Page requests are Resource Timing `startTime`; a bundle a reader worker fetched is timed by CDP (`Network.requestWillBeSent` wall time less `timeOrigin`). Then the first frame after loading, loose against bundled.',
+    '',
+    `Aims (issue 22): the index request goes out within ${INDEX_AFTER_CALL_AIM_MS} ms of the adapter's first call, in every sample; a game with a video in its preload (${VIDEO_GAME}) starts as fast as loose (bundled's median first frame ≤ loose's).`,
+    '',
+    `### ${part.label ? `${part.label}: ` : ''}code ${codeLine(part.code)}`,
+    '',
+    `${machineLine(part.machine)} Measured ${part.startedAt.slice(0, 10)}. ${loadLine(part.cells)} The machine is shared (2 cores, other jobs running tests): a load average above 2 means the samples competed for the CPU.`.trimEnd(),
+    '',
+    '```sh',
+    part.command,
+    '```',
+    '',
+    ...renderTables(part),
+    '',
+  ].join('\n');
+}
+
+if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {
+  main().catch((error) => {
+    console.error(error);
+    process.exitCode = 1;
+  });
+}
