@@ -232,7 +232,10 @@ async function runCell(game, sites, condition, runs, withoutPreload) {
         callMs: medianOf((s) => s.start.callMs),
         indexMs: medianOf((s) => s.start.indexMs),
         firstBundleMs: medianOf((s) => s.start.firstBundleMs),
+        // Per sample, so that a slow boot (the CPU) does not count: what the index's round trip, or its preload, changes.
+        callToFirstBundleMs: medianOf((s) => (s.start.callMs === undefined || s.start.firstBundleMs === undefined ? undefined : s.start.firstBundleMs - s.start.callMs)),
         firstBundleBy: list.map((s) => s.start.firstBundleBy ?? '–'),
+        starts: list.map((s) => s.start),
       };
     };
     return { game, ...condition, rounds, reduced, seconds: (Date.now() - started) / 1000, load: [loadAtStart, loadNow()], variants: variants.map(summary) };
@@ -275,18 +278,18 @@ function preloadRows(part) {
   return part.cells.filter((cell) => cell.variants.some((variant) => !variant.preload)).flatMap((cell) => WITHOUT_PRELOAD.map((grouping) => {
     const withLinks = cell.variants.find((variant) => variant.grouping === grouping && variant.preload);
     const without = cell.variants.find((variant) => variant.grouping === grouping && !variant.preload);
-    const saved = without.median - withLinks.median;
     const rtt = cell.latencyMs;
+    const saved = (less) => `${ms(less)}${rtt ? ` (${(less / rtt).toFixed(2)})` : ''}`;
     return [
       cell.game, grouping, ...network(cell), `${part.sites[cell.game][grouping].preloads.length}`,
-      `${ms(without.callMs)} → ${ms(withLinks.callMs)}`, `${ms(without.indexMs)} → ${ms(withLinks.indexMs)}`, `${ms(without.firstBundleMs)} → ${ms(withLinks.firstBundleMs)}`,
-      `${seconds(without.median)} → ${seconds(withLinks.median)}`, `${ms(saved)}`, rtt ? (saved / rtt).toFixed(2) : '–',
-      `${ms(without.firstBundleMs - withLinks.firstBundleMs)}`, rtt ? ((without.firstBundleMs - withLinks.firstBundleMs) / rtt).toFixed(2) : '–',
+      `${ms(without.indexMs)} → ${ms(withLinks.indexMs)}`, `${ms(without.callMs)} → ${ms(withLinks.callMs)}`, `${ms(without.firstBundleMs)} → ${ms(withLinks.firstBundleMs)}`,
+      `${ms(without.callToFirstBundleMs)} → ${ms(withLinks.callToFirstBundleMs)}`, saved(without.callToFirstBundleMs - withLinks.callToFirstBundleMs),
+      `${seconds(without.median)} → ${seconds(withLinks.median)}`, saved(without.median - withLinks.median),
     ];
   }));
 }
 
-const PRELOAD_HEAD = ['game', 'grouping', 'RTT', 'bandwidth', 'links', 'adapter call ms (without → with)', 'index request ms', 'first bundle request ms', 'first frame s', 'saved ms', 'saved RTTs', 'first bundle earlier ms', 'in RTTs'];
+const PRELOAD_HEAD = ['game', 'grouping', 'RTT', 'bandwidth', 'links', 'index request ms (without → with)', 'adapter call ms', 'first bundle request ms', 'call → first bundle ms', 'saved ms (RTTs)', 'first frame s', 'saved ms (RTTs)'];
 
 function printTable(head, rows) {
   const widths = head.map((title, i) => Math.max(title.length, ...rows.map((row) => row[i].length)));
@@ -316,7 +319,7 @@ function renderSection(part) {
     '',
     ...markdownTable(GROUPING_HEAD, groupingRows(part)),
     '',
-    `Preload (the built page with the plugin's \`<link rel="preload" as="fetch" crossorigin>\` against the same page without them): auto preloads the index; recorded loads the index and the first load's bundles. Times in ms from navigation start (medians): the adapter's first call (\`awkbIndex\` / \`registerAwkb\`, its User Timing mark), the index request, the first bundle request (Resource Timing; a worker's from CDP), the first frame; saved = first frame without − with, also in round trips.`,
+    `Preload (the built page with the plugin's \`<link rel="preload" as="fetch" crossorigin>\` against the same page without them): auto preloads the index; recorded loads the index and the first load's bundles. Times in ms from navigation start (medians): the index request, the adapter's first call (\`awkbIndex\` / \`registerAwkb\`, its User Timing mark), the first bundle request (Resource Timing; a worker's from CDP), the first frame. Call → first bundle is the median of each sample's own difference: the part of the first load that the index's round trip (or its preload) changes, without the time the page takes to boot. Saved = without − with, in ms and in round trips.`,
     '',
     ...markdownTable(PRELOAD_HEAD, preloadRows(part)),
     '',
