@@ -6,7 +6,7 @@
 //   npm run bench:grouping                    # build, every cell, print, results in .bench/grouping/last.json
 //   node bench/grouping.mjs [--games phaser,babylon] [--runs 5] [--latency 40,150] [--bandwidth 0,20]
 //                           [--preload-latency 150] [--label text] [--no-build] [--out part.json] [--report]
-//   node bench/grouping.mjs --report part.json              # those results as BENCHMARKS.md's section
+//   node bench/grouping.mjs --report [earlier.json …] part.json   # those results as BENCHMARKS.md's section
 //   import { runGroupingBench } from './bench/grouping.mjs'  # a runner: runGroupingBench({ build: false, … })
 //
 // Cells: 20 Mbit/s at 40 ms RTT, 150 ms RTT without a cap, and 20 Mbit/s at 150 ms (the issue's
@@ -298,7 +298,12 @@ function printTable(head, rows) {
 
 const markdownTable = (head, rows) => [`| ${head.join(' | ')} |`, `|${head.map((_, i) => (i < 2 ? ':--' : '--:')).join('|')}|`, ...rows.map((row) => `| ${row.join(' | ')} |`)];
 
-function renderSection(part) {
+/**
+ * The section: the last of `parts` in full; each earlier one (`--report earlier.json last.json`)
+ * as its code and preload table, for comparison (the bytes are the same in every run).
+ */
+function renderSection(parts) {
+  const part = parts.at(-1);
   const sites = Object.values(part.sites).flatMap((bySite) => Object.values(bySite));
   return [
     SECTION_TITLE,
@@ -323,6 +328,12 @@ function renderSection(part) {
     '',
     ...markdownTable(PRELOAD_HEAD, preloadRows(part)),
     '',
+    ...parts.slice(0, -1).flatMap((earlier) => [
+      `Preload, an earlier run${earlier.label ? ` (${earlier.label})` : ''}: code ${codeLine(earlier.code)}, measured ${earlier.startedAt.slice(0, 16).replace('T', ' ')} UTC. ${loadLine(earlier.cells)}`.trimEnd(),
+      '',
+      ...markdownTable(PRELOAD_HEAD, preloadRows(earlier)),
+      '',
+    ]),
   ].join('\n');
 }
 
@@ -366,7 +377,7 @@ export async function runGroupingBench({ games = Object.keys(GAMES), runs = 5, c
   }
   printResults(part);
   console.error(`results in ${out}${report ? '' : `; write BENCHMARKS.md's section with: node bench/grouping.mjs --report ${out}`}`);
-  if (report) writeBenchmarksSection(SECTION_TITLE, renderSection(part));
+  if (report) writeBenchmarksSection(SECTION_TITLE, renderSection([part]));
   return part;
 }
 
@@ -380,7 +391,7 @@ function printResults(part) {
 async function main() {
   const options = parseBenchArgs('bench/grouping.mjs', ['games', 'preload-latency'], ['no-build']);
   if (options.reportFiles.length > 0) {
-    for (const file of options.reportFiles) writeBenchmarksSection(SECTION_TITLE, renderSection(JSON.parse(readFileSync(file, 'utf8'))));
+    writeBenchmarksSection(SECTION_TITLE, renderSection(options.reportFiles.map((file) => JSON.parse(readFileSync(file, 'utf8')))));
     return;
   }
   const games = (options.values.games ?? Object.keys(GAMES).join(',')).split(',').map((name) => name.trim());
