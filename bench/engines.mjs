@@ -39,6 +39,7 @@ import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { launchFreshChromium } from './chromium.mjs';
+import { checkBabylon, checkPhaser, FIRST_FRAME, runWebpack, sampleExamplePage } from './example-page.mjs';
 import {
   codeLine, codeMeasured, commandLine, loadLine, loadNow, machine, machineLine, MB, median, parseBenchArgs, ratio, ROOT, runRounds, saveResults, seconds, spread, where, writeBenchmarksSection,
 } from './harness.mjs';
@@ -47,43 +48,32 @@ import { startThrottledServer } from './throttled-server.mjs';
 const SECTION_TITLE = '## Engines: the example games, loose against bundled (npm run bench:engines)';
 export const BENCH_DIR = join(ROOT, '.bench', 'engines');
 const require = createRequire(import.meta.url);
-const SAMPLE_TIMEOUT_MS = 180_000;
-/** After the first frame, the sample's requests are counted once none came for this long. */
-const QUIET_MS = 500;
 const MODES = ['loose', 'bundled'];
 /** The video phaser-video preloads: about the size of the one that added 2.3 MB to a game's start (issue 22). */
 const VIDEO_BYTES = 2_300_000;
 const VIDEO_FILE = join(BENCH_DIR, 'intro.webm');
-
-function checkPhaser(ready, mode, index, extra = {}) {
-  const expected = { textures: 7, emojiFrames: 24, mapLayers: 3, sounds: 3, indexFiles: mode === 'loose' ? 0 : index.files.length, ...extra };
-  const wrong = Object.entries(expected).filter(([key, value]) => ready?.[key] !== value);
-  return wrong.length ? `exampleReady ${JSON.stringify(ready)}, expected ${JSON.stringify(expected)}` : undefined;
-}
 
 /** Each game: its example folder, the query its page gets, and its ready check. */
 export const GAMES = {
   phaser: {
     label: 'Phaser (examples/phaser)',
     example: 'phaser',
-    firstFrame: 'at-ready',
-    check: (ready, mode, index) => checkPhaser(ready, mode, index),
+    firstFrame: FIRST_FRAME.phaser,
+    check: (ready, mode, index) => checkPhaser(ready, mode === 'loose' ? 0 : index.files.length),
   },
   'phaser-video': {
     label: 'Phaser with a 2.3 MB video in preload (examples/phaser ?video)',
     example: 'phaser',
     query: 'video',
     withVideo: true,
-    firstFrame: 'at-ready',
-    check: (ready, mode, index) => checkPhaser(ready, mode, index, { videos: 1 }),
+    firstFrame: FIRST_FRAME.phaser,
+    check: (ready, mode, index) => checkPhaser(ready, mode === 'loose' ? 0 : index.files.length, { videos: 1 }),
   },
   babylon: {
     label: 'Babylon (examples/babylon)',
     example: 'babylon',
-    firstFrame: 'next-frame',
-    check(ready) {
-      return ready?.meshes > 0 && ready?.animations > 0 && ready?.soundMs > 0 ? undefined : `exampleReady ${JSON.stringify(ready)}`;
-    },
+    firstFrame: FIRST_FRAME.babylon,
+    check: checkBabylon,
   },
 };
 
@@ -109,8 +99,7 @@ export async function buildSite(name) {
   }
   const webpack = require('webpack');
   const config = await require(join(ROOT, 'examples', game.example, 'webpack.config.cjs'))({ production: true, out: dir, assets });
-  const stats = await new Promise((resolveBuild, reject) => webpack(config, (error, result) => (error ? reject(error) : resolveBuild(result))));
-  if (stats.hasErrors()) throw new Error(`building examples/${game.example} failed:\n${stats.toString('errors-only')}`);
+  await runWebpack(webpack, config, `examples/${game.example}`);
   cpSync(join(ROOT, 'examples', game.example, 'index.html'), join(dir, 'index.html'));
   const index = readIndex(dir);
   for (const file of index.files) {
@@ -188,118 +177,19 @@ export function describeSite(name) {
 // ---------------------------------------------------------------------------------------------
 // One sample
 
-/**
- * Runs in the page before its scripts (evaluateOnNewDocument): records when the example sets
- * `window.exampleReady`, and the first frame after it (see the header) in globalThis.__engineBench.
- */
-function firstFrameHook(firstFrame) {
-  const state = {};
-  globalThis.__engineBench = state;
-  // Room for every request of a sample in the page's Resource Timing (the default keeps 250).
-  performance.setResourceTimingBufferSize(5000);
-  let ready;
-  Object.defineProperty(globalThis, 'exampleReady', {
-    configurable: true,
-    get: () => ready,
-    set(value) {
-      ready = value;
-      state.readyAt = performance.now();
-      if (firstFrame === 'at-ready') state.firstFrameAt = state.readyAt;
-      else requestAnimationFrame(() => (state.firstFrameAt = performance.now()));
-    },
-  });
-}
-
-/** The requests the page's dedicated workers send (CDP, each worker attached as it starts): their URL and wall-clock time. */
-async function logWorkerRequests(page) {
-  const requests = [];
-  const cdp = await page.createCDPSession();
-  cdp.on('Target.attachedToTarget', (event) => {
-    const session = cdp.connection().session(event.sessionId);
-    if (!session || event.targetInfo.type !== 'worker') return;
-    session.on('Network.requestWillBeSent', (sent) => requests.push({ url: sent.request.url, wallTimeMs: sent.wallTime * 1000 }));
-    void session.send('Network.enable').catch(() => undefined);
-  });
-  // Not paused at start: the bench must not delay the workers it measures.
-  await cdp.send('Target.setAutoAttach', { autoAttach: true, waitForDebuggerOnStart: false, flatten: true });
-  return requests;
-}
-
-/** The start of loading, in ms from navigation start (see the header): from the page's Resource Timing, a worker's bundle requests from CDP. */
-function startTimes(timing, workerRequests) {
-  const pathOf = (url) => new URL(url).pathname;
-  const published = timing.resources.filter((entry) => pathOf(entry.url).startsWith('/published/'));
-  const isIndex = (entry) => pathOf(entry.url) === '/published/project.index.json';
-  const isBundle = (entry) => /^\/published\/bundles\/[0-9a-f]{64}\.awkb$/.test(pathOf(entry.url));
-  const index = published.find(isIndex);
-  const bundles = [
-    ...published.filter(isBundle).map((entry) => ({ at: entry.startTime, by: 'page' })),
-    ...workerRequests.filter(isBundle).map((entry) => ({ at: entry.wallTimeMs - timing.timeOrigin, by: 'worker' })),
-  ].sort((a, b) => a.at - b.at);
-  const assets = published.filter((entry) => !isIndex(entry) && !isBundle(entry));
-  const first = (list) => (list.length ? Math.min(...list.map((entry) => entry.startTime)) : undefined);
-  return {
-    firstAssetMs: first(assets),
-    callMs: timing.call,
-    indexMs: index?.startTime,
-    indexRequestStartMs: index?.requestStart,
-    indexAfterCallMs: index && timing.call !== undefined ? index.startTime - timing.call : undefined,
-    indexEndMs: index?.responseEnd,
-    firstBundleMs: bundles[0]?.at,
-    // How long after the index arrived the first bundle request went out (its parse and checks, then the game's first load).
-    firstBundleAfterIndexMs: index && bundles.length ? bundles[0].at - index.responseEnd : undefined,
-    firstBundleBy: bundles[0]?.by,
-    bundlesByPage: bundles.filter((bundle) => bundle.by === 'page').length,
-    bundlesByWorkers: bundles.filter((bundle) => bundle.by === 'worker').length,
-  };
-}
-
 async function sample(game, site, server, mode) {
-  const chromium = await launchFreshChromium({ args: ['--enable-unsafe-swiftshader'] });
-  const errors = [];
-  try {
-    const page = await chromium.browser.newPage();
-    page.on('pageerror', (error) => errors.push(String(error)));
-    await page.setCacheEnabled(false);
-    await page.evaluateOnNewDocument(firstFrameHook, game.firstFrame);
-    const workerRequests = await logWorkerRequests(page);
-    const mark = server.requests.length;
-    const query = [mode === 'loose' ? 'loose' : undefined, game.query].filter(Boolean).join('&');
-    await page.goto(`${server.origin}/${query ? `?${query}` : ''}`, { waitUntil: 'domcontentloaded', timeout: SAMPLE_TIMEOUT_MS });
-    await page.waitForFunction(() => globalThis.__engineBench.firstFrameAt !== undefined || globalThis.exampleFailed !== undefined, { timeout: SAMPLE_TIMEOUT_MS, polling: 50 });
-    const result = await page.evaluate(() => ({ ...globalThis.__engineBench, ready: globalThis.exampleReady, failed: globalThis.exampleFailed }));
-    if (result.failed !== undefined) throw new Error(`${site.name} ${mode}: the example failed: ${result.failed}`);
-    const problem = game.check(result.ready, mode, site.index);
-    if (problem) throw new Error(`${site.name} ${mode}: ${problem}${errors.length ? `; page errors: ${errors.join('; ')}` : ''}`);
-    const requests = await quietRequests(server, mark);
-    checkRequests(site, mode, requests);
-    const timing = await page.evaluate(() => ({
-      timeOrigin: performance.timeOrigin,
-      call: performance.getEntriesByType('mark').find((mark) => mark.name.startsWith('awake-bundle:'))?.startTime,
-      resources: performance.getEntriesByType('resource').map((entry) => ({ url: entry.name, startTime: entry.startTime, requestStart: entry.requestStart, responseEnd: entry.responseEnd })),
-    }));
-    const start = startTimes(timing, workerRequests);
-    // The assets alone (below published/): loose, the files the game asked for, which is what it
-    // uses; bundled, the index and the bundles holding them, unused members included.
-    const assets = requests.filter((entry) => entry.target.startsWith('/published/'));
-    return {
-      ms: result.firstFrameAt, readyAtMs: result.readyAt, requests: requests.length, bodyBytes: requests.reduce((sum, entry) => sum + entry.bytes, 0),
-      assetRequests: assets.length, assetBytes: assets.reduce((sum, entry) => sum + entry.bytes, 0), start, pageErrors: errors,
-    };
-  } finally {
-    await chromium.close();
-  }
-}
-
-/** The server's log entries since `mark`, once QUIET_MS passed without a new one (at most 10 s). */
-async function quietRequests(server, mark) {
-  const deadline = Date.now() + 10_000;
-  let seen = -1;
-  while (server.requests.length !== seen && Date.now() < deadline) {
-    seen = server.requests.length;
-    await new Promise((wake) => setTimeout(wake, QUIET_MS));
-  }
-  return server.requests.slice(mark);
+  const query = [mode === 'loose' ? 'loose' : undefined, game.query].filter(Boolean).join('&');
+  const { requests, ...measured } = await sampleExamplePage({
+    server, path: `/${query ? `?${query}` : ''}`, firstFrame: game.firstFrame, what: `${site.name} ${mode}`, check: (ready) => game.check(ready, mode, site.index),
+  });
+  checkRequests(site, mode, requests);
+  // The assets alone (below published/): loose, the files the game asked for, which is what it
+  // uses; bundled, the index and the bundles holding them, unused members included.
+  const assets = requests.filter((entry) => entry.target.startsWith('/published/'));
+  return {
+    ...measured, requests: requests.length, bodyBytes: requests.reduce((sum, entry) => sum + entry.bytes, 0),
+    assetRequests: assets.length, assetBytes: assets.reduce((sum, entry) => sum + entry.bytes, 0),
+  };
 }
 
 /** Loose asks for no index and no bundle; bundled asks for nothing under published/ but them. */

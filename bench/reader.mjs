@@ -1,11 +1,11 @@
-// Reader load benchmark (`npm run bench`): how long headless Chromium takes to have every file of
+// Reader load benchmark (`npm run bench`'s first part; alone `npm run bench:reader`): how long headless Chromium takes to have every file of
 // a generated game project in hand, loose or bundled, over HTTP/1.1 (the project's own `serve`)
 // and HTTP/2 (nginx with TLS), under Chromium's network emulation, each time printed as a
 // multiple of that case's physical bound measured in the same run. Also: verification MB/s
 // beside raw WebCrypto and @noble/hashes, the upload of an incremental publish, and the same
 // loads through the engines: a Phaser 4 scene and a Babylon 9 scene, loose and through the adapters.
 //
-//   npm run bench                       # the whole grid, then BENCHMARKS.md
+//   npm run bench:reader                # the whole grid, then BENCHMARKS.md (npm run bench: this, then bench/start.mjs and bench/grouping.mjs)
 //   node bench/reader.mjs [--projects small,small4k,big,glb] [--latency 0,40,150] [--bandwidth 0,100,20]
 //                         [--cases b,b2,c1,c2,cc,e,f,a,d,bl,ba,bm,sw,sww] [--runs 5] [--extras verify,publish|none]
 //                         [--load sequential|together]

@@ -2,7 +2,8 @@
  * Preload at build (issue 19): the webpack and Vite plugins add `<link rel="preload" as="fetch"
  * crossorigin>` for the index and the first load's bundles to the built HTML (Vite's
  * `transformIndexHtml`; html-webpack-plugin's hooks when it is in the build), and the browser hands
- * the reader the preloaded responses: the server sees one request for each. Built as users build,
+ * the reader the preloaded responses: the server sees one request for each. The links come after
+ * the page's scripts, so the script is asked for first. Built as users build,
  * served from 127.0.0.1, run in Chromium.
  */
 import { spawnSync } from 'node:child_process';
@@ -74,6 +75,20 @@ async function runBuiltPage(name: string, dist: string, built: Built) {
   return server.requests.map((r) => r.path).filter((path) => path.startsWith(`/${name}/published/`));
 }
 
+/**
+ * The links come after the page's scripts (at the end of the body): the browser asks for the
+ * script first, which has to run before anything uses the index or a bundle; over HTTP/1.1 a link
+ * ahead of it took a connection the browser had open and made the script wait for a new one.
+ */
+function expectPreloadsAfterScripts(html: string): void {
+  const scripts = [...html.matchAll(/<script\b/g)].map((match) => match.index!);
+  const links = [...html.matchAll(/<link\b[^>]*\bpreload\b[^>]*>/g)].map((match) => match.index!);
+  expect(scripts.length).toBeGreaterThan(0);
+  expect(links.length).toBeGreaterThan(0);
+  expect(Math.min(...links)).toBeGreaterThan(Math.max(...scripts));
+  expect(Math.min(...links)).toBeGreaterThan(html.indexOf('<body'));
+}
+
 function expectPreloadsUsed(requests: string[], prefix: string, built: Built, hrefs: string[]): void {
   const bundle = built.index.bundles.find((b) => b.sha256 === built.index.files.find((file) => file.path === LOADS.loads[0]!.paths[0])!.bundle)!;
   // The index, then the first load's bundle (both files are in it): nothing else, nothing twice.
@@ -94,6 +109,7 @@ test('vite build: the built index.html preloads the index and the first load\'s 
   const dist = join(project.dir, 'dist');
   const built: Built = { html: readFileSync(join(dist, 'index.html'), 'utf8'), index: JSON.parse(readFileSync(join(dist, 'published/project.index.json'), 'utf8')) };
   const hrefs = preloads(built.html);
+  expectPreloadsAfterScripts(built.html);
   expectPreloadsUsed(await runBuiltPage('vite-game', dist, built), '/vite-game/', built, hrefs);
 }, 180_000);
 
@@ -125,5 +141,6 @@ test('webpack with html-webpack-plugin: the built page preloads the index and th
   const dist = join(dir, 'dist');
   const built: Built = { html: readFileSync(join(dist, 'index.html'), 'utf8'), index: JSON.parse(readFileSync(join(dist, 'published/project.index.json'), 'utf8')) };
   const hrefs = preloads(built.html);
+  expectPreloadsAfterScripts(built.html);
   expectPreloadsUsed(await runBuiltPage('webpack-game', dist, built), '/webpack-game/', built, hrefs);
 }, 180_000);

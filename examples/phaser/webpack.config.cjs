@@ -26,7 +26,9 @@ module.exports = async (env = {}) => {
     },
     module: { rules: [{ test: /\.ts$/, loader: 'ts-loader', options: { configFile: path.join(__dirname, 'tsconfig.json'), transpileOnly: true } }] },
     // env.assets: another assets folder (bench/engines.mjs adds a video to a copy).
-    plugins: [new AwakeBundlePlugin({ assets: env.assets ?? '../assets', output: 'published' })],
+    // env.recordLoads (`--env recordLoads`, npm run record-loads): the dev server collects the
+    // game's recorded loads into awkb-loads.json beside this config, which builds then group by.
+    plugins: [new AwakeBundlePlugin({ assets: env.assets ?? '../assets', output: 'published', recordLoads: env.recordLoads === true })],
     // `webpack serve`: index.html from this folder, main.js from memory, published/ from the plugin.
     devServer: { static: { directory: __dirname, watch: false }, host: '127.0.0.1' },
     performance: { hints: false },

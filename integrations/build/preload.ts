@@ -5,6 +5,13 @@
  * the same URL (mode `cors`, credentials `same-origin`), so the browser hands it the preloaded
  * response; the reader streams a preloaded bundle on the page for that reason (a worker's fetch
  * would ask again).
+ *
+ * After the scripts: both plugins put the links at the end of the body, so the browser asks for
+ * the page's own scripts first. The index and the bundles are of no use before the game's script
+ * has run, and over HTTP/1.1 the requests found first take the connections the browser already
+ * has open: links ahead of the script (the head's start, as first done) made a first load's bundle
+ * take one of them and the script wait a new connection, one round trip more to the game's first
+ * frame (bench/grouping.mjs measured it: BENCHMARKS.md, "Grouping").
  */
 import { opaqueId } from '../../core/format/ids.js';
 import type { BundledIndex } from '../../core/format/project-index.js';

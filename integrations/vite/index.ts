@@ -89,7 +89,7 @@ export function awakeBundle(options: AwakeBundleViteOptions): Plugin {
         if (!published) return undefined;
         const prefix = `${config.base}${resolved.output}/`;
         return preloadHrefs(published.summary.index, 'project.index.json', prefix, published.loads).map((href) => ({
-          tag: 'link', attrs: { rel: 'preload', as: 'fetch', crossorigin: '', href }, injectTo: 'head-prepend' as const,
+          tag: 'link', attrs: { rel: 'preload', as: 'fetch', crossorigin: '', href }, injectTo: 'body' as const, // after the page's scripts (integrations/build/preload.ts, "After the scripts")
         }));
       },
     },

@@ -143,7 +143,8 @@ export class AwakeBundlePlugin {
       const { output } = this.resolved(compiler);
       const links = preloadHrefs(published.summary.index, 'project.index.json', `${publicPathOf(data.publicPath)}${output}/`, published.loads)
         .map((href) => HtmlWebpackPlugin.createHtmlTagObject('link', { rel: 'preload', as: 'fetch', crossorigin: 'anonymous', href }));
-      return { ...data, headTags: [...links, ...data.headTags] };
+      // At the end of the body, after the page's scripts (integrations/build/preload.ts, "After the scripts").
+      return { ...data, bodyTags: [...data.bodyTags, ...links] };
     });
   }
 
