@@ -8,7 +8,9 @@ import tseslint from 'typescript-eslint';
 const unused = { argsIgnorePattern: '^_', varsIgnorePattern: '^_', caughtErrors: 'none', ignoreRestSiblings: true };
 
 export default tseslint.config(
-  { ignores: ['dist/', 'build/', 'node_modules/', 'test/fixtures/', '.bench/', 'coverage/', 'examples/**/dist/', 'examples/**/published/'] },
+  {
+    ignores: ['dist/', 'build/', 'node_modules/', 'test/fixtures/', '.bench/', 'coverage/', 'examples/**/dist/', 'examples/**/published/'],
+  },
   {
     files: ['**/*.ts'],
     extends: [js.configs.recommended, ...tseslint.configs.recommended],

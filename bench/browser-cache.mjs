@@ -32,8 +32,15 @@ const SEED = 0x5eed2026;
 const SMALL_COUNT = Number(option('small', '2000'));
 
 const CHROMIUM_ARGS = [
-  '--headless=new', '--no-sandbox', '--disable-gpu', '--enable-unsafe-swiftshader', '--disable-quic',
-  '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync',
+  '--headless=new',
+  '--no-sandbox',
+  '--disable-gpu',
+  '--enable-unsafe-swiftshader',
+  '--disable-quic',
+  '--no-first-run',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--disable-sync',
 ];
 
 const HARNESS_HTML = `<!doctype html><meta charset="utf-8"><title>bench</title>
@@ -59,7 +66,10 @@ async function startServer() {
     createReadStream(file).pipe(response);
   });
   await new Promise((done) => server.listen(0, '127.0.0.1', done));
-  return { origin: `http://127.0.0.1:${server.address().port}`, close: () => new Promise((done) => (server.closeAllConnections(), server.close(done))) };
+  return {
+    origin: `http://127.0.0.1:${server.address().port}`,
+    close: () => new Promise((done) => (server.closeAllConnections(), server.close(done))),
+  };
 }
 
 async function launch(userDataDir) {
@@ -76,31 +86,39 @@ async function openPage(browser, origin) {
   page.on('pageerror', (error) => console.error(`[page] ${error}`));
   await page.goto(`${origin}/harness.html`);
   // The entries, made once per page: same seed, same sizes, same bytes, same keys every time.
-  await page.evaluate(async (totalBytes, smallCount, seed) => {
-    const core = await import('/dist/core/index.js');
-    let state = seed >>> 0;
-    const next = () => ((state ^= state << 13), (state ^= state >>> 17), (state ^= state << 5), state >>> 0);
-    // log-uniform sizes: as many 4–40 KB entries as 400 KB–4 MB ones, most bytes in the large ones.
-    const logUniform = (min, max) => Math.round(min * Math.pow(max / min, next() / 2 ** 32));
-    const make = async (sizes) => {
-      const entries = [];
-      for (const size of sizes) {
-        const words = new Uint32Array(Math.ceil(size / 4));
-        for (let i = 0; i < words.length; i++) words[i] = next();
-        const bytes = new Uint8Array(words.buffer, 0, size);
-        entries.push({ sha256: await core.sha256Hex(bytes), bytes });
+  await page.evaluate(
+    async (totalBytes, smallCount, seed) => {
+      const core = await import('/dist/core/index.js');
+      let state = seed >>> 0;
+      const next = () => ((state ^= state << 13), (state ^= state >>> 17), (state ^= state << 5), state >>> 0);
+      // log-uniform sizes: as many 4–40 KB entries as 400 KB–4 MB ones, most bytes in the large ones.
+      const logUniform = (min, max) => Math.round(min * Math.pow(max / min, next() / 2 ** 32));
+      const make = async (sizes) => {
+        const entries = [];
+        for (const size of sizes) {
+          const words = new Uint32Array(Math.ceil(size / 4));
+          for (let i = 0; i < words.length; i++) words[i] = next();
+          const bytes = new Uint8Array(words.buffer, 0, size);
+          entries.push({ sha256: await core.sha256Hex(bytes), bytes });
+        }
+        return entries;
+      };
+      const sizes = [];
+      for (let left = totalBytes; left > 0;) {
+        const size = logUniform(4 * 1024, 4 * 1024 * 1024);
+        const take = left - size < 4 * 1024 ? left : size;
+        sizes.push(take);
+        left -= take;
       }
-      return entries;
-    };
-    const sizes = [];
-    for (let left = totalBytes; left > 0; ) {
-      const size = logUniform(4 * 1024, 4 * 1024 * 1024);
-      const take = left - size < 4 * 1024 ? left : size;
-      sizes.push(take);
-      left -= take;
-    }
-    globalThis.benchEntries = { mix: await make(sizes), small: await make(Array.from({ length: smallCount }, () => logUniform(4 * 1024, 64 * 1024))) };
-  }, totalMb * MB, SMALL_COUNT, SEED);
+      globalThis.benchEntries = {
+        mix: await make(sizes),
+        small: await make(Array.from({ length: smallCount }, () => logUniform(4 * 1024, 64 * 1024))),
+      };
+    },
+    totalMb * MB,
+    SMALL_COUNT,
+    SEED,
+  );
   return page;
 }
 
@@ -227,16 +245,24 @@ async function main() {
   const results = Object.fromEntries(
     Object.entries(samples).map(([backend, list]) => {
       const mid = (key) => median(list.map((s) => s[key]));
-      return [backend, {
-        writeMBps: +mbPerSecond(mid('write')).toFixed(1),
-        readMBps: +mbPerSecond(mid('read')).toFixed(1),
-        readAfterRestartMBps: +mbPerSecond(mid('readAfterRestart')).toFixed(1),
-        smallPutsPerSecond: +perSecond(mid('smallWrite')).toFixed(0),
-        smallGetsPerSecond: +perSecond(mid('smallRead')).toFixed(0),
-      }];
+      return [
+        backend,
+        {
+          writeMBps: +mbPerSecond(mid('write')).toFixed(1),
+          readMBps: +mbPerSecond(mid('read')).toFixed(1),
+          readAfterRestartMBps: +mbPerSecond(mid('readAfterRestart')).toFixed(1),
+          smallPutsPerSecond: +perSecond(mid('smallWrite')).toFixed(0),
+          smallGetsPerSecond: +perSecond(mid('smallRead')).toFixed(0),
+        },
+      ];
     }),
   );
-  const machine = { cpu: cpus()[0]?.model ?? 'unknown', cores: cpus().length, memoryGiB: Math.round(totalmem() / 2 ** 30), node: process.version };
+  const machine = {
+    cpu: cpus()[0]?.model ?? 'unknown',
+    cores: cpus().length,
+    memoryGiB: Math.round(totalmem() / 2 ** 30),
+    node: process.version,
+  };
   if (json) {
     console.log(JSON.stringify({ totalMb, entries, smallEntries: SMALL_COUNT, runs, seed: SEED, chromium, machine, results }, null, 2));
     return;

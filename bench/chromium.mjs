@@ -6,11 +6,25 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import puppeteer from 'puppeteer-core';
 
-export const CHROMIUM_ARGS = ['--headless=new', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'];
+export const CHROMIUM_ARGS = [
+  '--headless=new',
+  '--no-sandbox',
+  '--disable-gpu',
+  '--disable-quic',
+  '--no-first-run',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--disable-sync',
+];
 
 export async function launchFreshChromium({ protocolTimeout = 600_000, args = [] } = {}) {
   const profile = mkdtempSync(join(tmpdir(), 'awake-bench-'));
-  const browser = await puppeteer.launch({ executablePath: process.env.PUPPETEER_EXECUTABLE_PATH || '/usr/bin/chromium', args: [...CHROMIUM_ARGS, ...args, `--user-data-dir=${profile}`], headless: true, protocolTimeout });
+  const browser = await puppeteer.launch({
+    executablePath: process.env.PUPPETEER_EXECUTABLE_PATH || '/usr/bin/chromium',
+    args: [...CHROMIUM_ARGS, ...args, `--user-data-dir=${profile}`],
+    headless: true,
+    protocolTimeout,
+  });
   return {
     browser,
     close: async () => {

@@ -34,9 +34,15 @@ const CASES = {
   whole: { label: 'whole changed bundles (`deltaReads: false`)', deltaReads: false },
   delta: { label: 'delta ranges, defaults (one multi-range request per bundle: ≤ 64 ranges, gap 512 B)', deltaReads: undefined },
   // What an origin without multi-range answers gets (and the defaults before them): one request per range.
-  separate: { label: 'delta ranges, `{ multipartRanges: false }` (one request per range: ≤ 4 per bundle, gap 64 KiB)', deltaReads: { multipartRanges: false } },
+  separate: {
+    label: 'delta ranges, `{ multipartRanges: false }` (one request per range: ≤ 4 per bundle, gap 64 KiB)',
+    deltaReads: { multipartRanges: false },
+  },
   // The other end of that trade: about one request per changed file, about no byte wasted.
-  fine: { label: 'delta ranges, `{ multipartRanges: false, maxRangesPerBundle: 16, maxGapBytes: 4096 }`', deltaReads: { multipartRanges: false, maxRangesPerBundle: 16, maxGapBytes: 4096 } },
+  fine: {
+    label: 'delta ranges, `{ multipartRanges: false, maxRangesPerBundle: 16, maxGapBytes: 4096 }`',
+    deltaReads: { multipartRanges: false, maxRangesPerBundle: 16, maxGapBytes: 4096 },
+  },
 };
 
 const args = process.argv.slice(2);
@@ -78,7 +84,9 @@ function write(path, bytes) {
 }
 
 function publish(version) {
-  const summary = JSON.parse(execFileSync(process.execPath, [CLI, join(DIR, version, 'files'), '--out', join(DIR, 'site', version), '--json'], { encoding: 'utf8' }));
+  const summary = JSON.parse(
+    execFileSync(process.execPath, [CLI, join(DIR, version, 'files'), '--out', join(DIR, 'site', version), '--json'], { encoding: 'utf8' }),
+  );
   const indexPath = join(DIR, 'site', version, 'project.index.json');
   return { summary, index: JSON.parse(readFileSync(indexPath, 'utf8')), indexBytes: statSync(indexPath).size };
 }
@@ -136,9 +144,17 @@ async function sample(id, serve) {
     await open();
     await page.evaluate((input) => globalThis.load(input), { indexUrl: '/v1/project.index.json' });
     await open();
-    await session.send('Network.emulateNetworkConditions', { offline: false, latency: latencyMs, downloadThroughput: mbit > 0 ? (mbit * MB) / 8 : -1, uploadThroughput: mbit > 0 ? (mbit * MB) / 8 : -1 });
+    await session.send('Network.emulateNetworkConditions', {
+      offline: false,
+      latency: latencyMs,
+      downloadThroughput: mbit > 0 ? (mbit * MB) / 8 : -1,
+      uploadThroughput: mbit > 0 ? (mbit * MB) / 8 : -1,
+    });
     const mark = serve.lines.length;
-    const result = await page.evaluate((input) => globalThis.load(input), { indexUrl: '/v2/project.index.json', deltaReads: CASES[id].deltaReads });
+    const result = await page.evaluate((input) => globalThis.load(input), {
+      indexUrl: '/v2/project.index.json',
+      deltaReads: CASES[id].deltaReads,
+    });
     await new Promise((wake) => setTimeout(wake, 200)); // the access log is written when each response closes
     const lines = serve.lines.slice(mark).filter((line) => line.target.startsWith('/v2/'));
     return { ms: result.ms, progress: result.progress, lines };
@@ -168,26 +184,53 @@ function summarize(id, samples, v2) {
   });
   const pick = (key) => median(per.map((p) => p[key]));
   return {
-    id, label: CASES[id].label, runs: per.length,
-    ms: pick('ms'), minMs: Math.min(...per.map((p) => p.ms)), maxMs: Math.max(...per.map((p) => p.ms)),
-    requests: pick('requests'), bytes: pick('bytes'), bundleRequests: pick('bundleRequests'), bundleBytes: pick('bundleBytes'),
-    partial: pick('partial'), bundlesTouched: pick('bundlesTouched'), maxPerBundle: pick('maxPerBundle'),
+    id,
+    label: CASES[id].label,
+    runs: per.length,
+    ms: pick('ms'),
+    minMs: Math.min(...per.map((p) => p.ms)),
+    maxMs: Math.max(...per.map((p) => p.ms)),
+    requests: pick('requests'),
+    bytes: pick('bytes'),
+    bundleRequests: pick('bundleRequests'),
+    bundleBytes: pick('bundleBytes'),
+    partial: pick('partial'),
+    bundlesTouched: pick('bundlesTouched'),
+    maxPerBundle: pick('maxPerBundle'),
   };
 }
 
 function table(results) {
-  const { changedFiles, changedBytes, changedBundles, changedBundleBytes, bundles, indexBytes, latencyMs: latency, mbit: rate, runs: n } = results.setup;
+  const {
+    changedFiles,
+    changedBytes,
+    changedBundles,
+    changedBundleBytes,
+    bundles,
+    indexBytes,
+    latencyMs: latency,
+    mbit: rate,
+    runs: n,
+  } = results.setup;
   const mb = (bytes) => (bytes / MB).toFixed(3);
-  const rows = results.cases.map((c) => `| ${c.label} | ${(c.ms / 1000).toFixed(2)} (${(c.minMs / 1000).toFixed(2)}–${(c.maxMs / 1000).toFixed(2)}) | ${c.requests} | ${c.bundleRequests} (${c.partial} × 206) | ${c.maxPerBundle} | ${mb(c.bytes)} | ${mb(c.bundleBytes)} | ${(c.bundleBytes / changedBytes).toFixed(3)} | ${((c.bytes) / (changedBytes + indexBytes)).toFixed(3)} |`);
+  const rows = results.cases.map(
+    (c) =>
+      `| ${c.label} | ${(c.ms / 1000).toFixed(2)} (${(c.minMs / 1000).toFixed(2)}–${(c.maxMs / 1000).toFixed(2)}) | ${c.requests} | ${c.bundleRequests} (${c.partial} × 206) | ${c.maxPerBundle} | ${mb(c.bytes)} | ${mb(c.bundleBytes)} | ${(c.bundleBytes / changedBytes).toFixed(3)} | ${(c.bytes / (changedBytes + indexBytes)).toFixed(3)} |`,
+  );
   const aimBytes = 1.1 * changedBytes + indexBytes;
   return [
     `v2 changes ${changedFiles} of 4,000 files (every 100th: ${changedBundles} of ${bundles} bundles change, ${mb(changedBundleBytes)} MB together); the changed files hold ${mb(changedBytes)} MB; v2's index is ${mb(indexBytes)} MB. ${latency} ms latency and ${rate > 0 ? `${rate} Mbit/s` : 'no rate limit'} (Chromium's emulation); medians of ${n} runs, each on a fresh profile whose IndexedDB holds v1.`,
     '',
-    '| case | v2 load, median s (min–max) | requests | bundle requests (ranges) | most requests for one bundle | MB downloaded | of which bundles, MB | bundles ÷ changed files\' bytes | all ÷ (changed bytes + index) |',
+    "| case | v2 load, median s (min–max) | requests | bundle requests (ranges) | most requests for one bundle | MB downloaded | of which bundles, MB | bundles ÷ changed files' bytes | all ÷ (changed bytes + index) |",
     '|:--|--:|--:|--:|--:|--:|--:|--:|--:|',
     ...rows,
     '',
-    ...results.cases.filter((c) => c.id !== 'whole').map((c) => `- Aim (issue 11), ${c.label}: at most 1.1 × the changed files' bytes + the index (${mb(aimBytes)} MB): ${mb(c.bytes)} MB, ${c.bytes <= aimBytes ? 'met' : 'NOT met'}; at most 4 requests per changed bundle: ${c.maxPerBundle}, ${c.maxPerBundle <= 4 ? 'met' : 'NOT met'}.`),
+    ...results.cases
+      .filter((c) => c.id !== 'whole')
+      .map(
+        (c) =>
+          `- Aim (issue 11), ${c.label}: at most 1.1 × the changed files' bytes + the index (${mb(aimBytes)} MB): ${mb(c.bytes)} MB, ${c.bytes <= aimBytes ? 'met' : 'NOT met'}; at most 4 requests per changed bundle: ${c.maxPerBundle}, ${c.maxPerBundle <= 4 ? 'met' : 'NOT met'}.`,
+      ),
   ].join('\n');
 }
 
@@ -213,17 +256,19 @@ async function breakdown() {
   const cached = new Set(v1.files.map((file) => file.sha256));
   const old = new Set(v1.bundles.map((bundle) => bundle.sha256));
   const kiB = (bytes) => `${Math.round(bytes / 1024)}`;
-  const rows = v2.bundles.filter((bundle) => !old.has(bundle.sha256)).map((bundle) => {
-    const members = v2.files.filter((file) => file.bundle === bundle.sha256);
-    const missing = members.filter((file) => !cached.has(file.sha256));
-    const wanted = new Set(missing.map((file) => file.sha256));
-    const plan = (options) => {
-      const planned = planDeltaRanges(bundle.sizeBytes, members, wanted, options);
-      return planned.whole ? `whole / ${kiB(bundle.sizeBytes)}` : `${planned.ranges.length} / ${kiB(planned.bytes)}`;
-    };
-    const folders = [...new Set(missing.map((file) => file.path.split('/')[0]))].join(', ');
-    return `| ${folders} | ${kiB(bundle.sizeBytes)} | ${missing.length} / ${kiB(missing.reduce((sum, file) => sum + file.sizeBytes, 0))} | ${plan({ maxGapBytes: DEFAULT_DELTA_READS.multipartGapBytes, maxRanges: DEFAULT_DELTA_READS.maxRangesPerRequest })} | ${plan({ maxGapBytes: DEFAULT_DELTA_READS.maxGapBytes, maxRanges: DEFAULT_DELTA_READS.maxRangesPerBundle })} | ${plan({ maxGapBytes: 4096, maxRanges: 16 })} |`;
-  });
+  const rows = v2.bundles
+    .filter((bundle) => !old.has(bundle.sha256))
+    .map((bundle) => {
+      const members = v2.files.filter((file) => file.bundle === bundle.sha256);
+      const missing = members.filter((file) => !cached.has(file.sha256));
+      const wanted = new Set(missing.map((file) => file.sha256));
+      const plan = (options) => {
+        const planned = planDeltaRanges(bundle.sizeBytes, members, wanted, options);
+        return planned.whole ? `whole / ${kiB(bundle.sizeBytes)}` : `${planned.ranges.length} / ${kiB(planned.bytes)}`;
+      };
+      const folders = [...new Set(missing.map((file) => file.path.split('/')[0]))].join(', ');
+      return `| ${folders} | ${kiB(bundle.sizeBytes)} | ${missing.length} / ${kiB(missing.reduce((sum, file) => sum + file.sizeBytes, 0))} | ${plan({ maxGapBytes: DEFAULT_DELTA_READS.multipartGapBytes, maxRanges: DEFAULT_DELTA_READS.maxRangesPerRequest })} | ${plan({ maxGapBytes: DEFAULT_DELTA_READS.maxGapBytes, maxRanges: DEFAULT_DELTA_READS.maxRangesPerBundle })} | ${plan({ maxGapBytes: 4096, maxRanges: 16 })} |`;
+    });
   return [
     'Per changed bundle (ranges / KiB as planned from the two indexes; `defaults` is one request, the others one request per range):',
     '',
@@ -238,11 +283,18 @@ async function writeBenchmarks(resultsList) {
   const path = join(ROOT, 'BENCHMARKS.md');
   const text = readFileSync(path, 'utf8');
   const cpu = cpus()[0]?.model ?? 'unknown CPU';
-  const commands = [...resultsList.map(({ setup }, k) => `node bench/delta.mjs --runs ${setup.runs} --latency ${setup.latencyMs}${setup.mbit ? ` --bandwidth ${setup.mbit}` : ''} --no-write --out .bench/delta-${k + 1}.json`), `node bench/delta.mjs --report ${resultsList.map((_, k) => `.bench/delta-${k + 1}.json`).join(' ')}`].join('\n');
+  const commands = [
+    ...resultsList.map(
+      ({ setup }, k) =>
+        `node bench/delta.mjs --runs ${setup.runs} --latency ${setup.latencyMs}${setup.mbit ? ` --bandwidth ${setup.mbit}` : ''} --no-write --out .bench/delta-${k + 1}.json`,
+    ),
+    `node bench/delta.mjs --report ${resultsList.map((_, k) => `.bench/delta-${k + 1}.json`).join(' ')}`,
+  ].join('\n');
   const section = `${SECTION}\n\nA returning player's load (issue 11), \`npm run bench:delta\` (= build, then \`node bench/delta.mjs\`: 3 runs, 40 ms, no rate limit). The tables below were made by\n\n\`\`\`sh\n${commands}\n\`\`\`\n\nThe small4k project (the same 4,000 files as above) is published as v1; every 100th file gets new bytes and a size within ±20% and the project is published again as v2. In headless Chromium, a fresh profile per sample, an unmeasured load fills \`openBrowserCache()\` (IndexedDB) with v1, the page reloads, and v2 is loaded (\`open\` + \`prefetch(all)\` + \`read(every path)\`, until every file is in hand) from \`serve\` (\`startStaticServer\`, Range supported). Requests and bytes as the server's access log counted them (body bytes sent). \`serve\` answers several ranges in one request as \`multipart/byteranges\` (the bytes counted include its part headers). Machine: ${cpus().length} cores of an \`${cpu}\`.\n\n${resultsList.map(table).join('\n\n')}\n\n${await breakdown()}\n\n${TRADE}\n`;
   const start = text.indexOf(SECTION);
   let next = start === -1 ? -1 : text.indexOf('\n## ', start + SECTION.length);
-  const updated = start === -1 ? `${text.trimEnd()}\n\n${section}` : `${text.slice(0, start)}${section}${next === -1 ? '' : text.slice(next)}`;
+  const updated =
+    start === -1 ? `${text.trimEnd()}\n\n${section}` : `${text.slice(0, start)}${section}${next === -1 ? '' : text.slice(next)}`;
   writeFileSync(path, updated);
 }
 
@@ -264,9 +316,15 @@ async function main() {
   const before = new Set(v1.index.bundles.map((bundle) => bundle.sha256));
   const changedBundles = v2.index.bundles.filter((bundle) => !before.has(bundle.sha256));
   const setup = {
-    changedFiles: changed.length, changedBytes: changed.reduce((sum, file) => sum + file.sizeBytes, 0),
-    bundles: v2.index.bundles.length, changedBundles: changedBundles.length, changedBundleBytes: changedBundles.reduce((sum, bundle) => sum + bundle.sizeBytes, 0),
-    indexBytes: v2.indexBytes, latencyMs, mbit, runs,
+    changedFiles: changed.length,
+    changedBytes: changed.reduce((sum, file) => sum + file.sizeBytes, 0),
+    bundles: v2.index.bundles.length,
+    changedBundles: changedBundles.length,
+    changedBundleBytes: changedBundles.reduce((sum, bundle) => sum + bundle.sizeBytes, 0),
+    indexBytes: v2.indexBytes,
+    latencyMs,
+    mbit,
+    runs,
   };
   console.error(`generated and published in ${((Date.now() - started) / 1000).toFixed(1)} s: ${JSON.stringify(setup)}`);
   const serve = await startServe();
@@ -278,7 +336,9 @@ async function main() {
       for (const id of [...ids.slice(round % ids.length), ...ids.slice(0, round % ids.length)]) {
         const result = await sample(id, serve);
         samples[id].push(result);
-        console.error(`round ${round + 1} ${id}: ${(result.ms / 1000).toFixed(2)} s, ${result.lines.length} requests, ${result.lines.reduce((sum, line) => sum + line.bytes, 0)} B`);
+        console.error(
+          `round ${round + 1} ${id}: ${(result.ms / 1000).toFixed(2)} s, ${result.lines.length} requests, ${result.lines.reduce((sum, line) => sum + line.bytes, 0)} B`,
+        );
       }
     }
   } finally {

@@ -41,7 +41,24 @@ import { pathToFileURL } from 'node:url';
 import { launchFreshChromium } from './chromium.mjs';
 import { checkBabylon, checkPhaser, FIRST_FRAME, runWebpack, sampleExamplePage } from './example-page.mjs';
 import {
-  codeLine, codeMeasured, commandLine, loadLine, loadNow, machine, machineLine, MB, median, parseBenchArgs, ratio, ROOT, runRounds, saveResults, seconds, spread, where, writeBenchmarksSection,
+  codeLine,
+  codeMeasured,
+  commandLine,
+  loadLine,
+  loadNow,
+  machine,
+  machineLine,
+  MB,
+  median,
+  parseBenchArgs,
+  ratio,
+  ROOT,
+  runRounds,
+  saveResults,
+  seconds,
+  spread,
+  where,
+  writeBenchmarksSection,
 } from './harness.mjs';
 import { startThrottledServer } from './throttled-server.mjs';
 
@@ -160,7 +177,8 @@ const readIndex = (dir) => JSON.parse(readFileSync(join(dir, 'published', 'proje
 
 export function describeSite(name) {
   const dir = join(BENCH_DIR, name);
-  if (!existsSync(join(dir, 'index.html')) || !existsSync(join(dir, 'published', 'project.index.json'))) throw new Error(`${dir} holds no built site: run without --no-build`);
+  if (!existsSync(join(dir, 'index.html')) || !existsSync(join(dir, 'published', 'project.index.json')))
+    throw new Error(`${dir} holds no built site: run without --no-build`);
   const index = readIndex(dir);
   return {
     name,
@@ -180,15 +198,22 @@ export function describeSite(name) {
 async function sample(game, site, server, mode) {
   const query = [mode === 'loose' ? 'loose' : undefined, game.query].filter(Boolean).join('&');
   const { requests, ...measured } = await sampleExamplePage({
-    server, path: `/${query ? `?${query}` : ''}`, firstFrame: game.firstFrame, what: `${site.name} ${mode}`, check: (ready) => game.check(ready, mode, site.index),
+    server,
+    path: `/${query ? `?${query}` : ''}`,
+    firstFrame: game.firstFrame,
+    what: `${site.name} ${mode}`,
+    check: (ready) => game.check(ready, mode, site.index),
   });
   checkRequests(site, mode, requests);
   // The assets alone (below published/): loose, the files the game asked for, which is what it
   // uses; bundled, the index and the bundles holding them, unused members included.
   const assets = requests.filter((entry) => entry.target.startsWith('/published/'));
   return {
-    ...measured, requests: requests.length, bodyBytes: requests.reduce((sum, entry) => sum + entry.bytes, 0),
-    assetRequests: assets.length, assetBytes: assets.reduce((sum, entry) => sum + entry.bytes, 0),
+    ...measured,
+    requests: requests.length,
+    bodyBytes: requests.reduce((sum, entry) => sum + entry.bytes, 0),
+    assetRequests: assets.length,
+    assetBytes: assets.reduce((sum, entry) => sum + entry.bytes, 0),
   };
 }
 
@@ -197,9 +222,18 @@ function checkRequests(site, mode, requests) {
   const published = requests.map((entry) => entry.target).filter((target) => target.startsWith('/published/'));
   const bundled = (target) => target === '/published/project.index.json' || /^\/published\/bundles\/[0-9a-f]{64}\.awkb$/.test(target);
   const odd = published.filter((target) => (mode === 'loose' ? bundled(target) : !bundled(target)));
-  if (odd.length) throw new Error(`${site.name} ${mode}: requested ${odd.slice(0, 3).join(', ')}${odd.length > 3 ? ` and ${odd.length - 3} more` : ''} (does the example read ?loose?)`);
+  if (odd.length)
+    throw new Error(
+      `${site.name} ${mode}: requested ${odd.slice(0, 3).join(', ')}${odd.length > 3 ? ` and ${odd.length - 3} more` : ''} (does the example read ?loose?)`,
+    );
   const failed = requests.filter((entry) => !/^(200|206|304)$/.test(entry.status));
-  if (failed.length) throw new Error(`${site.name} ${mode}: ${failed.map((entry) => `${entry.target} ${entry.status}`).slice(0, 3).join(', ')}`);
+  if (failed.length)
+    throw new Error(
+      `${site.name} ${mode}: ${failed
+        .map((entry) => `${entry.target} ${entry.status}`)
+        .slice(0, 3)
+        .join(', ')}`,
+    );
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -219,8 +253,13 @@ export async function runCell(game, site, condition, runs) {
         samples[mode].push(result);
         times.push(result.ms);
         const { start } = result;
-        const started = mode === 'loose' ? `first asset ${ms(start.firstAssetMs)}` : `index ${ms(start.indexMs)} (call + ${ms(start.indexAfterCallMs)}), first bundle ${ms(start.firstBundleMs)} (${start.firstBundleBy ?? '–'})`;
-        process.stderr.write(`  ${site.name} ${condition.latencyMs} ms ${condition.mbit || '∞'} Mbit/s round ${round + 1}/${total} ${mode}: ${seconds(result.ms)} s, ${result.requests} requests, ${(result.bodyBytes / MB).toFixed(2)} MB; ${started} ms\n`);
+        const started =
+          mode === 'loose'
+            ? `first asset ${ms(start.firstAssetMs)}`
+            : `index ${ms(start.indexMs)} (call + ${ms(start.indexAfterCallMs)}), first bundle ${ms(start.firstBundleMs)} (${start.firstBundleBy ?? '–'})`;
+        process.stderr.write(
+          `  ${site.name} ${condition.latencyMs} ms ${condition.mbit || '∞'} Mbit/s round ${round + 1}/${total} ${mode}: ${seconds(result.ms)} s, ${result.requests} requests, ${(result.bodyBytes / MB).toFixed(2)} MB; ${started} ms\n`,
+        );
       }
       return times;
     });
@@ -233,7 +272,16 @@ export async function runCell(game, site, condition, runs) {
       samplesMs: list.map((s) => Math.round(s.ms)),
       start: startSummary(list.map((s) => s.start)),
     });
-    return { game: site.name, ...condition, rounds, reduced, seconds: (Date.now() - started) / 1000, load: [loadAtStart, loadNow()], loose: summary(samples.loose), bundled: summary(samples.bundled) };
+    return {
+      game: site.name,
+      ...condition,
+      rounds,
+      reduced,
+      seconds: (Date.now() - started) / 1000,
+      load: [loadAtStart, loadNow()],
+      loose: summary(samples.loose),
+      bundled: summary(samples.bundled),
+    };
   } finally {
     await server.close();
   }
@@ -245,17 +293,33 @@ function startSummary(starts) {
     const values = starts.map((start) => start[key]).filter((value) => value !== undefined);
     return values.length ? median(values) : undefined;
   };
-  const keys = ['firstAssetMs', 'callMs', 'indexMs', 'indexRequestStartMs', 'indexAfterCallMs', 'indexEndMs', 'firstBundleMs', 'firstBundleAfterIndexMs'];
+  const keys = [
+    'firstAssetMs',
+    'callMs',
+    'indexMs',
+    'indexRequestStartMs',
+    'indexAfterCallMs',
+    'indexEndMs',
+    'firstBundleMs',
+    'firstBundleAfterIndexMs',
+  ];
   const firstBundleBy = {};
   for (const start of starts) if (start.firstBundleBy) firstBundleBy[start.firstBundleBy] = (firstBundleBy[start.firstBundleBy] ?? 0) + 1;
-  return { ...Object.fromEntries(keys.map((key) => [key, medianOf(key)])), maxIndexAfterCallMs: Math.max(...starts.map((start) => start.indexAfterCallMs ?? -Infinity)), firstBundleBy };
+  return {
+    ...Object.fromEntries(keys.map((key) => [key, medianOf(key)])),
+    maxIndexAfterCallMs: Math.max(...starts.map((start) => start.indexAfterCallMs ?? -Infinity)),
+    firstBundleBy,
+  };
 }
 
 // ---------------------------------------------------------------------------------------------
 // Printing and BENCHMARKS.md
 
 export const ms = (value) => (value === undefined || !Number.isFinite(value) ? '–' : value.toFixed(1));
-export const byWhom = (counts) => Object.entries(counts ?? {}).map(([by, n]) => `${by} ${n}`).join(', ') || '–';
+export const byWhom = (counts) =>
+  Object.entries(counts ?? {})
+    .map(([by, n]) => `${by} ${n}`)
+    .join(', ') || '–';
 
 function printCell(cell) {
   const { loose, bundled } = cell;
@@ -287,33 +351,56 @@ function renderSection(parts) {
   const out = [
     SECTION_TITLE,
     '',
-    '`npm run bench:engines` (= `npm run build && node bench/engines.mjs`) opens each example game, built for production (webpack, as `npm run demo -- --production` builds it), in headless Chromium (puppeteer-core; a fresh browser and profile per sample, HTTP cache off, WebGL by SwiftShader) and takes the time from navigation start to the **first frame after loading**: Phaser, the first `postrender` after the harbour scene\'s `create` (its preload scene has loaded every file); Babylon, the end of the first animation frame after `scene.whenReadyAsync()` and `runRenderLoop` (that frame\'s render has fired `onAfterRenderObservable`). Both are taken by a hook the bench adds before the page\'s scripts (`evaluateOnNewDocument`), on the `window.exampleReady` the examples set.',
+    "`npm run bench:engines` (= `npm run build && node bench/engines.mjs`) opens each example game, built for production (webpack, as `npm run demo -- --production` builds it), in headless Chromium (puppeteer-core; a fresh browser and profile per sample, HTTP cache off, WebGL by SwiftShader) and takes the time from navigation start to the **first frame after loading**: Phaser, the first `postrender` after the harbour scene's `create` (its preload scene has loaded every file); Babylon, the end of the first animation frame after `scene.whenReadyAsync()` and `runRenderLoop` (that frame's render has fired `onAfterRenderObservable`). Both are taken by a hook the bench adds before the page's scripts (`evaluateOnNewDocument`), on the `window.exampleReady` the examples set.",
     '',
-    '- **Loose** = the same build opened with `?loose`: the example then skips `this.load.awkbIndex` (Phaser) or `registerAwkb` (Babylon), and Phaser\'s loader or Babylon\'s fetches each file as a plain file (the index\'s files copied beside the bundles under `published/`). **Bundled** = the example as shipped: the index, then one request per bundle it needs, every member verified, and the adapters\' default browser cache on fresh storage (Babylon: `openBrowserCache()` as the example passes it).',
-    '- **Network:** `bench/throttled-server.mjs`: the repository\'s `serve` (HTTP/1.1; Range, Content-Type and CORS as `awake-bundle serve`) behind a relay that delays each direction by RTT/2 (a request on an open connection: 1 RTT to its first byte; a new connection\'s first request: 2 RTT, the TCP handshake; no TLS) and caps the downstream of all connections together with one token bucket, round-robin in 16 KiB chunks. Throttling on the server\'s side, which charges a new connection its handshake and treats every requester alike (a service worker\'s fetches escape Chromium\'s page emulation; a dedicated worker\'s, where the reader fetches, do not: `node bench/worker-emulation.mjs`). Loose and bundled go through the same server.',
+    "- **Loose** = the same build opened with `?loose`: the example then skips `this.load.awkbIndex` (Phaser) or `registerAwkb` (Babylon), and Phaser's loader or Babylon's fetches each file as a plain file (the index's files copied beside the bundles under `published/`). **Bundled** = the example as shipped: the index, then one request per bundle it needs, every member verified, and the adapters' default browser cache on fresh storage (Babylon: `openBrowserCache()` as the example passes it).",
+    "- **Network:** `bench/throttled-server.mjs`: the repository's `serve` (HTTP/1.1; Range, Content-Type and CORS as `awake-bundle serve`) behind a relay that delays each direction by RTT/2 (a request on an open connection: 1 RTT to its first byte; a new connection's first request: 2 RTT, the TCP handshake; no TLS) and caps the downstream of all connections together with one token bucket, round-robin in 16 KiB chunks. Throttling on the server's side, which charges a new connection its handshake and treats every requester alike (a service worker's fetches escape Chromium's page emulation; a dedicated worker's, where the reader fetches, do not: `node bench/worker-emulation.mjs`). Loose and bundled go through the same server.",
     '- **Requests, MB:** what the server answered for the sample (its access log: page, scripts, assets, worker fetches), until 0.5 s passed without a new request after the first frame; body bytes. Both modes load the same scripts (main.js, and for Babylon the lazy chunks it imports): the difference is the assets.',
-    '- **phaser-video** = the Phaser example opened with `?video`: its preload also queues a 2.3 MB WebM (made once by Chromium\'s MediaRecorder), in a folder and so a bundle of its own, and the harbour plays it.',
-    '- **Start:** when the first requests went out, in ms from navigation start, from the page\'s Resource Timing (`startTime`): loose, the first asset request; bundled, the index request, how long after the adapter\'s first call (its User Timing mark, `awake-bundle:awkbIndex` or `awake-bundle:registerAwkb`), and the first bundle request. A bundle that a reader worker fetched is not in the page\'s timeline: its time is the worker\'s `Network.requestWillBeSent` wall time (CDP) less the page\'s `timeOrigin`.',
+    "- **phaser-video** = the Phaser example opened with `?video`: its preload also queues a 2.3 MB WebM (made once by Chromium's MediaRecorder), in a folder and so a bundle of its own, and the harbour plays it.",
+    "- **Start:** when the first requests went out, in ms from navigation start, from the page's Resource Timing (`startTime`): loose, the first asset request; bundled, the index request, how long after the adapter's first call (its User Timing mark, `awake-bundle:awkbIndex` or `awake-bundle:registerAwkb`), and the first bundle request. A bundle that a reader worker fetched is not in the page's timeline: its time is the worker's `Network.requestWillBeSent` wall time (CDP) less the page's `timeOrigin`.",
     '- Medians of 5 runs, or 3 where a sample of the first round took over 20 s (said in the "runs" column); loose and bundled alternate which goes first each round. b/l = bundled / loose.',
     '',
   ];
   for (const part of parts) {
     out.push(`### ${part.label ? `${part.label}: ` : ''}code ${codeLine(part.code)}`, '');
     out.push(`${machineLine(part.machine)} Measured ${part.startedAt.slice(0, 10)}. ${loadLine(part.cells)}`.trimEnd(), '');
-    out.push('Sites: ' + Object.values(part.sites).map((s) => `**${s.name}** main.js ${(s.mainJsBytes / MB).toFixed(2)} MB, ${s.files} files in the index (${(s.fileBytes / MB).toFixed(2)} MB) in ${s.bundles} bundles (${(s.bundleBytes / MB).toFixed(2)} MB)`).join('; ') + '.', '');
+    out.push(
+      'Sites: ' +
+        Object.values(part.sites)
+          .map(
+            (s) =>
+              `**${s.name}** main.js ${(s.mainJsBytes / MB).toFixed(2)} MB, ${s.files} files in the index (${(s.fileBytes / MB).toFixed(2)} MB) in ${s.bundles} bundles (${(s.bundleBytes / MB).toFixed(2)} MB)`,
+          )
+          .join('; ') +
+        '.',
+      '',
+    );
     out.push('```sh', part.command, '```', '');
-    out.push('| game | RTT | bandwidth | loose s (min–max) | bundled s (min–max) | b/l time | requests loose → bundled | b/l | MB loose → bundled | b/l | asset MB loose → bundled | runs |', '|:--|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|');
+    out.push(
+      '| game | RTT | bandwidth | loose s (min–max) | bundled s (min–max) | b/l time | requests loose → bundled | b/l | MB loose → bundled | b/l | asset MB loose → bundled | runs |',
+      '|:--|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|',
+    );
     for (const cell of part.cells) {
       const { loose, bundled } = cell;
-      out.push(`| ${cell.game} | ${where(cell)} | ${seconds(loose.median)} (${seconds(loose.min)}–${seconds(loose.max)}) | ${seconds(bundled.median)} (${seconds(bundled.min)}–${seconds(bundled.max)}) | ${ratio(bundled.median, loose.median)} | ${loose.requests} → ${bundled.requests} | ${ratio(bundled.requests, loose.requests)} | ${(loose.bodyBytes / MB).toFixed(2)} → ${(bundled.bodyBytes / MB).toFixed(2)} | ${ratio(bundled.bodyBytes, loose.bodyBytes)} | ${assetMB(loose)} → ${assetMB(bundled)} | ${cell.rounds}${cell.reduced ? ' (a sample over 20 s)' : ''} |`);
+      out.push(
+        `| ${cell.game} | ${where(cell)} | ${seconds(loose.median)} (${seconds(loose.min)}–${seconds(loose.max)}) | ${seconds(bundled.median)} (${seconds(bundled.min)}–${seconds(bundled.max)}) | ${ratio(bundled.median, loose.median)} | ${loose.requests} → ${bundled.requests} | ${ratio(bundled.requests, loose.requests)} | ${(loose.bodyBytes / MB).toFixed(2)} → ${(bundled.bodyBytes / MB).toFixed(2)} | ${ratio(bundled.bodyBytes, loose.bodyBytes)} | ${assetMB(loose)} → ${assetMB(bundled)} | ${cell.rounds}${cell.reduced ? ' (a sample over 20 s)' : ''} |`,
+      );
     }
     out.push('');
     if (part.cells.some((cell) => cell.bundled.start)) {
-      out.push('Start, ms from navigation start (medians): loose, the first asset request; bundled, the adapter\'s first call (its User Timing mark), the index request, the index request less the call (and the largest), the first bundle request and which thread sent it (samples).', '');
-      out.push('| game | RTT | bandwidth | loose: first asset | bundled: call | index | index − call (max) | first bundle | first bundle by |', '|:--|--:|--:|--:|--:|--:|--:|--:|:--|');
+      out.push(
+        "Start, ms from navigation start (medians): loose, the first asset request; bundled, the adapter's first call (its User Timing mark), the index request, the index request less the call (and the largest), the first bundle request and which thread sent it (samples).",
+        '',
+      );
+      out.push(
+        '| game | RTT | bandwidth | loose: first asset | bundled: call | index | index − call (max) | first bundle | first bundle by |',
+        '|:--|--:|--:|--:|--:|--:|--:|--:|:--|',
+      );
       for (const cell of part.cells) {
         const { loose, bundled } = cell;
-        out.push(`| ${cell.game} | ${where(cell)} | ${ms(loose.start?.firstAssetMs)} | ${ms(bundled.start?.callMs)} | ${ms(bundled.start?.indexMs)} | ${ms(bundled.start?.indexAfterCallMs)} (${ms(bundled.start?.maxIndexAfterCallMs)}) | ${ms(bundled.start?.firstBundleMs)} | ${byWhom(bundled.start?.firstBundleBy)} |`);
+        out.push(
+          `| ${cell.game} | ${where(cell)} | ${ms(loose.start?.firstAssetMs)} | ${ms(bundled.start?.callMs)} | ${ms(bundled.start?.indexMs)} | ${ms(bundled.start?.indexAfterCallMs)} (${ms(bundled.start?.maxIndexAfterCallMs)}) | ${ms(bundled.start?.firstBundleMs)} | ${byWhom(bundled.start?.firstBundleBy)} |`,
+        );
       }
       out.push('');
     }
@@ -343,8 +430,15 @@ function renderComparison(before, after) {
     const old = before.cells.find((other) => other.game === cell.game && other.latencyMs === cell.latencyMs && other.mbit === cell.mbit);
     const now = cell.bundled.median / cell.loose.median;
     const aim = aimFor(cell);
-    const verdict = aim === undefined ? '–' : now <= aim ? 'met' : `missed by ${(now / aim).toFixed(2)}× (${seconds(cell.bundled.median - aim * cell.loose.median)} s over)`;
-    out.push(`| ${cell.game} | ${where(cell)} | ${seconds(old?.bundled.median)} | ${seconds(cell.bundled.median)} | ${old ? ratio(old.bundled.median, old.loose.median) : '–'} | ${now.toFixed(2)} | ${aim ?? '–'} | ${verdict} |`);
+    const verdict =
+      aim === undefined
+        ? '–'
+        : now <= aim
+          ? 'met'
+          : `missed by ${(now / aim).toFixed(2)}× (${seconds(cell.bundled.median - aim * cell.loose.median)} s over)`;
+    out.push(
+      `| ${cell.game} | ${where(cell)} | ${seconds(old?.bundled.median)} | ${seconds(cell.bundled.median)} | ${old ? ratio(old.bundled.median, old.loose.median) : '–'} | ${now.toFixed(2)} | ${aim ?? '–'} | ${verdict} |`,
+    );
   }
   out.push('');
   return out;
@@ -361,7 +455,8 @@ export async function main(args = process.argv.slice(2)) {
   }
   const games = (options.values.games ?? 'phaser,phaser-video,babylon').split(',').map((name) => name.trim());
   for (const name of games) if (!GAMES[name]) options.usage(`unknown game ${name} (${Object.keys(GAMES).join(', ')})`);
-  if (!existsSync(join(ROOT, 'dist', 'core', 'node', 'index.js'))) throw new Error('dist/ is missing: run `npm run build` first (npm run bench:engines does)');
+  if (!existsSync(join(ROOT, 'dist', 'core', 'node', 'index.js')))
+    throw new Error('dist/ is missing: run `npm run build` first (npm run bench:engines does)');
   if (!options.values['no-build']) for (const name of games) await buildSite(name);
   const probe = await launchFreshChromium();
   const part = {

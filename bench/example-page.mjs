@@ -38,7 +38,9 @@ export function checkBabylon(ready) {
 
 /** Runs webpack on `config` (an example's configuration); rejects with its errors. */
 export async function runWebpack(webpack, config, what) {
-  const stats = await new Promise((resolveBuild, reject) => webpack(config, (error, result) => (error ? reject(error) : resolveBuild(result))));
+  const stats = await new Promise((resolveBuild, reject) =>
+    webpack(config, (error, result) => (error ? reject(error) : resolveBuild(result))),
+  );
   if (stats.hasErrors()) throw new Error(`building ${what} failed:\n${stats.toString('errors-only')}`);
   return stats;
 }
@@ -143,8 +145,15 @@ export async function sampleExamplePage({ server, path = '/', firstFrame, check,
     const workerRequests = await logWorkerRequests(page);
     const mark = server.requests.length;
     await page.goto(`${server.origin}${path}`, { waitUntil: 'domcontentloaded', timeout: SAMPLE_TIMEOUT_MS });
-    await page.waitForFunction(() => globalThis.__engineBench.firstFrameAt !== undefined || globalThis.exampleFailed !== undefined, { timeout: SAMPLE_TIMEOUT_MS, polling: 50 });
-    const result = await page.evaluate(() => ({ ...globalThis.__engineBench, ready: globalThis.exampleReady, failed: globalThis.exampleFailed }));
+    await page.waitForFunction(() => globalThis.__engineBench.firstFrameAt !== undefined || globalThis.exampleFailed !== undefined, {
+      timeout: SAMPLE_TIMEOUT_MS,
+      polling: 50,
+    });
+    const result = await page.evaluate(() => ({
+      ...globalThis.__engineBench,
+      ready: globalThis.exampleReady,
+      failed: globalThis.exampleFailed,
+    }));
     if (result.failed !== undefined) throw new Error(`${what}: the example failed: ${result.failed}`);
     const problem = check(result.ready);
     if (problem) throw new Error(`${what}: ${problem}${errors.length ? `; page errors: ${errors.join('; ')}` : ''}`);
@@ -152,9 +161,20 @@ export async function sampleExamplePage({ server, path = '/', firstFrame, check,
     const timing = await page.evaluate(() => ({
       timeOrigin: performance.timeOrigin,
       call: performance.getEntriesByType('mark').find((mark) => mark.name.startsWith('awake-bundle:'))?.startTime,
-      resources: performance.getEntriesByType('resource').map((entry) => ({ url: entry.name, startTime: entry.startTime, requestStart: entry.requestStart, responseEnd: entry.responseEnd })),
+      resources: performance.getEntriesByType('resource').map((entry) => ({
+        url: entry.name,
+        startTime: entry.startTime,
+        requestStart: entry.requestStart,
+        responseEnd: entry.responseEnd,
+      })),
     }));
-    return { ms: result.firstFrameAt, readyAtMs: result.readyAt, requests, start: startTimes(timing, workerRequests, published), pageErrors: errors };
+    return {
+      ms: result.firstFrameAt,
+      readyAtMs: result.readyAt,
+      requests,
+      start: startTimes(timing, workerRequests, published),
+      pageErrors: errors,
+    };
   } finally {
     await chromium.close();
   }

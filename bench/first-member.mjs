@@ -26,7 +26,23 @@ import { cpSync, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } fr
 import { join } from 'node:path';
 import { launchFreshChromium } from './chromium.mjs';
 import {
-  codeLine, codeMeasured, commandLine, loadLine, loadNow, machine, machineLine, MB, median, parseBenchArgs, ratio, ROOT, runRounds, saveResults, spread, where, writeBenchmarksSection,
+  codeLine,
+  codeMeasured,
+  commandLine,
+  loadLine,
+  loadNow,
+  machine,
+  machineLine,
+  MB,
+  median,
+  parseBenchArgs,
+  ratio,
+  ROOT,
+  runRounds,
+  saveResults,
+  spread,
+  where,
+  writeBenchmarksSection,
 } from './harness.mjs';
 import { random } from './projects.mjs';
 import { startThrottledServer } from './throttled-server.mjs';
@@ -60,21 +76,30 @@ function buildSite() {
   mkdirSync(files, { recursive: true });
   const rng = random(0xf1857);
   writeFileSync(join(files, FIRST.path), rng.fill(new Uint8Array(FIRST.size)));
-  for (let i = 1; i <= LARGE_COUNT; i++) writeFileSync(join(files, `large-${String(i).padStart(2, '0')}.bin`), rng.fill(new Uint8Array(LARGE_SIZE)));
-  execFileSync(process.execPath, [CLI, files, '--out', join(site, 'published'), '--group', 'one', '--target-mb', '32'], { stdio: 'ignore' });
+  for (let i = 1; i <= LARGE_COUNT; i++)
+    writeFileSync(join(files, `large-${String(i).padStart(2, '0')}.bin`), rng.fill(new Uint8Array(LARGE_SIZE)));
+  execFileSync(process.execPath, [CLI, files, '--out', join(site, 'published'), '--group', 'one', '--target-mb', '32'], {
+    stdio: 'ignore',
+  });
   cpSync(join(ROOT, 'dist'), join(site, 'dist'), { recursive: true });
   cpSync(join(ROOT, 'node_modules', '@noble', 'hashes'), join(site, 'node_modules', '@noble', 'hashes'), { recursive: true });
   writeFileSync(join(site, 'page.html'), PAGE_HTML);
   const index = JSON.parse(readFileSync(join(site, 'published', 'project.index.json'), 'utf8'));
   if (index.bundles.length !== 1) throw new Error(`expected one bundle, the CLI wrote ${index.bundles.length}`);
   const first = index.files.find((file) => file.path === FIRST.path);
-  if (index.files.some((file) => file.offset < first.offset)) throw new Error(`${FIRST.path} is not the bundle's first member (offset ${first.offset})`);
-  return { dir: site, bundleBytes: index.bundles[0].sizeBytes, members: index.files.length, first: { path: first.path, offset: first.offset, sizeBytes: first.sizeBytes } };
+  if (index.files.some((file) => file.offset < first.offset))
+    throw new Error(`${FIRST.path} is not the bundle's first member (offset ${first.offset})`);
+  return {
+    dir: site,
+    bundleBytes: index.bundles[0].sizeBytes,
+    members: index.files.length,
+    first: { path: first.path, offset: first.offset, sizeBytes: first.sizeBytes },
+  };
 }
 
 /** 2 RTT + (offset + size) bytes at the bandwidth + SLACK_MS. */
 function boundMs(site, { latencyMs, mbit }) {
-  const transferMs = mbit > 0 ? ((site.first.offset + site.first.sizeBytes) * 8) / (mbit * 1e6) * 1000 : 0;
+  const transferMs = mbit > 0 ? (((site.first.offset + site.first.sizeBytes) * 8) / (mbit * 1e6)) * 1000 : 0;
   return 2 * latencyMs + transferMs + SLACK_MS;
 }
 
@@ -96,7 +121,8 @@ async function sample(site, server) {
       const bytes = await globalThis.source.read(path);
       return { ms: performance.now() - started, bytes: bytes.length };
     }, site.first.path);
-    if (read.bytes !== site.first.sizeBytes) throw new Error(`read ${read.bytes} bytes of ${site.first.path}, expected ${site.first.sizeBytes}`);
+    if (read.bytes !== site.first.sizeBytes)
+      throw new Error(`read ${read.bytes} bytes of ${site.first.path}, expected ${site.first.sizeBytes}`);
     const requests = await answeredSince(server, mark);
     return { ms: read.ms, openMs, requests: requests.length, bodyBytes: requests.reduce((sum, entry) => sum + entry.bytes, 0) };
   } finally {
@@ -127,11 +153,15 @@ async function runCell(site, condition, runs) {
     const { rounds, reduced } = await runRounds(runs, async (round, total) => {
       const result = await sample(site, server);
       samples.push(result);
-      process.stderr.write(`  ${condition.latencyMs} ms ${condition.mbit || '∞'} Mbit/s round ${round + 1}/${total}: read ${result.ms.toFixed(0)} ms (open ${result.openMs.toFixed(0)} ms), ${result.requests} requests, ${(result.bodyBytes / MB).toFixed(2)} MB\n`);
+      process.stderr.write(
+        `  ${condition.latencyMs} ms ${condition.mbit || '∞'} Mbit/s round ${round + 1}/${total}: read ${result.ms.toFixed(0)} ms (open ${result.openMs.toFixed(0)} ms), ${result.requests} requests, ${(result.bodyBytes / MB).toFixed(2)} MB\n`,
+      );
       return [result.openMs + result.ms];
     });
     return {
-      ...condition, rounds, reduced,
+      ...condition,
+      rounds,
+      reduced,
       load: [loadAtStart, loadNow()],
       read: spread(samples.map((s) => s.ms)),
       openMs: median(samples.map((s) => s.openMs)),
@@ -174,12 +204,20 @@ function renderSection(parts) {
   for (const part of parts) {
     out.push(`### ${part.label ? `${part.label}: ` : ''}code ${codeLine(part.code)}`, '');
     out.push(`${machineLine(part.machine)} Measured ${part.startedAt.slice(0, 10)}. ${loadLine(part.cells)}`.trimEnd(), '');
-    out.push(`Bundle: ${part.site.members} members, ${part.site.bundleBytes.toLocaleString('en')} bytes; \`${part.site.first.path}\` at offset ${part.site.first.offset}, ${part.site.first.sizeBytes} bytes.`, '');
+    out.push(
+      `Bundle: ${part.site.members} members, ${part.site.bundleBytes.toLocaleString('en')} bytes; \`${part.site.first.path}\` at offset ${part.site.first.offset}, ${part.site.first.sizeBytes} bytes.`,
+      '',
+    );
     out.push('```sh', part.command, '```', '');
-    out.push('| RTT | bandwidth | read ms (min–max) | bound ms | ×bound | open ms | requests | MB | bundle at bw, ms | runs |', '|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|');
+    out.push(
+      '| RTT | bandwidth | read ms (min–max) | bound ms | ×bound | open ms | requests | MB | bundle at bw, ms | runs |',
+      '|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|',
+    );
     for (const cell of part.cells) {
       const whole = wholeBundleMs(part.site, cell);
-      out.push(`| ${where(cell)} | ${ms(cell.read.median)} (${ms(cell.read.min)}–${ms(cell.read.max)}) | ${ms(cell.boundMs)} | ${ratio(cell.read.median, cell.boundMs)} | ${ms(cell.openMs)} | ${cell.requests} | ${(cell.bodyBytes / MB).toFixed(2)} | ${whole === undefined ? '–' : ms(whole)} | ${cell.rounds}${cell.reduced ? ' (a sample over 20 s)' : ''} |`);
+      out.push(
+        `| ${where(cell)} | ${ms(cell.read.median)} (${ms(cell.read.min)}–${ms(cell.read.max)}) | ${ms(cell.boundMs)} | ${ratio(cell.read.median, cell.boundMs)} | ${ms(cell.openMs)} | ${cell.requests} | ${(cell.bodyBytes / MB).toFixed(2)} | ${whole === undefined ? '–' : ms(whole)} | ${cell.rounds}${cell.reduced ? ' (a sample over 20 s)' : ''} |`,
+      );
     }
     out.push('');
   }
@@ -201,7 +239,9 @@ function renderComparison(before, after) {
   for (const cell of after.cells) {
     const old = before.cells.find((other) => other.latencyMs === cell.latencyMs && other.mbit === cell.mbit);
     const over = cell.read.median - cell.boundMs;
-    out.push(`| ${where(cell)} | ${old ? ms(old.read.median) : '–'} | ${ms(cell.read.median)} | ${ms(cell.boundMs)} | ${old ? ratio(old.read.median, old.boundMs) : '–'} | ${ratio(cell.read.median, cell.boundMs)} | ${over <= 0 ? 'met' : `missed by ${ms(over)} ms`} |`);
+    out.push(
+      `| ${where(cell)} | ${old ? ms(old.read.median) : '–'} | ${ms(cell.read.median)} | ${ms(cell.boundMs)} | ${old ? ratio(old.read.median, old.boundMs) : '–'} | ${ratio(cell.read.median, cell.boundMs)} | ${over <= 0 ? 'met' : `missed by ${ms(over)} ms`} |`,
+    );
   }
   out.push('');
   return out;
@@ -233,7 +273,9 @@ async function main() {
     printCell(site, cell);
     saveResults(out, part);
   }
-  console.error(`results in ${out}${options.report ? '' : `; write BENCHMARKS.md's section with: node bench/first-member.mjs --report ${out}`}`);
+  console.error(
+    `results in ${out}${options.report ? '' : `; write BENCHMARKS.md's section with: node bench/first-member.mjs --report ${out}`}`,
+  );
   if (options.report) writeBenchmarksSection(SECTION_TITLE, renderSection([part]));
 }
 

@@ -44,7 +44,23 @@ import { fileURLToPath } from 'node:url';
 import { launchFreshChromium } from './chromium.mjs';
 import { checkBabylon, checkPhaser, FIRST_FRAME, runWebpack, sampleExamplePage } from './example-page.mjs';
 import {
-  codeLine, codeMeasured, commandLine, loadLine, loadNow, machine, machineLine, MB, median, parseBenchArgs, ROOT, runRounds, saveResults, seconds, spread, where, writeBenchmarksSection,
+  codeLine,
+  codeMeasured,
+  commandLine,
+  loadLine,
+  loadNow,
+  machine,
+  machineLine,
+  MB,
+  median,
+  parseBenchArgs,
+  ROOT,
+  runRounds,
+  saveResults,
+  seconds,
+  spread,
+  where,
+  writeBenchmarksSection,
 } from './harness.mjs';
 import { startThrottledServer } from './throttled-server.mjs';
 
@@ -116,7 +132,11 @@ async function buildSite(game, grouping, template) {
 /** What `awake-bundle report --json` says of the site against the recorded loads: the first load's bytes used, and what it fetches alone. */
 function reportFirstLoad(game, grouping) {
   const dir = join(BENCH_DIR, game, grouping);
-  const json = execFileSync(process.execPath, [join(ROOT, 'dist', 'cli', 'main.js'), 'report', join(dir, 'published'), '--loads', loadsFileOf(game), '--json'], { encoding: 'utf8' });
+  const json = execFileSync(
+    process.execPath,
+    [join(ROOT, 'dist', 'cli', 'main.js'), 'report', join(dir, 'published'), '--loads', loadsFileOf(game), '--json'],
+    { encoding: 'utf8' },
+  );
   const report = JSON.parse(json);
   const first = report.loads[0];
   const bundleUrl = new Map(report.bundles.map((bundle) => [bundle.sha256, bundle.url]));
@@ -133,7 +153,8 @@ function reportFirstLoad(game, grouping) {
 
 function describeSite(game, grouping) {
   const dir = join(BENCH_DIR, game, grouping);
-  if (!existsSync(join(dir, 'index.html')) || !existsSync(join(dir, 'published', 'project.index.json'))) throw new Error(`${dir} holds no built site: run without --no-build`);
+  if (!existsSync(join(dir, 'index.html')) || !existsSync(join(dir, 'published', 'project.index.json')))
+    throw new Error(`${dir} holds no built site: run without --no-build`);
   const index = JSON.parse(readFileSync(join(dir, 'published', 'project.index.json'), 'utf8'));
   const html = readFileSync(join(dir, 'index.html'), 'utf8');
   return {
@@ -179,12 +200,27 @@ async function sample(site, server, preload) {
 function checkRequests(site, requests, bundles, published) {
   const what = `${site.game} ${site.grouping}`;
   const failed = requests.filter((entry) => !/^(200|206|304)$/.test(entry.status));
-  if (failed.length) throw new Error(`${what}: ${failed.map((entry) => `${entry.target} ${entry.status}`).slice(0, 3).join(', ')}`);
-  const odd = requests.filter((entry) => entry.target.startsWith(published) && entry.target !== `${published}project.index.json` && !bundles.includes(entry));
-  if (odd.length) throw new Error(`${what}: requested ${odd.slice(0, 3).map((entry) => entry.target).join(', ')} (not the index or a bundle)`);
+  if (failed.length)
+    throw new Error(
+      `${what}: ${failed
+        .map((entry) => `${entry.target} ${entry.status}`)
+        .slice(0, 3)
+        .join(', ')}`,
+    );
+  const odd = requests.filter(
+    (entry) => entry.target.startsWith(published) && entry.target !== `${published}project.index.json` && !bundles.includes(entry),
+  );
+  if (odd.length)
+    throw new Error(
+      `${what}: requested ${odd
+        .slice(0, 3)
+        .map((entry) => entry.target)
+        .join(', ')} (not the index or a bundle)`,
+    );
   const fetched = bundles.map((entry) => entry.target.slice(published.length)).sort();
   const expected = [...site.firstLoad.bundles].sort();
-  if (fetched.join() !== expected.join()) throw new Error(`${what}: fetched the bundles ${fetched.join(', ')}; the report says the first load fetches ${expected.join(', ')}`);
+  if (fetched.join() !== expected.join())
+    throw new Error(`${what}: fetched the bundles ${fetched.join(', ')}; the report says the first load fetches ${expected.join(', ')}`);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -208,7 +244,9 @@ async function runCell(game, sites, condition, runs, withoutPreload) {
         const result = await sample(sites[variant.grouping], server, variant.preload);
         samples[key(variant)].push(result);
         times.push(result.ms);
-        process.stderr.write(`  ${game} ${where(condition)} round ${round + 1}/${total} ${key(variant)}: ${seconds(result.ms)} s, ${result.bundleRequests} bundles ${(result.bundleBytes / MB).toFixed(3)} MB; call ${ms(result.start.callMs)}, index ${ms(result.start.indexMs)}, first bundle ${ms(result.start.firstBundleMs)} ms (${result.start.firstBundleBy ?? '–'})\n`);
+        process.stderr.write(
+          `  ${game} ${where(condition)} round ${round + 1}/${total} ${key(variant)}: ${seconds(result.ms)} s, ${result.bundleRequests} bundles ${(result.bundleBytes / MB).toFixed(3)} MB; call ${ms(result.start.callMs)}, index ${ms(result.start.indexMs)}, first bundle ${ms(result.start.firstBundleMs)} ms (${result.start.firstBundleBy ?? '–'})\n`,
+        );
       }
       return times;
     });
@@ -233,12 +271,22 @@ async function runCell(game, sites, condition, runs, withoutPreload) {
         indexMs: medianOf((s) => s.start.indexMs),
         firstBundleMs: medianOf((s) => s.start.firstBundleMs),
         // Per sample, so that a slow boot (the CPU) does not count: what the index's round trip, or its preload, changes.
-        callToFirstBundleMs: medianOf((s) => (s.start.callMs === undefined || s.start.firstBundleMs === undefined ? undefined : s.start.firstBundleMs - s.start.callMs)),
+        callToFirstBundleMs: medianOf((s) =>
+          s.start.callMs === undefined || s.start.firstBundleMs === undefined ? undefined : s.start.firstBundleMs - s.start.callMs,
+        ),
         firstBundleBy: list.map((s) => s.start.firstBundleBy ?? '–'),
         starts: list.map((s) => s.start),
       };
     };
-    return { game, ...condition, rounds, reduced, seconds: (Date.now() - started) / 1000, load: [loadAtStart, loadNow()], variants: variants.map(summary) };
+    return {
+      game,
+      ...condition,
+      rounds,
+      reduced,
+      seconds: (Date.now() - started) / 1000,
+      load: [loadAtStart, loadNow()],
+      variants: variants.map(summary),
+    };
   } finally {
     await server.close();
   }
@@ -265,38 +313,96 @@ const network = (cell) => [`${cell.latencyMs} ms`, cell.mbit ? `${cell.mbit} Mbi
 const runsText = (cell) => `${cell.rounds}${cell.reduced ? ' (3: a sample over 20 s)' : ''}`;
 
 function groupingRows(part) {
-  return part.cells.flatMap((cell) => cell.variants.filter((variant) => variant.preload).map((variant) => [
-    cell.game, variant.grouping, ...network(cell), `${seconds(variant.median)} (${seconds(variant.min)}–${seconds(variant.max)})`, String(variant.requests), String(variant.bundleRequests),
-    kB(variant.bundleBytes), kB(variant.usedBytes), factor(variant.bundleBytes, variant.usedBytes), factor(variant.reportFetchedBytes, variant.usedBytes), verdict(variant), runsText(cell), cell.load.join('–'),
-  ]));
+  return part.cells.flatMap((cell) =>
+    cell.variants
+      .filter((variant) => variant.preload)
+      .map((variant) => [
+        cell.game,
+        variant.grouping,
+        ...network(cell),
+        `${seconds(variant.median)} (${seconds(variant.min)}–${seconds(variant.max)})`,
+        String(variant.requests),
+        String(variant.bundleRequests),
+        kB(variant.bundleBytes),
+        kB(variant.usedBytes),
+        factor(variant.bundleBytes, variant.usedBytes),
+        factor(variant.reportFetchedBytes, variant.usedBytes),
+        verdict(variant),
+        runsText(cell),
+        cell.load.join('–'),
+      ]),
+  );
 }
 
-const GROUPING_HEAD = ['game', 'grouping', 'RTT', 'bandwidth', 'first frame s (min–max)', 'requests', 'bundle requests', 'kB fetched', 'kB used', 'fetched / used', 'report', 'aim', 'runs', 'load avg'];
+const GROUPING_HEAD = [
+  'game',
+  'grouping',
+  'RTT',
+  'bandwidth',
+  'first frame s (min–max)',
+  'requests',
+  'bundle requests',
+  'kB fetched',
+  'kB used',
+  'fetched / used',
+  'report',
+  'aim',
+  'runs',
+  'load avg',
+];
 
 /** The preload cells: each grouping with and without its preload links, and what they saved. */
 function preloadRows(part) {
-  return part.cells.filter((cell) => cell.variants.some((variant) => !variant.preload)).flatMap((cell) => WITHOUT_PRELOAD.map((grouping) => {
-    const withLinks = cell.variants.find((variant) => variant.grouping === grouping && variant.preload);
-    const without = cell.variants.find((variant) => variant.grouping === grouping && !variant.preload);
-    const rtt = cell.latencyMs;
-    const saved = (less) => `${ms(less)}${rtt ? ` (${(less / rtt).toFixed(2)})` : ''}`;
-    return [
-      cell.game, grouping, ...network(cell), `${part.sites[cell.game][grouping].preloads.length}`,
-      `${ms(without.indexMs)} → ${ms(withLinks.indexMs)}`, `${ms(without.callMs)} → ${ms(withLinks.callMs)}`, `${ms(without.firstBundleMs)} → ${ms(withLinks.firstBundleMs)}`,
-      `${ms(without.callToFirstBundleMs)} → ${ms(withLinks.callToFirstBundleMs)}`, saved(without.callToFirstBundleMs - withLinks.callToFirstBundleMs),
-      `${seconds(without.median)} → ${seconds(withLinks.median)}`, saved(without.median - withLinks.median),
-    ];
-  }));
+  return part.cells
+    .filter((cell) => cell.variants.some((variant) => !variant.preload))
+    .flatMap((cell) =>
+      WITHOUT_PRELOAD.map((grouping) => {
+        const withLinks = cell.variants.find((variant) => variant.grouping === grouping && variant.preload);
+        const without = cell.variants.find((variant) => variant.grouping === grouping && !variant.preload);
+        const rtt = cell.latencyMs;
+        const saved = (less) => `${ms(less)}${rtt ? ` (${(less / rtt).toFixed(2)})` : ''}`;
+        return [
+          cell.game,
+          grouping,
+          ...network(cell),
+          `${part.sites[cell.game][grouping].preloads.length}`,
+          `${ms(without.indexMs)} → ${ms(withLinks.indexMs)}`,
+          `${ms(without.callMs)} → ${ms(withLinks.callMs)}`,
+          `${ms(without.firstBundleMs)} → ${ms(withLinks.firstBundleMs)}`,
+          `${ms(without.callToFirstBundleMs)} → ${ms(withLinks.callToFirstBundleMs)}`,
+          saved(without.callToFirstBundleMs - withLinks.callToFirstBundleMs),
+          `${seconds(without.median)} → ${seconds(withLinks.median)}`,
+          saved(without.median - withLinks.median),
+        ];
+      }),
+    );
 }
 
-const PRELOAD_HEAD = ['game', 'grouping', 'RTT', 'bandwidth', 'links', 'index request ms (without → with)', 'adapter call ms', 'first bundle request ms', 'call → first bundle ms', 'saved ms (RTTs)', 'first frame s', 'saved ms (RTTs)'];
+const PRELOAD_HEAD = [
+  'game',
+  'grouping',
+  'RTT',
+  'bandwidth',
+  'links',
+  'index request ms (without → with)',
+  'adapter call ms',
+  'first bundle request ms',
+  'call → first bundle ms',
+  'saved ms (RTTs)',
+  'first frame s',
+  'saved ms (RTTs)',
+];
 
 function printTable(head, rows) {
   const widths = head.map((title, i) => Math.max(title.length, ...rows.map((row) => row[i].length)));
   for (const row of [head, ...rows]) console.log(row.map((text, i) => text.padEnd(widths[i])).join('  '));
 }
 
-const markdownTable = (head, rows) => [`| ${head.join(' | ')} |`, `|${head.map((_, i) => (i < 2 ? ':--' : '--:')).join('|')}|`, ...rows.map((row) => `| ${row.join(' | ')} |`)];
+const markdownTable = (head, rows) => [
+  `| ${head.join(' | ')} |`,
+  `|${head.map((_, i) => (i < 2 ? ':--' : '--:')).join('|')}|`,
+  ...rows.map((row) => `| ${row.join(' | ')} |`),
+];
 
 /**
  * The section: the last of `parts` in full; each earlier one (`--report earlier.json last.json`)
@@ -308,15 +414,22 @@ function renderSection(parts) {
   return [
     SECTION_TITLE,
     '',
-    '`npm run bench:grouping` (= `npm run build && node bench/grouping.mjs`; the header of bench/grouping.mjs says it all) builds each example game for production three times, the awake-bundle webpack plugin grouping its assets **by folder** (`grouping: \'folder\'`), **auto** with no loads file (`--group auto`, the plugins\' default without one), and by its **recorded loads** (`examples/<game>/awkb-loads.json`, recorded by `npm run record-loads`: Phaser, one load `preload`, 12 files; Babylon, one load `main`, 8 files), html-webpack-plugin making the page so the plugin adds its preload links. Each sample: a fresh headless Chromium opens the page over `bench/throttled-server.mjs` (the RTT and cap on the server\'s side, as bench:engines) and takes navigation start → the first frame after loading (as bench:engines).',
+    "`npm run bench:grouping` (= `npm run build && node bench/grouping.mjs`; the header of bench/grouping.mjs says it all) builds each example game for production three times, the awake-bundle webpack plugin grouping its assets **by folder** (`grouping: 'folder'`), **auto** with no loads file (`--group auto`, the plugins' default without one), and by its **recorded loads** (`examples/<game>/awkb-loads.json`, recorded by `npm run record-loads`: Phaser, one load `preload`, 12 files; Babylon, one load `main`, 8 files), html-webpack-plugin making the page so the plugin adds its preload links. Each sample: a fresh headless Chromium opens the page over `bench/throttled-server.mjs` (the RTT and cap on the server's side, as bench:engines) and takes navigation start → the first frame after loading (as bench:engines).",
     '',
-    '- **kB fetched** = the body bytes of the bundle requests in the server\'s access log for the sample (median; each sample checked to fetch exactly the bundles that `awake-bundle report <published> --loads <file> --json` says the first load fetches, each once). Both games have one load, which the first frame waits for. **kB used** = the report\'s `usedBytes` for that load: the files the recorded load lists (SPEC §6 "Loads"). **report** = the report\'s own fetched / used (`loads[0].alone`), the same number computed from the index. The index (not counted) is one more request.',
+    "- **kB fetched** = the body bytes of the bundle requests in the server's access log for the sample (median; each sample checked to fetch exactly the bundles that `awake-bundle report <published> --loads <file> --json` says the first load fetches, each once). Both games have one load, which the first frame waits for. **kB used** = the report's `usedBytes` for that load: the files the recorded load lists (SPEC §6 \"Loads\"). **report** = the report's own fetched / used (`loads[0].alone`), the same number computed from the index. The index (not counted) is one more request.",
     '- **Aims** (issue 19): fetched / used ≤ 1.05 with recorded loads; ≤ 1.25 with `auto` and no loads file; by folder has none (the baseline).',
     `- Medians of ${part.runs} runs, or 3 where a sample of the first round took over 20 s ("runs"); the variants of a cell take turns, in a rotated order each round. Load average: the 1-minute \`uptime\` at the start and end of the cell (2 cores).`,
     '',
     `Code ${codeLine(part.code)}. ${machineLine(part.machine)} Measured ${part.startedAt.slice(0, 10)}. ${loadLine(part.cells)}`.trimEnd(),
     '',
-    'Sites: ' + sites.map((s) => `${s.game} ${s.grouping}: ${s.bundles} bundles (${(s.bundleBytes / MB).toFixed(2)} MB), the first load in ${s.firstLoad.requests}`).join('; ') + '.',
+    'Sites: ' +
+      sites
+        .map(
+          (s) =>
+            `${s.game} ${s.grouping}: ${s.bundles} bundles (${(s.bundleBytes / MB).toFixed(2)} MB), the first load in ${s.firstLoad.requests}`,
+        )
+        .join('; ') +
+      '.',
     '',
     '```sh',
     part.command,
@@ -328,12 +441,14 @@ function renderSection(parts) {
     '',
     ...markdownTable(PRELOAD_HEAD, preloadRows(part)),
     '',
-    ...parts.slice(0, -1).flatMap((earlier) => [
-      `Preload, an earlier run${earlier.label ? ` (${earlier.label})` : ''}: code ${codeLine(earlier.code)}, measured ${earlier.startedAt.slice(0, 16).replace('T', ' ')} UTC. ${loadLine(earlier.cells)}`.trimEnd(),
-      '',
-      ...markdownTable(PRELOAD_HEAD, preloadRows(earlier)),
-      '',
-    ]),
+    ...parts
+      .slice(0, -1)
+      .flatMap((earlier) => [
+        `Preload, an earlier run${earlier.label ? ` (${earlier.label})` : ''}: code ${codeLine(earlier.code)}, measured ${earlier.startedAt.slice(0, 16).replace('T', ' ')} UTC. ${loadLine(earlier.cells)}`.trimEnd(),
+        '',
+        ...markdownTable(PRELOAD_HEAD, preloadRows(earlier)),
+        '',
+      ]),
   ].join('\n');
 }
 
@@ -345,9 +460,21 @@ function renderSection(parts) {
  * every cell, prints the tables, saves the results to `out` and resolves to them. `report`
  * also writes BENCHMARKS.md's section.
  */
-export async function runGroupingBench({ games = Object.keys(GAMES), runs = 5, conditions = CONDITIONS, preloadLatencyMs = PRELOAD_LATENCY_MS, build = true, label, out = join(BENCH_DIR, 'last.json'), report = false, command = 'node bench/grouping.mjs' } = {}) {
-  if (!existsSync(join(ROOT, 'dist', 'cli', 'main.js'))) throw new Error('dist/ is missing: run `npm run build` first (npm run bench:grouping does)');
-  for (const game of games) if (!existsSync(loadsFileOf(game))) throw new Error(`${loadsFileOf(game)} is missing: record it with npm run record-loads`);
+export async function runGroupingBench({
+  games = Object.keys(GAMES),
+  runs = 5,
+  conditions = CONDITIONS,
+  preloadLatencyMs = PRELOAD_LATENCY_MS,
+  build = true,
+  label,
+  out = join(BENCH_DIR, 'last.json'),
+  report = false,
+  command = 'node bench/grouping.mjs',
+} = {}) {
+  if (!existsSync(join(ROOT, 'dist', 'cli', 'main.js')))
+    throw new Error('dist/ is missing: run `npm run build` first (npm run bench:grouping does)');
+  for (const game of games)
+    if (!existsSync(loadsFileOf(game))) throw new Error(`${loadsFileOf(game)} is missing: record it with npm run record-loads`);
   if (build) {
     for (const game of games) {
       mkdirSync(join(BENCH_DIR, game), { recursive: true });
@@ -355,7 +482,9 @@ export async function runGroupingBench({ games = Object.keys(GAMES), runs = 5, c
       for (const grouping of Object.keys(GROUPINGS)) await buildSite(game, grouping, template);
     }
   }
-  const sites = Object.fromEntries(games.map((game) => [game, Object.fromEntries(Object.keys(GROUPINGS).map((grouping) => [grouping, describeSite(game, grouping)]))]));
+  const sites = Object.fromEntries(
+    games.map((game) => [game, Object.fromEntries(Object.keys(GROUPINGS).map((grouping) => [grouping, describeSite(game, grouping)]))]),
+  );
   const probe = await launchFreshChromium();
   const part = {
     command,
@@ -364,10 +493,17 @@ export async function runGroupingBench({ games = Object.keys(GAMES), runs = 5, c
     code: codeMeasured(),
     startedAt: new Date().toISOString(),
     machine: machine(await probe.browser.version().finally(() => probe.close())),
-    sites: Object.fromEntries(Object.entries(sites).map(([game, bySite]) => [game, Object.fromEntries(Object.entries(bySite).map(([grouping, { index, ...rest }]) => [grouping, rest]))])),
+    sites: Object.fromEntries(
+      Object.entries(sites).map(([game, bySite]) => [
+        game,
+        Object.fromEntries(Object.entries(bySite).map(([grouping, { index, ...rest }]) => [grouping, rest])),
+      ]),
+    ),
     cells: [],
   };
-  const withPreloadCell = conditions.some((condition) => condition.latencyMs === preloadLatencyMs && condition.mbit === 0) ? conditions : [...conditions, { latencyMs: preloadLatencyMs, mbit: 0 }];
+  const withPreloadCell = conditions.some((condition) => condition.latencyMs === preloadLatencyMs && condition.mbit === 0)
+    ? conditions
+    : [...conditions, { latencyMs: preloadLatencyMs, mbit: 0 }];
   for (const condition of withPreloadCell) {
     for (const game of games) {
       const cell = await runCell(game, sites[game], condition, runs, condition.latencyMs === preloadLatencyMs && condition.mbit === 0);

@@ -52,9 +52,10 @@ export function parseBenchArgs(script, extra = [], switches = [], args = process
   if ([...latencies, ...bandwidths].some((n) => !(n >= 0))) usage('--latency and --bandwidth take numbers ≥ 0 (bandwidth 0 = no cap)');
   const runs = Number(values.runs ?? '5');
   if (!(Number.isInteger(runs) && runs >= 1)) usage('--runs must be a positive integer');
-  const conditions = values.latency === undefined && values.bandwidth === undefined
-    ? DEFAULT_CONDITIONS
-    : latencies.flatMap((latencyMs) => bandwidths.map((mbit) => ({ latencyMs, mbit })));
+  const conditions =
+    values.latency === undefined && values.bandwidth === undefined
+      ? DEFAULT_CONDITIONS
+      : latencies.flatMap((latencyMs) => bandwidths.map((mbit) => ({ latencyMs, mbit })));
   return { args, values, runs, conditions, label: values.label, out: values.out, report, reportFiles, usage };
 }
 
@@ -93,7 +94,9 @@ export const where = ({ latencyMs, mbit }) => `${latencyMs} ms | ${mbit ? `${mbi
 const packageVersion = (name) => JSON.parse(readFileSync(join(ROOT, 'node_modules', name, 'package.json'), 'utf8')).version;
 
 export function machine(chromium) {
-  const os = existsSync('/etc/os-release') ? (/PRETTY_NAME="([^"]+)"/.exec(readFileSync('/etc/os-release', 'utf8'))?.[1] ?? 'Linux') : process.platform;
+  const os = existsSync('/etc/os-release')
+    ? (/PRETTY_NAME="([^"]+)"/.exec(readFileSync('/etc/os-release', 'utf8'))?.[1] ?? 'Linux')
+    : process.platform;
   return {
     cpu: cpus()[0]?.model ?? 'unknown',
     cores: cpus().length,

@@ -29,13 +29,40 @@ export function random(seed) {
 
 // About 75% of 1–16 KB, 23% of 16–128 KB, 2% of 256 KB–1 MB; folders and types of a 2D scene.
 export const SCENE_CLASSES = [
-  { share: 0.75, min: 1 * KiB, max: 16 * KiB, kinds: [{ share: 0.5, folder: 'sprites', ext: 'png' }, { share: 0.2, folder: 'ui', ext: 'png' }, { share: 0.3, folder: 'data', ext: 'json' }] },
-  { share: 0.23, min: 16 * KiB, max: 128 * KiB, kinds: [{ share: 0.6, folder: 'tiles', ext: 'png' }, { share: 0.4, folder: 'sfx', ext: 'ogg' }] },
-  { share: 0.02, min: 256 * KiB, max: 1 * MiB, kinds: [{ share: 0.5, folder: 'music', ext: 'ogg' }, { share: 0.5, folder: 'atlases', ext: 'png' }] },
+  {
+    share: 0.75,
+    min: 1 * KiB,
+    max: 16 * KiB,
+    kinds: [
+      { share: 0.5, folder: 'sprites', ext: 'png' },
+      { share: 0.2, folder: 'ui', ext: 'png' },
+      { share: 0.3, folder: 'data', ext: 'json' },
+    ],
+  },
+  {
+    share: 0.23,
+    min: 16 * KiB,
+    max: 128 * KiB,
+    kinds: [
+      { share: 0.6, folder: 'tiles', ext: 'png' },
+      { share: 0.4, folder: 'sfx', ext: 'ogg' },
+    ],
+  },
+  {
+    share: 0.02,
+    min: 256 * KiB,
+    max: 1 * MiB,
+    kinds: [
+      { share: 0.5, folder: 'music', ext: 'ogg' },
+      { share: 0.5, folder: 'atlases', ext: 'png' },
+    ],
+  },
 ];
 export const BIG_KINDS = [
-  { share: 0.45, folder: 'textures', ext: 'ktx2' }, { share: 0.3, folder: 'models', ext: 'glb' },
-  { share: 0.2, folder: 'audio', ext: 'ogg' }, { share: 0.05, folder: 'video', ext: 'webm' },
+  { share: 0.45, folder: 'textures', ext: 'ktx2' },
+  { share: 0.3, folder: 'models', ext: 'glb' },
+  { share: 0.2, folder: 'audio', ext: 'ogg' },
+  { share: 0.05, folder: 'video', ext: 'webm' },
 ];
 
 export const GLB_KIND = { folder: 'models', ext: 'glb' };

@@ -154,7 +154,9 @@ function generateTree() {
   }
   const manifest = { stamp, files: files.length, bytes, largeFiles: files.filter((f) => f.size > targetBytes).length };
   writeFileSync(manifestPath, `${JSON.stringify(manifest, null, 2)}\n`);
-  console.log(`generated ${treeDir}: ${files.length} files, ${(bytes / MiB).toFixed(0)} MiB in ${((performance.now() - started) / 1000).toFixed(1)} s`);
+  console.log(
+    `generated ${treeDir}: ${files.length} files, ${(bytes / MiB).toFixed(0)} MiB in ${((performance.now() - started) / 1000).toFixed(1)} s`,
+  );
   return manifest;
 }
 
@@ -210,7 +212,11 @@ const mib = (bytes) => `${(bytes / MiB).toFixed(1)} MiB`;
 
 // ---------------------------------------------------------------- main
 mkdirSync(benchDir, { recursive: true });
-if (!hasTime) writeFileSync(preload, "process.on('exit', () => { const u = process.resourceUsage(); process.stderr.write(`maxRSS=${u.maxRSS} cpu=${(u.userCPUTime + u.systemCPUTime) / 1e6}\\n`); });\n");
+if (!hasTime)
+  writeFileSync(
+    preload,
+    "process.on('exit', () => { const u = process.resourceUsage(); process.stderr.write(`maxRSS=${u.maxRSS} cpu=${(u.userCPUTime + u.systemCPUTime) / 1e6}\\n`); });\n",
+  );
 if (!existsSync(cli)) {
   console.error(`${cli} is missing: run npm run build (npm run bench:publish does)`);
   process.exit(1);
@@ -233,10 +239,18 @@ const hasOpenssl = sh('command -v openssl || true').stdout.trim() !== '';
 const opensslCommand = `find "${treeDir}" -type f -print0 | xargs -0 openssl dgst -sha256 > /dev/null`;
 const catCommand = `rm -f "${allBin}"; find "${treeDir}" -type f -print0 | xargs -0 cat > "${allBin}"`;
 
-console.log(`awake-bundle publish benchmark: ${fileCount} files, ${mib(inputBytes)} (${inputBytes} bytes), target ${targetMb} MiB, ${runs} runs each`);
-console.log(`machine: ${cpus().length} cores (${cpus()[0]?.model ?? '?'}), ${(totalmem() / GiB).toFixed(0)} GiB RAM, node ${process.version}`);
+console.log(
+  `awake-bundle publish benchmark: ${fileCount} files, ${mib(inputBytes)} (${inputBytes} bytes), target ${targetMb} MiB, ${runs} runs each`,
+);
+console.log(
+  `machine: ${cpus().length} cores (${cpus()[0]?.model ?? '?'}), ${(totalmem() / GiB).toFixed(0)} GiB RAM, node ${process.version}`,
+);
 console.log('page cache: not dropped (cannot); every measurement is warmed by one unmeasured run first, and `sync` runs before each');
-console.log(`load average before: ${loadavg().map((n) => n.toFixed(2)).join(' ')} (other processes on the machine skew wall times)`);
+console.log(
+  `load average before: ${loadavg()
+    .map((n) => n.toFixed(2))
+    .join(' ')} (other processes on the machine skew wall times)`,
+);
 
 try {
   // Warm-up, unmeasured.
@@ -261,11 +275,15 @@ try {
     rmSync(allBin, { force: true });
     const ossl = hasOpenssl ? timed(opensslCommand).seconds : Number.NaN;
     baseline.push({ sha, cat, total: sha + cat, shaCpu: shaRun.cpu, catCpu: catRun.cpu, ossl, osslTotal: ossl + cat });
-    console.log(`  baseline run ${i + 1}: sha256sum ${sha.toFixed(2)} s + cat ${cat.toFixed(2)} s = ${(sha + cat).toFixed(2)} s${hasOpenssl ? `   (openssl sha256 ${ossl.toFixed(2)} s)` : ''}`);
+    console.log(
+      `  baseline run ${i + 1}: sha256sum ${sha.toFixed(2)} s + cat ${cat.toFixed(2)} s = ${(sha + cat).toFixed(2)} s${hasOpenssl ? `   (openssl sha256 ${ossl.toFixed(2)} s)` : ''}`,
+    );
     const dir = outDir(`out-${i + 1}`);
     const run = publishOnce(dir);
     fresh.push(run);
-    console.log(`  publish run ${i + 1}:  ${run.seconds.toFixed(2)} s (cpu ${run.cpu.toFixed(2)} s), max RSS ${mib(run.maxRss)}, ${run.summary.bundles} bundles, ${run.summary.newBundles} new   [load ${loadavg()[0].toFixed(2)}]`);
+    console.log(
+      `  publish run ${i + 1}:  ${run.seconds.toFixed(2)} s (cpu ${run.cpu.toFixed(2)} s), max RSS ${mib(run.maxRss)}, ${run.summary.bundles} bundles, ${run.summary.newBundles} new   [load ${loadavg()[0].toFixed(2)}]`,
+    );
     if (kept) rmSync(dir, { recursive: true, force: true });
     else kept = dir;
   }
@@ -274,13 +292,33 @@ try {
   for (let i = 0; i < runs; i++) {
     const run = publishOnce(kept);
     again.push(run);
-    console.log(`  republish run ${i + 1}: ${run.seconds.toFixed(2)} s (cpu ${run.cpu.toFixed(2)} s), max RSS ${mib(run.maxRss)}, ${run.summary.newBundles} new bundles, ${run.summary.existingBundles} already there`);
+    console.log(
+      `  republish run ${i + 1}: ${run.seconds.toFixed(2)} s (cpu ${run.cpu.toFixed(2)} s), max RSS ${mib(run.maxRss)}, ${run.summary.newBundles} new bundles, ${run.summary.existingBundles} already there`,
+    );
   }
 
   const med = (runs, key) => median(runs.map((r) => r[key]));
-  const base = { sha: med(baseline, 'sha'), cat: med(baseline, 'cat'), total: med(baseline, 'total'), shaCpu: med(baseline, 'shaCpu'), catCpu: med(baseline, 'catCpu'), ossl: med(baseline, 'ossl'), osslTotal: med(baseline, 'osslTotal') };
-  const pub = { seconds: med(fresh, 'seconds'), cpu: med(fresh, 'cpu'), rss: med(fresh, 'maxRss'), rssMax: Math.max(...fresh.map((r) => r.maxRss)) };
-  const rep = { seconds: med(again, 'seconds'), cpu: med(again, 'cpu'), rss: med(again, 'maxRss'), rssMax: Math.max(...again.map((r) => r.maxRss)) };
+  const base = {
+    sha: med(baseline, 'sha'),
+    cat: med(baseline, 'cat'),
+    total: med(baseline, 'total'),
+    shaCpu: med(baseline, 'shaCpu'),
+    catCpu: med(baseline, 'catCpu'),
+    ossl: med(baseline, 'ossl'),
+    osslTotal: med(baseline, 'osslTotal'),
+  };
+  const pub = {
+    seconds: med(fresh, 'seconds'),
+    cpu: med(fresh, 'cpu'),
+    rss: med(fresh, 'maxRss'),
+    rssMax: Math.max(...fresh.map((r) => r.maxRss)),
+  };
+  const rep = {
+    seconds: med(again, 'seconds'),
+    cpu: med(again, 'cpu'),
+    rss: med(again, 'maxRss'),
+    rssMax: Math.max(...again.map((r) => r.maxRss)),
+  };
   const ratio = mbps(inputBytes, pub.seconds) / mbps(inputBytes, base.total);
   const cpu = (seconds) => (Number.isNaN(seconds) ? '?' : `${seconds.toFixed(2)} s`);
 
@@ -288,13 +326,39 @@ try {
     ['measurement', 'median wall time', 'MB/s (input / wall)', 'median CPU (user+sys)', 'peak RSS (median / max)'],
     ['baseline: sha256sum all files', `${base.sha.toFixed(2)} s`, mbps(inputBytes, base.sha).toFixed(0), cpu(base.shaCpu), '-'],
     ['baseline: cat all files > all.bin', `${base.cat.toFixed(2)} s`, mbps(inputBytes, base.cat).toFixed(0), cpu(base.catCpu), '-'],
-    ['baseline: both (sum per run)', `${base.total.toFixed(2)} s`, mbps(inputBytes, base.total).toFixed(0), cpu(base.shaCpu + base.catCpu), '-'],
-    ...(hasOpenssl ? [
-      ['(stricter) openssl dgst -sha256 all files', `${base.ossl.toFixed(2)} s`, mbps(inputBytes, base.ossl).toFixed(0), '-', '-'],
-      ['(stricter) openssl + cat (sum per run)', `${base.osslTotal.toFixed(2)} s`, mbps(inputBytes, base.osslTotal).toFixed(0), '-', '-'],
-    ] : []),
-    ['publish, fresh out folder', `${pub.seconds.toFixed(2)} s`, mbps(inputBytes, pub.seconds).toFixed(0), cpu(pub.cpu), `${mib(pub.rss)} / ${mib(pub.rssMax)}`],
-    ['publish again, nothing new', `${rep.seconds.toFixed(2)} s`, mbps(inputBytes, rep.seconds).toFixed(0), cpu(rep.cpu), `${mib(rep.rss)} / ${mib(rep.rssMax)}`],
+    [
+      'baseline: both (sum per run)',
+      `${base.total.toFixed(2)} s`,
+      mbps(inputBytes, base.total).toFixed(0),
+      cpu(base.shaCpu + base.catCpu),
+      '-',
+    ],
+    ...(hasOpenssl
+      ? [
+          ['(stricter) openssl dgst -sha256 all files', `${base.ossl.toFixed(2)} s`, mbps(inputBytes, base.ossl).toFixed(0), '-', '-'],
+          [
+            '(stricter) openssl + cat (sum per run)',
+            `${base.osslTotal.toFixed(2)} s`,
+            mbps(inputBytes, base.osslTotal).toFixed(0),
+            '-',
+            '-',
+          ],
+        ]
+      : []),
+    [
+      'publish, fresh out folder',
+      `${pub.seconds.toFixed(2)} s`,
+      mbps(inputBytes, pub.seconds).toFixed(0),
+      cpu(pub.cpu),
+      `${mib(pub.rss)} / ${mib(pub.rssMax)}`,
+    ],
+    [
+      'publish again, nothing new',
+      `${rep.seconds.toFixed(2)} s`,
+      mbps(inputBytes, rep.seconds).toFixed(0),
+      cpu(rep.cpu),
+      `${mib(rep.rss)} / ${mib(rep.rssMax)}`,
+    ],
   ];
   const widths = rows[0].map((_, c) => Math.max(...rows.map((row) => row[c].length)));
   const line = (row) => `| ${row.map((cell, c) => (c === 0 ? cell.padEnd(widths[c]) : cell.padStart(widths[c]))).join(' | ')} |`;
@@ -304,10 +368,19 @@ try {
   for (const row of rows.slice(1)) console.log(line(row));
   console.log('');
   console.log(`publish / baseline throughput: ${(ratio * 100).toFixed(0)}% (aim: >= 60%) -> ${ratio >= 0.6 ? 'met' : 'NOT met'}`);
-  if (hasOpenssl) console.log(`(for information: publish / stricter openssl+cat baseline: ${((base.osslTotal / pub.seconds) * 100).toFixed(0)}%)`);
-  console.log(`peak RSS: ${mib(Math.max(pub.rssMax, rep.rssMax))} vs budget 2 x ${targetMb} MiB + 100 MiB = ${mib(budgetBytes)} -> ${Math.max(pub.rssMax, rep.rssMax) < budgetBytes ? 'within' : 'OVER'}`);
-  console.log(`load average after: ${loadavg().map((n) => n.toFixed(2)).join(' ')}`);
-  console.log(`(MB = 10^6 bytes; input = ${inputBytes} bytes in ${fileCount} files, ${manifest.largeFiles} of them larger than the target)`);
+  if (hasOpenssl)
+    console.log(`(for information: publish / stricter openssl+cat baseline: ${((base.osslTotal / pub.seconds) * 100).toFixed(0)}%)`);
+  console.log(
+    `peak RSS: ${mib(Math.max(pub.rssMax, rep.rssMax))} vs budget 2 x ${targetMb} MiB + 100 MiB = ${mib(budgetBytes)} -> ${Math.max(pub.rssMax, rep.rssMax) < budgetBytes ? 'within' : 'OVER'}`,
+  );
+  console.log(
+    `load average after: ${loadavg()
+      .map((n) => n.toFixed(2))
+      .join(' ')}`,
+  );
+  console.log(
+    `(MB = 10^6 bytes; input = ${inputBytes} bytes in ${fileCount} files, ${manifest.largeFiles} of them larger than the target)`,
+  );
 } finally {
   for (const dir of outDirs) rmSync(dir, { recursive: true, force: true });
   rmSync(allBin, { force: true });

@@ -58,7 +58,19 @@
 // Every sample runs in a fresh Chromium on a fresh profile with the HTTP cache disabled.
 // Plain Node + puppeteer-core, no jest; no assertions: it prints numbers.
 import { execFileSync, spawn } from 'node:child_process';
-import { closeSync, cpSync, existsSync, mkdirSync, mkdtempSync, openSync, readFileSync, rmSync, statSync, writeFileSync, writeSync } from 'node:fs';
+import {
+  closeSync,
+  cpSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  openSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+  writeSync,
+} from 'node:fs';
 import { connect, createServer } from 'node:net';
 import { cpus, loadavg, tmpdir, totalmem } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
@@ -82,8 +94,15 @@ const LOOSE_IN_FLIGHT = 128;
 const SLOW_SAMPLE_MS = 20_000;
 
 const CHROMIUM_ARGS = [
-  '--headless=new', '--no-sandbox', '--disable-gpu', '--enable-unsafe-swiftshader', '--disable-quic',
-  '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync',
+  '--headless=new',
+  '--no-sandbox',
+  '--disable-gpu',
+  '--enable-unsafe-swiftshader',
+  '--disable-quic',
+  '--no-first-run',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--disable-sync',
   // nginx's certificate is self-signed, made by this script.
   '--ignore-certificate-errors',
 ];
@@ -96,7 +115,11 @@ const option = (name, fallback) => {
   const at = args.indexOf(`--${name}`);
   return at === -1 ? fallback : args[at + 1];
 };
-const list = (name, fallback) => option(name, fallback).split(',').map((item) => item.trim()).filter(Boolean);
+const list = (name, fallback) =>
+  option(name, fallback)
+    .split(',')
+    .map((item) => item.trim())
+    .filter(Boolean);
 
 const CASES = {
   b: { label: 'loose, fetch, HTTP/1.1', kind: 'loose', protocol: 'h1' },
@@ -110,10 +133,34 @@ const CASES = {
   f2: { label: 'reader + browser cache, warm, HTTP/2', kind: 'warm', protocol: 'h2', cache: true },
   // The engines' own loaders; `bound` says which reader case's bound is theirs.
   a: { label: 'Phaser, loose, its loader, HTTP/1.1', kind: 'phaser', page: 'phaser', bound: 'loose', protocol: 'h1' },
-  d: { label: 'Phaser + adapter, no cache, HTTP/1.1', kind: 'phaser', page: 'phaser', bound: 'reader', protocol: 'h1', adapter: true, cache: false },
-  dc: { label: 'Phaser + adapter + browser cache, cold', kind: 'phaser', page: 'phaser', bound: 'reader', protocol: 'h1', adapter: true, cache: true },
+  d: {
+    label: 'Phaser + adapter, no cache, HTTP/1.1',
+    kind: 'phaser',
+    page: 'phaser',
+    bound: 'reader',
+    protocol: 'h1',
+    adapter: true,
+    cache: false,
+  },
+  dc: {
+    label: 'Phaser + adapter + browser cache, cold',
+    kind: 'phaser',
+    page: 'phaser',
+    bound: 'reader',
+    protocol: 'h1',
+    adapter: true,
+    cache: true,
+  },
   bl: { label: 'Babylon, loose .glb, HTTP/1.1', kind: 'babylon', page: 'babylon', bound: 'loose', protocol: 'h1' },
-  ba: { label: 'Babylon + registerAwkb, no cache, HTTP/1.1', kind: 'babylon', page: 'babylon', bound: 'reader', protocol: 'h1', adapter: true, cache: false },
+  ba: {
+    label: 'Babylon + registerAwkb, no cache, HTTP/1.1',
+    kind: 'babylon',
+    page: 'babylon',
+    bound: 'reader',
+    protocol: 'h1',
+    adapter: true,
+    cache: false,
+  },
   // Babylon's own work alone: no network in the time, so no bound.
   bm: { label: 'Babylon, .glb already in memory', kind: 'babylon', page: 'babylon', bound: 'none', protocol: 'h1', fromMemory: true },
   // The service worker (issue 12): the page's plain fetches of the project's URLs, answered by it.
@@ -128,8 +175,24 @@ const PROJECTS = {
   small4k: { label: 'many small files, 4,000', shape: 'scene', files: 4000, seed: 0x5eed0004 },
   big: { label: 'big assets, 200', shape: 'big', files: 200, seed: 0x5eed0b16, totalBytes: 250 * MB, minBytes: 0.2 * MB, maxBytes: 8 * MB },
   // The big project's sizes (same seed) as valid glTF 2.0 binaries, for Babylon's glTF loader.
-  glb: { label: 'big glTF models, 200 .glb', shape: 'glb', files: 200, seed: 0x5eed0b16, totalBytes: 250 * MB, minBytes: 0.2 * MB, maxBytes: 8 * MB },
-  glb20: { label: 'big glTF models, 20 .glb (scaled down)', shape: 'glb', files: 20, seed: 0x5eed0b16, totalBytes: 25 * MB, minBytes: 0.2 * MB, maxBytes: 8 * MB },
+  glb: {
+    label: 'big glTF models, 200 .glb',
+    shape: 'glb',
+    files: 200,
+    seed: 0x5eed0b16,
+    totalBytes: 250 * MB,
+    minBytes: 0.2 * MB,
+    maxBytes: 8 * MB,
+  },
+  glb20: {
+    label: 'big glTF models, 20 .glb (scaled down)',
+    shape: 'glb',
+    files: 20,
+    seed: 0x5eed0b16,
+    totalBytes: 25 * MB,
+    minBytes: 0.2 * MB,
+    maxBytes: 8 * MB,
+  },
 };
 
 /**
@@ -158,12 +221,14 @@ function parseOptions() {
     title: option('title', undefined),
     trace: option('trace', undefined),
   };
-  if (!['sequential', 'together'].includes(options.load)) usage('--load is sequential (prefetch, then the reads) or together (prefetch and reads at once)');
+  if (!['sequential', 'together'].includes(options.load))
+    usage('--load is sequential (prefetch, then the reads) or together (prefetch and reads at once)');
   for (const project of options.projects) if (!PROJECTS[project]) usage(`unknown project ${project} (${Object.keys(PROJECTS).join(', ')})`);
   for (const id of options.cases) if (!CASES[id]) usage(`unknown case ${id} (${Object.keys(CASES).join(', ')})`);
   for (const extra of options.extras) if (!['verify', 'publish'].includes(extra)) usage(`unknown extra ${extra} (verify, publish, none)`);
   if (!(Number.isInteger(options.runs) && options.runs >= 1)) usage('--runs must be a positive integer');
-  if ([...options.latencies, ...options.bandwidths].some((n) => !(n >= 0))) usage('--latency and --bandwidth take numbers ≥ 0 (bandwidth 0 = unlimited)');
+  if ([...options.latencies, ...options.bandwidths].some((n) => !(n >= 0)))
+    usage('--latency and --bandwidth take numbers ≥ 0 (bandwidth 0 = unlimited)');
   return options;
 }
 
@@ -261,13 +326,23 @@ async function prepareProject(name) {
       zipBytes = zip.length;
     }
     if (glb) writeFileSync(join(dir, 'warmup.glb'), glbBytes(GLB_OVERHEAD + 36, random(1), 'warmup').bytes);
-    manifest = { generatorVersion: GENERATOR_VERSION, files, looseBytes: files.reduce((sum, f) => sum + f.size, 0), zipBytes, vertices: glb ? files.reduce((sum, f) => sum + f.vertices, 0) : undefined };
+    manifest = {
+      generatorVersion: GENERATOR_VERSION,
+      files,
+      looseBytes: files.reduce((sum, f) => sum + f.size, 0),
+      zipBytes,
+      vertices: glb ? files.reduce((sum, f) => sum + f.vertices, 0) : undefined,
+    };
     writeFileSync(manifestPath, JSON.stringify(manifest));
-    console.error(`${name}: generated ${files.length} files, ${(manifest.looseBytes / MB).toFixed(1)} MB in ${((Date.now() - started) / 1000).toFixed(1)} s`);
+    console.error(
+      `${name}: generated ${files.length} files, ${(manifest.looseBytes / MB).toFixed(1)} MB in ${((Date.now() - started) / 1000).toFixed(1)} s`,
+    );
   }
   // Published again on every start: the bundles and index are those of the code under test.
   rmSync(join(dir, 'published'), { recursive: true, force: true });
-  const summary = JSON.parse(execFileSync(process.execPath, [CLI, join(dir, 'files'), '--out', join(dir, 'published'), '--json'], { encoding: 'utf8' }));
+  const summary = JSON.parse(
+    execFileSync(process.execPath, [CLI, join(dir, 'files'), '--out', join(dir, 'published'), '--json'], { encoding: 'utf8' }),
+  );
   const index = JSON.parse(readFileSync(join(dir, 'published', 'project.index.json'), 'utf8'));
   const indexBytes = statSync(join(dir, 'published', 'project.index.json')).size;
   const bundledBytes = indexBytes + index.bundles.reduce((sum, b) => sum + b.sizeBytes, 0);
@@ -278,8 +353,17 @@ async function prepareProject(name) {
   // The service worker (cases sw, sww), its index URL baked in, at the top of the site.
   execFileSync(process.execPath, [CLI, 'sw', '--out', dir, '--index', 'published/project.index.json'], { stdio: 'ignore' });
   return {
-    name, dir, spec, files: manifest.files, looseBytes: manifest.looseBytes, zipBytes: manifest.zipBytes, vertices: manifest.vertices,
-    bundledBytes, indexBytes, bundles: index.bundles.length, publishSeconds: summary.seconds,
+    name,
+    dir,
+    spec,
+    files: manifest.files,
+    looseBytes: manifest.looseBytes,
+    zipBytes: manifest.zipBytes,
+    vertices: manifest.vertices,
+    bundledBytes,
+    indexBytes,
+    bundles: index.bundles.length,
+    publishSeconds: summary.seconds,
   };
 }
 
@@ -304,19 +388,40 @@ function copyPageFiles(dir, spec) {
   if (spec.shape === 'scene') {
     mkdirSync(join(dir, 'node_modules', 'phaser', 'dist'), { recursive: true });
     cpSync(join(ROOT, 'node_modules', 'phaser', 'dist', 'phaser.esm.js'), join(dir, 'node_modules', 'phaser', 'dist', 'phaser.esm.js'));
-    writeFileSync(join(dir, 'phaser.html'), enginePage(phaserPageScript, { phaser: '/node_modules/phaser/dist/phaser.esm.js', 'awake-bundle/phaser': '/dist/adapters/phaser/index.js' }));
+    writeFileSync(
+      join(dir, 'phaser.html'),
+      enginePage(phaserPageScript, {
+        phaser: '/node_modules/phaser/dist/phaser.esm.js',
+        'awake-bundle/phaser': '/dist/adapters/phaser/index.js',
+      }),
+    );
   }
   if (spec.shape === 'glb') {
     const scripts = (source) => statSync(source).isDirectory() || /\.js$|package\.json$/.test(source);
-    for (const name of ['core', 'loaders']) cpSync(join(ROOT, 'node_modules', '@babylonjs', name), join(dir, 'node_modules', '@babylonjs', name), { recursive: true, filter: scripts });
-    writeFileSync(join(dir, 'babylon.html'), enginePage(babylonPageScript, { '@babylonjs/core/': '/node_modules/@babylonjs/core/', '@babylonjs/loaders/': '/node_modules/@babylonjs/loaders/', 'awake-bundle/babylon': '/dist/adapters/babylon/index.js' }));
+    for (const name of ['core', 'loaders'])
+      cpSync(join(ROOT, 'node_modules', '@babylonjs', name), join(dir, 'node_modules', '@babylonjs', name), {
+        recursive: true,
+        filter: scripts,
+      });
+    writeFileSync(
+      join(dir, 'babylon.html'),
+      enginePage(babylonPageScript, {
+        '@babylonjs/core/': '/node_modules/@babylonjs/core/',
+        '@babylonjs/loaders/': '/node_modules/@babylonjs/loaders/',
+        'awake-bundle/babylon': '/dist/adapters/babylon/index.js',
+      }),
+    );
   }
 }
 
 // ---------------------------------------------------------------------------------------------
 // The page: every measurement happens in it, timed with performance.now()
 
-const PAGE_IMPORTS = { '@noble/hashes/': '/node_modules/@noble/hashes/', 'awake-bundle': '/dist/core/index.js', fflate: '/node_modules/fflate/esm/browser.js' };
+const PAGE_IMPORTS = {
+  '@noble/hashes/': '/node_modules/@noble/hashes/',
+  'awake-bundle': '/dist/core/index.js',
+  fflate: '/node_modules/fflate/esm/browser.js',
+};
 // No favicon request (a 404 in every page's console).
 const PAGE_HTML = `<!doctype html><meta charset="utf-8"><title>reader bench</title><link rel="icon" href="data:,">
 <script type="importmap">${JSON.stringify({ imports: PAGE_IMPORTS })}</script>
@@ -339,7 +444,9 @@ function enginePage(script, imports) {
 function pageScript() {
   performance.setResourceTimingBufferSize(1_000_000);
   const longTasks = [];
-  new PerformanceObserver((found) => longTasks.push(...found.getEntries().map((e) => ({ start: e.startTime, duration: e.duration })))).observe({ type: 'longtask', buffered: true });
+  new PerformanceObserver((found) =>
+    longTasks.push(...found.getEntries().map((e) => ({ start: e.startTime, duration: e.duration }))),
+  ).observe({ type: 'longtask', buffered: true });
   const modules = Promise.all([import('awake-bundle'), import('fflate'), import('@noble/hashes/sha2.js')]);
   const total = (arrays) => arrays.reduce((sum, bytes) => sum + bytes.length, 0);
   const sha256 = (bytes) => crypto.subtle.digest('SHA-256', bytes);
@@ -399,7 +506,8 @@ function pageScript() {
     // the worker serves from it once checked.
     await new Promise((resolve, reject) => {
       const channel = new MessageChannel();
-      channel.port1.onmessage = ({ data }) => (data.type === 'awkb:refreshed' ? resolve() : reject(new Error(`awkb:refresh: ${data.message}`)));
+      channel.port1.onmessage = ({ data }) =>
+        data.type === 'awkb:refreshed' ? resolve() : reject(new Error(`awkb:refresh: ${data.message}`));
       navigator.serviceWorker.controller.postMessage({ type: 'awkb:refresh' }, [channel.port2]);
     });
     const files = new Array(urls.length);
@@ -432,10 +540,10 @@ function pageScript() {
         const database = await openStore();
         const keys = database.objectStoreNames.contains('entries')
           ? await new Promise((resolve, reject) => {
-            const request = database.transaction('entries', 'readonly').objectStore('entries').getAllKeys();
-            request.onsuccess = () => resolve(request.result);
-            request.onerror = () => reject(request.error);
-          })
+              const request = database.transaction('entries', 'readonly').objectStore('entries').getAllKeys();
+              request.onsuccess = () => resolve(request.result);
+              request.onerror = () => reject(request.error);
+            })
           : [];
         database.close();
         const held = keys.filter((key) => wanted.has(key)).length;
@@ -492,19 +600,24 @@ function pageScript() {
       keys.add(file.sha256);
       byBundle.set(file.bundle, keys);
     }
-    const read = (keys) => new Promise((resolve, reject) => {
-      const transaction = database.transaction('entries', 'readonly');
-      const store = transaction.objectStore('entries');
-      const values = [...keys].map((key) => store.get(key));
-      transaction.oncomplete = () => resolve(values.map((request) => request.result));
-      transaction.onabort = () => reject(transaction.error);
-    });
-    const members = (await Promise.all([...byBundle.values()].map(async (keys) => {
-      const values = await read(keys);
-      if (values.some((value) => !(value instanceof Uint8Array))) throw new Error('the store lacks a member: was it filled?');
-      await Promise.all(values.map(sha256));
-      return values;
-    }))).flat();
+    const read = (keys) =>
+      new Promise((resolve, reject) => {
+        const transaction = database.transaction('entries', 'readonly');
+        const store = transaction.objectStore('entries');
+        const values = [...keys].map((key) => store.get(key));
+        transaction.oncomplete = () => resolve(values.map((request) => request.result));
+        transaction.onabort = () => reject(transaction.error);
+      });
+    const members = (
+      await Promise.all(
+        [...byBundle.values()].map(async (keys) => {
+          const values = await read(keys);
+          if (values.some((value) => !(value instanceof Uint8Array))) throw new Error('the store lacks a member: was it filled?');
+          await Promise.all(values.map(sha256));
+          return values;
+        }),
+      )
+    ).flat();
     database.close();
     return { files: members.length, fileBytes: total(members) };
   }
@@ -513,18 +626,23 @@ function pageScript() {
   async function verification({ indexUrl, rounds }) {
     const [core, , noble] = await modules;
     const index = await (await fetch(indexUrl)).json();
-    const bundles = await Promise.all(index.bundles.map(async (listing) => ({
-      listing,
-      bytes: new Uint8Array(await (await fetch(new URL(listing.url, indexUrl))).arrayBuffer()),
-      members: index.files.filter((f) => f.bundle === listing.sha256).map((f) => ({ key: f.id ?? f.path, offset: f.offset, sizeBytes: f.sizeBytes, sha256: f.sha256 })),
-    })));
+    const bundles = await Promise.all(
+      index.bundles.map(async (listing) => ({
+        listing,
+        bytes: new Uint8Array(await (await fetch(new URL(listing.url, indexUrl))).arrayBuffer()),
+        members: index.files
+          .filter((f) => f.bundle === listing.sha256)
+          .map((f) => ({ key: f.id ?? f.path, offset: f.offset, sizeBytes: f.sizeBytes, sha256: f.sha256 })),
+      })),
+    );
     const bytes = bundles.reduce((sum, b) => sum + b.bytes.length, 0);
     // The reader's path: acceptBundle in the shared worker pool where core has it (it takes the
     // bytes away, so each round gets copies made before the clock starts), else verifyBundle.
     let copies = [];
-    const readerPath = core.acceptBundle && core.sharedDigestPool
-      ? () => Promise.all(bundles.map((b, i) => core.acceptBundle(copies[i], b.listing, b.members, core.sharedDigestPool())))
-      : () => Promise.all(bundles.map((b) => core.verifyBundle(b.bytes, b.listing, b.members)));
+    const readerPath =
+      core.acceptBundle && core.sharedDigestPool
+        ? () => Promise.all(bundles.map((b, i) => core.acceptBundle(copies[i], b.listing, b.members, core.sharedDigestPool())))
+        : () => Promise.all(bundles.map((b) => core.verifyBundle(b.bytes, b.listing, b.members)));
     const path = core.acceptBundle && core.sharedDigestPool ? 'acceptBundle (worker pool)' : 'verifyBundle';
     const ways = {
       reader: readerPath,
@@ -543,7 +661,19 @@ function pageScript() {
     return { bytes, bundles: bundles.length, path, roundsMs: ms };
   }
 
-  const jobs = { readerLoad, looseLoad, swRegister, swLoad, storeFilled, zipLoad, oneFile, digestOnce, directFromStore, verification, ...globalThis.engineJobs };
+  const jobs = {
+    readerLoad,
+    looseLoad,
+    swRegister,
+    swLoad,
+    storeFilled,
+    zipLoad,
+    oneFile,
+    digestOnce,
+    directFromStore,
+    verification,
+    ...globalThis.engineJobs,
+  };
 
   /** Runs one job and says how long it took, what went over the network, and the long tasks. */
   async function measure(job, input) {
@@ -601,13 +731,23 @@ function phaserPageScript() {
               if (failed.length) throw new Error(`Phaser failed ${failed.length} files, e.g. ${failed[0]}`);
               return { files, fileBytes, startedAt, inHandAt, ...(index?.cache ? { storedAfterMs } : {}) };
             };
-            finish().then(resolve, reject).finally(() => setTimeout(() => game.destroy(true)));
+            finish()
+              .then(resolve, reject)
+              .finally(() => setTimeout(() => game.destroy(true)));
           });
           if (index) this.load.awkbIndex('assets', index.url, { root: index.root, ...(index.cache ? {} : { cache: null }) });
           for (const path of paths) this.load.binary(path, path);
         }
       }
-      const game = new Phaser.Game({ type: Phaser.HEADLESS, width: 64, height: 64, banner: false, audio: { noAudio: true }, loader: { baseURL }, scene: [Load] });
+      const game = new Phaser.Game({
+        type: Phaser.HEADLESS,
+        width: 64,
+        height: 64,
+        banner: false,
+        audio: { noAudio: true },
+        loader: { baseURL },
+        scene: [Load],
+      });
     });
   }
 
@@ -644,7 +784,9 @@ function babylonPageScript() {
     const startedAt = performance.now();
     const registration = index ? await adapter.registerAwkb({ indexUrl: index.url, root: index.root, cache: null }) : undefined;
     const sources = fromMemory ? inMemory.splice(0) : urls;
-    const results = await Promise.all(sources.map((source) => ImportMeshAsync(source, scene, fromMemory ? { pluginExtension: '.glb' } : {})));
+    const results = await Promise.all(
+      sources.map((source) => ImportMeshAsync(source, scene, fromMemory ? { pluginExtension: '.glb' } : {})),
+    );
     const inHandAt = performance.now();
     const meshes = results.flatMap((result) => result.meshes).filter((mesh) => mesh.getTotalVertices() > 0);
     const vertices = meshes.reduce((sum, mesh) => sum + mesh.getTotalVertices(), 0);
@@ -776,8 +918,27 @@ async function startNginx(dir) {
   const folder = mkdtempSync(join(tmpdir(), 'awake-bench-nginx-'));
   const removeFolder = track(async () => rmSync(folder, { recursive: true, force: true }));
   for (const name of ['client_body', 'proxy', 'fastcgi', 'uwsgi', 'scgi']) mkdirSync(join(folder, name));
-  execFileSync('openssl', ['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-days', '2', '-subj', '/CN=127.0.0.1', '-addext', 'subjectAltName=IP:127.0.0.1',
-    '-keyout', join(folder, 'key.pem'), '-out', join(folder, 'cert.pem')], { stdio: 'ignore' });
+  execFileSync(
+    'openssl',
+    [
+      'req',
+      '-x509',
+      '-newkey',
+      'rsa:2048',
+      '-nodes',
+      '-days',
+      '2',
+      '-subj',
+      '/CN=127.0.0.1',
+      '-addext',
+      'subjectAltName=IP:127.0.0.1',
+      '-keyout',
+      join(folder, 'key.pem'),
+      '-out',
+      join(folder, 'cert.pem'),
+    ],
+    { stdio: 'ignore' },
+  );
   let failure = '';
   for (let attempt = 1; attempt <= 5; attempt++) {
     const port = await freePort();
@@ -797,8 +958,18 @@ async function startNginx(dir) {
     const deadline = Date.now() + 10_000;
     while (Date.now() < deadline && child.exitCode === null && !(await accepts(port))) await new Promise((wake) => setTimeout(wake, 25));
     if (child.exitCode === null && (await accepts(port))) {
-      const readLines = () => (existsSync(join(folder, 'access.log')) ? readFileSync(join(folder, 'access.log'), 'utf8').split('\n').filter(Boolean).map((line) => ({ bytes: Number(line.split(' ')[2]) })) : []);
-      return { origin: `https://127.0.0.1:${port}`, counter: requestCounter(readLines), stop: async () => (await stop(), await removeFolder()) };
+      const readLines = () =>
+        existsSync(join(folder, 'access.log'))
+          ? readFileSync(join(folder, 'access.log'), 'utf8')
+              .split('\n')
+              .filter(Boolean)
+              .map((line) => ({ bytes: Number(line.split(' ')[2]) }))
+          : [];
+      return {
+        origin: `https://127.0.0.1:${port}`,
+        counter: requestCounter(readLines),
+        stop: async () => (await stop(), await removeFolder()),
+      };
     }
     await stop();
     failure = stderr.trim();
@@ -880,7 +1051,12 @@ async function workerSession(browser) {
 /** Chromium's network emulation: added latency per request and a shared download/upload rate. */
 function emulate(session, latencyMs, mbit) {
   const bytesPerSecond = mbit > 0 ? (mbit * MB) / 8 : -1;
-  return session.send('Network.emulateNetworkConditions', { offline: false, latency: latencyMs, downloadThroughput: bytesPerSecond, uploadThroughput: bytesPerSecond });
+  return session.send('Network.emulateNetworkConditions', {
+    offline: false,
+    latency: latencyMs,
+    downloadThroughput: bytesPerSecond,
+    uploadThroughput: bytesPerSecond,
+  });
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -888,8 +1064,15 @@ function emulate(session, latencyMs, mbit) {
 
 /** What --trace records: the timeline (tasks, network, workers), V8's samples and user timing. */
 const TRACE_CATEGORIES = [
-  'devtools.timeline', 'disabled-by-default-devtools.timeline', 'disabled-by-default-devtools.timeline.stack',
-  'v8', 'v8.execute', 'disabled-by-default-v8.cpu_profiler', 'blink.user_timing', 'loading', 'toplevel',
+  'devtools.timeline',
+  'disabled-by-default-devtools.timeline',
+  'disabled-by-default-devtools.timeline.stack',
+  'v8',
+  'v8.execute',
+  'disabled-by-default-v8.cpu_profiler',
+  'blink.user_timing',
+  'loading',
+  'toplevel',
 ];
 
 /** One sample of one case, in a fresh Chromium; with `tracePath`, its timed part traced into that file. */
@@ -914,7 +1097,11 @@ async function runCase(id, project, servers, latencyMs, mbit, round, load, trace
       await view.measure('readerLoad', { indexUrl, cache: true, load }); // fills the store, unmeasured
       await view.reload();
       await view.emulate(latencyMs, mbit);
-      return await warmAgainstDirect(round, () => counted('readerLoad', { indexUrl, cache: true, load }), () => view.measure('directFromStore', { indexUrl }));
+      return await warmAgainstDirect(
+        round,
+        () => counted('readerLoad', { indexUrl, cache: true, load }),
+        () => view.measure('directFromStore', { indexUrl }),
+      );
     }
     if (spec.kind === 'sw') return await runWorkerCase(spec, chromium.browser, view, counted, project, origin, latencyMs, mbit, round);
     await view.emulate(latencyMs, mbit);
@@ -922,7 +1109,8 @@ async function runCase(id, project, servers, latencyMs, mbit, round, load, trace
     if (spec.kind === 'zip') return await counted('zipLoad', { url: `${origin}/project.zip` });
     // The engines ask for the loose URLs; with the adapter, those below files/ map to the index.
     const index = spec.adapter ? { url: indexUrl, root: `${origin}/files/`, cache: spec.cache } : undefined;
-    if (spec.kind === 'phaser') return await counted('phaserLoad', { baseURL: `${origin}/files/`, paths: project.files.map((file) => file.path), index });
+    if (spec.kind === 'phaser')
+      return await counted('phaserLoad', { baseURL: `${origin}/files/`, paths: project.files.map((file) => file.path), index });
     const urls = project.files.map((file) => `${origin}/files/${file.path}`);
     if (spec.fromMemory) await view.measure('babylonFetch', { urls });
     if (spec.kind === 'babylon') return await counted('babylonLoad', { urls, index, fromMemory: spec.fromMemory });
@@ -960,7 +1148,11 @@ async function runWorkerCase(spec, browser, view, counted, project, origin, late
   await view.measure('swLoad', { ...load, storedKeys }); // fills the worker's cache, unmeasured
   await view.reload();
   await conditions();
-  return await warmAgainstDirect(round, () => counted('swLoad', load), () => view.measure('directFromStore', { indexUrl: `${origin}/published/project.index.json` }));
+  return await warmAgainstDirect(
+    round,
+    () => counted('swLoad', load),
+    () => view.measure('directFromStore', { indexUrl: `${origin}/published/project.index.json` }),
+  );
 }
 
 /**
@@ -999,7 +1191,9 @@ async function measureBoundParts(project, cases, servers, latencyMs, mbit) {
     for (const protocol of protocols) {
       const view = await openPage(chromium.browser, origins[protocol]);
       await view.emulate(latencyMs, mbit);
-      parts.oneFileMs[protocol] = (await view.measure('oneFile', { url: `${origins[protocol]}/bound.bin`, bytes: project.bundledBytes })).ms;
+      parts.oneFileMs[protocol] = (
+        await view.measure('oneFile', { url: `${origins[protocol]}/bound.bin`, bytes: project.bundledBytes })
+      ).ms;
       if (parts.hashMsPerMB === undefined) {
         const digest = await view.measure('digestOnce', {});
         parts.hashMsPerMB = digest.ms / (digest.fileBytes / MB);
@@ -1043,11 +1237,15 @@ async function runCell(project, cases, servers, latencyMs, mbit, runs, load, tra
       const sample = await runCase(id, project, servers, latencyMs, mbit, round, load);
       // Babylon holds meshes, not files: its check is the vertices every mesh was made with.
       if (CASES[id].kind === 'babylon' ? sample.vertices !== project.vertices : sample.fileBytes !== project.looseBytes) {
-        throw new Error(`${id}: ${CASES[id].kind === 'babylon' ? `${sample.vertices} vertices in ${sample.meshes} meshes, expected ${project.vertices}` : `${sample.fileBytes} bytes in hand, expected ${project.looseBytes}`}`);
+        throw new Error(
+          `${id}: ${CASES[id].kind === 'babylon' ? `${sample.vertices} vertices in ${sample.meshes} meshes, expected ${project.vertices}` : `${sample.fileBytes} bytes in hand, expected ${project.looseBytes}`}`,
+        );
       }
       samples[id].push(sample);
       bounds[id].push((CASES[id].bound ?? CASES[id].kind) === 'warm' ? sample.directMs : boundMs(id, project, parts, latencyMs));
-      process.stderr.write(`  ${project.name} ${latencyMs} ms ${mbit || '∞'} Mbit/s round ${round + 1}/${rounds} ${id}: ${(sample.ms / 1000).toFixed(2)} s\n`);
+      process.stderr.write(
+        `  ${project.name} ${latencyMs} ms ${mbit || '∞'} Mbit/s round ${round + 1}/${rounds} ${id}: ${(sample.ms / 1000).toFixed(2)} s\n`,
+      );
     }
     if (round === 0 && rounds > 3 && cases.some((id) => samples[id][0].ms > SLOW_SAMPLE_MS)) rounds = 3;
   }
@@ -1058,7 +1256,9 @@ async function runCell(project, cases, servers, latencyMs, mbit, runs, load, tra
     for (const id of cases) {
       const path = join(traceDir, `${project.name}-${latencyMs}ms-${mbit || 'inf'}-${id}.json`);
       traced[id] = { path, ms: (await runCase(id, project, servers, latencyMs, mbit, rounds, load, path)).ms };
-      process.stderr.write(`  ${project.name} ${latencyMs} ms ${mbit || '∞'} Mbit/s traced ${id}: ${(traced[id].ms / 1000).toFixed(2)} s (not counted) → ${path}\n`);
+      process.stderr.write(
+        `  ${project.name} ${latencyMs} ms ${mbit || '∞'} Mbit/s traced ${id}: ${(traced[id].ms / 1000).toFixed(2)} s (not counted) → ${path}\n`,
+      );
     }
   }
   const cell = summarizeCell(project, cases, latencyMs, mbit, load, samples, bounds, boundParts, (Date.now() - cellStarted) / 1000);
@@ -1094,9 +1294,16 @@ function summarizeCell(project, cases, latencyMs, mbit, load, samples, bounds, b
     };
   }
   return {
-    project: project.name, latencyMs, mbit, load, seconds, bundledBytes: project.bundledBytes,
+    project: project.name,
+    latencyMs,
+    mbit,
+    load,
+    seconds,
+    bundledBytes: project.bundledBytes,
     hashMBps: 1000 / median(boundParts.map((p) => p.hashMsPerMB)),
-    oneFileMs: Object.fromEntries(Object.keys(boundParts[0].oneFileMs).map((key) => [key, median(boundParts.map((p) => p.oneFileMs[key]))])),
+    oneFileMs: Object.fromEntries(
+      Object.keys(boundParts[0].oneFileMs).map((key) => [key, median(boundParts.map((p) => p.oneFileMs[key]))]),
+    ),
     cases: results,
   };
 }
@@ -1109,9 +1316,23 @@ async function runVerification(project, servers, rounds) {
   const chromium = await launchChromium();
   try {
     const view = await openPage(chromium.browser, origins.h1);
-    const { bytes, bundles, path, roundsMs: ms } = await view.measure('verification', { indexUrl: `${origins.h1}/published/project.index.json`, rounds });
+    const {
+      bytes,
+      bundles,
+      path,
+      roundsMs: ms,
+    } = await view.measure('verification', { indexUrl: `${origins.h1}/published/project.index.json`, rounds });
     const rate = (list) => bytes / MB / (median(list) / 1000);
-    return { project: project.name, bytes, bundles, rounds, path, readerMBps: rate(ms.reader), webcryptoMBps: rate(ms.webcrypto), nobleMBps: rate(ms.noble) };
+    return {
+      project: project.name,
+      bytes,
+      bundles,
+      rounds,
+      path,
+      readerMBps: rate(ms.reader),
+      webcryptoMBps: rate(ms.webcrypto),
+      nobleMBps: rate(ms.noble),
+    };
   } finally {
     await chromium.close();
   }
@@ -1123,7 +1344,8 @@ function runIncrementalPublish(project) {
   const removeWork = () => rmSync(work, { recursive: true, force: true });
   try {
     cpSync(join(project.dir, 'files'), join(work, 'files'), { recursive: true });
-    const publish = () => JSON.parse(execFileSync(process.execPath, [CLI, join(work, 'files'), '--out', join(work, 'out'), '--json'], { encoding: 'utf8' }));
+    const publish = () =>
+      JSON.parse(execFileSync(process.execPath, [CLI, join(work, 'files'), '--out', join(work, 'out'), '--json'], { encoding: 'utf8' }));
     const first = publish();
     const changed = project.files[project.files.length >> 1];
     const path = join(work, 'files', ...changed.path.split('/'));
@@ -1132,8 +1354,15 @@ function runIncrementalPublish(project) {
     writeFileSync(path, bytes);
     const second = publish();
     return {
-      project: project.name, changed: changed.path, changedBytes: changed.size,
-      bundles: second.bundles, bytes: second.bytes, newBundles: second.newBundles, newBytes: second.newBytes, firstSeconds: first.seconds, secondSeconds: second.seconds,
+      project: project.name,
+      changed: changed.path,
+      changedBytes: changed.size,
+      bundles: second.bundles,
+      bytes: second.bytes,
+      newBundles: second.newBundles,
+      newBytes: second.newBytes,
+      firstSeconds: first.seconds,
+      secondSeconds: second.seconds,
     };
   } finally {
     removeWork();
@@ -1176,9 +1405,13 @@ function effectiveMbit(cell, ms) {
 
 function printCell(cell) {
   const title = `${cell.project}, latency ${cell.latencyMs} ms, ${cell.mbit ? `${cell.mbit} Mbit/s` : 'unlimited'}`;
-  const oneFile = Object.entries(cell.oneFileMs).map(([protocol, ms]) => `${protocol} ${seconds(ms)} s = ${effectiveMbit(cell, ms)} Mbit/s`).join(', ');
+  const oneFile = Object.entries(cell.oneFileMs)
+    .map(([protocol, ms]) => `${protocol} ${seconds(ms)} s = ${effectiveMbit(cell, ms)} Mbit/s`)
+    .join(', ');
   console.log(`\n${title} (one file: ${oneFile}; WebCrypto ${cell.hashMBps.toFixed(0)} MB/s; cell took ${cell.seconds.toFixed(0)} s)`);
-  console.log('case                                          median (min–max) s        bound s  ×bound  requests       MB  long tasks (max ms)  protocol');
+  console.log(
+    'case                                          median (min–max) s        bound s  ×bound  requests       MB  long tasks (max ms)  protocol',
+  );
   for (const [id, r] of Object.entries(cell.cases)) {
     console.log(
       `${`${id.padEnd(4)}${CASES[id].label}`.padEnd(44)} ${`${seconds(r.medianMs)} (${seconds(r.minMs)}–${seconds(r.maxMs)})`.padStart(22)} ×${r.runs}` +
@@ -1204,7 +1437,11 @@ function mergeParts(parts) {
   for (const part of parts) {
     merged.machine = part.machine;
     // The command, and where the part says so, the code and the day it measured.
-    merged.commands.push(part.code ? `${part.command}   # ${part.code.commit}${part.code.dirty ? ' + uncommitted changes' : ''}, ${part.startedAt.slice(0, 16).replace('T', ' ')} UTC` : part.command);
+    merged.commands.push(
+      part.code
+        ? `${part.command}   # ${part.code.commit}${part.code.dirty ? ' + uncommitted changes' : ''}, ${part.startedAt.slice(0, 16).replace('T', ' ')} UTC`
+        : part.command,
+    );
     Object.assign(merged.projects, part.projects);
     Object.assign(merged.verification, part.verification);
     merged.incremental = part.incremental ?? merged.incremental;
@@ -1215,7 +1452,11 @@ function mergeParts(parts) {
         // The service worker's cases keep the medians of the reader's cases measured in the same
         // run beside them (sameRun), for their ratios.
         const sameRun = Object.fromEntries(['b', 'c1', 'f'].filter((id) => whole.cases[id]).map((id) => [id, whole.cases[id].medianMs]));
-        const cases = Object.fromEntries(Object.entries(whole.cases).filter(([id]) => caseGroup(id) === group).map(([id, r]) => [id, group === 'sw' ? { ...r, sameRun } : r]));
+        const cases = Object.fromEntries(
+          Object.entries(whole.cases)
+            .filter(([id]) => caseGroup(id) === group)
+            .map(([id, r]) => [id, group === 'sw' ? { ...r, sameRun } : r]),
+        );
         if (Object.keys(cases).length === 0) continue;
         const cell = { ...whole, group, cases };
         const key = `${cell.project}|${cell.latencyMs}|${cell.mbit}|${group}`;
@@ -1226,7 +1467,10 @@ function mergeParts(parts) {
     }
   }
   const order = Object.keys(PROJECTS);
-  merged.cells = [...cells.values()].sort((a, b) => order.indexOf(a.project) - order.indexOf(b.project) || a.latencyMs - b.latencyMs || (b.mbit || Infinity) - (a.mbit || Infinity));
+  merged.cells = [...cells.values()].sort(
+    (a, b) =>
+      order.indexOf(a.project) - order.indexOf(b.project) || a.latencyMs - b.latencyMs || (b.mbit || Infinity) - (a.mbit || Infinity),
+  );
   return merged;
 }
 
@@ -1241,30 +1485,47 @@ function aims(merged) {
   if (bounded.length) {
     const worst = bounded.reduce((a, b) => (b.value > a.value ? b : a));
     const over = bounded.filter((b) => b.value > 1.2);
-    lines.push(`- Every bundled cold case within 1.2× of its bound: ${verdict(over.length === 0)} — worst ${worst.value.toFixed(2)}× (${worst.id}, ${where(worst.cell)}); ${over.length} of ${bounded.length} over 1.2×.`);
+    lines.push(
+      `- Every bundled cold case within 1.2× of its bound: ${verdict(over.length === 0)} — worst ${worst.value.toFixed(2)}× (${worst.id}, ${where(worst.cell)}); ${over.length} of ${bounded.length} over 1.2×.`,
+    );
   }
   // The streamed reader's aims: c1 within 1.2× of its bound, c2 within 1.3×, and neither slower than one zip (e).
-  for (const [id, limit] of [['c1', 1.2], ['c2', 1.3]]) {
+  for (const [id, limit] of [
+    ['c1', 1.2],
+    ['c2', 1.3],
+  ]) {
     const values = each([id], (cell) => ({ cell, value: cell.cases[id].medianMs / cell.cases[id].boundMs }));
     if (values.length === 0) continue;
     const over = values.filter((v) => v.value > limit);
-    lines.push(`- ${id} within ${limit}× of its bound: ${verdict(over.length === 0)} — ${over.length} of ${values.length} cells over${over.length ? `: ${over.map((v) => `${where(v.cell)} ${v.value.toFixed(2)}×`).join('; ')}` : ''}.`);
+    lines.push(
+      `- ${id} within ${limit}× of its bound: ${verdict(over.length === 0)} — ${over.length} of ${values.length} cells over${over.length ? `: ${over.map((v) => `${where(v.cell)} ${v.value.toFixed(2)}×`).join('; ')}` : ''}.`,
+    );
   }
-  const versusZip = each(['c1', 'c2'], (cell, id) => (cell.cases.e ? { cell, id, value: cell.cases[id].medianMs / cell.cases.e.medianMs } : undefined)).filter(Boolean);
+  const versusZip = each(['c1', 'c2'], (cell, id) =>
+    cell.cases.e ? { cell, id, value: cell.cases[id].medianMs / cell.cases.e.medianMs } : undefined,
+  ).filter(Boolean);
   if (versusZip.length) {
     const slower = versusZip.filter((v) => v.value > 1);
-    lines.push(`- c1 and c2 never slower than one zip + fflate (e): ${verdict(slower.length === 0)} — ${slower.length} of ${versusZip.length} over${slower.length ? `: ${slower.map((v) => `${v.id}/e ${v.value.toFixed(2)} (${where(v.cell)})`).join('; ')}` : ''}.`);
+    lines.push(
+      `- c1 and c2 never slower than one zip + fflate (e): ${verdict(slower.length === 0)} — ${slower.length} of ${versusZip.length} over${slower.length ? `: ${slower.map((v) => `${v.id}/e ${v.value.toFixed(2)} (${where(v.cell)})`).join('; ')}` : ''}.`,
+    );
   }
   const small40 = cells.filter((cell) => cell.project.startsWith('small') && cell.latencyMs === 40 && cell.cases.c1 && cell.cases.b);
   if (small40.length) {
     const values = small40.map((cell) => ({ cell, value: cell.cases.c1.medianMs / cell.cases.b.medianMs }));
     const worst = values.reduce((a, b) => (b.value > a.value ? b : a));
-    lines.push(`- Many small files at 40 ms, bundled (c1) ≤ 1/12 (0.083) of loose over HTTP/1.1 (b): ${verdict(worst.value <= 1 / 12)} — ${values.map((v) => `${where(v.cell)}: ${v.value.toFixed(3)}`).join('; ')}.`);
+    lines.push(
+      `- Many small files at 40 ms, bundled (c1) ≤ 1/12 (0.083) of loose over HTTP/1.1 (b): ${verdict(worst.value <= 1 / 12)} — ${values.map((v) => `${where(v.cell)}: ${v.value.toFixed(3)}`).join('; ')}.`,
+    );
   }
-  const versusH2 = each(['c1', 'c2'], (cell, id) => (cell.cases.b2 && cell.project.startsWith('small') ? { cell, id, value: cell.cases[id].medianMs / cell.cases.b2.medianMs } : undefined)).filter(Boolean);
+  const versusH2 = each(['c1', 'c2'], (cell, id) =>
+    cell.cases.b2 && cell.project.startsWith('small') ? { cell, id, value: cell.cases[id].medianMs / cell.cases.b2.medianMs } : undefined,
+  ).filter(Boolean);
   if (versusH2.length) {
     const worst = versusH2.reduce((a, b) => (b.value > a.value ? b : a));
-    lines.push(`- Many small files, bundled never slower than loose over HTTP/2 (b2): ${verdict(worst.value <= 1)} — worst ${worst.id}/b2 = ${worst.value.toFixed(2)} (${where(worst.cell)}); per cell in the table.`);
+    lines.push(
+      `- Many small files, bundled never slower than loose over HTTP/2 (b2): ${verdict(worst.value <= 1)} — worst ${worst.id}/b2 = ${worst.value.toFixed(2)} (${where(worst.cell)}); per cell in the table.`,
+    );
   }
   const cached = each(['cc', 'cc2'], (cell, id) => {
     const base = cell.cases[id === 'cc' ? 'c1' : 'c2'];
@@ -1272,39 +1533,60 @@ function aims(merged) {
   }).filter(Boolean);
   if (cached.length) {
     const worst = cached.reduce((a, b) => (b.value > a.value ? b : a));
-    lines.push(`- Cold with the persistent cache within 1.2× of cold without: ${verdict(worst.value <= 1.2)} — worst ${worst.id} = ${worst.value.toFixed(2)}× (${where(worst.cell)}).`);
+    lines.push(
+      `- Cold with the persistent cache within 1.2× of cold without: ${verdict(worst.value <= 1.2)} — worst ${worst.id} = ${worst.value.toFixed(2)}× (${where(worst.cell)}).`,
+    );
   }
   const warm = each(['f', 'f2'], (cell, id) => ({ cell, id, value: cell.cases[id].medianMs / cell.cases[id].boundMs }));
   if (warm.length) {
     const worst = warm.reduce((a, b) => (b.value > a.value ? b : a));
-    lines.push(`- Warm within 1.2× of reading the same bytes from the store directly (index on the network): ${verdict(worst.value <= 1.2)} — worst ${worst.value.toFixed(2)}× (${worst.id}, ${where(worst.cell)}).`);
+    lines.push(
+      `- Warm within 1.2× of reading the same bytes from the store directly (index on the network): ${verdict(worst.value <= 1.2)} — worst ${worst.value.toFixed(2)}× (${worst.id}, ${where(worst.cell)}).`,
+    );
   }
   const phaser = cells.filter((cell) => cell.project.startsWith('small') && cell.latencyMs === 40 && cell.cases.d && cell.cases.a);
   if (phaser.length) {
-    const values = phaser.map((cell) => ({ cell, bound: cell.cases.d.medianMs / cell.cases.d.boundMs, loose: cell.cases.d.medianMs / cell.cases.a.medianMs }));
+    const values = phaser.map((cell) => ({
+      cell,
+      bound: cell.cases.d.medianMs / cell.cases.d.boundMs,
+      loose: cell.cases.d.medianMs / cell.cases.a.medianMs,
+    }));
     const met = values.every((v) => v.bound <= 1.2 && v.loose <= 1 / 12);
-    lines.push(`- Phaser (issue 7), many small files at 40 ms: the adapter (d) within 1.2× of its bound and ≤ 1/12 (0.083) of Phaser's loose load (a): ${verdict(met)} — ${values.map((v) => `${where(v.cell)}: ${v.bound.toFixed(2)}× bound, d/a ${v.loose.toFixed(3)}`).join('; ')}.`);
+    lines.push(
+      `- Phaser (issue 7), many small files at 40 ms: the adapter (d) within 1.2× of its bound and ≤ 1/12 (0.083) of Phaser's loose load (a): ${verdict(met)} — ${values.map((v) => `${where(v.cell)}: ${v.bound.toFixed(2)}× bound, d/a ${v.loose.toFixed(3)}`).join('; ')}.`,
+    );
   }
   const babylon = each(['ba'], (cell, id) => ({ cell, id, value: cell.cases[id].medianMs / cell.cases[id].boundMs }));
   if (babylon.length) {
     const worst = babylon.reduce((a, b) => (b.value > a.value ? b : a));
-    const alone = (cell) => (cell.cases.bm ? `, ba/(bound + Babylon alone, bm) ${ratio(cell.cases.ba.medianMs, cell.cases.ba.boundMs + cell.cases.bm.medianMs)}` : '');
-    lines.push(`- Babylon (issue 8), the glb project as a scene: the adapter (ba) within 1.2× of its bound: ${verdict(worst.value <= 1.2)} — worst ${worst.value.toFixed(2)}× (${where(worst.cell)}); ${babylon.map((b) => `${where(b.cell)}: ba/bl ${ratio(b.cell.cases.ba.medianMs, b.cell.cases.bl?.medianMs)}${alone(b.cell)}`).join('; ')}.`);
+    const alone = (cell) =>
+      cell.cases.bm
+        ? `, ba/(bound + Babylon alone, bm) ${ratio(cell.cases.ba.medianMs, cell.cases.ba.boundMs + cell.cases.bm.medianMs)}`
+        : '';
+    lines.push(
+      `- Babylon (issue 8), the glb project as a scene: the adapter (ba) within 1.2× of its bound: ${verdict(worst.value <= 1.2)} — worst ${worst.value.toFixed(2)}× (${where(worst.cell)}); ${babylon.map((b) => `${where(b.cell)}: ba/bl ${ratio(b.cell.cases.ba.medianMs, b.cell.cases.bl?.medianMs)}${alone(b.cell)}`).join('; ')}.`,
+    );
   }
   const verification = Object.values(merged.verification);
   if (verification.length) {
     const worst = verification.reduce((a, b) => (b.readerMBps / b.webcryptoMBps < a.readerMBps / a.webcryptoMBps ? b : a));
     const share = worst.readerMBps / worst.webcryptoMBps;
-    lines.push(`- Verification at ≥ 90% of raw WebCrypto throughput: ${verdict(share >= 0.9)} — ${(share * 100).toFixed(0)}% (${worst.project}).`);
+    lines.push(
+      `- Verification at ≥ 90% of raw WebCrypto throughput: ${verdict(share >= 0.9)} — ${(share * 100).toFixed(0)}% (${worst.project}).`,
+    );
   }
   const readerTasks = each([...BUNDLED_COLD, 'f', 'f2'], (cell, id) => ({ cell, id, value: cell.cases[id].longestTaskMs }));
   if (readerTasks.length) {
     const worst = readerTasks.reduce((a, b) => (b.value > a.value ? b : a));
-    lines.push(`- No long task over 50 ms during a reader load: ${verdict(worst.value <= 50)} — longest ${worst.value.toFixed(0)} ms (${worst.id}, ${where(worst.cell)}).`);
+    lines.push(
+      `- No long task over 50 ms during a reader load: ${verdict(worst.value <= 50)} — longest ${worst.value.toFixed(0)} ms (${worst.id}, ${where(worst.cell)}).`,
+    );
   }
   if (merged.incremental) {
     const inc = merged.incremental;
-    lines.push(`- An incremental publish uploads at most 2 bundles: ${verdict(inc.newBundles <= 2)} — ${inc.newBundles} bundle(s), ${(inc.newBytes / MB).toFixed(2)} MB.`);
+    lines.push(
+      `- An incremental publish uploads at most 2 bundles: ${verdict(inc.newBundles <= 2)} — ${inc.newBundles} bundle(s), ${(inc.newBytes / MB).toFixed(2)} MB.`,
+    );
   }
   return lines;
 }
@@ -1325,29 +1607,35 @@ function renderSection(merged, title = SECTION_TITLE) {
       `Medians of ${[...new Set(merged.cells.flatMap((c) => Object.values(c.cases).map((r) => r.runs)))].sort().join(' or ')} runs; a cell with a sample over 20 s in its first round runs 3 rounds.`,
       '',
     );
-  } else out.push(
-    '`npm run bench` (= `npm run build && node bench/reader.mjs`) loads a generated game project in',
-    'headless Chromium (puppeteer-core, a fresh profile and browser per sample, HTTP cache off) from',
-    '127.0.0.1 under Chromium\'s network emulation (CDP `Network.emulateNetworkConditions`: latency',
-    'added per request, one shared download rate). A load is the time until every file is in hand',
-    'as bytes; for the reader: `IndexedAssetSource.open({ indexUrl, cache })`, then',
-    `\`prefetch(all paths)\` and \`read(path)\` of every path at once (\`Promise.all\`), as the engine adapters do${loadPatterns(merged)};`,
-    'the cache writes that follow are timed apart ("writes after").',
-    '',
-    '- **Projects** (fixed seeds, xorshift32, incompressible bytes): ' +
-      Object.values(merged.projects).map((p) => `**${p.name}** ${p.files.toLocaleString('en')} files, ${(p.looseBytes / MB).toFixed(1)} MB → ${p.bundles} bundles (${(p.bundledBytes / MB).toFixed(1)} MB with the index)`).join('; ') +
-      '. Many small files: ~75% of 1–16 KB, ~23% of 16–128 KB, ~2% of 256 KB–1 MB (.png/.json/.ogg under sprites/, ui/, data/, tiles/, sfx/, music/, atlases/); big assets: 0.2–8 MB (.ktx2/.glb/.ogg/.webm); glb: the big project\'s sizes as real .glb models, for Babylon (see "Engines" below). Published with the CLI defaults (a bundle per top folder, 16 MiB target).',
-    '- **Servers:** HTTP/1.1 = the project\'s `serve` (`startStaticServer`), Chromium\'s 6 connections per host; HTTP/2 = nginx 1.22 with TLS (a self-signed certificate made by the script, `--ignore-certificate-errors`), `http2_max_concurrent_streams` at its default 128. The page is served by the same server as the case.',
-    '- **Cases:** b loose files, one `fetch` each, 128 in flight at a time (Chromium fails a page\'s requests beyond ~1,400 outstanding with `net::ERR_INSUFFICIENT_RESOURCES`; 128 is nginx\'s HTTP/2 stream limit and far above HTTP/1.1\'s six connections) (HTTP/1.1); b2 the same over HTTP/2; c1/c2 the reader without a cache over HTTP/1.1 / HTTP/2; cc the reader with `openBrowserCache()` on fresh storage (HTTP/1.1); e one zip (stored, made with fflate `zipSync`) fetched and unpacked with fflate `unzipSync`; f warm: a second load through `openBrowserCache()`, the store filled by an unmeasured load in the same profile; a, d, dc (Phaser) and bl, ba (Babylon): the engines\' own loads, loose and through the adapters (see "Engines" below); sw, sww: the same files through the service worker, cold and warm (see "Service worker" below).',
-    '- **Bound:** measured in each round under the same emulation, in a fresh Chromium: the time it takes to fetch the bundled bytes (index + bundles) as one response from the same server (a range of one large file), that fetch\'s own latency taken out; plus round trips × latency (bundled: 2, the index then the bundles; loose files and the zip: 1, every file can be asked for at once — HTTP/1.1\'s six connections are the case\'s problem, not the bound\'s); plus, for the reader, one SHA-256 pass over the bundled bytes at the speed WebCrypto showed on those same bytes in that page. Loose and zip cases verify nothing, so their bound has no hash term; their byte counts differ from the bundled ones by under 1%, and their transfer term is scaled to them. Warm bound (f): the index over the network, then every member read straight from the reader\'s IndexedDB layout (database `awake-bundle`, store `entries`, one transaction per bundle) and hashed once with WebCrypto, in the same page, before or after the warm load (alternating). The cold-with-cache case (cc) has the same bound as c1: storing is not physically required, its cost shows in cc/c1.',
-    '- **Chromium\'s emulated rate is not the nominal one** on this machine: the one-file fetch shows the rate actually given (column "one file"); this is why every bound is measured under the same emulation instead of computed from the nominal rate.',
-    '- **×bound below 1** happens and means "at the bound": the bound is one response, and several responses at once can beat it — from `serve`, one HTTP/1.1 connection is slower than six, and Chromium\'s throttle lets a few parallel requests together exceed one request\'s rate (and was far slower with a thousand requests outstanding than with 128, one more reason for the cap in b and b2). Under throttling, every case measures Chromium\'s emulation as much as a network.',
-    '- **Cache writes after:** for cases with a cache, how long after the last file was in hand `source.whenStored()` (where the reader has it) resolved; not part of the load time. The warm case\'s filling load waits for it before the page reloads.',
-    '- **Workers:** the reader fetches in dedicated Web Workers. Chromium applies the page\'s emulation to their fetches, one rate shared with the page\'s own (a dedicated worker\'s target answers `Network.emulateNetworkConditions` with "Not supported": its requests go by its page\'s conditions; `node bench/worker-emulation.mjs` shows it). A service worker\'s fetches are not reached: see "Service worker" below.',
-    '- **Requests, MB:** as the server saw them (serve\'s access log, nginx\'s `access_log`): requests answered and body bytes sent during the load (the reader fetches in Web Workers, which the page\'s Resource Timing does not list). **Long tasks:** `PerformanceObserver` longtask entries overlapping the load (most in any run, and the longest).',
-    `- Medians of ${[...new Set(merged.cells.flatMap((c) => Object.values(c.cases).map((r) => r.runs)))].sort().join(' or ') || 'no'} runs (min–max, the "runs" column); a cell with a sample over 20 s in its first round runs 3 rounds instead of 5. Each round measures the bound first, then every case, a different case first each round.`,
-    '',
-  );
+  } else
+    out.push(
+      '`npm run bench` (= `npm run build && node bench/reader.mjs`) loads a generated game project in',
+      'headless Chromium (puppeteer-core, a fresh profile and browser per sample, HTTP cache off) from',
+      "127.0.0.1 under Chromium's network emulation (CDP `Network.emulateNetworkConditions`: latency",
+      'added per request, one shared download rate). A load is the time until every file is in hand',
+      'as bytes; for the reader: `IndexedAssetSource.open({ indexUrl, cache })`, then',
+      `\`prefetch(all paths)\` and \`read(path)\` of every path at once (\`Promise.all\`), as the engine adapters do${loadPatterns(merged)};`,
+      'the cache writes that follow are timed apart ("writes after").',
+      '',
+      '- **Projects** (fixed seeds, xorshift32, incompressible bytes): ' +
+        Object.values(merged.projects)
+          .map(
+            (p) =>
+              `**${p.name}** ${p.files.toLocaleString('en')} files, ${(p.looseBytes / MB).toFixed(1)} MB → ${p.bundles} bundles (${(p.bundledBytes / MB).toFixed(1)} MB with the index)`,
+          )
+          .join('; ') +
+        '. Many small files: ~75% of 1–16 KB, ~23% of 16–128 KB, ~2% of 256 KB–1 MB (.png/.json/.ogg under sprites/, ui/, data/, tiles/, sfx/, music/, atlases/); big assets: 0.2–8 MB (.ktx2/.glb/.ogg/.webm); glb: the big project\'s sizes as real .glb models, for Babylon (see "Engines" below). Published with the CLI defaults (a bundle per top folder, 16 MiB target).',
+      "- **Servers:** HTTP/1.1 = the project's `serve` (`startStaticServer`), Chromium's 6 connections per host; HTTP/2 = nginx 1.22 with TLS (a self-signed certificate made by the script, `--ignore-certificate-errors`), `http2_max_concurrent_streams` at its default 128. The page is served by the same server as the case.",
+      '- **Cases:** b loose files, one `fetch` each, 128 in flight at a time (Chromium fails a page\'s requests beyond ~1,400 outstanding with `net::ERR_INSUFFICIENT_RESOURCES`; 128 is nginx\'s HTTP/2 stream limit and far above HTTP/1.1\'s six connections) (HTTP/1.1); b2 the same over HTTP/2; c1/c2 the reader without a cache over HTTP/1.1 / HTTP/2; cc the reader with `openBrowserCache()` on fresh storage (HTTP/1.1); e one zip (stored, made with fflate `zipSync`) fetched and unpacked with fflate `unzipSync`; f warm: a second load through `openBrowserCache()`, the store filled by an unmeasured load in the same profile; a, d, dc (Phaser) and bl, ba (Babylon): the engines\' own loads, loose and through the adapters (see "Engines" below); sw, sww: the same files through the service worker, cold and warm (see "Service worker" below).',
+      "- **Bound:** measured in each round under the same emulation, in a fresh Chromium: the time it takes to fetch the bundled bytes (index + bundles) as one response from the same server (a range of one large file), that fetch's own latency taken out; plus round trips × latency (bundled: 2, the index then the bundles; loose files and the zip: 1, every file can be asked for at once — HTTP/1.1's six connections are the case's problem, not the bound's); plus, for the reader, one SHA-256 pass over the bundled bytes at the speed WebCrypto showed on those same bytes in that page. Loose and zip cases verify nothing, so their bound has no hash term; their byte counts differ from the bundled ones by under 1%, and their transfer term is scaled to them. Warm bound (f): the index over the network, then every member read straight from the reader's IndexedDB layout (database `awake-bundle`, store `entries`, one transaction per bundle) and hashed once with WebCrypto, in the same page, before or after the warm load (alternating). The cold-with-cache case (cc) has the same bound as c1: storing is not physically required, its cost shows in cc/c1.",
+      '- **Chromium\'s emulated rate is not the nominal one** on this machine: the one-file fetch shows the rate actually given (column "one file"); this is why every bound is measured under the same emulation instead of computed from the nominal rate.',
+      "- **×bound below 1** happens and means \"at the bound\": the bound is one response, and several responses at once can beat it — from `serve`, one HTTP/1.1 connection is slower than six, and Chromium's throttle lets a few parallel requests together exceed one request's rate (and was far slower with a thousand requests outstanding than with 128, one more reason for the cap in b and b2). Under throttling, every case measures Chromium's emulation as much as a network.",
+      "- **Cache writes after:** for cases with a cache, how long after the last file was in hand `source.whenStored()` (where the reader has it) resolved; not part of the load time. The warm case's filling load waits for it before the page reloads.",
+      "- **Workers:** the reader fetches in dedicated Web Workers. Chromium applies the page's emulation to their fetches, one rate shared with the page's own (a dedicated worker's target answers `Network.emulateNetworkConditions` with \"Not supported\": its requests go by its page's conditions; `node bench/worker-emulation.mjs` shows it). A service worker's fetches are not reached: see \"Service worker\" below.",
+      "- **Requests, MB:** as the server saw them (serve's access log, nginx's `access_log`): requests answered and body bytes sent during the load (the reader fetches in Web Workers, which the page's Resource Timing does not list). **Long tasks:** `PerformanceObserver` longtask entries overlapping the load (most in any run, and the longest).",
+      `- Medians of ${[...new Set(merged.cells.flatMap((c) => Object.values(c.cases).map((r) => r.runs)))].sort().join(' or ') || 'no'} runs (min–max, the "runs" column); a cell with a sample over 20 s in its first round runs 3 rounds instead of 5. Each round measures the bound first, then every case, a different case first each round.`,
+      '',
+    );
   out.push(
     `Machine: ${m.cores} cores of an \`${m.cpu}\`, ${m.memoryGiB} GiB RAM, ${m.os}; ${m.chromium} (\`/usr/bin/chromium\`, \`--headless=new\`), ${m.nginx}, puppeteer-core ${m.puppeteer}, Node ${m.node}${m.phaser ? `; Phaser ${m.phaser}, Babylon ${m.babylon}` : ''}.`,
     '',
@@ -1362,18 +1650,31 @@ function renderSection(merged, title = SECTION_TITLE) {
     const cells = merged.cells.filter((cell) => cell.project === project && cell.group === 'reader');
     if (cells.length === 0) continue;
     out.push(`### ${PROJECTS[project].label} (${project})`, '');
-    out.push('| latency | bandwidth | case | median s (min–max) | runs | bound s | ×bound | requests | MB | long tasks (longest ms) | cache writes after, s |', '|--:|--:|:--|--:|--:|--:|--:|--:|--:|--:|--:|');
+    out.push(
+      '| latency | bandwidth | case | median s (min–max) | runs | bound s | ×bound | requests | MB | long tasks (longest ms) | cache writes after, s |',
+      '|--:|--:|:--|--:|--:|--:|--:|--:|--:|--:|--:|',
+    );
     for (const cell of cells) {
       for (const [id, r] of Object.entries(cell.cases)) {
-        out.push(`| ${cell.latencyMs} ms | ${cell.mbit ? `${cell.mbit} Mbit/s` : '∞'} | ${id} ${CASES[id].label} | ${seconds(r.medianMs)} (${seconds(r.minMs)}–${seconds(r.maxMs)}) | ${r.runs} | ${seconds(r.boundMs)} | ${ratio(r.medianMs, r.boundMs)} | ${r.requests} | ${(r.transferBytes / MB).toFixed(1)} | ${r.longTasks} (${r.longestTaskMs.toFixed(0)}) | ${r.storedAfterMs === undefined ? '–' : seconds(r.storedAfterMs)} |`);
+        out.push(
+          `| ${cell.latencyMs} ms | ${cell.mbit ? `${cell.mbit} Mbit/s` : '∞'} | ${id} ${CASES[id].label} | ${seconds(r.medianMs)} (${seconds(r.minMs)}–${seconds(r.maxMs)}) | ${r.runs} | ${seconds(r.boundMs)} | ${ratio(r.medianMs, r.boundMs)} | ${r.requests} | ${(r.transferBytes / MB).toFixed(1)} | ${r.longTasks} (${r.longestTaskMs.toFixed(0)}) | ${r.storedAfterMs === undefined ? '–' : seconds(r.storedAfterMs)} |`,
+        );
       }
     }
-    out.push('', '| latency | bandwidth | c1/b | c1/b2 | c2/b2 | c1/e | c2/e | cc/c1 | f/direct | one file (effective Mbit/s) | WebCrypto MB/s | cell took | load average |', '|--:|--:|--:|--:|--:|--:|--:|--:|--:|:--|--:|--:|--:|');
+    out.push(
+      '',
+      '| latency | bandwidth | c1/b | c1/b2 | c2/b2 | c1/e | c2/e | cc/c1 | f/direct | one file (effective Mbit/s) | WebCrypto MB/s | cell took | load average |',
+      '|--:|--:|--:|--:|--:|--:|--:|--:|--:|:--|--:|--:|--:|',
+    );
     for (const cell of cells) {
       const r = cellRatios(cell);
-      const oneFile = Object.entries(cell.oneFileMs).map(([protocol, ms]) => `${protocol} ${seconds(ms)} s (${effectiveMbit(cell, ms)})`).join(', ');
+      const oneFile = Object.entries(cell.oneFileMs)
+        .map(([protocol, ms]) => `${protocol} ${seconds(ms)} s (${effectiveMbit(cell, ms)})`)
+        .join(', ');
       const load = cell.loadAverage ? cell.loadAverage.map((value) => value.toFixed(1)).join(' → ') : '–';
-      out.push(`| ${cell.latencyMs} ms | ${cell.mbit ? `${cell.mbit} Mbit/s` : '∞'} | ${r['c1/b']} | ${r['c1/b2']} | ${r['c2/b2']} | ${r['c1/e']} | ${r['c2/e']} | ${r['cc/c1']} | ${r['f/direct']} | ${oneFile} | ${cell.hashMBps.toFixed(0)} | ${cell.seconds.toFixed(0)} s | ${load} |`);
+      out.push(
+        `| ${cell.latencyMs} ms | ${cell.mbit ? `${cell.mbit} Mbit/s` : '∞'} | ${r['c1/b']} | ${r['c1/b2']} | ${r['c2/b2']} | ${r['c1/e']} | ${r['c2/e']} | ${r['cc/c1']} | ${r['f/direct']} | ${oneFile} | ${cell.hashMBps.toFixed(0)} | ${cell.seconds.toFixed(0)} s | ${load} |`,
+      );
     }
     out.push('');
   }
@@ -1381,14 +1682,30 @@ function renderSection(merged, title = SECTION_TITLE) {
   out.push(...renderServiceWorker(merged));
   const verification = Object.values(merged.verification);
   if (verification.length) {
-    out.push('### Verification speed', '', 'Every bundle fetched into the page first, then verified from memory, all bundles at once (`Promise.all`; median of 5 rounds): the reader\'s path (column "path": `acceptBundle` in the shared worker pool, hashing each byte once, where core exports it; else `verifyBundle`, which hashes the whole bundle and then each member) against one raw WebCrypto `digest` per bundle and `@noble/hashes` `sha256` per bundle (synchronous, one after another); MB of bundle bytes per second.', '');
-    out.push('| project | path | bundles | MB | reader path MB/s | WebCrypto MB/s | @noble/hashes MB/s | reader / WebCrypto |', '|:--|:--|--:|--:|--:|--:|--:|--:|');
-    for (const v of verification) out.push(`| ${v.project} | ${v.path ?? 'verifyBundle'} | ${v.bundles} | ${(v.bytes / MB).toFixed(1)} | ${v.readerMBps.toFixed(0)} | ${v.webcryptoMBps.toFixed(0)} | ${v.nobleMBps.toFixed(0)} | ${((v.readerMBps / v.webcryptoMBps) * 100).toFixed(0)}% |`);
+    out.push(
+      '### Verification speed',
+      '',
+      'Every bundle fetched into the page first, then verified from memory, all bundles at once (`Promise.all`; median of 5 rounds): the reader\'s path (column "path": `acceptBundle` in the shared worker pool, hashing each byte once, where core exports it; else `verifyBundle`, which hashes the whole bundle and then each member) against one raw WebCrypto `digest` per bundle and `@noble/hashes` `sha256` per bundle (synchronous, one after another); MB of bundle bytes per second.',
+      '',
+    );
+    out.push(
+      '| project | path | bundles | MB | reader path MB/s | WebCrypto MB/s | @noble/hashes MB/s | reader / WebCrypto |',
+      '|:--|:--|--:|--:|--:|--:|--:|--:|',
+    );
+    for (const v of verification)
+      out.push(
+        `| ${v.project} | ${v.path ?? 'verifyBundle'} | ${v.bundles} | ${(v.bytes / MB).toFixed(1)} | ${v.readerMBps.toFixed(0)} | ${v.webcryptoMBps.toFixed(0)} | ${v.nobleMBps.toFixed(0)} | ${((v.readerMBps / v.webcryptoMBps) * 100).toFixed(0)}% |`,
+      );
     out.push('');
   }
   if (merged.incremental) {
     const inc = merged.incremental;
-    out.push('### Incremental publish', '', `The ${inc.project} project published into a fresh folder, then \`${inc.changed}\` (${(inc.changedBytes / KiB).toFixed(1)} KiB) changed in place (same size, one byte flipped) and published again into the same folder: **${inc.newBundles} new bundle(s), ${inc.newBytes.toLocaleString('en')} bytes (${(inc.newBytes / MB).toFixed(2)} MB)** to upload, of ${inc.bundles} bundles and ${(inc.bytes / MB).toFixed(1)} MB.`, '');
+    out.push(
+      '### Incremental publish',
+      '',
+      `The ${inc.project} project published into a fresh folder, then \`${inc.changed}\` (${(inc.changedBytes / KiB).toFixed(1)} KiB) changed in place (same size, one byte flipped) and published again into the same folder: **${inc.newBundles} new bundle(s), ${inc.newBytes.toLocaleString('en')} bytes (${(inc.newBytes / MB).toFixed(2)} MB)** to upload, of ${inc.bundles} bundles and ${(inc.bytes / MB).toFixed(1)} MB.`,
+      '',
+    );
   }
   out.push('### Aims', '', ...aims(merged), '');
   return out.join('\n');
@@ -1402,31 +1719,47 @@ function renderEngines(merged) {
   const out = [
     '### Engines: Phaser and Babylon through the adapters',
     '',
-    'The same loads made by the engines\' own loading code, in a real game or scene, loose and through the adapter (HTTP/1.1 from `serve`, the page served by it too); the bounds are those of loose files (a, bl) and of the reader without a cache (d, dc, ba: 2 round trips, the bundled bytes as one response, one SHA-256 pass), measured in the same rounds. The engines\' own work (Phaser\'s queue, Babylon\'s glTF parse and WebGL uploads) is in the times and not in the bounds.',
+    "The same loads made by the engines' own loading code, in a real game or scene, loose and through the adapter (HTTP/1.1 from `serve`, the page served by it too); the bounds are those of loose files (a, bl) and of the reader without a cache (d, dc, ba: 2 round trips, the bundled bytes as one response, one SHA-256 pass), measured in the same rounds. The engines' own work (Phaser's queue, Babylon's glTF parse and WebGL uploads) is in the times and not in the bounds.",
     '',
-    '- **a** (issue 7, case (a)): Phaser ' + (merged.machine?.phaser ?? '4') + ' (`Phaser.HEADLESS`, no rendering), one scene whose `preload` queues `this.load.binary(path, path)` for every file of the project, so nothing is decoded; loose files through Phaser\'s loader (its default `maxParallelDownloads`, 32). Time: from `preload` until the loader\'s `complete`.',
-    '- **d** (issue 7, case (d); aim: within 1.2× of its bound and ≤ 1/12 of a, many small files at 40 ms): the same scene with `this.load.awkbIndex(\'assets\', indexUrl, { root, cache: null })` queued first (`import \'awake-bundle/phaser\'`); the URLs stay the loose ones. **dc**: d with the adapter\'s default cache (`openBrowserCache()`, fresh storage); "cache writes after" = `whenStored()` after `complete`.',
-    '- **bl** (issue 8): Babylon ' + (merged.machine?.babylon ?? '9') + ', a real `Engine` on a canvas (WebGL by SwiftShader, `--disable-gpu --enable-unsafe-swiftshader`), `ImportMeshAsync(url, scene)` of every .glb of the glb project at once, loose; time until every mesh is imported (vertex buffers are uploaded to WebGL as each mesh is made). Before the load, unmeasured, the page imports a tiny model until its scene is ready, so the modules Babylon imports on first use are in. **ba** (aim: within 1.2× of its bound): the same after `registerAwkb({ indexUrl, root, cache: null })`, which is inside the time. **bm**: the same models fetched first, untimed, then imported from memory (`ImportMeshAsync(bytes, scene, { pluginExtension: \'.glb\' })`): Babylon\'s own work, which no network or bundle takes away; no bound.',
-    '- **glb project:** the big project\'s 200 sizes (same seed), each a valid glTF 2.0 binary: one node, one mesh, one non-indexed triangle list whose POSITION buffer holds random float32 in [-1, 1] (xorshift32) with exact min/max; a 1 KiB JSON chunk. glb20 is its first 20 files scaled to 25 MB, for trying.',
+    '- **a** (issue 7, case (a)): Phaser ' +
+      (merged.machine?.phaser ?? '4') +
+      " (`Phaser.HEADLESS`, no rendering), one scene whose `preload` queues `this.load.binary(path, path)` for every file of the project, so nothing is decoded; loose files through Phaser's loader (its default `maxParallelDownloads`, 32). Time: from `preload` until the loader's `complete`.",
+    "- **d** (issue 7, case (d); aim: within 1.2× of its bound and ≤ 1/12 of a, many small files at 40 ms): the same scene with `this.load.awkbIndex('assets', indexUrl, { root, cache: null })` queued first (`import 'awake-bundle/phaser'`); the URLs stay the loose ones. **dc**: d with the adapter's default cache (`openBrowserCache()`, fresh storage); \"cache writes after\" = `whenStored()` after `complete`.",
+    '- **bl** (issue 8): Babylon ' +
+      (merged.machine?.babylon ?? '9') +
+      ", a real `Engine` on a canvas (WebGL by SwiftShader, `--disable-gpu --enable-unsafe-swiftshader`), `ImportMeshAsync(url, scene)` of every .glb of the glb project at once, loose; time until every mesh is imported (vertex buffers are uploaded to WebGL as each mesh is made). Before the load, unmeasured, the page imports a tiny model until its scene is ready, so the modules Babylon imports on first use are in. **ba** (aim: within 1.2× of its bound): the same after `registerAwkb({ indexUrl, root, cache: null })`, which is inside the time. **bm**: the same models fetched first, untimed, then imported from memory (`ImportMeshAsync(bytes, scene, { pluginExtension: '.glb' })`): Babylon's own work, which no network or bundle takes away; no bound.",
+    "- **glb project:** the big project's 200 sizes (same seed), each a valid glTF 2.0 binary: one node, one mesh, one non-indexed triangle list whose POSITION buffer holds random float32 in [-1, 1] (xorshift32) with exact min/max; a 1 KiB JSON chunk. glb20 is its first 20 files scaled to 25 MB, for trying.",
     '',
     '| project | latency | bandwidth | case | median s (min–max) | runs | bound s | ×bound | requests | MB | long tasks (longest ms) | cache writes after, s |',
     '|:--|--:|--:|:--|--:|--:|--:|--:|--:|--:|--:|--:|',
   ];
   for (const cell of cells) {
     for (const [id, r] of Object.entries(cell.cases)) {
-      out.push(`| ${where(cell)} | ${id} ${CASES[id].label} | ${seconds(r.medianMs)} (${seconds(r.minMs)}–${seconds(r.maxMs)}) | ${r.runs} | ${seconds(r.boundMs)} | ${ratio(r.medianMs, r.boundMs)} | ${r.requests} | ${(r.transferBytes / MB).toFixed(1)} | ${r.longTasks} (${r.longestTaskMs.toFixed(0)}) | ${r.storedAfterMs === undefined ? '–' : seconds(r.storedAfterMs)} |`);
+      out.push(
+        `| ${where(cell)} | ${id} ${CASES[id].label} | ${seconds(r.medianMs)} (${seconds(r.minMs)}–${seconds(r.maxMs)}) | ${r.runs} | ${seconds(r.boundMs)} | ${ratio(r.medianMs, r.boundMs)} | ${r.requests} | ${(r.transferBytes / MB).toFixed(1)} | ${r.longTasks} (${r.longestTaskMs.toFixed(0)}) | ${r.storedAfterMs === undefined ? '–' : seconds(r.storedAfterMs)} |`,
+      );
     }
   }
   out.push('', 'd/c1: the Phaser adapter against the bare reader (case c1) of the same cell, where a part measured it.', '');
-  out.push('ba/(bound+bm): the Babylon adapter against its bound with Babylon\'s own work (bm) added.', '');
-  out.push('| project | latency | bandwidth | d/a | dc/d | d/c1 | ba/bl | ba/(bound+bm) | one file (effective Mbit/s) | WebCrypto MB/s | cell took |', '|:--|--:|--:|--:|--:|--:|--:|--:|:--|--:|--:|');
+  out.push("ba/(bound+bm): the Babylon adapter against its bound with Babylon's own work (bm) added.", '');
+  out.push(
+    '| project | latency | bandwidth | d/a | dc/d | d/c1 | ba/bl | ba/(bound+bm) | one file (effective Mbit/s) | WebCrypto MB/s | cell took |',
+    '|:--|--:|--:|--:|--:|--:|--:|--:|:--|--:|--:|',
+  );
   for (const cell of cells) {
     const r = cellRatios(cell);
-    const reader = merged.cells.find((other) => other.group === 'reader' && other.project === cell.project && other.latencyMs === cell.latencyMs && other.mbit === cell.mbit);
-    const oneFile = Object.entries(cell.oneFileMs).map(([protocol, ms]) => `${protocol} ${seconds(ms)} s (${effectiveMbit(cell, ms)})`).join(', ');
+    const reader = merged.cells.find(
+      (other) =>
+        other.group === 'reader' && other.project === cell.project && other.latencyMs === cell.latencyMs && other.mbit === cell.mbit,
+    );
+    const oneFile = Object.entries(cell.oneFileMs)
+      .map(([protocol, ms]) => `${protocol} ${seconds(ms)} s (${effectiveMbit(cell, ms)})`)
+      .join(', ');
     // Three places for d/a: its aim is 1/12 = 0.083.
     const dOverA = cell.cases.d && cell.cases.a ? (cell.cases.d.medianMs / cell.cases.a.medianMs).toFixed(3) : '–';
-    out.push(`| ${where(cell)} | ${dOverA} | ${r['dc/d']} | ${ratio(cell.cases.d?.medianMs, reader?.cases.c1?.medianMs)} | ${r['ba/bl']} | ${ratio(cell.cases.ba?.medianMs, cell.cases.ba && cell.cases.bm ? cell.cases.ba.boundMs + cell.cases.bm.medianMs : undefined)} | ${oneFile} | ${cell.hashMBps.toFixed(0)} | ${cell.seconds.toFixed(0)} s |`);
+    out.push(
+      `| ${where(cell)} | ${dOverA} | ${r['dc/d']} | ${ratio(cell.cases.d?.medianMs, reader?.cases.c1?.medianMs)} | ${r['ba/bl']} | ${ratio(cell.cases.ba?.medianMs, cell.cases.ba && cell.cases.bm ? cell.cases.ba.boundMs + cell.cases.bm.medianMs : undefined)} | ${oneFile} | ${cell.hashMBps.toFixed(0)} | ${cell.seconds.toFixed(0)} s |`,
+    );
   }
   out.push('');
   return out;
@@ -1440,7 +1773,7 @@ function renderServiceWorker(merged) {
   const out = [
     '### Service worker (cases sw, sww)',
     '',
-    'The page\'s plain `fetch()` of every file\'s URL below `published/` (128 in flight, as in b), answered by the prebuilt worker (`awake-bundle sw --index published/project.index.json`, at the top of the site served by `serve`, HTTP/1.1). The worker is registered and controls the page before the time starts (untimed: registration, activation and the index fetch it makes on starting); the time starts with the page asking it to read the index again (`awkb:refresh`: `no-cache`, checked, kept), so the index is in the time as in c1, and ends when every response\'s bytes are in the page. **sw** cold: fresh storage, every member from its bundle (one request per bundle), verified on the worker\'s thread; bound as c1 (2 round trips, the bundled bytes as one response, one SHA-256 pass). **sww** warm: after an unmeasured sw load in the same profile (until the worker\'s IndexedDB cache held every member) and a page reload; the index over the network, every member from the cache; bound as f (the index over the network, every member read from the same store on the page and hashed once). The worker keeps running through a sample (a CDP session is attached to it), so its start-up is not in the time. Chromium\'s page emulation does not reach a service worker\'s own fetches: the worker\'s target gets the same `Network.emulateNetworkConditions`, and its HTTP cache off as the page\'s. c1, b and f are from the same run (same rounds, same bound parts).',
+    "The page's plain `fetch()` of every file's URL below `published/` (128 in flight, as in b), answered by the prebuilt worker (`awake-bundle sw --index published/project.index.json`, at the top of the site served by `serve`, HTTP/1.1). The worker is registered and controls the page before the time starts (untimed: registration, activation and the index fetch it makes on starting); the time starts with the page asking it to read the index again (`awkb:refresh`: `no-cache`, checked, kept), so the index is in the time as in c1, and ends when every response's bytes are in the page. **sw** cold: fresh storage, every member from its bundle (one request per bundle), verified on the worker's thread; bound as c1 (2 round trips, the bundled bytes as one response, one SHA-256 pass). **sww** warm: after an unmeasured sw load in the same profile (until the worker's IndexedDB cache held every member) and a page reload; the index over the network, every member from the cache; bound as f (the index over the network, every member read from the same store on the page and hashed once). The worker keeps running through a sample (a CDP session is attached to it), so its start-up is not in the time. Chromium's page emulation does not reach a service worker's own fetches: the worker's target gets the same `Network.emulateNetworkConditions`, and its HTTP cache off as the page's. c1, b and f are from the same run (same rounds, same bound parts).",
     '',
     '| project | latency | bandwidth | case | median s (min–max) | runs | bound s | ×bound | c1 s | ×c1 | b s | ×b | f s | ×f | requests | MB | long tasks (longest ms) |',
     '|:--|--:|--:|:--|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|',
@@ -1448,7 +1781,9 @@ function renderServiceWorker(merged) {
   for (const cell of cells) {
     for (const [id, r] of Object.entries(cell.cases)) {
       const same = r.sameRun ?? {};
-      out.push(`| ${where(cell)} | ${id} ${CASES[id].label} | ${seconds(r.medianMs)} (${seconds(r.minMs)}–${seconds(r.maxMs)}) | ${r.runs} | ${seconds(r.boundMs)} | ${ratio(r.medianMs, r.boundMs)} | ${seconds(same.c1)} | ${ratio(r.medianMs, same.c1)} | ${seconds(same.b)} | ${ratio(r.medianMs, same.b)} | ${seconds(same.f)} | ${ratio(r.medianMs, same.f)} | ${r.requests} | ${(r.transferBytes / MB).toFixed(1)} | ${r.longTasks} (${r.longestTaskMs.toFixed(0)}) |`);
+      out.push(
+        `| ${where(cell)} | ${id} ${CASES[id].label} | ${seconds(r.medianMs)} (${seconds(r.minMs)}–${seconds(r.maxMs)}) | ${r.runs} | ${seconds(r.boundMs)} | ${ratio(r.medianMs, r.boundMs)} | ${seconds(same.c1)} | ${ratio(r.medianMs, same.c1)} | ${seconds(same.b)} | ${ratio(r.medianMs, same.b)} | ${seconds(same.f)} | ${ratio(r.medianMs, same.f)} | ${r.requests} | ${(r.transferBytes / MB).toFixed(1)} | ${r.longTasks} (${r.longestTaskMs.toFixed(0)}) |`,
+      );
     }
   }
   out.push('');
@@ -1464,7 +1799,8 @@ function writeBenchmarks(merged, title = SECTION_TITLE) {
   if (start === -1) {
     // A new top section, right after the title.
     const afterTitle = text.indexOf('\n## ');
-    next = afterTitle === -1 ? `${text.trimEnd()}\n\n${section}\n` : `${text.slice(0, afterTitle + 1)}${section}\n${text.slice(afterTitle + 1)}`;
+    next =
+      afterTitle === -1 ? `${text.trimEnd()}\n\n${section}\n` : `${text.slice(0, afterTitle + 1)}${section}\n${text.slice(afterTitle + 1)}`;
   } else {
     const end = text.indexOf('\n## ', start + title.length);
     next = `${text.slice(0, start)}${section}\n${end === -1 ? '' : text.slice(end + 1)}`;
@@ -1479,7 +1815,9 @@ function writeBenchmarks(merged, title = SECTION_TITLE) {
 const packageVersion = (name) => JSON.parse(readFileSync(join(ROOT, 'node_modules', name, 'package.json'), 'utf8')).version;
 
 function machine(chromium) {
-  const os = existsSync('/etc/os-release') ? (/PRETTY_NAME="([^"]+)"/.exec(readFileSync('/etc/os-release', 'utf8'))?.[1] ?? 'Linux') : process.platform;
+  const os = existsSync('/etc/os-release')
+    ? (/PRETTY_NAME="([^"]+)"/.exec(readFileSync('/etc/os-release', 'utf8'))?.[1] ?? 'Linux')
+    : process.platform;
   return {
     cpu: cpus()[0]?.model ?? 'unknown',
     cores: cpus().length,
@@ -1487,7 +1825,9 @@ function machine(chromium) {
     os: `Linux ${execFileSync('uname', ['-r'], { encoding: 'utf8' }).trim()}, ${os}`,
     chromium,
     // nginx prints its version on stderr.
-    nginx: execFileSync('sh', ['-c', `${NGINX} -v 2>&1`], { encoding: 'utf8' }).trim().replace('nginx version: ', ''),
+    nginx: execFileSync('sh', ['-c', `${NGINX} -v 2>&1`], { encoding: 'utf8' })
+      .trim()
+      .replace('nginx version: ', ''),
     puppeteer: packageVersion('puppeteer-core'),
     phaser: packageVersion('phaser'),
     babylon: `core ${packageVersion('@babylonjs/core')}, loaders ${packageVersion('@babylonjs/loaders')}`,
@@ -1508,7 +1848,16 @@ function codeMeasured() {
 async function runGrid(options) {
   if (!existsSync(CLI)) throw new Error('dist/ is missing: run `npm run build` first (npm run bench does)');
   const command = `node bench/reader.mjs ${args.join(' ')}`.trim();
-  const part = { command, startedAt: new Date().toISOString(), code: codeMeasured(), machine: undefined, projects: {}, cells: [], verification: {}, incremental: undefined };
+  const part = {
+    command,
+    startedAt: new Date().toISOString(),
+    code: codeMeasured(),
+    machine: undefined,
+    projects: {},
+    cells: [],
+    verification: {},
+    incremental: undefined,
+  };
   const needsH2 = options.cases.some((id) => CASES[id].protocol === 'h2');
   const save = () => {
     const path = options.out ?? join(BENCH_DIR, 'last.json');
@@ -1523,8 +1872,18 @@ async function runGrid(options) {
   }
   for (const name of options.projects) {
     const project = await prepareProject(name);
-    part.projects[name] = { name, files: project.files.length, looseBytes: project.looseBytes, bundledBytes: project.bundledBytes, zipBytes: project.zipBytes, bundles: project.bundles, vertices: project.vertices };
-    console.error(`${name}: ${project.files.length} files, ${(project.looseBytes / MB).toFixed(1)} MB loose, ${project.bundles} bundles + index ${(project.bundledBytes / MB).toFixed(1)} MB, zip ${(project.zipBytes / MB).toFixed(1)} MB`);
+    part.projects[name] = {
+      name,
+      files: project.files.length,
+      looseBytes: project.looseBytes,
+      bundledBytes: project.bundledBytes,
+      zipBytes: project.zipBytes,
+      bundles: project.bundles,
+      vertices: project.vertices,
+    };
+    console.error(
+      `${name}: ${project.files.length} files, ${(project.looseBytes / MB).toFixed(1)} MB loose, ${project.bundles} bundles + index ${(project.bundledBytes / MB).toFixed(1)} MB, zip ${(project.zipBytes / MB).toFixed(1)} MB`,
+    );
     const cases = options.cases.filter((id) => caseFits(id, project));
     const skipped = options.cases.filter((id) => !cases.includes(id));
     if (skipped.length) console.error(`${name}: cases ${skipped.join(', ')} are not for this project (see caseFits)`);
@@ -1535,7 +1894,9 @@ async function runGrid(options) {
       if (options.extras.includes('verify')) {
         part.verification[name] = await runVerification(project, servers, 5);
         const v = part.verification[name];
-        console.log(`\n${name} verification: reader path (${v.path}) ${v.readerMBps.toFixed(0)} MB/s, WebCrypto ${v.webcryptoMBps.toFixed(0)} MB/s, @noble/hashes ${v.nobleMBps.toFixed(0)} MB/s (reader/WebCrypto ${((v.readerMBps / v.webcryptoMBps) * 100).toFixed(0)}%)`);
+        console.log(
+          `\n${name} verification: reader path (${v.path}) ${v.readerMBps.toFixed(0)} MB/s, WebCrypto ${v.webcryptoMBps.toFixed(0)} MB/s, @noble/hashes ${v.nobleMBps.toFixed(0)} MB/s (reader/WebCrypto ${((v.readerMBps / v.webcryptoMBps) * 100).toFixed(0)}%)`,
+        );
         save();
       }
       for (const latencyMs of cases.length > 0 ? options.latencies : []) {
@@ -1555,7 +1916,9 @@ async function runGrid(options) {
     const project = await prepareProject('small4k');
     part.incremental = runIncrementalPublish(project);
     const inc = part.incremental;
-    console.log(`\nincremental publish (${inc.project}, changed ${inc.changed}): ${inc.newBundles} new bundle(s), ${inc.newBytes} bytes of ${inc.bundles} bundles / ${inc.bytes} bytes`);
+    console.log(
+      `\nincremental publish (${inc.project}, changed ${inc.changed}): ${inc.newBundles} new bundle(s), ${inc.newBytes} bytes of ${inc.bundles} bundles / ${inc.bytes} bytes`,
+    );
     save();
   }
   const merged = mergeParts([part]);
@@ -1577,7 +1940,10 @@ async function main() {
     if (options.report) {
       const files = args.filter((arg) => arg.endsWith('.json'));
       if (files.length === 0) usage('--report takes the results files to merge: --report a.json b.json');
-      writeBenchmarks(mergeParts(files.map((file) => JSON.parse(readFileSync(file, 'utf8')))), options.title ? `## ${options.title}` : SECTION_TITLE);
+      writeBenchmarks(
+        mergeParts(files.map((file) => JSON.parse(readFileSync(file, 'utf8')))),
+        options.title ? `## ${options.title}` : SECTION_TITLE,
+      );
       return;
     }
     await runGrid(options);

@@ -25,7 +25,19 @@ import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { launchFreshChromium } from './chromium.mjs';
 import { BENCH_DIR, buildSite, byWhom, describeSite, GAMES, ms, runCell } from './engines.mjs';
-import { codeLine, codeMeasured, commandLine, loadLine, machine, machineLine, parseBenchArgs, saveResults, seconds, where, writeBenchmarksSection } from './harness.mjs';
+import {
+  codeLine,
+  codeMeasured,
+  commandLine,
+  loadLine,
+  machine,
+  machineLine,
+  parseBenchArgs,
+  saveResults,
+  seconds,
+  where,
+  writeBenchmarksSection,
+} from './harness.mjs';
 
 const SECTION_TITLE = '## Start: index and first bundle requests (npm run bench:start)';
 const DEFAULT_GAMES = 'phaser,phaser-video,babylon';
@@ -38,10 +50,9 @@ export async function main(args = process.argv.slice(2)) {
   // 0 and 150 ms RTT, no cap, 3 runs, unless told otherwise; `--report file.json` runs nothing.
   const given = (flag) => args.includes(`--${flag}`);
   const reportOnly = given('report') && args[args.indexOf('--report') + 1]?.endsWith('.json');
-  const defaults = reportOnly ? [] : [
-    ...(given('latency') || given('bandwidth') ? [] : ['--latency', '0,150']),
-    ...(given('runs') ? [] : ['--runs', '3']),
-  ];
+  const defaults = reportOnly
+    ? []
+    : [...(given('latency') || given('bandwidth') ? [] : ['--latency', '0,150']), ...(given('runs') ? [] : ['--runs', '3'])];
   const options = parseBenchArgs('bench/start.mjs', ['games'], ['no-build'], [...defaults, ...args]);
   if (options.reportFiles.length > 0) {
     writeBenchmarksSection(SECTION_TITLE, renderSection(JSON.parse(readFileSync(options.reportFiles[0], 'utf8'))));
@@ -96,12 +107,20 @@ function renderTables(part) {
   for (const cell of part.cells) {
     const l = cell.loose.start ?? {};
     const b = cell.bundled.start ?? {};
-    rows.push(`| ${cell.game} | ${where(cell)} | ${ms(l.firstAssetMs)} | ${ms(b.callMs)} | ${ms(b.indexMs)} | ${ms(b.indexAfterCallMs)} (${ms(b.maxIndexAfterCallMs)}) | ${ms(b.indexEndMs)} | ${ms(b.firstBundleMs)} | ${ms(b.firstBundleAfterIndexMs)} | ${byWhom(b.firstBundleBy)} | ${indexVerdict(cell)} |`);
+    rows.push(
+      `| ${cell.game} | ${where(cell)} | ${ms(l.firstAssetMs)} | ${ms(b.callMs)} | ${ms(b.indexMs)} | ${ms(b.indexAfterCallMs)} (${ms(b.maxIndexAfterCallMs)}) | ${ms(b.indexEndMs)} | ${ms(b.firstBundleMs)} | ${ms(b.firstBundleAfterIndexMs)} | ${byWhom(b.firstBundleBy)} | ${indexVerdict(cell)} |`,
+    );
   }
-  rows.push('', '| game | RTT | bandwidth | loose: first frame s (min–max) | bundled: first frame s (min–max) | b/l | as fast as loose? | runs |', '|:--|--:|--:|--:|--:|--:|:--|--:|');
+  rows.push(
+    '',
+    '| game | RTT | bandwidth | loose: first frame s (min–max) | bundled: first frame s (min–max) | b/l | as fast as loose? | runs |',
+    '|:--|--:|--:|--:|--:|--:|:--|--:|',
+  );
   for (const cell of part.cells) {
     const { loose, bundled } = cell;
-    rows.push(`| ${cell.game} | ${where(cell)} | ${seconds(loose.median)} (${seconds(loose.min)}–${seconds(loose.max)}) | ${seconds(bundled.median)} (${seconds(bundled.min)}–${seconds(bundled.max)}) | ${(bundled.median / loose.median).toFixed(2)} | ${cell.game === VIDEO_GAME ? videoVerdict(cell) : '(no aim)'} | ${cell.rounds} |`);
+    rows.push(
+      `| ${cell.game} | ${where(cell)} | ${seconds(loose.median)} (${seconds(loose.min)}–${seconds(loose.max)}) | ${seconds(bundled.median)} (${seconds(bundled.min)}–${seconds(bundled.max)}) | ${(bundled.median / loose.median).toFixed(2)} | ${cell.game === VIDEO_GAME ? videoVerdict(cell) : '(no aim)'} | ${cell.rounds} |`,
+    );
   }
   return rows;
 }
@@ -110,7 +129,7 @@ function renderSection(part) {
   return [
     SECTION_TITLE,
     '',
-    '`npm run bench:start` (= `npm run build && node bench/start.mjs`) runs the samples of `npm run bench:engines` (see that section: the example games built for production, a fresh headless Chromium per sample, HTTP cache off, the throttled server; loose = `?loose`, plain files; bundled = the adapters with their default browser cache on fresh storage), by default at 0 and 150 ms RTT without a bandwidth cap, 3 runs (each part below says what it ran), and reports when the first requests went out, in ms from navigation start (medians): loose, the first asset request; bundled, the adapter\'s first call (its User Timing mark), the index request, the index request less the call (and the largest over the samples), the end of the index response, the first bundle request, that less the end of the index response, and which thread sent the first bundle request (samples). Page requests are Resource Timing `startTime`; a bundle a reader worker fetched is timed by CDP (`Network.requestWillBeSent` wall time less `timeOrigin`). Then the first frame after loading, loose against bundled.',
+    "`npm run bench:start` (= `npm run build && node bench/start.mjs`) runs the samples of `npm run bench:engines` (see that section: the example games built for production, a fresh headless Chromium per sample, HTTP cache off, the throttled server; loose = `?loose`, plain files; bundled = the adapters with their default browser cache on fresh storage), by default at 0 and 150 ms RTT without a bandwidth cap, 3 runs (each part below says what it ran), and reports when the first requests went out, in ms from navigation start (medians): loose, the first asset request; bundled, the adapter's first call (its User Timing mark), the index request, the index request less the call (and the largest over the samples), the end of the index response, the first bundle request, that less the end of the index response, and which thread sent the first bundle request (samples). Page requests are Resource Timing `startTime`; a bundle a reader worker fetched is timed by CDP (`Network.requestWillBeSent` wall time less `timeOrigin`). Then the first frame after loading, loose against bundled.",
     '',
     `Aims (issue 22): the index request goes out within ${INDEX_AFTER_CALL_AIM_MS} ms of the adapter's first call, in every sample; a game with a video in its preload (${VIDEO_GAME}) starts as fast as loose (bundled's median first frame ≤ loose's).`,
     '',

@@ -62,45 +62,54 @@ async function register(page, script) {
   await page.evaluate(async (script) => {
     await navigator.serviceWorker.register(script);
     await navigator.serviceWorker.ready;
-    if (!navigator.serviceWorker.controller) await new Promise((resolve) => navigator.serviceWorker.addEventListener('controllerchange', resolve, { once: true }));
+    if (!navigator.serviceWorker.controller)
+      await new Promise((resolve) => navigator.serviceWorker.addEventListener('controllerchange', resolve, { once: true }));
   }, script);
 }
 
 /** Every file's URL fetched, IN_FLIGHT at a time, every byte in hand: milliseconds. */
 function load(page, urls, refresh) {
-  return page.evaluate(async (urls, inFlight, refresh) => {
-    const started = performance.now();
-    if (refresh) {
-      // As a worker that starts: the index read again (no-cache), in the time.
-      await new Promise((resolve, reject) => {
-        const channel = new MessageChannel();
-        channel.port1.onmessage = ({ data }) => (data.type === 'awkb:refreshed' ? resolve() : reject(new Error(data.message)));
-        navigator.serviceWorker.controller.postMessage({ type: 'awkb:refresh' }, [channel.port2]);
-      });
-    }
-    let next = 0;
-    let bytes = 0;
-    const lane = async () => {
-      while (next < urls.length) {
-        const url = urls[next++];
-        const response = await fetch(url);
-        if (response.status !== 200) throw new Error(`${url}: ${response.status}`);
-        const size = (await response.arrayBuffer()).byteLength; // read before adding: `bytes +=` across an await loses sums
-        bytes += size;
+  return page.evaluate(
+    async (urls, inFlight, refresh) => {
+      const started = performance.now();
+      if (refresh) {
+        // As a worker that starts: the index read again (no-cache), in the time.
+        await new Promise((resolve, reject) => {
+          const channel = new MessageChannel();
+          channel.port1.onmessage = ({ data }) => (data.type === 'awkb:refreshed' ? resolve() : reject(new Error(data.message)));
+          navigator.serviceWorker.controller.postMessage({ type: 'awkb:refresh' }, [channel.port2]);
+        });
       }
-    };
-    await Promise.all(Array.from({ length: Math.min(inFlight, urls.length) }, lane));
-    return { ms: performance.now() - started, bytes };
-  }, urls, IN_FLIGHT, refresh);
+      let next = 0;
+      let bytes = 0;
+      const lane = async () => {
+        while (next < urls.length) {
+          const url = urls[next++];
+          const response = await fetch(url);
+          if (response.status !== 200) throw new Error(`${url}: ${response.status}`);
+          const size = (await response.arrayBuffer()).byteLength; // read before adding: `bytes +=` across an await loses sums
+          bytes += size;
+        }
+      };
+      await Promise.all(Array.from({ length: Math.min(inFlight, urls.length) }, lane));
+      return { ms: performance.now() - started, bytes };
+    },
+    urls,
+    IN_FLIGHT,
+    refresh,
+  );
 }
 
 /** Waits until the worker's cache holds what it read (its `awkb:stored` answer). */
 function stored(page) {
-  return page.evaluate(() => new Promise((resolve, reject) => {
-    const channel = new MessageChannel();
-    channel.port1.onmessage = ({ data }) => (data.type === 'awkb:stored' ? resolve() : reject(new Error(data.message)));
-    navigator.serviceWorker.controller.postMessage({ type: 'awkb:stored' }, [channel.port2]);
-  }));
+  return page.evaluate(
+    () =>
+      new Promise((resolve, reject) => {
+        const channel = new MessageChannel();
+        channel.port1.onmessage = ({ data }) => (data.type === 'awkb:stored' ? resolve() : reject(new Error(data.message)));
+        navigator.serviceWorker.controller.postMessage({ type: 'awkb:stored' }, [channel.port2]);
+      }),
+  );
 }
 
 async function sample(kind, origin, urls, expectedBytes) {
@@ -138,7 +147,9 @@ try {
       if (kind === 'null') times.null.push(result.ms);
       else (times.cold.push(result.cold.ms), times.warm.push(result.warm.ms));
     }
-    console.log(`run ${run + 1}/${RUNS}: null ${times.null.at(-1).toFixed(0)} ms, cold ${times.cold.at(-1).toFixed(0)} ms, warm ${times.warm.at(-1).toFixed(0)} ms`);
+    console.log(
+      `run ${run + 1}/${RUNS}: null ${times.null.at(-1).toFixed(0)} ms, cold ${times.cold.at(-1).toFixed(0)} ms, warm ${times.warm.at(-1).toFixed(0)} ms`,
+    );
   }
 } finally {
   await server.close();

@@ -148,7 +148,9 @@ function take(flow, size) {
 /** serve's access log line: "<time> <method> <target> <status> <bytes>B <ms>ms …". */
 function parseLogLine(line) {
   const match = /^\S+ (\S+) (\S+) (\S+) (\d+)B/.exec(line);
-  return match ? { method: match[1], target: match[2], status: match[3], bytes: Number(match[4]) } : { method: '?', target: line, status: '?', bytes: 0 };
+  return match
+    ? { method: match[1], target: match[2], status: match[3], bytes: Number(match[4]) }
+    : { method: '?', target: line, status: '?', bytes: 0 };
 }
 
 /**
@@ -247,8 +249,15 @@ if (resolve(process.argv[1] ?? '') === fileURLToPath(import.meta.url)) {
     console.error('usage: node bench/throttled-server.mjs <folder> [--latency <RTT ms>] [--bandwidth <Mbit/s, 0 = no cap>] [--port <n>]');
     process.exit(2);
   }
-  const server = await startThrottledServer({ root, latencyMs: option('latency', 0), mbit: option('bandwidth', 0), port: option('port', 0) });
-  console.log(`${server.origin}/ serves ${resolve(root)} at ${server.latencyMs} ms RTT, ${server.mbit ? `${server.mbit} Mbit/s` : 'no bandwidth cap'} (Ctrl-C stops it)`);
+  const server = await startThrottledServer({
+    root,
+    latencyMs: option('latency', 0),
+    mbit: option('bandwidth', 0),
+    port: option('port', 0),
+  });
+  console.log(
+    `${server.origin}/ serves ${resolve(root)} at ${server.latencyMs} ms RTT, ${server.mbit ? `${server.mbit} Mbit/s` : 'no bandwidth cap'} (Ctrl-C stops it)`,
+  );
   const stop = () => server.close().then(() => process.exit(0));
   process.once('SIGINT', stop);
   process.once('SIGTERM', stop);

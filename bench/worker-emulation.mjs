@@ -39,10 +39,15 @@ async function fetchInWorkers({ url, bytes }) {
   const started = performance.now();
   await (await fetch(url, range(0))).arrayBuffer();
   const pageMs = performance.now() - started;
-  const workerMs = await Promise.all(workers.map((one, i) => new Promise((resolve) => {
-    one.onmessage = ({ data }) => resolve(data.ms);
-    one.postMessage({ url, init: range((i + 1) * bytes) });
-  })));
+  const workerMs = await Promise.all(
+    workers.map(
+      (one, i) =>
+        new Promise((resolve) => {
+          one.onmessage = ({ data }) => resolve(data.ms);
+          one.postMessage({ url, init: range((i + 1) * bytes) });
+        }),
+    ),
+  );
   return { pageMs, workerMs };
 }
 
@@ -58,7 +63,15 @@ try {
     const browser = await puppeteer.launch({
       executablePath: process.env.PUPPETEER_EXECUTABLE_PATH || '/usr/bin/chromium',
       headless: true,
-      args: ['--headless=new', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', `--user-data-dir=${profile}`],
+      args: [
+        '--headless=new',
+        '--no-sandbox',
+        '--disable-gpu',
+        '--disable-quic',
+        '--no-first-run',
+        '--disable-background-networking',
+        `--user-data-dir=${profile}`,
+      ],
     });
     try {
       const page = await browser.newPage();
@@ -67,12 +80,18 @@ try {
       await session.send('Network.enable');
       const refusals = [];
       if (mode === 'worker') {
-        page.on('workercreated', (worker) => void worker.client.send('Network.emulateNetworkConditions', conditions).catch((error) => refusals.push(error.message)));
+        page.on(
+          'workercreated',
+          (worker) =>
+            void worker.client.send('Network.emulateNetworkConditions', conditions).catch((error) => refusals.push(error.message)),
+        );
       }
       await page.goto(`${origin}/page.html`);
       if (mode !== 'none') await session.send('Network.emulateNetworkConditions', conditions);
       const { pageMs, workerMs } = await page.evaluate(fetchInWorkers, { url: `${origin}/file.bin`, bytes });
-      console.log(`  ${mode.padEnd(7)} page fetch ${pageMs.toFixed(0).padStart(5)} ms, worker fetches ${workerMs.map((ms) => ms.toFixed(0).padStart(5)).join(', ')} ms${refusals.length ? `; worker targets refused: ${[...new Set(refusals)].join('; ')}` : ''}`);
+      console.log(
+        `  ${mode.padEnd(7)} page fetch ${pageMs.toFixed(0).padStart(5)} ms, worker fetches ${workerMs.map((ms) => ms.toFixed(0).padStart(5)).join(', ')} ms${refusals.length ? `; worker targets refused: ${[...new Set(refusals)].join('; ')}` : ''}`,
+      );
     } finally {
       await browser.close();
       rmSync(profile, { recursive: true, force: true });

@@ -16,7 +16,16 @@ import { swCommand } from './commands/sw.js';
 import { verifyCommand } from './commands/verify.js';
 import { CommandFailure, editDistance, printable, UsageError, type Command, type CommandContext } from './usage.js';
 
-const commands: Command[] = [publishCommand, indexCommand, inspectCommand, verifyCommand, diffCommand, reportCommand, serveCommand, swCommand];
+const commands: Command[] = [
+  publishCommand,
+  indexCommand,
+  inspectCommand,
+  verifyCommand,
+  diffCommand,
+  reportCommand,
+  serveCommand,
+  swCommand,
+];
 
 function mainHelp(): string {
   return `Usage: awake-bundle <command> [options]
@@ -54,7 +63,12 @@ function mistypedCommand(first: string): UsageError | undefined {
     .map((command) => ({ name: command.name, distance: editDistance(first.toLowerCase(), command.name) }))
     .filter(({ distance }) => distance <= 2)
     .sort((x, y) => x.distance - y.distance);
-  return nearest && new UsageError(`unknown command ${JSON.stringify(first)}: did you mean \`${nearest.name}\`? (and there is no file or folder of that name to publish)`);
+  return (
+    nearest &&
+    new UsageError(
+      `unknown command ${JSON.stringify(first)}: did you mean \`${nearest.name}\`? (and there is no file or folder of that name to publish)`,
+    )
+  );
 }
 
 const isHelp = (first: string | undefined) => first === undefined || first === '--help' || first === '-h' || first === 'help';
@@ -67,7 +81,11 @@ function commandFor(argv: string[]): Command | undefined {
 
 /** An error from the operating system (ENOENT, EACCES, ENOSPC…): its message names the path. */
 function isSystemError(error: unknown): error is NodeJS.ErrnoException {
-  return error instanceof Error && typeof (error as NodeJS.ErrnoException).code === 'string' && typeof (error as NodeJS.ErrnoException).syscall === 'string';
+  return (
+    error instanceof Error &&
+    typeof (error as NodeJS.ErrnoException).code === 'string' &&
+    typeof (error as NodeJS.ErrnoException).syscall === 'string'
+  );
 }
 
 export async function runCli(argv: string[], context: CommandContext): Promise<number> {

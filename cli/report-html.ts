@@ -32,7 +32,8 @@ interface Cell {
 }
 
 const round = (value: number) => Math.round(value * 10) / 10;
-const rectAttributes = ({ x, y, width, height }: Rect) => `x="${round(x)}" y="${round(y)}" width="${round(Math.max(0, width))}" height="${round(Math.max(0, height))}"`;
+const rectAttributes = ({ x, y, width, height }: Rect) =>
+  `x="${round(x)}" y="${round(y)}" width="${round(Math.max(0, width))}" height="${round(Math.max(0, height))}"`;
 
 function fileRect(file: ReportFile, rect: Rect, colourOf: (file: ReportFile) => string): string {
   const name = file.path ?? file.key;
@@ -47,9 +48,18 @@ function fileRect(file: ReportFile, rect: Rect, colourOf: (file: ReportFile) => 
 /** A bundle (or the loose files): its frame, a label when there is room, its files inside. */
 function cellSvg(cell: Cell, rect: Rect, colourOf: (file: ReportFile) => string): string {
   const labelled = rect.height > HEADER * 2.5 && rect.width > 70;
-  const inner = { x: rect.x + 2, y: rect.y + (labelled ? HEADER : 2), width: rect.width - 4, height: rect.height - (labelled ? HEADER + 2 : 4) };
-  const files = squarify(cell.files, (file) => file.sizeBytes, inner).map(({ item, rect: fileBounds }) => fileRect(item, fileBounds, colourOf));
-  const label = labelled ? `<text x="${round(rect.x + 4)}" y="${round(rect.y + 12)}">${escapeHtml(fitLabel(cell.label, rect.width - 8))}</text>` : '';
+  const inner = {
+    x: rect.x + 2,
+    y: rect.y + (labelled ? HEADER : 2),
+    width: rect.width - 4,
+    height: rect.height - (labelled ? HEADER + 2 : 4),
+  };
+  const files = squarify(cell.files, (file) => file.sizeBytes, inner).map(({ item, rect: fileBounds }) =>
+    fileRect(item, fileBounds, colourOf),
+  );
+  const label = labelled
+    ? `<text x="${round(rect.x + 4)}" y="${round(rect.y + 12)}">${escapeHtml(fitLabel(cell.label, rect.width - 8))}</text>`
+    : '';
   return `<g class="bundle"><rect class="frame" ${rectAttributes(rect)}><title>${escapeHtml(cell.title)}</title></rect>${label}${files.join('')}</g>`;
 }
 
@@ -67,13 +77,20 @@ function treemapSvg(report: LoadReport, colourOf: (file: ReportFile) => string):
     files: report.files.filter((file) => file.bundle === bundle.sha256),
   }));
   const loose = report.files.filter((file) => file.bundle === undefined);
-  if (loose.length > 0) cells.push({ label: `loose files · ${formatBytes(report.looseFiles.bytes)}`, title: `${loose.length} loose files, one request each`, sizeBytes: report.looseFiles.bytes, files: loose });
+  if (loose.length > 0)
+    cells.push({
+      label: `loose files · ${formatBytes(report.looseFiles.bytes)}`,
+      title: `${loose.length} loose files, one request each`,
+      sizeBytes: report.looseFiles.bytes,
+      files: loose,
+    });
   const placed = squarify(cells, (cell) => cell.sizeBytes, { x: 0, y: 0, width: WIDTH, height: HEIGHT });
   return `<svg class="treemap" xmlns="http://www.w3.org/2000/svg" viewBox="0 0 ${WIDTH} ${HEIGHT}" width="${WIDTH}" height="${HEIGHT}" role="img" aria-label="Treemap of the bundles and their files">${placed.map(({ item, rect }) => cellSvg(item, rect, colourOf)).join('')}</svg>`;
 }
 
 function legendHtml(report: LoadReport, colours: Map<string, string>): string {
-  const swatch = (colour: string, label: string) => `<li><span class="swatch" style="background:${colour}"></span>${escapeHtml(label)}</li>`;
+  const swatch = (colour: string, label: string) =>
+    `<li><span class="swatch" style="background:${colour}"></span>${escapeHtml(label)}</li>`;
   const items = [...colours].map(([name, colour]) => swatch(colour, name));
   items.push(swatch(UNUSED_COLOUR, report.loads ? 'no load reads it' : 'no loads file: files are not coloured by load'));
   return `<ul class="legend">${items.join('')}</ul>`;
@@ -82,23 +99,34 @@ function legendHtml(report: LoadReport, colours: Map<string, string>): string {
 function loadsTable(report: LoadReport, colours: Map<string, string>): string {
   if (!report.loads) return '<p>No loads file: the per-load part needs one (SPEC §6).</p>';
   const number = (text: string) => `<td class="n">${escapeHtml(text)}</td>`;
-  const rows = report.loads.map((load) => `<tr><td><span class="swatch" style="background:${colours.get(load.name)}"></span>${escapeHtml(load.name)}</td>${number(String(load.files))}${number(formatBytes(load.usedBytes))}${number(formatBytes(load.alone.fetchedBytes))}${number(formatRatio(load.alone.ratio))}${number(String(load.alone.requests))}${number(formatBytes(load.inOrder.fetchedBytes))}${number(formatRatio(load.inOrder.ratio))}${number(String(load.inOrder.requests))}<td>${escapeHtml(load.alone.bundles.map(shortSha).join(', '))}</td></tr>`);
+  const rows = report.loads.map(
+    (load) =>
+      `<tr><td><span class="swatch" style="background:${colours.get(load.name)}"></span>${escapeHtml(load.name)}</td>${number(String(load.files))}${number(formatBytes(load.usedBytes))}${number(formatBytes(load.alone.fetchedBytes))}${number(formatRatio(load.alone.ratio))}${number(String(load.alone.requests))}${number(formatBytes(load.inOrder.fetchedBytes))}${number(formatRatio(load.inOrder.ratio))}${number(String(load.inOrder.requests))}<td>${escapeHtml(load.alone.bundles.map(shortSha).join(', '))}</td></tr>`,
+  );
   const totals = report.totals!;
   const ratio = (fetched: number) => formatRatio(totals.usedBytes > 0 ? fetched / totals.usedBytes : null);
-  rows.push(`<tr class="total"><td>all loads</td><td></td>${number(formatBytes(totals.usedBytes))}${number(formatBytes(totals.alone.fetchedBytes))}${number(ratio(totals.alone.fetchedBytes))}${number(String(totals.alone.requests))}${number(formatBytes(totals.inOrder.fetchedBytes))}${number(ratio(totals.inOrder.fetchedBytes))}${number(String(totals.inOrder.requests))}<td></td></tr>`);
+  rows.push(
+    `<tr class="total"><td>all loads</td><td></td>${number(formatBytes(totals.usedBytes))}${number(formatBytes(totals.alone.fetchedBytes))}${number(ratio(totals.alone.fetchedBytes))}${number(String(totals.alone.requests))}${number(formatBytes(totals.inOrder.fetchedBytes))}${number(ratio(totals.inOrder.fetchedBytes))}${number(String(totals.inOrder.requests))}<td></td></tr>`,
+  );
   return `<table><thead><tr><th rowspan="2">load</th><th rowspan="2">files</th><th rowspan="2">used</th><th colspan="3">alone (no cache)</th><th colspan="3">in order (with a cache)</th><th rowspan="2">bundles touched</th></tr><tr><th>fetched</th><th>ratio</th><th>requests</th><th>fetched</th><th>ratio</th><th>requests</th></tr></thead><tbody>${rows.join('')}</tbody></table>`;
 }
 
 function bundlesTable(report: LoadReport): string {
   if (report.bundles.length === 0) return '';
-  const rows = report.bundles.map((bundle) => `<tr><td><code>${shortSha(bundle.sha256)}</code></td><td class="n">${formatBytes(bundle.sizeBytes)}</td><td class="n">${bundle.files}</td><td class="n">${bundle.unusedFiles ?? '–'}</td><td>${escapeHtml(bundle.loads ? bundle.loads.join(', ') || 'none' : '–')}</td></tr>`);
+  const rows = report.bundles.map(
+    (bundle) =>
+      `<tr><td><code>${shortSha(bundle.sha256)}</code></td><td class="n">${formatBytes(bundle.sizeBytes)}</td><td class="n">${bundle.files}</td><td class="n">${bundle.unusedFiles ?? '–'}</td><td>${escapeHtml(bundle.loads ? bundle.loads.join(', ') || 'none' : '–')}</td></tr>`,
+  );
   return `<h2>Bundles</h2><table><thead><tr><th>bundle</th><th>size</th><th>files</th><th>unused</th><th>loads</th></tr></thead><tbody>${rows.join('')}</tbody></table>`;
 }
 
 function unusedList(report: LoadReport): string {
   const unused = report.unusedFiles;
   if (!unused) return '';
-  const items = unused.files.map((file) => `<li><code>${escapeHtml(file.key)}</code> ${formatBytes(file.sizeBytes)}${file.bundle ? ` in <code>${shortSha(file.bundle)}</code>` : ' (loose)'}</li>`);
+  const items = unused.files.map(
+    (file) =>
+      `<li><code>${escapeHtml(file.key)}</code> ${formatBytes(file.sizeBytes)}${file.bundle ? ` in <code>${shortSha(file.bundle)}</code>` : ' (loose)'}</li>`,
+  );
   return `<h2>Files no load uses</h2><details${unused.count <= 50 ? ' open' : ''}><summary>${unused.count} files, ${formatBytes(unused.bytes)}</summary><ul>${items.join('')}</ul></details>`;
 }
 

@@ -65,7 +65,11 @@ export function squarify<T>(items: readonly T[], valueOf: (item: T) => number, b
   for (const next of queue) {
     // Areas come largest first, so a row's largest is its first and its smallest its last.
     const side = Math.min(free.width, free.height);
-    if (row.length > 0 && worstRatio(row[0]!.area, next.area, rowSum + next.area, side) > worstRatio(row[0]!.area, row.at(-1)!.area, rowSum, side)) layOut();
+    if (
+      row.length > 0 &&
+      worstRatio(row[0]!.area, next.area, rowSum + next.area, side) > worstRatio(row[0]!.area, row.at(-1)!.area, rowSum, side)
+    )
+      layOut();
     row.push(next);
     rowSum += next.area;
   }

@@ -39,9 +39,15 @@ export type ParsedValues<T extends Options> = { [K in keyof T]?: T[K]['type'] ex
 export function parseCommandLine<T extends Options>(argv: string[], options: T): { values: ParsedValues<T>; positionals: string[] } {
   const all = { ...options, help: { type: 'boolean', short: 'h' } } satisfies Options;
   try {
-    return parseArgs({ args: argv, options: all, allowPositionals: true, strict: true }) as { values: ParsedValues<T>; positionals: string[] };
+    return parseArgs({ args: argv, options: all, allowPositionals: true, strict: true }) as {
+      values: ParsedValues<T>;
+      positionals: string[];
+    };
   } catch (error) {
-    const unknown = (error as NodeJS.ErrnoException).code === 'ERR_PARSE_ARGS_UNKNOWN_OPTION' ? /^Unknown option '(.*?)'\./.exec((error as Error).message)?.[1] : undefined;
+    const unknown =
+      (error as NodeJS.ErrnoException).code === 'ERR_PARSE_ARGS_UNKNOWN_OPTION'
+        ? /^Unknown option '(.*?)'\./.exec((error as Error).message)?.[1]
+        : undefined;
     // Node's own text for this one ends in an unbalanced quote and says nothing of the flags there are.
     if (unknown !== undefined) throw new UsageError(unknownOptionMessage(unknown, Object.keys(all)));
     throw new UsageError((error as Error).message);
@@ -79,7 +85,8 @@ export function editDistance(a: string, b: string): number {
   let previous = Array.from({ length: b.length + 1 }, (_, i) => i);
   for (let i = 1; i <= a.length; i++) {
     const current = [i];
-    for (let j = 1; j <= b.length; j++) current[j] = Math.min(previous[j]! + 1, current[j - 1]! + 1, previous[j - 1]! + (a[i - 1] === b[j - 1] ? 0 : 1));
+    for (let j = 1; j <= b.length; j++)
+      current[j] = Math.min(previous[j]! + 1, current[j - 1]! + 1, previous[j - 1]! + (a[i - 1] === b[j - 1] ? 0 : 1));
     previous = current;
   }
   return previous[b.length]!;
@@ -152,6 +159,7 @@ function escapeCharacter(character: string): string {
  * line break when `keepNewlines` is set (messages made of several lines).
  */
 export function printable(text: string, { keepNewlines = false } = {}): string {
-  return text.replace(/[\p{Cc}\p{Cf}\p{Co}\p{Zl}\p{Zp}]|\p{Cs}/gu, (character) => (keepNewlines && character === '\n' ? character : escapeCharacter(character)));
+  return text.replace(/[\p{Cc}\p{Cf}\p{Co}\p{Zl}\p{Zp}]|\p{Cs}/gu, (character) =>
+    keepNewlines && character === '\n' ? character : escapeCharacter(character),
+  );
 }
-

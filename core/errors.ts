@@ -119,7 +119,11 @@ export class UnsupportedIndexVersionError extends AwakeError {
   declare readonly code: 'E_INDEX_VERSION';
   readonly found: unknown;
   constructor(found: unknown, details: AwakeErrorDetails = {}) {
-    super('E_INDEX_VERSION', `unsupported project index formatVersion ${previewValue(found)}; this reader knows formatVersion 2 and 3`, details);
+    super(
+      'E_INDEX_VERSION',
+      `unsupported project index formatVersion ${previewValue(found)}; this reader knows formatVersion 2 and 3`,
+      details,
+    );
     this.found = found;
   }
 }
@@ -142,8 +146,17 @@ export class IndexTooLargeError extends AwakeError {
   constructor(url: string, maxBytes: number, sizeError?: ResponseSizeError) {
     const declared = sizeError?.declaredBytes;
     const received = sizeError?.receivedBytes;
-    const what = declared !== undefined ? `its Content-Length says ${declared}` : received !== undefined ? `more arrived (${received} bytes read, reading stopped)` : 'it is larger';
-    super('E_INDEX_TOO_LARGE', `the project index ${url} is larger than maxIndexBytes (${maxBytes} bytes): ${what}; to read it, raise the maxIndexBytes option of IndexedAssetSource.open`, { url, ...(sizeError ? { cause: sizeError } : {}) });
+    const what =
+      declared !== undefined
+        ? `its Content-Length says ${declared}`
+        : received !== undefined
+          ? `more arrived (${received} bytes read, reading stopped)`
+          : 'it is larger';
+    super(
+      'E_INDEX_TOO_LARGE',
+      `the project index ${url} is larger than maxIndexBytes (${maxBytes} bytes): ${what}; to read it, raise the maxIndexBytes option of IndexedAssetSource.open`,
+      { url, ...(sizeError ? { cause: sizeError } : {}) },
+    );
     this.maxBytes = maxBytes;
     if (declared !== undefined) this.declaredBytes = declared;
     if (received !== undefined) this.receivedBytes = received;
@@ -196,7 +209,10 @@ export class AssetNotFoundError extends AwakeError {
   override readonly name = 'AssetNotFoundError' as const;
   declare readonly code: 'E_NOT_FOUND';
   constructor(path: string, indexUrl?: string, message?: string) {
-    super('E_NOT_FOUND', message ?? `${JSON.stringify(path)} is not in the project index${indexUrl ? ` ${indexUrl}` : ''}`, { path, ...(indexUrl ? { url: indexUrl } : {}) });
+    super('E_NOT_FOUND', message ?? `${JSON.stringify(path)} is not in the project index${indexUrl ? ` ${indexUrl}` : ''}`, {
+      path,
+      ...(indexUrl ? { url: indexUrl } : {}),
+    });
   }
 }
 
@@ -356,7 +372,10 @@ export class ResponseSizeError extends AwakeError {
   readonly declaredBytes?: number;
   /** Bytes read before reading stopped, when the body itself ran over. */
   readonly receivedBytes?: number;
-  constructor(message: string, details: AwakeErrorDetails & { url: string; expectedBytes: number; declaredBytes?: number; receivedBytes?: number }) {
+  constructor(
+    message: string,
+    details: AwakeErrorDetails & { url: string; expectedBytes: number; declaredBytes?: number; receivedBytes?: number },
+  ) {
     super('E_RESPONSE_SIZE', message, details);
     this.expectedBytes = details.expectedBytes;
     if (details.declaredBytes !== undefined) this.declaredBytes = details.declaredBytes;

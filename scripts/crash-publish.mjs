@@ -112,7 +112,8 @@ function violations(out) {
   for (const bundle of index.bundles ?? []) {
     const path = join(out, bundle.url);
     if (!existsSync(path)) problems.push(`${bundle.url}: missing`);
-    else if (statSync(path).size !== bundle.sizeBytes) problems.push(`${bundle.url}: ${statSync(path).size} bytes, the index says ${bundle.sizeBytes}`);
+    else if (statSync(path).size !== bundle.sizeBytes)
+      problems.push(`${bundle.url}: ${statSync(path).size} bytes, the index says ${bundle.sizeBytes}`);
     else if (sha256File(path) !== bundle.sha256) problems.push(`${bundle.url}: SHA-256 differs`);
   }
   return problems;
@@ -203,7 +204,10 @@ for (let run = 1; run <= runs; run++) {
   }
   const targetMb = Math.round((0.5 + random() * 7.5) * 100) / 100;
   pruneUnindexedBundles(out);
-  const killPoint = run % 2 === 1 ? { kind: 'delay', ms: Math.floor(random() * fullMs * 0.9) } : { kind: 'bytes', bytes: Math.floor(random() * total * 0.7) };
+  const killPoint =
+    run % 2 === 1
+      ? { kind: 'delay', ms: Math.floor(random() * fullMs * 0.9) }
+      : { kind: 'bytes', bytes: Math.floor(random() * total * 0.7) };
   const result = await killedPublish(tree, out, targetMb, killPoint);
   counts.runs++;
   if (result.killed) counts.killed++;
@@ -216,7 +220,9 @@ for (let run = 1; run <= runs; run++) {
   const found = violations(out);
   counts.violations += found.length;
   problems.push(...found.map((problem) => `run ${run}: ${problem}`));
-  log(`run ${String(run).padStart(3)}: target ${targetMb} MiB, ${killPoint.kind === 'delay' ? `kill after ${killPoint.ms} ms` : `kill after +${(killPoint.bytes / MiB).toFixed(1)} MiB`}: ${result.killed ? (result.midWrite ? 'killed mid-write' : 'killed') : `finished (exit ${result.code})`}, ${temporaryFiles(out).length} temporary files, ${found.length} violations`);
+  log(
+    `run ${String(run).padStart(3)}: target ${targetMb} MiB, ${killPoint.kind === 'delay' ? `kill after ${killPoint.ms} ms` : `kill after +${(killPoint.bytes / MiB).toFixed(1)} MiB`}: ${result.killed ? (result.midWrite ? 'killed mid-write' : 'killed') : `finished (exit ${result.code})`}, ${temporaryFiles(out).length} temporary files, ${found.length} violations`,
+  );
 }
 
 const temporaryBefore = temporaryFiles(out).length;
@@ -245,9 +251,13 @@ const result = {
 };
 if (values.json) process.stdout.write(`${JSON.stringify(result, null, 2)}\n`);
 else {
-  log(`\n${counts.runs} runs: ${counts.killed} killed (${counts.killedMidWrite} with a temporary file open), ${counts.finishedBeforeKill} finished before the kill, ${counts.failed} failed otherwise`);
+  log(
+    `\n${counts.runs} runs: ${counts.killed} killed (${counts.killedMidWrite} with a temporary file open), ${counts.finishedBeforeKill} finished before the kill, ${counts.failed} failed otherwise`,
+  );
   log(`violations after kills: ${counts.violations}`);
-  log(`temporary files before the final publish: ${temporaryBefore}; removed by it: ${result.staleTemporaryFilesRemoved}; left: ${temporaryLeft.length}`);
+  log(
+    `temporary files before the final publish: ${temporaryBefore}; removed by it: ${result.staleTemporaryFilesRemoved}; left: ${temporaryLeft.length}`,
+  );
   log(`final publish exit ${final.status}, verify exit ${verify.status}; ${result.seconds} s in all`);
   for (const problem of problems) log(`PROBLEM ${problem}`);
 }

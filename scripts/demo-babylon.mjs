@@ -20,7 +20,9 @@ export async function buildBabylonExample({ out = BABYLON_EXAMPLE_DIR, productio
   mkdirSync(out, { recursive: true });
   const webpack = require('webpack');
   const config = await require(join(repo, 'examples/babylon/webpack.config.cjs'))({ production, out });
-  const stats = await new Promise((resolveBuild, reject) => webpack(config, (error, result) => (error ? reject(error) : resolveBuild(result))));
+  const stats = await new Promise((resolveBuild, reject) =>
+    webpack(config, (error, result) => (error ? reject(error) : resolveBuild(result))),
+  );
   if (stats.hasErrors()) throw new Error(`building examples/babylon failed:\n${stats.toString('errors-only')}`);
   cpSync(join(repo, 'examples/babylon/index.html'), join(out, 'index.html'));
   return out;

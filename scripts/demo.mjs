@@ -13,7 +13,10 @@ const require = createRequire(import.meta.url);
 
 mkdirSync(site, { recursive: true });
 const webpack = require('webpack');
-const config = await require(join(repo, 'examples/phaser/webpack.config.cjs'))({ production: process.argv.includes('--production'), out: site });
+const config = await require(join(repo, 'examples/phaser/webpack.config.cjs'))({
+  production: process.argv.includes('--production'),
+  out: site,
+});
 const stats = await new Promise((resolve, reject) => webpack(config, (error, result) => (error ? reject(error) : resolve(result))));
 if (stats.hasErrors()) {
   console.error(stats.toString('errors-only'));

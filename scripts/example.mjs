@@ -10,10 +10,17 @@ const site = join(repo, 'build', 'example');
 const published = join(site, 'published');
 
 mkdirSync(site, { recursive: true });
-const publish = spawnSync(process.execPath, [join(repo, 'dist/cli/main.js'), join(repo, 'examples/assets'), '--out', published, '--target-mb', '1'], { stdio: 'inherit' });
+const publish = spawnSync(
+  process.execPath,
+  [join(repo, 'dist/cli/main.js'), join(repo, 'examples/assets'), '--out', published, '--target-mb', '1'],
+  { stdio: 'inherit' },
+);
 if (publish.status !== 0) process.exit(publish.status ?? 1);
 
-for (const [from, to] of [['dist/core', 'lib/awake-bundle'], ['node_modules/@noble/hashes', 'lib/noble-hashes']]) {
+for (const [from, to] of [
+  ['dist/core', 'lib/awake-bundle'],
+  ['node_modules/@noble/hashes', 'lib/noble-hashes'],
+]) {
   rmSync(join(site, to), { recursive: true, force: true });
   cpSync(join(repo, from), join(site, to), { recursive: true });
 }

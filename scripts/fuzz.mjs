@@ -46,6 +46,9 @@ for (const [target, entries] of byTarget) {
   const total = entries.reduce((sum, entry) => sum + entry.runs, 0);
   const failed = entries.filter((entry) => entry.failed).length;
   console.log(`\n${target}: ${total} runs, ${failed} failing propert${failed === 1 ? 'y' : 'ies'}`);
-  for (const entry of entries) console.log(`  ${entry.failed ? 'FAIL' : 'ok  '} ${String(entry.runs).padStart(8)} runs ${String((entry.ms / 1000).toFixed(1)).padStart(7)} s  ${entry.property}`);
+  for (const entry of entries)
+    console.log(
+      `  ${entry.failed ? 'FAIL' : 'ok  '} ${String(entry.runs).padStart(8)} runs ${String((entry.ms / 1000).toFixed(1)).padStart(7)} s  ${entry.property}`,
+    );
 }
 process.exit(run.status ?? 1);

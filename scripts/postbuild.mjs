@@ -22,11 +22,14 @@ async function build(config) {
 await build(require('./reader-worker.webpack.config.cjs'));
 const workerDir = new URL('../dist/.reader-worker/', import.meta.url);
 const workerScript = readFileSync(new URL('worker.js', workerDir), 'utf8');
-writeFileSync(new URL('../dist/core/read/worker-script.js', import.meta.url), [
-  '// Built by scripts/postbuild.mjs from core/read/worker-main.ts (see core/read/worker-script.ts).',
-  `export const WORKER_SCRIPT = ${JSON.stringify(workerScript)};`,
-  '',
-].join('\n'));
+writeFileSync(
+  new URL('../dist/core/read/worker-script.js', import.meta.url),
+  [
+    '// Built by scripts/postbuild.mjs from core/read/worker-main.ts (see core/read/worker-script.ts).',
+    `export const WORKER_SCRIPT = ${JSON.stringify(workerScript)};`,
+    '',
+  ].join('\n'),
+);
 rmSync(workerDir, { recursive: true, force: true });
 
 await build(require('../adapters/service-worker/webpack.config.cjs'));

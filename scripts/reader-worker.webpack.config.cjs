@@ -12,7 +12,15 @@ module.exports = {
   // asyncChunks: false: a `blob:` worker has no URL to load chunks from; the `import()`s stay inline.
   output: { path: path.join(serviceWorker.context, 'dist/.reader-worker'), filename: 'worker.js', iife: true, asyncChunks: false },
   // Without the service worker's static-imports loader: the worker leaves hash-noble out (below).
-  module: { rules: [{ test: /\.ts$/, loader: 'ts-loader', options: { configFile: path.join(serviceWorker.context, 'tsconfig.json'), transpileOnly: true } }] },
+  module: {
+    rules: [
+      {
+        test: /\.ts$/,
+        loader: 'ts-loader',
+        options: { configFile: path.join(serviceWorker.context, 'tsconfig.json'), transpileOnly: true },
+      },
+    ],
+  },
   optimization: { ...serviceWorker.optimization, minimize: true },
   // core/hash-noble.ts (noble's SHA-256) is hash.ts's fallback where WebCrypto is missing; the
   // page trusts a worker only once its ping says it has WebCrypto, so the worker leaves it out.

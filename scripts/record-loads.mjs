@@ -25,7 +25,22 @@ const QUIET_MS = 1_000;
 
 /** `webpack serve` of examples/<name> with recordLoads on; resolves once it listens. */
 function serveExample(name) {
-  const args = [WEBPACK_CLI, 'serve', '--config', join(repo, 'examples', name, 'webpack.config.cjs'), '--env', 'recordLoads', '--host', '127.0.0.1', '--port', '0', '--no-open', '--no-hot', '--no-live-reload', '--no-client'];
+  const args = [
+    WEBPACK_CLI,
+    'serve',
+    '--config',
+    join(repo, 'examples', name, 'webpack.config.cjs'),
+    '--env',
+    'recordLoads',
+    '--host',
+    '127.0.0.1',
+    '--port',
+    '0',
+    '--no-open',
+    '--no-hot',
+    '--no-live-reload',
+    '--no-client',
+  ];
   const child = spawn(process.execPath, args, { cwd: repo, stdio: ['ignore', 'pipe', 'pipe'] });
   const exited = new Promise((done) => child.once('exit', done));
   let output = '';
@@ -34,7 +49,15 @@ function serveExample(name) {
       output += chunk.toString('utf8');
       // eslint-disable-next-line no-control-regex
       const match = /Loopback:\s*(http:\/\/127\.0\.0\.1:\d+\/)/.exec(output.replace(/\u001b\[[0-9;]*m/g, ''));
-      if (match) resolveServer({ url: match[1], output: () => output, stop: async () => { if (child.exitCode === null) child.kill('SIGTERM'); await exited; } });
+      if (match)
+        resolveServer({
+          url: match[1],
+          output: () => output,
+          stop: async () => {
+            if (child.exitCode === null) child.kill('SIGTERM');
+            await exited;
+          },
+        });
     };
     child.stdout.on('data', onData);
     child.stderr.on('data', onData);
@@ -66,7 +89,10 @@ async function record(name, merge) {
     const errors = [];
     page.on('pageerror', (error) => errors.push(String(error)));
     await page.goto(server.url, { waitUntil: 'domcontentloaded' });
-    await page.waitForFunction(() => globalThis.exampleReady !== undefined || globalThis.exampleFailed !== undefined, { timeout: READY_TIMEOUT_MS, polling: 100 });
+    await page.waitForFunction(() => globalThis.exampleReady !== undefined || globalThis.exampleFailed !== undefined, {
+      timeout: READY_TIMEOUT_MS,
+      polling: 100,
+    });
     const failed = await page.evaluate(() => globalThis.exampleFailed);
     if (failed !== undefined || errors.length) throw new Error(`examples/${name}: ${failed ?? errors.join('; ')}`);
     await settled(file);

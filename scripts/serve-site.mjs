@@ -17,7 +17,9 @@ export async function serveSite(repo, site, script) {
     server = await startStaticServer({ root: site, port, host: '127.0.0.1' });
   } catch (error) {
     const why = error?.code === 'EADDRINUSE' ? 'is busy (another program listens on it)' : `cannot be used: ${error?.message ?? error}`;
-    console.error(`${script}: port ${port} on 127.0.0.1 ${why}. Pick another with PORT, e.g. PORT=8081 npm run ${script} (PORT=0 takes any free port).`);
+    console.error(
+      `${script}: port ${port} on 127.0.0.1 ${why}. Pick another with PORT, e.g. PORT=8081 npm run ${script} (PORT=0 takes any free port).`,
+    );
     process.exit(1);
   }
   const stop = () => server.close().then(() => process.exit(0));

@@ -36,13 +36,19 @@ async function bundleEntry(entry, repo) {
   const file = path.join(repo, entry.file);
   const result = await build({
     entryPoints: ['size-entry'],
-    plugins: [{
-      name: 'size-entry',
-      setup(builder) {
-        builder.onResolve({ filter: /^size-entry$/ }, () => ({ path: 'size-entry', namespace: 'size-entry' }));
-        builder.onLoad({ filter: /.*/, namespace: 'size-entry' }, () => ({ contents: `export * from ${JSON.stringify(file)};`, resolveDir: repo, loader: 'js' }));
+    plugins: [
+      {
+        name: 'size-entry',
+        setup(builder) {
+          builder.onResolve({ filter: /^size-entry$/ }, () => ({ path: 'size-entry', namespace: 'size-entry' }));
+          builder.onLoad({ filter: /.*/, namespace: 'size-entry' }, () => ({
+            contents: `export * from ${JSON.stringify(file)};`,
+            resolveDir: repo,
+            loader: 'js',
+          }));
+        },
       },
-    }],
+    ],
     absWorkingDir: repo, // the metafile's paths are relative to it
     bundle: true,
     splitting: true,
@@ -67,18 +73,25 @@ async function bundleEntry(entry, repo) {
   visit(entryOutput);
   const inputs = new Map();
   for (const name of eager) {
-    for (const [input, { bytesInOutput }] of Object.entries(outputs[name].inputs)) inputs.set(input, (inputs.get(input) ?? 0) + bytesInOutput);
+    for (const [input, { bytesInOutput }] of Object.entries(outputs[name].inputs))
+      inputs.set(input, (inputs.get(input) ?? 0) + bytesInOutput);
   }
   // esbuild cuts what the entry and its `import()`s share into chunks of their own; webpack and
   // Rollup (Vite) put it in the entry's chunk, which has loaded first: so the chunks that load with
   // the game are measured as one file. Each on-demand chunk loads apart.
   const eagerText = [...eager].map((name) => texts.get(name)).join('\n');
-  const sizesOf = (names) => names.map((name) => texts.get(name)).reduce((sum, text) => ({ min: sum.min + Buffer.byteLength(text), gzip: sum.gzip + gzipBytes(text) }), { min: 0, gzip: 0 });
+  const sizesOf = (names) =>
+    names
+      .map((name) => texts.get(name))
+      .reduce((sum, text) => ({ min: sum.min + Buffer.byteLength(text), gzip: sum.gzip + gzipBytes(text) }), { min: 0, gzip: 0 });
   return {
     min: Buffer.byteLength(eagerText),
     gzip: gzipBytes(eagerText),
     lazy: sizesOf(Object.keys(outputs).filter((name) => name.endsWith('.js') && !eager.has(name))),
-    inputs: [...inputs].map(([input, bytes]) => ({ input, bytes })).filter(({ bytes }) => bytes > 0).sort((a, b) => b.bytes - a.bytes),
+    inputs: [...inputs]
+      .map(([input, bytes]) => ({ input, bytes }))
+      .filter(({ bytes }) => bytes > 0)
+      .sort((a, b) => b.bytes - a.bytes),
   };
 }
 
@@ -92,7 +105,14 @@ export async function measureEntries(repo = REPO) {
   for (const entry of ENTRIES) {
     if (entry.prebuilt) {
       const text = readFileSync(path.join(repo, entry.file), 'utf8');
-      measures.push({ name: entry.name, importPath: entry.importPath, min: Buffer.byteLength(text), gzip: gzipBytes(text), lazy: { min: 0, gzip: 0 }, inputs: [] });
+      measures.push({
+        name: entry.name,
+        importPath: entry.importPath,
+        min: Buffer.byteLength(text),
+        gzip: gzipBytes(text),
+        lazy: { min: 0, gzip: 0 },
+        inputs: [],
+      });
     } else {
       measures.push({ name: entry.name, importPath: entry.importPath, ...(await bundleEntry(entry, repo)) });
     }
@@ -105,7 +125,9 @@ const kilobytes = (bytes) => `${(bytes / 1024).toFixed(1)} KB`;
 function printMeasures(measures, top) {
   console.log('entry                  min         min+gzip    on demand (min+gzip)');
   for (const { importPath, min, gzip, lazy } of measures) {
-    console.log(`${importPath.padEnd(22)} ${kilobytes(min).padStart(9)}   ${kilobytes(gzip).padStart(9)}   ${lazy.gzip ? kilobytes(lazy.gzip).padStart(9) : '        -'}`);
+    console.log(
+      `${importPath.padEnd(22)} ${kilobytes(min).padStart(9)}   ${kilobytes(gzip).padStart(9)}   ${lazy.gzip ? kilobytes(lazy.gzip).padStart(9) : '        -'}`,
+    );
   }
   for (const { importPath, inputs } of measures) {
     if (inputs.length === 0 || top === 0) continue;

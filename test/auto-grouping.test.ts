@@ -20,10 +20,19 @@ describe('referencesOf: the formats read', () => {
     const gltf = {
       asset: { version: '2.0' },
       buffers: [{ uri: 'mesh%20data.bin' }, { uri: 'data:application/octet-stream;base64,AAAA' }, { uri: '../shared/anim.bin?v=2' }],
-      images: [{ uri: 'textures/wood.png' }, { bufferView: 3, mimeType: 'image/png' }, { uri: 'https://cdn.example/x.png' }, { uri: '/abs.png' }],
+      images: [
+        { uri: 'textures/wood.png' },
+        { bufferView: 3, mimeType: 'image/png' },
+        { uri: 'https://cdn.example/x.png' },
+        { uri: '/abs.png' },
+      ],
     };
     const listed = listing('models/crate/mesh data.bin', 'models/shared/anim.bin', 'models/crate/textures/wood.png', 'x.png', 'abs.png');
-    expect(referencesOf('models/crate/crate.gltf', text(gltf), listed)).toEqual(['models/crate/mesh data.bin', 'models/shared/anim.bin', 'models/crate/textures/wood.png']);
+    expect(referencesOf('models/crate/crate.gltf', text(gltf), listed)).toEqual([
+      'models/crate/mesh data.bin',
+      'models/shared/anim.bin',
+      'models/crate/textures/wood.png',
+    ]);
   });
 
   test('a .glb: its JSON chunk, read as a .gltf (the bytes may stop after that chunk)', () => {
@@ -31,41 +40,81 @@ describe('referencesOf: the formats read', () => {
     const listed = listing('glb/kenney-platformer-kit/Textures/colormap.png');
     expect(referencesOf('glb/kenney-platformer-kit/coin.glb', glb, listed)).toEqual(['glb/kenney-platformer-kit/Textures/colormap.png']);
     const jsonEnd = 20 + glb.readUInt32LE(12);
-    expect(referencesOf('glb/kenney-platformer-kit/coin.glb', glb.subarray(0, jsonEnd), listed)).toEqual(['glb/kenney-platformer-kit/Textures/colormap.png']);
+    expect(referencesOf('glb/kenney-platformer-kit/coin.glb', glb.subarray(0, jsonEnd), listed)).toEqual([
+      'glb/kenney-platformer-kit/Textures/colormap.png',
+    ]);
     expect(referencesOf('glb/kenney-platformer-kit/coin.glb', glb.subarray(0, jsonEnd - 1), listed)).toEqual([]);
   });
 
   test('atlas JSON meta.image and bitmap font JSON pages[] beside the JSON; multiatlas textures[].image and audio sprite resources[] from the root, else beside', () => {
-    expect(referencesOf('atlas/emoji/emoji.json', readFileSync(join(REPO, 'examples/assets/atlas/emoji/emoji.json')), listing('atlas/emoji/emoji.png'))).toEqual(['atlas/emoji/emoji.png']);
-    const multi = { textures: [{ image: 'sheet-0.png', frames: [] }, { image: 'sheet-1.png', frames: [] }] };
+    expect(
+      referencesOf(
+        'atlas/emoji/emoji.json',
+        readFileSync(join(REPO, 'examples/assets/atlas/emoji/emoji.json')),
+        listing('atlas/emoji/emoji.png'),
+      ),
+    ).toEqual(['atlas/emoji/emoji.png']);
+    const multi = {
+      textures: [
+        { image: 'sheet-0.png', frames: [] },
+        { image: 'sheet-1.png', frames: [] },
+      ],
+    };
     // Phaser loads a multiatlas's images through its loader path: the asset root, or else beside the JSON.
-    expect(referencesOf('ui/sheets.json', text(multi), listing('ui/sheet-0.png', 'sheet-1.png', 'ui/sheet-1.png'))).toEqual(['ui/sheet-0.png', 'sheet-1.png']);
+    expect(referencesOf('ui/sheets.json', text(multi), listing('ui/sheet-0.png', 'sheet-1.png', 'ui/sheet-1.png'))).toEqual([
+      'ui/sheet-0.png',
+      'sheet-1.png',
+    ]);
     const sprite = { resources: ['sfx.ogg', 'sfx.mp3'], spritemap: { boom: { start: 0, end: 1 } } };
-    expect(referencesOf('audio/sfx.json', text(sprite), listing('audio/sfx.ogg', 'audio/sfx.mp3'))).toEqual(['audio/sfx.ogg', 'audio/sfx.mp3']);
+    expect(referencesOf('audio/sfx.json', text(sprite), listing('audio/sfx.ogg', 'audio/sfx.mp3'))).toEqual([
+      'audio/sfx.ogg',
+      'audio/sfx.mp3',
+    ]);
     const font = { pages: ['font_0.png'], chars: [], info: {}, common: {} };
     expect(referencesOf('fonts/arial.json', text(font), listing('fonts/font_0.png'))).toEqual(['fonts/font_0.png']);
   });
 
   test('AngelCode bitmap fonts: <page file> in XML (.xml, .fnt), page lines in the text .fnt', () => {
-    const xml = '<?xml version="1.0"?>\n<font><!-- <page id="9" file="old.png"/> --><pages><page id="0" file="gothic_0.png" /><page id=\'1\' file=\'gothic&amp;1.png\'/></pages></font>';
+    const xml =
+      '<?xml version="1.0"?>\n<font><!-- <page id="9" file="old.png"/> --><pages><page id="0" file="gothic_0.png" /><page id=\'1\' file=\'gothic&amp;1.png\'/></pages></font>';
     const listed = listing('fonts/gothic_0.png', 'fonts/gothic&1.png', 'fonts/old.png');
     expect(referencesOf('fonts/gothic.xml', text(xml), listed)).toEqual(['fonts/gothic_0.png', 'fonts/gothic&1.png']);
     expect(referencesOf('fonts/gothic.fnt', text(xml), listed)).toEqual(['fonts/gothic_0.png', 'fonts/gothic&1.png']);
-    const plain = 'info face="Gothic" size=32\r\ncommon lineHeight=32 pages=2\r\npage id=0 file="gothic_0.png"\r\npage id=1 file=gothic_1.png\r\nchars count=0\r\n';
-    expect(referencesOf('fonts/gothic.fnt', text(plain), listing('fonts/gothic_0.png', 'fonts/gothic_1.png'))).toEqual(['fonts/gothic_0.png', 'fonts/gothic_1.png']);
+    const plain =
+      'info face="Gothic" size=32\r\ncommon lineHeight=32 pages=2\r\npage id=0 file="gothic_0.png"\r\npage id=1 file=gothic_1.png\r\nchars count=0\r\n';
+    expect(referencesOf('fonts/gothic.fnt', text(plain), listing('fonts/gothic_0.png', 'fonts/gothic_1.png'))).toEqual([
+      'fonts/gothic_0.png',
+      'fonts/gothic_1.png',
+    ]);
   });
 
-  test('Tiled: a JSON map\'s tilesets (embedded image, external source), image layers in groups; a .tsx\'s image; a TMX map; a Starling atlas', () => {
-    expect(referencesOf('tilemap/tilemaps/simple-map.json', readFileSync(join(REPO, 'examples/assets/tilemap/tilemaps/simple-map.json')), listing('tilemap/tilesets/kenney-tileset-64px-extruded.png')))
-      .toEqual(['tilemap/tilesets/kenney-tileset-64px-extruded.png']);
+  test("Tiled: a JSON map's tilesets (embedded image, external source), image layers in groups; a .tsx's image; a TMX map; a Starling atlas", () => {
+    expect(
+      referencesOf(
+        'tilemap/tilemaps/simple-map.json',
+        readFileSync(join(REPO, 'examples/assets/tilemap/tilemaps/simple-map.json')),
+        listing('tilemap/tilesets/kenney-tileset-64px-extruded.png'),
+      ),
+    ).toEqual(['tilemap/tilesets/kenney-tileset-64px-extruded.png']);
     const map = {
       type: 'map',
-      tilesets: [{ firstgid: 1, source: '../tilesets/dungeon.tsx' }, { firstgid: 100, name: 'items', tiles: [{ id: 0, image: 'items/key.png' }] }],
-      layers: [{ type: 'tilelayer', data: [] }, { type: 'group', layers: [{ type: 'imagelayer', image: 'sky.png' }] }],
+      tilesets: [
+        { firstgid: 1, source: '../tilesets/dungeon.tsx' },
+        { firstgid: 100, name: 'items', tiles: [{ id: 0, image: 'items/key.png' }] },
+      ],
+      layers: [
+        { type: 'tilelayer', data: [] },
+        { type: 'group', layers: [{ type: 'imagelayer', image: 'sky.png' }] },
+      ],
     };
     const listed = listing('maps/tilesets/dungeon.tsx', 'maps/levels/items/key.png', 'maps/levels/sky.png', 'maps/tilesets/dungeon.png');
-    expect(referencesOf('maps/levels/one.tmj', text(map), listed)).toEqual(['maps/tilesets/dungeon.tsx', 'maps/levels/items/key.png', 'maps/levels/sky.png']);
-    const tsx = '<?xml version="1.0"?>\n<tileset version="1.10" name="dungeon" tilewidth="16"><image source="dungeon.png" width="256"/></tileset>';
+    expect(referencesOf('maps/levels/one.tmj', text(map), listed)).toEqual([
+      'maps/tilesets/dungeon.tsx',
+      'maps/levels/items/key.png',
+      'maps/levels/sky.png',
+    ]);
+    const tsx =
+      '<?xml version="1.0"?>\n<tileset version="1.10" name="dungeon" tilewidth="16"><image source="dungeon.png" width="256"/></tileset>';
     expect(referencesOf('maps/tilesets/dungeon.tsx', text(tsx), listed)).toEqual(['maps/tilesets/dungeon.png']);
     const tmx = '<map><tileset firstgid="1" source="../tilesets/dungeon.tsx"/><imagelayer><image source="sky.png"/></imagelayer></map>';
     expect(referencesOf('maps/levels/one.tmx', text(tmx), listed)).toEqual(['maps/tilesets/dungeon.tsx', 'maps/levels/sky.png']);
@@ -75,7 +124,7 @@ describe('referencesOf: the formats read', () => {
     expect(referencesOf('ui/hud.xml', text(starling), listing('ui/hud.png'))).toEqual(['ui/hud.png']);
   });
 
-  test('a Phaser pack file: url (string, array, {url} objects), textureURL, atlasURL, fontDataURL, normalMap, <key>.<extension>; the section\'s path and baseURL; root first, then beside the pack', () => {
+  test("a Phaser pack file: url (string, array, {url} objects), textureURL, atlasURL, fontDataURL, normalMap, <key>.<extension>; the section's path and baseURL; root first, then beside the pack", () => {
     const pack = {
       meta: { app: 'Phaser Editor', version: '3' },
       boot: {
@@ -92,20 +141,49 @@ describe('referencesOf: the formats read', () => {
       level: {
         path: 'levels/one',
         defaultType: 'image',
-        files: [{ key: 'floor' }, { key: 'wall', extension: 'jpg' }, { type: 'tilemapTiledJSON', key: 'map' }, { type: 'json', key: 'settings', url: { inline: true } }],
+        files: [
+          { key: 'floor' },
+          { key: 'wall', extension: 'jpg' },
+          { type: 'tilemapTiledJSON', key: 'map' },
+          { type: 'json', key: 'settings', url: { inline: true } },
+        ],
       },
       cdn: { baseURL: 'https://cdn.example/game/', path: 'sounds', files: [{ type: 'audio', key: 'theme', url: 'theme.ogg' }] },
       relative: { baseURL: 'extra', files: [{ type: 'spritesheet', key: 'slime', url: 'slime.png' }] },
     };
     const listed = listing(
-      'images/logo.png', 'images/logo-n.png', 'audio/laser1.ogg', 'audio/laser1.mp3', 'audio/jump.mp3', 'atlas/emoji.png', 'atlas/emoji.json',
-      'fonts/gothic.png', 'fonts/gothic.xml', 'packs/level-1.json', 'levels/one/floor.png', 'levels/one/wall.jpg', 'levels/one/map.json',
-      'sounds/theme.ogg', 'packs/extra/slime.png',
+      'images/logo.png',
+      'images/logo-n.png',
+      'audio/laser1.ogg',
+      'audio/laser1.mp3',
+      'audio/jump.mp3',
+      'atlas/emoji.png',
+      'atlas/emoji.json',
+      'fonts/gothic.png',
+      'fonts/gothic.xml',
+      'packs/level-1.json',
+      'levels/one/floor.png',
+      'levels/one/wall.jpg',
+      'levels/one/map.json',
+      'sounds/theme.ogg',
+      'packs/extra/slime.png',
     );
     expect(referencesOf('packs/pack.json', text(pack), listed)).toEqual([
-      'images/logo.png', 'images/logo-n.png', 'audio/laser1.ogg', 'audio/laser1.mp3', 'audio/jump.mp3', 'atlas/emoji.png', 'atlas/emoji.json',
-      'fonts/gothic.png', 'fonts/gothic.xml', 'packs/level-1.json', 'levels/one/floor.png', 'levels/one/wall.jpg', 'levels/one/map.json',
-      'sounds/theme.ogg', 'packs/extra/slime.png',
+      'images/logo.png',
+      'images/logo-n.png',
+      'audio/laser1.ogg',
+      'audio/laser1.mp3',
+      'audio/jump.mp3',
+      'atlas/emoji.png',
+      'atlas/emoji.json',
+      'fonts/gothic.png',
+      'fonts/gothic.xml',
+      'packs/level-1.json',
+      'levels/one/floor.png',
+      'levels/one/wall.jpg',
+      'levels/one/map.json',
+      'sounds/theme.ogg',
+      'packs/extra/slime.png',
     ]);
   });
 
@@ -114,7 +192,13 @@ describe('referencesOf: the formats read', () => {
     expect(referencesOf('bad.gltf', text('{"images": [{"uri": "a.png"}'), listed)).toEqual([]);
     expect(referencesOf('bad.json', new Uint8Array([0x7b, 0xff, 0x7d]), listed)).toEqual([]);
     expect(referencesOf('bad.glb', text('glTF'), listed)).toEqual([]);
-    expect(referencesOf('self.gltf', text({ images: [{ uri: 'self.gltf' }, { uri: 'a.png' }, { uri: './a.png' }] }), listing('a.png', 'self.gltf'))).toEqual(['a.png']);
+    expect(
+      referencesOf(
+        'self.gltf',
+        text({ images: [{ uri: 'self.gltf' }, { uri: 'a.png' }, { uri: './a.png' }] }),
+        listing('a.png', 'self.gltf'),
+      ),
+    ).toEqual(['a.png']);
     expect(mayReference('scene.GLTF')).toBe(true);
     expect(mayReference('notes.txt')).toBe(false);
     expect(mayReference('json')).toBe(false);
@@ -130,7 +214,9 @@ describe('groupByReferences: the rules', () => {
       ['models/a.gltf', ['models/shared.png', 'models/a.bin']],
     ]);
     const grouping = groupByReferences(references, groupByFolder(2));
-    expect(['packs/title.json', 'atlas/ui.json', 'atlas/ui.png', 'audio/theme.ogg'].map((path) => grouping.groupOf(path))).toEqual(Array(4).fill('ref:packs/title.json'));
+    expect(['packs/title.json', 'atlas/ui.json', 'atlas/ui.png', 'audio/theme.ogg'].map((path) => grouping.groupOf(path))).toEqual(
+      Array(4).fill('ref:packs/title.json'),
+    );
     expect(grouping.groupOf('models/shared.png')).toBe('ref:models/a.gltf');
     expect(grouping.groupOf('models/b.bin')).toBe('ref:models/b.gltf');
     expect(grouping.groupOf('models/b.gltf')).toBe('ref:models/b.gltf');
@@ -156,22 +242,46 @@ describe('groupByReferences: the rules', () => {
 
 /** The example assets a game might ship, copied into a tree, and a Phaser pack file listing some of them. */
 const EXAMPLE_FILES = [
-  'gltf/BoxTextured/BoxTextured.gltf', 'gltf/BoxTextured/BoxTextured0.bin', 'gltf/BoxTextured/CesiumLogoFlat.png',
-  'gltf/CesiumMilkTruck/CesiumMilkTruck.gltf', 'gltf/CesiumMilkTruck/CesiumMilkTruck.jpg', 'gltf/CesiumMilkTruck/CesiumMilkTruck_data.bin',
-  'glb/CesiumMan.glb', 'glb/kenney-platformer-kit/character.glb', 'glb/kenney-platformer-kit/coin.glb', 'glb/kenney-platformer-kit/Textures/colormap.png',
-  'atlas/emoji/emoji.json', 'atlas/emoji/emoji.png',
-  'tilemap/tilemaps/simple-map.json', 'tilemap/tilesets/kenney-tileset-64px-extruded.png',
-  'spritesheet/superpowers/slime/sprite-sheet-141x107.png', 'spritesheet/superpowers/chest/sprite-sheet-127x88.png',
+  'gltf/BoxTextured/BoxTextured.gltf',
+  'gltf/BoxTextured/BoxTextured0.bin',
+  'gltf/BoxTextured/CesiumLogoFlat.png',
+  'gltf/CesiumMilkTruck/CesiumMilkTruck.gltf',
+  'gltf/CesiumMilkTruck/CesiumMilkTruck.jpg',
+  'gltf/CesiumMilkTruck/CesiumMilkTruck_data.bin',
+  'glb/CesiumMan.glb',
+  'glb/kenney-platformer-kit/character.glb',
+  'glb/kenney-platformer-kit/coin.glb',
+  'glb/kenney-platformer-kit/Textures/colormap.png',
+  'atlas/emoji/emoji.json',
+  'atlas/emoji/emoji.png',
+  'tilemap/tilemaps/simple-map.json',
+  'tilemap/tilesets/kenney-tileset-64px-extruded.png',
+  'spritesheet/superpowers/slime/sprite-sheet-141x107.png',
+  'spritesheet/superpowers/chest/sprite-sheet-127x88.png',
   'bitmapfont/retrofont/font-16x16.png',
-  'audio/arcade-kenney/laser1.ogg', 'audio/arcade-kenney/laser1.mp3', 'audio/kenney-platformer-kit/coin.ogg', 'audio/superpowers/theme-4.ogg',
-  'images/kenney/coin.png', 'images/kenney/particle.png',
+  'audio/arcade-kenney/laser1.ogg',
+  'audio/arcade-kenney/laser1.mp3',
+  'audio/kenney-platformer-kit/coin.ogg',
+  'audio/superpowers/theme-4.ogg',
+  'images/kenney/coin.png',
+  'images/kenney/particle.png',
 ];
 
 const PACK = {
   battle: {
     files: [
-      { type: 'spritesheet', key: 'slime', url: 'spritesheet/superpowers/slime/sprite-sheet-141x107.png', frameConfig: { frameWidth: 141, frameHeight: 107 } },
-      { type: 'spritesheet', key: 'chest', url: 'spritesheet/superpowers/chest/sprite-sheet-127x88.png', frameConfig: { frameWidth: 127, frameHeight: 88 } },
+      {
+        type: 'spritesheet',
+        key: 'slime',
+        url: 'spritesheet/superpowers/slime/sprite-sheet-141x107.png',
+        frameConfig: { frameWidth: 141, frameHeight: 107 },
+      },
+      {
+        type: 'spritesheet',
+        key: 'chest',
+        url: 'spritesheet/superpowers/chest/sprite-sheet-127x88.png',
+        frameConfig: { frameWidth: 127, frameHeight: 88 },
+      },
       { type: 'audio', key: 'laser', url: ['audio/arcade-kenney/laser1.ogg', 'audio/arcade-kenney/laser1.mp3'] },
       { type: 'image', key: 'font', url: 'bitmapfont/retrofont/font-16x16.png' },
     ],
@@ -209,17 +319,28 @@ describe('awake-bundle --group auto on the example assets', () => {
     const result = runCli([exampleTree(), '--out', out, '--group', 'auto', '--json']);
     expect(result.code).toBe(0);
     const bundle = bundleOf(out);
-    const together = (paths: string[]) => expect({ paths, bundles: new Set(paths.map((path) => bundle.get(path))).size }).toEqual({ paths, bundles: 1 });
+    const together = (paths: string[]) =>
+      expect({ paths, bundles: new Set(paths.map((path) => bundle.get(path))).size }).toEqual({ paths, bundles: 1 });
     const apart = (a: string, b: string) => expect({ a, b, same: bundle.get(a) === bundle.get(b) }).toEqual({ a, b, same: false });
     together(['gltf/BoxTextured/BoxTextured.gltf', 'gltf/BoxTextured/BoxTextured0.bin', 'gltf/BoxTextured/CesiumLogoFlat.png']);
-    together(['gltf/CesiumMilkTruck/CesiumMilkTruck.gltf', 'gltf/CesiumMilkTruck/CesiumMilkTruck.jpg', 'gltf/CesiumMilkTruck/CesiumMilkTruck_data.bin']);
+    together([
+      'gltf/CesiumMilkTruck/CesiumMilkTruck.gltf',
+      'gltf/CesiumMilkTruck/CesiumMilkTruck.jpg',
+      'gltf/CesiumMilkTruck/CesiumMilkTruck_data.bin',
+    ]);
     // The shared texture goes with the first of its referrers in key order: character.glb.
     together(['glb/kenney-platformer-kit/character.glb', 'glb/kenney-platformer-kit/Textures/colormap.png']);
     apart('glb/kenney-platformer-kit/coin.glb', 'glb/kenney-platformer-kit/character.glb');
     together(['atlas/emoji/emoji.json', 'atlas/emoji/emoji.png']);
     together(['tilemap/tilemaps/simple-map.json', 'tilemap/tilesets/kenney-tileset-64px-extruded.png']);
-    together(['packs/battle.json', 'spritesheet/superpowers/slime/sprite-sheet-141x107.png', 'spritesheet/superpowers/chest/sprite-sheet-127x88.png',
-      'audio/arcade-kenney/laser1.ogg', 'audio/arcade-kenney/laser1.mp3', 'bitmapfont/retrofont/font-16x16.png']);
+    together([
+      'packs/battle.json',
+      'spritesheet/superpowers/slime/sprite-sheet-141x107.png',
+      'spritesheet/superpowers/chest/sprite-sheet-127x88.png',
+      'audio/arcade-kenney/laser1.ogg',
+      'audio/arcade-kenney/laser1.mp3',
+      'bitmapfont/retrofont/font-16x16.png',
+    ]);
     // No two models share a bundle; what nothing references stays in its folder's group.
     apart('gltf/BoxTextured/BoxTextured.gltf', 'gltf/CesiumMilkTruck/CesiumMilkTruck.gltf');
     apart('audio/kenney-platformer-kit/coin.ogg', 'audio/arcade-kenney/laser1.ogg');
@@ -249,14 +370,22 @@ describe('awake-bundle --group auto on the example assets', () => {
     expect(bundle.get('gltf/BoxTextured/BoxTextured0.bin')).toBe(bundle.get('gltf/BoxTextured/BoxTextured.gltf'));
   });
 
-  test('collectReferences with readReferrerFile reads each referrer\'s references from disk', async () => {
+  test("collectReferences with readReferrerFile reads each referrer's references from disk", async () => {
     const tree = exampleTree();
     const files = await listFolderFiles(tree);
     const onDisk = new Map(files.map((file) => [file.path, file.absolutePath]));
-    const references = await collectReferences(files.map((file) => file.path), (path) => readReferrerFile(onDisk.get(path)!, path));
+    const references = await collectReferences(
+      files.map((file) => file.path),
+      (path) => readReferrerFile(onDisk.get(path)!, path),
+    );
     expect([...references.keys()].sort()).toEqual([
-      'atlas/emoji/emoji.json', 'glb/kenney-platformer-kit/character.glb', 'glb/kenney-platformer-kit/coin.glb', 'gltf/BoxTextured/BoxTextured.gltf',
-      'gltf/CesiumMilkTruck/CesiumMilkTruck.gltf', 'packs/battle.json', 'tilemap/tilemaps/simple-map.json',
+      'atlas/emoji/emoji.json',
+      'glb/kenney-platformer-kit/character.glb',
+      'glb/kenney-platformer-kit/coin.glb',
+      'gltf/BoxTextured/BoxTextured.gltf',
+      'gltf/CesiumMilkTruck/CesiumMilkTruck.gltf',
+      'packs/battle.json',
+      'tilemap/tilemaps/simple-map.json',
     ]);
     // A .glb is read up to the end of its JSON chunk only.
     const glb = await readReferrerFile(onDisk.get('glb/CesiumMan.glb')!, 'glb/CesiumMan.glb');

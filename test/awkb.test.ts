@@ -9,47 +9,63 @@ import { BundleFormatError, compareKeys, decodeBundle, encodeBundle, memberBytes
 const sha256 = (bytes: Uint8Array) => createHash('sha256').update(bytes).digest('hex');
 
 /** Keys that are safe paths, with non-ASCII and astral (above U+FFFF) characters mixed in. */
-const segment = fc.string({ unit: fc.oneof(fc.constantFrom('a', 'b', 'Z', '-', ' ', 'é', 'Ａ', '😀', '𝄞', '\u{10ffff}'), fc.constantFrom('x', 'y')), minLength: 1, maxLength: 6 }).filter((s) => s !== '.' && s !== '..');
+const segment = fc
+  .string({
+    unit: fc.oneof(fc.constantFrom('a', 'b', 'Z', '-', ' ', 'é', 'Ａ', '😀', '𝄞', '\u{10ffff}'), fc.constantFrom('x', 'y')),
+    minLength: 1,
+    maxLength: 6,
+  })
+  .filter((s) => s !== '.' && s !== '..');
 const key = fc.array(segment, { minLength: 1, maxLength: 3 }).map((parts) => parts.join('/'));
 const contents = fc.array(fc.uint8Array({ maxLength: 64 }), { minLength: 1, maxLength: 4 });
 
 const members = fc
   .tuple(fc.uniqueArray(key, { minLength: 0, maxLength: 12 }), contents, fc.array(fc.nat(), { maxLength: 12 }))
-  .map(([keys, pool, picks]) => keys.map((k, i) => {
-    const bytes = pool[(picks[i] ?? i) % pool.length]!;
-    return { key: k, bytes, sha256: sha256(bytes) } satisfies BundleMemberInput;
-  }));
+  .map(([keys, pool, picks]) =>
+    keys.map((k, i) => {
+      const bytes = pool[(picks[i] ?? i) % pool.length]!;
+      return { key: k, bytes, sha256: sha256(bytes) } satisfies BundleMemberInput;
+    }),
+  );
 
 describe('encodeBundle / decodeBundle', () => {
   test('decode(encode(x)) gives back every member, its bytes and its hash', () => {
-    fc.assert(fc.property(members, (input) => {
-      const bytes = encodeBundle(input);
-      const decoded = decodeBundle(bytes);
-      const sorted = [...input].sort((a, b) => compareKeys(a.key, b.key));
-      expect(decoded.records.map((r) => r.key)).toEqual(sorted.map((m) => m.key));
-      for (const record of decoded.records) {
-        const original = input.find((m) => m.key === record.key)!;
-        expect(record.sha256).toBe(original.sha256);
-        expect(Buffer.from(memberBytes(bytes, record)).equals(Buffer.from(original.bytes))).toBe(true);
-      }
-    }));
+    fc.assert(
+      fc.property(members, (input) => {
+        const bytes = encodeBundle(input);
+        const decoded = decodeBundle(bytes);
+        const sorted = [...input].sort((a, b) => compareKeys(a.key, b.key));
+        expect(decoded.records.map((r) => r.key)).toEqual(sorted.map((m) => m.key));
+        for (const record of decoded.records) {
+          const original = input.find((m) => m.key === record.key)!;
+          expect(record.sha256).toBe(original.sha256);
+          expect(Buffer.from(memberBytes(bytes, record)).equals(Buffer.from(original.bytes))).toBe(true);
+        }
+      }),
+    );
   });
 
   test('each distinct content is stored once, and the file ends with the last content byte', () => {
-    fc.assert(fc.property(members, (input) => {
-      const bytes = encodeBundle(input);
-      const decoded = decodeBundle(bytes);
-      const distinct = new Map(input.map((m) => [m.sha256, m.bytes.length]));
-      const dataBytes = [...distinct.values()].reduce((a, b) => a + b, 0);
-      expect(bytes.length).toBe(decoded.dataStart + dataBytes);
-    }));
+    fc.assert(
+      fc.property(members, (input) => {
+        const bytes = encodeBundle(input);
+        const decoded = decodeBundle(bytes);
+        const distinct = new Map(input.map((m) => [m.sha256, m.bytes.length]));
+        const dataBytes = [...distinct.values()].reduce((a, b) => a + b, 0);
+        expect(bytes.length).toBe(decoded.dataStart + dataBytes);
+      }),
+    );
   });
 
   test('the same members in any order give the same bytes', () => {
-    fc.assert(fc.property(members, fc.nat(), (input, seed) => {
-      const shuffled = [...input].sort((a, b) => ((sha256(new TextEncoder().encode(a.key + seed)) < sha256(new TextEncoder().encode(b.key + seed))) ? -1 : 1));
-      expect(Buffer.from(encodeBundle(shuffled)).equals(Buffer.from(encodeBundle(input)))).toBe(true);
-    }));
+    fc.assert(
+      fc.property(members, fc.nat(), (input, seed) => {
+        const shuffled = [...input].sort((a, b) =>
+          sha256(new TextEncoder().encode(a.key + seed)) < sha256(new TextEncoder().encode(b.key + seed)) ? -1 : 1,
+        );
+        expect(Buffer.from(encodeBundle(shuffled)).equals(Buffer.from(encodeBundle(input)))).toBe(true);
+      }),
+    );
   });
 
   test('keys sort by UTF-8 bytes, not UTF-16: U+FF21 comes before U+1F600', () => {
@@ -64,7 +80,12 @@ describe('encodeBundle / decodeBundle', () => {
 
   test('refuses two members with the same key', () => {
     const a = new Uint8Array([1]);
-    expect(() => encodeBundle([{ key: 'k', bytes: a, sha256: sha256(a) }, { key: 'k', bytes: a, sha256: sha256(a) }])).toThrow(/share the key/);
+    expect(() =>
+      encodeBundle([
+        { key: 'k', bytes: a, sha256: sha256(a) },
+        { key: 'k', bytes: a, sha256: sha256(a) },
+      ]),
+    ).toThrow(/share the key/);
   });
 
   test('reads a bundle that is a view into a larger buffer', () => {
@@ -90,28 +111,42 @@ describe('decodeBundle on hostile bytes', () => {
   }
 
   test('random bytes only ever raise BundleFormatError', () => {
-    fc.assert(fc.property(fc.uint8Array({ maxLength: 300 }), (bytes) => {
-      decodeOutcome(bytes);
-    }), { numRuns: 2000 });
+    fc.assert(
+      fc.property(fc.uint8Array({ maxLength: 300 }), (bytes) => {
+        decodeOutcome(bytes);
+      }),
+      { numRuns: 2000 },
+    );
   });
 
   test('random bytes behind a valid magic and version only ever raise BundleFormatError', () => {
     const head = new Uint8Array([0x41, 0x57, 0x4b, 0x42, 0, 1, 0, 0]);
-    fc.assert(fc.property(fc.uint8Array({ maxLength: 300 }), (rest) => {
-      const bytes = new Uint8Array(head.length + rest.length);
-      bytes.set(head);
-      bytes.set(rest, head.length);
-      decodeOutcome(bytes);
-    }), { numRuns: 2000 });
+    fc.assert(
+      fc.property(fc.uint8Array({ maxLength: 300 }), (rest) => {
+        const bytes = new Uint8Array(head.length + rest.length);
+        bytes.set(head);
+        bytes.set(rest, head.length);
+        decodeOutcome(bytes);
+      }),
+      { numRuns: 2000 },
+    );
   });
 
   test('mutated valid bundles decode or raise BundleFormatError, never anything else', () => {
-    fc.assert(fc.property(members, fc.array(fc.tuple(fc.nat(), fc.integer({ min: 0, max: 255 })), { minLength: 1, maxLength: 6 }), fc.nat(), (input, edits, cut) => {
-      const bytes = encodeBundle(input);
-      for (const [at, value] of edits) if (bytes.length > 0) bytes[at % bytes.length] = value;
-      const truncated = cut % 3 === 0 ? bytes.subarray(0, cut % (bytes.length + 1)) : bytes;
-      decodeOutcome(truncated);
-    }), { numRuns: 2000 });
+    fc.assert(
+      fc.property(
+        members,
+        fc.array(fc.tuple(fc.nat(), fc.integer({ min: 0, max: 255 })), { minLength: 1, maxLength: 6 }),
+        fc.nat(),
+        (input, edits, cut) => {
+          const bytes = encodeBundle(input);
+          for (const [at, value] of edits) if (bytes.length > 0) bytes[at % bytes.length] = value;
+          const truncated = cut % 3 === 0 ? bytes.subarray(0, cut % (bytes.length + 1)) : bytes;
+          decodeOutcome(truncated);
+        },
+      ),
+      { numRuns: 2000 },
+    );
   });
 
   test('a huge member count or table size is refused without allocating from it', () => {

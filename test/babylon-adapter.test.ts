@@ -12,7 +12,15 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Page } from 'puppeteer-core';
 import { launchBrowser, startRepoServer, testIf, TESTED_BROWSERS, type LaunchedBrowser, type RepoServer } from './helpers/browser';
-import { BABYLON_PAGE, CUBE_FACES, DAMAGED_MEMBER, babylonSiteDir, publishSite, stageLoose, type BabylonSite } from './helpers/babylon-site';
+import {
+  BABYLON_PAGE,
+  CUBE_FACES,
+  DAMAGED_MEMBER,
+  babylonSiteDir,
+  publishSite,
+  stageLoose,
+  type BabylonSite,
+} from './helpers/babylon-site';
 
 describe.each(TESTED_BROWSERS)('%s', (kind) => {
   /**
@@ -28,7 +36,12 @@ describe.each(TESTED_BROWSERS)('%s', (kind) => {
   let page: Page;
   let site: BabylonSite;
 
-  const MODELS = ['gltf/BoxTextured/BoxTextured.gltf', 'gltf/CesiumMilkTruck/CesiumMilkTruck.gltf', 'glb/CesiumMilkTruck.glb', 'gltf/Box Textured/Box Textured.gltf'];
+  const MODELS = [
+    'gltf/BoxTextured/BoxTextured.gltf',
+    'gltf/CesiumMilkTruck/CesiumMilkTruck.gltf',
+    'glb/CesiumMilkTruck.glb',
+    'gltf/Box Textured/Box Textured.gltf',
+  ];
   const LOOSE = '/site/loose/';
   const INDEX = '/site/published/project.index.json';
   const FACES = CUBE_FACES.map((face) => `_${face}.png`);
@@ -39,12 +52,21 @@ describe.each(TESTED_BROWSERS)('%s', (kind) => {
    * `import()` or helper inside a function handed to `page.evaluate` directly.
    */
   const call = <T>(fn: (t: any, ...args: any[]) => Promise<T> | T, ...args: unknown[]): Promise<T> =>
-    page.evaluate(async (source, args) => {
-      const result = await new Function('t', 'args', `return (${source})(t, ...args)`)((window as unknown as { babylonTest: unknown }).babylonTest, args);
-      // As JSON text, as CDP would copy it: WebDriver BiDi (Firefox) sends an object met twice in a
-      // result as a reference, which puppeteer hands back as undefined.
-      return result === undefined ? undefined : JSON.stringify(result);
-    }, fn.toString(), args).then((text) => (text === undefined ? undefined : JSON.parse(text))) as Promise<T>;
+    page
+      .evaluate(
+        async (source, args) => {
+          const result = await new Function('t', 'args', `return (${source})(t, ...args)`)(
+            (window as unknown as { babylonTest: unknown }).babylonTest,
+            args,
+          );
+          // As JSON text, as CDP would copy it: WebDriver BiDi (Firefox) sends an object met twice in a
+          // result as a reference, which puppeteer hands back as undefined.
+          return result === undefined ? undefined : JSON.stringify(result);
+        },
+        fn.toString(),
+        args,
+      )
+      .then((text) => (text === undefined ? undefined : JSON.parse(text))) as Promise<T>;
 
   beforeAll(async () => {
     const dir = babylonSiteDir();
@@ -89,9 +111,22 @@ describe.each(TESTED_BROWSERS)('%s', (kind) => {
     await call((t) => t.dispose());
   }
 
-  const withoutProgress = (summary: unknown) => { const { progress, ...rest } = summary as { progress?: unknown }; return rest; };
+  const withoutProgress = (summary: unknown) => {
+    const { progress, ...rest } = summary as { progress?: unknown };
+    return rest;
+  };
 
-  describe.each(['ImportMeshAsync', 'LoadAssetContainerAsync', 'AppendSceneAsync', 'SceneLoader.ImportMesh', 'SceneLoader.Append', 'SceneLoader.LoadAssetContainer', 'SceneLoader.ImportMeshAsync', 'SceneLoader.AppendAsync', 'SceneLoader.LoadAssetContainerAsync'])('%s', (api) => {
+  describe.each([
+    'ImportMeshAsync',
+    'LoadAssetContainerAsync',
+    'AppendSceneAsync',
+    'SceneLoader.ImportMesh',
+    'SceneLoader.Append',
+    'SceneLoader.LoadAssetContainer',
+    'SceneLoader.ImportMeshAsync',
+    'SceneLoader.AppendAsync',
+    'SceneLoader.LoadAssetContainerAsync',
+  ])('%s', (api) => {
     test('loads each model from bundles exactly as from loose files, requesting only the index and bundles', async () => {
       const loose: Record<string, unknown> = {};
       for (const model of MODELS) loose[model] = await call((t, api, url) => t.loadModel(api, url), api, LOOSE + encodeURI(model));
@@ -118,7 +153,12 @@ describe.each(TESTED_BROWSERS)('%s', (kind) => {
     server.resetRequests();
     await register();
     try {
-      const loaded = await call((t, api, a, b) => Promise.all([t.loadModel(api, a), t.loadModel(api, b)]), 'ImportMeshAsync', LOOSE + models[0], LOOSE + models[1]);
+      const loaded = await call(
+        (t, api, a, b) => Promise.all([t.loadModel(api, a), t.loadModel(api, b)]),
+        'ImportMeshAsync',
+        LOOSE + models[0],
+        LOOSE + models[1],
+      );
       expect((loaded as { meshes: unknown[] }[]).every((model) => model.meshes.length > 0)).toBe(true);
     } finally {
       await dispose();
@@ -152,8 +192,19 @@ describe.each(TESTED_BROWSERS)('%s', (kind) => {
           formatVersion: 1,
           loads: [
             { name: 'main', paths: ['glb/CesiumMilkTruck.glb'] },
-            { name: 'garage', paths: ['gltf/BoxTextured/BoxTextured.gltf', 'gltf/BoxTextured/BoxTextured0.bin', 'gltf/BoxTextured/CesiumLogoFlat.png'] },
-            { name: 'street', paths: ['gltf/Box Textured/Box Textured.gltf', 'gltf/Box Textured/Box Textured0.bin', 'gltf/Box Textured/Cesium Logo Flat.png', 'glb/CesiumMilkTruck.glb'] },
+            {
+              name: 'garage',
+              paths: ['gltf/BoxTextured/BoxTextured.gltf', 'gltf/BoxTextured/BoxTextured0.bin', 'gltf/BoxTextured/CesiumLogoFlat.png'],
+            },
+            {
+              name: 'street',
+              paths: [
+                'gltf/Box Textured/Box Textured.gltf',
+                'gltf/Box Textured/Box Textured0.bin',
+                'gltf/Box Textured/Cesium Logo Flat.png',
+                'glb/CesiumMilkTruck.glb',
+              ],
+            },
           ],
         },
       });
@@ -162,9 +213,11 @@ describe.each(TESTED_BROWSERS)('%s', (kind) => {
     }
   });
 
-  test('with a development server\'s ask (recordLoads), the registration posts the recorded loads once reads settle and on beginLoad', async () => {
+  test("with a development server's ask (recordLoads), the registration posts the recorded loads once reads settle and on beginLoad", async () => {
     const origin = server.origin;
-    expect(await call((t, options) => t.registerWithDevAsk(options), { indexUrl: INDEX, root: LOOSE })).toEqual({ loadsEndpoint: `${origin}/__awake-bundle/loads` });
+    expect(await call((t, options) => t.registerWithDevAsk(options), { indexUrl: INDEX, root: LOOSE })).toEqual({
+      loadsEndpoint: `${origin}/__awake-bundle/loads`,
+    });
     try {
       const posts = await call(async (t, loose) => {
         t.registration.beginLoad('garage'); // nothing recorded yet: nothing posted
@@ -180,8 +233,16 @@ describe.each(TESTED_BROWSERS)('%s', (kind) => {
         return t.posts;
       }, LOOSE);
       const garage = { name: 'garage', paths: ['glb/CesiumMilkTruck.glb'] };
-      const street = { name: 'street', paths: ['gltf/BoxTextured/BoxTextured.gltf', 'gltf/BoxTextured/BoxTextured0.bin', 'gltf/BoxTextured/CesiumLogoFlat.png'] };
-      const post = (loads: unknown[]) => ({ url: `${origin}/__awake-bundle/loads`, keepalive: true, type: 'application/json', body: { formatVersion: 1, loads } });
+      const street = {
+        name: 'street',
+        paths: ['gltf/BoxTextured/BoxTextured.gltf', 'gltf/BoxTextured/BoxTextured0.bin', 'gltf/BoxTextured/CesiumLogoFlat.png'],
+      };
+      const post = (loads: unknown[]) => ({
+        url: `${origin}/__awake-bundle/loads`,
+        keepalive: true,
+        type: 'application/json',
+        body: { formatVersion: 1, loads },
+      });
       expect(posts).toEqual([post([garage]), post([garage, street])]);
     } finally {
       await dispose();
@@ -190,9 +251,16 @@ describe.each(TESTED_BROWSERS)('%s', (kind) => {
 
   test('URLs that miss the index while it lists their tails: one warning naming the root that would serve them; none with that root', async () => {
     const warnings: string[] = [];
-    const listen = (message: { type(): string; text(): string }) => { if (message.text().includes('load loose')) warnings.push(`${message.type()}: ${message.text()}`); };
+    const listen = (message: { type(): string; text(): string }) => {
+      if (message.text().includes('load loose')) warnings.push(`${message.type()}: ${message.text()}`);
+    };
     page.on('console', listen);
-    const loadTwo = () => call((t, a, b) => t.loadModel('ImportMeshAsync', a).then(() => t.loadModel('ImportMeshAsync', b)), `${LOOSE}gltf/BoxTextured/BoxTextured.gltf`, `${LOOSE}glb/CesiumMilkTruck.glb`);
+    const loadTwo = () =>
+      call(
+        (t, a, b) => t.loadModel('ImportMeshAsync', a).then(() => t.loadModel('ImportMeshAsync', b)),
+        `${LOOSE}gltf/BoxTextured/BoxTextured.gltf`,
+        `${LOOSE}glb/CesiumMilkTruck.glb`,
+      );
     try {
       // No root: the index's folder, /site/published/; the page asks for /site/loose/….
       await register({ root: undefined });
@@ -227,7 +295,9 @@ describe.each(TESTED_BROWSERS)('%s', (kind) => {
   test('a file a bundle holds that the page fetches itself, outside Babylon, is named once in a console.debug line', async () => {
     const url = `${server.origin}${LOOSE}textures/README-kenney.md`;
     const lines: string[] = [];
-    const listen = (message: { type(): string; text(): string }) => { if (message.text().includes(url)) lines.push(`${message.type()}: ${message.text()}`); };
+    const listen = (message: { type(): string; text(): string }) => {
+      if (message.text().includes(url)) lines.push(`${message.type()}: ${message.text()}`);
+    };
     page.on('console', listen);
     try {
       await register();
@@ -272,7 +342,10 @@ describe.each(TESTED_BROWSERS)('%s', (kind) => {
         const byPath = await call((t, path) => t.loadModel('LoadAssetContainerAsync', path, { pluginExtension: '.awkb' }), model);
         const glb = await call((t, path) => t.loadModel('AppendSceneAsync', path, { pluginExtension: '.awkb' }), 'glb/CesiumMilkTruck.glb');
         const glbLoose = await call((t, url) => t.loadModel('AppendSceneAsync', url), `${LOOSE}glb/CesiumMilkTruck.glb`);
-        const rename = (summary: { textures: { name: string }[] }) => ({ ...summary, textures: summary.textures.map((texture) => ({ ...texture, name: texture.name.replace(/^\/site\/published\//, '') })) });
+        const rename = (summary: { textures: { name: string }[] }) => ({
+          ...summary,
+          textures: summary.textures.map((texture) => ({ ...texture, name: texture.name.replace(/^\/site\/published\//, '') })),
+        });
         expect(withoutProgress(rename(byUrl as never))).toEqual(withoutProgress(loose as never));
         expect(withoutProgress(byPath as never)).toMatchObject({ meshes: (loose as { meshes: unknown[] }).meshes });
         expect(withoutProgress(glb as never)).toEqual(withoutProgress(glbLoose as never));
@@ -304,8 +377,13 @@ describe.each(TESTED_BROWSERS)('%s', (kind) => {
       await register();
       try {
         const glb = site.index.files.find((file) => file.path === 'glb/CesiumMilkTruck.glb')!;
-        const viaHook = await call((t, url) => t.loadModel('ImportMeshAsync', url), `${LOOSE}glb/CesiumMilkTruck.glb`) as { progress: { loaded: number; total: number; lengthComputable: boolean }[] };
-        const viaPlugin = await call((t, path) => t.loadModel('ImportMeshAsync', path, { pluginExtension: '.awkb' }), 'glb/CesiumMilkTruck.glb') as typeof viaHook;
+        const viaHook = (await call((t, url) => t.loadModel('ImportMeshAsync', url), `${LOOSE}glb/CesiumMilkTruck.glb`)) as {
+          progress: { loaded: number; total: number; lengthComputable: boolean }[];
+        };
+        const viaPlugin = (await call(
+          (t, path) => t.loadModel('ImportMeshAsync', path, { pluginExtension: '.awkb' }),
+          'glb/CesiumMilkTruck.glb',
+        )) as typeof viaHook;
         for (const { progress } of [viaHook, viaPlugin]) {
           expect(progress.length).toBeGreaterThan(0);
           expect(progress.at(-1)).toEqual({ loaded: glb.sizeBytes, total: glb.sizeBytes, lengthComputable: true });
@@ -318,44 +396,60 @@ describe.each(TESTED_BROWSERS)('%s', (kind) => {
   });
 
   describe('textures and sounds', () => {
-    testIf(WEBGL)('new Texture(url), CubeTexture (six faces and .env) load from bundles with the sizes of a loose load (WebGL only)', async () => {
-      const load = () => Promise.all([
-        call((t, url) => t.loadTexture(url), `${LOOSE}textures/coin.png`),
-        call((t, url, extensions) => t.loadCube(url, extensions), `${LOOSE}textures/cube/sky`, FACES),
-        call((t, url) => t.loadCube(url), `${LOOSE}textures/sky.env`),
-      ]);
-      const loose = await load();
-      expect(loose[0]).toEqual({ width: 128, height: 128, ready: true });
-      expect(loose[1]).toEqual({ width: 128, height: 128, ready: true, isCube: true });
-      expect(loose[2]).toMatchObject({ ready: true, isCube: true });
-      server.resetRequests();
-      await register();
-      try {
-        expect(await load()).toEqual(loose);
-      } finally {
-        await dispose();
-      }
-      expectOnlyIndexAndBundles(siteRequests());
-    });
+    testIf(WEBGL)(
+      'new Texture(url), CubeTexture (six faces and .env) load from bundles with the sizes of a loose load (WebGL only)',
+      async () => {
+        const load = () =>
+          Promise.all([
+            call((t, url) => t.loadTexture(url), `${LOOSE}textures/coin.png`),
+            call((t, url, extensions) => t.loadCube(url, extensions), `${LOOSE}textures/cube/sky`, FACES),
+            call((t, url) => t.loadCube(url), `${LOOSE}textures/sky.env`),
+          ]);
+        const loose = await load();
+        expect(loose[0]).toEqual({ width: 128, height: 128, ready: true });
+        expect(loose[1]).toEqual({ width: 128, height: 128, ready: true, isCube: true });
+        expect(loose[2]).toMatchObject({ ready: true, isCube: true });
+        server.resetRequests();
+        await register();
+        try {
+          expect(await load()).toEqual(loose);
+        } finally {
+          await dispose();
+        }
+        expectOnlyIndexAndBundles(siteRequests());
+      },
+    );
 
-    testIf(WEBGL)('a texture rebuilt after a lost WebGL context is requested by its URL again, and served from its bundle (WebGL only)', async () => {
-      await register();
-      server.resetRequests();
-      try {
-        expect(await call((t, url) => t.rebuildTexture(url), `${LOOSE}textures/coin.png`)).toEqual({ width: 128, height: 128, ready: true });
-      } finally {
-        await dispose();
-      }
-      const requests = siteRequests();
-      expectOnlyIndexAndBundles(requests);
-      // Read once for the load and again for the restore (no cache in this test): its bundle twice.
-      expect(requests.filter((path) => path.endsWith('.awkb'))).toHaveLength(2);
-    });
+    testIf(WEBGL)(
+      'a texture rebuilt after a lost WebGL context is requested by its URL again, and served from its bundle (WebGL only)',
+      async () => {
+        await register();
+        server.resetRequests();
+        try {
+          expect(await call((t, url) => t.rebuildTexture(url), `${LOOSE}textures/coin.png`)).toEqual({
+            width: 128,
+            height: 128,
+            ready: true,
+          });
+        } finally {
+          await dispose();
+        }
+        const requests = siteRequests();
+        expectOnlyIndexAndBundles(requests);
+        // Read once for the load and again for the restore (no cache in this test): its bundle twice.
+        expect(requests.filter((path) => path.endsWith('.awkb'))).toHaveLength(2);
+      },
+    );
 
     test('CreateSoundAsync, CreateStreamingSoundAsync and the legacy Sound play files from bundles', async () => {
       const urls = { static: `${LOOSE}audio/coin.ogg`, streaming: `${LOOSE}audio/theme-4.ogg`, legacy: `${LOOSE}audio/laser1.wav` };
       const loose = await call((t, urls) => t.sounds(urls), urls);
-      expect(loose).toEqual({ staticDuration: expect.any(Number), streamingDuration: expect.any(Number), streamingFrom: 'http:', legacyDuration: expect.any(Number) });
+      expect(loose).toEqual({
+        staticDuration: expect.any(Number),
+        streamingDuration: expect.any(Number),
+        streamingFrom: 'http:',
+        legacyDuration: expect.any(Number),
+      });
       expect((loose as { streamingDuration: number }).streamingDuration).toBeGreaterThan(20_000);
       server.resetRequests();
       await register();
@@ -374,7 +468,11 @@ describe.each(TESTED_BROWSERS)('%s', (kind) => {
       await register({ indexUrl: '/site/damaged/project.index.json', retry: { attempts: 1 } });
       try {
         for (const options of [{}, { pluginExtension: '.awkb' }]) {
-          const outcome = await call((t, url, options) => t.loadModel('ImportMeshAsync', url, options), `${LOOSE}gltf/BoxTextured/BoxTextured.gltf`, options) as { error?: string };
+          const outcome = (await call(
+            (t, url, options) => t.loadModel('ImportMeshAsync', url, options),
+            `${LOOSE}gltf/BoxTextured/BoxTextured.gltf`,
+            options,
+          )) as { error?: string };
           expect(outcome.error).toContain(DAMAGED_MEMBER);
           expect(outcome.error).toMatch(/BundleIntegrityError|E_BUNDLE_INTEGRITY/);
         }
@@ -391,48 +489,69 @@ describe.each(TESTED_BROWSERS)('%s', (kind) => {
       expect(siteRequests().filter((path) => path.startsWith('/site/loose/'))).toEqual([]);
       await dispose();
       server.resetRequests();
-      const after = await call((t, url) => t.loadModel('ImportMeshAsync', url), url) as { meshes: unknown[] };
+      const after = (await call((t, url) => t.loadModel('ImportMeshAsync', url), url)) as { meshes: unknown[] };
       expect(after.meshes.length).toBeGreaterThan(0);
-      expect(siteRequests()).toEqual(expect.arrayContaining(['/site/loose/gltf/BoxTextured/BoxTextured.gltf', '/site/loose/gltf/BoxTextured/BoxTextured0.bin', '/site/loose/gltf/BoxTextured/CesiumLogoFlat.png']));
+      expect(siteRequests()).toEqual(
+        expect.arrayContaining([
+          '/site/loose/gltf/BoxTextured/BoxTextured.gltf',
+          '/site/loose/gltf/BoxTextured/BoxTextured0.bin',
+          '/site/loose/gltf/BoxTextured/CesiumLogoFlat.png',
+        ]),
+      );
       expect(await call((t) => t.hooks())).toEqual({ open: false, fetchAsync: false, modifiers: 0, streaming: 0 });
-      const refused = await call((t, url) => t.loadModel('ImportMeshAsync', url, { pluginExtension: '.awkb' }), url) as { error: string };
+      const refused = (await call((t, url) => t.loadModel('ImportMeshAsync', url, { pluginExtension: '.awkb' }), url)) as { error: string };
       expect(refused.error).toContain('no live registration');
     });
 
-    testIf(WEBGL)('dispose() while a texture loads fails that load with a RequestAbortedError naming the path, logged once (WebGL only)', async () => {
-      const messages: string[] = [];
-      const listen = (message: { type(): string; text(): string }) => messages.push(`${message.type()}: ${message.text()}`);
-      page.on('console', listen);
-      try {
+    testIf(WEBGL)(
+      'dispose() while a texture loads fails that load with a RequestAbortedError naming the path, logged once (WebGL only)',
+      async () => {
+        const messages: string[] = [];
+        const listen = (message: { type(): string; text(): string }) => messages.push(`${message.type()}: ${message.text()}`);
+        page.on('console', listen);
+        try {
+          await register();
+          server.resetRequests();
+          // The order the README once showed: new Texture(url), then dispose() at once.
+          const outcome = (await call((t, url) => t.textureThenDispose(url, { waitForScene: false }), `${LOOSE}textures/coin.png`)) as {
+            settled: boolean;
+            loaded: boolean;
+            exception?: { message: string };
+          };
+          expect(outcome).toMatchObject({ settled: true, loaded: false });
+          // Babylon's error carries the adapter's statusText: the error's name, the path, and why.
+          expect(outcome.exception?.message).toMatch(/RequestAbortedError \(E_ABORTED\)/);
+          expect(outcome.exception?.message).toContain('could not serve textures/coin.png');
+          expect(outcome.exception?.message).toContain('was disposed while it loaded');
+          // Babylon shows its fallback texture and says nothing: the adapter logs the failure, once.
+          expect(messages.filter((message) => message.includes('disposed while it loaded'))).toEqual([
+            `error: awake-bundle: textures/coin.png: the awkb registration of ${server.origin}${INDEX} was disposed while it loaded; call dispose() once the loads that need it have finished`,
+          ]);
+          // Neither the bundle nor the loose file: the registration was gone before anything was fetched.
+          expect(siteRequests()).toEqual([]);
+        } finally {
+          page.off('console', listen);
+          await dispose();
+        }
+      },
+    );
+
+    testIf(WEBGL)(
+      "the README's order, dispose() after await scene.whenReadyAsync(): the texture loaded from its bundle (WebGL only)",
+      async () => {
         await register();
         server.resetRequests();
-        // The order the README once showed: new Texture(url), then dispose() at once.
-        const outcome = await call((t, url) => t.textureThenDispose(url, { waitForScene: false }), `${LOOSE}textures/coin.png`) as { settled: boolean; loaded: boolean; exception?: { message: string } };
-        expect(outcome).toMatchObject({ settled: true, loaded: false });
-        // Babylon's error carries the adapter's statusText: the error's name, the path, and why.
-        expect(outcome.exception?.message).toMatch(/RequestAbortedError \(E_ABORTED\)/);
-        expect(outcome.exception?.message).toContain('could not serve textures/coin.png');
-        expect(outcome.exception?.message).toContain('was disposed while it loaded');
-        // Babylon shows its fallback texture and says nothing: the adapter logs the failure, once.
-        expect(messages.filter((message) => message.includes('disposed while it loaded'))).toEqual([
-          `error: awake-bundle: textures/coin.png: the awkb registration of ${server.origin}${INDEX} was disposed while it loaded; call dispose() once the loads that need it have finished`,
-        ]);
-        // Neither the bundle nor the loose file: the registration was gone before anything was fetched.
-        expect(siteRequests()).toEqual([]);
-      } finally {
-        page.off('console', listen);
-        await dispose();
-      }
-    });
-
-    testIf(WEBGL)('the README\'s order, dispose() after await scene.whenReadyAsync(): the texture loaded from its bundle (WebGL only)', async () => {
-      await register();
-      server.resetRequests();
-      expect(await call((t, url) => t.textureThenDispose(url, { waitForScene: true }), `${LOOSE}textures/coin.png`)).toEqual({ settled: true, loaded: true, width: 128, height: 128 });
-      const requests = siteRequests();
-      expectOnlyIndexAndBundles(requests);
-      expect(requests.filter((path) => path.endsWith('.awkb'))).toHaveLength(1);
-    });
+        expect(await call((t, url) => t.textureThenDispose(url, { waitForScene: true }), `${LOOSE}textures/coin.png`)).toEqual({
+          settled: true,
+          loaded: true,
+          width: 128,
+          height: 128,
+        });
+        const requests = siteRequests();
+        expectOnlyIndexAndBundles(requests);
+        expect(requests.filter((path) => path.endsWith('.awkb'))).toHaveLength(1);
+      },
+    );
 
     test('by default verified files go to the persistent browser cache: a later registration loads with the index request only', async () => {
       const url = `${LOOSE}gltf/CesiumMilkTruck/CesiumMilkTruck.gltf`;

@@ -23,7 +23,14 @@ beforeAll(async () => {
   expect(built.status).toBe(0);
   server = await startStaticServer({ root: join(site, '..') });
   profile = createProfile();
-  browser = await puppeteer.launch({ executablePath: chromiumExecutablePath(), args: [...CHROMIUM_ARGS, '--autoplay-policy=no-user-gesture-required', `--user-data-dir=${profile}`], headless: true, handleSIGINT: false, handleSIGTERM: false, handleSIGHUP: false });
+  browser = await puppeteer.launch({
+    executablePath: chromiumExecutablePath(),
+    args: [...CHROMIUM_ARGS, '--autoplay-policy=no-user-gesture-required', `--user-data-dir=${profile}`],
+    headless: true,
+    handleSIGINT: false,
+    handleSIGTERM: false,
+    handleSIGHUP: false,
+  });
 }, 180_000);
 
 afterAll(async () => {
@@ -39,12 +46,26 @@ test('the example scene renders, every asset read from bundles', async () => {
   const problems: string[] = [];
   page.on('request', (request) => requested.push(new URL(request.url()).pathname));
   page.on('pageerror', (error) => problems.push(String(error)));
-  page.on('console', (message) => { if (message.type() === 'error') problems.push(message.text()); });
-  page.on('response', (response) => { if (response.status() >= 400) problems.push(`${response.status()} ${response.url()}`); });
+  page.on('console', (message) => {
+    if (message.type() === 'error') problems.push(message.text());
+  });
+  page.on('response', (response) => {
+    if (response.status() >= 400) problems.push(`${response.status()} ${response.url()}`);
+  });
   await page.goto(`${server.url}babylon-example/`, { waitUntil: 'load' });
-  await page.waitForFunction(() => (window as { exampleReady?: unknown; exampleFailed?: unknown }).exampleReady !== undefined || (window as { exampleFailed?: unknown }).exampleFailed !== undefined, { timeout: 90_000 });
+  await page.waitForFunction(
+    () =>
+      (window as { exampleReady?: unknown; exampleFailed?: unknown }).exampleReady !== undefined ||
+      (window as { exampleFailed?: unknown }).exampleFailed !== undefined,
+    { timeout: 90_000 },
+  );
   expect(await page.evaluate(() => (window as { exampleFailed?: unknown }).exampleFailed)).toBeUndefined();
-  const ready = await page.evaluate(() => (window as { exampleReady?: unknown }).exampleReady) as { meshes: number; animations: number; texture: unknown; soundMs: number };
+  const ready = (await page.evaluate(() => (window as { exampleReady?: unknown }).exampleReady)) as {
+    meshes: number;
+    animations: number;
+    texture: unknown;
+    soundMs: number;
+  };
   expect(ready).toMatchObject({ texture: { width: 128, height: 128 } });
   expect(ready.meshes).toBeGreaterThan(5);
   expect(ready.animations).toBeGreaterThan(0);

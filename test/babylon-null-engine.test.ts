@@ -34,22 +34,35 @@ afterAll(async () => {
   await server?.close();
 });
 
-const summary = (meshes: AbstractMesh[]) => meshes.map((mesh) => ({ name: mesh.name, vertices: mesh.getTotalVertices(), indices: mesh.getTotalIndices(), material: mesh.material?.name ?? null }));
+const summary = (meshes: AbstractMesh[]) =>
+  meshes.map((mesh) => ({
+    name: mesh.name,
+    vertices: mesh.getTotalVertices(),
+    indices: mesh.getTotalIndices(),
+    material: mesh.material?.name ?? null,
+  }));
 
 test('ImportMeshAsync and LoadAssetContainerAsync with pluginExtension .awkb load a .glb from bundles, as from its loose bytes', async () => {
   const looseScene = new Scene(engine);
-  const loose = await ImportMeshAsync(new Uint8Array(readFileSync(join(dir, 'loose/glb/CesiumMilkTruck.glb'))), looseScene, { pluginExtension: '.glb' });
+  const loose = await ImportMeshAsync(new Uint8Array(readFileSync(join(dir, 'loose/glb/CesiumMilkTruck.glb'))), looseScene, {
+    pluginExtension: '.glb',
+  });
   let registration: AwkbRegistration | undefined;
   try {
     registration = await registerAwkb({ indexUrl: `${server.url}published/project.index.json` });
     const scene = new Scene(engine);
     const progress: number[] = [];
-    const bundled = await ImportMeshAsync('glb/CesiumMilkTruck.glb', scene, { pluginExtension: '.awkb', onProgress: (event) => progress.push(event.loaded) });
+    const bundled = await ImportMeshAsync('glb/CesiumMilkTruck.glb', scene, {
+      pluginExtension: '.awkb',
+      onProgress: (event) => progress.push(event.loaded),
+    });
     expect(summary(bundled.meshes)).toEqual(summary(loose.meshes));
     expect(bundled.meshes.length).toBeGreaterThan(1);
     expect(bundled.animationGroups.map((group) => group.name)).toEqual(loose.animationGroups.map((group) => group.name));
     expect(progress.at(-1)).toBe(readFileSync(join(dir, 'loose/glb/CesiumMilkTruck.glb')).length);
-    const container = await LoadAssetContainerAsync(`${server.url}published/glb/CesiumMilkTruck.glb`, new Scene(engine), { pluginExtension: '.awkb' });
+    const container = await LoadAssetContainerAsync(`${server.url}published/glb/CesiumMilkTruck.glb`, new Scene(engine), {
+      pluginExtension: '.awkb',
+    });
     expect(summary(container.meshes)).toEqual(summary(loose.meshes));
   } finally {
     registration?.dispose();
@@ -72,7 +85,9 @@ test('a .gltf with separate .bin and texture loads from bundles: Babylon constru
   requested.length = 0;
   try {
     for (const options of [{ pluginExtension: '.awkb' }, {}]) {
-      const url = options.pluginExtension ? 'gltf/Box Textured/Box Textured.gltf' : `${server.url}published/gltf/Box%20Textured/Box%20Textured.gltf`;
+      const url = options.pluginExtension
+        ? 'gltf/Box Textured/Box Textured.gltf'
+        : `${server.url}published/gltf/Box%20Textured/Box%20Textured.gltf`;
       const result = await ImportMeshAsync(url, new Scene(engine), options);
       expect(summary(result.meshes)).toEqual([
         { name: '__root__', vertices: 0, indices: 0, material: null },
@@ -91,12 +106,16 @@ test('dispose() aborts a load in flight: it rejects, saying the registration was
   let bundleAsked!: () => void;
   const bundleHeld = new Promise<void>((resolve) => (bundleAsked = resolve));
   const slow = await startStaticServer({
-    root: dir, latencyMs: 60_000,
+    root: dir,
+    latencyMs: 60_000,
     delay: (ms, signal) => (++requests === 1 ? Promise.resolve() : (bundleAsked(), setTimeoutPromise(ms, undefined, { signal }))),
   });
   try {
     const registration = await registerAwkb({ indexUrl: `${slow.url}published/project.index.json`, cache: null });
-    const loading = ImportMeshAsync('glb/CesiumMilkTruck.glb', new Scene(engine), { pluginExtension: '.awkb' }).then(() => 'loaded', (error: Error) => error.message);
+    const loading = ImportMeshAsync('glb/CesiumMilkTruck.glb', new Scene(engine), { pluginExtension: '.awkb' }).then(
+      () => 'loaded',
+      (error: Error) => error.message,
+    );
     await bundleHeld;
     registration.dispose();
     expect(await loading).toMatch(/disposed/);

@@ -18,7 +18,9 @@ function importGraph(entry: string): { files: string[]; bare: Set<string> } {
     if (files.includes(file)) continue;
     files.push(file);
     const text = readFileSync(file, 'utf8');
-    for (const match of text.matchAll(/(?:^|\n)\s*(?:import|export)\s[^;]*?from\s+['"]([^'"]+)['"]|import\(\s*['"]([^'"]+)['"]\s*\)|(?:^|\n)\s*import\s+['"]([^'"]+)['"]/g)) {
+    for (const match of text.matchAll(
+      /(?:^|\n)\s*(?:import|export)\s[^;]*?from\s+['"]([^'"]+)['"]|import\(\s*['"]([^'"]+)['"]\s*\)|(?:^|\n)\s*import\s+['"]([^'"]+)['"]/g,
+    )) {
       const specifier = match[1] ?? match[2] ?? match[3]!;
       if (specifier.startsWith('.')) queue.push(resolve(dirname(file), specifier));
       else bare.add(specifier);

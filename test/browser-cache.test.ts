@@ -57,7 +57,9 @@ describe.each(TESTED_BROWSERS)('%s', (kind) => {
 
         const same = (a: Uint8Array, b: Uint8Array) => a.byteLength === b.byteLength && a.every((x, i) => x === b[i]);
         const got: Uint8Array[] = await Promise.all(keys.map((key) => cache.get(key)));
-        const fresh = got.every((bytes) => bytes instanceof Uint8Array && bytes.byteOffset === 0 && bytes.buffer.byteLength === bytes.byteLength);
+        const fresh = got.every(
+          (bytes) => bytes instanceof Uint8Array && bytes.byteOffset === 0 && bytes.buffer.byteLength === bytes.byteLength,
+        );
         got[2]!.fill(0); // the caller scribbles on what it got
         const again: Uint8Array = await cache.get(keys[2]);
         return {
@@ -112,34 +114,52 @@ describe.each(TESTED_BROWSERS)('%s', (kind) => {
 
     test('keeps entries across a page reload', async () => {
       const key = 'd4'.repeat(32);
-      await page.evaluate(async (backend, key) => {
-        const core = await harnessImport('/dist/core/index.js');
-        await core.createBrowserCache(backend, { name: 'reload' }).put(key, new Uint8Array([4, 5, 6]));
-      }, backend, key);
+      await page.evaluate(
+        async (backend, key) => {
+          const core = await harnessImport('/dist/core/index.js');
+          await core.createBrowserCache(backend, { name: 'reload' }).put(key, new Uint8Array([4, 5, 6]));
+        },
+        backend,
+        key,
+      );
       await reloadHarness(page);
-      const got = await page.evaluate(async (backend, key) => {
-        const core = await harnessImport('/dist/core/index.js');
-        return Array.from(await core.createBrowserCache(backend, { name: 'reload' }).get(key));
-      }, backend, key);
+      const got = await page.evaluate(
+        async (backend, key) => {
+          const core = await harnessImport('/dist/core/index.js');
+          return Array.from(await core.createBrowserCache(backend, { name: 'reload' }).get(key));
+        },
+        backend,
+        key,
+      );
       expect(got).toEqual([4, 5, 6]);
     });
   });
 
   test('every backend keeps its entries when the browser restarts on the same profile', async () => {
     const key = 'e5'.repeat(32);
-    await page.evaluate(async (backends, key) => {
-      const core = await harnessImport('/dist/core/index.js');
-      for (const backend of backends) await core.createBrowserCache(backend, { name: 'restart' }).put(key, new TextEncoder().encode(backend));
-    }, [...BACKENDS], key);
+    await page.evaluate(
+      async (backends, key) => {
+        const core = await harnessImport('/dist/core/index.js');
+        for (const backend of backends)
+          await core.createBrowserCache(backend, { name: 'restart' }).put(key, new TextEncoder().encode(backend));
+      },
+      [...BACKENDS],
+      key,
+    );
     await browser.close(); // our profile: close() keeps it
     browser = await launchBrowser({ kind, userDataDir: profile });
     page = await browser.openHarness(server); // same server, same origin, same storage
-    const got = await page.evaluate(async (backends, key) => {
-      const core = await harnessImport('/dist/core/index.js');
-      const texts: string[] = [];
-      for (const backend of backends) texts.push(new TextDecoder().decode(await core.createBrowserCache(backend, { name: 'restart' }).get(key)));
-      return texts;
-    }, [...BACKENDS], key);
+    const got = await page.evaluate(
+      async (backends, key) => {
+        const core = await harnessImport('/dist/core/index.js');
+        const texts: string[] = [];
+        for (const backend of backends)
+          texts.push(new TextDecoder().decode(await core.createBrowserCache(backend, { name: 'restart' }).get(key)));
+        return texts;
+      },
+      [...BACKENDS],
+      key,
+    );
     expect(got).toEqual([...BACKENDS]);
   });
 
@@ -153,7 +173,10 @@ describe.each(TESTED_BROWSERS)('%s', (kind) => {
         },
       };
       const reported: string[] = [];
-      const cache = new core.FallbackCache({ primary: full, onError: (error: Error, operation: string) => reported.push(`${operation}: ${error.name}`) });
+      const cache = new core.FallbackCache({
+        primary: full,
+        onError: (error: Error, operation: string) => reported.push(`${operation}: ${error.name}`),
+      });
       const key = 'f6'.repeat(32);
       await cache.put(key, new Uint8Array([7, 8, 9])); // does not throw
       return { got: Array.from(await cache.get(key)), has: await cache.has(key), inMemory: await cache.memory.has(key), reported };
@@ -180,44 +203,59 @@ describe.each(TESTED_BROWSERS)('%s', (kind) => {
   });
 
   /** In `on`: a 2 MB put through openBrowserCache over a 1 MB quota, and what came of it. */
-  const putOverQuota = (on: Page, backend: string) => on.evaluate(async (backend) => {
-    const core = await harnessImport('/dist/core/index.js');
-    const reported: string[] = [];
-    const cache = await core.openBrowserCache({ name: 'quota', backends: [backend], onError: (error: Error) => reported.push(error.name) });
-    // 2 MB of random bytes: over the 1 MB quota even where the store compresses values.
-    const bytes = new Uint8Array(2 * 1024 * 1024);
-    for (let offset = 0; offset < bytes.length; offset += 65536) crypto.getRandomValues(bytes.subarray(offset, offset + 65536));
-    const key: string = await core.sha256Hex(bytes);
-    await cache.put(key, bytes);
-    const got: Uint8Array = await cache.get(key);
-    return {
-      backend: cache.primary.backend,
-      equal: got.byteLength === bytes.byteLength && got.every((x, i) => x === bytes[i]),
-      inMemory: await cache.memory.has(key),
-      inStorage: await cache.primary.has(key),
-      reported,
-    };
-  }, backend);
+  const putOverQuota = (on: Page, backend: string) =>
+    on.evaluate(async (backend) => {
+      const core = await harnessImport('/dist/core/index.js');
+      const reported: string[] = [];
+      const cache = await core.openBrowserCache({
+        name: 'quota',
+        backends: [backend],
+        onError: (error: Error) => reported.push(error.name),
+      });
+      // 2 MB of random bytes: over the 1 MB quota even where the store compresses values.
+      const bytes = new Uint8Array(2 * 1024 * 1024);
+      for (let offset = 0; offset < bytes.length; offset += 65536) crypto.getRandomValues(bytes.subarray(offset, offset + 65536));
+      const key: string = await core.sha256Hex(bytes);
+      await cache.put(key, bytes);
+      const got: Uint8Array = await cache.get(key);
+      return {
+        backend: cache.primary.backend,
+        equal: got.byteLength === bytes.byteLength && got.every((x, i) => x === bytes[i]),
+        inMemory: await cache.memory.has(key),
+        inStorage: await cache.primary.has(key),
+        reported,
+      };
+    }, backend);
 
   /**
    * The error a full store reports: QuotaExceededError, except Firefox's Cache Storage, whose
    * `cache.put` rejects with an error named NS_ERROR_FILE_NO_DEVICE_SPACE. FallbackCache treats
    * every put error alike, so the entry is served from memory either way.
    */
-  const quotaError = (backend: string) => (kind === 'firefox' && backend === 'cache-storage' ? 'NS_ERROR_FILE_NO_DEVICE_SPACE' : 'QuotaExceededError');
+  const quotaError = (backend: string) =>
+    kind === 'firefox' && backend === 'cache-storage' ? 'NS_ERROR_FILE_NO_DEVICE_SPACE' : 'QuotaExceededError';
 
   if (kind === 'chromium') {
     // A 1 MB quota for this origin alone, set and lifted through CDP.
-    test.each(BACKENDS)('over a real quota (CDP Storage.overrideQuotaForOrigin), openBrowserCache with %s still serves the entry from memory', async (backend) => {
-      const cdp = await page.createCDPSession();
-      await cdp.send('Storage.overrideQuotaForOrigin', { origin: server.origin, quotaSize: 1024 * 1024 });
-      try {
-        expect(await putOverQuota(page, backend)).toEqual({ backend, equal: true, inMemory: true, inStorage: false, reported: [quotaError(backend)] });
-      } finally {
-        await cdp.send('Storage.overrideQuotaForOrigin', { origin: server.origin });
-        await cdp.detach();
-      }
-    });
+    test.each(BACKENDS)(
+      'over a real quota (CDP Storage.overrideQuotaForOrigin), openBrowserCache with %s still serves the entry from memory',
+      async (backend) => {
+        const cdp = await page.createCDPSession();
+        await cdp.send('Storage.overrideQuotaForOrigin', { origin: server.origin, quotaSize: 1024 * 1024 });
+        try {
+          expect(await putOverQuota(page, backend)).toEqual({
+            backend,
+            equal: true,
+            inMemory: true,
+            inStorage: false,
+            reported: [quotaError(backend)],
+          });
+        } finally {
+          await cdp.send('Storage.overrideQuotaForOrigin', { origin: server.origin });
+          await cdp.detach();
+        }
+      },
+    );
   } else {
     // WebDriver BiDi has no quota override: a second Firefox whose whole storage is limited to
     // 1 MB by a preference (dom.quotaManager.temporaryStorage.fixedLimit, in KB).
@@ -232,7 +270,13 @@ describe.each(TESTED_BROWSERS)('%s', (kind) => {
         await small?.close();
       });
       test.each(BACKENDS)('openBrowserCache with %s still serves the entry from memory', async (backend) => {
-        expect(await putOverQuota(smallPage, backend)).toEqual({ backend, equal: true, inMemory: true, inStorage: false, reported: [quotaError(backend)] });
+        expect(await putOverQuota(smallPage, backend)).toEqual({
+          backend,
+          equal: true,
+          inMemory: true,
+          inStorage: false,
+          reported: [quotaError(backend)],
+        });
       });
     });
   }
@@ -266,7 +310,11 @@ describe.each(TESTED_BROWSERS)('%s', (kind) => {
         const view = larger.subarray(500, 600); // IndexedDB would keep all 4000 bytes of its buffer
         const big = Uint8Array.from({ length: 300_000 }, (_, i) => (i * 7) & 0xff);
         const keys = ['a1'.repeat(32), 'b2'.repeat(32), 'c3'.repeat(32)];
-        await store.putEntries(access, [[keys[0], new Uint8Array(0)], [keys[1], view], [keys[2], big]]);
+        await store.putEntries(access, [
+          [keys[0], new Uint8Array(0)],
+          [keys[1], view],
+          [keys[2], big],
+        ]);
         const got: (Uint8Array | undefined)[] = await store.getEntries(access, [...keys, 'd4'.repeat(32)]);
         const owns = (bytes: Uint8Array) => bytes.byteOffset === 0 && bytes.byteLength === bytes.buffer.byteLength;
         return {
@@ -299,11 +347,18 @@ describe.each(TESTED_BROWSERS)('%s', (kind) => {
           transaction.oncomplete = () => resolve();
           transaction.onabort = () => reject(transaction.error);
         });
-        const got: (Uint8Array | undefined)[] = await store.getEntries(access, values.map(([key]) => key));
+        const got: (Uint8Array | undefined)[] = await store.getEntries(
+          access,
+          values.map(([key]) => key),
+        );
         return got.map((bytes) =>
           bytes === undefined
             ? 'missing'
-            : { kind: bytes.constructor.name, bytes: Array.from(bytes), own: bytes.byteOffset === 0 && bytes.byteLength === bytes.buffer.byteLength },
+            : {
+                kind: bytes.constructor.name,
+                bytes: Array.from(bytes),
+                own: bytes.byteOffset === 0 && bytes.byteLength === bytes.buffer.byteLength,
+              },
         );
       });
       expect(result).toEqual([
@@ -360,7 +415,10 @@ describe.each(TESTED_BROWSERS)('%s', (kind) => {
     test('putMany, getMany and hasMany: one call for many entries, answers in the keys order, copies taken at once', async () => {
       const result = await page.evaluate(async () => {
         const core = await harnessImport('/dist/core/index.js');
-        const caches: [string, any][] = ['indexeddb', 'cache-storage', 'opfs'].map((backend) => [backend, core.createBrowserCache(backend, { name: 'batches' })]);
+        const caches: [string, any][] = ['indexeddb', 'cache-storage', 'opfs'].map((backend) => [
+          backend,
+          core.createBrowserCache(backend, { name: 'batches' }),
+        ]);
         caches.push(['fallback', await core.openBrowserCache({ name: 'batches-fallback' })]);
         const out: Record<string, unknown> = {};
         for (const [name, cache] of caches) {
@@ -377,11 +435,17 @@ describe.each(TESTED_BROWSERS)('%s', (kind) => {
           const keys = [...entries.map(([key]) => key), '0'.repeat(64)];
           const got: (Uint8Array | undefined)[] = await cache.getMany(keys);
           const hashes = await Promise.all(got.slice(0, -1).map((bytes) => core.sha256Hex(bytes!)));
-          out[name] = { same: hashes.every((hash, i) => hash === expected[i]), missing: got.at(-1) === undefined, has: await cache.hasMany(keys.slice(-3)), copies: cache.copiesBytes === true };
+          out[name] = {
+            same: hashes.every((hash, i) => hash === expected[i]),
+            missing: got.at(-1) === undefined,
+            has: await cache.hasMany(keys.slice(-3)),
+            copies: cache.copiesBytes === true,
+          };
         }
         return out;
       });
-      for (const name of ['indexeddb', 'cache-storage', 'opfs', 'fallback']) expect(result[name]).toEqual({ same: true, missing: true, has: [true, true, false], copies: true });
+      for (const name of ['indexeddb', 'cache-storage', 'opfs', 'fallback'])
+        expect(result[name]).toEqual({ same: true, missing: true, has: [true, true, false], copies: true });
     });
   });
 });

@@ -86,7 +86,9 @@ test('a listed browser that is not installed fails with a message saying how to 
   const saved = process.env.AWKB_FIREFOX_PATH;
   process.env.AWKB_FIREFOX_PATH = '/nonexistent/firefox-esr';
   try {
-    await expect(launchBrowser({ kind: 'firefox' })).rejects.toThrow(/could not launch Firefox ESR at \/nonexistent\/firefox-esr .*AWKB_BROWSERS=chromium/);
+    await expect(launchBrowser({ kind: 'firefox' })).rejects.toThrow(
+      /could not launch Firefox ESR at \/nonexistent\/firefox-esr .*AWKB_BROWSERS=chromium/,
+    );
   } finally {
     if (saved === undefined) delete process.env.AWKB_FIREFOX_PATH;
     else process.env.AWKB_FIREFOX_PATH = saved;

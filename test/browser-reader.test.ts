@@ -27,7 +27,12 @@ const DELTA_CHANGED = [3, 15];
 function publishDeltaVersions(site: string): void {
   for (const version of ['v1', 'v2']) {
     const tree = temporaryDir(`awkb-browser-delta-${version}-`);
-    writeTree(tree, Object.fromEntries(DELTA_FILES.map((path, i) => [path, seededBytes(16 * 1024, version === 'v2' && DELTA_CHANGED.includes(i) ? 500 + i : i)])));
+    writeTree(
+      tree,
+      Object.fromEntries(
+        DELTA_FILES.map((path, i) => [path, seededBytes(16 * 1024, version === 'v2' && DELTA_CHANGED.includes(i) ? 500 + i : i)]),
+      ),
+    );
     const published = runCli([tree, '--out', join(site, 'delta', version)]);
     if (published.code !== 0) throw new Error(published.stderr);
   }
@@ -55,11 +60,21 @@ describe.each(TESTED_BROWSERS)('%s', (kind) => {
     const damaged = JSON.parse(readFileSync(join(FIXTURES, 'damaged/expected.json'), 'utf8'));
     mkdirSync(join(site, 'damaged/bundles'), { recursive: true });
     cpSync(join(FIXTURES, 'damaged/member-two-damaged.awkb'), join(site, 'damaged/bundles', `${damaged.good.sha256}.awkb`));
-    writeFileSync(join(site, 'damaged/project.index.json'), JSON.stringify({
-      formatVersion: 3, rootPath: '/p',
-      bundles: [{ ...damaged.good, url: `bundles/${damaged.good.sha256}.awkb` }],
-      files: damaged.members.map((m: { key: string; offset: number; sizeBytes: number; sha256: string }) => ({ path: m.key, sizeBytes: m.sizeBytes, sha256: m.sha256, bundle: damaged.good.sha256, offset: m.offset })),
-    }));
+    writeFileSync(
+      join(site, 'damaged/project.index.json'),
+      JSON.stringify({
+        formatVersion: 3,
+        rootPath: '/p',
+        bundles: [{ ...damaged.good, url: `bundles/${damaged.good.sha256}.awkb` }],
+        files: damaged.members.map((m: { key: string; offset: number; sizeBytes: number; sha256: string }) => ({
+          path: m.key,
+          sizeBytes: m.sizeBytes,
+          sha256: m.sha256,
+          bundle: damaged.good.sha256,
+          offset: m.offset,
+        })),
+      }),
+    );
     // An oversized copy: every bundle served with 8 MiB more than the index lists (SPEC §7 "Verified").
     cpSync(join(FIXTURES, 'expected/small-default'), join(site, 'oversized'), { recursive: true });
     for (const bundle of JSON.parse(readFileSync(join(site, 'oversized/project.index.json'), 'utf8')).bundles as { url: string }[]) {
@@ -87,7 +102,12 @@ describe.each(TESTED_BROWSERS)('%s', (kind) => {
         return fetch(input, init);
       };
       const cache = persistent ? await core.openBrowserCache({ name: 'reader-test' }) : undefined;
-      const source = await core.IndexedAssetSource.open({ indexUrl: `/published/${index ?? 'small'}/project.index.json`, fetch: countingFetch, cache, rangeReads });
+      const source = await core.IndexedAssetSource.open({
+        indexUrl: `/published/${index ?? 'small'}/project.index.json`,
+        fetch: countingFetch,
+        cache,
+        rangeReads,
+      });
       const progress: number[] = [];
       if (prefetch) await source.prefetch(paths, { onProgress: (p: { loadedBytes: number }) => progress.push(p.loadedBytes) });
       const hashes: Record<string, string> = {};
@@ -113,55 +133,79 @@ describe.each(TESTED_BROWSERS)('%s', (kind) => {
     const second = await readInPage({ paths: PATHS, persistent: true, prefetch: true });
     expect(second.hashes).toEqual(EXPECTED_SHA);
     expect(second.fetched).toEqual(['/published/small/project.index.json']);
-    expect(server.requests.filter((r) => r.path.startsWith('/published/')).map((r) => r.path)).toEqual(['/published/small/project.index.json']);
+    expect(server.requests.filter((r) => r.path.startsWith('/published/')).map((r) => r.path)).toEqual([
+      '/published/small/project.index.json',
+    ]);
   });
 
-  test('range reads ask for one member\'s bytes', async () => {
+  test("range reads ask for one member's bytes", async () => {
     server.resetRequests();
     const index = JSON.parse(readFileSync(join(FIXTURES, 'expected/small-default/project.index.json'), 'utf8'));
     const entry = index.files.find((f: { path: string }) => f.path === 'assets/sounds/bell.ogg');
     const result = await readInPage({ paths: ['assets/sounds/bell.ogg'], rangeReads: true });
     expect(result.hashes['assets/sounds/bell.ogg']).toBe(entry.sha256);
     const ranged = server.requests.filter((r) => r.path.endsWith('.awkb'));
-    expect(ranged).toEqual([expect.objectContaining({ range: `bytes=${entry.offset}-${entry.offset + entry.sizeBytes - 1}`, status: 206 })]);
+    expect(ranged).toEqual([
+      expect.objectContaining({ range: `bytes=${entry.offset}-${entry.offset + entry.sizeBytes - 1}`, status: 206 }),
+    ]);
   });
 
-  test.each([['in Web Workers', {}], ['on the page thread', { hashWorkers: 0 }]])('delta reads %s: with v1 in IndexedDB, loading v2 asks only for its changed members, in one multi-range request', async (_, options) => {
-    const cacheName = `delta-${Object.keys(options).length}`;
-    const load = (version: string) => page.evaluate(async (version: string, cacheName: string, options: object) => {
-      const core = await harnessImport('awake-bundle');
-      const cache = await core.openBrowserCache({ name: cacheName });
-      const source = await core.IndexedAssetSource.open({ indexUrl: `/published/delta/${version}/project.index.json`, cache, ...options });
-      const paths = source.paths();
-      const progress: { loadedBytes: number; totalBytes: number }[] = [];
-      await source.prefetch(paths, { onProgress: (p: { loadedBytes: number; totalBytes: number }) => progress.push(p) });
-      const hashes: Record<string, string> = {};
-      for (const path of paths) hashes[path] = core.toHex(new Uint8Array(await crypto.subtle.digest('SHA-256', await source.read(path))));
-      await source.whenStored();
-      source.dispose();
-      return JSON.stringify({ hashes, progress: progress.at(-1) });
-    }, version, cacheName, options);
-    const v1 = JSON.parse(await load('v1'));
-    expect(Object.keys(v1.hashes)).toHaveLength(20);
-    await reloadHarness(page);
-    server.resetRequests();
-    const v2 = JSON.parse(await load('v2'));
-    const index = JSON.parse(readFileSync(join(siteDir, 'delta/v2/project.index.json'), 'utf8'));
-    expect(v2.hashes).toEqual(Object.fromEntries(index.files.map((f: { path: string; sha256: string }) => [f.path, f.sha256])));
-    const changed = DELTA_CHANGED.map((i) => index.files.find((f: { path: string }) => f.path === DELTA_FILES[i]));
-    const bundleRequests = server.requests.filter((r) => r.path.endsWith('.awkb'));
-    // Both ranges in one request, answered multipart/byteranges (parsed on the page, each member checked where the hashing is).
-    const sorted = [...changed].sort((a: { offset: number }, b: { offset: number }) => a.offset - b.offset);
-    expect(bundleRequests.map((r) => ({ range: r.range, status: r.status }))).toEqual([
-      { range: `bytes=${sorted.map((f: { offset: number; sizeBytes: number }) => `${f.offset}-${f.offset + f.sizeBytes - 1}`).join(',')}`, status: 206 },
-    ]);
-    expect(v2.progress).toMatchObject({ loadedBytes: 2 * 16 * 1024, totalBytes: 2 * 16 * 1024 });
-    // The changed members went to IndexedDB: a third load asks for no bundle at all.
-    await reloadHarness(page);
-    server.resetRequests();
-    await load('v2');
-    expect(server.requests.filter((r) => r.path.endsWith('.awkb'))).toEqual([]);
-  });
+  test.each([
+    ['in Web Workers', {}],
+    ['on the page thread', { hashWorkers: 0 }],
+  ])(
+    'delta reads %s: with v1 in IndexedDB, loading v2 asks only for its changed members, in one multi-range request',
+    async (_, options) => {
+      const cacheName = `delta-${Object.keys(options).length}`;
+      const load = (version: string) =>
+        page.evaluate(
+          async (version: string, cacheName: string, options: object) => {
+            const core = await harnessImport('awake-bundle');
+            const cache = await core.openBrowserCache({ name: cacheName });
+            const source = await core.IndexedAssetSource.open({
+              indexUrl: `/published/delta/${version}/project.index.json`,
+              cache,
+              ...options,
+            });
+            const paths = source.paths();
+            const progress: { loadedBytes: number; totalBytes: number }[] = [];
+            await source.prefetch(paths, { onProgress: (p: { loadedBytes: number; totalBytes: number }) => progress.push(p) });
+            const hashes: Record<string, string> = {};
+            for (const path of paths)
+              hashes[path] = core.toHex(new Uint8Array(await crypto.subtle.digest('SHA-256', await source.read(path))));
+            await source.whenStored();
+            source.dispose();
+            return JSON.stringify({ hashes, progress: progress.at(-1) });
+          },
+          version,
+          cacheName,
+          options,
+        );
+      const v1 = JSON.parse(await load('v1'));
+      expect(Object.keys(v1.hashes)).toHaveLength(20);
+      await reloadHarness(page);
+      server.resetRequests();
+      const v2 = JSON.parse(await load('v2'));
+      const index = JSON.parse(readFileSync(join(siteDir, 'delta/v2/project.index.json'), 'utf8'));
+      expect(v2.hashes).toEqual(Object.fromEntries(index.files.map((f: { path: string; sha256: string }) => [f.path, f.sha256])));
+      const changed = DELTA_CHANGED.map((i) => index.files.find((f: { path: string }) => f.path === DELTA_FILES[i]));
+      const bundleRequests = server.requests.filter((r) => r.path.endsWith('.awkb'));
+      // Both ranges in one request, answered multipart/byteranges (parsed on the page, each member checked where the hashing is).
+      const sorted = [...changed].sort((a: { offset: number }, b: { offset: number }) => a.offset - b.offset);
+      expect(bundleRequests.map((r) => ({ range: r.range, status: r.status }))).toEqual([
+        {
+          range: `bytes=${sorted.map((f: { offset: number; sizeBytes: number }) => `${f.offset}-${f.offset + f.sizeBytes - 1}`).join(',')}`,
+          status: 206,
+        },
+      ]);
+      expect(v2.progress).toMatchObject({ loadedBytes: 2 * 16 * 1024, totalBytes: 2 * 16 * 1024 });
+      // The changed members went to IndexedDB: a third load asks for no bundle at all.
+      await reloadHarness(page);
+      server.resetRequests();
+      await load('v2');
+      expect(server.requests.filter((r) => r.path.endsWith('.awkb'))).toEqual([]);
+    },
+  );
 
   test('a damaged delta range, checked in Web Workers: BundleIntegrityError naming the member, and IndexedDB gets neither changed member', async () => {
     const outcome = await page.evaluate(async () => {
@@ -170,27 +214,70 @@ describe.each(TESTED_BROWSERS)('%s', (kind) => {
       const v1 = await core.IndexedAssetSource.open({ indexUrl: '/published/delta/v1/project.index.json', cache });
       await v1.prefetch(v1.paths(), { keep: false });
       await v1.whenStored();
-      const v2 = await core.IndexedAssetSource.open({ indexUrl: '/published/delta/v2-damaged/project.index.json', cache, retry: { attempts: 1 } });
-      const error = await v2.prefetch(v2.paths()).then(() => undefined, (e: { name: string; code: string; part: string; damaged: string[]; message: string }) => e);
+      const v2 = await core.IndexedAssetSource.open({
+        indexUrl: '/published/delta/v2-damaged/project.index.json',
+        cache,
+        retry: { attempts: 1 },
+      });
+      const error = await v2.prefetch(v2.paths()).then(
+        () => undefined,
+        (e: { name: string; code: string; part: string; damaged: string[]; message: string }) => e,
+      );
       await v2.whenStored();
       const changed = ['levels/chunk-03.bin', 'levels/chunk-15.bin'].map((path) => v2.entry(path).sha256);
-      return JSON.stringify({ name: error?.name, code: error?.code, part: error?.part, damaged: error?.damaged, message: error?.message, present: await cache.hasMany(changed) });
+      return JSON.stringify({
+        name: error?.name,
+        code: error?.code,
+        part: error?.part,
+        damaged: error?.damaged,
+        message: error?.message,
+        present: await cache.hasMany(changed),
+      });
     });
-    expect(JSON.parse(outcome)).toEqual({ name: 'BundleIntegrityError', code: 'E_BUNDLE_INTEGRITY', part: 'members', damaged: ['levels/chunk-15.bin'], message: expect.stringContaining('in the ranges of a delta read'), present: [false, false] });
+    expect(JSON.parse(outcome)).toEqual({
+      name: 'BundleIntegrityError',
+      code: 'E_BUNDLE_INTEGRITY',
+      part: 'members',
+      damaged: ['levels/chunk-15.bin'],
+      message: expect.stringContaining('in the ranges of a delta read'),
+      present: [false, false],
+    });
   });
 
   test('a damaged bundle is refused, naming the damaged member: the member before it, verified, was handed out; nothing is cached', async () => {
     const outcome = await page.evaluate(async () => {
       const core = await harnessImport('awake-bundle');
       const cache = new core.MemoryCache();
-      const source = await core.IndexedAssetSource.open({ indexUrl: '/published/damaged/project.index.json', cache, retry: { attempts: 1 } });
+      const source = await core.IndexedAssetSource.open({
+        indexUrl: '/published/damaged/project.index.json',
+        cache,
+        retry: { attempts: 1 },
+      });
       // SPEC §7 "Streamed members": a/one.txt passed before the damaged a/two.txt arrived.
       const [one, two] = await Promise.allSettled([source.read('a/one.txt'), source.read('a/two.txt')]);
       await source.whenStored();
-      const e = (two as PromiseRejectedResult).reason as { name: string; code: string; part: string; damaged: string[]; message: string } | undefined;
-      return { one: one.status === 'fulfilled' ? new TextDecoder().decode(one.value) : String((one as PromiseRejectedResult).reason), accepted: two.status === 'fulfilled', name: e?.name, code: e?.code, part: e?.part, damaged: e?.damaged, message: e?.message, cached: cache.size };
+      const e = (two as PromiseRejectedResult).reason as
+        { name: string; code: string; part: string; damaged: string[]; message: string } | undefined;
+      return {
+        one: one.status === 'fulfilled' ? new TextDecoder().decode(one.value) : String((one as PromiseRejectedResult).reason),
+        accepted: two.status === 'fulfilled',
+        name: e?.name,
+        code: e?.code,
+        part: e?.part,
+        damaged: e?.damaged,
+        message: e?.message,
+        cached: cache.size,
+      };
     });
-    expect(outcome).toMatchObject({ one: 'first member\n', accepted: false, name: 'BundleIntegrityError', code: 'E_BUNDLE_INTEGRITY', part: 'members', damaged: ['a/two.txt'], cached: 0 });
+    expect(outcome).toMatchObject({
+      one: 'first member\n',
+      accepted: false,
+      name: 'BundleIntegrityError',
+      code: 'E_BUNDLE_INTEGRITY',
+      part: 'members',
+      damaged: ['a/two.txt'],
+      cached: 0,
+    });
     expect(outcome.message).toContain('a/two.txt');
   });
 
@@ -199,8 +286,15 @@ describe.each(TESTED_BROWSERS)('%s', (kind) => {
       const core = await harnessImport('awake-bundle');
       const attempt = async (options: object) => {
         // No fetch of our own: the default pool's workers read the bodies (BodyFetcher); with one, the page does.
-        const source = await core.IndexedAssetSource.open({ indexUrl: '/published/oversized/project.index.json', retry: { attempts: 1 }, ...options });
-        const error = await source.read('ui/hud.json').then(() => undefined, (e: Error) => e as Error & { code: string; part: string; url: string });
+        const source = await core.IndexedAssetSource.open({
+          indexUrl: '/published/oversized/project.index.json',
+          retry: { attempts: 1 },
+          ...options,
+        });
+        const error = await source.read('ui/hud.json').then(
+          () => undefined,
+          (e: Error) => e as Error & { code: string; part: string; url: string },
+        );
         source.dispose();
         return JSON.stringify({ name: error?.name, code: error?.code, part: error?.part, url: error?.url, message: error?.message });
       };
@@ -217,7 +311,11 @@ describe.each(TESTED_BROWSERS)('%s', (kind) => {
     const outcome = await page.evaluate(async () => {
       const core = await harnessImport('awake-bundle');
       const cache = await core.openBrowserCache({ name: 'damaged-test' });
-      const source = await core.IndexedAssetSource.open({ indexUrl: '/published/damaged/project.index.json', cache, retry: { attempts: 1 } });
+      const source = await core.IndexedAssetSource.open({
+        indexUrl: '/published/damaged/project.index.json',
+        cache,
+        retry: { attempts: 1 },
+      });
       const error = await source.prefetch(source.paths()).catch((e: Error) => e);
       await source.whenStored();
       const shas = source.paths().map((path: string) => source.entry(path).sha256);
@@ -233,7 +331,9 @@ describe.each(TESTED_BROWSERS)('%s', (kind) => {
     mkdirSync(join(dir, 'in/img'), { recursive: true });
     writeFileSync(join(dir, 'in/img/emoji.png'), png);
     const { spawnSync } = await import('node:child_process');
-    const published = spawnSync(process.execPath, [join(__dirname, '..', 'dist/cli/main.js'), join(dir, 'in'), '--out', join(dir, 'out')], { encoding: 'utf8' });
+    const published = spawnSync(process.execPath, [join(__dirname, '..', 'dist/cli/main.js'), join(dir, 'in'), '--out', join(dir, 'out')], {
+      encoding: 'utf8',
+    });
     expect(published.status).toBe(0);
     server.mount('/img-site/', join(dir, 'out'));
     const size = await page.evaluate(async () => {
@@ -256,14 +356,33 @@ describe.each(TESTED_BROWSERS)('%s', (kind) => {
         const pool = core.sharedDigestPool();
         const bytes = new Uint8Array(3 * 1024 * 1024).map((_, i) => i % 251);
         const expected = core.toHex(new Uint8Array(await crypto.subtle.digest('SHA-256', bytes)));
-        const { inputs, digests, parts } = await pool.digest({ inputs: [bytes], ranges: [{ input: 0, offset: 0, length: bytes.length }, { input: 0, offset: 10, length: 0 }], split: true, transfer: true });
+        const { inputs, digests, parts } = await pool.digest({
+          inputs: [bytes],
+          ranges: [
+            { input: 0, offset: 0, length: bytes.length },
+            { input: 0, offset: 10, length: 0 },
+          ],
+          split: true,
+          transfer: true,
+        });
         // The original view stays detached: its buffer went to a worker and came back as another.
         const transferred = bytes.byteLength === 0 && inputs[0] !== bytes;
-        return { worker: pool instanceof core.WorkerDigestPool && pool.usingWorkers, transferred, back: inputs[0].byteLength, same: digests[0] === expected, empty: digests[1], parts: parts.map((p: Uint8Array) => p.byteLength) };
+        return {
+          worker: pool instanceof core.WorkerDigestPool && pool.usingWorkers,
+          transferred,
+          back: inputs[0].byteLength,
+          same: digests[0] === expected,
+          empty: digests[1],
+          parts: parts.map((p: Uint8Array) => p.byteLength),
+        };
       });
       expect(result).toEqual({
-        worker: true, transferred: true, back: 3 * 1024 * 1024, same: true,
-        empty: 'e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855', parts: [3 * 1024 * 1024, 0],
+        worker: true,
+        transferred: true,
+        back: 3 * 1024 * 1024,
+        same: true,
+        empty: 'e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855',
+        parts: [3 * 1024 * 1024, 0],
       });
     });
 
@@ -294,7 +413,9 @@ describe.each(TESTED_BROWSERS)('%s', (kind) => {
         (globalThis as unknown as { releasePongs: () => void }).releasePongs = release;
         globalThis.Worker = class extends Worker {
           override set onmessage(handler: ((event: MessageEvent) => void) | null) {
-            super.onmessage = handler && ((event: MessageEvent) => (event.data?.pong ? void held.then(() => handler.call(this, event)) : handler.call(this, event)));
+            super.onmessage =
+              handler &&
+              ((event: MessageEvent) => (event.data?.pong ? void held.then(() => handler.call(this, event)) : handler.call(this, event)));
           }
           override get onmessage() {
             return super.onmessage;
@@ -303,7 +424,7 @@ describe.each(TESTED_BROWSERS)('%s', (kind) => {
       });
     }
 
-    test('neither the index request nor the first bundle requests wait for a worker: with a memory cache every file reads while every worker\'s ping answer is held back', async () => {
+    test("neither the index request nor the first bundle requests wait for a worker: with a memory cache every file reads while every worker's ping answer is held back", async () => {
       const coldPage = await browser.openHarness(server);
       try {
         await holdPongs(coldPage);
@@ -311,10 +432,15 @@ describe.each(TESTED_BROWSERS)('%s', (kind) => {
         const result = await coldPage.evaluate(async (paths: string[]) => {
           const core = await harnessImport('awake-bundle');
           // A pool of its own, started as the source opens (warm()): its workers are up but not heard from.
-          const source = await core.IndexedAssetSource.open({ indexUrl: '/published/small/project.index.json', cache: new core.MemoryCache(), hashWorkers: 2 });
+          const source = await core.IndexedAssetSource.open({
+            indexUrl: '/published/small/project.index.json',
+            cache: new core.MemoryCache(),
+            hashWorkers: 2,
+          });
           const pool = (source as unknown as { pool: { usingWorkers: boolean | undefined } }).pool;
           const hashes: Record<string, string> = {};
-          for (const path of paths) hashes[path] = core.toHex(new Uint8Array(await crypto.subtle.digest('SHA-256', await source.read(path))));
+          for (const path of paths)
+            hashes[path] = core.toHex(new Uint8Array(await crypto.subtle.digest('SHA-256', await source.read(path))));
           const heardBeforeRelease = pool.usingWorkers;
           (globalThis as unknown as { releasePongs: () => void }).releasePongs();
           source.dispose();
@@ -334,14 +460,18 @@ describe.each(TESTED_BROWSERS)('%s', (kind) => {
     // With the persistent cache (the adapters' default) the index is fetched and read all the
     // same; a load asks the store what it holds on the page until a worker has answered (one
     // key-only transaction), so its bundle requests wait for no worker either (issue 22).
-    test('with the persistent cache the index request goes out, the source opens and a load fetches its bundles, while every worker\'s ping answer is held back', async () => {
+    test("with the persistent cache the index request goes out, the source opens and a load fetches its bundles, while every worker's ping answer is held back", async () => {
       const coldPage = await browser.openHarness(server);
       try {
         await holdPongs(coldPage);
         server.resetRequests();
         const opened = await coldPage.evaluate(async (paths: string[]) => {
           const core = await harnessImport('awake-bundle');
-          const source = await core.IndexedAssetSource.open({ indexUrl: '/published/small/project.index.json', cache: core.openBrowserCache({ name: 'held-pongs-test' }), hashWorkers: 2 });
+          const source = await core.IndexedAssetSource.open({
+            indexUrl: '/published/small/project.index.json',
+            cache: core.openBrowserCache({ name: 'held-pongs-test' }),
+            hashWorkers: 2,
+          });
           const pool = (source as unknown as { pool: { usingWorkers: boolean | undefined } }).pool;
           const heard = pool.usingWorkers;
           await source.load(paths);
@@ -362,14 +492,18 @@ describe.each(TESTED_BROWSERS)('%s', (kind) => {
     // A single read, with the persistent cache, on a page whose workers have not answered: it
     // asks the store on the page (one read transaction) and, the file not being there, sends its
     // bundle request at once, streamed on the page (issue 22).
-    test('with the persistent cache a read of an uncached file fetches its bundle and resolves with verified bytes while every worker\'s ping answer is held back', async () => {
+    test("with the persistent cache a read of an uncached file fetches its bundle and resolves with verified bytes while every worker's ping answer is held back", async () => {
       const coldPage = await browser.openHarness(server);
       try {
         await holdPongs(coldPage);
         server.resetRequests();
         const result = await coldPage.evaluate(async (name: string) => {
           const core = await harnessImport('awake-bundle');
-          const source = await core.IndexedAssetSource.open({ indexUrl: '/published/small/project.index.json', cache: core.openBrowserCache({ name }), hashWorkers: 2 });
+          const source = await core.IndexedAssetSource.open({
+            indexUrl: '/published/small/project.index.json',
+            cache: core.openBrowserCache({ name }),
+            hashWorkers: 2,
+          });
           const pool = (source as unknown as { pool: { usingWorkers: boolean | undefined } }).pool;
           const bytes = await source.read('assets/sounds/bell.ogg');
           const hash = core.toHex(new Uint8Array(await crypto.subtle.digest('SHA-256', bytes)));
@@ -390,11 +524,14 @@ describe.each(TESTED_BROWSERS)('%s', (kind) => {
     // The same page, the files cached: a read takes them from the store on the page and hashes
     // them there, with no request; an entry whose bytes were changed in the store fails that
     // check, is dropped and comes again from its bundle (SPEC §7 "Cache": re-checked when read).
-    test('with the persistent cache warm, reads take verified bytes from the store while every worker\'s ping answer is held back; a damaged entry is fetched again', async () => {
+    test("with the persistent cache warm, reads take verified bytes from the store while every worker's ping answer is held back; a damaged entry is fetched again", async () => {
       const name = `held-pongs-warm-${Date.now()}`;
       await page.evaluate(async (name: string) => {
         const core = await harnessImport('awake-bundle');
-        const source = await core.IndexedAssetSource.open({ indexUrl: '/published/small/project.index.json', cache: core.openBrowserCache({ name }) });
+        const source = await core.IndexedAssetSource.open({
+          indexUrl: '/published/small/project.index.json',
+          cache: core.openBrowserCache({ name }),
+        });
         await source.prefetch(source.paths());
         await source.whenStored();
         source.dispose();
@@ -405,21 +542,29 @@ describe.each(TESTED_BROWSERS)('%s', (kind) => {
         const damaged = 'assets/sounds/bell.ogg';
         const good = PATHS.find((path) => path !== damaged && bundleUrlOf(path) !== bundleUrlOf(damaged))!;
         server.resetRequests();
-        const result = await coldPage.evaluate(async ({ name, good, damaged }) => {
-          const core = await harnessImport('awake-bundle');
-          const source = await core.IndexedAssetSource.open({ indexUrl: '/published/small/project.index.json', cache: core.openBrowserCache({ name }), hashWorkers: 2 });
-          const pool = (source as unknown as { pool: { usingWorkers: boolean | undefined } }).pool;
-          const hex = async (bytes: Uint8Array) => core.toHex(new Uint8Array(await crypto.subtle.digest('SHA-256', bytes as BufferSource)));
-          const goodHash = await hex(await source.read(good));
-          // The stored copy of `damaged` gets other bytes of the same size.
-          const entry = source.entry(damaged)!;
-          await new core.IndexedDBCache({ name }).put(entry.sha256, new Uint8Array(entry.sizeBytes).fill(7));
-          const damagedHash = await hex(await source.read(damaged));
-          const heard = pool.usingWorkers;
-          (globalThis as unknown as { releasePongs: () => void }).releasePongs();
-          source.dispose();
-          return { goodHash, damagedHash, heard };
-        }, { name, good, damaged });
+        const result = await coldPage.evaluate(
+          async ({ name, good, damaged }) => {
+            const core = await harnessImport('awake-bundle');
+            const source = await core.IndexedAssetSource.open({
+              indexUrl: '/published/small/project.index.json',
+              cache: core.openBrowserCache({ name }),
+              hashWorkers: 2,
+            });
+            const pool = (source as unknown as { pool: { usingWorkers: boolean | undefined } }).pool;
+            const hex = async (bytes: Uint8Array) =>
+              core.toHex(new Uint8Array(await crypto.subtle.digest('SHA-256', bytes as BufferSource)));
+            const goodHash = await hex(await source.read(good));
+            // The stored copy of `damaged` gets other bytes of the same size.
+            const entry = source.entry(damaged)!;
+            await new core.IndexedDBCache({ name }).put(entry.sha256, new Uint8Array(entry.sizeBytes).fill(7));
+            const damagedHash = await hex(await source.read(damaged));
+            const heard = pool.usingWorkers;
+            (globalThis as unknown as { releasePongs: () => void }).releasePongs();
+            source.dispose();
+            return { goodHash, damagedHash, heard };
+          },
+          { name, good, damaged },
+        );
         expect(result).toEqual({ goodHash: EXPECTED_SHA[good], damagedHash: EXPECTED_SHA[damaged], heard: undefined });
         const requests = server.requests.map((r) => r.path).filter((path) => path.startsWith('/published/small/'));
         // The good file: no request. The damaged one: its bundle, once (a range of it: a delta read).
@@ -438,7 +583,8 @@ describe.each(TESTED_BROWSERS)('%s', (kind) => {
           const core = await harnessImport('awake-bundle');
           const source = await core.IndexedAssetSource.open({ indexUrl: '/published/small/project.index.json' });
           const hashes: Record<string, string> = {};
-          for (const path of paths) hashes[path] = core.toHex(new Uint8Array(await crypto.subtle.digest('SHA-256', await source.read(path))));
+          for (const path of paths)
+            hashes[path] = core.toHex(new Uint8Array(await crypto.subtle.digest('SHA-256', await source.read(path))));
           return { hashes, usingWorkers: core.sharedDigestPool().usingWorkers };
         }, PATHS);
         expect(result.hashes).toEqual(EXPECTED_SHA);
@@ -449,39 +595,42 @@ describe.each(TESTED_BROWSERS)('%s', (kind) => {
     });
 
     test('a warm load is the index request and one IndexedDB read (in a worker) per bundle; the page itself touches no store', async () => {
-      const load = () => page.evaluate(async () => {
-        const core = await harnessImport('awake-bundle');
-        const transactions: string[] = [];
-        const original = IDBDatabase.prototype.transaction;
-        IDBDatabase.prototype.transaction = function (this: IDBDatabase, ...args: Parameters<IDBDatabase['transaction']>) {
-          transactions.push(String(args[1] ?? 'readonly'));
-          return original.apply(this, args);
-        };
-        // Each readStored is one read transaction in a worker: count them.
-        const pool = core.sharedDigestPool();
-        const readStored = pool.readStored;
-        const workerReads: number[] = [];
-        pool.readStored = function (this: unknown, access: unknown, wanted: unknown[]) {
-          workerReads.push(wanted.length);
-          return readStored.call(this, access, wanted);
-        };
-        try {
-          const cache = await core.openBrowserCache({ name: 'warm-load-test' });
-          const source = await core.IndexedAssetSource.open({ indexUrl: '/published/small/project.index.json', cache });
-          const paths = source.paths();
-          await source.prefetch(paths);
-          const sizes = await Promise.all(paths.map(async (path: string) => (await source.read(path)).byteLength));
-          return { transactions, workerReads, files: sizes.length, bundles: source.index.bundles.length };
-        } finally {
-          IDBDatabase.prototype.transaction = original;
-          pool.readStored = readStored;
-        }
-      });
+      const load = () =>
+        page.evaluate(async () => {
+          const core = await harnessImport('awake-bundle');
+          const transactions: string[] = [];
+          const original = IDBDatabase.prototype.transaction;
+          IDBDatabase.prototype.transaction = function (this: IDBDatabase, ...args: Parameters<IDBDatabase['transaction']>) {
+            transactions.push(String(args[1] ?? 'readonly'));
+            return original.apply(this, args);
+          };
+          // Each readStored is one read transaction in a worker: count them.
+          const pool = core.sharedDigestPool();
+          const readStored = pool.readStored;
+          const workerReads: number[] = [];
+          pool.readStored = function (this: unknown, access: unknown, wanted: unknown[]) {
+            workerReads.push(wanted.length);
+            return readStored.call(this, access, wanted);
+          };
+          try {
+            const cache = await core.openBrowserCache({ name: 'warm-load-test' });
+            const source = await core.IndexedAssetSource.open({ indexUrl: '/published/small/project.index.json', cache });
+            const paths = source.paths();
+            await source.prefetch(paths);
+            const sizes = await Promise.all(paths.map(async (path: string) => (await source.read(path)).byteLength));
+            return { transactions, workerReads, files: sizes.length, bundles: source.index.bundles.length };
+          } finally {
+            IDBDatabase.prototype.transaction = original;
+            pool.readStored = readStored;
+          }
+        });
       await load();
       await reloadHarness(page);
       server.resetRequests();
       const warm = await load();
-      expect(server.requests.filter((r) => r.path.startsWith('/published/')).map((r) => r.path)).toEqual(['/published/small/project.index.json']);
+      expect(server.requests.filter((r) => r.path.startsWith('/published/')).map((r) => r.path)).toEqual([
+        '/published/small/project.index.json',
+      ]);
       expect(warm.workerReads).toHaveLength(warm.bundles);
       // The page reads no entry: the workers read them. Only while no worker has answered yet
       // (a page just loaded) does the page ask the store which keys it holds, in one read-only

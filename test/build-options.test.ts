@@ -9,9 +9,10 @@ import { resolveBuildOptions } from '../integrations/build/options.js';
 import { InvalidOptionError } from '../core/errors.js';
 import { temporaryDir } from './helpers/cli.js';
 
-const resolve = (options: Record<string, unknown>) => resolveBuildOptions({ assets: 'assets', ...options } as Parameters<typeof resolveBuildOptions>[0], '/game');
+const resolve = (options: Record<string, unknown>) =>
+  resolveBuildOptions({ assets: 'assets', ...options } as Parameters<typeof resolveBuildOptions>[0], '/game');
 
-test('defaults: the CLI\'s but the grouping (auto: by references, else folders; depth 1, 16 MiB, bundles/, /project), published/ in the build output', () => {
+test("defaults: the CLI's but the grouping (auto: by references, else folders; depth 1, 16 MiB, bundles/, /project), published/ in the build output", () => {
   expect(resolve({})).toEqual({
     assets: '/game/assets',
     output: 'published',
@@ -24,17 +25,26 @@ test('awkb-loads.json in the project root is the loads file, with the folder gro
   const root = temporaryDir('awkb-build-loads-');
   expect(resolveBuildOptions({ assets: 'assets' }, root)).not.toHaveProperty('loadsFile');
   writeFileSync(join(root, 'awkb-loads.json'), '{"formatVersion": 1, "loads": []}');
-  expect(resolveBuildOptions({ assets: 'assets' }, root)).toMatchObject({ loadsFile: join(root, 'awkb-loads.json'), settings: { grouping: 'folder' } });
-  expect(resolveBuildOptions({ assets: 'assets', grouping: 'auto', depth: 2 }, root)).toMatchObject({ loadsFile: join(root, 'awkb-loads.json'), settings: { grouping: 'auto', depth: 2 } });
+  expect(resolveBuildOptions({ assets: 'assets' }, root)).toMatchObject({
+    loadsFile: join(root, 'awkb-loads.json'),
+    settings: { grouping: 'folder' },
+  });
+  expect(resolveBuildOptions({ assets: 'assets', grouping: 'auto', depth: 2 }, root)).toMatchObject({
+    loadsFile: join(root, 'awkb-loads.json'),
+    settings: { grouping: 'auto', depth: 2 },
+  });
   const without = resolveBuildOptions({ assets: 'assets', loads: false }, root);
   expect(without).not.toHaveProperty('loadsFile');
   expect(without.settings.grouping).toBe('auto');
   // Another file, relative to the project root (it is read when the build publishes).
-  expect(resolve({ loads: 'scenes/loads.json', group: 'one' })).toMatchObject({ loadsFile: '/game/scenes/loads.json', settings: { grouping: 'one' } });
+  expect(resolve({ loads: 'scenes/loads.json', group: 'one' })).toMatchObject({
+    loadsFile: '/game/scenes/loads.json',
+    settings: { grouping: 'one' },
+  });
   expect(resolve({ loads: '/elsewhere/loads.json' }).loadsFile).toBe('/elsewhere/loads.json');
 });
 
-test('the CLI flags\' names: group is grouping, targetMb is --target-mb (floor(n × 1,048,576) bytes)', () => {
+test("the CLI flags' names: group is grouping, targetMb is --target-mb (floor(n × 1,048,576) bytes)", () => {
   expect(resolve({ group: 'one', targetMb: 0.5 }).settings).toEqual(resolve({ grouping: 'one', targetBundleBytes: 524288 }).settings);
   expect(resolve({ targetMb: 0.0625 }).settings.targetBundleBytes).toBe(65536);
 });

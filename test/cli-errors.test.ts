@@ -161,7 +161,16 @@ describe('an index that is not UTF-8 (issue 20)', () => {
     const looseDir = temporaryDir();
     writeTree(looseDir, { 'b.txt': 'b' });
     const looseIndex = join(looseDir, 'loose.index.json');
-    writeFileSync(looseIndex, withFFFE(JSON.stringify({ formatVersion: 2, rootPath: '/p', files: [{ path: '@@.txt', sizeBytes: 1, sha256: 'a'.repeat(64), url: 'b.txt' }] })));
+    writeFileSync(
+      looseIndex,
+      withFFFE(
+        JSON.stringify({
+          formatVersion: 2,
+          rootPath: '/p',
+          files: [{ path: '@@.txt', sizeBytes: 1, sha256: 'a'.repeat(64), url: 'b.txt' }],
+        }),
+      ),
+    );
     const published = runCli([looseIndex, '--out', temporaryDir()]);
     expect(published.code).toBe(1);
     expect(published.stderr).toContain('files[0].path "\\xFF\\xFE.txt" is not UTF-8 (bytes FF FE)');

@@ -103,7 +103,11 @@ describe('a busy port', () => {
   test('the npm scripts name it and say to set PORT (exit 1)', () => {
     const site = temporaryDir();
     const code = `const { serveSite } = await import(${JSON.stringify(join(REPO, 'scripts/serve-site.mjs'))}); await serveSite(${JSON.stringify(REPO)}, ${JSON.stringify(site)}, 'example');`;
-    const result = spawnSync(process.execPath, ['--input-type=module', '-e', code], { env: { ...process.env, PORT: String(held.port) }, encoding: 'utf8', timeout: 60_000 });
+    const result = spawnSync(process.execPath, ['--input-type=module', '-e', code], {
+      env: { ...process.env, PORT: String(held.port) },
+      encoding: 'utf8',
+      timeout: 60_000,
+    });
     expect(result.status).toBe(1);
     expect(result.stderr).toContain(`example: port ${held.port} on 127.0.0.1 is busy`);
     expect(result.stderr).toContain(`PORT=8081 npm run example`);
@@ -112,7 +116,11 @@ describe('a busy port', () => {
 
   test('a PORT that is not a port is named', () => {
     const code = `const { serveSite } = await import(${JSON.stringify(join(REPO, 'scripts/serve-site.mjs'))}); await serveSite(${JSON.stringify(REPO)}, '.', 'demo');`;
-    const result = spawnSync(process.execPath, ['--input-type=module', '-e', code], { env: { ...process.env, PORT: 'eighty' }, encoding: 'utf8', timeout: 60_000 });
+    const result = spawnSync(process.execPath, ['--input-type=module', '-e', code], {
+      env: { ...process.env, PORT: 'eighty' },
+      encoding: 'utf8',
+      timeout: 60_000,
+    });
     expect(result.status).toBe(1);
     expect(result.stderr).toContain('demo: PORT must be an integer from 0 to 65535, got "eighty"');
   });
@@ -121,7 +129,18 @@ describe('a busy port', () => {
 describe('the CLI names its own flags where the library names options', () => {
   test('a loose index whose url is not a local file: "pass --root <folder>" (exit 1)', () => {
     const dir = temporaryDir();
-    const index = { formatVersion: 2, rootPath: '/project', files: [{ path: 'a.txt', sizeBytes: 1, sha256: 'ca978112ca1bbdcafac231b39a23dc4da786eff8147c4e72b9807785afee48bb', url: 'https://cdn.example/a.txt' }] };
+    const index = {
+      formatVersion: 2,
+      rootPath: '/project',
+      files: [
+        {
+          path: 'a.txt',
+          sizeBytes: 1,
+          sha256: 'ca978112ca1bbdcafac231b39a23dc4da786eff8147c4e72b9807785afee48bb',
+          url: 'https://cdn.example/a.txt',
+        },
+      ],
+    };
     writeFileSync(join(dir, 'loose.json'), JSON.stringify(index));
     const result = runCli(['loose.json', '--out', 'out'], { cwd: dir });
     expect(result.code).toBe(1);

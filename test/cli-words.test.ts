@@ -8,7 +8,14 @@ import { cpSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'nod
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
-import { BundleIntegrityError, IndexValidationError, IndexedAssetSource, serializeIndex, verifyBundle, type BundledIndex } from '../core/index.js';
+import {
+  BundleIntegrityError,
+  IndexValidationError,
+  IndexedAssetSource,
+  serializeIndex,
+  verifyBundle,
+  type BundledIndex,
+} from '../core/index.js';
 import { sha256Hex } from '../core/hash.js';
 import { BundleStreamVerifier, bundleStreamPlan, StreamRefusal } from '../core/read/bundle-stream.js';
 import { CLI, FIXTURES, REPO, runCli, temporaryDir } from './helpers/cli.js';
@@ -25,7 +32,7 @@ function sourceFolder(): string {
 }
 
 describe('an unknown flag', () => {
-  test('is named as typed, without Node\'s text (its unbalanced quote), and is a wrong command line', () => {
+  test("is named as typed, without Node's text (its unbalanced quote), and is a wrong command line", () => {
     const result = runCli(['verify', sourceFolder(), '--frobnicate']);
     expect(result.code).toBe(2);
     expect(result.stderr).toContain('awake-bundle: unknown option --frobnicate\n');
@@ -33,7 +40,7 @@ describe('an unknown flag', () => {
     expect(result.stderr).not.toContain("'");
   });
 
-  test('suggests the nearest of the command\'s own flags', () => {
+  test("suggests the nearest of the command's own flags", () => {
     const cases: [string[], string][] = [
       [['verify', 'published', '--jsn'], 'unknown option --jsn: did you mean --json?'],
       [['serve', 'published', '--prot', '80'], 'unknown option --prot: did you mean --port?'],
@@ -49,7 +56,7 @@ describe('an unknown flag', () => {
   });
 });
 
-describe('a wrong command line points at the command\'s own --help', () => {
+describe("a wrong command line points at the command's own --help", () => {
   test.each([
     [['verify'], 'verify'],
     [['inspect', '--jsn'], 'inspect'],
@@ -132,7 +139,10 @@ describe('verify on what is not a published folder', () => {
 
   test('an empty folder says so', () => {
     const empty = temporaryDir('awkb-words-');
-    expect(runCli(['verify', empty])).toMatchObject({ code: 1, stderr: expect.stringContaining(`${empty} is an empty folder, not a published folder`) });
+    expect(runCli(['verify', empty])).toMatchObject({
+      code: 1,
+      stderr: expect.stringContaining(`${empty} is an empty folder, not a published folder`),
+    });
   });
 });
 
@@ -142,8 +152,19 @@ describe('damaged bundles: the cause first, each thing named once', () => {
     const dir = temporaryDir('awkb-words-published-');
     mkdirSync(join(dir, 'bundles'));
     writeFileSync(join(dir, 'bundles', `${GOOD_SHA}.awkb`), bytes);
-    const files = expected.members.map((m: { key: string; offset: number; sizeBytes: number; sha256: string }) => ({ path: m.key, sizeBytes: m.sizeBytes, sha256: m.sha256, bundle: GOOD_SHA, offset: m.offset }));
-    const index = { formatVersion: 3, rootPath: '/p', bundles: [{ url: `bundles/${GOOD_SHA}.awkb`, sizeBytes: expected.good.sizeBytes, sha256: GOOD_SHA }], files } as BundledIndex;
+    const files = expected.members.map((m: { key: string; offset: number; sizeBytes: number; sha256: string }) => ({
+      path: m.key,
+      sizeBytes: m.sizeBytes,
+      sha256: m.sha256,
+      bundle: GOOD_SHA,
+      offset: m.offset,
+    }));
+    const index = {
+      formatVersion: 3,
+      rootPath: '/p',
+      bundles: [{ url: `bundles/${GOOD_SHA}.awkb`, sizeBytes: expected.good.sizeBytes, sha256: GOOD_SHA }],
+      files,
+    } as BundledIndex;
     writeFileSync(join(dir, 'project.index.json'), serializeIndex(index));
     return dir;
   }
@@ -151,43 +172,76 @@ describe('damaged bundles: the cause first, each thing named once', () => {
   const problemLines = (stderr: string) => stderr.split('\n').filter((line) => line.startsWith('  '));
   const count = (text: string, part: string) => text.split(part).length - 1;
 
-  test.each(readdirSync(DAMAGED).filter((name) => name.endsWith('.awkb') && name !== 'good.awkb'))('verify %s: the bundle\'s SHA-256 once per problem', (name) => {
-    const result = runCli(['verify', publishedWith(readFileSync(join(DAMAGED, name)))]);
-    expect(result.code).toBe(1);
-    const lines = problemLines(result.stderr);
-    expect(lines.length).toBeGreaterThan(0);
-    for (const line of lines) expect(count(line, GOOD_SHA)).toBe(1);
-  });
+  test.each(readdirSync(DAMAGED).filter((name) => name.endsWith('.awkb') && name !== 'good.awkb'))(
+    "verify %s: the bundle's SHA-256 once per problem",
+    (name) => {
+      const result = runCli(['verify', publishedWith(readFileSync(join(DAMAGED, name)))]);
+      expect(result.code).toBe(1);
+      const lines = problemLines(result.stderr);
+      expect(lines.length).toBeGreaterThan(0);
+      for (const line of lines) expect(count(line, GOOD_SHA)).toBe(1);
+    },
+  );
 
   test('verify of a header the reader refuses says what is wrong with it, then what the bytes are', () => {
     const result = runCli(['verify', publishedWith(readFileSync(join(DAMAGED, 'bad-version.awkb')))]);
     const [line] = problemLines(result.stderr);
-    expect(line).toMatch(new RegExp(`^  bundles\\[0\\] \\(bundles/${GOOD_SHA}\\.awkb\\): AWKB header: unknown version 2; this reader knows version 1 \\(its 422 bytes hash to [0-9a-f]{64}\\)$`));
+    expect(line).toMatch(
+      new RegExp(
+        `^  bundles\\[0\\] \\(bundles/${GOOD_SHA}\\.awkb\\): AWKB header: unknown version 2; this reader knows version 1 \\(its 422 bytes hash to [0-9a-f]{64}\\)$`,
+      ),
+    );
   });
 
   test('verify of a truncated bundle leads with the cut, then the members past it', () => {
     const good = readFileSync(join(DAMAGED, 'good.awkb'));
     const where = `  bundles[0] (bundles/${GOOD_SHA}.awkb)`;
-    expect(problemLines(runCli(['verify', publishedWith(good.subarray(0, 300))]).stderr)).toEqual([`${where}: cut short: 300 of its listed 422 bytes; member "b/three.bin" lies past its end`]);
-    expect(problemLines(runCli(['verify', publishedWith(good.subarray(0, 100))]).stderr)).toEqual([`${where}: cut short: 100 of its listed 422 bytes; members "a/one.txt", "a/two.txt", "b/three.bin" lie past its end`]);
-    expect(problemLines(runCli(['verify', publishedWith(good.subarray(0, 10))]).stderr)).toEqual([`${where}: cut short: 10 of its listed 422 bytes, not even the 16-byte header`]);
+    expect(problemLines(runCli(['verify', publishedWith(good.subarray(0, 300))]).stderr)).toEqual([
+      `${where}: cut short: 300 of its listed 422 bytes; member "b/three.bin" lies past its end`,
+    ]);
+    expect(problemLines(runCli(['verify', publishedWith(good.subarray(0, 100))]).stderr)).toEqual([
+      `${where}: cut short: 100 of its listed 422 bytes; members "a/one.txt", "a/two.txt", "b/three.bin" lie past its end`,
+    ]);
+    expect(problemLines(runCli(['verify', publishedWith(good.subarray(0, 10))]).stderr)).toEqual([
+      `${where}: cut short: 10 of its listed 422 bytes, not even the 16-byte header`,
+    ]);
   });
 
   test('the reader: a bundle cut short names the cut first, whole or streamed; part and damaged as before', async () => {
     const good = new Uint8Array(readFileSync(join(DAMAGED, 'good.awkb')));
-    const whole: BundleIntegrityError = await verifyBundle(good.subarray(0, 300), expected.good, expected.members).then(() => { throw new Error('accepted'); }, (error) => error);
-    expect(whole).toMatchObject({ part: 'members', damaged: ['b/three.bin'], message: `bundle ${GOOD_SHA}: cut short: 300 of its listed 422 bytes; damaged member "b/three.bin"` });
+    const whole: BundleIntegrityError = await verifyBundle(good.subarray(0, 300), expected.good, expected.members).then(
+      () => {
+        throw new Error('accepted');
+      },
+      (error) => error,
+    );
+    expect(whole).toMatchObject({
+      part: 'members',
+      damaged: ['b/three.bin'],
+      message: `bundle ${GOOD_SHA}: cut short: 300 of its listed 422 bytes; damaged member "b/three.bin"`,
+    });
 
     const verifier = new BundleStreamVerifier(bundleStreamPlan(expected.good, expected.members)!, sha256Hex, { member: () => undefined });
     verifier.push(good.subarray(0, 300));
-    const streamed = await verifier.finish().then(() => { throw new Error('accepted'); }, (error: StreamRefusal) => error.failure);
-    expect(streamed).toEqual({ part: 'members', damaged: ['b/three.bin'], message: `bundle ${GOOD_SHA}: the body ended after 300 of 422 bytes; damaged member "b/three.bin"` });
+    const streamed = await verifier.finish().then(
+      () => {
+        throw new Error('accepted');
+      },
+      (error: StreamRefusal) => error.failure,
+    );
+    expect(streamed).toEqual({
+      part: 'members',
+      damaged: ['b/three.bin'],
+      message: `bundle ${GOOD_SHA}: the body ended after 300 of 422 bytes; damaged member "b/three.bin"`,
+    });
   });
 
   test('inspect names a broken header once, with the part and the version', () => {
     const result = runCli(['inspect', join(DAMAGED, 'bad-version.awkb')]);
     expect(result.code).toBe(1);
-    expect(result.stderr).toBe(`awake-bundle: ${join(DAMAGED, 'bad-version.awkb')}: AWKB header: unknown version 2; this reader knows version 1\n`);
+    expect(result.stderr).toBe(
+      `awake-bundle: ${join(DAMAGED, 'bad-version.awkb')}: AWKB header: unknown version 2; this reader knows version 1\n`,
+    );
   });
 });
 
@@ -196,19 +250,26 @@ describe('sw --index', () => {
     const site = temporaryDir('awkb-words-site-');
     const result = runCli(['sw', '--out', site, '--index', 'published/project.index.json']);
     expect(result.code).toBe(0);
-    expect(result.stderr).toBe(`awake-bundle: warning: there is no ${join(site, 'published/project.index.json')}: the worker fetches --index published/project.index.json relative to its own URL; publish there (awake-bundle <assets> --out ${join(site, 'published')}) or fix --index\n`);
+    expect(result.stderr).toBe(
+      `awake-bundle: warning: there is no ${join(site, 'published/project.index.json')}: the worker fetches --index published/project.index.json relative to its own URL; publish there (awake-bundle <assets> --out ${join(site, 'published')}) or fix --index\n`,
+    );
   });
 
   test('no warning when the index is there, or for a URL that is not relative to the folder', () => {
     const site = temporaryDir('awkb-words-site-');
     cpSync(join(FIXTURES, 'expected/small-default'), join(site, 'published'), { recursive: true });
-    for (const index of ['published/project.index.json', 'published/project.index.json?v=2', 'https://cdn.example/game/project.index.json', '/game/project.index.json']) {
+    for (const index of [
+      'published/project.index.json',
+      'published/project.index.json?v=2',
+      'https://cdn.example/game/project.index.json',
+      '/game/project.index.json',
+    ]) {
       expect(runCli(['sw', '--out', site, '--index', index])).toMatchObject({ code: 0, stderr: '' });
     }
   });
 });
 
-describe('an index URL answered with a page (a single-page app\'s fallback)', () => {
+describe("an index URL answered with a page (a single-page app's fallback)", () => {
   let server: Server;
   let origin: string;
   beforeAll(async () => {
@@ -224,7 +285,10 @@ describe('an index URL answered with a page (a single-page app\'s fallback)', ()
 
   test('IndexedAssetSource.open says the server answered text/html, naming the URL', async () => {
     const indexUrl = `${origin}/published/project.index.json`;
-    const error = await IndexedAssetSource.open({ indexUrl, cache: null }).then(() => undefined, (caught: unknown) => caught);
+    const error = await IndexedAssetSource.open({ indexUrl, cache: null }).then(
+      () => undefined,
+      (caught: unknown) => caught,
+    );
     expect(error).toBeInstanceOf(IndexValidationError);
     expect(error).toMatchObject({ code: 'E_INDEX_INVALID', url: indexUrl });
     expect((error as Error).message).toContain(indexUrl);
@@ -233,13 +297,19 @@ describe('an index URL answered with a page (a single-page app\'s fallback)', ()
   });
 
   test('a body that starts with "<" is named as markup when there is no Content-Type', async () => {
-    const error = await IndexedAssetSource.open({ indexUrl: `${origin}/plain/project.index.json`, cache: null }).then(() => undefined, (caught: Error) => caught);
+    const error = await IndexedAssetSource.open({ indexUrl: `${origin}/plain/project.index.json`, cache: null }).then(
+      () => undefined,
+      (caught: Error) => caught,
+    );
     expect(error?.message).toContain('the server answered markup (a body that starts with "<") instead of a project index');
   });
 
   test('diff and report, which read an index URL too, say the same', async () => {
     const url = `${origin}/published/project.index.json`;
-    for (const args of [['diff', url, join(FIXTURES, 'expected/small-default')], ['report', url]]) {
+    for (const args of [
+      ['diff', url, join(FIXTURES, 'expected/small-default')],
+      ['report', url],
+    ]) {
       // Not runCli: a synchronous child would hold this process, and with it the server, until it gave up.
       const result = await runCliWhileServing(args);
       expect(result.code).toBe(1);
@@ -250,6 +320,8 @@ describe('an index URL answered with a page (a single-page app\'s fallback)', ()
 
 function runCliWhileServing(args: string[]): Promise<{ code: number | null; stderr: string }> {
   return new Promise((resolve) => {
-    execFile(process.execPath, [CLI, ...args], { cwd: REPO, timeout: 60_000 }, (error, _stdout, stderr) => resolve({ code: error ? (typeof error.code === 'number' ? error.code : null) : 0, stderr }));
+    execFile(process.execPath, [CLI, ...args], { cwd: REPO, timeout: 60_000 }, (error, _stdout, stderr) =>
+      resolve({ code: error ? (typeof error.code === 'number' ? error.code : null) : 0, stderr }),
+    );
   });
 }

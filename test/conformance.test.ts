@@ -7,7 +7,12 @@ import { join } from 'node:path';
 import { BundleFormatError, BundleIntegrityError, decodeBundle, verifyBundle } from '../core/index.js';
 import { FIXTURES, runCli, temporaryDir } from './helpers/cli.js';
 
-interface ConformanceCase { case: string; tree: string; args: string[]; expected: string }
+interface ConformanceCase {
+  case: string;
+  tree: string;
+  args: string[];
+  expected: string;
+}
 const cases: ConformanceCase[] = JSON.parse(readFileSync(join(FIXTURES, 'cases.json'), 'utf8'));
 
 function publishedFiles(dir: string): Record<string, Buffer> {
@@ -59,44 +64,51 @@ describe('damaged bundles (conformance/damaged)', () => {
   const expected = JSON.parse(readFileSync(join(damagedDir, 'expected.json'), 'utf8'));
   const members = expected.members.map((member: { key: string; offset: number; sizeBytes: number; sha256: string }) => member);
 
-  test.each(expected.cases as { file: string; expect: { ok?: true; part?: string; damaged?: string[]; says?: string } }[])('$file', async ({ file, expect: expectation }) => {
-    const bytes = new Uint8Array(readFileSync(join(damagedDir, file)));
-    const outcome = verifyBundle(bytes, expected.good, members, `bundles/${file}`);
-    if (expectation.ok) {
-      const verified = await outcome;
-      expect(verified.map((member) => member.key)).toEqual(members.map((member: { key: string }) => member.key));
-      return;
-    }
-    const error: BundleIntegrityError = await outcome.then(
-      () => { throw new Error(`${file} was accepted`); },
-      (caught) => caught,
-    );
-    expect(error).toBeInstanceOf(BundleIntegrityError);
-    expect(error.code).toBe('E_BUNDLE_INTEGRITY');
-    expect(error.url).toBe(`bundles/${file}`);
-    if (expectation.part) {
-      expect(error.part).toBe(expectation.part);
-      expect(error.message).toContain(expectation.part);
-      expect(error.damaged).toEqual([]);
-    }
-    if (expectation.damaged) expect([...error.damaged].sort()).toEqual([...expectation.damaged].sort());
-    for (const key of expectation.damaged ?? []) expect(error.message).toContain(key);
-    if (expectation.says) expect(error.message).toContain(expectation.says);
-  });
-
-  test.each(expected.cases.filter((c: { expect: { part?: string } }) => c.expect.part) as { file: string; expect: { part: string; says?: string } }[])(
-    'decodeBundle refuses $file in its $expect.part',
-    ({ file, expect: expectation }) => {
+  test.each(expected.cases as { file: string; expect: { ok?: true; part?: string; damaged?: string[]; says?: string } }[])(
+    '$file',
+    async ({ file, expect: expectation }) => {
       const bytes = new Uint8Array(readFileSync(join(damagedDir, file)));
-      expect(() => decodeBundle(bytes)).toThrow(BundleFormatError);
-      try {
-        decodeBundle(bytes);
-      } catch (error) {
-        expect((error as BundleFormatError).part).toBe(expectation.part);
-        if (expectation.says) expect((error as Error).message).toContain(expectation.says);
+      const outcome = verifyBundle(bytes, expected.good, members, `bundles/${file}`);
+      if (expectation.ok) {
+        const verified = await outcome;
+        expect(verified.map((member) => member.key)).toEqual(members.map((member: { key: string }) => member.key));
+        return;
       }
+      const error: BundleIntegrityError = await outcome.then(
+        () => {
+          throw new Error(`${file} was accepted`);
+        },
+        (caught) => caught,
+      );
+      expect(error).toBeInstanceOf(BundleIntegrityError);
+      expect(error.code).toBe('E_BUNDLE_INTEGRITY');
+      expect(error.url).toBe(`bundles/${file}`);
+      if (expectation.part) {
+        expect(error.part).toBe(expectation.part);
+        expect(error.message).toContain(expectation.part);
+        expect(error.damaged).toEqual([]);
+      }
+      if (expectation.damaged) expect([...error.damaged].sort()).toEqual([...expectation.damaged].sort());
+      for (const key of expectation.damaged ?? []) expect(error.message).toContain(key);
+      if (expectation.says) expect(error.message).toContain(expectation.says);
     },
   );
+
+  test.each(
+    expected.cases.filter((c: { expect: { part?: string } }) => c.expect.part) as {
+      file: string;
+      expect: { part: string; says?: string };
+    }[],
+  )('decodeBundle refuses $file in its $expect.part', ({ file, expect: expectation }) => {
+    const bytes = new Uint8Array(readFileSync(join(damagedDir, file)));
+    expect(() => decodeBundle(bytes)).toThrow(BundleFormatError);
+    try {
+      decodeBundle(bytes);
+    } catch (error) {
+      expect((error as BundleFormatError).part).toBe(expectation.part);
+      if (expectation.says) expect((error as Error).message).toContain(expectation.says);
+    }
+  });
 
   test('inspect names the damaged members and exits 1', () => {
     const result = runCli(['inspect', join(damagedDir, 'members-one-three-damaged.awkb')]);

@@ -12,7 +12,11 @@ import { indexViolations, temporaryFilesIn } from './helpers/trees.js';
 test('8 SIGKILLs at random points never leave an index naming a missing or partial bundle', () => {
   runCli(['--help']); // fails early with a clear message when dist/ is not built
   const dir = temporaryDir('awkb-crash-test-');
-  const run = spawnSync(process.execPath, [join(REPO, 'scripts', 'crash-publish.mjs'), '--runs', '8', '--size-mb', '20', '--seed', '7', '--dir', dir, '--json'], { encoding: 'utf8', timeout: 240_000 });
+  const run = spawnSync(
+    process.execPath,
+    [join(REPO, 'scripts', 'crash-publish.mjs'), '--runs', '8', '--size-mb', '20', '--seed', '7', '--dir', dir, '--json'],
+    { encoding: 'utf8', timeout: 240_000 },
+  );
   expect(run.stderr).toBe('');
   const result = JSON.parse(run.stdout);
   expect(result.problems).toEqual([]);

@@ -17,8 +17,17 @@ import { createHash } from 'node:crypto';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import {
-  BundleIntegrityError, decodeBundle, groupByFolder, IndexedAssetSource, MemoryCache, opaqueId, verifyBundle,
-  type BundledIndex, type BundleEntry, type ExpectedMember, type LooseIndex,
+  BundleIntegrityError,
+  decodeBundle,
+  groupByFolder,
+  IndexedAssetSource,
+  MemoryCache,
+  opaqueId,
+  verifyBundle,
+  type BundledIndex,
+  type BundleEntry,
+  type ExpectedMember,
+  type LooseIndex,
 } from '../core/index.js';
 import { diskReader, looseIndexFromFolder, publishToDirectory, startStaticServer, type StaticServer } from '../core/node/index.js';
 import { temporaryDir } from './helpers/cli.js';
@@ -60,11 +69,13 @@ const foldersTree: Tree = {
 };
 
 /** Many small members, spread over several bundles by a small target size. */
-const manyTree: Tree = Object.fromEntries(Array.from({ length: 90 }, (_, i) => {
-  const folder = i % 3 === 0 ? 'sprites' : 'sounds';
-  const content = i % 15 === 7 ? new Uint8Array(0) : i % 10 === 4 ? text('shared content') : pattern(1 + ((i * 13) % 40), i);
-  return [`${folder}/item-${String(i).padStart(3, '0')}.dat`, content];
-}));
+const manyTree: Tree = Object.fromEntries(
+  Array.from({ length: 90 }, (_, i) => {
+    const folder = i % 3 === 0 ? 'sprites' : 'sounds';
+    const content = i % 15 === 7 ? new Uint8Array(0) : i % 10 === 4 ? text('shared content') : pattern(1 + ((i * 13) % 40), i);
+    return [`${folder}/item-${String(i).padStart(3, '0')}.dat`, content];
+  }),
+);
 
 interface Published {
   name: string;
@@ -85,7 +96,10 @@ async function publish(name: string, tree: Tree, options: { targetBundleBytes?: 
   const { index: looseIndex }: { index: LooseIndex } = await looseIndexFromFolder(input);
   const out = join(root, 'published');
   const { index } = await publishToDirectory({
-    looseIndex, read: diskReader((entry) => join(input, ...entry.path.split('/'))), outDir: out, grouping: groupByFolder(1),
+    looseIndex,
+    read: diskReader((entry) => join(input, ...entry.path.split('/'))),
+    outDir: out,
+    grouping: groupByFolder(1),
     ...(options.targetBundleBytes ? { targetBundleBytes: options.targetBundleBytes } : {}),
     ...(options.salt ? { pathIds: { salt: options.salt } } : {}),
   });
@@ -97,11 +111,20 @@ async function publish(name: string, tree: Tree, options: { targetBundleBytes?: 
 // ---------------------------------------------------------------------------------------------
 // The cases: where to damage a bundle, and what a reader must then say.
 
-interface Expected { part: 'header' | 'table' | 'members'; damaged: string[] }
-interface DamageCase { label: string; bytes: Uint8Array; expected: Expected }
+interface Expected {
+  part: 'header' | 'table' | 'members';
+  damaged: string[];
+}
+interface DamageCase {
+  label: string;
+  bytes: Uint8Array;
+  expected: Expected;
+}
 
 function membersOf(index: BundledIndex, bundle: string): ExpectedMember[] {
-  return index.files.filter((file) => file.bundle === bundle).map((file) => ({ key: (file.path ?? file.id)!, offset: file.offset!, sizeBytes: file.sizeBytes, sha256: file.sha256 }));
+  return index.files
+    .filter((file) => file.bundle === bundle)
+    .map((file) => ({ key: (file.path ?? file.id)!, offset: file.offset!, sizeBytes: file.sizeBytes, sha256: file.sha256 }));
 }
 
 function flipped(good: Uint8Array, at: number): Uint8Array {
@@ -119,15 +142,23 @@ function cutOff(members: readonly ExpectedMember[], cut: number): Expected {
 function damageCases(good: Uint8Array, members: readonly ExpectedMember[]): DamageCase[] {
   const cases: DamageCase[] = [];
   const decoded = decodeBundle(good);
-  const flip = (label: string, at: number, expected: Expected) => cases.push({ label: `${label} (byte ${at})`, bytes: flipped(good, at), expected });
-  const truncate = (label: string, cut: number) => cases.push({ label: `truncated ${label} (${cut} of ${good.length} bytes)`, bytes: good.slice(0, cut), expected: cutOff(members, cut) });
+  const flip = (label: string, at: number, expected: Expected) =>
+    cases.push({ label: `${label} (byte ${at})`, bytes: flipped(good, at), expected });
+  const truncate = (label: string, cut: number) =>
+    cases.push({ label: `truncated ${label} (${cut} of ${good.length} bytes)`, bytes: good.slice(0, cut), expected: cutOff(members, cut) });
   const header: Expected = { part: 'header', damaged: [] };
   const table: Expected = { part: 'table', damaged: [] };
 
   // Header fields, first and last byte of each. Magic, version and reserved are the header's
   // own; the member count and table size are judged against the table, which is named (as the
   // conformance files count-too-big and table-size-huge say).
-  for (const [field, start, length, expected] of [['magic', 0, 4, header], ['version', 4, 2, header], ['reserved', 6, 2, header], ['member count', 8, 4, table], ['table size', 12, 4, table]] as const) {
+  for (const [field, start, length, expected] of [
+    ['magic', 0, 4, header],
+    ['version', 4, 2, header],
+    ['reserved', 6, 2, header],
+    ['member count', 8, 4, table],
+    ['table size', 12, 4, table],
+  ] as const) {
     flip(`header ${field}, first byte`, start, expected);
     flip(`header ${field}, last byte`, start + length - 1, expected);
   }
@@ -135,7 +166,13 @@ function damageCases(good: Uint8Array, members: readonly ExpectedMember[]): Dama
   let at = 16;
   for (const record of decoded.records) {
     const keyLength = new TextEncoder().encode(record.key).length;
-    const fields: [string, number, number][] = [['key length', at, 2], ['key', at + 2, keyLength], ['offset', at + 2 + keyLength, 8], ['size', at + 10 + keyLength, 8], ['sha256', at + 18 + keyLength, 32]];
+    const fields: [string, number, number][] = [
+      ['key length', at, 2],
+      ['key', at + 2, keyLength],
+      ['offset', at + 2 + keyLength, 8],
+      ['size', at + 10 + keyLength, 8],
+      ['sha256', at + 18 + keyLength, 32],
+    ];
     for (const [field, start, length] of fields) {
       flip(`table ${JSON.stringify(record.key)} ${field}, first byte`, start, table);
       if (length > 1) flip(`table ${JSON.stringify(record.key)} ${field}, last byte`, start + length - 1, table);
@@ -147,7 +184,11 @@ function damageCases(good: Uint8Array, members: readonly ExpectedMember[]): Dama
   for (const record of contents.values()) {
     const sharing = members.filter((member) => member.sha256 === record.sha256).map((member) => member.key);
     const positions = new Set([record.offset, record.offset + Math.floor(record.sizeBytes / 2), record.offset + record.sizeBytes - 1]);
-    for (const position of positions) flip(`content of ${JSON.stringify(record.key)}, byte ${position - record.offset} of ${record.sizeBytes}`, position, { part: 'members', damaged: sharing });
+    for (const position of positions)
+      flip(`content of ${JSON.stringify(record.key)}, byte ${position - record.offset} of ${record.sizeBytes}`, position, {
+        part: 'members',
+        damaged: sharing,
+      });
   }
   // Truncations.
   truncate('to nothing', 0);
@@ -155,14 +196,16 @@ function damageCases(good: Uint8Array, members: readonly ExpectedMember[]): Dama
   truncate('one byte short of the header', 15);
   truncate('inside the table', 16 + Math.floor((decoded.dataStart - 16) / 2));
   truncate('where the data starts', decoded.dataStart);
-  for (const record of contents.values()) truncate(`inside the content of ${JSON.stringify(record.key)}`, record.offset + Math.floor(record.sizeBytes / 2));
+  for (const record of contents.values())
+    truncate(`inside the content of ${JSON.stringify(record.key)}`, record.offset + Math.floor(record.sizeBytes / 2));
   truncate('one byte short', good.length - 1);
   return cases.filter((c, i, all) => all.findIndex((other) => other.label === c.label) === i);
 }
 
 // ---------------------------------------------------------------------------------------------
 
-const counts: { project: string; bundles: number; cases: number; detected: number; cachedPuts: number; kinds: Record<string, number> }[] = [];
+const counts: { project: string; bundles: number; cases: number; detected: number; cachedPuts: number; kinds: Record<string, number> }[] =
+  [];
 const projects: Published[] = [];
 
 beforeAll(async () => {
@@ -176,7 +219,10 @@ beforeAll(async () => {
 afterAll(async () => {
   await Promise.all(projects.map((project) => project.server.close()));
   if (process.env.DAMAGE_MATRIX_REPORT) {
-    const total = counts.reduce((sum, row) => ({ cases: sum.cases + row.cases, detected: sum.detected + row.detected, cachedPuts: sum.cachedPuts + row.cachedPuts }), { cases: 0, detected: 0, cachedPuts: 0 });
+    const total = counts.reduce(
+      (sum, row) => ({ cases: sum.cases + row.cases, detected: sum.detected + row.detected, cachedPuts: sum.cachedPuts + row.cachedPuts }),
+      { cases: 0, detected: 0, cachedPuts: 0 },
+    );
     process.stdout.write(`damage matrix: ${JSON.stringify({ projects: counts, total })}\n`);
   }
 });
@@ -233,10 +279,16 @@ describe.each(['folders', 'many-small', 'opaque-ids'])('damage matrix: %s', (nam
         const where = `${name} bundle ${listing.sha256.slice(0, 12)}…, ${damage.label}`;
         const expected = { part: damage.expected.part, damaged: [...damage.expected.damaged].sort() };
         // verifyBundle on the bytes themselves.
-        const direct = await verifyBundle(damage.bytes, listing, members).then(() => 'accepted', (error) => error);
-        if (!(direct instanceof BundleIntegrityError)) mismatches.push(`${where}: verifyBundle ${direct === 'accepted' ? 'accepted it' : `threw ${direct}`}`);
+        const direct = await verifyBundle(damage.bytes, listing, members).then(
+          () => 'accepted',
+          (error) => error,
+        );
+        if (!(direct instanceof BundleIntegrityError))
+          mismatches.push(`${where}: verifyBundle ${direct === 'accepted' ? 'accepted it' : `threw ${direct}`}`);
         else if (direct.part !== expected.part || JSON.stringify([...direct.damaged].sort()) !== JSON.stringify(expected.damaged)) {
-          mismatches.push(`${where}: verifyBundle said ${direct.part} ${JSON.stringify(direct.damaged)}, expected ${expected.part} ${JSON.stringify(expected.damaged)}`);
+          mismatches.push(
+            `${where}: verifyBundle said ${direct.part} ${JSON.stringify(direct.damaged)}, expected ${expected.part} ${JSON.stringify(expected.damaged)}`,
+          );
         }
         // The reader, over HTTP: every member of the bundle, at once (one request between them).
         const { source, cache } = await openCase(server, root, index, listing, damage.bytes, `${name}-${listing.sha256.slice(0, 12)}-${n}`);
@@ -246,13 +298,16 @@ describe.each(['folders', 'many-small', 'opaque-ids'])('damage matrix: %s', (nam
         // SPEC §7 "Streamed members": past an intact head, a member that lies wholly before the
         // first damaged content passed on its own and may be handed out; no other.
         const firstDamage = Math.min(...members.filter((member) => expected.damaged.includes(member.key)).map((member) => member.offset));
-        const passes = (member: ExpectedMember) => expected.part === 'members' && !expected.damaged.includes(member.key) && member.offset + member.sizeBytes <= firstDamage;
+        const passes = (member: ExpectedMember) =>
+          expected.part === 'members' && !expected.damaged.includes(member.key) && member.offset + member.sizeBytes <= firstDamage;
         let allDetected = true;
         outcomes.forEach((outcome, i) => {
           if (JSON.stringify(outcome) === JSON.stringify(expected)) return;
           if (outcome === 'bytes' && passes(members[i]!)) return;
           allDetected = allDetected && outcome !== 'bytes';
-          mismatches.push(`${where}: read(${JSON.stringify(paths[i])}) gave ${JSON.stringify(outcome)}, expected ${JSON.stringify(expected)}`);
+          mismatches.push(
+            `${where}: read(${JSON.stringify(paths[i])}) gave ${JSON.stringify(outcome)}, expected ${JSON.stringify(expected)}`,
+          );
         });
         if (allDetected) detected++;
         if (cache.puts.length > 0) mismatches.push(`${where}: the cache got ${cache.puts.length} contents`);

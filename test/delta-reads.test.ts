@@ -11,7 +11,15 @@ import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { startWholeFileServer } from './helpers/whole-file-server.js';
 import { deltaRangesFor } from '../core/read/bundle-ranges.js';
-import { BundleIntegrityError, IndexedAssetSource, RangeResponseError, MemoryCache, DEFAULT_DELTA_READS, type ContentCache, type PrefetchProgress } from '../core/index.js';
+import {
+  BundleIntegrityError,
+  IndexedAssetSource,
+  RangeResponseError,
+  MemoryCache,
+  DEFAULT_DELTA_READS,
+  type ContentCache,
+  type PrefetchProgress,
+} from '../core/index.js';
 import { NodeFolderCache, startStaticServer, type StaticServer } from '../core/node/index.js';
 import { MAX_PART_HEADER_BYTES, MULTIPART_BODY_ALLOWANCE, MULTIPART_PART_ALLOWANCE, Transport } from '../core/net/transport.js';
 import { runCli, temporaryDir } from './helpers/cli.js';
@@ -51,9 +59,17 @@ const versions: Record<string, Record<string, Uint8Array>> = {
   // Seven changed files spread over the bundle: six ranges at a 64 KiB gap, more than 4.
   spread: changedFrom(v1, [0, 1, 10, 20, 30, 40, 50], 3),
   // Twenty changed files, every third one: twenty ranges (a third of the bundle).
-  many: changedFrom(v1, Array.from({ length: 20 }, (_, i) => i * 3), 5),
+  many: changedFrom(
+    v1,
+    Array.from({ length: 20 }, (_, i) => i * 3),
+    5,
+  ),
   // Most of the bundle changed: cheaper to fetch it whole.
-  most: changedFrom(v1, Array.from({ length: 40 }, (_, i) => i), 4),
+  most: changedFrom(
+    v1,
+    Array.from({ length: 40 }, (_, i) => i),
+    4,
+  ),
 };
 
 function publish(name: string, files: Record<string, Uint8Array>): void {
@@ -98,7 +114,8 @@ const rangeOf = (name: string, first: string, last = first) => {
   return `bytes=${a.offset}-${b.offset + b.sizeBytes - 1}`;
 };
 /** Bytes a Range header asks for, over all its ranges. */
-const rangeBytes = (range: string | null) => [...range!.matchAll(/(\d+)-(\d+)/g)].reduce((sum, [, a, b]) => sum + Number(b) - Number(a) + 1, 0);
+const rangeBytes = (range: string | null) =>
+  [...range!.matchAll(/(\d+)-(\d+)/g)].reduce((sum, [, a, b]) => sum + Number(b) - Number(a) + 1, 0);
 
 /** A cache holding v1, as a returning player's would. */
 async function cacheWithV1<C extends ContentCache>(cache: C): Promise<C> {
@@ -116,15 +133,20 @@ describe('planning the ranges of a bundle (the rule diff prices updates with)', 
   let next = 0;
   const member = (offset: number, sizeBytes: number) => ({ offset, sizeBytes, sha256: String(next++).padStart(64, '0') });
   test('members closer than the gap share a range; farther ones get their own', () => {
-    expect(deltaRangesFor([member(100, 10), member(115, 5), member(100_000, 20)], 1_000_000, { ...DEFAULT_DELTA_READS, maxGapBytes: 6 })).toEqual([
-      { offset: 100, length: 20 }, { offset: 100_000, length: 20 },
+    expect(
+      deltaRangesFor([member(100, 10), member(115, 5), member(100_000, 20)], 1_000_000, { ...DEFAULT_DELTA_READS, maxGapBytes: 6 }),
+    ).toEqual([
+      { offset: 100, length: 20 },
+      { offset: 100_000, length: 20 },
     ]);
     expect(deltaRangesFor([member(100, 10), member(115, 5)], 1_000_000, { ...DEFAULT_DELTA_READS, maxGapBytes: 5 })).toHaveLength(2);
   });
   test('past maxRangesPerBundle, the smallest gaps close first; touching members always share a range', () => {
     const missing = [member(0, 1), member(10, 1), member(1000, 1), member(1001, 3), member(5000, 1)];
     expect(deltaRangesFor(missing, 1_000_000, { ...DEFAULT_DELTA_READS, maxGapBytes: 0, maxRangesPerBundle: 3 })).toEqual([
-      { offset: 0, length: 11 }, { offset: 1000, length: 4 }, { offset: 5000, length: 1 },
+      { offset: 0, length: 11 },
+      { offset: 1000, length: 4 },
+      { offset: 5000, length: 1 },
     ]);
   });
   test('more than maxMissingFraction of the bundle missing: fetch it whole (undefined)', () => {
@@ -141,7 +163,12 @@ describe('a returning player loads version 2 with version 1 in the cache', () =>
     await expectEveryFileOf(source, 'v2');
     const [c2, c3, c20, c41] = [2, 3, 20, 41].map((i) => LEVELS[i]!);
     // The ui bundle is unchanged (and cached): no request at all.
-    expect(net.bundles().map((r) => r.range).sort()).toEqual([rangeOf('v2', c2!, c3!), rangeOf('v2', c20!), rangeOf('v2', c41!)].sort());
+    expect(
+      net
+        .bundles()
+        .map((r) => r.range)
+        .sort(),
+    ).toEqual([rangeOf('v2', c2!, c3!), rangeOf('v2', c20!), rangeOf('v2', c41!)].sort());
     expect(net.bundles().reduce((sum, r) => sum + rangeBytes(r.range), 0)).toBe(4 * 16 * KiB);
     await source.whenStored();
     // What the ranges brought is cached like any member: a second source needs no request.
@@ -175,7 +202,15 @@ describe('a returning player loads version 2 with version 1 in the cache', () =>
     const source = await IndexedAssetSource.open({ indexUrl: indexUrl('v2'), cache, fetch: net.fetch });
     expect(await source.prefetchChanged(first.index)).toBe(4);
     const bundle = indexOf('v2').bundles.find((b) => b.sha256 === indexOf('v2').files.find((f) => f.path === LEVELS[2])!.bundle)!;
-    expect(net.bundles()).toEqual([{ path: `/v2/${bundle.url}`, range: `${rangeOf('v2', LEVELS[2]!, LEVELS[3]!)},${rangeOf('v2', LEVELS[20]!)},${rangeOf('v2', LEVELS[41]!)}`.replace(/,bytes=/g, ',') }]);
+    expect(net.bundles()).toEqual([
+      {
+        path: `/v2/${bundle.url}`,
+        range: `${rangeOf('v2', LEVELS[2]!, LEVELS[3]!)},${rangeOf('v2', LEVELS[20]!)},${rangeOf('v2', LEVELS[41]!)}`.replace(
+          /,bytes=/g,
+          ',',
+        ),
+      },
+    ]);
     // Nothing pinned in memory for reads (keep: false); every v2 file of levels/ now reads from the cache.
     expect(source.stats().protectedBytes).toBe(0);
     await source.whenStored();
@@ -201,7 +236,15 @@ describe('a returning player loads version 2 with version 1 in the cache', () =>
 
     const tuned = countingFetch();
     const cache2 = await cacheWithV1(new MemoryCache());
-    await expectEveryFileOf(await IndexedAssetSource.open({ indexUrl: indexUrl('spread'), cache: cache2, fetch: tuned.fetch, deltaReads: { ...SEPARATE, maxRangesPerBundle: 8 } }), 'spread');
+    await expectEveryFileOf(
+      await IndexedAssetSource.open({
+        indexUrl: indexUrl('spread'),
+        cache: cache2,
+        fetch: tuned.fetch,
+        deltaReads: { ...SEPARATE, maxRangesPerBundle: 8 },
+      }),
+      'spread',
+    );
     expect(tuned.bundles()).toHaveLength(6);
     expect(tuned.bundles().reduce((sum, r) => sum + rangeBytes(r.range), 0)).toBe(7 * 16 * KiB);
   });
@@ -215,8 +258,22 @@ describe('a returning player loads version 2 with version 1 in the cache', () =>
 
   test('deltaReads options are checked at open, before any request', async () => {
     const net = countingFetch();
-    await expect(IndexedAssetSource.open({ indexUrl: indexUrl('v2'), cache: new MemoryCache(), fetch: net.fetch, deltaReads: { maxRangesPerBundle: 0 } })).rejects.toThrow(/maxRangesPerBundle must be an integer ≥ 1/);
-    await expect(IndexedAssetSource.open({ indexUrl: indexUrl('v2'), cache: new MemoryCache(), fetch: net.fetch, deltaReads: { maxMissingFraction: 2 } })).rejects.toThrow(/maxMissingFraction/);
+    await expect(
+      IndexedAssetSource.open({
+        indexUrl: indexUrl('v2'),
+        cache: new MemoryCache(),
+        fetch: net.fetch,
+        deltaReads: { maxRangesPerBundle: 0 },
+      }),
+    ).rejects.toThrow(/maxRangesPerBundle must be an integer ≥ 1/);
+    await expect(
+      IndexedAssetSource.open({
+        indexUrl: indexUrl('v2'),
+        cache: new MemoryCache(),
+        fetch: net.fetch,
+        deltaReads: { maxMissingFraction: 2 },
+      }),
+    ).rejects.toThrow(/maxMissingFraction/);
     expect(net.requests).toEqual([]);
   });
 
@@ -311,8 +368,18 @@ async function rangeServer(multi: 'first' | 'whole' | 'coalesce' | 'malformed' |
     const boundary = 'XyZ';
     if (multi === 'gap') specs.splice(0, 2, [specs[0]![0], specs[1]![1]]);
     const extra = multi === 'long-headers' ? `X-Origin-Trace: ${'t'.repeat(3000)}\r\n` : '';
-    const pieces = specs.flatMap(([a, b], i) => [Buffer.from(`--${boundary}\r\n${extra}Content-Range: bytes ${a}-${multi === 'malformed' && i === 1 ? b + 1 : b}/${body.length}\r\n\r\n`), body.subarray(a, b + 1), Buffer.from('\r\n')]);
-    return send(206, { 'content-type': `multipart/byteranges; boundary=${boundary}` }, Buffer.concat([...pieces, Buffer.from(`--${boundary}--\r\n`)]));
+    const pieces = specs.flatMap(([a, b], i) => [
+      Buffer.from(
+        `--${boundary}\r\n${extra}Content-Range: bytes ${a}-${multi === 'malformed' && i === 1 ? b + 1 : b}/${body.length}\r\n\r\n`,
+      ),
+      body.subarray(a, b + 1),
+      Buffer.from('\r\n'),
+    ]);
+    return send(
+      206,
+      { 'content-type': `multipart/byteranges; boundary=${boundary}` },
+      Buffer.concat([...pieces, Buffer.from(`--${boundary}--\r\n`)]),
+    );
   });
   await new Promise<void>((resolve) => plain.listen(0, '127.0.0.1', resolve));
   return {
@@ -329,7 +396,11 @@ describe('several ranges in one request (multipart/byteranges)', () => {
   const multiRange = (range: string | null) => range !== null && range.includes(',');
 
   test('many changes spread over a bundle: one request for the bundle, bringing the changed bytes alone', async () => {
-    for (const [name, changed, ranges] of [['spread', 7, 6], ['many', 20, 20], ['v2', 4, 3]] as const) {
+    for (const [name, changed, ranges] of [
+      ['spread', 7, 6],
+      ['many', 20, 20],
+      ['v2', 4, 3],
+    ] as const) {
       const cache = await cacheWithV1(new MemoryCache());
       const net = countingFetch();
       const source = await IndexedAssetSource.open({ indexUrl: indexUrl(name), cache, fetch: net.fetch });
@@ -364,7 +435,12 @@ describe('several ranges in one request (multipart/byteranges)', () => {
   test('prefetch progress ends at the planned bytes; maxRangesPerRequest caps the ranges of the one request', async () => {
     const cache = await cacheWithV1(new MemoryCache());
     const net = countingFetch();
-    const source = await IndexedAssetSource.open({ indexUrl: indexUrl('many'), cache, fetch: net.fetch, deltaReads: { maxRangesPerRequest: 5 } });
+    const source = await IndexedAssetSource.open({
+      indexUrl: indexUrl('many'),
+      cache,
+      fetch: net.fetch,
+      deltaReads: { maxRangesPerRequest: 5 },
+    });
     const events: PrefetchProgress[] = [];
     await source.prefetch(PATHS, { onProgress: (p) => events.push(p) });
     await expectEveryFileOf(source, 'many');
@@ -376,36 +452,59 @@ describe('several ranges in one request (multipart/byteranges)', () => {
   });
 
   test('deltaReads.maxRangesPerRequest and multipartGapBytes are checked at open', async () => {
-    await expect(IndexedAssetSource.open({ indexUrl: indexUrl('v2'), cache: new MemoryCache(), deltaReads: { maxRangesPerRequest: 0 } })).rejects.toThrow(/maxRangesPerRequest must be an integer ≥ 1/);
-    await expect(IndexedAssetSource.open({ indexUrl: indexUrl('v2'), cache: new MemoryCache(), deltaReads: { multipartGapBytes: -1 } })).rejects.toThrow(/multipartGapBytes/);
+    await expect(
+      IndexedAssetSource.open({ indexUrl: indexUrl('v2'), cache: new MemoryCache(), deltaReads: { maxRangesPerRequest: 0 } }),
+    ).rejects.toThrow(/maxRangesPerRequest must be an integer ≥ 1/);
+    await expect(
+      IndexedAssetSource.open({ indexUrl: indexUrl('v2'), cache: new MemoryCache(), deltaReads: { multipartGapBytes: -1 } }),
+    ).rejects.toThrow(/multipartGapBytes/);
   });
 
   test.each([
     ['first', 'a 206 of the first range only'],
     ['whole', 'a 200 (as S3 answers several ranges), not read'],
     ['reset', 'a network failure (after its retries)'],
-  ] as const)('a server that answers several ranges with %s (%s): ranges one per request, for that origin from then on', async (mode, _what) => {
-    const host = await rangeServer(mode);
-    try {
-      const cache = await cacheWithV1(new MemoryCache());
-      const net = countingFetch();
-      await expectEveryFileOf(await IndexedAssetSource.open({ indexUrl: indexUrl('spread', host.base), cache, fetch: net.fetch, retry: { baseDelayMs: 1 } }), 'spread');
-      const ranges = net.bundles().map((r) => r.range);
-      const tries = mode === 'reset' ? 4 : 1;
-      expect(ranges.slice(0, tries).every(multiRange)).toBe(true);
-      // Then today's plan: at most maxRangesPerBundle single ranges, as 206s.
-      expect(ranges.slice(tries)).toHaveLength(4);
-      expect(ranges.slice(tries).some(multiRange)).toBe(false);
-      expect(host.bundleAnswers().slice(tries).every((a) => a.status === 206)).toBe(true);
+  ] as const)(
+    'a server that answers several ranges with %s (%s): ranges one per request, for that origin from then on',
+    async (mode, _what) => {
+      const host = await rangeServer(mode);
+      try {
+        const cache = await cacheWithV1(new MemoryCache());
+        const net = countingFetch();
+        await expectEveryFileOf(
+          await IndexedAssetSource.open({ indexUrl: indexUrl('spread', host.base), cache, fetch: net.fetch, retry: { baseDelayMs: 1 } }),
+          'spread',
+        );
+        const ranges = net.bundles().map((r) => r.range);
+        const tries = mode === 'reset' ? 4 : 1;
+        expect(ranges.slice(0, tries).every(multiRange)).toBe(true);
+        // Then today's plan: at most maxRangesPerBundle single ranges, as 206s.
+        expect(ranges.slice(tries)).toHaveLength(4);
+        expect(ranges.slice(tries).some(multiRange)).toBe(false);
+        expect(
+          host
+            .bundleAnswers()
+            .slice(tries)
+            .every((a) => a.status === 206),
+        ).toBe(true);
 
-      // What an origin serves is learnt per source (issue 18): a new source asks in one request again.
-      const later = countingFetch();
-      await expectEveryFileOf(await IndexedAssetSource.open({ indexUrl: indexUrl('spread', host.base), cache: await cacheWithV1(new MemoryCache()), fetch: later.fetch, retry: { baseDelayMs: 1 } }), 'spread');
-      expect(multiRange(later.bundles()[0]!.range)).toBe(true);
-    } finally {
-      await host.close();
-    }
-  });
+        // What an origin serves is learnt per source (issue 18): a new source asks in one request again.
+        const later = countingFetch();
+        await expectEveryFileOf(
+          await IndexedAssetSource.open({
+            indexUrl: indexUrl('spread', host.base),
+            cache: await cacheWithV1(new MemoryCache()),
+            fetch: later.fetch,
+            retry: { baseDelayMs: 1 },
+          }),
+          'spread',
+        );
+        expect(multiRange(later.bundles()[0]!.range)).toBe(true);
+      } finally {
+        await host.close();
+      }
+    },
+  );
 
   test('a server that coalesces several ranges into one 206 covering them: accepted, one request', async () => {
     const host = await rangeServer('coalesce');
@@ -430,7 +529,12 @@ describe('several ranges in one request (multipart/byteranges)', () => {
     try {
       const cache = await cacheWithV1(new MemoryCache());
       const net = countingFetch();
-      const source = await IndexedAssetSource.open({ indexUrl: indexUrl('spread', host.base), cache, fetch: net.fetch, retry: { attempts: 1 } });
+      const source = await IndexedAssetSource.open({
+        indexUrl: indexUrl('spread', host.base),
+        cache,
+        fetch: net.fetch,
+        retry: { attempts: 1 },
+      });
       await expectEveryFileOf(source, 'spread');
       expect(net.bundles()).toHaveLength(1);
       expect(net.bundles()[0]!.range!.split(',')).toHaveLength(6);
@@ -448,7 +552,12 @@ describe('several ranges in one request (multipart/byteranges)', () => {
       const cache = await cacheWithV1(new MemoryCache());
       const before = cache.size;
       const net = countingFetch();
-      const source = await IndexedAssetSource.open({ indexUrl: indexUrl('spread', host.base), cache, retry: { attempts: 1 }, fetch: net.fetch });
+      const source = await IndexedAssetSource.open({
+        indexUrl: indexUrl('spread', host.base),
+        cache,
+        retry: { attempts: 1 },
+        fetch: net.fetch,
+      });
       const error = await source.read(LEVELS[20]!).catch((e) => e);
       expect(error).toBeInstanceOf(RangeResponseError);
       expect(error).toMatchObject({ code: 'E_RANGE', path: LEVELS[20] });
@@ -460,7 +569,12 @@ describe('several ranges in one request (multipart/byteranges)', () => {
       // The same source then asks that origin for ranges one per request (issue 18: per source).
       await expectEveryFileOf(source, 'spread');
       expect(net.bundles().slice(1)).toHaveLength(4);
-      expect(net.bundles().slice(1).some((r) => multiRange(r.range))).toBe(false);
+      expect(
+        net
+          .bundles()
+          .slice(1)
+          .some((r) => multiRange(r.range)),
+      ).toBe(false);
     } finally {
       await host.close();
     }
@@ -468,62 +582,107 @@ describe('several ranges in one request (multipart/byteranges)', () => {
 });
 
 describe('a host that refuses Range (403, 416, 501): whole bundles, verified', () => {
-  const levelsBundle = (name: string) => `/${name}/${indexOf(name).bundles.find((b) => b.sha256 === indexOf(name).files.find((f) => f.path === LEVELS[0])!.bundle)!.url}`;
-  const uiBundle = (name: string) => `/${name}/${indexOf(name).bundles.find((b) => b.sha256 === indexOf(name).files.find((f) => f.path === UI[0])!.bundle)!.url}`;
+  const levelsBundle = (name: string) =>
+    `/${name}/${indexOf(name).bundles.find((b) => b.sha256 === indexOf(name).files.find((f) => f.path === LEVELS[0])!.bundle)!.url}`;
+  const uiBundle = (name: string) =>
+    `/${name}/${indexOf(name).bundles.find((b) => b.sha256 === indexOf(name).files.find((f) => f.path === UI[0])!.bundle)!.url}`;
 
-  test.each([403, 416, 501])('rangeReads: a %i to the range makes that read fetch the whole bundle; later reads on that origin go whole at once', async (status) => {
-    const host = await rangeServer('first', status);
-    try {
-      const net = countingFetch();
-      const source = await IndexedAssetSource.open({ indexUrl: indexUrl('v2', host.base), rangeReads: true, fetch: net.fetch, retry: { baseDelayMs: 1 } });
-      expect(sha256Hex(await source.read(LEVELS[2]!))).toBe(sha256Hex(versions.v2![LEVELS[2]!]!));
-      expect(net.bundles()).toEqual([{ path: levelsBundle('v2'), range: rangeOf('v2', LEVELS[2]!) }, { path: levelsBundle('v2'), range: null }]);
-      // The whole bundle was checked as one: its other members need no request.
-      expect(sha256Hex(await source.read(LEVELS[3]!))).toBe(sha256Hex(versions.v2![LEVELS[3]!]!));
-      // Another bundle on the same origin: whole at once, no Range.
-      expect(sha256Hex(await source.read(UI[0]!))).toBe(sha256Hex(versions.v2![UI[0]!]!));
-      expect(net.bundles()).toEqual([{ path: levelsBundle('v2'), range: rangeOf('v2', LEVELS[2]!) }, { path: levelsBundle('v2'), range: null }, { path: uiBundle('v2'), range: null }]);
-      expect(host.bundleAnswers()).toEqual([{ range: rangeOf('v2', LEVELS[2]!), status }]);
-    } finally {
-      await host.close();
-    }
-  });
+  test.each([403, 416, 501])(
+    'rangeReads: a %i to the range makes that read fetch the whole bundle; later reads on that origin go whole at once',
+    async (status) => {
+      const host = await rangeServer('first', status);
+      try {
+        const net = countingFetch();
+        const source = await IndexedAssetSource.open({
+          indexUrl: indexUrl('v2', host.base),
+          rangeReads: true,
+          fetch: net.fetch,
+          retry: { baseDelayMs: 1 },
+        });
+        expect(sha256Hex(await source.read(LEVELS[2]!))).toBe(sha256Hex(versions.v2![LEVELS[2]!]!));
+        expect(net.bundles()).toEqual([
+          { path: levelsBundle('v2'), range: rangeOf('v2', LEVELS[2]!) },
+          { path: levelsBundle('v2'), range: null },
+        ]);
+        // The whole bundle was checked as one: its other members need no request.
+        expect(sha256Hex(await source.read(LEVELS[3]!))).toBe(sha256Hex(versions.v2![LEVELS[3]!]!));
+        // Another bundle on the same origin: whole at once, no Range.
+        expect(sha256Hex(await source.read(UI[0]!))).toBe(sha256Hex(versions.v2![UI[0]!]!));
+        expect(net.bundles()).toEqual([
+          { path: levelsBundle('v2'), range: rangeOf('v2', LEVELS[2]!) },
+          { path: levelsBundle('v2'), range: null },
+          { path: uiBundle('v2'), range: null },
+        ]);
+        expect(host.bundleAnswers()).toEqual([{ range: rangeOf('v2', LEVELS[2]!), status }]);
+      } finally {
+        await host.close();
+      }
+    },
+  );
 
   test.each([
-    [403, true], [416, true], [501, true],
-    [403, false], [416, false], [501, false],
-  ])('delta read: a %i (several ranges in one request: %s) makes the load fetch the whole bundle; later loads go whole at once', async (status, multipartRanges) => {
-    const host = await rangeServer('first', status);
-    try {
-      const cache = await cacheWithV1(new MemoryCache());
-      const net = countingFetch();
-      const source = await IndexedAssetSource.open({ indexUrl: indexUrl('v2', host.base), cache, fetch: net.fetch, deltaReads: { multipartRanges }, retry: { baseDelayMs: 1 } });
-      await expectEveryFileOf(source, 'v2');
-      const requests = net.bundles();
-      // The range requests (one with every range, or up to one per range, sent together), refused; then the bundle, whole.
-      expect(requests.at(-1)).toEqual({ path: levelsBundle('v2'), range: null });
-      expect(requests.slice(0, -1).length).toBeGreaterThanOrEqual(1);
-      expect(requests.slice(0, -1).length).toBeLessThanOrEqual(multipartRanges ? 1 : 3);
-      expect(requests.slice(0, -1).every((r) => r.path === levelsBundle('v2') && r.range !== null)).toBe(true);
-      expect(host.bundleAnswers().every((a) => a.status === status)).toBe(true);
-      // Verified whole: every member of v2's levels bundle is cached now.
-      await source.whenStored();
-      for (const path of LEVELS) expect(await cache.has(sha256Hex(versions.v2![path]!))).toBe(true);
+    [403, true],
+    [416, true],
+    [501, true],
+    [403, false],
+    [416, false],
+    [501, false],
+  ])(
+    'delta read: a %i (several ranges in one request: %s) makes the load fetch the whole bundle; later loads go whole at once',
+    async (status, multipartRanges) => {
+      const host = await rangeServer('first', status);
+      try {
+        const cache = await cacheWithV1(new MemoryCache());
+        const net = countingFetch();
+        const source = await IndexedAssetSource.open({
+          indexUrl: indexUrl('v2', host.base),
+          cache,
+          fetch: net.fetch,
+          deltaReads: { multipartRanges },
+          retry: { baseDelayMs: 1 },
+        });
+        await expectEveryFileOf(source, 'v2');
+        const requests = net.bundles();
+        // The range requests (one with every range, or up to one per range, sent together), refused; then the bundle, whole.
+        expect(requests.at(-1)).toEqual({ path: levelsBundle('v2'), range: null });
+        expect(requests.slice(0, -1).length).toBeGreaterThanOrEqual(1);
+        expect(requests.slice(0, -1).length).toBeLessThanOrEqual(multipartRanges ? 1 : 3);
+        expect(requests.slice(0, -1).every((r) => r.path === levelsBundle('v2') && r.range !== null)).toBe(true);
+        expect(host.bundleAnswers().every((a) => a.status === status)).toBe(true);
+        // Verified whole: every member of v2's levels bundle is cached now.
+        await source.whenStored();
+        for (const path of LEVELS) expect(await cache.has(sha256Hex(versions.v2![path]!))).toBe(true);
 
-      // What an origin serves is learnt per source (issue 18): a new source asks for ranges again, then goes whole.
-      const later = countingFetch();
-      await expectEveryFileOf(await IndexedAssetSource.open({ indexUrl: indexUrl('spread', host.base), cache: await cacheWithV1(new MemoryCache()), fetch: later.fetch }), 'spread');
-      expect(later.bundles().at(-1)).toEqual({ path: levelsBundle('spread'), range: null });
-    } finally {
-      await host.close();
-    }
-  });
+        // What an origin serves is learnt per source (issue 18): a new source asks for ranges again, then goes whole.
+        const later = countingFetch();
+        await expectEveryFileOf(
+          await IndexedAssetSource.open({
+            indexUrl: indexUrl('spread', host.base),
+            cache: await cacheWithV1(new MemoryCache()),
+            fetch: later.fetch,
+          }),
+          'spread',
+        );
+        expect(later.bundles().at(-1)).toEqual({ path: levelsBundle('spread'), range: null });
+      } finally {
+        await host.close();
+      }
+    },
+  );
 });
 
 describe('Transport.getRanges: what a multi-range answer must be', () => {
   const file = Buffer.from(Array.from({ length: 1000 }, (_, i) => i % 251));
-  const asked = [{ offset: 10, length: 10 }, { offset: 100, length: 5 }, { offset: 500, length: 20 }];
-  const part = (first: number, last: number, boundary = 'b0') => [Buffer.from(`--${boundary}\r\nContent-Type: application/octet-stream\r\nContent-Range: bytes ${first}-${last}/1000\r\n\r\n`), file.subarray(first, last + 1), Buffer.from('\r\n')];
+  const asked = [
+    { offset: 10, length: 10 },
+    { offset: 100, length: 5 },
+    { offset: 500, length: 20 },
+  ];
+  const part = (first: number, last: number, boundary = 'b0') => [
+    Buffer.from(`--${boundary}\r\nContent-Type: application/octet-stream\r\nContent-Range: bytes ${first}-${last}/1000\r\n\r\n`),
+    file.subarray(first, last + 1),
+    Buffer.from('\r\n'),
+  ];
   const end = (boundary = 'b0') => Buffer.from(`--${boundary}--\r\n`);
   async function answer(status: number, headers: Record<string, string>, body: Buffer, ranges = asked, size = file.length) {
     const host: Server = createServer((_, response) => {
@@ -533,18 +692,25 @@ describe('Transport.getRanges: what a multi-range answer must be', () => {
     await new Promise<void>((resolve) => host.listen(0, '127.0.0.1', resolve));
     const url = `http://127.0.0.1:${(host.address() as AddressInfo).port}/b.awkb`;
     try {
-      return await new Transport({ retry: { attempts: 1 } }).getRanges(url, ranges, { expectedBytes: size }).catch((error: unknown) => error);
+      return await new Transport({ retry: { attempts: 1 } })
+        .getRanges(url, ranges, { expectedBytes: size })
+        .catch((error: unknown) => error);
     } finally {
       host.closeAllConnections();
       await new Promise((resolve) => host.close(resolve));
     }
   }
   const multipart = { 'content-type': 'multipart/byteranges; boundary="b0"' };
-  const slices = (result: { body: Uint8Array; at: number[] }) => asked.map((range, i) => Buffer.from(result.body.subarray(result.at[i]!, result.at[i]! + range.length)));
+  const slices = (result: { body: Uint8Array; at: number[] }) =>
+    asked.map((range, i) => Buffer.from(result.body.subarray(result.at[i]!, result.at[i]! + range.length)));
   const expected = asked.map((range) => file.subarray(range.offset, range.offset + range.length));
 
   test('parts in any order, one covering two ranges, a preamble and an epilogue: every range found', async () => {
-    const result = await answer(206, multipart, Buffer.concat([Buffer.from('preamble\r\n'), ...part(500, 519), ...part(5, 104), end(), Buffer.from('epilogue')]));
+    const result = await answer(
+      206,
+      multipart,
+      Buffer.concat([Buffer.from('preamble\r\n'), ...part(500, 519), ...part(5, 104), end(), Buffer.from('epilogue')]),
+    );
     expect(result).toMatchObject({ kind: 'ranges' });
     expect(slices(result as { body: Uint8Array; at: number[] })).toEqual(expected);
   });
@@ -559,12 +725,28 @@ describe('Transport.getRanges: what a multi-range answer must be', () => {
   test('a part spanning two ranges and the gap between them (larger than every allowance) is read', async () => {
     // Ranges of 10 bytes, 20 000 bytes apart: the first part holds the first two and the gap.
     const wide = Buffer.from(Array.from({ length: 50_000 }, (_, i) => (i * 7) % 251));
-    const apart = [{ offset: 10, length: 10 }, { offset: 20_020, length: 10 }, { offset: 40_030, length: 10 }];
-    const widePart = (first: number, last: number) => [Buffer.from(`--b0\r\nContent-Range: bytes ${first}-${last}/${wide.length}\r\n\r\n`), wide.subarray(first, last + 1), Buffer.from('\r\n')];
-    const result = await answer(206, multipart, Buffer.concat([...widePart(10, 20_029), ...widePart(40_030, 40_039), end()]), apart, wide.length);
+    const apart = [
+      { offset: 10, length: 10 },
+      { offset: 20_020, length: 10 },
+      { offset: 40_030, length: 10 },
+    ];
+    const widePart = (first: number, last: number) => [
+      Buffer.from(`--b0\r\nContent-Range: bytes ${first}-${last}/${wide.length}\r\n\r\n`),
+      wide.subarray(first, last + 1),
+      Buffer.from('\r\n'),
+    ];
+    const result = await answer(
+      206,
+      multipart,
+      Buffer.concat([...widePart(10, 20_029), ...widePart(40_030, 40_039), end()]),
+      apart,
+      wide.length,
+    );
     expect(result).toMatchObject({ kind: 'ranges' });
     const { body, at } = result as { body: Uint8Array; at: number[] };
-    apart.forEach((range, i) => expect(Buffer.from(body.subarray(at[i]!, at[i]! + range.length))).toEqual(wide.subarray(range.offset, range.offset + range.length)));
+    apart.forEach((range, i) =>
+      expect(Buffer.from(body.subarray(at[i]!, at[i]! + range.length))).toEqual(wide.subarray(range.offset, range.offset + range.length)),
+    );
   });
 
   test('part headers up to MAX_PART_HEADER_BYTES each are within the bound', async () => {
@@ -574,7 +756,11 @@ describe('Transport.getRanges: what a multi-range answer must be', () => {
       expect(Buffer.byteLength(padding + head + '\r\n')).toBe(headerBytes);
       return [Buffer.from(`--b0\r\n${padding}${head}\r\n`), file.subarray(first, last + 1), Buffer.from('\r\n')];
     };
-    const result = await answer(206, multipart, Buffer.concat([...long(10, 19, MAX_PART_HEADER_BYTES), ...long(100, 104, MAX_PART_HEADER_BYTES), ...long(500, 519, 3000), end()]));
+    const result = await answer(
+      206,
+      multipart,
+      Buffer.concat([...long(10, 19, MAX_PART_HEADER_BYTES), ...long(100, 104, MAX_PART_HEADER_BYTES), ...long(500, 519, 3000), end()]),
+    );
     expect(result).toMatchObject({ kind: 'ranges' });
     expect(slices(result as { body: Uint8Array; at: number[] })).toEqual(expected);
   });
@@ -582,15 +768,36 @@ describe('Transport.getRanges: what a multi-range answer must be', () => {
   test.each([
     ['no boundary', { 'content-type': 'multipart/byteranges' }, () => Buffer.concat([...part(10, 19), end()]), /no boundary/],
     ['another boundary', multipart, () => Buffer.concat([...part(10, 19, 'zz'), end('zz')]), /does not start with the boundary/],
-    ['a part not asked for', multipart, () => Buffer.concat([...part(10, 19), ...part(100, 104), ...part(700, 719), end()]), /not a range asked for/],
+    [
+      'a part not asked for',
+      multipart,
+      () => Buffer.concat([...part(10, 19), ...part(100, 104), ...part(700, 719), end()]),
+      /not a range asked for/,
+    ],
     ['a range no part holds', multipart, () => Buffer.concat([...part(10, 19), ...part(100, 104), end()]), /no part holds bytes 500-519/],
-    ['a part cut short', multipart, () => Buffer.concat([...part(10, 19), ...part(100, 104), ...part(500, 519)]).subarray(0, -10), /part 3 \(bytes 500-519\) is cut short/],
+    [
+      'a part cut short',
+      multipart,
+      () => Buffer.concat([...part(10, 19), ...part(100, 104), ...part(500, 519)]).subarray(0, -10),
+      /part 3 \(bytes 500-519\) is cut short/,
+    ],
     // The bound: the span from the first range to the last (510 bytes here), plus the allowances.
-    ['a body past the bound', multipart, () => Buffer.concat([...part(10, 19), ...part(100, 104), ...part(500, 519), Buffer.alloc(510 + 3 * MULTIPART_PART_ALLOWANCE + MULTIPART_BODY_ALLOWANCE), end()]), /asked for a range of \d+ bytes/],
+    [
+      'a body past the bound',
+      multipart,
+      () =>
+        Buffer.concat([
+          ...part(10, 19),
+          ...part(100, 104),
+          ...part(500, 519),
+          Buffer.alloc(510 + 3 * MULTIPART_PART_ALLOWANCE + MULTIPART_BODY_ALLOWANCE),
+          end(),
+        ]),
+      /asked for a range of \d+ bytes/,
+    ],
   ] as const)('%s: RangeResponseError naming the URL', async (_, headers, body, message) => {
     const error = await answer(206, headers, body());
     expect(error).toBeInstanceOf(RangeResponseError);
     expect(error).toMatchObject({ code: 'E_RANGE', url: expect.stringMatching(/\/b\.awkb$/), message: expect.stringMatching(message) });
   });
 });
-

@@ -7,7 +7,17 @@ import { execFile } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { diffProjectIndexes, groupByFolder, InvalidOptionError, opaqueId, parseProjectIndexJson, planDeltaRanges, type BundledIndex, type DeltaMember, type ProjectIndex } from '../core/index.js';
+import {
+  diffProjectIndexes,
+  groupByFolder,
+  InvalidOptionError,
+  opaqueId,
+  parseProjectIndexJson,
+  planDeltaRanges,
+  type BundledIndex,
+  type DeltaMember,
+  type ProjectIndex,
+} from '../core/index.js';
 import { diskReader, looseIndexFromFolder, publishToDirectory, startStaticServer } from '../core/node/index.js';
 import { CLI, runCli, temporaryDir } from './helpers/cli.js';
 import { seededBytes, writeTree } from './helpers/trees.js';
@@ -29,30 +39,53 @@ function membersInRow(sizes: number[], start = 0): DeltaMember[] {
 
 describe('planDeltaRanges', () => {
   test('nothing missing: no request', () => {
-    expect(planDeltaRanges(1000, membersInRow([500, 500]), new Set())).toEqual({ none: true, whole: false, ranges: [], bytes: 0, missingBytes: 0 });
+    expect(planDeltaRanges(1000, membersInRow([500, 500]), new Set())).toEqual({
+      none: true,
+      whole: false,
+      ranges: [],
+      bytes: 0,
+      missingBytes: 0,
+    });
   });
 
   test('members closer than the gap become one range; a gap of exactly maxGapBytes does not', () => {
     // c0 [0,100) · c1 [100, 100+g) held · c2 [100+g, 200+g)
-    const near = [{ offset: 0, sizeBytes: 100, sha256: 'a' }, { offset: 100, sizeBytes: 999, sha256: 'held' }, { offset: 1099, sizeBytes: 100, sha256: 'b' }];
+    const near = [
+      { offset: 0, sizeBytes: 100, sha256: 'a' },
+      { offset: 100, sizeBytes: 999, sha256: 'held' },
+      { offset: 1099, sizeBytes: 100, sha256: 'b' },
+    ];
     const plan = planDeltaRanges(10_000, near, new Set(['a', 'b']), { maxGapBytes: 1000 });
     expect(plan.ranges).toEqual([{ start: 0, end: 1199 }]);
     expect(plan.bytes).toBe(1199);
     expect(plan.missingBytes).toBe(200);
 
     const apart = [near[0]!, { ...near[1]!, sizeBytes: 1000 }, { ...near[2]!, offset: 1100 }];
-    expect(planDeltaRanges(10_000, apart, new Set(['a', 'b']), { maxGapBytes: 1000 }).ranges).toEqual([{ start: 0, end: 100 }, { start: 1100, end: 1200 }]);
+    expect(planDeltaRanges(10_000, apart, new Set(['a', 'b']), { maxGapBytes: 1000 }).ranges).toEqual([
+      { start: 0, end: 100 },
+      { start: 1100, end: 1200 },
+    ]);
   });
 
   test('the default gap is 64 KiB', () => {
     const members = membersInRow([10, 64 * KiB - 1, 10, 64 * KiB, 10, 1024 * KiB]);
     const plan = planDeltaRanges(members.at(-1)!.offset + 1024 * KiB, members, new Set(['c0', 'c2', 'c4']));
-    expect(plan.ranges).toEqual([{ start: 0, end: members[2]!.offset + 10 }, { start: members[4]!.offset, end: members[4]!.offset + 10 }]);
+    expect(plan.ranges).toEqual([
+      { start: 0, end: members[2]!.offset + 10 },
+      { start: members[4]!.offset, end: members[4]!.offset + 10 },
+    ]);
   });
 
   test('more than maxMissingFraction of the bundle missing: the whole bundle, one request', () => {
     const members = membersInRow([200, 600, 200]);
-    expect(planDeltaRanges(1000, members, new Set(['c0', 'c2']), { maxGapBytes: 0 })).toMatchObject({ whole: false, bytes: 400, ranges: [{ start: 0, end: 200 }, { start: 800, end: 1000 }] });
+    expect(planDeltaRanges(1000, members, new Set(['c0', 'c2']), { maxGapBytes: 0 })).toMatchObject({
+      whole: false,
+      bytes: 400,
+      ranges: [
+        { start: 0, end: 200 },
+        { start: 800, end: 1000 },
+      ],
+    });
     const half = planDeltaRanges(1000, membersInRow([500, 500]), new Set(['c0']), { maxGapBytes: 0 });
     expect(half).toMatchObject({ whole: false, bytes: 500 });
     const more = planDeltaRanges(1000, membersInRow([501, 499]), new Set(['c0']));
@@ -73,21 +106,39 @@ describe('planDeltaRanges', () => {
     const options = { maxGapBytes: 0, maxMissingFraction: 1 };
     const spans = (ranges: { start: number; end: number }[]) => ranges.map(({ start, end }) => [start, end]);
     // 6 ranges → merge the 100 gap (m1+m2), then the 200 gap (m3+m4): 4 remain.
-    expect(spans(planDeltaRanges(100_000, members, missing, { ...options, maxRanges: 4 }).ranges)).toEqual([[0, 10], [510, 630], [930, 1150], [1550, 1560]]);
+    expect(spans(planDeltaRanges(100_000, members, missing, { ...options, maxRanges: 4 }).ranges)).toEqual([
+      [0, 10],
+      [510, 630],
+      [930, 1150],
+      [1550, 1560],
+    ]);
     // Then the 300 gap joins those two pairs, then 400: two ranges.
-    expect(spans(planDeltaRanges(100_000, members, missing, { ...options, maxRanges: 2 }).ranges)).toEqual([[0, 10], [510, 1560]]);
+    expect(spans(planDeltaRanges(100_000, members, missing, { ...options, maxRanges: 2 }).ranges)).toEqual([
+      [0, 10],
+      [510, 1560],
+    ]);
     expect(spans(planDeltaRanges(100_000, members, missing, { ...options, maxRanges: 1 }).ranges)).toEqual([[0, 1560]]);
   });
 
   test('a content shared by several members is fetched once; an empty one not at all', () => {
-    const members = [{ offset: 50, sizeBytes: 20, sha256: 'x' }, { offset: 50, sizeBytes: 20, sha256: 'x' }, { offset: 70, sizeBytes: 0, sha256: 'empty' }];
+    const members = [
+      { offset: 50, sizeBytes: 20, sha256: 'x' },
+      { offset: 50, sizeBytes: 20, sha256: 'x' },
+      { offset: 70, sizeBytes: 0, sha256: 'empty' },
+    ];
     expect(planDeltaRanges(10_000, members, new Set(['x'])).ranges).toEqual([{ start: 50, end: 70 }]);
     expect(planDeltaRanges(10_000, members, new Set(['empty'])).none).toBe(true);
   });
 
   test('options out of range are InvalidOptionError naming the option', () => {
     const members = membersInRow([10]);
-    for (const [option, value] of [['maxGapBytes', -1], ['maxGapBytes', 1.5], ['maxMissingFraction', 1.1], ['maxMissingFraction', Number.NaN], ['maxRanges', 0]] as const) {
+    for (const [option, value] of [
+      ['maxGapBytes', -1],
+      ['maxGapBytes', 1.5],
+      ['maxMissingFraction', 1.1],
+      ['maxMissingFraction', Number.NaN],
+      ['maxRanges', 0],
+    ] as const) {
       let caught: unknown;
       try {
         planDeltaRanges(100, members, new Set(['c0']), { [option]: value });
@@ -115,10 +166,16 @@ const V2 = { ...V1, 'art/hero.png': seededBytes(3000, 5), 'art/zebra.png': seede
 
 async function publishVersion(files: Record<string, string | Uint8Array | undefined>, outDir: string, salt?: string) {
   const input = temporaryDir();
-  writeTree(input, Object.fromEntries(Object.entries(files).filter((entry): entry is [string, string | Uint8Array] => entry[1] !== undefined)));
+  writeTree(
+    input,
+    Object.fromEntries(Object.entries(files).filter((entry): entry is [string, string | Uint8Array] => entry[1] !== undefined)),
+  );
   const { index: looseIndex } = await looseIndexFromFolder(input);
   const summary = await publishToDirectory({
-    looseIndex, read: diskReader((entry) => join(input, ...entry.path.split('/'))), outDir, grouping: groupByFolder(1),
+    looseIndex,
+    read: diskReader((entry) => join(input, ...entry.path.split('/'))),
+    outDir,
+    grouping: groupByFolder(1),
     ...(salt ? { pathIds: { salt } } : {}),
   });
   return { looseIndex, summary, indexText: readFileSync(summary.indexPath, 'utf8') };
@@ -149,7 +206,9 @@ describe('diffProjectIndexes on two published versions', () => {
     expect(diff.keys).toBe('path');
     expect(diff.notes).toEqual([]);
     expect(keysOf(diff.files.added)).toEqual(['art/zebra.png']);
-    expect(diff.files.changed).toEqual([{ key: 'art/hero.png', old: { sizeBytes: 3000, sha256: expect.any(String) }, new: { sizeBytes: 3000, sha256: expect.any(String) } }]);
+    expect(diff.files.changed).toEqual([
+      { key: 'art/hero.png', old: { sizeBytes: 3000, sha256: expect.any(String) }, new: { sizeBytes: 3000, sha256: expect.any(String) } },
+    ]);
     expect(diff.files.changed[0]!.old.sha256).not.toBe(diff.files.changed[0]!.new.sha256);
     expect(keysOf(diff.files.removed)).toEqual(['readme.txt']);
     expect(diff.files.unchanged).toBe(3);
@@ -161,7 +220,9 @@ describe('diffProjectIndexes on two published versions', () => {
     const bundleOf = (index: BundledIndex, path: string) => index.files.find((file) => file.path === path)!.bundle;
     // The art bundle changed; the root bundle (readme.txt) is gone; sound/ is the same bundle.
     expect(diff.bundles.new.map((bundle) => bundle.sha256)).toEqual([bundleOf(v2.index, 'art/hero.png')]);
-    expect(diff.bundles.gone.map((bundle) => bundle.sha256).sort()).toEqual([bundleOf(v1.index, 'art/hero.png'), bundleOf(v1.index, 'readme.txt')].sort());
+    expect(diff.bundles.gone.map((bundle) => bundle.sha256).sort()).toEqual(
+      [bundleOf(v1.index, 'art/hero.png'), bundleOf(v1.index, 'readme.txt')].sort(),
+    );
     expect(diff.bundles.kept).toBe(1);
     expect(diff.upload).toEqual({ bundles: v2.summary.newBundles, bytes: v2.summary.newBytes });
   });
@@ -188,7 +249,12 @@ describe('diffProjectIndexes on two published versions', () => {
     // With a gap wider than middle.bin, one range spans hero.png to zebra.png (the missing
     // bytes, not the range, are what the fraction rule weighs); with a lower fraction, whole.
     const wide = diffProjectIndexes(versions.v1.index, v2.index, { maxGapBytes: 1024 * KiB });
-    expect(wide.download.deltaRanges).toMatchObject({ bytes: member('art/zebra.png').offset! + 1000 - member('art/hero.png').offset!, requests: 1, bundlesWhole: 0, bundlesRanged: 1 });
+    expect(wide.download.deltaRanges).toMatchObject({
+      bytes: member('art/zebra.png').offset! + 1000 - member('art/hero.png').offset!,
+      requests: 1,
+      bundlesWhole: 0,
+      bundlesRanged: 1,
+    });
     const low = diffProjectIndexes(versions.v1.index, v2.index, { maxMissingFraction: 0.01 });
     expect(low.download.deltaRanges).toMatchObject({ bytes: art.sizeBytes, requests: 1, bundlesWhole: 1, bundlesRanged: 0 });
   });
@@ -197,15 +263,26 @@ describe('diffProjectIndexes on two published versions', () => {
     const diff = diffProjectIndexes(versions.v2.index, versions.v2.index);
     expect(diff.files).toEqual({ added: [], changed: [], removed: [], unchanged: 5 });
     expect(diff.bundles).toEqual({ new: [], gone: [], kept: versions.v2.index.bundles.length });
-    expect(diff.download).toMatchObject({ missingContents: 0, wholeBundles: { bytes: 0, requests: 0 }, deltaRanges: { bytes: 0, requests: 0 } });
+    expect(diff.download).toMatchObject({
+      missingContents: 0,
+      wholeBundles: { bytes: 0, requests: 0 },
+      deltaRanges: { bytes: 0, requests: 0 },
+    });
   });
 
   test('loose (formatVersion 2) indexes: files only, each missing file fetched alone', () => {
     const diff = diffProjectIndexes(versions.v1.looseIndex, versions.v2.looseIndex);
-    expect(diff.notes).toEqual([expect.stringContaining('old index is loose (formatVersion 2)'), expect.stringContaining('new index is loose (formatVersion 2)')]);
+    expect(diff.notes).toEqual([
+      expect.stringContaining('old index is loose (formatVersion 2)'),
+      expect.stringContaining('new index is loose (formatVersion 2)'),
+    ]);
     expect(keysOf(diff.files.added)).toEqual(['art/zebra.png']);
     expect(diff.bundles).toEqual({ new: [], gone: [], kept: 0 });
-    expect(diff.download).toMatchObject({ looseFiles: { files: 2, bytes: 4000 }, wholeBundles: { bytes: 4000, requests: 2 }, deltaRanges: { bytes: 4000, requests: 2 } });
+    expect(diff.download).toMatchObject({
+      looseFiles: { files: 2, bytes: 4000 },
+      wholeBundles: { bytes: 4000, requests: 2 },
+      deltaRanges: { bytes: 4000, requests: 2 },
+    });
   });
 });
 
@@ -220,7 +297,7 @@ describe('diffProjectIndexes with opaque ids', () => {
     expect(keysOf(diff.files.removed)).toEqual([opaqueId('pepper', 'readme.txt')]);
   });
 
-  test('paths against ids: the paths are turned into ids with the other index\'s salt', async () => {
+  test("paths against ids: the paths are turned into ids with the other index's salt", async () => {
     const { v1, v2 } = await twoVersions({ v2: 'pepper' });
     const diff = diffProjectIndexes(v1.index, v2.index);
     expect(diff.keys).toBe('id');
@@ -265,7 +342,7 @@ describe('awake-bundle diff', () => {
     expect(lines).toContain('  delta ranges:  3.91 KiB in 2 requests (1 bundle by ranges, 0 whole)');
   });
 
-  test('--json: the library\'s result, with each index described', () => {
+  test("--json: the library's result, with each index described", () => {
     const { dir, v1, v2, out } = versions;
     const result = runCli(['diff', join(dir, 'v1.json'), out, '--json']);
     expect(result.code).toBe(0);
@@ -302,7 +379,12 @@ describe('awake-bundle diff', () => {
     const index = (files: { path: string; content: string }[]): ProjectIndex => ({
       formatVersion: 2,
       rootPath: '/p',
-      files: files.map(({ path, content }) => ({ path, sizeBytes: content.length, sha256: content.repeat(64), url: `files/${encodeURIComponent(path)}` })),
+      files: files.map(({ path, content }) => ({
+        path,
+        sizeBytes: content.length,
+        sha256: content.repeat(64),
+        url: `files/${encodeURIComponent(path)}`,
+      })),
     });
     writeFileSync(join(dir, 'old.json'), JSON.stringify(index([])));
     writeFileSync(join(dir, 'new.json'), JSON.stringify(index([{ path: 'evil\x1b[2J.png', content: 'a' }])));
@@ -319,9 +401,17 @@ describe('awake-bundle diff', () => {
     const server = await startStaticServer({ root: out });
     try {
       // Not runCli: its spawnSync would block this process, and with it the server.
-      const { stdout } = await promisify(execFile)(process.execPath, [CLI, 'diff', join(dir, 'v1.json'), `${server.url}project.index.json`, '--json']);
+      const { stdout } = await promisify(execFile)(process.execPath, [
+        CLI,
+        'diff',
+        join(dir, 'v1.json'),
+        `${server.url}project.index.json`,
+        '--json',
+      ]);
       expect(JSON.parse(stdout).files.added).toHaveLength(1);
-      const missing = await promisify(execFile)(process.execPath, [CLI, 'diff', join(dir, 'v1.json'), `${server.url}nothing.json`]).catch((error) => error);
+      const missing = await promisify(execFile)(process.execPath, [CLI, 'diff', join(dir, 'v1.json'), `${server.url}nothing.json`]).catch(
+        (error) => error,
+      );
       expect(missing.code).toBe(1);
       expect(missing.stderr).toContain(`${server.url}nothing.json: cannot fetch: HTTP 404`);
     } finally {
@@ -350,7 +440,10 @@ describe('awake-bundle diff errors', () => {
 
   test('an invalid index exits 1 naming the file and the field', () => {
     const bad = join(dir, 'bad.json');
-    writeFileSync(bad, JSON.stringify({ formatVersion: 2, rootPath: '/p', files: [{ path: 'a', sizeBytes: 1, sha256: 'XYZ', url: 'files/a' }] }));
+    writeFileSync(
+      bad,
+      JSON.stringify({ formatVersion: 2, rootPath: '/p', files: [{ path: 'a', sizeBytes: 1, sha256: 'XYZ', url: 'files/a' }] }),
+    );
     const result = runCli(['diff', bad, good]);
     expect(result.code).toBe(1);
     expect(result.stderr).toContain(`${bad}: invalid project index`);
@@ -368,7 +461,14 @@ describe('awake-bundle diff errors', () => {
   });
 
   test('a wrong command line exits 2', () => {
-    for (const args of [['diff', good], ['diff', good, good, good], ['diff', good, good, '--max-missing', '2'], ['diff', good, good, '--max-ranges', '0'], ['diff', good, good, '--max-gap', 'wide'], ['diff', good, good, '--colour']]) {
+    for (const args of [
+      ['diff', good],
+      ['diff', good, good, good],
+      ['diff', good, good, '--max-missing', '2'],
+      ['diff', good, good, '--max-ranges', '0'],
+      ['diff', good, good, '--max-gap', 'wide'],
+      ['diff', good, good, '--colour'],
+    ]) {
       const result = runCli(args);
       expect(result.code).toBe(2);
       expect(result.stderr).toContain('Run awake-bundle diff --help for usage.');

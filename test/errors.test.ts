@@ -86,7 +86,8 @@ const examples: { [Name in AnyAwakeError['name']]: () => Extract<AnyAwakeError, 
   RequestAbortedError: () => new RequestAbortedError('GET /a: aborted', { url: '/a' }),
   RangeResponseError: () => new RangeResponseError('GET /a: wrong range', { url: '/a' }),
   ResponseSizeError: () => new ResponseSizeError('GET /a: too long', { url: '/a', expectedBytes: 1 }),
-  OriginNotAllowedError: () => new OriginNotAllowedError('bundles[0].url is on another origin', { url: 'https://elsewhere.example/b.awkb' }),
+  OriginNotAllowedError: () =>
+    new OriginNotAllowedError('bundles[0].url is on another origin', { url: 'https://elsewhere.example/b.awkb' }),
   TokenOriginError: () => new TokenOriginError('no origin for the token'),
 };
 
@@ -122,10 +123,27 @@ describe('the error classes', () => {
     expect(new Set(codes).size).toBe(codes.length);
     // Every code in the AwakeErrorCode type is used by some class (none is left with no meaning).
     const everyCode: Record<AwakeErrorCode, true> = {
-      E_UNSAFE_PATH: true, E_INDEX_INVALID: true, E_INDEX_VERSION: true, E_INDEX_TOO_LARGE: true, E_BUNDLE_FORMAT: true, E_BUNDLE_INTEGRITY: true,
-      E_FILE_INTEGRITY: true, E_NOT_FOUND: true, E_UNSUPPORTED: true, E_OPTION: true, E_HTTP: true, E_NETWORK: true,
-      E_TIMEOUT: true, E_ABORTED: true, E_RANGE: true, E_RESPONSE_SIZE: true, E_ORIGIN: true, E_TOKEN_ORIGIN: true,
-      E_PUBLISH_INPUT: true, E_PUBLISH_OUTPUT: true, E_SERVE_ROOT: true,
+      E_UNSAFE_PATH: true,
+      E_INDEX_INVALID: true,
+      E_INDEX_VERSION: true,
+      E_INDEX_TOO_LARGE: true,
+      E_BUNDLE_FORMAT: true,
+      E_BUNDLE_INTEGRITY: true,
+      E_FILE_INTEGRITY: true,
+      E_NOT_FOUND: true,
+      E_UNSUPPORTED: true,
+      E_OPTION: true,
+      E_HTTP: true,
+      E_NETWORK: true,
+      E_TIMEOUT: true,
+      E_ABORTED: true,
+      E_RANGE: true,
+      E_RESPONSE_SIZE: true,
+      E_ORIGIN: true,
+      E_TOKEN_ORIGIN: true,
+      E_PUBLISH_INPUT: true,
+      E_PUBLISH_OUTPUT: true,
+      E_SERVE_ROOT: true,
     };
     expect([...codes].sort()).toEqual(Object.keys(everyCode).sort());
   });
@@ -150,7 +168,11 @@ async function thrown(run: () => unknown): Promise<AnyAwakeError> {
 }
 
 const SHA256_OF_A = 'ca978112ca1bbdcafac231b39a23dc4da786eff8147c4e72b9807785afee48bb'; // "a"
-const LOOSE: LooseIndex = { formatVersion: 2, rootPath: '/project', files: [{ path: 'a.txt', sizeBytes: 1, sha256: SHA256_OF_A, url: 'files/a.txt' }] };
+const LOOSE: LooseIndex = {
+  formatVersion: 2,
+  rootPath: '/project',
+  files: [{ path: 'a.txt', sizeBytes: 1, sha256: SHA256_OF_A, url: 'files/a.txt' }],
+};
 
 describe('invalid options are InvalidOptionError (E_OPTION), naming the option', () => {
   test.each<[string, () => unknown, string]>([
@@ -162,7 +184,11 @@ describe('invalid options are InvalidOptionError (E_OPTION), naming the option',
     ['opaqueId with no salt', () => opaqueId('', 'a.txt'), 'salt'],
     ['fromHex of text that is not hex', () => fromHex('zz'), 'hex'],
     ['open with neither indexUrl nor index', () => IndexedAssetSource.open({}), 'indexUrl'],
-    ['open with allowOrigins that are not origins', () => IndexedAssetSource.open({ index: LOOSE, baseUrl: 'http://127.0.0.1:9/', allowOrigins: ['ftp://x'] }), 'allowOrigins[0]'],
+    [
+      'open with allowOrigins that are not origins',
+      () => IndexedAssetSource.open({ index: LOOSE, baseUrl: 'http://127.0.0.1:9/', allowOrigins: ['ftp://x'] }),
+      'allowOrigins[0]',
+    ],
     ['a server on port 70000', () => startStaticServer({ root: '.', port: 70000 }), 'port'],
   ])('%s', async (_, run, option) => {
     const error = await thrown(run);
@@ -197,7 +223,11 @@ describe('a source', () => {
 describe('bad indexes, bundles and paths', () => {
   test('an index that breaks the rules is IndexValidationError (E_INDEX_INVALID), naming the field', async () => {
     const error = await thrown(() => parseProjectIndex({ ...LOOSE, files: [{ ...LOOSE.files[0]!, sha256: 'nope' }] }));
-    expect(error).toMatchObject({ name: 'IndexValidationError', code: 'E_INDEX_INVALID', problems: [expect.stringContaining('files[0].sha256')] });
+    expect(error).toMatchObject({
+      name: 'IndexValidationError',
+      code: 'E_INDEX_INVALID',
+      problems: [expect.stringContaining('files[0].sha256')],
+    });
   });
 
   test('text that is not JSON is IndexValidationError too', async () => {
@@ -205,15 +235,27 @@ describe('bad indexes, bundles and paths', () => {
   });
 
   test('an unknown formatVersion is UnsupportedIndexVersionError (E_INDEX_VERSION)', async () => {
-    expect(await thrown(() => parseProjectIndex({ ...LOOSE, formatVersion: 9 }))).toMatchObject({ name: 'UnsupportedIndexVersionError', code: 'E_INDEX_VERSION', found: 9 });
+    expect(await thrown(() => parseProjectIndex({ ...LOOSE, formatVersion: 9 }))).toMatchObject({
+      name: 'UnsupportedIndexVersionError',
+      code: 'E_INDEX_VERSION',
+      found: 9,
+    });
   });
 
   test('bytes that are not a bundle are BundleFormatError (E_BUNDLE_FORMAT)', async () => {
-    expect(await thrown(() => decodeBundle(new Uint8Array(20)))).toMatchObject({ name: 'BundleFormatError', code: 'E_BUNDLE_FORMAT', part: 'header' });
+    expect(await thrown(() => decodeBundle(new Uint8Array(20)))).toMatchObject({
+      name: 'BundleFormatError',
+      code: 'E_BUNDLE_FORMAT',
+      part: 'header',
+    });
   });
 
   test('a path that leaves the root is UnsafePathError (E_UNSAFE_PATH)', async () => {
-    expect(await thrown(() => assertSafePath('../secrets.txt'))).toMatchObject({ name: 'UnsafePathError', code: 'E_UNSAFE_PATH', path: '../secrets.txt' });
+    expect(await thrown(() => assertSafePath('../secrets.txt'))).toMatchObject({
+      name: 'UnsafePathError',
+      code: 'E_UNSAFE_PATH',
+      path: '../secrets.txt',
+    });
   });
 });
 
@@ -225,17 +267,31 @@ describe('publish and serve inputs', () => {
   afterAll(() => rm(empty, { recursive: true, force: true }));
 
   test('an empty folder is PublishInputError (E_PUBLISH_INPUT), naming the folder', async () => {
-    expect(await thrown(() => looseIndexFromFolder(empty))).toMatchObject({ name: 'PublishInputError', code: 'E_PUBLISH_INPUT', path: empty });
+    expect(await thrown(() => looseIndexFromFolder(empty))).toMatchObject({
+      name: 'PublishInputError',
+      code: 'E_PUBLISH_INPUT',
+      path: empty,
+    });
   });
 
   test('a file that is not what its loose index says is PublishInputError', async () => {
     const writer = new BundleWriter();
-    const error = await thrown(() => writer.write(LOOSE, async () => new TextEncoder().encode('b'), () => undefined));
+    const error = await thrown(() =>
+      writer.write(
+        LOOSE,
+        async () => new TextEncoder().encode('b'),
+        () => undefined,
+      ),
+    );
     expect(error).toMatchObject({ name: 'PublishInputError', code: 'E_PUBLISH_INPUT', path: 'a.txt' });
   });
 
   test('serving a folder that does not exist is ServeRootError (E_SERVE_ROOT)', async () => {
     const missing = join(empty, 'missing');
-    expect(await thrown(() => startStaticServer({ root: missing }))).toMatchObject({ name: 'ServeRootError', code: 'E_SERVE_ROOT', path: missing });
+    expect(await thrown(() => startStaticServer({ root: missing }))).toMatchObject({
+      name: 'ServeRootError',
+      code: 'E_SERVE_ROOT',
+      path: missing,
+    });
   });
 });

@@ -29,10 +29,16 @@ test('the example page reads and verifies every example asset, then reloads from
   const index = JSON.parse(readFileSync(join(REPO, 'build/example/published/project.index.json'), 'utf8'));
   const page = await chromium.browser.newPage();
   const bundleResponses: string[] = [];
-  page.on('response', (response) => { if (response.url().endsWith('.awkb')) bundleResponses.push(response.url()); });
+  page.on('response', (response) => {
+    if (response.url().endsWith('.awkb')) bundleResponses.push(response.url());
+  });
   await page.goto(server.url, { waitUntil: 'load' });
   await page.waitForFunction(() => (window as { exampleResult?: unknown }).exampleResult !== undefined, { timeout: 30_000 });
-  expect(await page.evaluate(() => (window as { exampleResult?: unknown }).exampleResult)).toEqual({ ok: true, files: index.files.length, bundles: index.bundles.length });
+  expect(await page.evaluate(() => (window as { exampleResult?: unknown }).exampleResult)).toEqual({
+    ok: true,
+    files: index.files.length,
+    bundles: index.bundles.length,
+  });
   expect(await page.$$eval('td .ok', (cells) => cells.length)).toBe(index.files.length);
   expect(new Set(bundleResponses).size).toBe(index.bundles.length);
 

@@ -14,12 +14,21 @@ import { startWebpackServe, type RunningDevServer } from './helpers/webpack-proj
 
 /** What each example reports when ready (`window.exampleReady`), checked against the index it read, and how many files its scene loads at least. */
 const EXAMPLES = [
-  ['phaser', 10, (ready: Record<string, unknown>, index: { files: unknown[] }) => expect(ready).toEqual({ textures: 7, emojiFrames: 24, mapLayers: 3, sounds: 3, indexFiles: index.files.length })],
-  ['babylon', 5, (ready: Record<string, unknown>) => {
-    expect(ready).toMatchObject({ texture: { width: 128, height: 128 } });
-    expect(ready.meshes).toBeGreaterThan(5);
-    expect(ready.soundMs).toBeGreaterThan(100);
-  }],
+  [
+    'phaser',
+    10,
+    (ready: Record<string, unknown>, index: { files: unknown[] }) =>
+      expect(ready).toEqual({ textures: 7, emojiFrames: 24, mapLayers: 3, sounds: 3, indexFiles: index.files.length }),
+  ],
+  [
+    'babylon',
+    5,
+    (ready: Record<string, unknown>) => {
+      expect(ready).toMatchObject({ texture: { width: 128, height: 128 } });
+      expect(ready.meshes).toBeGreaterThan(5);
+      expect(ready.soundMs).toBeGreaterThan(100);
+    },
+  ],
 ] as const;
 
 describe.each(EXAMPLES)('the %s example on webpack serve', (name, minimumFiles, checkReady) => {
@@ -39,17 +48,26 @@ describe.each(EXAMPLES)('the %s example on webpack serve', (name, minimumFiles, 
   test('it runs, every asset read through the loose index', async () => {
     const index = await (await fetch(new URL('published/project.index.json', server.url))).json();
     expect(index.formatVersion).toBe(2);
-    const listed = new Map<string, { path: string; sha256: string }>(index.files.map((file: { url: string; path: string; sha256: string }) => [`/published/${file.url}`, file]));
+    const listed = new Map<string, { path: string; sha256: string }>(
+      index.files.map((file: { url: string; path: string; sha256: string }) => [`/published/${file.url}`, file]),
+    );
     const page = await chromium.browser.newPage();
     const answered: { path: string; status: number }[] = [];
     const problems: string[] = [];
     page.on('response', (response) => answered.push({ path: new URL(response.url()).pathname, status: response.status() }));
     page.on('pageerror', (error) => problems.push(String(error)));
-    page.on('console', (message) => { if (message.type() === 'error') problems.push(message.text()); });
+    page.on('console', (message) => {
+      if (message.type() === 'error') problems.push(message.text());
+    });
     await page.goto(server.url, { waitUntil: 'load' });
-    await page.waitForFunction(() => (window as { exampleReady?: unknown; exampleFailed?: unknown }).exampleReady !== undefined || (window as { exampleFailed?: unknown }).exampleFailed !== undefined, { timeout: 90_000 });
+    await page.waitForFunction(
+      () =>
+        (window as { exampleReady?: unknown; exampleFailed?: unknown }).exampleReady !== undefined ||
+        (window as { exampleFailed?: unknown }).exampleFailed !== undefined,
+      { timeout: 90_000 },
+    );
     expect(await page.evaluate(() => (window as { exampleFailed?: unknown }).exampleFailed)).toBeUndefined();
-    checkReady(await page.evaluate(() => (window as { exampleReady?: unknown }).exampleReady) as Record<string, unknown>, index);
+    checkReady((await page.evaluate(() => (window as { exampleReady?: unknown }).exampleReady)) as Record<string, unknown>, index);
     expect(problems).toEqual([]);
     const published = answered.filter(({ path }) => path.startsWith('/published/'));
     // The dev server answered the index first, then each file the scene loads, from the folder on disk.
@@ -59,7 +77,9 @@ describe.each(EXAMPLES)('the %s example on webpack serve', (name, minimumFiles, 
     for (const { path, status } of files) {
       const entry = listed.get(path);
       expect({ path, listed: entry !== undefined, status }).toEqual({ path, listed: true, status: 200 });
-      expect(sha256Hex(readFileSync(join(REPO, 'examples/assets', ...decodeURIComponent(path.slice('/published/files/'.length)).split('/'))))).toBe(entry!.sha256);
+      expect(
+        sha256Hex(readFileSync(join(REPO, 'examples/assets', ...decodeURIComponent(path.slice('/published/files/'.length)).split('/')))),
+      ).toBe(entry!.sha256);
     }
     expect(published.some(({ path }) => path.includes('/bundles/'))).toBe(false);
   });

@@ -10,7 +10,16 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import fc from 'fast-check';
 import {
-  AwakeError, BundleIntegrityError, DEFAULT_MAX_INDEX_BYTES, HttpError, IndexedAssetSource, IndexTooLargeError, InvalidOptionError, RangeResponseError, Transport, type OpenOptions,
+  AwakeError,
+  BundleIntegrityError,
+  DEFAULT_MAX_INDEX_BYTES,
+  HttpError,
+  IndexedAssetSource,
+  IndexTooLargeError,
+  InvalidOptionError,
+  RangeResponseError,
+  Transport,
+  type OpenOptions,
 } from '../core/index.js';
 import { NodeFolderCache } from '../core/node/index.js';
 import { temporaryDir } from './helpers/cli';
@@ -31,7 +40,9 @@ afterEach(async () => {
   await Promise.all(servers.splice(0).map((server) => server.close()));
 });
 
-async function serve(script?: (request: { path: string; seen: number; headers: Record<string, unknown> }) => Fault | undefined): Promise<ScriptedServer> {
+async function serve(
+  script?: (request: { path: string; seen: number; headers: Record<string, unknown> }) => Fault | undefined,
+): Promise<ScriptedServer> {
   const server = await startScriptedServer(site.resources, script);
   servers.push(server);
   return server;
@@ -47,7 +58,11 @@ const abortListeners = (signal: AbortSignal) => getEventListeners(signal, 'abort
 const maxListenerWarnings = () => warnings.filter((warning) => warning.name === 'MaxListenersExceededWarning');
 
 async function open(server: ScriptedServer, options: Partial<OpenOptions> = {}): Promise<IndexedAssetSource> {
-  return IndexedAssetSource.open({ indexUrl: indexUrlOf(server), transport: new Transport({ ...noWait, retry: { attempts: 4 }, timeoutMs: 2000 }), ...options });
+  return IndexedAssetSource.open({
+    indexUrl: indexUrlOf(server),
+    transport: new Transport({ ...noWait, retry: { attempts: 4 }, timeoutMs: 2000 }),
+    ...options,
+  });
 }
 
 // ---- bounded bodies --------------------------------------------------------------------------
@@ -56,11 +71,18 @@ describe('a body larger than the index says is refused before it fills memory', 
   const HUGE = 96 * 1024 * 1024;
 
   test('a Content-Length larger than the listed size: refused at the headers, naming the URL and the bundle', async () => {
-    const server = await serve((request) => (request.path === bundlePath(0) ? { kind: 'oversize', extraBytes: HUGE, declare: true } : undefined));
+    const server = await serve((request) =>
+      request.path === bundlePath(0) ? { kind: 'oversize', extraBytes: HUGE, declare: true } : undefined,
+    );
     const source = await open(server);
     const error = await source.read(filesOf(0)[0]!).catch((e) => e);
     expect(error).toBeInstanceOf(BundleIntegrityError);
-    expect(error).toMatchObject({ code: 'E_BUNDLE_INTEGRITY', part: 'bundle', url: `${server.origin}${bundlePath(0)}`, path: filesOf(0)[0] });
+    expect(error).toMatchObject({
+      code: 'E_BUNDLE_INTEGRITY',
+      part: 'bundle',
+      url: `${server.origin}${bundlePath(0)}`,
+      path: filesOf(0)[0],
+    });
     expect(error.message).toContain(bundles()[0]!.sha256);
     expect(error.message).toMatch(/Content-Length/);
     expect(server.count(bundlePath(0))).toBe(1); // not retried: the same server would send the same body
@@ -70,16 +92,25 @@ describe('a body larger than the index says is refused before it fills memory', 
   });
 
   test('no Content-Length: reading stops as soon as more than the listed size arrived', async () => {
-    const server = await serve((request) => (request.path === bundlePath(1) ? { kind: 'oversize', extraBytes: HUGE, declare: false } : undefined));
+    const server = await serve((request) =>
+      request.path === bundlePath(1) ? { kind: 'oversize', extraBytes: HUGE, declare: false } : undefined,
+    );
     const source = await open(server);
     const error = await source.read(filesOf(1)[0]!).catch((e) => e);
-    expect(error).toMatchObject({ name: 'BundleIntegrityError', code: 'E_BUNDLE_INTEGRITY', part: 'bundle', url: `${server.origin}${bundlePath(1)}` });
+    expect(error).toMatchObject({
+      name: 'BundleIntegrityError',
+      code: 'E_BUNDLE_INTEGRITY',
+      part: 'bundle',
+      url: `${server.origin}${bundlePath(1)}`,
+    });
     expect(server.bytesWritten).toBeLessThan(24 * 1024 * 1024);
     source.dispose();
   });
 
   test('a 200 answer to a range read (the server ignores Range) is read within the bundle size', async () => {
-    const server = await serve((request) => (request.path === bundlePath(2) ? { kind: 'oversize', extraBytes: HUGE, declare: false } : undefined));
+    const server = await serve((request) =>
+      request.path === bundlePath(2) ? { kind: 'oversize', extraBytes: HUGE, declare: false } : undefined,
+    );
     const source = await open(server, { rangeReads: true });
     const error = await source.read(filesOf(2)[1]!).catch((e) => e);
     expect(error).toMatchObject({ code: 'E_BUNDLE_INTEGRITY', url: `${server.origin}${bundlePath(2)}` });
@@ -88,7 +119,9 @@ describe('a body larger than the index says is refused before it fills memory', 
   });
 
   test('a 206 longer than asked for is a RangeResponseError; a server ignoring Range still serves the member', async () => {
-    const server = await serve((request) => (request.path === bundlePath(3) ? { kind: 'wrong-range' } : request.path === bundlePath(4) ? { kind: 'ignore-range' } : undefined));
+    const server = await serve((request) =>
+      request.path === bundlePath(3) ? { kind: 'wrong-range' } : request.path === bundlePath(4) ? { kind: 'ignore-range' } : undefined,
+    );
     const source = await open(server, { rangeReads: true });
     await expect(source.read(filesOf(3)[1]!)).rejects.toBeInstanceOf(RangeResponseError);
     const path = filesOf(4)[1]!;
@@ -101,7 +134,12 @@ describe('a body larger than the index says is refused before it fills memory', 
     const transport = new Transport({ ...noWait });
     const url = `${server.origin}${bundlePath(5)}`;
     const size = bundles()[5]!.sizeBytes;
-    await expect(transport.getBytes(url, { expectedBytes: size })).rejects.toMatchObject({ name: 'ResponseSizeError', code: 'E_RESPONSE_SIZE', url, expectedBytes: size });
+    await expect(transport.getBytes(url, { expectedBytes: size })).rejects.toMatchObject({
+      name: 'ResponseSizeError',
+      code: 'E_RESPONSE_SIZE',
+      url,
+      expectedBytes: size,
+    });
     expect((await transport.getBytes(url, { expectedBytes: size })).length).toBe(size);
   });
 });
@@ -110,7 +148,8 @@ describe('an index larger than maxIndexBytes is refused before it fills memory',
   const MiB = 1024 * 1024;
   const INDEX = '/project.index.json';
   const indexBytes = () => site.resources.get(INDEX)!.length;
-  const serveIndex = (fault: { extraBytes: number; declare: boolean }) => serve((request) => (request.path === INDEX ? { kind: 'oversize', ...fault } : undefined));
+  const serveIndex = (fault: { extraBytes: number; declare: boolean }) =>
+    serve((request) => (request.path === INDEX ? { kind: 'oversize', ...fault } : undefined));
 
   test('an index that never ends: reading stops past maxIndexBytes, an IndexTooLargeError naming the URL, the limit and the option; not retried', async () => {
     const server = await serveIndex({ extraBytes: 100 * MiB, declare: false });
@@ -130,7 +169,12 @@ describe('an index larger than maxIndexBytes is refused before it fills memory',
     const error = await open(server).catch((e) => e);
     expect(DEFAULT_MAX_INDEX_BYTES).toBe(64 * MiB);
     expect(error).toBeInstanceOf(IndexTooLargeError);
-    expect(error).toMatchObject({ code: 'E_INDEX_TOO_LARGE', url: indexUrlOf(server), maxBytes: DEFAULT_MAX_INDEX_BYTES, declaredBytes: 600_000_000 + indexBytes() });
+    expect(error).toMatchObject({
+      code: 'E_INDEX_TOO_LARGE',
+      url: indexUrlOf(server),
+      maxBytes: DEFAULT_MAX_INDEX_BYTES,
+      declaredBytes: 600_000_000 + indexBytes(),
+    });
     expect(error.message).toMatch(/Content-Length/);
     expect(server.count(INDEX)).toBe(1);
     expect(server.bytesWritten).toBeLessThan(24 * MiB);
@@ -161,7 +205,9 @@ describe('an index larger than maxIndexBytes is refused before it fills memory',
 
 describe('a storm of 429/503 with Retry-After', () => {
   test('waits at most retry.maxTotalWaitMs in all, then fails with a typed HttpError', async () => {
-    const server = await serve((request) => (request.path === bundlePath(0) ? { kind: 'status', status: request.seen % 2 ? 503 : 429, retryAfter: '10' } : undefined));
+    const server = await serve((request) =>
+      request.path === bundlePath(0) ? { kind: 'status', status: request.seen % 2 ? 503 : 429, retryAfter: '10' } : undefined,
+    );
     const waits: number[] = [];
     const transport = new Transport({ sleep: async (ms) => void waits.push(ms), retry: { attempts: 50, maxTotalWaitMs: 25_000 } });
     const source = await IndexedAssetSource.open({ indexUrl: indexUrlOf(server), transport });
@@ -232,7 +278,10 @@ describe('a cache that cannot be written', () => {
     const blocker = join(temporaryDir('awkb-blocked-'), 'file');
     writeFileSync(blocker, 'a file where the cache folder should be');
     const reported: string[] = [];
-    const source = await open(server, { cache: new NodeFolderCache(join(blocker, 'cache')), onCacheError: (_, detail) => reported.push(detail.operation) });
+    const source = await open(server, {
+      cache: new NodeFolderCache(join(blocker, 'cache')),
+      onCacheError: (_, detail) => reported.push(detail.operation),
+    });
     const paths = filesOf(0);
     for (const path of paths) expect(await source.read(path)).toEqual(site.files.get(path));
     await source.whenStored();
@@ -247,14 +296,28 @@ describe('a cache that cannot be written', () => {
 
 const faultArbitrary: fc.Arbitrary<Fault | undefined> = fc.oneof(
   { weight: 6, arbitrary: fc.constant(undefined) },
-  { weight: 2, arbitrary: fc.record({ kind: fc.constant('status' as const), status: fc.constantFrom(429, 503), retryAfter: fc.constantFrom('0', '1', '30', 'Wed, 21 Oct 2015 07:28:00 GMT') }) },
+  {
+    weight: 2,
+    arbitrary: fc.record({
+      kind: fc.constant('status' as const),
+      status: fc.constantFrom(429, 503),
+      retryAfter: fc.constantFrom('0', '1', '30', 'Wed, 21 Oct 2015 07:28:00 GMT'),
+    }),
+  },
   { weight: 1, arbitrary: fc.record({ kind: fc.constant('status' as const), status: fc.constantFrom(500, 502, 404) }) },
   { weight: 1, arbitrary: fc.constant({ kind: 'reset' as const }) },
   { weight: 1, arbitrary: fc.constant({ kind: 'short' as const }) },
   { weight: 1, arbitrary: fc.constant({ kind: 'stall' as const }) },
   { weight: 1, arbitrary: fc.constant({ kind: 'ignore-range' as const }) },
   { weight: 1, arbitrary: fc.constant({ kind: 'wrong-range' as const }) },
-  { weight: 1, arbitrary: fc.record({ kind: fc.constant('oversize' as const), extraBytes: fc.constantFrom(1, 70_000, 4_000_000), declare: fc.boolean() }) },
+  {
+    weight: 1,
+    arbitrary: fc.record({
+      kind: fc.constant('oversize' as const),
+      extraBytes: fc.constantFrom(1, 70_000, 4_000_000),
+      declare: fc.boolean(),
+    }),
+  },
 );
 
 describe('a randomized fault storm (fixed seed)', () => {
@@ -271,10 +334,18 @@ describe('a randomized fault storm (fixed seed)', () => {
         async (faults, rangeReads, withPrefetch, first) => {
           tally.runs++;
           // The k-th request for each bundle meets faults[k] (the index itself is served cleanly).
-          const server = await serve((request) => (request.path === '/project.index.json' ? undefined : faults[request.seen % faults.length]));
+          const server = await serve((request) =>
+            request.path === '/project.index.json' ? undefined : faults[request.seen % faults.length],
+          );
           const app = new AbortController();
           const transport = new Transport({ ...noWait, retry: { attempts: 3, baseDelayMs: 1 }, timeoutMs: 100 });
-          const source = await IndexedAssetSource.open({ indexUrl: indexUrlOf(server), transport, rangeReads, signal: app.signal, pendingBytes: 40_000 });
+          const source = await IndexedAssetSource.open({
+            indexUrl: indexUrlOf(server),
+            transport,
+            rangeReads,
+            signal: app.signal,
+            pendingBytes: 40_000,
+          });
           const paths = [first, first + 1, first + 2].flatMap(filesOf);
           const prefetching = withPrefetch ? source.prefetch(filesOf(first)).catch((error: unknown) => error) : undefined;
           const outcomes = await Promise.allSettled(paths.map((path) => source.read(path, { signal: app.signal })));
@@ -343,7 +414,9 @@ describe('load: 50 concurrent reads and prefetches on one source', () => {
     const operations = [
       source.prefetch(filesOf(0), { onProgress: sample }),
       source.prefetch(filesOf(7), { onProgress: sample }),
-      ...paths.map((path, i) => (i % 3 === 0 ? source.prefetch([path], { onProgress: sample }).then(() => readOnce(path)) : readOnce(path))),
+      ...paths.map((path, i) =>
+        i % 3 === 0 ? source.prefetch([path], { onProgress: sample }).then(() => readOnce(path)) : readOnce(path),
+      ),
     ];
     expect(operations).toHaveLength(50);
     await Promise.all(operations);

@@ -65,7 +65,12 @@ describe('something other than a regular file where an entry should be', () => {
 describe('clear() while another process writes', () => {
   test('never fails, and leaves the cache usable', async () => {
     const dir = temporaryDir();
-    const writer = spawn(process.execPath, ['--input-type=module', '-e', `
+    const writer = spawn(
+      process.execPath,
+      [
+        '--input-type=module',
+        '-e',
+        `
       const { NodeFolderCache } = await import(${JSON.stringify(join(REPO, 'dist/core/node/folder-cache.js'))});
       const { createHash } = await import('node:crypto');
       const cache = new NodeFolderCache(${JSON.stringify(dir)});
@@ -80,7 +85,10 @@ describe('clear() while another process writes', () => {
       }
       process.send('wrote ' + n);
       process.disconnect();
-    `], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+    `,
+      ],
+      { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] },
+    );
     const messages: string[] = [];
     let nextTick: () => void = () => undefined;
     const finished = new Promise<void>((resolve) => writer.on('disconnect', resolve));

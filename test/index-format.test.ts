@@ -2,8 +2,18 @@
 import { createHmac } from 'node:crypto';
 import fc from 'fast-check';
 import {
-  compareKeys, decodeIndexText, IndexValidationError, isSafePath, looseFileUrl, opaqueId, parseProjectIndex, parseProjectIndexJson,
-  serializeIndex, UnsupportedIndexVersionError, type BundledIndex, type LooseIndex,
+  compareKeys,
+  decodeIndexText,
+  IndexValidationError,
+  isSafePath,
+  looseFileUrl,
+  opaqueId,
+  parseProjectIndex,
+  parseProjectIndexJson,
+  serializeIndex,
+  UnsupportedIndexVersionError,
+  type BundledIndex,
+  type LooseIndex,
 } from '../core/index.js';
 import { invalidUtf8At } from '../core/format/index-text.js';
 
@@ -35,10 +45,12 @@ describe('paths (SPEC §1)', () => {
     expect(isSafePath('a'.repeat(65535))).toBe(true);
   });
   test('compareKeys orders by UTF-8 bytes', () => {
-    fc.assert(fc.property(fc.string({ unit: 'grapheme' }), fc.string({ unit: 'grapheme' }), (a, b) => {
-      const bytes = Buffer.compare(Buffer.from(a, 'utf8'), Buffer.from(b, 'utf8'));
-      expect(Math.sign(compareKeys(a, b))).toBe(bytes);
-    }));
+    fc.assert(
+      fc.property(fc.string({ unit: 'grapheme' }), fc.string({ unit: 'grapheme' }), (a, b) => {
+        const bytes = Buffer.compare(Buffer.from(a, 'utf8'), Buffer.from(b, 'utf8'));
+        expect(Math.sign(compareKeys(a, b))).toBe(bytes);
+      }),
+    );
   });
   test('loose URLs encode each segment', () => {
     expect(looseFileUrl('assets/späce name.txt')).toBe('files/assets/sp%C3%A4ce%20name.txt');
@@ -48,9 +60,11 @@ describe('paths (SPEC §1)', () => {
 
 describe('opaque ids (SPEC §4)', () => {
   test('match HMAC-SHA256 from node:crypto, for non-ASCII salts and paths', () => {
-    fc.assert(fc.property(fc.string({ minLength: 1, unit: 'grapheme' }), fc.string({ unit: 'grapheme' }), (salt, path) => {
-      expect(opaqueId(salt, path)).toBe(createHmac('sha256', Buffer.from(salt, 'utf8')).update(Buffer.from(path, 'utf8')).digest('hex'));
-    }));
+    fc.assert(
+      fc.property(fc.string({ minLength: 1, unit: 'grapheme' }), fc.string({ unit: 'grapheme' }), (salt, path) => {
+        expect(opaqueId(salt, path)).toBe(createHmac('sha256', Buffer.from(salt, 'utf8')).update(Buffer.from(path, 'utf8')).digest('hex'));
+      }),
+    );
   });
   test('known vector', () => {
     expect(opaqueId('sält', 'assets/harbor/tex/t0.png')).toBe('0ce7f2e5174b2eccf4726425ebff720a0088dc961880b1482e14804e82ac02e1');
@@ -76,24 +90,28 @@ describe('parseProjectIndex', () => {
         { path: 'b', sizeBytes: 1.5, sha256: hex('b') },
       ],
     });
-    expect(problems).toEqual(expect.arrayContaining([
-      expect.stringMatching(/^rootPath /),
-      expect.stringMatching(/^files\[0\]\.path "\.\.\/a" is not a safe path/),
-      expect.stringMatching(/^files\[0\]\.sizeBytes /),
-      expect.stringMatching(/^files\[0\]\.sha256 /),
-      expect.stringMatching(/^files\[0\]\.url /),
-      expect.stringMatching(/^files\[1\]\.sizeBytes /),
-      expect.stringMatching(/^files\[1\]\.sha256 /),
-      expect.stringMatching(/^files\[2\]\.sizeBytes /),
-      expect.stringMatching(/^files\[2\]\.url /),
-      expect.stringMatching(/^files\[2\]\.path "b" repeats files\[1\]\.path/),
-    ]));
+    expect(problems).toEqual(
+      expect.arrayContaining([
+        expect.stringMatching(/^rootPath /),
+        expect.stringMatching(/^files\[0\]\.path "\.\.\/a" is not a safe path/),
+        expect.stringMatching(/^files\[0\]\.sizeBytes /),
+        expect.stringMatching(/^files\[0\]\.sha256 /),
+        expect.stringMatching(/^files\[0\]\.url /),
+        expect.stringMatching(/^files\[1\]\.sizeBytes /),
+        expect.stringMatching(/^files\[1\]\.sha256 /),
+        expect.stringMatching(/^files\[2\]\.sizeBytes /),
+        expect.stringMatching(/^files\[2\]\.url /),
+        expect.stringMatching(/^files\[2\]\.path "b" repeats files\[1\]\.path/),
+      ]),
+    );
     expect(problems).toHaveLength(10);
   });
 
   test.each([1, 4, '3', null, undefined])('refuses formatVersion %p naming it and the known versions', (version) => {
     expect(() => parseProjectIndex({ formatVersion: version, rootPath: '/p', files: [] })).toThrow(UnsupportedIndexVersionError);
-    expect(() => parseProjectIndex({ formatVersion: version, rootPath: '/p', files: [] })).toThrow(new RegExp(`formatVersion ${JSON.stringify(version) ?? 'undefined'}.*2 and 3`));
+    expect(() => parseProjectIndex({ formatVersion: version, rootPath: '/p', files: [] })).toThrow(
+      new RegExp(`formatVersion ${JSON.stringify(version) ?? 'undefined'}.*2 and 3`),
+    );
   });
 
   test('bad JSON is an index error', () => {
@@ -104,7 +122,9 @@ describe('parseProjectIndex', () => {
 
   test('accepts a bundled index with members and a loose entry', () => {
     const index: BundledIndex = {
-      formatVersion: 3, rootPath: '/p', bundles: [bundle],
+      formatVersion: 3,
+      rootPath: '/p',
+      bundles: [bundle],
       files: [
         { path: 'a', sizeBytes: 10, sha256: hex('1'), bundle: hex('b'), offset: 90 },
         { path: 'z', sizeBytes: 5, sha256: hex('2'), url: 'files/z' },
@@ -115,7 +135,8 @@ describe('parseProjectIndex', () => {
 
   test('names every broken rule of a bundled index', () => {
     const problems = problemsOf({
-      formatVersion: 3, rootPath: '/p',
+      formatVersion: 3,
+      rootPath: '/p',
       pathIds: { algorithm: 'md5', salt: '' },
       bundles: [bundle, { sha256: hex('c'), sizeBytes: 10, url: 'x' }],
       files: [
@@ -125,21 +146,28 @@ describe('parseProjectIndex', () => {
         { id: hex('4'), sizeBytes: 1, sha256: hex('1') },
       ],
     });
-    expect(problems).toEqual(expect.arrayContaining([
-      expect.stringMatching(/^pathIds\.algorithm /),
-      expect.stringMatching(/^pathIds\.salt /),
-      expect.stringMatching(/^files\[0\]\.path must be absent/),
-      expect.stringMatching(/^files\[0\]\.id /),
-      expect.stringMatching(/^files\[0\]\.offset 95 \+ sizeBytes 10 lies outside/),
-      expect.stringMatching(/^files\[1\]\.bundle .* names no listed bundle/),
-      expect.stringMatching(/^files\[2\] has both url and bundle/),
-      expect.stringMatching(/^files\[3\] needs either url, or both bundle and offset/),
-      expect.stringMatching(/^bundles\[1\] .* holds no entry/),
-    ]));
+    expect(problems).toEqual(
+      expect.arrayContaining([
+        expect.stringMatching(/^pathIds\.algorithm /),
+        expect.stringMatching(/^pathIds\.salt /),
+        expect.stringMatching(/^files\[0\]\.path must be absent/),
+        expect.stringMatching(/^files\[0\]\.id /),
+        expect.stringMatching(/^files\[0\]\.offset 95 \+ sizeBytes 10 lies outside/),
+        expect.stringMatching(/^files\[1\]\.bundle .* names no listed bundle/),
+        expect.stringMatching(/^files\[2\] has both url and bundle/),
+        expect.stringMatching(/^files\[3\] needs either url, or both bundle and offset/),
+        expect.stringMatching(/^bundles\[1\] .* holds no entry/),
+      ]),
+    );
   });
 
   test('ids without pathIds, and paths mixed with ids, are refused', () => {
-    const problems = problemsOf({ formatVersion: 3, rootPath: '/p', bundles: [], files: [{ id: hex('1'), sizeBytes: 1, sha256: hex('1'), url: 'u' }] });
+    const problems = problemsOf({
+      formatVersion: 3,
+      rootPath: '/p',
+      bundles: [],
+      files: [{ id: hex('1'), sizeBytes: 1, sha256: hex('1'), url: 'u' }],
+    });
     expect(problems).toEqual([expect.stringMatching(/^files\[0\]\.id must be absent/), expect.stringMatching(/^files\[0\]\.path /)]);
   });
 });
@@ -187,9 +215,31 @@ describe('hostile indexes', () => {
   }
 
   test.each([
-    ['files[0].path', () => ({ formatVersion: 2, rootPath: '/p', files: [{ path: deeplyNested(), sizeBytes: 1, sha256: hex('1'), url: 'u' }] })],
-    ['files[1].path', () => ({ formatVersion: 2, rootPath: '/p', files: [{ path: 'x', sizeBytes: 1, sha256: hex('1'), url: 'u' }, { path: deeplyNested(), sizeBytes: 1, sha256: hex('1'), url: 'u' }] })],
-    ['pathIds.algorithm', () => ({ formatVersion: 3, rootPath: '/p', pathIds: { algorithm: deeplyNested(), salt: 's' }, bundles: [bundle], files: [{ ...member, path: undefined, id: hex('2') }] })],
+    [
+      'files[0].path',
+      () => ({ formatVersion: 2, rootPath: '/p', files: [{ path: deeplyNested(), sizeBytes: 1, sha256: hex('1'), url: 'u' }] }),
+    ],
+    [
+      'files[1].path',
+      () => ({
+        formatVersion: 2,
+        rootPath: '/p',
+        files: [
+          { path: 'x', sizeBytes: 1, sha256: hex('1'), url: 'u' },
+          { path: deeplyNested(), sizeBytes: 1, sha256: hex('1'), url: 'u' },
+        ],
+      }),
+    ],
+    [
+      'pathIds.algorithm',
+      () => ({
+        formatVersion: 3,
+        rootPath: '/p',
+        pathIds: { algorithm: deeplyNested(), salt: 's' },
+        bundles: [bundle],
+        files: [{ ...member, path: undefined, id: hex('2') }],
+      }),
+    ],
     ['files[0].bundle', () => ({ formatVersion: 3, rootPath: '/p', bundles: [bundle], files: [{ ...member, bundle: deeplyNested() }] })],
   ])('a value nested 10⁵ deep in %s is an IndexValidationError naming the field', (where, build) => {
     const error = refusal(build());
@@ -207,8 +257,15 @@ describe('hostile indexes', () => {
 
   test('index JSON text nested 10⁵ deep is an index error, never a RangeError', () => {
     const deep = `${'['.repeat(DEPTH)}${']'.repeat(DEPTH)}`;
-    for (const text of [deep, `{"formatVersion":2,"rootPath":"/p","files":[{"path":${deep}}]}`, `{"formatVersion":${deep}}`, '['.repeat(DEPTH)]) {
-      expect(() => parseProjectIndexJson(text)).toThrow(expect.objectContaining({ code: expect.stringMatching(/^E_INDEX_(INVALID|VERSION)$/) }));
+    for (const text of [
+      deep,
+      `{"formatVersion":2,"rootPath":"/p","files":[{"path":${deep}}]}`,
+      `{"formatVersion":${deep}}`,
+      '['.repeat(DEPTH),
+    ]) {
+      expect(() => parseProjectIndexJson(text)).toThrow(
+        expect.objectContaining({ code: expect.stringMatching(/^E_INDEX_(INVALID|VERSION)$/) }),
+      );
     }
   });
 
@@ -260,7 +317,8 @@ describe('hostile indexes', () => {
 });
 
 describe('index text is strict UTF-8 (SPEC preamble; issue 20)', () => {
-  const bytesOf = (...parts: (string | number[])[]) => Buffer.concat(parts.map((part) => (typeof part === 'string' ? Buffer.from(part) : Buffer.from(part))));
+  const bytesOf = (...parts: (string | number[])[]) =>
+    Buffer.concat(parts.map((part) => (typeof part === 'string' ? Buffer.from(part) : Buffer.from(part))));
   const refusal = (bytes: Uint8Array) => {
     try {
       decodeIndexText(bytes, { url: 'https://cdn.example/project.index.json' });
@@ -282,7 +340,9 @@ describe('index text is strict UTF-8 (SPEC preamble; issue 20)', () => {
   });
 
   test('every field that holds such bytes is named: values, keys, bundles, rootPath', () => {
-    const error = refusal(bytesOf('{"rootPath":"/', [0xc0, 0xaf], '","bundles":[{"url":"b/', [0xed, 0xa0, 0x80], '"}],"files":[{"', [0xe2, 0x82], '":1}]}'));
+    const error = refusal(
+      bytesOf('{"rootPath":"/', [0xc0, 0xaf], '","bundles":[{"url":"b/', [0xed, 0xa0, 0x80], '"}],"files":[{"', [0xe2, 0x82], '":1}]}'),
+    );
     expect(error.problems.map((problem) => problem.replace(/;.*$/, ''))).toEqual([
       'rootPath "/\\xC0\\xAF" is not UTF-8 (bytes C0 AF)',
       'bundles[0].url "b/\\xED\\xA0\\x80" is not UTF-8 (bytes ED A0 80)',
@@ -298,15 +358,22 @@ describe('index text is strict UTF-8 (SPEC preamble; issue 20)', () => {
 
   test('invalidUtf8At agrees with TextDecoder({ fatal: true }) on random bytes', () => {
     const strict = new TextDecoder('utf-8', { fatal: true });
-    fc.assert(fc.property(fc.uint8Array({ maxLength: 64 }), fc.array(fc.constantFrom(0x80, 0xbf, 0xc2, 0xe0, 0xed, 0xef, 0xf0, 0xf4, 0xf5, 0xff), { maxLength: 8 }), (random, leads) => {
-      const bytes = Uint8Array.from([...random, ...leads, ...random.slice(0, 3)]);
-      let valid = true;
-      try {
-        strict.decode(bytes);
-      } catch {
-        valid = false;
-      }
-      expect(invalidUtf8At(bytes) === undefined).toBe(valid);
-    }), { seed: 20261130, numRuns: 2000 });
+    fc.assert(
+      fc.property(
+        fc.uint8Array({ maxLength: 64 }),
+        fc.array(fc.constantFrom(0x80, 0xbf, 0xc2, 0xe0, 0xed, 0xef, 0xf0, 0xf4, 0xf5, 0xff), { maxLength: 8 }),
+        (random, leads) => {
+          const bytes = Uint8Array.from([...random, ...leads, ...random.slice(0, 3)]);
+          let valid = true;
+          try {
+            strict.decode(bytes);
+          } catch {
+            valid = false;
+          }
+          expect(invalidUtf8At(bytes) === undefined).toBe(valid);
+        },
+      ),
+      { seed: 20261130, numRuns: 2000 },
+    );
   });
 });

@@ -7,8 +7,20 @@ import { cpSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { resolveObjectURL } from 'node:buffer';
 import { join } from 'node:path';
 import {
-  AssetNotFoundError, BundleIntegrityError, DEFAULT_INDEX_ATTEMPTS, DEFAULT_INDEX_TIMEOUT_MS, HttpError, IndexedAssetSource, IndexValidationError, MemoryCache,
-  RequestTimeoutError, tokenAuthorizedFetch, Transport, UnsupportedIndexVersionError, type BodyRequestOptions, type ContentCache,
+  AssetNotFoundError,
+  BundleIntegrityError,
+  DEFAULT_INDEX_ATTEMPTS,
+  DEFAULT_INDEX_TIMEOUT_MS,
+  HttpError,
+  IndexedAssetSource,
+  IndexValidationError,
+  MemoryCache,
+  RequestTimeoutError,
+  tokenAuthorizedFetch,
+  Transport,
+  UnsupportedIndexVersionError,
+  type BodyRequestOptions,
+  type ContentCache,
 } from '../core/index.js';
 import { NodeFolderCache, startStaticServer, type StaticServer } from '../core/node/index.js';
 import { FIXTURES, temporaryDir } from './helpers/cli.js';
@@ -178,18 +190,34 @@ describe('damaged bundles are rejected whole, nothing cached, every damaged memb
   });
   afterAll(() => damagedServer.close());
 
-  test.each(expected.cases.filter((c: { expect: { ok?: boolean } }) => !c.expect.ok) as { file: string; expect: { part?: string; damaged?: string[]; says?: string } }[])('$file', async ({ file, expect: expectation }) => {
+  test.each(
+    expected.cases.filter((c: { expect: { ok?: boolean } }) => !c.expect.ok) as {
+      file: string;
+      expect: { part?: string; damaged?: string[]; says?: string };
+    }[],
+  )('$file', async ({ file, expect: expectation }) => {
     const dir = join(damagedRoot, file);
     mkdirSync(join(dir, 'bundles'), { recursive: true });
     cpSync(join(damagedDir, file), join(dir, 'bundles', `${expected.good.sha256}.awkb`));
     const index = {
-      formatVersion: 3, rootPath: '/p',
+      formatVersion: 3,
+      rootPath: '/p',
       bundles: [{ sha256: expected.good.sha256, sizeBytes: expected.good.sizeBytes, url: `bundles/${expected.good.sha256}.awkb` }],
-      files: expected.members.map((m: { key: string; offset: number; sizeBytes: number; sha256: string }) => ({ path: m.key, sizeBytes: m.sizeBytes, sha256: m.sha256, bundle: expected.good.sha256, offset: m.offset })),
+      files: expected.members.map((m: { key: string; offset: number; sizeBytes: number; sha256: string }) => ({
+        path: m.key,
+        sizeBytes: m.sizeBytes,
+        sha256: m.sha256,
+        bundle: expected.good.sha256,
+        offset: m.offset,
+      })),
     };
     writeFileSync(join(dir, 'project.index.json'), JSON.stringify(index));
     const cache = new MemoryCache();
-    const source = await IndexedAssetSource.open({ indexUrl: `${damagedServer.url}${file}/project.index.json`, cache, retry: { attempts: 1 } });
+    const source = await IndexedAssetSource.open({
+      indexUrl: `${damagedServer.url}${file}/project.index.json`,
+      cache,
+      retry: { attempts: 1 },
+    });
     const error = await source.read('a/two.txt').catch((e) => e);
     expect(error).toBeInstanceOf(BundleIntegrityError);
     expect(error.url).toBe(`${damagedServer.url}${file}/bundles/${expected.good.sha256}.awkb`);
@@ -207,7 +235,9 @@ describe('errors name what they concern', () => {
     const dir = temporaryDir('awkb-missing-');
     cpSync(join(FIXTURES, 'expected/small-default'), dir, { recursive: true });
     const index = JSON.parse(readFileSync(join(dir, 'project.index.json'), 'utf8'));
-    const bundle = index.bundles.find((b: { sha256: string }) => b.sha256 === index.files.find((f: { path: string }) => f.path === 'ui/hud.json').bundle);
+    const bundle = index.bundles.find(
+      (b: { sha256: string }) => b.sha256 === index.files.find((f: { path: string }) => f.path === 'ui/hud.json').bundle,
+    );
     const source = await IndexedAssetSource.open({ index, baseUrl: `${site}nowhere/`, retry: { attempts: 1 } });
     const error = await source.read('ui/hud.json').catch((e) => e);
     expect(error).toBeInstanceOf(HttpError);
@@ -249,10 +279,18 @@ describe('the cache is re-checked on read', () => {
   });
 
   test('a cache that throws is a miss, and a put that throws does not fail the load', async () => {
-    const broken: ContentCache = { get: async () => { throw new Error('disk gone'); }, put: async () => { throw new Error('quota'); } };
+    const broken: ContentCache = {
+      get: async () => {
+        throw new Error('disk gone');
+      },
+      put: async () => {
+        throw new Error('quota');
+      },
+    };
     const reported: string[] = [];
     const source = await IndexedAssetSource.open({
-      indexUrl: bundledIndex(), cache: broken,
+      indexUrl: bundledIndex(),
+      cache: broken,
       onCacheError: (error, { operation }) => reported.push(`${operation}: ${(error as Error).message}`),
     });
     expect(sha256(await source.read('ui/hud.json'))).toBe(sha256(fileBytes('ui/hud.json')));
@@ -268,7 +306,9 @@ describe('range reads', () => {
     const entry = source.entry('assets/sounds/bell.ogg')!;
     expect(sha256(await source.read('assets/sounds/bell.ogg'))).toBe(entry.sha256);
     const ranged = net.requests.filter((r) => r.path.endsWith('.awkb'));
-    expect(ranged).toEqual([{ path: expect.stringMatching(/\.awkb$/), range: `bytes=${entry.offset}-${entry.offset! + entry.sizeBytes - 1}` }]);
+    expect(ranged).toEqual([
+      { path: expect.stringMatching(/\.awkb$/), range: `bytes=${entry.offset}-${entry.offset! + entry.sizeBytes - 1}` },
+    ]);
   });
 
   test('a server that ignores Range sends the whole bundle, which is checked and cut', async () => {
@@ -303,9 +343,19 @@ describe('tokens, retries, aborts', () => {
   });
 
   test('reads go through a host that fails half its requests with 503 + Retry-After and resets', async () => {
-    const flaky = await startStaticServer({ root, faults: [{ fault: 503, probability: 0.3 }, { fault: 'reset', probability: 0.2 }], seed: 7 });
+    const flaky = await startStaticServer({
+      root,
+      faults: [
+        { fault: 503, probability: 0.3 },
+        { fault: 'reset', probability: 0.2 },
+      ],
+      seed: 7,
+    });
     try {
-      const source = await IndexedAssetSource.open({ indexUrl: `${flaky.url}bundled/project.index.json`, retry: { attempts: 10, baseDelayMs: 1, maxDelayMs: 5 } });
+      const source = await IndexedAssetSource.open({
+        indexUrl: `${flaky.url}bundled/project.index.json`,
+        retry: { attempts: 10, baseDelayMs: 1, maxDelayMs: 5 },
+      });
       for (const path of PATHS) expect(sha256(await source.read(path))).toBe(sha256(fileBytes(path)));
     } finally {
       await flaky.close();
@@ -343,12 +393,16 @@ describe('the index: its own timeout and attempts (issue 20)', () => {
     try {
       const indexUrl = `${host.origin}/bundled/project.index.json`;
       // Bundles keep their own (longer) timeoutMs; the index gives up on its own.
-      const error = await IndexedAssetSource.open({ indexUrl, indexTimeoutMs: 50, timeoutMs: 5_000, retry: { baseDelayMs: 1 } }).catch((e) => e);
+      const error = await IndexedAssetSource.open({ indexUrl, indexTimeoutMs: 50, timeoutMs: 5_000, retry: { baseDelayMs: 1 } }).catch(
+        (e) => e,
+      );
       expect(error).toBeInstanceOf(RequestTimeoutError);
       expect(error).toMatchObject({ name: 'RequestTimeoutError', code: 'E_TIMEOUT', url: indexUrl, timeoutMs: 50, attempts: 2 });
       expect(error.message).toContain('gave up after 2 attempts');
       expect(host.count('/bundled/project.index.json')).toBe(2);
-      const three = await IndexedAssetSource.open({ indexUrl, indexTimeoutMs: 50, indexAttempts: 3, retry: { baseDelayMs: 1 } }).catch((e) => e);
+      const three = await IndexedAssetSource.open({ indexUrl, indexTimeoutMs: 50, indexAttempts: 3, retry: { baseDelayMs: 1 } }).catch(
+        (e) => e,
+      );
       expect(three).toMatchObject({ code: 'E_TIMEOUT', timeoutMs: 50, attempts: 3 });
       expect(host.count('/bundled/project.index.json')).toBe(5);
     } finally {
@@ -379,7 +433,9 @@ describe('the index: its own timeout and attempts (issue 20)', () => {
 
   test('indexTimeoutMs and indexAttempts are checked before any request', async () => {
     for (const options of [{ indexTimeoutMs: -1 }, { indexTimeoutMs: Number.NaN }, { indexAttempts: 0 }, { indexAttempts: 1.5 }]) {
-      await expect(IndexedAssetSource.open({ indexUrl: 'http://127.0.0.1:9/none.json', ...options })).rejects.toMatchObject({ code: 'E_OPTION' });
+      await expect(IndexedAssetSource.open({ indexUrl: 'http://127.0.0.1:9/none.json', ...options })).rejects.toMatchObject({
+        code: 'E_OPTION',
+      });
     }
   });
 });
@@ -401,14 +457,24 @@ describe('an index that is not UTF-8 (issue 20)', () => {
     expect(error).toBeInstanceOf(IndexValidationError);
     expect(error).toMatchObject({ code: 'E_INDEX_INVALID', url: indexUrl });
     expect(error.problems).toHaveLength(1);
-    expect(error.problems[0]).toMatch(/^files\[1\]\.path "assets\/\\xFF\\xFE\.txt" is not UTF-8 \(bytes FF FE\); the first at byte \d+ \(FF\) of the index$/);
+    expect(error.problems[0]).toMatch(
+      /^files\[1\]\.path "assets\/\\xFF\\xFE\.txt" is not UTF-8 \(bytes FF FE\); the first at byte \d+ \(FF\) of the index$/,
+    );
     expect(error.message).toContain(indexUrl);
   });
 
   test('bytes that break the JSON itself: the URL and the byte offset', async () => {
-    writeFileSync(join(root, 'not-utf8/broken.index.json'), Buffer.concat([Buffer.from('{"formatVersion": 2,'), Buffer.from([0xc3, 0x28]), Buffer.from('"rootPath": "/p", "files": []}')]));
+    writeFileSync(
+      join(root, 'not-utf8/broken.index.json'),
+      Buffer.concat([Buffer.from('{"formatVersion": 2,'), Buffer.from([0xc3, 0x28]), Buffer.from('"rootPath": "/p", "files": []}')]),
+    );
     const indexUrl = `${site}not-utf8/broken.index.json`;
     const error = await IndexedAssetSource.open({ indexUrl }).catch((e) => e);
-    expect(error).toMatchObject({ name: 'IndexValidationError', code: 'E_INDEX_INVALID', url: indexUrl, problems: ['is not UTF-8: the first at byte 20 (C3)'] });
+    expect(error).toMatchObject({
+      name: 'IndexValidationError',
+      code: 'E_INDEX_INVALID',
+      url: indexUrl,
+      problems: ['is not UTF-8: the first at byte 20 (C3)'],
+    });
   });
 });

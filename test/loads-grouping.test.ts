@@ -30,8 +30,14 @@ const LOADS: LoadsFile = {
   formatVersion: 1,
   loads: [
     { name: 'title', paths: ['shared/ui.png', 'audio/theme.ogg'] },
-    { name: 'forest', paths: ['levels/forest/map.json', 'levels/forest/trees.png', 'shared/ui.png', 'audio/wind.ogg', 'levels/forest/trees.png'] },
-    { name: 'desert', paths: ['levels/desert/map.json', 'levels/desert/sand.png', 'shared/ui.png', 'audio/wind.ogg', 'levels/desert/ghost.png'] },
+    {
+      name: 'forest',
+      paths: ['levels/forest/map.json', 'levels/forest/trees.png', 'shared/ui.png', 'audio/wind.ogg', 'levels/forest/trees.png'],
+    },
+    {
+      name: 'desert',
+      paths: ['levels/desert/map.json', 'levels/desert/sand.png', 'shared/ui.png', 'audio/wind.ogg', 'levels/desert/ghost.png'],
+    },
   ],
 };
 
@@ -76,7 +82,7 @@ function snapshot(dir: string): Record<string, string> {
 }
 
 describe('byLoads (SPEC §6)', () => {
-  test('a file goes with the first load that lists it; a file no load lists keeps the fallback\'s group', () => {
+  test("a file goes with the first load that lists it; a file no load lists keeps the fallback's group", () => {
     const grouping = byLoads(LOADS.loads);
     expect(grouping.groupOf('shared/ui.png')).toBe('load:title');
     expect(grouping.groupOf('audio/wind.ogg')).toBe('load:forest');
@@ -89,7 +95,7 @@ describe('byLoads (SPEC §6)', () => {
 });
 
 describe('awake-bundle --loads', () => {
-  test('a load\'s files share its bundles, a shared file goes with the first load, the rest by folder; groups in key order', () => {
+  test("a load's files share its bundles, a shared file goes with the first load, the rest by folder; groups in key order", () => {
     const game = writeGame();
     const out = join(temporaryDir(), 'published');
     const result = runCli([game, '--out', out, '--loads', writeLoads()]);
@@ -167,9 +173,23 @@ describe('awake-bundle --loads', () => {
       ['text that is not JSON', '{"formatVersion": 1, "loads": [', /not valid JSON/],
       ['a JSON array', '[]', /not a JSON object/],
       ['no loads array', { formatVersion: 1 }, /"loads" must be an array/],
-      ['a missing name', { formatVersion: 1, loads: [{ paths: ['shared/ui.png'] }] }, /loads\[0\]\.name must be a non-empty string \(it is missing\)/],
+      [
+        'a missing name',
+        { formatVersion: 1, loads: [{ paths: ['shared/ui.png'] }] },
+        /loads\[0\]\.name must be a non-empty string \(it is missing\)/,
+      ],
       ['an empty name', { formatVersion: 1, loads: [{ name: '', paths: [] }] }, /loads\[0\]\.name must be a non-empty string/],
-      ['a duplicate name', { formatVersion: 1, loads: [{ name: 'a', paths: [] }, { name: 'a', paths: [] }] }, /loads\[1\]\.name "a" is used by an earlier load/],
+      [
+        'a duplicate name',
+        {
+          formatVersion: 1,
+          loads: [
+            { name: 'a', paths: [] },
+            { name: 'a', paths: [] },
+          ],
+        },
+        /loads\[1\]\.name "a" is used by an earlier load/,
+      ],
       ['a path that is not a string', { formatVersion: 1, loads: [{ name: 'a', paths: [3] }] }, /loads\[0\]\.paths\[0\] must be a string/],
       ['text that is not UTF-8', Buffer.from([0x7b, 0xff, 0x7d]), /not UTF-8 text/],
     ])('%s', (_, loads, message) => {
@@ -208,7 +228,7 @@ describe('awake-bundle --loads', () => {
 });
 
 describe('the library: publishFolder and publishToDirectory take loads', () => {
-  test('the CLI\'s bytes, the warning through onWarning, and readLoadsFile refusing what the CLI refuses', async () => {
+  test("the CLI's bytes, the warning through onWarning, and readLoadsFile refusing what the CLI refuses", async () => {
     const game = writeGame();
     const loadsFile = writeLoads();
     const cliOut = join(temporaryDir(), 'cli');
@@ -228,6 +248,8 @@ describe('the library: publishFolder and publishToDirectory take loads', () => {
     expect(snapshot(indexOut)).toEqual(snapshot(cliOut));
 
     await expect(readLoadsFile(join(game, 'nothing.json'))).rejects.toThrow(PublishInputError);
-    expect(() => parseLoadsFile('{"formatVersion":1,"loads":[{"name":"a","paths":[]},{"name":"a","paths":[]}]}', 'my-loads.json')).toThrow(/^loads file my-loads\.json: loads\[1\]\.name "a"/);
+    expect(() => parseLoadsFile('{"formatVersion":1,"loads":[{"name":"a","paths":[]},{"name":"a","paths":[]}]}', 'my-loads.json')).toThrow(
+      /^loads file my-loads\.json: loads\[1\]\.name "a"/,
+    );
   });
 });

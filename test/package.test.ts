@@ -18,7 +18,10 @@ beforeAll(() => {
   const packDir = temporaryDir('awkb-pack-');
   // --ignore-scripts: dist/ is already built by `npm test`; packing must not rebuild it mid-run.
   execFileSync(npm, ['pack', '--ignore-scripts', '--pack-destination', packDir], { cwd: REPO, stdio: 'pipe' });
-  tarball = join(packDir, readdirSync(packDir).find((name) => name.endsWith('.tgz'))!);
+  tarball = join(
+    packDir,
+    readdirSync(packDir).find((name) => name.endsWith('.tgz'))!,
+  );
   project = temporaryDir('awkb-user-');
   writeFileSync(join(project, 'package.json'), JSON.stringify({ name: 'a-game', version: '1.0.0', private: true, type: 'module' }));
   execFileSync(npm, ['install', '--prefer-offline', '--no-audit', '--no-fund', tarball], { cwd: project, stdio: 'pipe' });
@@ -28,9 +31,25 @@ test('a project with Vite 5, webpack 5 and webpack-dev-server 4 resolves the pac
   // The resolution npm install does (and where ERESOLVE is raised), without fetching the packages:
   // the versions this repository tests, from its node_modules aliases.
   const dir = temporaryDir('awkb-peers-');
-  const wanted = { vite: installedVersion('vite5'), webpack: installedVersion('webpack'), 'webpack-dev-server': installedVersion('webpack-dev-server4') };
-  writeFileSync(join(dir, 'package.json'), JSON.stringify({ name: 'a-vite-5-game', version: '1.0.0', private: true, devDependencies: { ...wanted, 'awake-bundle': `file:${tarball}` } }));
-  const result = spawnSync(npm, ['install', '--package-lock-only', '--prefer-offline', '--no-audit', '--no-fund'], { cwd: dir, encoding: 'utf8', timeout: 120_000 });
+  const wanted = {
+    vite: installedVersion('vite5'),
+    webpack: installedVersion('webpack'),
+    'webpack-dev-server': installedVersion('webpack-dev-server4'),
+  };
+  writeFileSync(
+    join(dir, 'package.json'),
+    JSON.stringify({
+      name: 'a-vite-5-game',
+      version: '1.0.0',
+      private: true,
+      devDependencies: { ...wanted, 'awake-bundle': `file:${tarball}` },
+    }),
+  );
+  const result = spawnSync(npm, ['install', '--package-lock-only', '--prefer-offline', '--no-audit', '--no-fund'], {
+    cwd: dir,
+    encoding: 'utf8',
+    timeout: 120_000,
+  });
   expect(result.stderr).not.toContain('ERESOLVE');
   expect(result.status).toBe(0);
   const lock = JSON.parse(readFileSync(join(dir, 'package-lock.json'), 'utf8')) as { packages: Record<string, { version?: string }> };
@@ -40,7 +59,10 @@ test('a project with Vite 5, webpack 5 and webpack-dev-server 4 resolves the pac
 
 test('npx awake-bundle publishes in a project that installed the package', () => {
   const out = join(project, 'published');
-  const result = spawnSync(npm, ['exec', '--', 'awake-bundle', join(FIXTURES, 'trees/small'), '--out', out], { cwd: project, encoding: 'utf8' });
+  const result = spawnSync(npm, ['exec', '--', 'awake-bundle', join(FIXTURES, 'trees/small'), '--out', out], {
+    cwd: project,
+    encoding: 'utf8',
+  });
   expect(result.stderr).toBe('');
   expect(result.status).toBe(0);
   expect(existsSync(join(out, 'project.index.json'))).toBe(true);
@@ -69,13 +91,15 @@ function runModule(script: string): { stderr: string; stdout: string } {
 }
 
 test('awake-bundle/sw imports by its package name', () => {
-  const script = "import { createAwkbFetchHandler, installAwkbServiceWorker } from 'awake-bundle/sw'; console.log(typeof createAwkbFetchHandler, typeof installAwkbServiceWorker);";
+  const script =
+    "import { createAwkbFetchHandler, installAwkbServiceWorker } from 'awake-bundle/sw'; console.log(typeof createAwkbFetchHandler, typeof installAwkbServiceWorker);";
   expect(runModule(script)).toEqual({ stderr: '', stdout: 'function function' });
 });
 
 test('awake-bundle/webpack imports by its package name in a project without webpack (an optional peer)', () => {
   expect(existsSync(join(project, 'node_modules/webpack'))).toBe(false);
-  const script = "import { AwakeBundlePlugin } from 'awake-bundle/webpack'; const plugin = new AwakeBundlePlugin({ assets: 'public/assets' }); console.log(typeof plugin.apply);";
+  const script =
+    "import { AwakeBundlePlugin } from 'awake-bundle/webpack'; const plugin = new AwakeBundlePlugin({ assets: 'public/assets' }); console.log(typeof plugin.apply);";
   expect(runModule(script)).toEqual({ stderr: '', stdout: 'function' });
 });
 
@@ -92,15 +116,27 @@ test('the core and the node entry import from ESM by their package names', () =>
   const script = [
     "import { IndexedAssetSource, BundleWriter, sha256Hex } from 'awake-bundle';",
     "import { publishToDirectory, startStaticServer } from 'awake-bundle/node';",
-    "console.log(typeof IndexedAssetSource.open, typeof BundleWriter, typeof publishToDirectory, typeof startStaticServer, await sha256Hex(new Uint8Array()));",
+    'console.log(typeof IndexedAssetSource.open, typeof BundleWriter, typeof publishToDirectory, typeof startStaticServer, await sha256Hex(new Uint8Array()));',
   ].join('\n');
-  expect(runModule(script)).toEqual({ stderr: '', stdout: 'function function function function e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855' });
+  expect(runModule(script)).toEqual({
+    stderr: '',
+    stdout: 'function function function function e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855',
+  });
 });
 
 test('the package ships compiled JavaScript with type declarations, and no tests', () => {
   const files = execFileSync(npm, ['pack', '--dry-run', '--json', '--ignore-scripts'], { cwd: REPO, encoding: 'utf8' });
   const paths: string[] = JSON.parse(files)[0].files.map((file: { path: string }) => file.path);
-  expect(paths).toEqual(expect.arrayContaining(['dist/core/index.js', 'dist/core/index.d.ts', 'dist/cli/main.js', 'dist/core/node/index.js', 'dist/integrations/vite/index.js', 'dist/integrations/vite/index.d.ts']));
+  expect(paths).toEqual(
+    expect.arrayContaining([
+      'dist/core/index.js',
+      'dist/core/index.d.ts',
+      'dist/cli/main.js',
+      'dist/core/node/index.js',
+      'dist/integrations/vite/index.js',
+      'dist/integrations/vite/index.d.ts',
+    ]),
+  );
   expect(paths.filter((path) => path.startsWith('test/') || path.includes('fixtures'))).toEqual([]);
   // The CLI is run, not imported: no declarations for it.
   expect(paths.filter((path) => path.startsWith('dist/cli/') && path.endsWith('.d.ts'))).toEqual([]);
@@ -118,7 +154,7 @@ test('every file the README and FORMAT.md link to is in the package', () => {
   }
 });
 
-test('source maps carry their sources, so a bundler\'s source-map-loader needs no .ts files', () => {
+test("source maps carry their sources, so a bundler's source-map-loader needs no .ts files", () => {
   const map = JSON.parse(readFileSync(join(project, 'node_modules/awake-bundle/dist/core/read/verify.js.map'), 'utf8'));
   expect(map.sourcesContent?.[0]).toContain('export');
 });

@@ -20,10 +20,15 @@ interface Semver {
 }
 const semver = require('semver') as Semver;
 
-const pkg = JSON.parse(readFileSync(join(REPO, 'package.json'), 'utf8')) as { peerDependencies: Record<string, string>; peerDependenciesMeta: Record<string, { optional?: boolean }>; devDependencies: Record<string, string> };
+const pkg = JSON.parse(readFileSync(join(REPO, 'package.json'), 'utf8')) as {
+  peerDependencies: Record<string, string>;
+  peerDependenciesMeta: Record<string, { optional?: boolean }>;
+  devDependencies: Record<string, string>;
+};
 
 /** The majors a range admits, among 0 … 99. */
-const majorsOf = (range: string) => Array.from({ length: 100 }, (_, major) => major).filter((major) => semver.satisfies(`${major}.999.999`, range));
+const majorsOf = (range: string) =>
+  Array.from({ length: 100 }, (_, major) => major).filter((major) => semver.satisfies(`${major}.999.999`, range));
 
 describe.each([
   ['vite', TESTED_VITES, '5.0.0'],
@@ -53,19 +58,28 @@ describe.each([
   test('each tested version is a devDependency (an alias such as "vite5": "npm:vite@^5.4.21", or the package itself)', () => {
     for (const [alias] of tested) {
       const declared = pkg.devDependencies[alias];
-      expect({ alias, declared: declared === undefined ? undefined : alias === name || declared.startsWith(`npm:${name}@`) }).toEqual({ alias, declared: true });
+      expect({ alias, declared: declared === undefined ? undefined : alias === name || declared.startsWith(`npm:${name}@`) }).toEqual({
+        alias,
+        declared: true,
+      });
     }
   });
 });
 
 /** Each Vite alias runs with its own esbuild and Rollup (or Rolldown), in the ranges it declares, not another Vite's. */
 test.each(TESTED_VITES)('%s resolves the bundlers it declares, in their ranges', (alias) => {
-  const manifest = JSON.parse(readFileSync(join(REPO, 'node_modules', alias, 'package.json'), 'utf8')) as { dependencies: Record<string, string> };
+  const manifest = JSON.parse(readFileSync(join(REPO, 'node_modules', alias, 'package.json'), 'utf8')) as {
+    dependencies: Record<string, string>;
+  };
   const requireFromVite = createRequire(join(REPO, 'node_modules', alias, 'package.json'));
   const bundlers = ['esbuild', 'rollup', 'rolldown'].filter((dependency) => manifest.dependencies[dependency] !== undefined);
   expect(bundlers.length).toBeGreaterThan(0);
   for (const dependency of bundlers) {
     const version = (requireFromVite(`${dependency}/package.json`) as { version: string }).version;
-    expect({ dependency, version, satisfies: semver.satisfies(version, manifest.dependencies[dependency]!) }).toEqual({ dependency, version, satisfies: true });
+    expect({ dependency, version, satisfies: semver.satisfies(version, manifest.dependencies[dependency]!) }).toEqual({
+      dependency,
+      version,
+      satisfies: true,
+    });
   }
 });

@@ -30,7 +30,14 @@ describe.each(TESTED_BROWSERS)('%s', (kind) => {
   let browser: LaunchedBrowser;
 
   interface RunResult {
-    first: { caches: Record<string, any>; source: { paths: number; viaPlugin: boolean | null; viaGetter: boolean } | null; renderer: string; parallelAfter: number; video?: Record<string, unknown>; videoSrc?: string };
+    first: {
+      caches: Record<string, any>;
+      source: { paths: number; viaPlugin: boolean | null; viaGetter: boolean } | null;
+      renderer: string;
+      parallelAfter: number;
+      video?: Record<string, unknown>;
+      videoSrc?: string;
+    };
     second?: Record<string, any>;
     sameSource?: boolean;
     events: {
@@ -56,13 +63,18 @@ describe.each(TESTED_BROWSERS)('%s', (kind) => {
     site = buildPhaserSite();
     // A pack outside the index that queues the index first, then files the index holds.
     mkdirSync(join(site.dir, 'packs'), { recursive: true });
-    writeFileSync(join(site.dir, 'packs/with-index.json'), JSON.stringify({
-      main: { files: [
-        { type: 'awkbIndex', key: 'assets', url: 'project.index.json' },
-        { type: 'image', key: 'packCoin', url: './images/kenney/coin.png' },
-        { type: 'text', key: 'packNotes', url: 'fixtures/../fixtures/notes.txt?v=3' },
-      ] },
-    }));
+    writeFileSync(
+      join(site.dir, 'packs/with-index.json'),
+      JSON.stringify({
+        main: {
+          files: [
+            { type: 'awkbIndex', key: 'assets', url: 'project.index.json' },
+            { type: 'image', key: 'packCoin', url: './images/kenney/coin.png' },
+            { type: 'text', key: 'packNotes', url: 'fixtures/../fixtures/notes.txt?v=3' },
+          ],
+        },
+      }),
+    );
     server = await startRepoServer({ mounts: { '/site/': site.dir, '/page/': PHASER_PAGES } });
     browser = await launchBrowser({ kind });
   });
@@ -79,7 +91,10 @@ describe.each(TESTED_BROWSERS)('%s', (kind) => {
     await page.goto(`${server.origin}/page/${version}.html`, { waitUntil: 'load' });
     await page.waitForFunction(() => typeof (globalThis as { runScene?: unknown }).runScene === 'function', { timeout: 30_000 });
     // Phaser's ESM builds set no window.Phaser: the adapter works from the imported module.
-    expect(await page.evaluate(() => (globalThis as any).pageInfo)).toEqual({ version: version === 'phaser4' ? '4.2.1' : '3.90.0', hasGlobalPhaser: false });
+    expect(await page.evaluate(() => (globalThis as any).pageInfo)).toEqual({
+      version: version === 'phaser4' ? '4.2.1' : '3.90.0',
+      hasGlobalPhaser: false,
+    });
     return page;
   }
 
@@ -120,7 +135,12 @@ describe.each(TESTED_BROWSERS)('%s', (kind) => {
     test(`every file type lands in Phaser's caches from bundles as from loose files (${RENDERER}), one request per bundle`, async () => {
       const loose = await run(version, { renderer: RENDERER, baseURL: '/site/loose/' });
       server.resetRequests();
-      const bundled = await run(version, { renderer: RENDERER, baseURL: '/site/published/', index: { url: 'project.index.json', options: { cache: 'memory' } }, plugin: true });
+      const bundled = await run(version, {
+        renderer: RENDERER,
+        baseURL: '/site/published/',
+        index: { url: 'project.index.json', options: { cache: 'memory' } },
+        plugin: true,
+      });
 
       expect(bundled.first.renderer).toBe(RENDERER);
       expect(withoutBlobFlags(bundled.first.caches)).toEqual(withoutBlobFlags(loose.first.caches));
@@ -136,7 +156,16 @@ describe.each(TESTED_BROWSERS)('%s', (kind) => {
       expect(caches.unityAtlas.frames).toBe(6);
       expect(caches.aseprite.anims).toEqual([['open', 6]]);
       expect(caches.bitmapFont).toMatchObject({ chars: 95, lineHeight: 16 });
-      expect(caches).toMatchObject({ json: 24, text: 'awake-bundle phaser fixture: text\n', xml: 'harbor', binary: 13934, glsl: true, css: '123px', script: 1, font: true });
+      expect(caches).toMatchObject({
+        json: 24,
+        text: 'awake-bundle phaser fixture: text\n',
+        xml: 'harbor',
+        binary: 13934,
+        glsl: true,
+        css: '123px',
+        script: 1,
+        font: true,
+      });
       expect(caches.tilemapTiledJSON).toMatchObject({ width: 29, height: 12, tileset: 374 });
       expect(caches.tilemapCSV).toEqual({ width: 5, height: 3 });
       expect(caches.pack.slime.frames).toBe(25);
@@ -170,7 +199,12 @@ describe.each(TESTED_BROWSERS)('%s', (kind) => {
       const settings = { renderer: 'CANVAS', imageLoadType: 'HTMLImageElement', disableWebAudio: true };
       const loose = await run(version, { ...settings, baseURL: '/site/loose/' });
       server.resetRequests();
-      const bundled = await run(version, { ...settings, baseURL: '/site/published/', index: { url: 'project.index.json', options: { cache: 'memory' } }, removeVideo: true });
+      const bundled = await run(version, {
+        ...settings,
+        baseURL: '/site/published/',
+        index: { url: 'project.index.json', options: { cache: 'memory' } },
+        removeVideo: true,
+      });
 
       expect(bundled.first.renderer).toBe('CANVAS');
       expect(withoutBlobFlags(bundled.first.caches)).toEqual(withoutBlobFlags(loose.first.caches));
@@ -182,18 +216,23 @@ describe.each(TESTED_BROWSERS)('%s', (kind) => {
       // HTML5 audio (three keys) and video keep their object URLs while in the cache: removing the
       // video from its cache revokes its URL alone; destroying the game revokes the rest.
       expect(bundled.afterVideoRemoved).toEqual({ video: false, others: [true, true, true] });
-      expect(bundled.keptUrls).toEqual({ count: 4, aliveBeforeDestroy: [true, true, true, true], aliveAfterDestroy: [false, false, false, false] });
+      expect(bundled.keptUrls).toEqual({
+        count: 4,
+        aliveBeforeDestroy: [true, true, true, true],
+        aliveAfterDestroy: [false, false, false, false],
+      });
     });
   });
 
   const bundledIndex = { url: 'project.index.json', options: { cache: 'memory' } };
 
   describe.each(['phaser4', 'phaser3'] as const)('%s: scenes, packs, failures', (version) => {
-
     test('a second scene reuses the source from the registry: no second index request, its files from bundles', async () => {
       server.resetRequests();
       const result = await run(version, {
-        baseURL: '/site/published/', index: bundledIndex, queue: ['image', 'text'],
+        baseURL: '/site/published/',
+        index: bundledIndex,
+        queue: ['image', 'text'],
         secondScene: { index: bundledIndex, queue: ['atlas', 'audio', 'pack'] },
       });
       expect(result.sameSource).toBe(true);
@@ -207,9 +246,11 @@ describe.each(TESTED_BROWSERS)('%s', (kind) => {
       expectMonotonicProgressEndingAtOne(result.events.progress.filter(([scene]) => scene === 'second'));
     });
 
-    test('each scene\'s loads are recorded as a load named by its scene key, paths in the order the scene used them', async () => {
+    test("each scene's loads are recorded as a load named by its scene key, paths in the order the scene used them", async () => {
       const result = await run(version, {
-        baseURL: '/site/published/', index: { url: 'project.index.json', options: { cache: 'memory', prefetch: ['tilemap/tilemaps/simple-map.json'] } }, queue: ['image', 'text', 'json'],
+        baseURL: '/site/published/',
+        index: { url: 'project.index.json', options: { cache: 'memory', prefetch: ['tilemap/tilemaps/simple-map.json'] } },
+        queue: ['image', 'text', 'json'],
         secondScene: { queue: ['xml', 'binary'] },
       });
       expect(result.events.loaderror).toEqual([]);
@@ -217,7 +258,10 @@ describe.each(TESTED_BROWSERS)('%s', (kind) => {
         formatVersion: 1,
         loads: [
           // The index's `prefetch` is part of the scene's load.
-          { name: 'first', paths: ['tilemap/tilemaps/simple-map.json', 'images/kenney/coin.png', 'fixtures/notes.txt', 'atlas/emoji/emoji.json'] },
+          {
+            name: 'first',
+            paths: ['tilemap/tilemaps/simple-map.json', 'images/kenney/coin.png', 'fixtures/notes.txt', 'atlas/emoji/emoji.json'],
+          },
           { name: 'second', paths: ['fixtures/data.xml', 'audio/superpowers/4.wav'] },
         ],
       });
@@ -225,7 +269,10 @@ describe.each(TESTED_BROWSERS)('%s', (kind) => {
 
     test('files whose URLs miss the index while it lists their tails: one warning naming the root that would serve them; none with that root', async () => {
       const log: string[] = [];
-      const index = (options: Record<string, unknown>) => ({ url: '../published/project.index.json', options: { cache: 'memory', ...options } });
+      const index = (options: Record<string, unknown>) => ({
+        url: '../published/project.index.json',
+        options: { cache: 'memory', ...options },
+      });
       const queue = ['image', 'atlas', 'text'];
       server.resetRequests();
       const misrooted = await run(version, { baseURL: '/site/loose/', index: index({}), queue }, log);
@@ -250,16 +297,33 @@ describe.each(TESTED_BROWSERS)('%s', (kind) => {
     test('`type: "awkbIndex"` in a pack file: the files after it come from bundles, with ./, .. and a query', async () => {
       server.resetRequests();
       const result = await run(version, { baseURL: '/site/published/', queue: ['packWithIndex'] });
-      expect(result.first.caches.packWithIndex).toEqual({ coin: expect.objectContaining({ width: 128, height: 128 }), notes: 'awake-bundle phaser fixture: text\n' });
-      expect(siteRequests().filter((path) => !path.endsWith('.awkb'))).toEqual(['/site/packs/with-index.json', '/site/published/project.index.json']);
+      expect(result.first.caches.packWithIndex).toEqual({
+        coin: expect.objectContaining({ width: 128, height: 128 }),
+        notes: 'awake-bundle phaser fixture: text\n',
+      });
+      expect(siteRequests().filter((path) => !path.endsWith('.awkb'))).toEqual([
+        '/site/packs/with-index.json',
+        '/site/published/project.index.json',
+      ]);
       expect(result.events.loaderror).toEqual([]);
     });
 
     test('an index queued after its files, behind a small parallel-download limit, still serves them', async () => {
       server.resetRequests();
-      const result = await run(version, { baseURL: '/site/published/', index: bundledIndex, indexLast: true, maxParallelDownloads: 2, queue: ['image', 'atlas', 'json', 'text', 'xml', 'audio'] });
+      const result = await run(version, {
+        baseURL: '/site/published/',
+        index: bundledIndex,
+        indexLast: true,
+        maxParallelDownloads: 2,
+        queue: ['image', 'atlas', 'json', 'text', 'xml', 'audio'],
+      });
       expect(result.events.loaderror).toEqual([]);
-      expect(result.first.caches).toMatchObject({ json: 24, xml: 'harbor', atlas: { frames: 24 }, audio: { coin: { duration: COIN_WEBAUDIO_SECONDS } } });
+      expect(result.first.caches).toMatchObject({
+        json: 24,
+        xml: 'harbor',
+        atlas: { frames: 24 },
+        audio: { coin: { duration: COIN_WEBAUDIO_SECONDS } },
+      });
       expect(siteRequests().filter((path) => !path.endsWith('.awkb'))).toEqual(['/site/published/project.index.json']);
       expectMonotonicProgressEndingAtOne(result.events.progress);
       // Files from bundles are not held back by Phaser's per-step download limit; the limit comes back after.
@@ -270,7 +334,11 @@ describe.each(TESTED_BROWSERS)('%s', (kind) => {
     test('a damaged bundle fails the files that need it with loaderror naming the member; the rest load', async () => {
       const log: string[] = [];
       server.resetRequests();
-      const result = await run(version, { baseURL: '/site/damaged/', index: bundledIndex, queue: ['image', 'atlas', 'text', 'xml', 'css', 'audio'] }, log);
+      const result = await run(
+        version,
+        { baseURL: '/site/damaged/', index: bundledIndex, queue: ['image', 'atlas', 'text', 'xml', 'css', 'audio'] },
+        log,
+      );
       const failed = result.events.loaderror;
       // SPEC §7 "Streamed members": fixtures/level.xml passed before the damaged fixtures/notes.txt
       // arrived and was handed out, verified; the damaged member and those after it fail.
@@ -288,17 +356,25 @@ describe.each(TESTED_BROWSERS)('%s', (kind) => {
       expectMonotonicProgressEndingAtOne(result.events.progress);
     });
 
-    test('the index file is not one of the game\'s files: a scene reports the same file counts (`complete`\'s arguments, totalToLoad) loose and from bundles', async () => {
+    test("the index file is not one of the game's files: a scene reports the same file counts (`complete`'s arguments, totalToLoad) loose and from bundles", async () => {
       const queue = ['image', 'atlas', 'text', 'audio', 'pack', 'video'];
       const loose = await run(version, { baseURL: '/site/loose/', queue });
       const bundled = await run(version, { baseURL: '/site/published/', index: bundledIndex, queue });
       const [scene, totalComplete, totalFailed, totalToLoad] = loose.events.complete[0]!;
-      expect({ scene, totalFailed, counted: totalComplete === totalToLoad && totalComplete > queue.length }).toEqual({ scene: 'first', totalFailed: 0, counted: true });
+      expect({ scene, totalFailed, counted: totalComplete === totalToLoad && totalComplete > queue.length }).toEqual({
+        scene: 'first',
+        totalFailed: 0,
+        counted: true,
+      });
       expect(bundled.events.complete).toEqual(loose.events.complete);
       expect(bundled.events.start).toEqual(loose.events.start);
       // An index that fails is left out too (its `loaderror` still fires), and so is one a pack
       // adds during the load: the pack, then its two files.
-      const missing = await run(version, { baseURL: '/site/loose/', index: { url: '../missing/project.index.json', options: { cache: 'memory' } }, queue });
+      const missing = await run(version, {
+        baseURL: '/site/loose/',
+        index: { url: '../missing/project.index.json', options: { cache: 'memory' } },
+        queue,
+      });
       expect(missing.events.loaderror.map((file) => file.type)).toEqual(['awkbIndex']);
       expect(missing.events.complete).toEqual(loose.events.complete);
       const packed = await run(version, { baseURL: '/site/published/', queue: ['packWithIndex'] });
@@ -330,11 +406,21 @@ describe.each(TESTED_BROWSERS)('%s', (kind) => {
 
       // It plays (its first frame reached the texture) and seeks, from an object URL of the
       // verified bytes; a second Video of the key gets the same source at once.
-      expect(bundled.first.video).toEqual({ blob: true, texture: { width: 96, height: 64 }, duration: 4, seekedTo: '2.5 s on', playing: true, againSameSource: true });
+      expect(bundled.first.video).toEqual({
+        blob: true,
+        texture: { width: 96, height: 64 },
+        duration: 4,
+        seekedTo: '2.5 s on',
+        playing: true,
+        againSameSource: true,
+      });
       expect({ ...loose.first.video, blob: true }).toEqual(bundled.first.video);
       expect(bundled.events.loaderror).toEqual([]);
       // Read as a load of its own, so that grouping by recorded loads keeps it out of the preload's bundles.
-      expect(bundled.recordedLoads!.loads).toEqual([{ name: 'first', paths: ['images/kenney/coin.png'] }, { name: `video:${videoPath}`, paths: [videoPath] }]);
+      expect(bundled.recordedLoads!.loads).toEqual([
+        { name: 'first', paths: ['images/kenney/coin.png'] },
+        { name: `video:${videoPath}`, paths: [videoPath] },
+      ]);
     });
 
     test('files a bundle holds that the page fetches itself, outside the loader, are named once each in a console.debug line', async () => {
@@ -342,23 +428,49 @@ describe.each(TESTED_BROWSERS)('%s', (kind) => {
       // The usual layout: loose files beside the published folder, the index rooted at them.
       const index = { url: '../published/project.index.json', options: { cache: 'memory', root: './' } };
       server.resetRequests();
-      const result = await run(version, {
-        baseURL: '/site/loose/', index, queue: ['text', 'json'],
-        // notes.txt twice, data.json once: in bundles; the index itself and a missing file are not files the bundles hold.
-        plainFetch: ['fixtures/notes.txt', 'fixtures/notes.txt', 'fixtures/data.json', '../published/project.index.json', 'fixtures/missing.txt'],
-      }, log);
+      const result = await run(
+        version,
+        {
+          baseURL: '/site/loose/',
+          index,
+          queue: ['text', 'json'],
+          // notes.txt twice, data.json once: in bundles; the index itself and a missing file are not files the bundles hold.
+          plainFetch: [
+            'fixtures/notes.txt',
+            'fixtures/notes.txt',
+            'fixtures/data.json',
+            '../published/project.index.json',
+            'fixtures/missing.txt',
+          ],
+        },
+        log,
+      );
       expect(result.first.caches).toMatchObject({ text: 'awake-bundle phaser fixture: text\n', json: 24 });
       // The loader's own loads came from bundles: the page's fetches were the only loose requests.
-      expect(siteRequests().filter((path) => path.startsWith('/site/loose/'))).toEqual(['/site/loose/fixtures/notes.txt', '/site/loose/fixtures/notes.txt', '/site/loose/fixtures/data.json', '/site/loose/fixtures/missing.txt']);
+      expect(siteRequests().filter((path) => path.startsWith('/site/loose/'))).toEqual([
+        '/site/loose/fixtures/notes.txt',
+        '/site/loose/fixtures/notes.txt',
+        '/site/loose/fixtures/data.json',
+        '/site/loose/fixtures/missing.txt',
+      ]);
       const base = `${server.origin}/site/loose/fixtures`;
-      const line = (file: string) => `debug: awake-bundle: ${base}/${file} was downloaded on its own, and its bundle holds it too (fixtures/${file}): it downloads twice. ` +
+      const line = (file: string) =>
+        `debug: awake-bundle: ${base}/${file} was downloaded on its own, and its bundle holds it too (fixtures/${file}): it downloads twice. ` +
         `Load it through the engine's loader or the source (source.url('fixtures/${file}'), source.read), or install the service worker (awake-bundle/sw), which answers such requests from bundles`;
       expect(log.filter((entry) => entry.includes('downloads twice'))).toEqual([line('notes.txt'), line('data.json')]);
     });
 
     test('a missing index fails the awkbIndex file; the files behind it load from their loose URLs, with a warning', async () => {
       const log: string[] = [];
-      const result = await run(version, { baseURL: '/site/loose/', index: { url: '../missing/project.index.json', options: { cache: 'memory' } }, queue: ['image', 'atlas', 'text'] }, log);
+      const result = await run(
+        version,
+        {
+          baseURL: '/site/loose/',
+          index: { url: '../missing/project.index.json', options: { cache: 'memory' } },
+          queue: ['image', 'atlas', 'text'],
+        },
+        log,
+      );
       expect(result.events.loaderror).toEqual([{ type: 'awkbIndex', key: 'assets', error: expect.stringContaining('404') }]);
       expect(result.first.caches.image).toMatchObject({ width: 128, height: 128 });
       expect(result.first.caches.atlas.frames).toBe(24);
@@ -371,7 +483,14 @@ describe.each(TESTED_BROWSERS)('%s', (kind) => {
     test('options: `root` elsewhere than the index, `prefetch` with the index, `cache: null`, and an open `source`', async () => {
       const queue = ['image', 'imageAgain', 'atlas', 'audio', 'text'];
       server.resetRequests();
-      const rooted = await run('phaser4', { baseURL: '/site/mirror/', index: { url: '../published/project.index.json', options: { cache: 'none', root: '../mirror', prefetch: ['images', 'fixtures/notes.txt'] } }, queue });
+      const rooted = await run('phaser4', {
+        baseURL: '/site/mirror/',
+        index: {
+          url: '../published/project.index.json',
+          options: { cache: 'none', root: '../mirror', prefetch: ['images', 'fixtures/notes.txt'] },
+        },
+        queue,
+      });
       expect(rooted.events.loaderror).toEqual([]);
       expect(rooted.first.caches.imageAgain.pixels).toBe(rooted.first.caches.image.pixels);
       expect(rooted.first.caches.audio.again).toEqual(rooted.first.caches.audio.coin);
@@ -384,7 +503,11 @@ describe.each(TESTED_BROWSERS)('%s', (kind) => {
       expect(bytes.loadedBytes).toBe(bytes.totalBytes);
 
       server.resetRequests();
-      const handed = await run('phaser4', { baseURL: '/site/published/', index: { url: 'project.index.json', options: { source: 'open' } }, queue });
+      const handed = await run('phaser4', {
+        baseURL: '/site/published/',
+        index: { url: 'project.index.json', options: { source: 'open' } },
+        queue,
+      });
       expect(handed.first.caches).toEqual(rooted.first.caches);
       expect(siteRequests().filter((path) => path.endsWith('project.index.json'))).toHaveLength(1);
     });
@@ -392,7 +515,11 @@ describe.each(TESTED_BROWSERS)('%s', (kind) => {
     test('an index with opaque ids, and range reads: one member per request', async () => {
       const queue = ['image', 'atlas', 'audio', 'text'];
       server.resetRequests();
-      const opaque = await run('phaser4', { baseURL: '/site/opaque/', index: { url: 'project.index.json', options: { cache: 'memory' } }, queue });
+      const opaque = await run('phaser4', {
+        baseURL: '/site/opaque/',
+        index: { url: 'project.index.json', options: { cache: 'memory' } },
+        queue,
+      });
       expect(opaque.events.loaderror).toEqual([]);
       expect(opaque.first.source!.paths).toBe(0);
       expect(opaque.first.caches.atlas.frames).toBe(24);
@@ -400,7 +527,11 @@ describe.each(TESTED_BROWSERS)('%s', (kind) => {
       expect(siteRequests().every((path) => path.startsWith('/site/opaque/'))).toBe(true);
 
       server.resetRequests();
-      const ranged = await run('phaser4', { baseURL: '/site/published/', index: { url: 'project.index.json', options: { cache: 'memory', rangeReads: true } }, queue });
+      const ranged = await run('phaser4', {
+        baseURL: '/site/published/',
+        index: { url: 'project.index.json', options: { cache: 'memory', rangeReads: true } },
+        queue,
+      });
       expect(ranged.first.caches).toEqual(opaque.first.caches);
       const bundleRequests = server.requests.filter((r) => r.path.endsWith('.awkb'));
       // coin.png, emoji.png + emoji.json (neighbours in one bundle, read together: one range,
@@ -410,7 +541,11 @@ describe.each(TESTED_BROWSERS)('%s', (kind) => {
     });
 
     test('with the default persistent cache, a second visit requests only the index', async () => {
-      const visit = { baseURL: '/site/published/', index: { url: 'project.index.json' }, queue: ['image', 'atlas', 'bitmapFont', 'audio', 'text'] };
+      const visit = {
+        baseURL: '/site/published/',
+        index: { url: 'project.index.json' },
+        queue: ['image', 'atlas', 'bitmapFont', 'audio', 'text'],
+      };
       const first = await run('phaser4', visit);
       server.resetRequests();
       const second = await run('phaser4', visit);

@@ -34,10 +34,18 @@ test('the example game runs to its first frame, every asset read from bundles', 
   const problems: string[] = [];
   page.on('request', (request) => requested.push(new URL(request.url()).pathname));
   page.on('pageerror', (error) => problems.push(String(error)));
-  page.on('console', (message) => { if (message.type() === 'error') problems.push(message.text()); });
+  page.on('console', (message) => {
+    if (message.type() === 'error') problems.push(message.text());
+  });
   await page.goto(server.url, { waitUntil: 'load' });
   await page.waitForFunction(() => (window as { exampleReady?: unknown }).exampleReady !== undefined, { timeout: 60_000 });
-  expect(await page.evaluate(() => (window as { exampleReady?: unknown }).exampleReady)).toEqual({ textures: 7, emojiFrames: 24, mapLayers: 3, sounds: 3, indexFiles: index.files.length });
+  expect(await page.evaluate(() => (window as { exampleReady?: unknown }).exampleReady)).toEqual({
+    textures: 7,
+    emojiFrames: 24,
+    mapLayers: 3,
+    sounds: 3,
+    indexFiles: index.files.length,
+  });
   expect(problems).toEqual([]);
   const published = requested.filter((path) => path.startsWith('/published/'));
   expect(published[0]).toBe('/published/project.index.json');

@@ -16,10 +16,22 @@ import { writeTree } from './helpers/trees';
 import { createViteProject, removeViteProjects, runVite } from './helpers/vite-project';
 import { WEBPACK_CLI, WEBPACK_PLUGIN } from './helpers/webpack-project';
 
-const ASSET_FILES = ['images/kenney/coin.png', 'audio/kenney-platformer-kit/coin.ogg', 'atlas/emoji/emoji.json', 'atlas/emoji/emoji.png', 'images/kenney/particle.png'];
+const ASSET_FILES = [
+  'images/kenney/coin.png',
+  'audio/kenney-platformer-kit/coin.ogg',
+  'atlas/emoji/emoji.json',
+  'atlas/emoji/emoji.png',
+  'images/kenney/particle.png',
+];
 const assets = () => Object.fromEntries(ASSET_FILES.map((path) => [path, readFileSync(join(REPO, 'examples/assets', path))]));
 /** The first load reads two files of one bundle; the rest are grouped by folder. */
-const LOADS = { formatVersion: 1, loads: [{ name: 'title', paths: ['images/kenney/coin.png', 'audio/kenney-platformer-kit/coin.ogg'] }, { name: 'level', paths: ['atlas/emoji/emoji.json'] }] };
+const LOADS = {
+  formatVersion: 1,
+  loads: [
+    { name: 'title', paths: ['images/kenney/coin.png', 'audio/kenney-platformer-kit/coin.ogg'] },
+    { name: 'level', paths: ['atlas/emoji/emoji.json'] },
+  ],
+};
 
 /** The game: opens the index the page preloaded, reads the first load's files, says how it went. */
 const GAME = (indexUrl: string) => `import { IndexedAssetSource, sha256Hex } from 'awake-bundle';
@@ -40,7 +52,8 @@ function preloads(html: string): string[] {
     const match = attribute(tag, name);
     return match ? (match[1] ?? match[2] ?? '') : undefined;
   };
-  return [...html.matchAll(/<link\b[^>]*>/g)].map((match) => match[0])
+  return [...html.matchAll(/<link\b[^>]*>/g)]
+    .map((match) => match[0])
     .filter((tag) => value(tag, 'rel') === 'preload' && value(tag, 'as') === 'fetch' && value(tag, 'crossorigin') !== undefined)
     .map((tag) => value(tag, 'href')!);
 }
@@ -90,7 +103,9 @@ function expectPreloadsAfterScripts(html: string): void {
 }
 
 function expectPreloadsUsed(requests: string[], prefix: string, built: Built, hrefs: string[]): void {
-  const bundle = built.index.bundles.find((b) => b.sha256 === built.index.files.find((file) => file.path === LOADS.loads[0]!.paths[0])!.bundle)!;
+  const bundle = built.index.bundles.find(
+    (b) => b.sha256 === built.index.files.find((file) => file.path === LOADS.loads[0]!.paths[0])!.bundle,
+  )!;
   // The index, then the first load's bundle (both files are in it): nothing else, nothing twice.
   expect(hrefs).toEqual([`${prefix}published/project.index.json`, `${prefix}published/${bundle.url}`]);
   const counts = new Map<string, number>();
@@ -99,47 +114,58 @@ function expectPreloadsUsed(requests: string[], prefix: string, built: Built, hr
   expect([...counts.values()].every((count) => count === 1)).toBe(true);
 }
 
-test('vite build: the built index.html preloads the index and the first load\'s bundle, and the page uses them (one request each)', async () => {
+test("vite build: the built index.html preloads the index and the first load's bundle, and the page uses them (one request each)", async () => {
   const project = createViteProject({
-    assets: assets(), plugin: { assets: 'assets' }, config: "base: '/vite-game/',",
+    assets: assets(),
+    plugin: { assets: 'assets' },
+    config: "base: '/vite-game/',",
     files: { 'awkb-loads.json': JSON.stringify(LOADS), 'main.js': GAME('/vite-game/published/project.index.json') },
   });
   const build = runVite(project.dir, ['build']);
   expect(build.code).toBe(0);
   const dist = join(project.dir, 'dist');
-  const built: Built = { html: readFileSync(join(dist, 'index.html'), 'utf8'), index: JSON.parse(readFileSync(join(dist, 'published/project.index.json'), 'utf8')) };
+  const built: Built = {
+    html: readFileSync(join(dist, 'index.html'), 'utf8'),
+    index: JSON.parse(readFileSync(join(dist, 'published/project.index.json'), 'utf8')),
+  };
   const hrefs = preloads(built.html);
   expectPreloadsAfterScripts(built.html);
   expectPreloadsUsed(await runBuiltPage('vite-game', dist, built), '/vite-game/', built, hrefs);
 }, 180_000);
 
-test('webpack with html-webpack-plugin: the built page preloads the index and the first load\'s bundle, and uses them (one request each)', async () => {
+test("webpack with html-webpack-plugin: the built page preloads the index and the first load's bundle, and uses them (one request each)", async () => {
   const dir = temporaryDir('awkb-webpack-preload-');
   writeTree(join(dir, 'assets'), assets());
   writeFileSync(join(dir, 'awkb-loads.json'), JSON.stringify(LOADS));
   mkdirSync(join(dir, 'src'), { recursive: true });
   writeFileSync(join(dir, 'src/main.js'), GAME('/webpack-game/published/project.index.json'));
   const config = join(dir, 'webpack.config.mjs');
-  writeFileSync(config, [
-    `import { AwakeBundlePlugin } from ${JSON.stringify(pathToFileURL(WEBPACK_PLUGIN).href)};`,
-    `import HtmlWebpackPlugin from ${JSON.stringify(pathToFileURL(join(REPO, 'node_modules/html-webpack-plugin/index.js')).href)};`,
-    'export default {',
-    "  mode: 'production',",
-    `  context: ${JSON.stringify(dir)},`,
-    "  entry: './src/main.js',",
-    `  output: { path: ${JSON.stringify(join(dir, 'dist'))}, publicPath: '/webpack-game/', clean: true },`,
-    `  resolve: { alias: { 'awake-bundle': ${JSON.stringify(join(REPO, 'dist/core/index.js'))} } },`,
-    "  experiments: { topLevelAwait: true },",
-    "  plugins: [new HtmlWebpackPlugin(), new AwakeBundlePlugin({ assets: 'assets' })],",
-    "  stats: 'errors-warnings',",
-    '};',
-    '',
-  ].join('\n'));
+  writeFileSync(
+    config,
+    [
+      `import { AwakeBundlePlugin } from ${JSON.stringify(pathToFileURL(WEBPACK_PLUGIN).href)};`,
+      `import HtmlWebpackPlugin from ${JSON.stringify(pathToFileURL(join(REPO, 'node_modules/html-webpack-plugin/index.js')).href)};`,
+      'export default {',
+      "  mode: 'production',",
+      `  context: ${JSON.stringify(dir)},`,
+      "  entry: './src/main.js',",
+      `  output: { path: ${JSON.stringify(join(dir, 'dist'))}, publicPath: '/webpack-game/', clean: true },`,
+      `  resolve: { alias: { 'awake-bundle': ${JSON.stringify(join(REPO, 'dist/core/index.js'))} } },`,
+      '  experiments: { topLevelAwait: true },',
+      "  plugins: [new HtmlWebpackPlugin(), new AwakeBundlePlugin({ assets: 'assets' })],",
+      "  stats: 'errors-warnings',",
+      '};',
+      '',
+    ].join('\n'),
+  );
   const build = spawnSync(process.execPath, [WEBPACK_CLI, '--config', config], { cwd: dir, encoding: 'utf8', timeout: 120_000 });
   expect(`${build.stdout}${build.stderr}`).not.toMatch(/ERROR/);
   expect(build.status).toBe(0);
   const dist = join(dir, 'dist');
-  const built: Built = { html: readFileSync(join(dist, 'index.html'), 'utf8'), index: JSON.parse(readFileSync(join(dist, 'published/project.index.json'), 'utf8')) };
+  const built: Built = {
+    html: readFileSync(join(dist, 'index.html'), 'utf8'),
+    index: JSON.parse(readFileSync(join(dist, 'published/project.index.json'), 'utf8')),
+  };
   const hrefs = preloads(built.html);
   expectPreloadsAfterScripts(built.html);
   expectPreloadsUsed(await runBuiltPage('webpack-game', dist, built), '/webpack-game/', built, hrefs);

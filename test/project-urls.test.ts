@@ -25,7 +25,9 @@ test('URLs elsewhere, or that cannot spell a safe path, map to nothing', () => {
 test('the default root is the folder of the index URL; a given root is a folder itself', () => {
   expect(asFolder(new URL('https://games.example/harbor/published?v=2')).href).toBe('https://games.example/harbor/published/');
   expect(asFolder(new URL('https://games.example/harbor/published/')).href).toBe('https://games.example/harbor/published/');
-  expect(folderOf(new URL('https://games.example/harbor/published/project.index.json?v=2')).href).toBe('https://games.example/harbor/published/');
+  expect(folderOf(new URL('https://games.example/harbor/published/project.index.json?v=2')).href).toBe(
+    'https://games.example/harbor/published/',
+  );
   expect(folderOf(new URL('https://games.example/harbor/')).href).toBe('https://games.example/harbor/');
 });
 
@@ -34,7 +36,7 @@ test('urlOfPath is the way back: each segment encoded as the publish step writes
   expect(path(urlOfPath('models/Box Textured/a#b.gltf', root))).toBe('models/Box Textured/a#b.gltf');
 });
 
-describe('a root that does not match the game\'s URLs (assets/… loaded, the index in published/)', () => {
+describe("a root that does not match the game's URLs (assets/… loaded, the index in published/)", () => {
   const listed = new Set(['atlas/emoji.png', 'atlas/emoji.json', 'sounds/sea waves.ogg', 'logo.png']);
   const has = (path: string) => listed.has(path);
   const page = new URL('https://games.example/harbor/index.html');
@@ -60,8 +62,12 @@ describe('a root that does not match the game\'s URLs (assets/… loaded, the in
     const warnings: string[] = [];
     const pending: (() => void)[] = [];
     const misrooted = new MisrootedFiles({
-      root: new URL(root), has, indexUrl: 'https://games.example/harbor/published/project.index.json', relativeTo: new URL('https://games.example/harbor/'),
-      warn: (message) => warnings.push(message), schedule: (callback) => pending.push(callback),
+      root: new URL(root),
+      has,
+      indexUrl: 'https://games.example/harbor/published/project.index.json',
+      relativeTo: new URL('https://games.example/harbor/'),
+      warn: (message) => warnings.push(message),
+      schedule: (callback) => pending.push(callback),
     });
     const settle = () => pending.splice(0).forEach((callback) => callback());
     return { misrooted, warnings, settle };
@@ -69,7 +75,14 @@ describe('a root that does not match the game\'s URLs (assets/… loaded, the in
 
   test('one warning for all the files noticed together, naming the root that would serve them', () => {
     const { misrooted, warnings, settle } = watch('https://games.example/harbor/published/');
-    for (const url of ['assets/atlas/emoji.png', 'assets/atlas/emoji.json', 'assets/atlas/emoji.png', 'assets/sounds/sea%20waves.ogg', 'music/unlisted.ogg']) misrooted.notice(at(url));
+    for (const url of [
+      'assets/atlas/emoji.png',
+      'assets/atlas/emoji.json',
+      'assets/atlas/emoji.png',
+      'assets/sounds/sea%20waves.ogg',
+      'music/unlisted.ogg',
+    ])
+      misrooted.notice(at(url));
     settle();
     expect(warnings).toEqual([
       "awake-bundle: 3 files under https://games.example/harbor/assets/ load loose, but the index https://games.example/harbor/published/project.index.json lists them below its root https://games.example/harbor/published/; set root: 'https://games.example/harbor/assets/' (or 'assets/') to serve them from bundles",

@@ -6,7 +6,14 @@
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { InvalidOptionError } from '../core/index.js';
-import { looseFileLocator, looseIndexFromFolder, NodeFolderCache, publishFolder, publishToDirectory, verifyPublished } from '../core/node/index.js';
+import {
+  looseFileLocator,
+  looseIndexFromFolder,
+  NodeFolderCache,
+  publishFolder,
+  publishToDirectory,
+  verifyPublished,
+} from '../core/node/index.js';
 import { temporaryDir } from './helpers/cli.js';
 import { seededBytes, sha256Hex, temporaryFilesIn, writeTree } from './helpers/trees.js';
 
@@ -68,7 +75,12 @@ describe('publishToDirectory with locate', () => {
     const { index: looseIndex } = await looseIndexFromFolder(tree);
     const indexFile = join(temporaryDir(), 'loose.index.json');
     writeFileSync(indexFile, JSON.stringify(looseIndex));
-    const fromIndex = await publishToDirectory({ looseIndex, locate: looseFileLocator(indexFile, tree), outDir: temporaryDir(), targetBundleBytes: 64 * 1024 });
+    const fromIndex = await publishToDirectory({
+      looseIndex,
+      locate: looseFileLocator(indexFile, tree),
+      outDir: temporaryDir(),
+      targetBundleBytes: 64 * 1024,
+    });
     expect(fromIndex.index).toEqual(fromFolder.index);
   });
 });
@@ -78,7 +90,12 @@ describe('library errors name options, not command-line flags', () => {
     const tree = makeTree(3);
     const { index: looseIndex, files } = await looseIndexFromFolder(tree);
     const onDisk = new Map(files.map((file) => [file.path, file.absolutePath]));
-    const publishing = publishToDirectory({ looseIndex, locate: (entry) => onDisk.get(entry.path)!, outDir: temporaryDir(), bundleUrlPrefix: '../up' });
+    const publishing = publishToDirectory({
+      looseIndex,
+      locate: (entry) => onDisk.get(entry.path)!,
+      outDir: temporaryDir(),
+      bundleUrlPrefix: '../up',
+    });
     await expect(publishing).rejects.toThrow(InvalidOptionError);
     await expect(publishing).rejects.toThrow(/^bundleUrlPrefix "\.\.\/up"/);
     await expect(publishing).rejects.not.toThrow(/--/);
@@ -94,7 +111,9 @@ describe('library errors name options, not command-line flags', () => {
     await expect(colliding).rejects.not.toThrow(/--/);
 
     const locate = looseFileLocator(join(tree, 'loose.index.json'));
-    expect(() => locate({ path: 'x.png', sizeBytes: 1, sha256: '0'.repeat(64), url: 'https://cdn.example/x.png' })).toThrow(/is not a local file: give the folder that holds the files \(root\)$/);
+    expect(() => locate({ path: 'x.png', sizeBytes: 1, sha256: '0'.repeat(64), url: 'https://cdn.example/x.png' })).toThrow(
+      /is not a local file: give the folder that holds the files \(root\)$/,
+    );
   });
 });
 
@@ -103,7 +122,12 @@ describe('verifyPublished', () => {
     const tree = makeTree(11);
     const out = temporaryDir();
     const { index } = await publishTree(tree, out);
-    const entry = index.files.find((file) => file.path === 'art/b.png')! as { offset: number; sizeBytes: number; sha256: string; bundle: string };
+    const entry = index.files.find((file) => file.path === 'art/b.png')! as {
+      offset: number;
+      sizeBytes: number;
+      sha256: string;
+      bundle: string;
+    };
     const bundle = index.bundles.find((b) => b.sha256 === entry.bundle)!;
     const bytes = readFileSync(join(out, bundle.url));
     bytes[entry.offset + 10] ^= 0xff;
@@ -113,7 +137,9 @@ describe('verifyPublished', () => {
     const result = await verifyPublished(out);
     expect(result.problems).toHaveLength(1);
     const [problem] = result.problems;
-    expect(problem).toContain(`member "art/b.png" at offset ${entry.offset} is damaged: its ${entry.sizeBytes} bytes hash to ${damagedHash}; the index says ${entry.sizeBytes} bytes, ${entry.sha256}`);
+    expect(problem).toContain(
+      `member "art/b.png" at offset ${entry.offset} is damaged: its ${entry.sizeBytes} bytes hash to ${damagedHash}; the index says ${entry.sizeBytes} bytes, ${entry.sha256}`,
+    );
     expect(problem).not.toContain(sha256Hex(bytes)); // the bundle's own hash is not the member's
   });
 
@@ -126,20 +152,21 @@ describe('verifyPublished', () => {
     writeFileSync(join(out, 'project.index.json'), `${readFileSync(join(out, 'project.index.json'), 'utf8')}\n`);
     rmSync(join(out, gone.url));
     const result = await verifyPublished(out);
-    expect(result.problems).toEqual([
-      expect.stringContaining('not in canonical form'),
-      `bundles[0] (${gone.url}): missing`,
-    ]);
+    expect(result.problems).toEqual([expect.stringContaining('not in canonical form'), `bundles[0] (${gone.url}): missing`]);
   });
 
   test('an out folder without an index is one problem, not a throw', async () => {
     const out = temporaryDir();
-    expect(await verifyPublished(out)).toEqual({ problems: [`${join(out, 'project.index.json')}: missing or unreadable`], bundles: 0, files: 0 });
+    expect(await verifyPublished(out)).toEqual({
+      problems: [`${join(out, 'project.index.json')}: missing or unreadable`],
+      bundles: 0,
+      files: 0,
+    });
   });
 });
 
 describe('NodeFolderCache shares the atomic writer', () => {
-  test('put leaves no temporary file, replaces a folder in an entry\'s place, and get gives the bytes', async () => {
+  test("put leaves no temporary file, replaces a folder in an entry's place, and get gives the bytes", async () => {
     const dir = temporaryDir();
     const cache = new NodeFolderCache(dir);
     const bytes = seededBytes(5 * 1024 * 1024, 5); // above the 4 MiB at which a write gives the event loop a turn
@@ -158,7 +185,8 @@ describe('publishFolder reads each file once', () => {
     const fsPromises = require('node:fs/promises') as typeof import('node:fs/promises');
     const opens = new Map<string, number>();
     const note = (path: unknown) => {
-      if (typeof path === 'string' && path.startsWith(tree)) opens.set(path.slice(tree.length + 1), (opens.get(path.slice(tree.length + 1)) ?? 0) + 1);
+      if (typeof path === 'string' && path.startsWith(tree))
+        opens.set(path.slice(tree.length + 1), (opens.get(path.slice(tree.length + 1)) ?? 0) + 1);
     };
     const watch = <M extends object, K extends keyof M>(module: M, name: K) => {
       const original = module[name] as (...args: unknown[]) => unknown;
@@ -226,7 +254,9 @@ describe('publishFolder reads each file once', () => {
       return original(...args);
     }) as typeof fsPromises.open);
     try {
-      await expect(publishFolder({ folder: tree, outDir: out, targetBundleBytes: 64 * 1024 })).rejects.toThrow(/audio\/theme\.ogg: SHA-256 .* differs/);
+      await expect(publishFolder({ folder: tree, outDir: out, targetBundleBytes: 64 * 1024 })).rejects.toThrow(
+        /audio\/theme\.ogg: SHA-256 .* differs/,
+      );
       expect(spy).toHaveBeenCalled();
     } finally {
       spy.mockRestore();

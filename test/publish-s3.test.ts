@@ -11,8 +11,14 @@ import { join } from 'node:path';
 import { HeadObjectCommand, ListObjectsV2Command, S3Client } from '@aws-sdk/client-s3';
 import { IndexedAssetSource, UnsupportedOperationError, PublishOutputError, type BundledIndex, type LooseIndex } from '../core/index.js';
 import {
-  DirectoryPublishTarget, diskReader, looseIndexFromFolder, publishToTarget, removeStaleStagingFolders, S3PublishTarget,
-  type PublishTarget, type TargetBundle,
+  DirectoryPublishTarget,
+  diskReader,
+  looseIndexFromFolder,
+  publishToTarget,
+  removeStaleStagingFolders,
+  S3PublishTarget,
+  type PublishTarget,
+  type TargetBundle,
 } from '../core/node/index.js';
 import { CLI, REPO, temporaryDir } from './helpers/cli.js';
 import { seededBytes, writeTree } from './helpers/trees.js';
@@ -25,7 +31,13 @@ interface S3rverInstance {
   off(event: 'event', listener: (...args: never[]) => void): void;
 }
 // s3rver ships no types; this is the part of its API the test uses.
-const S3rver = require('s3rver') as new (options: { address: string; port: number; silent: boolean; directory: string; configureBuckets: { name: string }[] }) => S3rverInstance;
+const S3rver = require('s3rver') as new (options: {
+  address: string;
+  port: number;
+  silent: boolean;
+  directory: string;
+  configureBuckets: { name: string }[];
+}) => S3rverInstance;
 
 const BUCKET = 'games';
 let server: S3rverInstance;
@@ -33,10 +45,21 @@ let endpoint: string;
 let s3: S3Client;
 
 beforeAll(async () => {
-  server = new S3rver({ address: '127.0.0.1', port: 0, silent: true, directory: temporaryDir('awkb-s3rver-'), configureBuckets: [{ name: BUCKET }] });
+  server = new S3rver({
+    address: '127.0.0.1',
+    port: 0,
+    silent: true,
+    directory: temporaryDir('awkb-s3rver-'),
+    configureBuckets: [{ name: BUCKET }],
+  });
   const { port } = await server.run();
   endpoint = `http://127.0.0.1:${port}`;
-  s3 = new S3Client({ endpoint, region: 'us-east-1', forcePathStyle: true, credentials: { accessKeyId: 'S3RVER', secretAccessKey: 'S3RVER' } });
+  s3 = new S3Client({
+    endpoint,
+    region: 'us-east-1',
+    forcePathStyle: true,
+    credentials: { accessKeyId: 'S3RVER', secretAccessKey: 'S3RVER' },
+  });
 });
 
 afterAll(async () => {
@@ -55,16 +78,30 @@ const AWS_ENV = {
 
 function cli(args: string[], env: Record<string, string> = {}): Promise<{ code: number; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
-    execFile(process.execPath, [CLI, ...args], { cwd: REPO, env: { ...process.env, ...AWS_ENV, ...env }, timeout: 120_000 }, (error, stdout, stderr) => {
-      resolve({ code: error ? ((error as { code?: number }).code ?? 1) : 0, stdout, stderr });
-    });
+    execFile(
+      process.execPath,
+      [CLI, ...args],
+      { cwd: REPO, env: { ...process.env, ...AWS_ENV, ...env }, timeout: 120_000 },
+      (error, stdout, stderr) => {
+        resolve({ code: error ? ((error as { code?: number }).code ?? 1) : 0, stdout, stderr });
+      },
+    );
   });
 }
 
 async function publishJson(args: string[]) {
   const run = await cli([...args, '--endpoint', endpoint, '--json']);
   if (run.code !== 0) throw new Error(`publish failed (${run.code}): ${run.stderr}`);
-  return JSON.parse(run.stdout) as { uploadedBundles: number; uploadedBytes: number; uploadedKeys: string[]; skippedBundles: number; skippedBytes: number; bundles: number; bytes: number; dryRun: boolean };
+  return JSON.parse(run.stdout) as {
+    uploadedBundles: number;
+    uploadedBytes: number;
+    uploadedKeys: string[];
+    skippedBundles: number;
+    skippedBytes: number;
+    bundles: number;
+    bytes: number;
+    dryRun: boolean;
+  };
 }
 
 /** The pid of a process that has exited (so `kill(pid, 0)` fails with ESRCH). */
@@ -132,7 +169,11 @@ describe('awake-bundle <input> --to s3://bucket/prefix', () => {
     await publishJson([dir, '--to', `s3://${BUCKET}/headers`]);
     const index = await storedIndex('headers');
     const bundle = await s3.send(new HeadObjectCommand({ Bucket: BUCKET, Key: `headers/${index.bundles[0]!.url}` }));
-    expect(bundle).toMatchObject({ ContentType: 'application/octet-stream', CacheControl: 'public, max-age=31536000, immutable', ContentLength: index.bundles[0]!.sizeBytes });
+    expect(bundle).toMatchObject({
+      ContentType: 'application/octet-stream',
+      CacheControl: 'public, max-age=31536000, immutable',
+      ContentLength: index.bundles[0]!.sizeBytes,
+    });
     const indexHead = await s3.send(new HeadObjectCommand({ Bucket: BUCKET, Key: 'headers/project.index.json' }));
     expect(indexHead).toMatchObject({ ContentType: 'application/json', CacheControl: 'no-cache' });
   });
@@ -193,7 +234,7 @@ describe('awake-bundle <input> --to s3://bucket/prefix', () => {
     await expectReadable('stopped', files);
   });
 
-  test('a publish killed with SIGKILL leaves its staging folder in TMPDIR; the next publish removes it, and leaves a running one\'s', async () => {
+  test("a publish killed with SIGKILL leaves its staging folder in TMPDIR; the next publish removes it, and leaves a running one's", async () => {
     const dir = temporaryDir('awkb-s3-many-');
     for (let i = 0; i < 40; i++) writeTree(dir, { [`levels/l${String(i).padStart(2, '0')}.bin`]: seededBytes(20_000, 300 + i) });
     const tmp = temporaryDir('awkb-s3-tmp-'); // the children's os.tmpdir()
@@ -215,7 +256,9 @@ describe('awake-bundle <input> --to s3://bucket/prefix', () => {
     const running = `awake-bundle-staging-${process.pid}-0-${Date.now()}-Ab12Cd`;
     const killedBefore = `awake-bundle-staging-${deadPid()}-0-${Date.now() - 60_000}-Zz99yY`;
     for (const name of [running, killedBefore]) writeTree(join(tmp, name), { 'bundles/x.awkb': 'partial' });
-    const rerun = await cli([dir, '--to', `s3://${BUCKET}/killed`, '--endpoint', endpoint, '--target-mb', '0.01', '--json'], { TMPDIR: tmp });
+    const rerun = await cli([dir, '--to', `s3://${BUCKET}/killed`, '--endpoint', endpoint, '--target-mb', '0.01', '--json'], {
+      TMPDIR: tmp,
+    });
     expect({ code: rerun.code, stderr: rerun.code === 0 ? '' : rerun.stderr }).toEqual({ code: 0, stderr: '' });
     expect(JSON.parse(rerun.stdout)).toMatchObject({ bundles: 40, staleStagingFoldersRemoved: 2 });
     expect(readdirSync(tmp)).toEqual([running]);
@@ -230,9 +273,14 @@ describe('awake-bundle <input> --to s3://bucket/prefix', () => {
     symlinkSync(join(REPO, 'node_modules', '@noble', 'hashes'), join(install, 'node_modules', '@noble', 'hashes'));
     const { dir } = writeProject();
     const run = await new Promise<{ code: number; stderr: string }>((resolve) => {
-      execFile(process.execPath, [join(install, 'dist/cli/main.js'), dir, '--to', `s3://${BUCKET}/no-sdk`, '--endpoint', endpoint], { env: { ...process.env, ...AWS_ENV } }, (error, _stdout, stderr) => {
-        resolve({ code: error ? ((error as { code?: number }).code ?? 1) : 0, stderr });
-      });
+      execFile(
+        process.execPath,
+        [join(install, 'dist/cli/main.js'), dir, '--to', `s3://${BUCKET}/no-sdk`, '--endpoint', endpoint],
+        { env: { ...process.env, ...AWS_ENV } },
+        (error, _stdout, stderr) => {
+          resolve({ code: error ? ((error as { code?: number }).code ?? 1) : 0, stderr });
+        },
+      );
     });
     expect(run.code).toBe(1);
     expect(run.stderr).toContain('publishing to S3 needs the package @aws-sdk/client-s3: run npm install --save-dev @aws-sdk/client-s3');
@@ -309,7 +357,9 @@ describe('publishToTarget (awake-bundle/node)', () => {
 
   test('without @aws-sdk/client-s3 the error names the package to install', async () => {
     const { looseIndex, read } = await project();
-    const missing = Object.assign(new Error("Cannot find package '@aws-sdk/client-s3' imported from s3-target.js"), { code: 'ERR_MODULE_NOT_FOUND' });
+    const missing = Object.assign(new Error("Cannot find package '@aws-sdk/client-s3' imported from s3-target.js"), {
+      code: 'ERR_MODULE_NOT_FOUND',
+    });
     const target = new S3PublishTarget({ bucket: BUCKET, loadSdk: () => Promise.reject(missing) });
     const failure = publishToTarget({ looseIndex, read, target });
     await expect(failure).rejects.toBeInstanceOf(UnsupportedOperationError);

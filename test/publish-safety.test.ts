@@ -18,7 +18,12 @@ function deadPid(): number {
 
 function smallTree(): string {
   const tree = temporaryDir();
-  writeTree(tree, { 'art/a.bin': seededBytes(40_000, 1), 'art/b.bin': seededBytes(30_000, 2), 'sounds/c.ogg': seededBytes(20_000, 3), 'readme.txt': 'hello\n' });
+  writeTree(tree, {
+    'art/a.bin': seededBytes(40_000, 1),
+    'art/b.bin': seededBytes(30_000, 2),
+    'sounds/c.ogg': seededBytes(20_000, 3),
+    'readme.txt': 'hello\n',
+  });
   return tree;
 }
 
@@ -47,7 +52,10 @@ describe('temporary files of a publish that did not finish', () => {
     expect(indexViolations(out)).toEqual([]);
   });
 
-  test.each([['SIGINT', 130], ['SIGTERM', 143]] as const)('%s mid-write removes the publish\'s own temporary files and exits %i', async (signal, expectedCode) => {
+  test.each([
+    ['SIGINT', 130],
+    ['SIGTERM', 143],
+  ] as const)("%s mid-write removes the publish's own temporary files and exits %i", async (signal, expectedCode) => {
     const tree = temporaryDir();
     // One file far above the target: its bundle is streamed into a temporary file for a while.
     writeTree(tree, { 'big/movie.bin': seededBytes(96 * 1024 * 1024, 9), 'small.txt': 'x' });
@@ -56,7 +64,9 @@ describe('temporary files of a publish that did not finish', () => {
     const child = spawn(process.execPath, [CLI, tree, '--out', out, '--target-mb', '1'], { stdio: ['ignore', 'pipe', 'pipe'] });
     let stderr = '';
     child.stderr.on('data', (chunk) => (stderr += chunk));
-    const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => child.on('exit', (code, signal) => resolve({ code, signal })));
+    const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
+      child.on('exit', (code, signal) => resolve({ code, signal })),
+    );
     // Signal the moment a temporary file appears (fs.watch reports its creation).
     const watcher = watch(join(out, 'bundles'));
     let sawTemporary = false;
@@ -143,7 +153,9 @@ test('a link to a folder inside whose name starts with two dots ("..data") stays
   const result = runCli([tree, '--out', out]);
   expect(result.stderr).toBe('');
   expect(result.code).toBe(0);
-  const paths = JSON.parse(readFileSync(join(out, 'project.index.json'), 'utf8')).files.map((file: { path: string }) => file.path).sort();
+  const paths = JSON.parse(readFileSync(join(out, 'project.index.json'), 'utf8'))
+    .files.map((file: { path: string }) => file.path)
+    .sort();
   expect(paths).toEqual(['..data/level.json', 'levels/level.json']);
 });
 

@@ -82,7 +82,10 @@ function checkCache(dir: string): { entries: number; wrong: string[]; temporary:
 test(`${WORKERS} worker threads publishing into one out folder and putting into one cache, ${ROUNDS} rounds: every name tells the truth`, async () => {
   runCli(['--help']); // fails early with a clear message when dist/ is not built
   const node = pathToFileURL(join(REPO, 'dist', 'core', 'node', 'index.js')).href;
-  const workers = Array.from({ length: WORKERS }, (_, i) => new Worker(WORKER_SOURCE, { eval: true, workerData: { node, project: projectFor(i), cacheEntries: CACHE_ENTRIES } }));
+  const workers = Array.from(
+    { length: WORKERS },
+    (_, i) => new Worker(WORKER_SOURCE, { eval: true, workerData: { node, project: projectFor(i), cacheEntries: CACHE_ENTRIES } }),
+  );
   // The next message of a worker; its 'error' rejects instead.
   const next = async (worker: Worker) => (await once(worker, 'message'))[0] as unknown;
   try {
@@ -110,7 +113,7 @@ test(`${WORKERS} worker threads publishing into one out folder and putting into 
 }, 120_000);
 
 describe('temporary files of this process', () => {
-  test('a publish keeps temporary files with its own pid that it did not make (another thread\'s), and removes a dead process\'s', async () => {
+  test("a publish keeps temporary files with its own pid that it did not make (another thread's), and removes a dead process's", async () => {
     const project = projectFor(9);
     const out = temporaryDir('awkb-threads-out-');
     mkdirSync(join(out, 'bundles'));
@@ -124,7 +127,7 @@ describe('temporary files of this process', () => {
     expect(indexViolations(out)).toEqual([]);
   });
 
-  test('a temporary file replaced by another writer before its rename never lands under the bundle\'s name', async () => {
+  test("a temporary file replaced by another writer before its rename never lands under the bundle's name", async () => {
     const out = temporaryDir('awkb-threads-out-');
     const written = seededBytes(5000, 1);
     const sha256 = sha256Hex(written);
@@ -137,7 +140,14 @@ describe('temporary files of this process', () => {
       writeFileSync(join(bundles, name!), seededBytes(5000, 2));
     }
     const publish = publishBundles({ outDir: out }, async ({ store }) => {
-      await store({ kind: 'stream', group: '', members: 1, sizeBytes: written.length, chunks: chunks(), finished: Promise.resolve({ sha256, url: `bundles/${sha256}.awkb` }) });
+      await store({
+        kind: 'stream',
+        group: '',
+        members: 1,
+        sizeBytes: written.length,
+        chunks: chunks(),
+        finished: Promise.resolve({ sha256, url: `bundles/${sha256}.awkb` }),
+      });
       throw new Error('not reached: the store refuses the bundle');
     });
     await expect(publish).rejects.toThrow(/another writer replaced it/);

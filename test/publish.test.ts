@@ -6,8 +6,14 @@ import { createHash } from 'node:crypto';
 import { cpSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, symlinkSync, utimesSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import {
-  BundleWriter, decodeBundle, groupByFolder, oneGroup, PublishInputError, serializeIndex,
-  type FinishedBundle, type LooseIndex,
+  BundleWriter,
+  decodeBundle,
+  groupByFolder,
+  oneGroup,
+  PublishInputError,
+  serializeIndex,
+  type FinishedBundle,
+  type LooseIndex,
 } from '../core/index.js';
 import { looseIndexFromFolder } from '../core/node/index.js';
 import { FIXTURES, runCli, temporaryDir } from './helpers/cli.js';
@@ -37,9 +43,13 @@ function writeTree(root: string, files: Record<string, string | Uint8Array>, ord
 
 function pseudoRandom(size: number, seed: number): Uint8Array {
   const out = new Uint8Array(size);
-  let x = seed * 2654435761 >>> 0 || 1;
+  let x = (seed * 2654435761) >>> 0 || 1;
   for (let i = 0; i < size; i++) {
-    x ^= x << 13; x >>>= 0; x ^= x >>> 17; x ^= x << 5; x >>>= 0;
+    x ^= x << 13;
+    x >>>= 0;
+    x ^= x >>> 17;
+    x ^= x << 5;
+    x >>>= 0;
     out[i] = x & 0xff;
   }
   return out;
@@ -61,7 +71,11 @@ describe('determinism', () => {
     const outA = temporaryDir();
     const outB = temporaryDir();
     const outA2 = temporaryDir();
-    for (const [tree, out] of [[a, outA], [b, outB], [a, outA2]] as const) {
+    for (const [tree, out] of [
+      [a, outA],
+      [b, outB],
+      [a, outA2],
+    ] as const) {
       expect(runCli([tree, '--out', out, '--target-mb', '0.1']).code).toBe(0);
     }
     expect(snapshot(outB)).toEqual(snapshot(outA));
@@ -71,8 +85,21 @@ describe('determinism', () => {
   test('changing one file changes only its bundle and the later bundles of its group', async () => {
     const writer = new BundleWriter({ targetBundleBytes: 100_000 });
     const publish = async (files: Record<string, Uint8Array>) => {
-      const index: LooseIndex = { formatVersion: 2, rootPath: '/p', files: Object.entries(files).map(([path, bytes]) => ({ path, sizeBytes: bytes.length, sha256: sha256(bytes), url: `files/${path}` })) };
-      const bundled = await writer.write(index, (entry) => files[entry.path]!, () => undefined);
+      const index: LooseIndex = {
+        formatVersion: 2,
+        rootPath: '/p',
+        files: Object.entries(files).map(([path, bytes]) => ({
+          path,
+          sizeBytes: bytes.length,
+          sha256: sha256(bytes),
+          url: `files/${path}`,
+        })),
+      };
+      const bundled = await writer.write(
+        index,
+        (entry) => files[entry.path]!,
+        () => undefined,
+      );
       const plans = writer.plan(index);
       return plans.map((plan, i) => ({ group: plan.group, sha256: bundled.bundles[i]!.sha256, paths: plan.files.map((f) => f.path) }));
     };
@@ -93,7 +120,8 @@ describe('determinism', () => {
 
 describe('BundleWriter', () => {
   const index = (files: Record<string, Uint8Array>): LooseIndex => ({
-    formatVersion: 2, rootPath: '/p',
+    formatVersion: 2,
+    rootPath: '/p',
     files: Object.entries(files).map(([path, bytes]) => ({ path, sizeBytes: bytes.length, sha256: sha256(bytes), url: `files/${path}` })),
   });
 
@@ -103,20 +131,26 @@ describe('BundleWriter', () => {
     const reads: string[] = [];
     const handed: { kind: string; sha256: string; bytes: Uint8Array }[] = [];
     const writer = new BundleWriter({ targetBundleBytes: 100_000, grouping: groupByFolder() });
-    const bundled = await writer.write(index(files), async (entry, { stream }) => {
-      reads.push(entry.path);
-      const bytes = files[entry.path as keyof typeof files];
-      if (!stream) return bytes;
-      return (async function* () { for (let i = 0; i < bytes.length; i += 65536) yield bytes.subarray(i, i + 65536); })();
-    }, async (bundle: FinishedBundle) => {
-      if (bundle.kind === 'bytes') handed.push({ kind: 'bytes', sha256: bundle.sha256, bytes: bundle.bytes });
-      else {
-        const parts: Uint8Array[] = [];
-        for await (const chunk of bundle.chunks) parts.push(chunk);
-        const { sha256: name } = await bundle.finished;
-        handed.push({ kind: 'stream', sha256: name, bytes: Buffer.concat(parts) });
-      }
-    });
+    const bundled = await writer.write(
+      index(files),
+      async (entry, { stream }) => {
+        reads.push(entry.path);
+        const bytes = files[entry.path as keyof typeof files];
+        if (!stream) return bytes;
+        return (async function* () {
+          for (let i = 0; i < bytes.length; i += 65536) yield bytes.subarray(i, i + 65536);
+        })();
+      },
+      async (bundle: FinishedBundle) => {
+        if (bundle.kind === 'bytes') handed.push({ kind: 'bytes', sha256: bundle.sha256, bytes: bundle.bytes });
+        else {
+          const parts: Uint8Array[] = [];
+          for await (const chunk of bundle.chunks) parts.push(chunk);
+          const { sha256: name } = await bundle.finished;
+          handed.push({ kind: 'stream', sha256: name, bytes: Buffer.concat(parts) });
+        }
+      },
+    );
     expect([...reads].sort()).toEqual(Object.keys(files).sort());
     // A duplicate after a file larger than the target still starts a new bundle: the sum is
     // already over the target (as the conformance case small-target-0.25 shows).
@@ -134,17 +168,34 @@ describe('BundleWriter', () => {
     const files = { 'a/one': new Uint8Array([1]), 'a/two': new Uint8Array([2]) };
     const handed: unknown[] = [];
     const writer = new BundleWriter({ grouping: oneGroup() });
-    await expect(writer.write(index(files), (entry) => (entry.path === 'a/two' ? new Uint8Array([9]) : files['a/one']), (b) => void handed.push(b)))
-      .rejects.toThrow(/a\/two: SHA-256 .* differs from the loose index/);
+    await expect(
+      writer.write(
+        index(files),
+        (entry) => (entry.path === 'a/two' ? new Uint8Array([9]) : files['a/one']),
+        (b) => void handed.push(b),
+      ),
+    ).rejects.toThrow(/a\/two: SHA-256 .* differs from the loose index/);
     expect(handed).toEqual([]);
-    await expect(writer.write(index(files), () => new Uint8Array([1, 1]), () => undefined)).rejects.toThrow(PublishInputError);
+    await expect(
+      writer.write(
+        index(files),
+        () => new Uint8Array([1, 1]),
+        () => undefined,
+      ),
+    ).rejects.toThrow(PublishInputError);
   });
 
   test('opaque ids: no path text anywhere in the output', async () => {
     const files = { 'secret/level-boss.json': new TextEncoder().encode('{}') };
     let bundleBytes: Uint8Array = new Uint8Array();
     const writer = new BundleWriter({ pathIds: { salt: 's' } });
-    const bundled = await writer.write(index(files), (e) => files[e.path as keyof typeof files], (b) => { if (b.kind === 'bytes') bundleBytes = b.bytes; });
+    const bundled = await writer.write(
+      index(files),
+      (e) => files[e.path as keyof typeof files],
+      (b) => {
+        if (b.kind === 'bytes') bundleBytes = b.bytes;
+      },
+    );
     const text = serializeIndex(bundled) + Buffer.from(bundleBytes).toString('latin1');
     expect(text).not.toContain('level-boss');
     expect(text).not.toContain('secret');
@@ -152,7 +203,11 @@ describe('BundleWriter', () => {
   });
 
   test('a custom grouping function keeps groups apart', async () => {
-    const files = { 'scenes/pier.json': new Uint8Array([1]), 'assets/buoy.glb': new Uint8Array([2]), 'assets/crate.glb': new Uint8Array([3]) };
+    const files = {
+      'scenes/pier.json': new Uint8Array([1]),
+      'assets/buoy.glb': new Uint8Array([2]),
+      'assets/crate.glb': new Uint8Array([3]),
+    };
     const pier = new Set(['scenes/pier.json', 'assets/buoy.glb']);
     const writer = new BundleWriter({ grouping: (path) => (pier.has(path) ? 'scene:pier' : `folder:${path.split('/')[0]}`) });
     expect(writer.plan(index(files)).map((p) => [p.group, p.files.map((f) => f.path)])).toEqual([
@@ -239,7 +294,14 @@ describe('bad input: a clear message, the SPEC exit code, nothing published', ()
 
   test('a loose index with an unsafe path', () => {
     const file = join(temporaryDir(), 'loose.json');
-    writeFileSync(file, JSON.stringify({ formatVersion: 2, rootPath: '/p', files: [{ path: '../etc/passwd', sizeBytes: 0, sha256: sha256(new Uint8Array()), url: 'x' }] }));
+    writeFileSync(
+      file,
+      JSON.stringify({
+        formatVersion: 2,
+        rootPath: '/p',
+        files: [{ path: '../etc/passwd', sizeBytes: 0, sha256: sha256(new Uint8Array()), url: 'x' }],
+      }),
+    );
     expectRefused([file], 1, /files\[0\]\.path "\.\.\/etc\/passwd" is not a safe path/, temporaryDir());
   });
 
@@ -261,7 +323,12 @@ describe('bad input: a clear message, the SPEC exit code, nothing published', ()
     const tree = temporaryDir();
     cpSync(join(FIXTURES, 'trees/small'), tree, { recursive: true });
     rmSync(join(tree, 'scenes/pier.scene.json'));
-    expectRefused([join(FIXTURES, 'trees/small.loose.index.json'), '--root', tree], 1, /scenes\/pier\.scene\.json: cannot read/, temporaryDir());
+    expectRefused(
+      [join(FIXTURES, 'trees/small.loose.index.json'), '--root', tree],
+      1,
+      /scenes\/pier\.scene\.json: cannot read/,
+      temporaryDir(),
+    );
   });
 
   test('a folder holding a file whose name is not a safe project path', () => {
@@ -338,7 +405,10 @@ describe('CLI commands', () => {
 
   test('inspect prints the header and members, and --json is machine-readable', () => {
     const dir = join(FIXTURES, 'expected/small-default/bundles');
-    const file = join(dir, readdirSync(dir).find((name) => name.startsWith('58a4'))!);
+    const file = join(
+      dir,
+      readdirSync(dir).find((name) => name.startsWith('58a4'))!,
+    );
     const text = runCli(['inspect', file]);
     expect(text.code).toBe(0);
     expect(text.stdout).toMatch(/AWKB version 1, 8 members/);
@@ -353,7 +423,11 @@ describe('CLI commands', () => {
     cpSync(join(FIXTURES, 'expected/small-default'), out, { recursive: true });
     const bundles = readdirSync(join(out, 'bundles'));
     rmSync(join(out, 'bundles', bundles[0]!));
-    const damaged = join(out, 'bundles', bundles.find((name) => name.startsWith('58a4'))!);
+    const damaged = join(
+      out,
+      'bundles',
+      bundles.find((name) => name.startsWith('58a4'))!,
+    );
     const bytes = readFileSync(damaged);
     bytes[bytes.length - 1] ^= 0xff;
     writeFileSync(damaged, bytes);

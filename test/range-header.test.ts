@@ -81,7 +81,10 @@ describe('the grammar is unchanged', () => {
   });
 
   test('requestedRanges reads the same specs, split at commas', () => {
-    expect(requestedRanges(' Bytes = 0 - 1 , , 5 - ,-2 ', 10)).toEqual([{ start: 0, end: 1 }, { start: 5, end: 9 }]);
+    expect(requestedRanges(' Bytes = 0 - 1 , , 5 - ,-2 ', 10)).toEqual([
+      { start: 0, end: 1 },
+      { start: 5, end: 9 },
+    ]);
     expect(requestedRanges('bytes=0-1,2 x', 10)).toBeUndefined();
     expect(requestedRanges('bytes=,', 10)).toBeUndefined();
   });

@@ -135,22 +135,37 @@ describe('2,000 concurrent range reads', () => {
 
   test('options are checked before any request', async () => {
     for (const rangeReads of [{ maxRequestsPerOrigin: 0 }, { maxGapBytes: -1 }, { maxRequestBytes: 0.5 }]) {
-      await expect(IndexedAssetSource.open({ indexUrl: `${host.origin}/project.index.json`, rangeReads })).rejects.toBeInstanceOf(InvalidOptionError);
+      await expect(IndexedAssetSource.open({ indexUrl: `${host.origin}/project.index.json`, rangeReads })).rejects.toBeInstanceOf(
+        InvalidOptionError,
+      );
     }
     expect(host.requests).toEqual([]);
   });
 });
 
 test('a damaged member in a shared range fails its own read alone; the others are verified and served', async () => {
-  const damaged = JSON.parse(readFileSync(join(FIXTURES, 'damaged/expected.json'), 'utf8')) as { good: { sha256: string; sizeBytes: number }; members: { key: string; offset: number; sizeBytes: number; sha256: string }[] };
+  const damaged = JSON.parse(readFileSync(join(FIXTURES, 'damaged/expected.json'), 'utf8')) as {
+    good: { sha256: string; sizeBytes: number };
+    members: { key: string; offset: number; sizeBytes: number; sha256: string }[];
+  };
   const dir = temporaryDir('awkb-range-damaged-');
   mkdirSync(join(dir, 'bundles'));
   cpSync(join(FIXTURES, 'damaged/member-two-damaged.awkb'), join(dir, 'bundles', `${damaged.good.sha256}.awkb`));
-  writeFileSync(join(dir, 'project.index.json'), JSON.stringify({
-    formatVersion: 3, rootPath: '/p',
-    bundles: [{ ...damaged.good, url: `bundles/${damaged.good.sha256}.awkb` }],
-    files: damaged.members.map((m) => ({ path: m.key, sizeBytes: m.sizeBytes, sha256: m.sha256, bundle: damaged.good.sha256, offset: m.offset })),
-  }));
+  writeFileSync(
+    join(dir, 'project.index.json'),
+    JSON.stringify({
+      formatVersion: 3,
+      rootPath: '/p',
+      bundles: [{ ...damaged.good, url: `bundles/${damaged.good.sha256}.awkb` }],
+      files: damaged.members.map((m) => ({
+        path: m.key,
+        sizeBytes: m.sizeBytes,
+        sha256: m.sha256,
+        bundle: damaged.good.sha256,
+        offset: m.offset,
+      })),
+    }),
+  );
   const host = await startHeldServer(dir);
   try {
     const cache = new MemoryCache();

@@ -136,7 +136,9 @@ describe('the cache: batched, off the read path, failures reported', () => {
     const first = await IndexedAssetSource.open({ indexUrl, cache });
     await Promise.all(PATHS.map((path) => first.read(path)));
     await first.whenStored();
-    expect(cache.calls.filter((call) => call.startsWith('getMany'))).toEqual([`getMany(${new Set(PATHS.map((p) => first.entry(p)!.sha256)).size})`]);
+    expect(cache.calls.filter((call) => call.startsWith('getMany'))).toEqual([
+      `getMany(${new Set(PATHS.map((p) => first.entry(p)!.sha256)).size})`,
+    ]);
     expect(cache.calls.filter((call) => call.startsWith('putMany'))).toHaveLength(bundleCount);
     expect(cache.calls).not.toContain('get');
 
@@ -179,7 +181,13 @@ describe('acceptBundle hashes each byte once', () => {
     const bytes = new Uint8Array(readFileSync(join(FIXTURES, 'damaged/good.awkb')));
     const hashed: number[] = [];
     const pool = new InThreadDigests();
-    const counting = { digest: (job: Parameters<InThreadDigests['digest']>[0]) => (hashed.push(...(job.ranges ?? []).map((r) => r.length)), pool.digest(job)), terminate() {} };
+    const counting = {
+      digest: (job: Parameters<InThreadDigests['digest']>[0]) => (
+        hashed.push(...(job.ranges ?? []).map((r) => r.length)),
+        pool.digest(job)
+      ),
+      terminate() {},
+    };
     const { contents } = await acceptBundle(bytes, listing, members, counting);
     for (const member of members) expect(sha256(contents.get(member.sha256)!)).toBe(member.sha256);
     const distinct = new Map<string, number>(members.map((m: { sha256: string; sizeBytes: number }) => [m.sha256, m.sizeBytes]));
@@ -191,7 +199,9 @@ describe('acceptBundle hashes each byte once', () => {
     const bytes = new Uint8Array(readFileSync(join(FIXTURES, 'damaged/members-one-three-damaged.awkb')));
     const error = await acceptBundle(bytes, listing, members).catch((e) => e);
     expect(error).toBeInstanceOf(BundleIntegrityError);
-    expect([...error.damaged].sort()).toEqual(damaged.cases.find((c: { file: string }) => c.file === 'members-one-three-damaged.awkb').expect.damaged);
+    expect([...error.damaged].sort()).toEqual(
+      damaged.cases.find((c: { file: string }) => c.file === 'members-one-three-damaged.awkb').expect.damaged,
+    );
   });
 });
 
@@ -200,7 +210,10 @@ test('a bundle laid out otherwise than §5 (data in another order) is still acce
   const x = encoder.encode('first content');
   const y = encoder.encode('second, longer content');
   const { layoutBundle } = await import('../core/index.js');
-  const members = [{ key: 'a', sizeBytes: x.length, sha256: sha256(x) }, { key: 'b', sizeBytes: y.length, sha256: sha256(y) }];
+  const members = [
+    { key: 'a', sizeBytes: x.length, sha256: sha256(x) },
+    { key: 'b', sizeBytes: y.length, sha256: sha256(y) },
+  ];
   const { head } = layoutBundle(members);
   // Canonical: x then y. Here: y then x, with the table's offsets changed to match.
   const bytes = new Uint8Array(head.length + x.length + y.length);
@@ -208,7 +221,8 @@ test('a bundle laid out otherwise than §5 (data in another order) is still acce
   bytes.set(y, head.length);
   bytes.set(x, head.length + y.length);
   const view = new DataView(bytes.buffer);
-  const recordA = 16, recordB = 16 + 2 + 1 + 48;
+  const recordA = 16,
+    recordB = 16 + 2 + 1 + 48;
   view.setBigUint64(recordA + 3, BigInt(head.length + y.length));
   view.setBigUint64(recordB + 3, BigInt(head.length));
   const listing = { sha256: sha256(bytes), sizeBytes: bytes.length, url: 'odd.awkb' };

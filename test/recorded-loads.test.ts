@@ -8,7 +8,14 @@
  */
 import { cpSync, existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { AssetNotFoundError, DEFAULT_LOAD_NAME, IndexedAssetSource, InvalidOptionError, LOADS_ENDPOINT_HEADER, parseLoadsFile } from '../core/index.js';
+import {
+  AssetNotFoundError,
+  DEFAULT_LOAD_NAME,
+  IndexedAssetSource,
+  InvalidOptionError,
+  LOADS_ENDPOINT_HEADER,
+  parseLoadsFile,
+} from '../core/index.js';
 import { startStaticServer, type StaticServer } from '../core/node/index.js';
 import { resolveBuildOptions } from '../integrations/build/options.js';
 import { FIXTURES, temporaryDir } from './helpers/cli.js';
@@ -27,7 +34,8 @@ beforeAll(async () => {
 });
 afterAll(() => published.close());
 
-const open = (folder = 'bundled', options: Record<string, unknown> = {}) => IndexedAssetSource.open({ indexUrl: `${published.url}${folder}/project.index.json`, cache: null, hashWorkers: 0, ...options });
+const open = (folder = 'bundled', options: Record<string, unknown> = {}) =>
+  IndexedAssetSource.open({ indexUrl: `${published.url}${folder}/project.index.json`, cache: null, hashWorkers: 0, ...options });
 
 describe('recordedLoads()', () => {
   test('each load name with the paths read, loaded or prefetched under it, loads and paths in order of first use', async () => {
@@ -45,7 +53,10 @@ describe('recordedLoads()', () => {
       formatVersion: 1,
       loads: [
         { name: 'main', paths: ['scenes/main.scene.json', 'ui/hud.json'] },
-        { name: 'pier', paths: ['assets/models/buoy.glb', 'assets/models/crate-copy.glb', 'assets/models/crate.glb', 'scenes/pier.scene.json'] },
+        {
+          name: 'pier',
+          paths: ['assets/models/buoy.glb', 'assets/models/crate-copy.glb', 'assets/models/crate.glb', 'scenes/pier.scene.json'],
+        },
         { name: 'menu', paths: ['ui/hud.json', 'scenes/main.scene.json'] },
       ],
     });
@@ -74,7 +85,12 @@ describe('recordedLoads()', () => {
 
   test('a published index asks for nothing: no endpoint, and posting sends no request', async () => {
     let requests = 0;
-    const source = await open('bundled', { fetch: (input: RequestInfo | URL, init?: RequestInit) => { requests++; return fetch(input, init); } });
+    const source = await open('bundled', {
+      fetch: (input: RequestInfo | URL, init?: RequestInit) => {
+        requests++;
+        return fetch(input, init);
+      },
+    });
     await source.read('ui/hud.json');
     const before = requests;
     expect(source.loadsEndpoint).toBeUndefined();
@@ -133,8 +149,9 @@ describe('a development index that asks for the recorded loads (recordLoads)', (
     second.dispose();
   });
 
-  test('the endpoint takes only a loads file posted as JSON from the server\'s own pages, and never overwrites a broken file', async () => {
-    const post = (body: string, headers: Record<string, string> = { 'Content-Type': 'application/json' }) => fetch(`${origin}/__awake-bundle/loads`, { method: 'POST', headers, body });
+  test("the endpoint takes only a loads file posted as JSON from the server's own pages, and never overwrites a broken file", async () => {
+    const post = (body: string, headers: Record<string, string> = { 'Content-Type': 'application/json' }) =>
+      fetch(`${origin}/__awake-bundle/loads`, { method: 'POST', headers, body });
     const before = existsSync(loadsFile()) ? readFileSync(loadsFile(), 'utf8') : undefined;
     const valid = JSON.stringify({ formatVersion: 1, loads: [{ name: 'x', paths: ['ui/hud.json'] }] });
     expect((await post(valid, { 'Content-Type': 'text/plain' })).status).toBe(415);
@@ -161,10 +178,22 @@ describe('a development index that asks for the recorded loads (recordLoads)', (
       expect(await source.postRecordedLoads()).toBe(false);
       await source.read('ui/hud.json', { loadName: 'settings' });
       expect(await source.postRecordedLoads()).toBe(false);
-      expect(warn.mock.calls).toEqual([[expect.stringMatching(/^awake-bundle: the recorded loads could not be posted to http:\/\/127\.0\.0\.1:\d+\/__awake-bundle\/loads: 409/)]]);
+      expect(warn.mock.calls).toEqual([
+        [
+          expect.stringMatching(
+            /^awake-bundle: the recorded loads could not be posted to http:\/\/127\.0\.0\.1:\d+\/__awake-bundle\/loads: 409/,
+          ),
+        ],
+      ]);
       rmSync(loadsFile());
       expect(await source.postRecordedLoads()).toBe(true);
-      expect(JSON.parse(readFileSync(loadsFile(), 'utf8'))).toEqual({ formatVersion: 1, loads: [{ name: 'menu', paths: ['ui/hud.json'] }, { name: 'settings', paths: ['ui/hud.json'] }] });
+      expect(JSON.parse(readFileSync(loadsFile(), 'utf8'))).toEqual({
+        formatVersion: 1,
+        loads: [
+          { name: 'menu', paths: ['ui/hud.json'] },
+          { name: 'settings', paths: ['ui/hud.json'] },
+        ],
+      });
       source.dispose();
     } finally {
       warn.mockRestore();
@@ -175,9 +204,17 @@ describe('a development index that asks for the recorded loads (recordLoads)', (
     const plain = await startDevIndexServer({ assets: TREE }, project);
     const plainOrigin = plain.origin;
     try {
-      const source = await IndexedAssetSource.open({ indexUrl: `${plainOrigin}/published/project.index.json`, cache: null, hashWorkers: 0 });
+      const source = await IndexedAssetSource.open({
+        indexUrl: `${plainOrigin}/published/project.index.json`,
+        cache: null,
+        hashWorkers: 0,
+      });
       expect(source.loadsEndpoint).toBeUndefined();
-      const posted = await fetch(`${plainOrigin}/__awake-bundle/loads`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify(source.recordedLoads()) });
+      const posted = await fetch(`${plainOrigin}/__awake-bundle/loads`, {
+        method: 'POST',
+        headers: { 'Content-Type': 'application/json' },
+        body: JSON.stringify(source.recordedLoads()),
+      });
       expect(posted.status).toBe(404);
       source.dispose();
     } finally {
@@ -187,6 +224,8 @@ describe('a development index that asks for the recorded loads (recordLoads)', (
 
   test('an option that is neither true, false nor a path is refused, naming it', () => {
     expect(() => resolveBuildOptions({ assets: TREE, recordLoads: 3 as unknown as string }, project)).toThrow(/recordLoads/);
-    expect(resolveBuildOptions({ assets: TREE, recordLoads: 'game/loads.json' }, project).recordLoads).toEqual({ file: join(project, 'game/loads.json') });
+    expect(resolveBuildOptions({ assets: TREE, recordLoads: 'game/loads.json' }, project).recordLoads).toEqual({
+      file: join(project, 'game/loads.json'),
+    });
   });
 });

@@ -92,47 +92,126 @@ describe('awake-bundle report, by hand', () => {
     const [title, level1, menu] = json.loads;
     // title reads 3000 + 1000 + 4000 and fetches the title and shared bundles.
     expect(title).toMatchObject({ name: 'title', files: 3, usedBytes: 8000, notInIndex: [] });
-    expect(title.alone).toEqual({ fetchedBytes: 4145 + 4081, ratio: 8226 / 8000, requests: 2, bundles: [bundleOf('shared/font.png'), bundleOf('title/logo.png')], looseFiles: 0 });
+    expect(title.alone).toEqual({
+      fetchedBytes: 4145 + 4081,
+      ratio: 8226 / 8000,
+      requests: 2,
+      bundles: [bundleOf('shared/font.png'), bundleOf('title/logo.png')],
+      looseFiles: 0,
+    });
     // level1 reads map.json once (listed twice) and font.png: the level1 bundle (with unused.bin) and shared.
     expect(level1).toMatchObject({ name: 'level1', files: 2, usedBytes: 9000, notInIndex: ['missing.png'] });
-    expect(level1.alone).toEqual({ fetchedBytes: 7148 + 4081, ratio: 11229 / 9000, requests: 2, bundles: [bundleOf('level1/map.json'), bundleOf('shared/font.png')], looseFiles: 0 });
+    expect(level1.alone).toEqual({
+      fetchedBytes: 7148 + 4081,
+      ratio: 11229 / 9000,
+      requests: 2,
+      bundles: [bundleOf('level1/map.json'), bundleOf('shared/font.png')],
+      looseFiles: 0,
+    });
     // menu reads logo.png alone and still fetches the whole title bundle.
     expect(menu).toMatchObject({ name: 'menu', files: 1, usedBytes: 3000 });
-    expect(menu.alone).toEqual({ fetchedBytes: 4145, ratio: 4145 / 3000, requests: 1, bundles: [bundleOf('title/logo.png')], looseFiles: 0 });
+    expect(menu.alone).toEqual({
+      fetchedBytes: 4145,
+      ratio: 4145 / 3000,
+      requests: 1,
+      bundles: [bundleOf('title/logo.png')],
+      looseFiles: 0,
+    });
   });
 
   test('per load, in order with a cache: what an earlier load fetched costs nothing', () => {
     const { bundleOf } = published;
     const [title, level1, menu] = json.loads;
     expect(title.inOrder).toEqual(title.alone);
-    expect(level1.inOrder).toEqual({ fetchedBytes: 7148, ratio: 7148 / 9000, requests: 1, bundles: [bundleOf('level1/map.json')], looseFiles: 0 });
+    expect(level1.inOrder).toEqual({
+      fetchedBytes: 7148,
+      ratio: 7148 / 9000,
+      requests: 1,
+      bundles: [bundleOf('level1/map.json')],
+      looseFiles: 0,
+    });
     expect(menu.inOrder).toEqual({ fetchedBytes: 0, ratio: 0, requests: 0, bundles: [], looseFiles: 0 });
-    expect(json.totals).toEqual({ usedBytes: 20000, alone: { fetchedBytes: 8226 + 11229 + 4145, requests: 5 }, inOrder: { fetchedBytes: 8226 + 7148, requests: 3 } });
+    expect(json.totals).toEqual({
+      usedBytes: 20000,
+      alone: { fetchedBytes: 8226 + 11229 + 4145, requests: 5 },
+      inOrder: { fetchedBytes: 8226 + 7148, requests: 3 },
+    });
   });
 
   test('per bundle: size, files, and the loads that touch it', () => {
     const { bundleOf, index } = published;
     const bundle = (key: string) => json.bundles.find((entry: { sha256: string }) => entry.sha256 === bundleOf(key));
     expect(json.bundles.map((entry: { sha256: string }) => entry.sha256)).toEqual(index.bundles.map((entry) => entry.sha256));
-    expect(bundle('readme.txt')).toEqual({ sha256: bundleOf('readme.txt'), url: `bundles/${bundleOf('readme.txt')}.awkb`, sizeBytes: 86, files: 1, fileBytes: 10, unusedFiles: 1, loads: [] });
+    expect(bundle('readme.txt')).toEqual({
+      sha256: bundleOf('readme.txt'),
+      url: `bundles/${bundleOf('readme.txt')}.awkb`,
+      sizeBytes: 86,
+      files: 1,
+      fileBytes: 10,
+      unusedFiles: 1,
+      loads: [],
+    });
     expect(bundle('level1/map.json')).toMatchObject({ sizeBytes: 7148, files: 2, fileBytes: 7000, unusedFiles: 1, loads: ['level1'] });
-    expect(bundle('shared/font.png')).toMatchObject({ sizeBytes: 4081, files: 1, fileBytes: 4000, unusedFiles: 0, loads: ['title', 'level1'] });
-    expect(bundle('title/logo.png')).toMatchObject({ sizeBytes: 4145, files: 2, fileBytes: 4000, unusedFiles: 0, loads: ['title', 'menu'] });
+    expect(bundle('shared/font.png')).toMatchObject({
+      sizeBytes: 4081,
+      files: 1,
+      fileBytes: 4000,
+      unusedFiles: 0,
+      loads: ['title', 'level1'],
+    });
+    expect(bundle('title/logo.png')).toMatchObject({
+      sizeBytes: 4145,
+      files: 2,
+      fileBytes: 4000,
+      unusedFiles: 0,
+      loads: ['title', 'menu'],
+    });
   });
 
   test('files no load uses: count, bytes and list', () => {
     const { bundleOf } = published;
     expect(json.unusedFiles.count).toBe(2);
     expect(json.unusedFiles.bytes).toBe(2010);
-    expect(json.unusedFiles.files.map((file: { key: string; bundle: string }) => [file.key, file.bundle])).toEqual([['level1/unused.bin', bundleOf('level1/unused.bin')], ['readme.txt', bundleOf('readme.txt')]]);
+    expect(json.unusedFiles.files.map((file: { key: string; bundle: string }) => [file.key, file.bundle])).toEqual([
+      ['level1/unused.bin', bundleOf('level1/unused.bin')],
+      ['readme.txt', bundleOf('readme.txt')],
+    ]);
   });
 
   test('--json: the whole shape', () => {
     const { bundleOf } = published;
-    expect(Object.keys(json)).toEqual(['source', 'index', 'loadsFile', 'html', 'keys', 'notes', 'loads', 'totals', 'bundles', 'looseFiles', 'files', 'unusedFiles']);
-    expect(json).toMatchObject({ source: 'published', index: { formatVersion: 3, files: 6, bundles: 4, bundleBytes: 86 + 7148 + 4081 + 4145, opaqueIds: false }, loadsFile: 'awkb-loads.json', html: null, keys: 'path', notes: [], looseFiles: { count: 0, bytes: 0 } });
+    expect(Object.keys(json)).toEqual([
+      'source',
+      'index',
+      'loadsFile',
+      'html',
+      'keys',
+      'notes',
+      'loads',
+      'totals',
+      'bundles',
+      'looseFiles',
+      'files',
+      'unusedFiles',
+    ]);
+    expect(json).toMatchObject({
+      source: 'published',
+      index: { formatVersion: 3, files: 6, bundles: 4, bundleBytes: 86 + 7148 + 4081 + 4145, opaqueIds: false },
+      loadsFile: 'awkb-loads.json',
+      html: null,
+      keys: 'path',
+      notes: [],
+      looseFiles: { count: 0, bytes: 0 },
+    });
     expect(Object.keys(json.loads[0])).toEqual(['name', 'files', 'usedBytes', 'alone', 'inOrder', 'notInIndex']);
-    expect(json.files.find((file: { key: string }) => file.key === 'shared/font.png')).toEqual({ key: 'shared/font.png', path: 'shared/font.png', sizeBytes: 4000, sha256: expect.stringMatching(/^[0-9a-f]{64}$/), bundle: bundleOf('shared/font.png'), firstLoad: 'title' });
+    expect(json.files.find((file: { key: string }) => file.key === 'shared/font.png')).toEqual({
+      key: 'shared/font.png',
+      path: 'shared/font.png',
+      sizeBytes: 4000,
+      sha256: expect.stringMatching(/^[0-9a-f]{64}$/),
+      bundle: bundleOf('shared/font.png'),
+      firstLoad: 'title',
+    });
   });
 
   test('text: the same figures, in tables', () => {
@@ -151,7 +230,9 @@ describe('awake-bundle report, by hand', () => {
       '  all loads         19.5 KiB  23.0 KiB  1.18×         5  15.0 KiB  0.77×         3',
     ];
     for (const line of tables) expect(lines).toContain(line);
-    expect(lines).toContain(`  level1: ${bundleOf('level1/map.json').slice(0, 12)}, ${bundleOf('shared/font.png').slice(0, 12)}; in order: ${bundleOf('level1/map.json').slice(0, 12)}`);
+    expect(lines).toContain(
+      `  level1: ${bundleOf('level1/map.json').slice(0, 12)}, ${bundleOf('shared/font.png').slice(0, 12)}; in order: ${bundleOf('level1/map.json').slice(0, 12)}`,
+    );
     expect(lines).toContain('  note: level1 lists 1 path the index does not: missing.png');
     expect(lines).toContain(`  ${bundleOf('shared/font.png').slice(0, 12)}  3.99 KiB      1       0  title, level1`);
     expect(lines).toContain(`  ${bundleOf('readme.txt').slice(0, 12)}      86 B      1       1  none`);
@@ -196,7 +277,9 @@ describe('which loads file', () => {
     writeFileSync(join(copy, 'project.index.json'), readFileSync(join(published.out, 'project.index.json')));
     const text = runCli(['report', 'site'], { cwd });
     expect(text.code).toBe(0);
-    expect(text.stdout).toContain('loads: none: no --loads, and no awkb-loads.json in the current folder or beside the index; the per-load part needs a loads file (SPEC §6)');
+    expect(text.stdout).toContain(
+      'loads: none: no --loads, and no awkb-loads.json in the current folder or beside the index; the per-load part needs a loads file (SPEC §6)',
+    );
     expect(text.stdout).not.toContain('Per load');
     expect(text.stdout).not.toContain('Files no load uses');
     expect(text.stdout).toContain('Bundles: 4, 15.1 KiB\n  bundle            size  files\n');
@@ -209,7 +292,9 @@ describe('which loads file', () => {
     const server = await startStaticServer({ root: published.out });
     try {
       // Not runCli: its spawnSync would block this process, and with it the server.
-      const { stdout } = await promisify(execFile)(process.execPath, [CLI, 'report', `${server.url}project.index.json`, '--json'], { cwd: published.dir });
+      const { stdout } = await promisify(execFile)(process.execPath, [CLI, 'report', `${server.url}project.index.json`, '--json'], {
+        cwd: published.dir,
+      });
       const json = JSON.parse(stdout);
       expect(json.loadsFile).toBe('awkb-loads.json');
       expect(json.totals.alone.fetchedBytes).toBe(8226 + 11229 + 4145);
@@ -223,7 +308,7 @@ describe('which loads file', () => {
 });
 
 describe('other indexes', () => {
-  test('opaque ids: the loads\' paths are matched with the salt the index publishes', () => {
+  test("opaque ids: the loads' paths are matched with the salt the index publishes", () => {
     const { dir, bundleOf } = publish(['--opaque-ids', '--salt', 'pepper']);
     const id = (path: string) => opaqueId('pepper', path);
     const result = runCli(['report', 'published', '--json'], { cwd: dir });
@@ -232,10 +317,19 @@ describe('other indexes', () => {
     expect(json.keys).toBe('id');
     expect(json.notes).toEqual([expect.stringContaining('the index lists opaque ids, not paths (SPEC §4)')]);
     // Keys of 64 hex digits: records of 50 + 64 bytes.
-    expect(json.loads[0].alone).toMatchObject({ fetchedBytes: 16 + 114 * 2 + 4000 + 16 + 114 + 4000, requests: 2, bundles: [bundleOf(id('shared/font.png')), bundleOf(id('title/logo.png'))] });
-    expect(json.unusedFiles.files.map((file: { key: string }) => file.key).sort()).toEqual([id('level1/unused.bin'), id('readme.txt')].sort());
+    expect(json.loads[0].alone).toMatchObject({
+      fetchedBytes: 16 + 114 * 2 + 4000 + 16 + 114 + 4000,
+      requests: 2,
+      bundles: [bundleOf(id('shared/font.png')), bundleOf(id('title/logo.png'))],
+    });
+    expect(json.unusedFiles.files.map((file: { key: string }) => file.key).sort()).toEqual(
+      [id('level1/unused.bin'), id('readme.txt')].sort(),
+    );
     expect(json.unusedFiles.files[0].path).toBeUndefined();
-    expect(json.files.find((file: { key: string }) => file.key === id('title/music.ogg'))).toMatchObject({ path: 'title/music.ogg', firstLoad: 'title' });
+    expect(json.files.find((file: { key: string }) => file.key === id('title/music.ogg'))).toMatchObject({
+      path: 'title/music.ogg',
+      firstLoad: 'title',
+    });
   });
 
   test('a loose (formatVersion 2) index: a request per file, fetched = used', () => {
@@ -252,78 +346,90 @@ describe('other indexes', () => {
 });
 
 describe('report --html', () => {
-  testIf(TESTED_BROWSERS.includes('chromium'))('one self-contained page: a treemap coloured by load, a legend, the over-fetch table (Chromium)', async () => {
-    const { dir } = publish();
-    const page = join(dir, 'report.html');
-    const result = runCli(['report', 'published', '--html', 'report.html'], { cwd: dir });
-    expect(result.code).toBe(0);
-    expect(result.stdout).toContain('\nHTML: report.html\n');
-    const html = readFileSync(page, 'utf8');
-    expect(html).not.toMatch(/<script|<link|@import|url\(|src=/i);
+  testIf(TESTED_BROWSERS.includes('chromium'))(
+    'one self-contained page: a treemap coloured by load, a legend, the over-fetch table (Chromium)',
+    async () => {
+      const { dir } = publish();
+      const page = join(dir, 'report.html');
+      const result = runCli(['report', 'published', '--html', 'report.html'], { cwd: dir });
+      expect(result.code).toBe(0);
+      expect(result.stdout).toContain('\nHTML: report.html\n');
+      const html = readFileSync(page, 'utf8');
+      expect(html).not.toMatch(/<script|<link|@import|url\(|src=/i);
 
-    const browser = await launchBrowser();
-    try {
-      const tab = await browser.browser.newPage();
-      await tab.setViewport({ width: 1280, height: 1000 });
-      const requested: string[] = [];
-      tab.on('request', (request) => void requested.push(request.url()));
-      await tab.goto(`file://${page}`, { waitUntil: 'networkidle0' });
-      expect(requested).toEqual([`file://${page}`]); // nothing but the page itself
+      const browser = await launchBrowser();
+      try {
+        const tab = await browser.browser.newPage();
+        await tab.setViewport({ width: 1280, height: 1000 });
+        const requested: string[] = [];
+        tab.on('request', (request) => void requested.push(request.url()));
+        await tab.goto(`file://${page}`, { waitUntil: 'networkidle0' });
+        expect(requested).toEqual([`file://${page}`]); // nothing but the page itself
 
-      // The DOM: file rectangles per colour, the legend's colours in the load order.
-      const dom = await tab.evaluate(() => {
-        const colourOf = (element: Element) => getComputedStyle(element).fill;
-        const perColour: Record<string, number> = {};
-        for (const rect of document.querySelectorAll('rect.file')) perColour[colourOf(rect)] = (perColour[colourOf(rect)] ?? 0) + 1;
-        const legend = [...document.querySelectorAll('.legend li')].map((item) => [item.textContent, getComputedStyle(item.querySelector('.swatch')!).backgroundColor]);
-        const rows = [...document.querySelectorAll('table')[0]!.querySelectorAll('tbody tr')].map((row) => [...row.querySelectorAll('td')].map((cell) => cell.textContent));
-        return { perColour, legend, rows, frames: document.querySelectorAll('rect.frame').length };
-      });
-      expect(dom.legend.map(([name]) => name)).toEqual(['title', 'level1', 'menu', 'no load reads it']);
-      const [titleColour, level1Colour, , unusedColour] = dom.legend.map(([, colour]) => colour!);
-      // title is the first load of logo, music and font; level1 of map; no load reads unused.bin or readme.txt.
-      expect(dom.perColour).toEqual({ [titleColour!]: 3, [level1Colour!]: 1, [unusedColour!]: 2 });
-      expect(dom.frames).toBe(4);
-      expect(dom.rows[1]).toEqual(['level1', '2', '8.79 KiB', '11.0 KiB', '1.25×', '2', '6.98 KiB', '0.79×', '1', expect.any(String)]);
-      expect(dom.rows.at(-1)!.slice(0, 5)).toEqual(['all loads', '', '19.5 KiB', '23.0 KiB', '1.18×']);
+        // The DOM: file rectangles per colour, the legend's colours in the load order.
+        const dom = await tab.evaluate(() => {
+          const colourOf = (element: Element) => getComputedStyle(element).fill;
+          const perColour: Record<string, number> = {};
+          for (const rect of document.querySelectorAll('rect.file')) perColour[colourOf(rect)] = (perColour[colourOf(rect)] ?? 0) + 1;
+          const legend = [...document.querySelectorAll('.legend li')].map((item) => [
+            item.textContent,
+            getComputedStyle(item.querySelector('.swatch')!).backgroundColor,
+          ]);
+          const rows = [...document.querySelectorAll('table')[0]!.querySelectorAll('tbody tr')].map((row) =>
+            [...row.querySelectorAll('td')].map((cell) => cell.textContent),
+          );
+          return { perColour, legend, rows, frames: document.querySelectorAll('rect.frame').length };
+        });
+        expect(dom.legend.map(([name]) => name)).toEqual(['title', 'level1', 'menu', 'no load reads it']);
+        const [titleColour, level1Colour, , unusedColour] = dom.legend.map(([, colour]) => colour!);
+        // title is the first load of logo, music and font; level1 of map; no load reads unused.bin or readme.txt.
+        expect(dom.perColour).toEqual({ [titleColour!]: 3, [level1Colour!]: 1, [unusedColour!]: 2 });
+        expect(dom.frames).toBe(4);
+        expect(dom.rows[1]).toEqual(['level1', '2', '8.79 KiB', '11.0 KiB', '1.25×', '2', '6.98 KiB', '0.79×', '1', expect.any(String)]);
+        expect(dom.rows.at(-1)!.slice(0, 5)).toEqual(['all loads', '', '19.5 KiB', '23.0 KiB', '1.18×']);
 
-      // The pixels: decode the screenshot in a blank page and count each legend colour.
-      const png = await tab.screenshot({ fullPage: true, encoding: 'base64' });
-      const blank = await browser.browser.newPage();
-      const colours = dom.legend.map(([, colour]) => colour!.match(/\d+/g)!.map(Number));
-      const counts = await blank.evaluate(async (data: string, wanted: number[][]) => {
-        const image = new Image();
-        image.src = `data:image/png;base64,${data}`;
-        await image.decode();
-        const canvas = document.createElement('canvas');
-        canvas.width = image.width;
-        canvas.height = image.height;
-        const context = canvas.getContext('2d')!;
-        context.drawImage(image, 0, 0);
-        const pixels = context.getImageData(0, 0, image.width, image.height).data;
-        const distinct = new Set<number>();
-        const hits = wanted.map(() => 0);
-        for (let i = 0; i < pixels.length; i += 4) {
-          const [r, g, b] = [pixels[i]!, pixels[i + 1]!, pixels[i + 2]!];
-          distinct.add((r << 16) | (g << 8) | b);
-          wanted.forEach(([wr, wg, wb], k) => {
-            if (Math.abs(r - wr!) <= 2 && Math.abs(g - wg!) <= 2 && Math.abs(b - wb!) <= 2) hits[k]!++;
-          });
-        }
-        return { hits, distinct: distinct.size, total: pixels.length / 4 };
-      }, png as string, colours);
-      expect(counts.distinct).toBeGreaterThan(20);
-      const [titlePixels, level1Pixels, menuPixels, unusedPixels] = counts.hits;
-      // The treemap is 1200 × 680; title's files take 8000 / 15460 of it, level1's 5000, unused 2010.
-      expect(titlePixels).toBeGreaterThan(100_000);
-      expect(level1Pixels).toBeGreaterThan(50_000);
-      expect(unusedPixels).toBeGreaterThan(20_000);
-      expect(menuPixels).toBeGreaterThan(50); // its legend swatch only: menu is the first load of no file
-      expect(menuPixels).toBeLessThan(1000);
-    } finally {
-      await browser.close();
-    }
-  });
+        // The pixels: decode the screenshot in a blank page and count each legend colour.
+        const png = await tab.screenshot({ fullPage: true, encoding: 'base64' });
+        const blank = await browser.browser.newPage();
+        const colours = dom.legend.map(([, colour]) => colour!.match(/\d+/g)!.map(Number));
+        const counts = await blank.evaluate(
+          async (data: string, wanted: number[][]) => {
+            const image = new Image();
+            image.src = `data:image/png;base64,${data}`;
+            await image.decode();
+            const canvas = document.createElement('canvas');
+            canvas.width = image.width;
+            canvas.height = image.height;
+            const context = canvas.getContext('2d')!;
+            context.drawImage(image, 0, 0);
+            const pixels = context.getImageData(0, 0, image.width, image.height).data;
+            const distinct = new Set<number>();
+            const hits = wanted.map(() => 0);
+            for (let i = 0; i < pixels.length; i += 4) {
+              const [r, g, b] = [pixels[i]!, pixels[i + 1]!, pixels[i + 2]!];
+              distinct.add((r << 16) | (g << 8) | b);
+              wanted.forEach(([wr, wg, wb], k) => {
+                if (Math.abs(r - wr!) <= 2 && Math.abs(g - wg!) <= 2 && Math.abs(b - wb!) <= 2) hits[k]!++;
+              });
+            }
+            return { hits, distinct: distinct.size, total: pixels.length / 4 };
+          },
+          png as string,
+          colours,
+        );
+        expect(counts.distinct).toBeGreaterThan(20);
+        const [titlePixels, level1Pixels, menuPixels, unusedPixels] = counts.hits;
+        // The treemap is 1200 × 680; title's files take 8000 / 15460 of it, level1's 5000, unused 2010.
+        expect(titlePixels).toBeGreaterThan(100_000);
+        expect(level1Pixels).toBeGreaterThan(50_000);
+        expect(unusedPixels).toBeGreaterThan(20_000);
+        expect(menuPixels).toBeGreaterThan(50); // its legend swatch only: menu is the first load of no file
+        expect(menuPixels).toBeLessThan(1000);
+      } finally {
+        await browser.close();
+      }
+    },
+  );
 
   test('an unwritable page path exits 1 naming it', () => {
     const { dir } = publish();
@@ -346,7 +452,10 @@ describe('report errors', () => {
     expect(missing.code).toBe(1);
     expect(missing.stderr).toContain('awake-bundle: nope: cannot read:');
     expect(runCli(['report', '.'], { cwd }).stderr).toContain('project.index.json: cannot read:');
-    writeFileSync(join(cwd, 'bad.json'), JSON.stringify({ formatVersion: 3, rootPath: '/p', bundles: [], files: [{ path: 'a', sizeBytes: 1, sha256: 'x', url: 'a' }] }));
+    writeFileSync(
+      join(cwd, 'bad.json'),
+      JSON.stringify({ formatVersion: 3, rootPath: '/p', bundles: [], files: [{ path: 'a', sizeBytes: 1, sha256: 'x', url: 'a' }] }),
+    );
     const bad = runCli(['report', 'bad.json'], { cwd });
     expect(bad.code).toBe(1);
     expect(bad.stderr).toContain('bad.json: invalid project index');
@@ -362,8 +471,19 @@ describe('report errors', () => {
     const future = runCli(['report', 'published', '--loads', 'v2-loads.json'], { cwd: dir });
     expect(future.code).toBe(1);
     expect(future.stderr).toContain('loads file v2-loads.json: formatVersion is 2');
-    writeFileSync(join(dir, 'dup.json'), JSON.stringify({ formatVersion: 1, loads: [{ name: 'a', paths: [] }, { name: 'a', paths: [] }] }));
-    expect(runCli(['report', 'published', '--loads', 'dup.json'], { cwd: dir }).stderr).toContain('loads file dup.json: loads[1].name "a" is used by an earlier load');
+    writeFileSync(
+      join(dir, 'dup.json'),
+      JSON.stringify({
+        formatVersion: 1,
+        loads: [
+          { name: 'a', paths: [] },
+          { name: 'a', paths: [] },
+        ],
+      }),
+    );
+    expect(runCli(['report', 'published', '--loads', 'dup.json'], { cwd: dir }).stderr).toContain(
+      'loads file dup.json: loads[1].name "a" is used by an earlier load',
+    );
   });
 
   test('a wrong command line exits 2 naming the flag', () => {

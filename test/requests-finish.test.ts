@@ -25,7 +25,11 @@ describeChromium('chromium: index and bundle requests end finished, none cancele
   beforeAll(async () => {
     site = buildPhaserSite();
     // A development (loose) index of the same files: each file is its own request.
-    const made = spawnSync(process.execPath, [CLI, 'index', join(site.dir, 'loose'), '--out', join(site.dir, 'dev', 'project.index.json'), '--url-prefix', '../loose'], { encoding: 'utf8' });
+    const made = spawnSync(
+      process.execPath,
+      [CLI, 'index', join(site.dir, 'loose'), '--out', join(site.dir, 'dev', 'project.index.json'), '--url-prefix', '../loose'],
+      { encoding: 'utf8' },
+    );
     if (made.status !== 0) throw new Error(made.stderr);
     server = await startRepoServer({ mounts: { '/site/': site.dir, '/page/': PHASER_PAGES } });
     browser = await launchBrowser({ kind: 'chromium' });
@@ -38,15 +42,19 @@ describeChromium('chromium: index and bundle requests end finished, none cancele
 
   /** Reads every path of the index at `indexUrl` through a new source on the harness page. */
   async function loadAll(page: Page, indexUrl: string, options: { hashWorkers?: number } = {}): Promise<number> {
-    return page.evaluate(async (url, opts) => {
-      const core = await harnessImport('/dist/core/index.js');
-      const source = await core.IndexedAssetSource.open({ indexUrl: url, cache: new core.MemoryCache(), ...opts });
-      const paths: string[] = source.paths();
-      await Promise.all(paths.map((path) => source.read(path)));
-      await source.whenStored();
-      source.dispose();
-      return paths.length;
-    }, indexUrl, options);
+    return page.evaluate(
+      async (url, opts) => {
+        const core = await harnessImport('/dist/core/index.js');
+        const source = await core.IndexedAssetSource.open({ indexUrl: url, cache: new core.MemoryCache(), ...opts });
+        const paths: string[] = source.paths();
+        await Promise.all(paths.map((path) => source.read(path)));
+        await source.whenStored();
+        source.dispose();
+        return paths.length;
+      },
+      indexUrl,
+      options,
+    );
   }
 
   /** The matching requests that did not finish, once none is pending. */
@@ -67,15 +75,17 @@ describeChromium('chromium: index and bundle requests end finished, none cancele
     await page.close();
   });
 
-  test('bundles streamed in the reader\'s workers', async () => {
+  test("bundles streamed in the reader's workers", async () => {
     const page = await browser.openHarness(server);
     const log = await logNetwork(page);
     // Until a worker has answered, bundles stream on the page: a digest job waits for that answer.
-    expect(await page.evaluate(async () => {
-      const pool = (await harnessImport('/dist/core/index.js')).sharedDigestPool();
-      await pool.digest({ inputs: [new Uint8Array(1)] });
-      return pool.usingWorkers;
-    })).toBe(true);
+    expect(
+      await page.evaluate(async () => {
+        const pool = (await harnessImport('/dist/core/index.js')).sharedDigestPool();
+        await pool.digest({ inputs: [new Uint8Array(1)] });
+        return pool.usingWorkers;
+      }),
+    ).toBe(true);
     await loadAll(page, '/site/published/project.index.json');
     const bundles = log.requests(/\.awkb$/);
     expect(bundles).toHaveLength(site.index.bundles.length);
@@ -91,14 +101,18 @@ describeChromium('chromium: index and bundle requests end finished, none cancele
       const log = await logNetwork(page);
       // Until a worker has answered, loose files too are fetched on the page (their requests wait
       // for no worker, issue 22): let the shared pool's workers answer first, as above.
-      expect(await page.evaluate(async () => {
-        const pool = (await harnessImport('/dist/core/index.js')).sharedDigestPool();
-        await pool.digest({ inputs: [new Uint8Array(1)] });
-        return pool.usingWorkers;
-      })).toBe(true);
+      expect(
+        await page.evaluate(async () => {
+          const pool = (await harnessImport('/dist/core/index.js')).sharedDigestPool();
+          await pool.digest({ inputs: [new Uint8Array(1)] });
+          return pool.usingWorkers;
+        }),
+      ).toBe(true);
       await loadAll(page, '/site/dev/project.index.json');
       await loadAll(page, '/site/published/project.index.json');
-      expect(log.requests(/\/site\/loose\//).length).toBe(chunked.requests.filter((request) => request.path.startsWith('/site/loose/')).length);
+      expect(log.requests(/\/site\/loose\//).length).toBe(
+        chunked.requests.filter((request) => request.path.startsWith('/site/loose/')).length,
+      );
       expect(log.requests(/\/site\/loose\//).every((request) => request.by === 'worker')).toBe(true);
       expect(chunked.requests.filter((request) => request.path.endsWith('project.index.json'))).toHaveLength(2);
       expect(await unfinished(log, /\/site\//)).toEqual([]);
@@ -113,7 +127,16 @@ describeChromium('chromium: index and bundle requests end finished, none cancele
     const log = await logNetwork(page);
     await page.goto(`${server.origin}/page/phaser4.html`, { waitUntil: 'load' });
     await page.waitForFunction(() => typeof (globalThis as { runScene?: unknown }).runScene === 'function');
-    const result = JSON.parse(await page.evaluate(async () => JSON.stringify(await (globalThis as any).runScene({ baseURL: '/site/published/', index: { url: 'project.index.json', options: { cache: 'memory' } } }))));
+    const result = JSON.parse(
+      await page.evaluate(async () =>
+        JSON.stringify(
+          await (globalThis as any).runScene({
+            baseURL: '/site/published/',
+            index: { url: 'project.index.json', options: { cache: 'memory' } },
+          }),
+        ),
+      ),
+    );
     expect(result.events.loaderror).toEqual([]);
     expect(log.requests(/\.awkb$/).length).toBeGreaterThan(0);
     expect(await unfinished(log, /\.awkb$|project\.index\.json$/)).toEqual([]);

@@ -6,7 +6,12 @@
 import { createServer, type IncomingHttpHeaders } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import {
-  IndexedAssetSource, OriginNotAllowedError, TokenOriginError, bindTokenOrigin, tokenAuthorizedFetch, type BundledIndex,
+  IndexedAssetSource,
+  OriginNotAllowedError,
+  TokenOriginError,
+  bindTokenOrigin,
+  tokenAuthorizedFetch,
+  type BundledIndex,
 } from '../core/index.js';
 import { publishSite, startScriptedServer, type PublishedSite, type ScriptedServer } from './helpers/scripted-site';
 
@@ -41,7 +46,11 @@ describe('the token is fixed to one origin before any request', () => {
     const content = await serve();
     const foreign = await serve();
     const index = indexWithBundleAt((bundle) => `${foreign.origin}/${bundle.url}`);
-    const error = await IndexedAssetSource.open({ index, baseUrl: `${content.origin}/`, fetch: tokenAuthorizedFetch({ token: 'secret' }) }).catch((e) => e);
+    const error = await IndexedAssetSource.open({
+      index,
+      baseUrl: `${content.origin}/`,
+      fetch: tokenAuthorizedFetch({ token: 'secret' }),
+    }).catch((e) => e);
     expect(error).toBeInstanceOf(OriginNotAllowedError);
     expect(error).toMatchObject({ name: 'OriginNotAllowedError', code: 'E_ORIGIN', url: index.bundles[0]!.url });
     expect(error.message).toContain('bundles[0].url');
@@ -55,7 +64,12 @@ describe('the token is fixed to one origin before any request', () => {
     const path = firstPath();
     const index = indexWithBundleAt((bundle) => `${cdn.origin}/${bundle.url}`);
     expect(bundleOf(path).sha256).toBe(index.bundles[0]!.sha256);
-    const source = await IndexedAssetSource.open({ index, baseUrl: `${content.origin}/`, allowOrigins: [cdn.origin], fetch: tokenAuthorizedFetch({ token: 'secret' }) });
+    const source = await IndexedAssetSource.open({
+      index,
+      baseUrl: `${content.origin}/`,
+      allowOrigins: [cdn.origin],
+      fetch: tokenAuthorizedFetch({ token: 'secret' }),
+    });
     // The CDN bundle is the first request this source makes: it must not fix the token's origin.
     expect(await source.read(path)).toEqual(site.files.get(path));
     const onContent = [...site.files.keys()].find((p) => bundleOf(p).sha256 !== index.bundles[0]!.sha256)!;
@@ -67,7 +81,11 @@ describe('the token is fixed to one origin before any request', () => {
   test("the token follows the index URL's origin, not the first bundle's", async () => {
     const content = await serve();
     const cdn = await serve();
-    const source = await IndexedAssetSource.open({ indexUrl: `${content.origin}/project.index.json`, allowOrigins: [cdn.origin], fetch: tokenAuthorizedFetch({ token: 't' }) });
+    const source = await IndexedAssetSource.open({
+      indexUrl: `${content.origin}/project.index.json`,
+      allowOrigins: [cdn.origin],
+      fetch: tokenAuthorizedFetch({ token: 't' }),
+    });
     expect(source.indexUrl).toBe(`${content.origin}/project.index.json`);
     expect(authorizations(content)).toEqual([['/project.index.json', 'Bearer t']]);
   });
@@ -75,7 +93,10 @@ describe('the token is fixed to one origin before any request', () => {
   test('the origin option wins over the index URL', async () => {
     const content = await serve();
     const tokenHost = await serve();
-    await IndexedAssetSource.open({ indexUrl: `${content.origin}/project.index.json`, fetch: tokenAuthorizedFetch({ token: 't', origin: tokenHost.origin }) });
+    await IndexedAssetSource.open({
+      indexUrl: `${content.origin}/project.index.json`,
+      fetch: tokenAuthorizedFetch({ token: 't', origin: tokenHost.origin }),
+    });
     expect(authorizations(content)).toEqual([['/project.index.json', undefined]]);
   });
 
@@ -115,7 +136,10 @@ describe('redirects', () => {
     await new Promise<void>((listening) => content.listen(0, '127.0.0.1', listening));
     const origin = `http://127.0.0.1:${(content.address() as AddressInfo).port}`;
     try {
-      const source = await IndexedAssetSource.open({ indexUrl: `${origin}/project.index.json`, fetch: tokenAuthorizedFetch({ token: 'secret' }) });
+      const source = await IndexedAssetSource.open({
+        indexUrl: `${origin}/project.index.json`,
+        fetch: tokenAuthorizedFetch({ token: 'secret' }),
+      });
       expect(await source.read(path)).toEqual(site.files.get(path));
       expect(received.map((headers) => headers.authorization)).toEqual(['Bearer secret', 'Bearer secret']);
       expect(authorizations(cdn)).toEqual([[`/${bundle.url}`, undefined]]);
@@ -157,13 +181,19 @@ describe('an index names only origins the caller allowed', () => {
 
   test('a loose file URL elsewhere is refused too, naming the file', async () => {
     const content = await serve();
-    const loose = { formatVersion: 2, rootPath: '/p', files: [{ path: 'a.bin', sizeBytes: 1, sha256: 'a'.repeat(64), url: 'https://cdn.example/a.bin' }] };
+    const loose = {
+      formatVersion: 2,
+      rootPath: '/p',
+      files: [{ path: 'a.bin', sizeBytes: 1, sha256: 'a'.repeat(64), url: 'https://cdn.example/a.bin' }],
+    };
     const error = await IndexedAssetSource.open({ index: loose, baseUrl: `${content.origin}/` }).catch((e) => e);
     expect(error).toMatchObject({ code: 'E_ORIGIN', path: 'a.bin', url: 'https://cdn.example/a.bin' });
     expect(error.message).toContain('files[0].url');
   });
 
   test('allowOrigins entries must be origins', async () => {
-    await expect(IndexedAssetSource.open({ index: site.index, baseUrl: 'http://127.0.0.1:1/', allowOrigins: ['not a url'] })).rejects.toThrow(/allowOrigins\[0\]/);
+    await expect(
+      IndexedAssetSource.open({ index: site.index, baseUrl: 'http://127.0.0.1:1/', allowOrigins: ['not a url'] }),
+    ).rejects.toThrow(/allowOrigins\[0\]/);
   });
 });

@@ -42,7 +42,9 @@ function request(url: string, agent: Agent, headers: Record<string, string>): Pr
       const chunks: Buffer[] = [];
       response.on('data', (chunk: Buffer) => chunks.push(chunk));
       // A body shorter than its Content-Length ends the response early: `complete` stays false.
-      response.on('close', () => resolve({ status: response.statusCode!, headers: response.headers, body: Buffer.concat(chunks), complete: response.complete }));
+      response.on('close', () =>
+        resolve({ status: response.statusCode!, headers: response.headers, body: Buffer.concat(chunks), complete: response.complete }),
+      );
     }).on('error', reject);
   });
 }
@@ -55,7 +57,8 @@ function tornAnswer(answer: Answer, versions: Buffer[], range: string | undefine
   const version = versions.find((bytes) => bytes.length === size);
   if (!version) return `ETag ${answer.headers.etag} names no version`;
   if (!answer.complete) return `body cut short: ${answer.body.length} of Content-Length ${answer.headers['content-length']}`;
-  if (answer.body.length !== Number(answer.headers['content-length'])) return `Content-Length ${answer.headers['content-length']}, body ${answer.body.length}`;
+  if (answer.body.length !== Number(answer.headers['content-length']))
+    return `Content-Length ${answer.headers['content-length']}, body ${answer.body.length}`;
   if (range === undefined) {
     if (answer.status !== 200) return `status ${answer.status}`;
     return answer.body.equals(version) ? undefined : `the bytes are not the ${size}-byte version the ETag names`;
@@ -63,7 +66,9 @@ function tornAnswer(answer: Answer, versions: Buffer[], range: string | undefine
   const contentRange = /^bytes (\d+)-(\d+)\/(\d+)$/.exec(String(answer.headers['content-range']));
   if (answer.status !== 206 || !contentRange) return `status ${answer.status}, Content-Range ${answer.headers['content-range']}`;
   if (Number(contentRange[3]) !== size) return `Content-Range ${answer.headers['content-range']} with the ETag of the ${size}-byte version`;
-  return answer.body.equals(version.subarray(Number(contentRange[1]), Number(contentRange[2]) + 1)) ? undefined : 'the range\'s bytes are not from the version the ETag names';
+  return answer.body.equals(version.subarray(Number(contentRange[1]), Number(contentRange[2]) + 1))
+    ? undefined
+    : "the range's bytes are not from the version the ETag names";
 }
 
 test(`${REQUESTS} requests while two versions of a file are renamed over it: every answer is one version whole`, async () => {
@@ -105,7 +110,8 @@ function tornMultipart(answer: Answer, versions: Buffer[]): string | undefined {
   const etag = /^"([0-9a-f]+)-[0-9a-f]+"$/.exec(String(answer.headers.etag));
   const version = etag && versions.find((bytes) => bytes.length === parseInt(etag[1]!, 16));
   if (!version) return `ETag ${answer.headers.etag} names no version`;
-  if (!answer.complete || answer.body.length !== Number(answer.headers['content-length'])) return `Content-Length ${answer.headers['content-length']}, body ${answer.body.length}`;
+  if (!answer.complete || answer.body.length !== Number(answer.headers['content-length']))
+    return `Content-Length ${answer.headers['content-length']}, body ${answer.body.length}`;
   const text = answer.body.toString('latin1');
   const parts = [...text.matchAll(/Content-Range: bytes (\d+)-(\d+)\/(\d+)\r\n\r\n/g)];
   if (answer.status !== 206 || parts.length !== 2) return `status ${answer.status}, ${parts.length} parts`;
@@ -113,7 +119,8 @@ function tornMultipart(answer: Answer, versions: Buffer[]): string | undefined {
     const [first, last, total] = [Number(part[1]), Number(part[2]), Number(part[3])];
     if (total !== version.length) return `a part says /${total} with the ETag of the ${version.length}-byte version`;
     const at = part.index! + part[0].length;
-    if (!answer.body.subarray(at, at + last - first + 1).equals(version.subarray(first, last + 1))) return `part ${first}-${last} holds bytes of another version`;
+    if (!answer.body.subarray(at, at + last - first + 1).equals(version.subarray(first, last + 1)))
+      return `part ${first}-${last} holds bytes of another version`;
   }
   return undefined;
 }

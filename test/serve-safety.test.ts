@@ -77,7 +77,13 @@ describe('timeouts: no client holds a connection forever', () => {
   test('a client that stops reading a large body is cut off; it then gets less than Content-Length', async () => {
     const logged: string[] = [];
     let answered: () => void = () => undefined;
-    const server = await serve({ ...short, log: (line) => { logged.push(line); answered(); } });
+    const server = await serve({
+      ...short,
+      log: (line) => {
+        logged.push(line);
+        answered();
+      },
+    });
     const { socket, received, closed } = await rawConnection(server);
     socket.pause(); // never read: the server's writes back up
     const serverDone = new Promise<void>((resolve) => (answered = resolve));
@@ -95,7 +101,9 @@ describe('timeouts: no client holds a connection forever', () => {
   test('timeouts are checked: positive integers, headers within the request deadline', async () => {
     await expect(startStaticServer({ root: site, headersTimeoutMs: 0 })).rejects.toThrow(/headersTimeoutMs must be a positive integer/);
     await expect(startStaticServer({ root: site, idleTimeoutMs: 1.5 })).rejects.toThrow(/idleTimeoutMs/);
-    await expect(startStaticServer({ root: site, headersTimeoutMs: 5000, requestTimeoutMs: 1000 })).rejects.toThrow(/must not exceed requestTimeoutMs/);
+    await expect(startStaticServer({ root: site, headersTimeoutMs: 5000, requestTimeoutMs: 1000 })).rejects.toThrow(
+      /must not exceed requestTimeoutMs/,
+    );
   });
 });
 
@@ -133,7 +141,9 @@ describe('CORS: other sites cannot read the folder by default', () => {
 describe('nothing outside the folder, whatever the request target', () => {
   function rawRequest(server: StaticServer, target: string): Promise<string> {
     return new Promise((resolve, reject) => {
-      const socket = connect(server.port, '127.0.0.1', () => socket.write(`GET ${target} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n`));
+      const socket = connect(server.port, '127.0.0.1', () =>
+        socket.write(`GET ${target} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n`),
+      );
       const chunks: Buffer[] = [];
       socket.on('data', (chunk: Buffer) => chunks.push(chunk));
       socket.on('error', reject);

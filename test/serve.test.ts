@@ -8,11 +8,21 @@ import { mkdirSync, readFileSync, statSync, symlinkSync, writeFileSync } from 'n
 import { request as httpRequest } from 'node:http';
 import { join } from 'node:path';
 import { parseServeArguments } from '../cli/commands/serve.js';
-import { MAX_RANGES_PER_REQUEST, parseFaultRule, requestedRange, requestedRanges, startStaticServer, type StaticServer, type StaticServerOptions } from '../core/node/server.js';
+import {
+  MAX_RANGES_PER_REQUEST,
+  parseFaultRule,
+  requestedRange,
+  requestedRanges,
+  startStaticServer,
+  type StaticServer,
+  type StaticServerOptions,
+} from '../core/node/server.js';
 import { CLI, FIXTURES, runCli, temporaryDir } from './helpers/cli.js';
 
 const PUBLISHED = join(FIXTURES, 'expected', 'small-default');
-const INDEX: { bundles: { sha256: string; sizeBytes: number; url: string }[] } = JSON.parse(readFileSync(join(PUBLISHED, 'project.index.json'), 'utf8'));
+const INDEX: { bundles: { sha256: string; sizeBytes: number; url: string }[] } = JSON.parse(
+  readFileSync(join(PUBLISHED, 'project.index.json'), 'utf8'),
+);
 const BIG_BUNDLE = INDEX.bundles.reduce((a, b) => (b.sizeBytes > a.sizeBytes ? b : a));
 const BIG_BUNDLE_BYTES = readFileSync(join(PUBLISHED, BIG_BUNDLE.url));
 
@@ -27,7 +37,11 @@ afterEach(async () => {
 });
 
 /** A request whose path goes on the wire exactly as written (fetch would normalise `..`). */
-function rawGet(base: string, path: string, headers: Record<string, string> = {}): Promise<{ status: number; headers: Record<string, string | string[] | undefined>; body: Buffer }> {
+function rawGet(
+  base: string,
+  path: string,
+  headers: Record<string, string> = {},
+): Promise<{ status: number; headers: Record<string, string | string[] | undefined>; body: Buffer }> {
   const { hostname, port } = new URL(base);
   return new Promise((resolve, reject) => {
     const request = httpRequest({ host: hostname, port, path, headers, agent: false }, (response) => {
@@ -98,7 +112,9 @@ describe('serving files', () => {
     expect(response.headers.get('etag')).toBe(`"${BIG_BUNDLE.sha256}"`);
     expect(response.headers.get('cache-control')).toBe('public, max-age=31536000, immutable');
     expect(response.headers.get('accept-ranges')).toBe('bytes');
-    expect(new Date(response.headers.get('last-modified')!).getTime()).toBe(Math.floor(statSync(join(PUBLISHED, BIG_BUNDLE.url)).mtimeMs / 1000) * 1000);
+    expect(new Date(response.headers.get('last-modified')!).getTime()).toBe(
+      Math.floor(statSync(join(PUBLISHED, BIG_BUNDLE.url)).mtimeMs / 1000) * 1000,
+    );
     expect(Buffer.from(await response.arrayBuffer()).equals(BIG_BUNDLE_BYTES)).toBe(true);
   });
 
@@ -239,14 +255,22 @@ describe('Range', () => {
     expect((await clamped.arrayBuffer()).byteLength).toBe(size);
   });
 
-  test.each([`bytes=${BIG_BUNDLE.sizeBytes}-`, `bytes=${BIG_BUNDLE.sizeBytes + 5}-${BIG_BUNDLE.sizeBytes + 10}`, 'bytes=-0'])('%s is 416 with bytes */size', async (header) => {
-    const response = await range(header);
-    expect(response.status).toBe(416);
-    expect(response.headers.get('content-range')).toBe(`bytes */${size}`);
-  });
+  test.each([`bytes=${BIG_BUNDLE.sizeBytes}-`, `bytes=${BIG_BUNDLE.sizeBytes + 5}-${BIG_BUNDLE.sizeBytes + 10}`, 'bytes=-0'])(
+    '%s is 416 with bytes */size',
+    async (header) => {
+      const response = await range(header);
+      expect(response.status).toBe(416);
+      expect(response.headers.get('content-range')).toBe(`bytes */${size}`);
+    },
+  );
 
   test('several ranges, a malformed header or a stale If-Range get the whole file', async () => {
-    for (const response of [await range('bytes=0-1,9-5'), await range('bytes=9-1'), await range('items=0-1'), await range('bytes=0-9', { 'If-Range': '"stale"' })]) {
+    for (const response of [
+      await range('bytes=0-1,9-5'),
+      await range('bytes=9-1'),
+      await range('items=0-1'),
+      await range('bytes=0-9', { 'If-Range': '"stale"' }),
+    ]) {
       expect(response.status).toBe(200);
       expect(response.headers.get('content-length')).toBe(String(size));
       await response.arrayBuffer();
@@ -265,7 +289,13 @@ describe('Range', () => {
       pos += boundary.length + 2;
       if (response.body.subarray(pos, pos + 2).toString('latin1') === '--') break;
       const end = response.body.indexOf('\r\n\r\n', pos);
-      const headers = Object.fromEntries(response.body.subarray(pos + 2, end).toString('latin1').split('\r\n').map((line) => [line.slice(0, line.indexOf(':')).toLowerCase(), line.slice(line.indexOf(':') + 1).trim()]));
+      const headers = Object.fromEntries(
+        response.body
+          .subarray(pos + 2, end)
+          .toString('latin1')
+          .split('\r\n')
+          .map((line) => [line.slice(0, line.indexOf(':')).toLowerCase(), line.slice(line.indexOf(':') + 1).trim()]),
+      );
       const [, first, last] = /^bytes (\d+)-(\d+)\/\d+$/.exec(headers['content-range']!)!.map(Number);
       const bytes = response.body.subarray(end + 4, end + 4 + last! - first! + 1);
       parts.push({ headers, first: first!, last: last!, bytes });
@@ -285,7 +315,11 @@ describe('Range', () => {
     expect(response.headers['content-range']).toBeUndefined();
     expect(Number(response.headers['content-length'])).toBe(response.body.length);
     const parts = partsOf(response);
-    expect(parts.map(({ first, last }) => [first, last])).toEqual([[16, 31], [5000, 5099], [size - 10, size - 1]]);
+    expect(parts.map(({ first, last }) => [first, last])).toEqual([
+      [16, 31],
+      [5000, 5099],
+      [size - 10, size - 1],
+    ]);
     for (const part of parts) {
       expect(part.headers['content-type']).toBe('application/octet-stream');
       expect(part.headers['content-range']).toBe(`bytes ${part.first}-${part.last}/${size}`);
@@ -300,7 +334,10 @@ describe('Range', () => {
     expect(joined.headers['content-range']).toBe(`bytes 0-29/${size}`);
     expect(joined.body.equals(BIG_BUNDLE_BYTES.subarray(0, 30))).toBe(true);
     const two = await rawGet(url, `/${BIG_BUNDLE.url}`, { Range: 'bytes=0-9,5-19,40-49' });
-    expect(partsOf(two).map(({ first, last }) => [first, last])).toEqual([[0, 19], [40, 49]]);
+    expect(partsOf(two).map(({ first, last }) => [first, last])).toEqual([
+      [0, 19],
+      [40, 49],
+    ]);
     const none = await rawGet(url, `/${BIG_BUNDLE.url}`, { Range: `bytes=${size}-,${size + 5}-${size + 9}` });
     expect(none.status).toBe(416);
     expect(none.headers['content-range']).toBe(`bytes */${size}`);
@@ -325,7 +362,11 @@ describe('Range', () => {
   test('requestedRanges, the multi-range parser on its own', () => {
     expect(requestedRanges(undefined, 100)).toBeUndefined();
     expect(requestedRanges('bytes=2-4', 100)).toEqual([{ start: 2, end: 4 }]);
-    expect(requestedRanges('bytes=50-59, 0-9 ,-5', 100)).toEqual([{ start: 0, end: 9 }, { start: 50, end: 59 }, { start: 95, end: 99 }]);
+    expect(requestedRanges('bytes=50-59, 0-9 ,-5', 100)).toEqual([
+      { start: 0, end: 9 },
+      { start: 50, end: 59 },
+      { start: 95, end: 99 },
+    ]);
     expect(requestedRanges('bytes=0-9,10-19', 100)).toEqual([{ start: 0, end: 19 }]);
     expect(requestedRanges('bytes=0-9,9-1', 100)).toBeUndefined();
     expect(requestedRanges('bytes=0-9,x', 100)).toBeUndefined();
@@ -362,8 +403,12 @@ describe('conditional requests', () => {
     const { url } = await serve();
     const first = await fetch(new URL(BIG_BUNDLE.url, url), { method: 'HEAD' });
     const lastModified = first.headers.get('last-modified')!;
-    expect((await fetch(new URL(BIG_BUNDLE.url, url), { method: 'HEAD', headers: { 'If-Modified-Since': lastModified } })).status).toBe(304);
-    expect((await fetch(new URL(BIG_BUNDLE.url, url), { method: 'HEAD', headers: { 'If-Modified-Since': new Date(0).toUTCString() } })).status).toBe(200);
+    expect((await fetch(new URL(BIG_BUNDLE.url, url), { method: 'HEAD', headers: { 'If-Modified-Since': lastModified } })).status).toBe(
+      304,
+    );
+    expect(
+      (await fetch(new URL(BIG_BUNDLE.url, url), { method: 'HEAD', headers: { 'If-Modified-Since': new Date(0).toUTCString() } })).status,
+    ).toBe(200);
   });
 });
 
@@ -374,7 +419,9 @@ describe('CORS', () => {
       for (const path of [BIG_BUNDLE.url, 'missing.json']) {
         const response = await fetch(new URL(path, url), { headers: { Origin: origin } });
         expect(response.headers.get('access-control-allow-origin')).toBe(origin);
-        expect(response.headers.get('access-control-expose-headers')).toBe('Content-Length, Content-Range, ETag, Accept-Ranges, Retry-After');
+        expect(response.headers.get('access-control-expose-headers')).toBe(
+          'Content-Length, Content-Range, ETag, Accept-Ranges, Retry-After',
+        );
         expect(response.headers.get('vary')).toBe('Origin');
         await response.arrayBuffer();
       }
@@ -401,7 +448,11 @@ describe('CORS', () => {
     const { url } = await serve({ corsOrigins: ['http://game.example'] });
     const response = await fetch(new URL(BIG_BUNDLE.url, url), {
       method: 'OPTIONS',
-      headers: { Origin: 'http://game.example', 'Access-Control-Request-Method': 'GET', 'Access-Control-Request-Headers': 'range, authorization' },
+      headers: {
+        Origin: 'http://game.example',
+        'Access-Control-Request-Method': 'GET',
+        'Access-Control-Request-Headers': 'range, authorization',
+      },
     });
     expect(response.status).toBe(204);
     expect(response.headers.get('access-control-allow-origin')).toBe('http://game.example');
@@ -423,7 +474,10 @@ describe('token', () => {
     expect((await fetch(target, { headers: { Authorization: 'Bearer s3cret' } })).status).toBe(200);
     expect((await fetch(`${target}?token=s3cret`)).status).toBe(200);
     expect((await fetch(`${target}?token=wrong`)).status).toBe(401);
-    expect((await fetch(target, { method: 'OPTIONS', headers: { Origin: 'http://localhost:5173', 'Access-Control-Request-Method': 'GET' } })).status).toBe(204);
+    expect(
+      (await fetch(target, { method: 'OPTIONS', headers: { Origin: 'http://localhost:5173', 'Access-Control-Request-Method': 'GET' } }))
+        .status,
+    ).toBe(204);
   });
 });
 
@@ -434,10 +488,11 @@ describe('latency', () => {
     let release: () => void = () => undefined;
     const { url } = await serve({
       latencyMs: 150,
-      delay: (ms) => new Promise<void>((resolve) => {
-        asked.push(ms);
-        release = resolve;
-      }),
+      delay: (ms) =>
+        new Promise<void>((resolve) => {
+          asked.push(ms);
+          release = resolve;
+        }),
     });
     for (const method of ['GET', 'OPTIONS']) {
       let answered = false;
@@ -456,10 +511,14 @@ describe('latency', () => {
     const delayed = new Promise<void>((resolve) => (waiting = resolve));
     // The real timer, told of when the request reached it: close() comes while it waits.
     const server = await startStaticServer({
-      root: PUBLISHED, latencyMs: 60_000,
+      root: PUBLISHED,
+      latencyMs: 60_000,
       delay: (ms, signal) => (waiting(), setTimeoutPromise(ms, undefined, { signal })),
     });
-    const pending = fetch(new URL('project.index.json', server.url)).then(() => 'answered', () => 'dropped');
+    const pending = fetch(new URL('project.index.json', server.url)).then(
+      () => 'answered',
+      () => 'dropped',
+    );
     await delayed;
     await server.close();
     expect(await pending).toBe('dropped');
@@ -553,7 +612,9 @@ describe('faults', () => {
 
   test('startStaticServer refuses bad options and a missing folder', async () => {
     await expect(startStaticServer({ root: PUBLISHED, port: 70000 })).rejects.toThrow(/port/);
-    await expect(startStaticServer({ root: PUBLISHED, faults: [{ fault: 'boom' as 'reset', probability: 1 }] })).rejects.toThrow(/unknown fault/);
+    await expect(startStaticServer({ root: PUBLISHED, faults: [{ fault: 'boom' as 'reset', probability: 1 }] })).rejects.toThrow(
+      /unknown fault/,
+    );
     await expect(startStaticServer({ root: join(site, 'nope') })).rejects.toThrow(/nope: no such folder/);
   });
 });
@@ -567,7 +628,9 @@ describe('access log', () => {
     // The line is written when the connection side closes: wait for it, not for a clock.
     while (lines.length < 2) await new Promise((resolve) => setImmediate(resolve));
     expect(lines).toHaveLength(2);
-    expect(lines[0]).toMatch(new RegExp(`GET /${BIG_BUNDLE.url}\\?token=\\*\\*\\* 206 100B \\d+ms \\(bytes 0-99/${BIG_BUNDLE.sizeBytes}\\)$`));
+    expect(lines[0]).toMatch(
+      new RegExp(`GET /${BIG_BUNDLE.url}\\?token=\\*\\*\\* 206 100B \\d+ms \\(bytes 0-99/${BIG_BUNDLE.sizeBytes}\\)$`),
+    );
     expect(lines[1]).toMatch(/GET \/missing\.json 401 \d+B/);
     expect(lines.join('\n')).not.toContain('t0k');
   });
@@ -576,7 +639,26 @@ describe('access log', () => {
 describe('awake-bundle serve', () => {
   test('parseServeArguments: defaults and every flag', () => {
     expect(parseServeArguments(['out'])).toEqual({ root: 'out', port: 8080, host: '127.0.0.1', faults: [], quiet: false });
-    expect(parseServeArguments(['out', '--port', '0', '--host', '::1', '--latency', '20', '--token', 'abc', '--fail', '429:0.1', '--fail', 'reset:0.05', '--seed', '3', '--quiet'])).toEqual({
+    expect(
+      parseServeArguments([
+        'out',
+        '--port',
+        '0',
+        '--host',
+        '::1',
+        '--latency',
+        '20',
+        '--token',
+        'abc',
+        '--fail',
+        '429:0.1',
+        '--fail',
+        'reset:0.05',
+        '--seed',
+        '3',
+        '--quiet',
+      ]),
+    ).toEqual({
       root: 'out',
       port: 0,
       host: '::1',

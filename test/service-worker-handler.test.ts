@@ -6,7 +6,14 @@
  */
 import { cpSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { bytesResponse, createAwkbFetchHandler, DEFAULT_INDEX_WAIT_MS, failure, type AwkbFetchHandlerOptions, type IndexStore } from '../adapters/service-worker/index.js';
+import {
+  bytesResponse,
+  createAwkbFetchHandler,
+  DEFAULT_INDEX_WAIT_MS,
+  failure,
+  type AwkbFetchHandlerOptions,
+  type IndexStore,
+} from '../adapters/service-worker/index.js';
 import { BundleIntegrityError } from '../core/errors.js';
 import { startStaticServer, type StaticServer } from '../core/node/index.js';
 import { MemoryCache } from '../core/cache/memory.js';
@@ -28,11 +35,21 @@ beforeAll(async () => {
   const damaged = JSON.parse(readFileSync(join(FIXTURES, 'damaged/expected.json'), 'utf8'));
   mkdirSync(join(root, 'damaged/bundles'), { recursive: true });
   cpSync(join(FIXTURES, 'damaged/member-two-damaged.awkb'), join(root, 'damaged/bundles', `${damaged.good.sha256}.awkb`));
-  writeFileSync(join(root, 'damaged/project.index.json'), JSON.stringify({
-    formatVersion: 3, rootPath: '/p',
-    bundles: [{ ...damaged.good, url: `bundles/${damaged.good.sha256}.awkb` }],
-    files: damaged.members.map((m: { key: string; offset: number; sizeBytes: number; sha256: string }) => ({ path: m.key, sizeBytes: m.sizeBytes, sha256: m.sha256, bundle: damaged.good.sha256, offset: m.offset })),
-  }));
+  writeFileSync(
+    join(root, 'damaged/project.index.json'),
+    JSON.stringify({
+      formatVersion: 3,
+      rootPath: '/p',
+      bundles: [{ ...damaged.good, url: `bundles/${damaged.good.sha256}.awkb` }],
+      files: damaged.members.map((m: { key: string; offset: number; sizeBytes: number; sha256: string }) => ({
+        path: m.key,
+        sizeBytes: m.sizeBytes,
+        sha256: m.sha256,
+        bundle: damaged.good.sha256,
+        offset: m.offset,
+      })),
+    }),
+  );
   server = await startStaticServer({ root });
   site = server.url;
 });
@@ -82,14 +99,20 @@ describe('which requests the handler answers', () => {
       fetchEvent(`${site}bundled/assets%2Fempty.txt`),
     ];
     for (const event of untouched) {
-      expect({ url: event.request.url, method: event.request.method, answered: sw.handleFetch(event) }).toEqual({ url: event.request.url, method: event.request.method, answered: false });
+      expect({ url: event.request.url, method: event.request.method, answered: sw.handleFetch(event) }).toEqual({
+        url: event.request.url,
+        method: event.request.method,
+        answered: false,
+      });
       expect(event.answer).toBeUndefined();
     }
   });
 
   test('a HEAD request is answered from the index alone: the size, the type, no body, no bundle request', async () => {
     const requested: string[] = [];
-    const sw = handler('bundled', { fetch: (input, init) => (requested.push(String(input instanceof Request ? input.url : input)), fetch(input, init)) });
+    const sw = handler('bundled', {
+      fetch: (input, init) => (requested.push(String(input instanceof Request ? input.url : input)), fetch(input, init)),
+    });
     await sw.ready;
     const event = fetchEvent(`${site}bundled/assets/models/crate.glb`, { method: 'HEAD' });
     expect(sw.handleFetch(event)).toBe(true);
@@ -103,7 +126,9 @@ describe('which requests the handler answers', () => {
 
   test('the index is asked for past the HTTP cache (no-cache); bundles, named by their SHA-256, are not', async () => {
     const asked: [string, RequestCache | undefined][] = [];
-    const sw = handler('bundled', { fetch: (input, init) => (asked.push([String(input instanceof Request ? input.url : input), init?.cache]), fetch(input, init)) });
+    const sw = handler('bundled', {
+      fetch: (input, init) => (asked.push([String(input instanceof Request ? input.url : input), init?.cache]), fetch(input, init)),
+    });
     await sw.ready;
     const event = fetchEvent(`${site}bundled/assets/models/crate.glb`);
     sw.handleFetch(event);
@@ -228,12 +253,16 @@ describe('index versions (issue 20)', () => {
   });
   afterEach(() => host.close());
 
-  const at = (options: Partial<AwkbFetchHandlerOptions> = {}) => createAwkbFetchHandler({ indexUrl: `${host.origin}${INDEX}`, cache: null, indexStore: null, ...options });
+  const at = (options: Partial<AwkbFetchHandlerOptions> = {}) =>
+    createAwkbFetchHandler({ indexUrl: `${host.origin}${INDEX}`, cache: null, indexStore: null, ...options });
 
   test('refreshes that overlap: the one started last wins; an older index that comes late is neither served, announced nor kept', async () => {
     const store = memoryIndexStore();
     const updates: string[] = [];
-    const sw = at({ indexStore: store, onIndexUpdate: (source, { previous }) => updates.push(`${previous.rootPath}→${source.index.rootPath}`) });
+    const sw = at({
+      indexStore: store,
+      onIndexUpdate: (source, { previous }) => updates.push(`${previous.rootPath}→${source.index.rootPath}`),
+    });
     await sw.ready;
     await sw.whenUpdated();
     writeFileSync(join(folder, 'project.index.json'), indexAt('/v2'));
@@ -280,7 +309,10 @@ describe('index versions (issue 20)', () => {
     expect(store.kept.size).toBe(1);
     const updates: string[] = [];
     const held = host.hold(INDEX);
-    const sw = at({ indexStore: store, onIndexUpdate: (source, { previous }) => updates.push(`${previous.rootPath}→${source.index.rootPath}`) });
+    const sw = at({
+      indexStore: store,
+      onIndexUpdate: (source, { previous }) => updates.push(`${previous.rootPath}→${source.index.rootPath}`),
+    });
     const event = fetchEvent(`${host.origin}/assets/models/crate.glb`);
     expect(sw.handleFetch(event)).toBe(true);
     const response = await event.answer!;
@@ -323,7 +355,10 @@ describe('index versions (issue 20)', () => {
     const [before, after] = indexAt('/v1').replace('"assets/empty.txt"', '"assets/@@.txt"').split('@@') as [string, string];
     writeFileSync(join(folder, 'project.index.json'), Buffer.concat([Buffer.from(before), Buffer.from([0xff, 0xfe]), Buffer.from(after)]));
     const sw = at();
-    await expect(sw.ready).rejects.toMatchObject({ code: 'E_INDEX_INVALID', message: expect.stringContaining('files[0].path "assets/\\xFF\\xFE.txt" is not UTF-8 (bytes FF FE)') });
+    await expect(sw.ready).rejects.toMatchObject({
+      code: 'E_INDEX_INVALID',
+      message: expect.stringContaining('files[0].path "assets/\\xFF\\xFE.txt" is not UTF-8 (bytes FF FE)'),
+    });
     expect(sw.handleFetch(fetchEvent(`${host.origin}/assets/models/crate.glb`))).toBe(false);
   });
 
@@ -342,15 +377,28 @@ describe('index versions (issue 20)', () => {
 describe('pages and updates', () => {
   test('a folder URL is answered with its index.html when the index lists it, so a published page loads offline', async () => {
     const loose = temporaryDir('awkb-sw-pages-');
-    writeTree(loose, { 'index.html': '<!doctype html><title>game</title>\n', 'levels/index.html': '<p>levels</p>\n', 'game.js': 'export {};\n' });
+    writeTree(loose, {
+      'index.html': '<!doctype html><title>game</title>\n',
+      'levels/index.html': '<p>levels</p>\n',
+      'game.js': 'export {};\n',
+    });
     expect(runCli([loose, '--out', join(root, 'pages')]).code).toBe(0);
     const sw = handler('pages');
     await sw.ready;
-    for (const [url, expected] of [[`${site}pages/`, '<!doctype html><title>game</title>\n'], [`${site}pages/levels/`, '<p>levels</p>\n'], [`${site}pages/index.html`, '<!doctype html><title>game</title>\n']] as const) {
+    for (const [url, expected] of [
+      [`${site}pages/`, '<!doctype html><title>game</title>\n'],
+      [`${site}pages/levels/`, '<p>levels</p>\n'],
+      [`${site}pages/index.html`, '<!doctype html><title>game</title>\n'],
+    ] as const) {
       const event = fetchEvent(url, { headers: { accept: 'text/html' } });
       expect(sw.handleFetch(event)).toBe(true);
       const response = await event.answer!;
-      expect({ url, status: response.status, type: response.headers.get('content-type'), body: await response.text() }).toEqual({ url, status: 200, type: 'text/html; charset=utf-8', body: expected });
+      expect({ url, status: response.status, type: response.headers.get('content-type'), body: await response.text() }).toEqual({
+        url,
+        status: 200,
+        type: 'text/html; charset=utf-8',
+        body: expected,
+      });
     }
     // A folder without an index.html in the index is left to the server.
     expect(sw.handleFetch(fetchEvent(`${site}pages/other/`))).toBe(false);
@@ -358,7 +406,12 @@ describe('pages and updates', () => {
 
   test('a new version: the changed files this player downloaded are brought (delta ranges) before the update is announced, and only they', async () => {
     const loose = temporaryDir('awkb-sw-update-');
-    const v1 = { 'a.bin': seededBytes(20_000, 1), 'b.bin': seededBytes(20_000, 2), 'c.bin': seededBytes(20_000, 3), 'e.bin': seededBytes(20_000, 5) };
+    const v1 = {
+      'a.bin': seededBytes(20_000, 1),
+      'b.bin': seededBytes(20_000, 2),
+      'c.bin': seededBytes(20_000, 3),
+      'e.bin': seededBytes(20_000, 5),
+    };
     writeTree(loose, v1);
     // Two bundles of two files each (a+b, c+e): the player's visit downloads only the first.
     const publish = () => expect(runCli([loose, '--out', join(root, 'updates'), '--target-mb', '0.05']).code).toBe(0);
@@ -369,7 +422,12 @@ describe('pages and updates', () => {
       return fetch(input, init);
     }) as typeof fetch;
     const updates: { prefetchedFiles: number; prefetchError?: string }[] = [];
-    const sw = handler('updates', { cache: new MemoryCache(), fetch: logged, onIndexUpdate: (_source, { prefetchedFiles, prefetchError }) => updates.push({ prefetchedFiles, ...(prefetchError ? { prefetchError } : {}) }) });
+    const sw = handler('updates', {
+      cache: new MemoryCache(),
+      fetch: logged,
+      onIndexUpdate: (_source, { prefetchedFiles, prefetchError }) =>
+        updates.push({ prefetchedFiles, ...(prefetchError ? { prefetchError } : {}) }),
+    });
     await sw.ready;
     const read = async (path: string) => {
       const event = fetchEvent(`${site}updates/${path}`);
@@ -383,13 +441,19 @@ describe('pages and updates', () => {
     writeTree(loose, { 'a.bin': a2, 'c.bin': seededBytes(20_000, 33), 'd.bin': seededBytes(20_000, 4) });
     rmSync(join(loose, 'e.bin'));
     publish();
-    const index = JSON.parse(readFileSync(join(root, 'updates/project.index.json'), 'utf8')) as { bundles: { sha256: string; url: string; sizeBytes: number }[]; files: { path: string; bundle: string }[] };
+    const index = JSON.parse(readFileSync(join(root, 'updates/project.index.json'), 'utf8')) as {
+      bundles: { sha256: string; url: string; sizeBytes: number }[];
+      files: { path: string; bundle: string }[];
+    };
     const bundleOfA = index.bundles.find((bundle) => bundle.sha256 === index.files.find((file) => file.path === 'a.bin')!.bundle)!;
     requests.length = 0;
     await sw.refreshIndex();
     expect(updates).toEqual([{ prefetchedFiles: 1 }]);
     // The index, then a.bin's new bytes alone: a range of its bundle, whose other member (b.bin) is cached.
-    expect(requests.map((request) => request.url)).toEqual([`${site}updates/project.index.json`, new URL(bundleOfA.url, `${site}updates/`).href]);
+    expect(requests.map((request) => request.url)).toEqual([
+      `${site}updates/project.index.json`,
+      new URL(bundleOfA.url, `${site}updates/`).href,
+    ]);
     const ranged = requests[1]!.range;
     expect(ranged).toMatch(/^bytes=\d+-\d+$/);
     const [start, end] = ranged!.slice(6).split('-').map(Number) as [number, number];
@@ -404,7 +468,11 @@ describe('pages and updates', () => {
     cpSync(join(FIXTURES, 'expected/small-default'), join(root, 'quiet'), { recursive: true });
     const indexFile = join(root, 'quiet/project.index.json');
     const updates: number[] = [];
-    const sw = handler('quiet', { prefetchOnUpdate: false, cache: new MemoryCache(), onIndexUpdate: (_source, update) => updates.push(update.prefetchedFiles) });
+    const sw = handler('quiet', {
+      prefetchOnUpdate: false,
+      cache: new MemoryCache(),
+      onIndexUpdate: (_source, update) => updates.push(update.prefetchedFiles),
+    });
     await sw.ready;
     const index = JSON.parse(readFileSync(indexFile, 'utf8'));
     index.files[0].sha256 = '0'.repeat(64);

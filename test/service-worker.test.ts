@@ -10,7 +10,15 @@ import { createHash } from 'node:crypto';
 import { cpSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Page } from 'puppeteer-core';
-import { launchBrowser, REPO_ROOT, startRepoServer, TESTED_BROWSERS, testIf, type LaunchedBrowser, type RepoServer } from './helpers/browser';
+import {
+  launchBrowser,
+  REPO_ROOT,
+  startRepoServer,
+  TESTED_BROWSERS,
+  testIf,
+  type LaunchedBrowser,
+  type RepoServer,
+} from './helpers/browser';
 import { runCli, temporaryDir } from './helpers/cli';
 import { seededBytes, writeTree } from './helpers/trees';
 import { startWebpackServe, writeWebpackProject, type RunningDevServer } from './helpers/webpack-project';
@@ -26,7 +34,9 @@ const FILES: Record<string, Buffer> = {
   'styles/game.css': Buffer.from('#sprite { width: 16px; height: 16px; background-image: url("../images/particle.png"); }\n'),
   'sounds/theme-4.ogg': readFileSync(join(REPO_ROOT, 'examples/assets/audio/superpowers/theme-4.ogg')),
   // A web font through @font-face in a stylesheet, and a seekable video (test/fixtures/media/SOURCES.md).
-  'styles/fonts.css': Buffer.from('@font-face { font-family: "Awkb Test"; src: url("../fonts/dejavu-sans-subset.woff2") format("woff2"); }\n'),
+  'styles/fonts.css': Buffer.from(
+    '@font-face { font-family: "Awkb Test"; src: url("../fonts/dejavu-sans-subset.woff2") format("woff2"); }\n',
+  ),
   'fonts/dejavu-sans-subset.woff2': readFileSync(join(REPO_ROOT, 'test/fixtures/media/dejavu-sans-subset.woff2')),
   'video/testsrc-4s.webm': readFileSync(join(REPO_ROOT, 'test/fixtures/media/testsrc-4s.webm')),
   // A .gltf with an external .bin and a texture, for three.js's GLTFLoader.
@@ -39,7 +49,9 @@ const FILES: Record<string, Buffer> = {
   'levels/c.bin': seededBytes(40 * 1024, 3),
 };
 /** The test page; three.js (a devDependency) loads from the repository server's /node_modules/, outside the worker's scope. */
-const IMPORT_MAP = JSON.stringify({ imports: { three: '/node_modules/three/build/three.module.js', 'three/addons/': '/node_modules/three/examples/jsm/' } });
+const IMPORT_MAP = JSON.stringify({
+  imports: { three: '/node_modules/three/build/three.module.js', 'three/addons/': '/node_modules/three/examples/jsm/' },
+});
 const PAGE = `<!doctype html><html><head><meta charset="utf-8"><title>sw test</title><script type="importmap">${IMPORT_MAP}</script></head><body></body></html>\n`;
 
 interface IndexShape {
@@ -75,7 +87,9 @@ function buildSite(): { site: string; loose: string; index: IndexShape } {
 /** Registers the site's worker with this index (relative to the worker; else the one baked in) and waits until it controls the page. */
 async function registerWorker(page: Page, index?: string): Promise<void> {
   await page.evaluate(async (indexPath) => {
-    await navigator.serviceWorker.register(indexPath === null ? 'awake-bundle-sw.js' : `awake-bundle-sw.js?index=${encodeURIComponent(indexPath)}`);
+    await navigator.serviceWorker.register(
+      indexPath === null ? 'awake-bundle-sw.js' : `awake-bundle-sw.js?index=${encodeURIComponent(indexPath)}`,
+    );
     await navigator.serviceWorker.ready;
     if (!navigator.serviceWorker.controller) {
       await new Promise((resolve) => navigator.serviceWorker.addEventListener('controllerchange', resolve, { once: true }));
@@ -89,7 +103,9 @@ async function addStylesheet(page: Page, href: string): Promise<void> {
     const link = document.createElement('link');
     link.rel = 'stylesheet';
     link.href = href;
-    const loaded = new Promise((resolve, reject) => ((link.onload = resolve), (link.onerror = () => reject(new Error(`${href} did not load`)))));
+    const loaded = new Promise(
+      (resolve, reject) => ((link.onload = resolve), (link.onerror = () => reject(new Error(`${href} did not load`)))),
+    );
     document.head.append(link);
     await loaded;
   }, href);
@@ -97,20 +113,23 @@ async function addStylesheet(page: Page, href: string): Promise<void> {
 
 /** `fetch` in the page: status, headers we check, and the body's SHA-256 and text (for small bodies). */
 async function fetchInPage(page: Page, url: string, headers: Record<string, string> = {}) {
-  return page.evaluate(async ({ url, headers }) => {
-    const response = await fetch(url, { headers });
-    const body = new Uint8Array(await response.arrayBuffer());
-    const digest = new Uint8Array(await crypto.subtle.digest('SHA-256', body));
-    return {
-      status: response.status,
-      type: response.headers.get('content-type'),
-      length: response.headers.get('content-length'),
-      contentRange: response.headers.get('content-range'),
-      sha256: [...digest].map((b) => b.toString(16).padStart(2, '0')).join(''),
-      size: body.length,
-      text: body.length < 4096 ? new TextDecoder().decode(body) : '',
-    };
-  }, { url, headers });
+  return page.evaluate(
+    async ({ url, headers }) => {
+      const response = await fetch(url, { headers });
+      const body = new Uint8Array(await response.arrayBuffer());
+      const digest = new Uint8Array(await crypto.subtle.digest('SHA-256', body));
+      return {
+        status: response.status,
+        type: response.headers.get('content-type'),
+        length: response.headers.get('content-length'),
+        contentRange: response.headers.get('content-range'),
+        sha256: [...digest].map((b) => b.toString(16).padStart(2, '0')).join(''),
+        size: body.length,
+        text: body.length < 4096 ? new TextDecoder().decode(body) : '',
+      };
+    },
+    { url, headers },
+  );
 }
 
 describe.each(TESTED_BROWSERS)('%s: the service worker', (kind) => {
@@ -164,7 +183,12 @@ describe.each(TESTED_BROWSERS)('%s: the service worker', (kind) => {
       for (const [path, bytes] of Object.entries(FILES)) {
         const url = `published/${path.split('/').map(encodeURIComponent).join('/')}`;
         const got = await fetchInPage(page, url);
-        expect({ path, status: got.status, sha256: got.sha256, length: got.length }).toEqual({ path, status: 200, sha256: sha256(bytes), length: String(bytes.length) });
+        expect({ path, status: got.status, sha256: got.sha256, length: got.length }).toEqual({
+          path,
+          status: 200,
+          sha256: sha256(bytes),
+          length: String(bytes.length),
+        });
       }
       expect((await fetchInPage(page, 'published/images/coin.png')).type).toBe('image/png');
       expect((await fetchInPage(page, 'published/text/hello%20world.txt')).type).toBe('text/plain; charset=utf-8');
@@ -184,7 +208,10 @@ describe.each(TESTED_BROWSERS)('%s: the service worker', (kind) => {
         document.body.append(sprite);
         const image = new URL('published/images/particle.png', location.href).href;
         // The background image loads once the element is styled; its resource timing says how it was answered.
-        const fromCss = () => (performance.getEntriesByName(image) as (PerformanceResourceTiming & { responseStatus?: number })[]).find((e) => e.initiatorType === 'css');
+        const fromCss = () =>
+          (performance.getEntriesByName(image) as (PerformanceResourceTiming & { responseStatus?: number })[]).find(
+            (e) => e.initiatorType === 'css',
+          );
         for (let i = 0; i < 200 && !fromCss(); i++) await new Promise((resolve) => setTimeout(resolve, 25));
         const entry = fromCss();
         return { background: getComputedStyle(sprite).backgroundImage, status: entry?.responseStatus, initiator: entry?.initiatorType };
@@ -194,7 +221,12 @@ describe.each(TESTED_BROWSERS)('%s: the service worker', (kind) => {
         const element = new Audio();
         element.preload = 'auto';
         element.src = 'published/sounds/theme-4.ogg';
-        await new Promise((resolve, reject) => ((element.onloadedmetadata = resolve), (element.onerror = () => reject(new Error(`audio error ${element.error?.code}`)))));
+        await new Promise(
+          (resolve, reject) => (
+            (element.onloadedmetadata = resolve),
+            (element.onerror = () => reject(new Error(`audio error ${element.error?.code}`)))
+          ),
+        );
         const seeked = new Promise((resolve) => (element.onseeked = resolve));
         element.currentTime = element.duration / 2;
         await seeked;
@@ -217,7 +249,11 @@ describe.each(TESTED_BROWSERS)('%s: the service worker', (kind) => {
         const withFont = context.measureText('iiiii').width;
         context.font = '40px "No Such Font", monospace';
         const fallback = context.measureText('iiiii').width;
-        return { faces: faces.map((face) => [face.family.replace(/"/g, ''), face.status]), check: document.fonts.check('16px "Awkb Test"'), differs: withFont !== fallback };
+        return {
+          faces: faces.map((face) => [face.family.replace(/"/g, ''), face.status]),
+          check: document.fonts.check('16px "Awkb Test"'),
+          differs: withFont !== fallback,
+        };
       });
       expect(font).toEqual({ faces: [['Awkb Test', 'loaded']], check: true, differs: true });
       const video = await page.evaluate(async () => {
@@ -226,11 +262,22 @@ describe.each(TESTED_BROWSERS)('%s: the service worker', (kind) => {
         element.preload = 'auto';
         element.src = 'published/video/testsrc-4s.webm';
         document.body.append(element);
-        await new Promise((resolve, reject) => ((element.onloadeddata = resolve), (element.onerror = () => reject(new Error(`video error ${element.error?.code}: ${element.error?.message}`)))));
+        await new Promise(
+          (resolve, reject) => (
+            (element.onloadeddata = resolve),
+            (element.onerror = () => reject(new Error(`video error ${element.error?.code}: ${element.error?.message}`)))
+          ),
+        );
         const seeked = new Promise((resolve) => (element.onseeked = resolve));
         element.currentTime = 3;
         await seeked;
-        return { duration: element.duration, currentTime: element.currentTime, width: element.videoWidth, height: element.videoHeight, readyState: element.readyState };
+        return {
+          duration: element.duration,
+          currentTime: element.currentTime,
+          width: element.videoWidth,
+          height: element.videoHeight,
+          readyState: element.readyState,
+        };
       });
       expect(video).toMatchObject({ width: 96, height: 64, currentTime: 3 });
       expect(video.duration).toBeCloseTo(4, 1);
@@ -251,15 +298,27 @@ describe.each(TESTED_BROWSERS)('%s: the service worker', (kind) => {
       })`);
       expect(model).toEqual({ vertices: 24, indices: 36, texture: [256, 256] });
       // three.js itself came from /node_modules/; every model file from the worker.
-      expect(server.requests.map((request) => request.path).filter((path) => path.startsWith('/site/') && !path.endsWith('.awkb'))).toEqual([]);
+      expect(server.requests.map((request) => request.path).filter((path) => path.startsWith('/site/') && !path.endsWith('.awkb'))).toEqual(
+        [],
+      );
     });
 
     test('a Range request gets 206 with the slice, and 416 past the end', async () => {
       const bytes = FILES['levels/c.bin']!;
       const ranged = await fetchInPage(page, 'published/levels/c.bin', { Range: 'bytes=1000-1999' });
-      expect(ranged).toMatchObject({ status: 206, contentRange: `bytes 1000-1999/${bytes.length}`, length: '1000', size: 1000, sha256: sha256(bytes.subarray(1000, 2000)) });
+      expect(ranged).toMatchObject({
+        status: 206,
+        contentRange: `bytes 1000-1999/${bytes.length}`,
+        length: '1000',
+        size: 1000,
+        sha256: sha256(bytes.subarray(1000, 2000)),
+      });
       const suffix = await fetchInPage(page, 'published/levels/c.bin', { Range: 'bytes=-10' });
-      expect(suffix).toMatchObject({ status: 206, contentRange: `bytes ${bytes.length - 10}-${bytes.length - 1}/${bytes.length}`, sha256: sha256(bytes.subarray(bytes.length - 10)) });
+      expect(suffix).toMatchObject({
+        status: 206,
+        contentRange: `bytes ${bytes.length - 10}-${bytes.length - 1}/${bytes.length}`,
+        sha256: sha256(bytes.subarray(bytes.length - 10)),
+      });
       const past = await fetchInPage(page, 'published/levels/c.bin', { Range: `bytes=${bytes.length}-` });
       expect(past).toMatchObject({ status: 416, contentRange: `bytes */${bytes.length}` });
     });
@@ -269,7 +328,11 @@ describe.each(TESTED_BROWSERS)('%s: the service worker', (kind) => {
       expect(await fetchInPage(page, 'plain.txt')).toMatchObject({ status: 200, text: 'not in any index\n' });
       expect(await fetchInPage(page, 'published/not-indexed.txt')).toMatchObject({ status: 200, text: 'below the root, not listed\n' });
       expect((await fetchInPage(page, 'published/missing.bin')).status).toBe(404);
-      expect(server.requests.map((request) => request.path)).toEqual(['/site/plain.txt', '/site/published/not-indexed.txt', '/site/published/missing.bin']);
+      expect(server.requests.map((request) => request.path)).toEqual([
+        '/site/plain.txt',
+        '/site/published/not-indexed.txt',
+        '/site/published/missing.bin',
+      ]);
     });
 
     test('a page may ask the worker to read the index again', async () => {
@@ -304,20 +367,27 @@ describe.each(TESTED_BROWSERS)('%s: the service worker', (kind) => {
       })`);
       // c.bin changed and was downloaded before: brought ahead of its read. d.bin is new: it waits for its first read.
       expect(updates).toEqual([[`${server.origin}/site/published/project.index.json`, { prefetchedFiles: 1 }]]);
-      const bundleOf = (path: string) => `/site/published/${v2.bundles.find((bundle) => bundle.sha256 === v2.files.find((file) => file.path === path)!.bundle)!.url}`;
+      const bundleOf = (path: string) =>
+        `/site/published/${v2.bundles.find((bundle) => bundle.sha256 === v2.files.find((file) => file.path === path)!.bundle)!.url}`;
       const seen = server.requests.filter((request) => request.path.startsWith('/site/'));
       expect(seen.map((request) => request.path)).toEqual(['/site/published/project.index.json', bundleOf('levels/c.bin')]);
       // Only c.bin's bytes: a range when its bundle also holds files the cache has, else the bundle (c.bin alone).
       const shared = v2.files.some((file) => bundleOf(file.path) === bundleOf('levels/c.bin') && !(file.path in changed));
       if (shared) expect(seen[1]!.range).toMatch(/^bytes=\d+-\d+$/);
-      else expect({ range: seen[1]!.range, members: v2.files.filter((file) => bundleOf(file.path) === bundleOf('levels/c.bin')).map((file) => file.path) }).toEqual({ range: undefined, members: ['levels/c.bin'] });
+      else
+        expect({
+          range: seen[1]!.range,
+          members: v2.files.filter((file) => bundleOf(file.path) === bundleOf('levels/c.bin')).map((file) => file.path),
+        }).toEqual({ range: undefined, members: ['levels/c.bin'] });
       server.resetRequests();
       for (const [path, bytes] of Object.entries(CURRENT)) {
         const got = await fetchInPage(page, `published/${path.split('/').map(encodeURIComponent).join('/')}`);
         expect({ path, status: got.status, sha256: got.sha256 }).toEqual({ path, status: 200, sha256: sha256(bytes) });
       }
       // Every file of the new version from the cache but the new one.
-      expect(server.requests.map((request) => request.path).filter((path) => path.startsWith('/site/'))).toEqual([bundleOf('levels/d.bin')]);
+      expect(server.requests.map((request) => request.path).filter((path) => path.startsWith('/site/'))).toEqual([
+        bundleOf('levels/d.bin'),
+      ]);
     });
 
     test('refreshes that overlap (issue 20): the one started last wins, an older index answered late is neither served nor kept; a restart serves the kept index while the index host stalls', async () => {
@@ -327,12 +397,13 @@ describe.each(TESTED_BROWSERS)('%s: the service worker', (kind) => {
       writeTree(loose, changed);
       Object.assign(CURRENT, changed);
       expect(runCli([loose, '--out', join(site, 'published'), '--target-mb', '0.05']).code).toBe(0);
-      const refresh = () => page.evaluate(async () => {
-        const channel = new MessageChannel();
-        const reply = new Promise((resolve) => (channel.port1.onmessage = (event) => resolve(event.data)));
-        navigator.serviceWorker.controller!.postMessage({ type: 'awkb:refresh' }, [channel.port2]);
-        return reply;
-      });
+      const refresh = () =>
+        page.evaluate(async () => {
+          const channel = new MessageChannel();
+          const reply = new Promise((resolve) => (channel.port1.onmessage = (event) => resolve(event.data)));
+          navigator.serviceWorker.controller!.postMessage({ type: 'awkb:refresh' }, [channel.port2]);
+          return reply;
+        });
       // The first refresh's answer is held until the second has been answered with the new index.
       const held = server.hold(INDEX, { headersFirst: true });
       const first = refresh();
@@ -349,7 +420,8 @@ describe.each(TESTED_BROWSERS)('%s: the service worker', (kind) => {
       await cdp.detach();
       const stalled = server.hold(INDEX);
       try {
-        for (const path of ['levels/a.bin', 'levels/b.bin']) expect({ path, sha256: (await fetchInPage(page, `published/${path}`)).sha256 }).toEqual({ path, sha256: sha256(CURRENT[path]!) });
+        for (const path of ['levels/a.bin', 'levels/b.bin'])
+          expect({ path, sha256: (await fetchInPage(page, `published/${path}`)).sha256 }).toEqual({ path, sha256: sha256(CURRENT[path]!) });
         await stalled.arrived; // asked for, and still not answered
       } finally {
         stalled.release();
@@ -378,21 +450,24 @@ describe.each(TESTED_BROWSERS)('%s: the service worker', (kind) => {
   });
 
   // Last: it stops the server. Chromium only: stopping a worker takes CDP, which BiDi (Firefox) lacks.
-  testIf(kind === 'chromium')('with the server stopped, a restarted worker serves what was read before from the kept index and the cache', async () => {
-    const page = await browser.browser.newPage();
-    await page.goto(`${server.origin}/site/page.html`);
-    // Controlled at once: the worker registered by the tests above is active for this scope.
-    expect(await page.evaluate(() => navigator.serviceWorker.controller !== null)).toBe(true);
-    const cdp = await page.createCDPSession();
-    await cdp.send('ServiceWorker.enable');
-    await cdp.send('ServiceWorker.stopAllWorkers');
-    await server.close();
-    for (const [path, bytes] of Object.entries(CURRENT)) {
-      const got = await fetchInPage(page, `published/${path.split('/').map(encodeURIComponent).join('/')}`);
-      expect({ path, status: got.status, sha256: got.sha256 }).toEqual({ path, status: 200, sha256: sha256(bytes) });
-    }
-    await page.close();
-  });
+  testIf(kind === 'chromium')(
+    'with the server stopped, a restarted worker serves what was read before from the kept index and the cache',
+    async () => {
+      const page = await browser.browser.newPage();
+      await page.goto(`${server.origin}/site/page.html`);
+      // Controlled at once: the worker registered by the tests above is active for this scope.
+      expect(await page.evaluate(() => navigator.serviceWorker.controller !== null)).toBe(true);
+      const cdp = await page.createCDPSession();
+      await cdp.send('ServiceWorker.enable');
+      await cdp.send('ServiceWorker.stopAllWorkers');
+      await server.close();
+      for (const [path, bytes] of Object.entries(CURRENT)) {
+        const got = await fetchInPage(page, `published/${path.split('/').map(encodeURIComponent).join('/')}`);
+        expect({ path, status: got.status, sha256: got.sha256 }).toEqual({ path, status: 200, sha256: sha256(bytes) });
+      }
+      await page.close();
+    },
+  );
 });
 
 /**
@@ -442,7 +517,8 @@ try {
     await server?.close();
   });
 
-  const gameState = (page: Page) => page.waitForFunction(() => (window as unknown as { game?: unknown }).game, { timeout: 20_000 }).then((handle) => handle.jsonValue());
+  const gameState = (page: Page) =>
+    page.waitForFunction(() => (window as unknown as { game?: unknown }).game, { timeout: 20_000 }).then((handle) => handle.jsonValue());
   const expected = { level: { name: 'level one', tiles: [1, 2, 3] }, coin: [expect.any(Number), expect.any(Number)] };
 
   test('the page and everything it loads come from the cache with the server stopped', async () => {
@@ -455,7 +531,9 @@ try {
     server.resetRequests();
     await page.goto(`${server.origin}/game/`);
     expect(await gameState(page)).toMatchObject({ ...expected, background: `url("${server.origin}/game/assets/particle.png")` });
-    const loose = server.requests.map((request) => request.path).filter((path) => !path.endsWith('.awkb') && !path.endsWith('/awake-bundle-sw.js'));
+    const loose = server.requests
+      .map((request) => request.path)
+      .filter((path) => !path.endsWith('.awkb') && !path.endsWith('/awake-bundle-sw.js'));
     expect(loose).toEqual([]);
     const bundles = server.requests.filter((request) => request.path.endsWith('.awkb'));
     expect(bundles.length).toBeGreaterThan(0);
@@ -496,7 +574,11 @@ describe.each(TESTED_BROWSERS)('%s: the worker on webpack serve (loose index)', 
     const project = temporaryDir('awkb-sw-dev-');
     writeTree(join(project, 'assets'), files);
     writeTree(join(project, 'static'), { 'page.html': PAGE });
-    const config = writeWebpackProject(project, { assets: 'assets', serviceWorker: true }, { mode: 'development', devServer: { static: { directory: join(project, 'static'), watch: false } } });
+    const config = writeWebpackProject(
+      project,
+      { assets: 'assets', serviceWorker: true },
+      { mode: 'development', devServer: { static: { directory: join(project, 'static'), watch: false } } },
+    );
     server = await startWebpackServe(config, project);
     browser = await launchBrowser({ kind });
   }, 120_000);

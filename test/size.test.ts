@@ -33,7 +33,11 @@ const BUDGETS: Record<string, number> = {
 let measures: Measure[];
 
 beforeAll(() => {
-  const output = execFileSync(process.execPath, [join(REPO, 'scripts/size.mjs'), '--json'], { cwd: REPO, encoding: 'utf8', timeout: 120_000 });
+  const output = execFileSync(process.execPath, [join(REPO, 'scripts/size.mjs'), '--json'], {
+    cwd: REPO,
+    encoding: 'utf8',
+    timeout: 120_000,
+  });
   measures = JSON.parse(output) as Measure[];
 }, 180_000);
 

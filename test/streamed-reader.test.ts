@@ -20,7 +20,9 @@ const plan = bundleStreamPlan(expected.good, expected.members)!;
 /** Feeds `bytes` in chunks of `size` and finishes; what was handed out, in order, and how it ended. */
 async function stream(bytes: Uint8Array, size: number, streamPlan: BundleStreamPlan = plan) {
   const handed: { index: number; sha256: string }[] = [];
-  const verifier = new BundleStreamVerifier(streamPlan, sha256Hex, { member: (index, member) => handed.push({ index, sha256: sha256HexSync(member) }) });
+  const verifier = new BundleStreamVerifier(streamPlan, sha256Hex, {
+    member: (index, member) => handed.push({ index, sha256: sha256HexSync(member) }),
+  });
   let refusedAt: number | undefined;
   try {
     for (let at = 0; at < bytes.length; at += size) {
@@ -45,15 +47,27 @@ describe('BundleStreamVerifier', () => {
     expect(Buffer.from(good.subarray(0, plan.head.length)).equals(Buffer.from(plan.head))).toBe(true);
     expect(plan.contents.map((content) => content.offset)).toEqual(expected.members.map((member: { offset: number }) => member.offset));
     // Offsets the canonical layout would not give: no plan (the bundle is then read whole).
-    expect(bundleStreamPlan(expected.good, expected.members.map((member: { offset: number }, i: number) => (i === 0 ? { ...member, offset: member.offset + 1 } : member)))).toBeUndefined();
+    expect(
+      bundleStreamPlan(
+        expected.good,
+        expected.members.map((member: { offset: number }, i: number) => (i === 0 ? { ...member, offset: member.offset + 1 } : member)),
+      ),
+    ).toBeUndefined();
   });
 
   test.each([1, 7, 64, 4096])('a good bundle in chunks of %i bytes hands out every member once, in order, verified', async (size) => {
     const outcome = await stream(new Uint8Array(readFileSync(join(damagedDir, 'good.awkb'))), size);
-    expect(outcome).toEqual({ ok: true, handed: expected.members.map((member: { sha256: string }, index: number) => ({ index, sha256: member.sha256 })) });
+    expect(outcome).toEqual({
+      ok: true,
+      handed: expected.members.map((member: { sha256: string }, index: number) => ({ index, sha256: member.sha256 })),
+    });
   });
 
-  test.each((expected.cases as { file: string; expect: { ok?: true; part?: string; damaged?: string[]; says?: string } }[]).filter((c) => !c.expect.ok))('conformance $file: refused as the fixture says, nothing damaged handed out', async ({ file, expect: expectation }) => {
+  test.each(
+    (expected.cases as { file: string; expect: { ok?: true; part?: string; damaged?: string[]; says?: string } }[]).filter(
+      (c) => !c.expect.ok,
+    ),
+  )('conformance $file: refused as the fixture says, nothing damaged handed out', async ({ file, expect: expectation }) => {
     const bytes = new Uint8Array(readFileSync(join(damagedDir, file)));
     for (const size of [1, 13, 1 << 16]) {
       const outcome = await stream(bytes, size);
@@ -68,7 +82,9 @@ describe('BundleStreamVerifier', () => {
       if (expectation.damaged) expect([...outcome.damaged].sort()).toEqual([...expectation.damaged].sort());
       if (expectation.says) expect(outcome.message).toContain(expectation.says);
       // Never a damaged member out; only members before the first damage.
-      const damagedShas = new Set(expected.members.filter((m: { key: string }) => expectation.damaged?.includes(m.key)).map((m: { sha256: string }) => m.sha256));
+      const damagedShas = new Set(
+        expected.members.filter((m: { key: string }) => expectation.damaged?.includes(m.key)).map((m: { sha256: string }) => m.sha256),
+      );
       for (const member of outcome.handed) expect(damagedShas.has(member.sha256)).toBe(false);
     }
   });
@@ -94,7 +110,11 @@ describe('IndexedAssetSource, streamed', () => {
     const server = await startScriptedServer(site.resources, (request) => (request.path.endsWith('.awkb') ? { kind: 'short' } : undefined));
     servers.push(server);
     const cache = new MemoryCache();
-    const source = await IndexedAssetSource.open({ indexUrl: `${server.origin}/project.index.json`, cache, retry: { attempts: 3, baseDelayMs: 1 } });
+    const source = await IndexedAssetSource.open({
+      indexUrl: `${server.origin}/project.index.json`,
+      cache,
+      retry: { attempts: 3, baseDelayMs: 1 },
+    });
     const paths = site.index.files.map((file) => file.path!);
     const reads = await Promise.allSettled(paths.map((path) => source.read(path)));
     await source.whenStored();
@@ -103,7 +123,8 @@ describe('IndexedAssetSource, streamed', () => {
     paths.forEach((path, i) => {
       const entry = source.entry(path)!;
       const read = reads[i]!;
-      if (entry.offset! + entry.sizeBytes <= half) expect(read.status === 'fulfilled' && Buffer.from(read.value).equals(Buffer.from(site.files.get(path)!))).toBe(true);
+      if (entry.offset! + entry.sizeBytes <= half)
+        expect(read.status === 'fulfilled' && Buffer.from(read.value).equals(Buffer.from(site.files.get(path)!))).toBe(true);
       else {
         expect(read.status).toBe('rejected');
         const error = (read as PromiseRejectedResult).reason;
@@ -126,13 +147,16 @@ describe('IndexedAssetSource, streamed', () => {
     const source = await IndexedAssetSource.open({ indexUrl: `${server.origin}/project.index.json`, cache, pendingBytes: 600 * 1024 });
     let most = 0;
     const totals = new Set<number>();
-    await source.prefetch(site.index.files.map((file) => file.path!), {
-      keep: false,
-      onProgress: (progress) => {
-        totals.add(progress.totalBytes);
-        most = Math.max(most, source.stats().loadBytesInFlight);
+    await source.prefetch(
+      site.index.files.map((file) => file.path!),
+      {
+        keep: false,
+        onProgress: (progress) => {
+          totals.add(progress.totalBytes);
+          most = Math.max(most, source.stats().loadBytesInFlight);
+        },
       },
-    });
+    );
     const largest = Math.max(...site.index.bundles.map((bundle) => bundle.sizeBytes));
     expect(most).toBeGreaterThan(0);
     expect(most).toBeLessThanOrEqual(600 * 1024 + largest);

@@ -20,9 +20,27 @@ function runWorker(script: string, workerUrl: string) {
     skipWaiting: async () => undefined,
     clients: { claim: async () => undefined },
     // The worker starts reading its index at once: record the URL, answer 404 (a 4xx is not retried).
-    fetch: async (input: unknown) => (fetched.push(String(input instanceof Request ? input.url : input)), new Response('not here', { status: 404 })),
-    URL, AbortController, AbortSignal, TextDecoder, TextEncoder, Uint8Array, Promise, setTimeout, clearTimeout, console,
-    Request, Response, Headers, DOMException, Blob, crypto, queueMicrotask,
+    fetch: async (input: unknown) => (
+      fetched.push(String(input instanceof Request ? input.url : input)),
+      new Response('not here', { status: 404 })
+    ),
+    URL,
+    AbortController,
+    AbortSignal,
+    TextDecoder,
+    TextEncoder,
+    Uint8Array,
+    Promise,
+    setTimeout,
+    clearTimeout,
+    console,
+    Request,
+    Response,
+    Headers,
+    DOMException,
+    Blob,
+    crypto,
+    queueMicrotask,
     indexedDB: undefined,
   };
   scope.self = scope;
@@ -40,10 +58,11 @@ test('writes awake-bundle-sw.js, the built worker as it is without --index', () 
   expect(readFileSync(join(site, 'www/awake-bundle-sw.js'), 'utf8')).toBe(BUILT);
 });
 
-test('--index is baked in; the register URL\'s ?index= wins over it; the default is project.index.json beside the worker', async () => {
+test("--index is baked in; the register URL's ?index= wins over it; the default is project.index.json beside the worker", async () => {
   const site = temporaryDir('awkb-sw-out-');
-  expect(runCli(['sw', '--out', site, '--index', 'published/project.index.json', '--json']).stdout.trim())
-    .toBe(JSON.stringify({ file: join(site, 'awake-bundle-sw.js'), index: 'published/project.index.json' }));
+  expect(runCli(['sw', '--out', site, '--index', 'published/project.index.json', '--json']).stdout.trim()).toBe(
+    JSON.stringify({ file: join(site, 'awake-bundle-sw.js'), index: 'published/project.index.json' }),
+  );
   const baked = readFileSync(join(site, 'awake-bundle-sw.js'), 'utf8');
   const settle = () => new Promise((resolve) => setTimeout(resolve, 50));
   const plain = runWorker(baked, 'https://game.example/awake-bundle-sw.js');
@@ -69,7 +88,9 @@ test('a package whose worker was not built: exit 1 naming the missing file', () 
   rmSync(copy, { recursive: true, force: true });
   cpSync(join(REPO, 'dist'), join(copy, 'dist'), { recursive: true, filter: (path) => !path.startsWith(join(REPO, 'dist', 'sw')) });
   try {
-    const result = spawnSync(process.execPath, [join(copy, 'dist/cli/main.js'), 'sw', '--out', temporaryDir('awkb-sw-missing-')], { encoding: 'utf8' });
+    const result = spawnSync(process.execPath, [join(copy, 'dist/cli/main.js'), 'sw', '--out', temporaryDir('awkb-sw-missing-')], {
+      encoding: 'utf8',
+    });
     expect(result.status).toBe(1);
     expect(result.stderr).toContain(`${join(copy, 'dist/sw/awake-bundle-sw.js')} is missing: this package was not built (npm run build)`);
   } finally {

@@ -61,7 +61,19 @@ afterEach(async () => {
 
 /** Fakes setTimeout and clearTimeout alone: timers run on the test's clock, sockets stay real. */
 function fakeSetTimeoutOnly(): void {
-  jest.useFakeTimers({ doNotFake: ['Date', 'hrtime', 'nextTick', 'performance', 'queueMicrotask', 'setImmediate', 'clearImmediate', 'setInterval', 'clearInterval'] });
+  jest.useFakeTimers({
+    doNotFake: [
+      'Date',
+      'hrtime',
+      'nextTick',
+      'performance',
+      'queueMicrotask',
+      'setImmediate',
+      'clearImmediate',
+      'setInterval',
+      'clearInterval',
+    ],
+  });
 }
 
 /** A `sleep` that records each wait and returns at once, so retry tests take no time. */
@@ -95,7 +107,9 @@ async function failure(promise: Promise<unknown>): Promise<AwakeError> {
 
 describe('Transport retries (SPEC §7 "Retries")', () => {
   test('a 429 waits as long as Retry-After says, then sends again', async () => {
-    const server = await startServer((_, response, hit) => (hit === 1 ? send(response, 429, 'slow down', { 'Retry-After': '2' }) : send(response, 200, 'hello')));
+    const server = await startServer((_, response, hit) =>
+      hit === 1 ? send(response, 429, 'slow down', { 'Retry-After': '2' }) : send(response, 200, 'hello'),
+    );
     const { waits, sleep } = recordingSleep();
     const transport = new Transport({ sleep });
     expect(await transport.getText(`${server.origin}/index.json`)).toBe('hello');
@@ -104,7 +118,9 @@ describe('Transport retries (SPEC §7 "Retries")', () => {
   });
 
   test('a 503 with Retry-After in seconds waits that long', async () => {
-    const server = await startServer((_, response, hit) => (hit === 1 ? send(response, 503, '', { 'Retry-After': '3' }) : send(response, 200, 'up')));
+    const server = await startServer((_, response, hit) =>
+      hit === 1 ? send(response, 503, '', { 'Retry-After': '3' }) : send(response, 200, 'up'),
+    );
     const { waits, sleep } = recordingSleep();
     expect(await new Transport({ sleep }).getText(`${server.origin}/a`)).toBe('up');
     expect(waits).toEqual([3000]);
@@ -134,7 +150,9 @@ describe('Transport retries (SPEC §7 "Retries")', () => {
 
   test('a 503 without Retry-After and other 5xx back off exponentially, with jitter', async () => {
     const statuses = [503, 500, 502];
-    const server = await startServer((_, response, hit) => send(response, statuses[hit - 1] ?? 200, hit > statuses.length ? 'finally' : 'oops'));
+    const server = await startServer((_, response, hit) =>
+      send(response, statuses[hit - 1] ?? 200, hit > statuses.length ? 'finally' : 'oops'),
+    );
     const { waits, sleep } = recordingSleep();
     const transport = new Transport({ sleep, retry: { attempts: 4, baseDelayMs: 100 } });
     expect(await transport.getText(`${server.origin}/a`)).toBe('finally');
@@ -148,7 +166,9 @@ describe('Transport retries (SPEC §7 "Retries")', () => {
   });
 
   test('a Retry-After longer than maxDelayMs is capped', async () => {
-    const server = await startServer((_, response, hit) => (hit === 1 ? send(response, 429, '', { 'Retry-After': '3600' }) : send(response, 200, 'ok')));
+    const server = await startServer((_, response, hit) =>
+      hit === 1 ? send(response, 429, '', { 'Retry-After': '3600' }) : send(response, 200, 'ok'),
+    );
     const { waits, sleep } = recordingSleep();
     expect(await new Transport({ sleep, retry: { maxDelayMs: 1500 } }).getText(`${server.origin}/a`)).toBe('ok');
     expect(waits).toEqual([1500]);
@@ -176,7 +196,9 @@ describe('Transport retries (SPEC §7 "Retries")', () => {
   });
 
   test('onRetry hears each failure and the wait that follows it', async () => {
-    const server = await startServer((_, response, hit) => (hit === 1 ? send(response, 503, '', { 'Retry-After': '1' }) : send(response, 200, 'ok')));
+    const server = await startServer((_, response, hit) =>
+      hit === 1 ? send(response, 503, '', { 'Retry-After': '1' }) : send(response, 200, 'ok'),
+    );
     const events: RetryEvent[] = [];
     const transport = new Transport({ sleep: recordingSleep().sleep, onRetry: (event) => events.push(event) });
     await transport.getText(`${server.origin}/a`);
@@ -184,7 +206,9 @@ describe('Transport retries (SPEC §7 "Retries")', () => {
   });
 
   test('with the default timer, Retry-After: 1 waits 1000 ms of timer time, not less', async () => {
-    const server = await startServer((_, response, hit) => (hit === 1 ? send(response, 503, '', { 'Retry-After': '1' }) : send(response, 200, 'ok')));
+    const server = await startServer((_, response, hit) =>
+      hit === 1 ? send(response, 503, '', { 'Retry-After': '1' }) : send(response, 200, 'ok'),
+    );
     // Only setTimeout is faked: the clock is the test's, the sockets stay real. No wall clock is read.
     fakeSetTimeoutOnly();
     try {
@@ -223,7 +247,9 @@ describe('Transport network failures', () => {
   });
 
   test('a connection reset is retried', async () => {
-    const server = await startServer((request, response, hit) => (hit === 1 ? request.socket.destroy() : send(response, 200, 'after reset')));
+    const server = await startServer((request, response, hit) =>
+      hit === 1 ? request.socket.destroy() : send(response, 200, 'after reset'),
+    );
     const events: RetryEvent[] = [];
     const transport = new Transport({ sleep: recordingSleep().sleep, onRetry: (event) => events.push(event) });
     expect(await transport.getText(`${server.origin}/reset`)).toBe('after reset');
@@ -249,7 +275,9 @@ describe('Transport network failures', () => {
     expect(await transport.getText(`${server.origin}/slow`)).toBe('in time');
     expect(events[0]!.error).toBeInstanceOf(RequestTimeoutError);
 
-    const error = await failure(new Transport({ timeoutMs: 100, sleep: recordingSleep().sleep, retry: { attempts: 2 } }).getText(`${server.origin}/slower`));
+    const error = await failure(
+      new Transport({ timeoutMs: 100, sleep: recordingSleep().sleep, retry: { attempts: 2 } }).getText(`${server.origin}/slower`),
+    );
     expect(error).toMatchObject({ name: 'RequestTimeoutError', code: 'E_TIMEOUT', timeoutMs: 100, url: `${server.origin}/slower` });
     expect(error.message).toMatch(/timed out: no answer or no bytes for 100 ms.*gave up after 2 attempts/);
   });
@@ -371,9 +399,16 @@ describe('Transport body bounds (maxBytes, expectedBytes)', () => {
       response.writeHead(200, { 'Content-Length': 600_000_000 });
       streamEndlessly(response, written);
     });
-    const error = await failure(new Transport({ sleep: recordingSleep().sleep }).getText(`${server.origin}/project.index.json`, { maxBytes: MiB }));
+    const error = await failure(
+      new Transport({ sleep: recordingSleep().sleep }).getText(`${server.origin}/project.index.json`, { maxBytes: MiB }),
+    );
     expect(error).toBeInstanceOf(ResponseSizeError);
-    expect(error).toMatchObject({ code: 'E_RESPONSE_SIZE', url: `${server.origin}/project.index.json`, expectedBytes: MiB, declaredBytes: 600_000_000 });
+    expect(error).toMatchObject({
+      code: 'E_RESPONSE_SIZE',
+      url: `${server.origin}/project.index.json`,
+      expectedBytes: MiB,
+      declaredBytes: 600_000_000,
+    });
     expect(error.message).toMatch(/maxBytes/);
     expect(server.hits).toBe(1);
     expect(written.bytes).toBeLessThan(24 * MiB);
@@ -403,9 +438,18 @@ describe('Transport body bounds (maxBytes, expectedBytes)', () => {
     for (const path of ['/sized', '/chunked']) {
       expect(await transport.getText(`${server.origin}${path}`, { maxBytes: 5 })).toBe('hello');
       expect(await transport.getText(`${server.origin}${path}`, { maxBytes: 5, onProgress: () => undefined })).toBe('hello');
-      await expect(transport.getText(`${server.origin}${path}`, { maxBytes: 4 })).rejects.toMatchObject({ code: 'E_RESPONSE_SIZE', expectedBytes: 4 });
-      await expect(transport.getBytes(`${server.origin}${path}`, { maxBytes: 100, expectedBytes: 4 })).rejects.toMatchObject({ code: 'E_RESPONSE_SIZE', expectedBytes: 4 });
-      await expect(transport.getBytes(`${server.origin}${path}`, { maxBytes: 4, expectedBytes: 100 })).rejects.toMatchObject({ code: 'E_RESPONSE_SIZE', expectedBytes: 4 });
+      await expect(transport.getText(`${server.origin}${path}`, { maxBytes: 4 })).rejects.toMatchObject({
+        code: 'E_RESPONSE_SIZE',
+        expectedBytes: 4,
+      });
+      await expect(transport.getBytes(`${server.origin}${path}`, { maxBytes: 100, expectedBytes: 4 })).rejects.toMatchObject({
+        code: 'E_RESPONSE_SIZE',
+        expectedBytes: 4,
+      });
+      await expect(transport.getBytes(`${server.origin}${path}`, { maxBytes: 4, expectedBytes: 100 })).rejects.toMatchObject({
+        code: 'E_RESPONSE_SIZE',
+        expectedBytes: 4,
+      });
     }
   });
 
@@ -499,11 +543,26 @@ describe('Transport range reads (SPEC §7 "Range reads")', () => {
       response.write('ranges are not served here');
     });
     const transport = new Transport({ sleep: recordingSleep().sleep, timeoutMs: 1000 });
-    expect(await transport.getRange(`${server.origin}/b.awkb`, 10, 10, { expectedBytes: 100 })).toEqual({ kind: 'refused', status, reason: expect.stringContaining(`HTTP ${status}`) });
-    expect(await transport.getRanges(`${server.origin}/b.awkb`, [{ offset: 0, length: 5 }, { offset: 50, length: 5 }], { expectedBytes: 100 })).toEqual({ kind: 'refused', status, reason: expect.stringContaining(`HTTP ${status}`) });
+    expect(await transport.getRange(`${server.origin}/b.awkb`, 10, 10, { expectedBytes: 100 })).toEqual({
+      kind: 'refused',
+      status,
+      reason: expect.stringContaining(`HTTP ${status}`),
+    });
+    expect(
+      await transport.getRanges(
+        `${server.origin}/b.awkb`,
+        [
+          { offset: 0, length: 5 },
+          { offset: 50, length: 5 },
+        ],
+        { expectedBytes: 100 },
+      ),
+    ).toEqual({ kind: 'refused', status, reason: expect.stringContaining(`HTTP ${status}`) });
     expect(server.hits).toBe(2);
     // Without a Range header the status is an HttpError as before (a 501 retried like any 5xx).
-    const error = await failure(new Transport({ sleep: recordingSleep().sleep, retry: { attempts: 2 } }).getBytes(`${server.origin}/b.awkb`));
+    const error = await failure(
+      new Transport({ sleep: recordingSleep().sleep, retry: { attempts: 2 } }).getBytes(`${server.origin}/b.awkb`),
+    );
     expect(error).toMatchObject({ name: 'HttpError', status });
     expect(server.hits).toBe(status === 501 ? 4 : 3);
   });
@@ -520,8 +579,10 @@ describe('Transport range reads (SPEC §7 "Range reads")', () => {
       await nginx?.stop();
     });
 
-    test("getRange returns the exact bytes of a member of good.awkb", async () => {
-      const expected = JSON.parse(await readFile(join(folder, 'expected.json'), 'utf8')) as { members: { key: string; offset: number; sizeBytes: number }[] };
+    test('getRange returns the exact bytes of a member of good.awkb', async () => {
+      const expected = JSON.parse(await readFile(join(folder, 'expected.json'), 'utf8')) as {
+        members: { key: string; offset: number; sizeBytes: number }[];
+      };
       const whole = await readFile(join(folder, 'good.awkb'));
       const transport = new Transport();
       for (const member of expected.members) {
@@ -582,7 +643,11 @@ describe('tokenAuthorizedFetch (SPEC §7 "Tokens")', () => {
 
   test('too many redirects fail with E_NETWORK, not retried', async () => {
     const content = await startServer((_, response) => send(response, 302, '', { Location: '/again' }));
-    const error = await failure(new Transport({ fetch: tokenAuthorizedFetch({ token: 't', maxRedirects: 3, origin: content.origin }) }).getBytes(`${content.origin}/loop`));
+    const error = await failure(
+      new Transport({ fetch: tokenAuthorizedFetch({ token: 't', maxRedirects: 3, origin: content.origin }) }).getBytes(
+        `${content.origin}/loop`,
+      ),
+    );
     expect(error).toMatchObject({ code: 'E_NETWORK', url: `${content.origin}/loop` });
     expect(content.hits).toBe(4);
   });
@@ -592,7 +657,11 @@ describe('tokenAuthorizedFetch (SPEC §7 "Tokens")', () => {
       request.headers.authorization === 'Bearer fresh' ? send(response, 200, 'welcome') : send(response, 401, 'expired'),
     );
     let refreshes = 0;
-    const authorizedFetch = tokenAuthorizedFetch({ token: 'stale', refreshToken: async () => (refreshes++, 'fresh'), origin: content.origin });
+    const authorizedFetch = tokenAuthorizedFetch({
+      token: 'stale',
+      refreshToken: async () => (refreshes++, 'fresh'),
+      origin: content.origin,
+    });
     const transport = new Transport({ fetch: authorizedFetch });
     expect(await transport.getText(`${content.origin}/index.json`)).toBe('welcome');
     expect(refreshes).toBe(1);
@@ -614,7 +683,9 @@ describe('tokenAuthorizedFetch (SPEC §7 "Tokens")', () => {
   test('a second 401 is returned as is, and becomes an HttpError 401', async () => {
     const content = await startServer((_, response) => send(response, 401, 'no'));
     let refreshes = 0;
-    const transport = new Transport({ fetch: tokenAuthorizedFetch({ token: 'a', refreshToken: () => (refreshes++, 'b'), origin: content.origin }) });
+    const transport = new Transport({
+      fetch: tokenAuthorizedFetch({ token: 'a', refreshToken: () => (refreshes++, 'b'), origin: content.origin }),
+    });
     const error = await failure(transport.getBytes(`${content.origin}/index.json`));
     expect(error).toMatchObject({ code: 'E_HTTP', status: 401, url: `${content.origin}/index.json` });
     expect(refreshes).toBe(1);
@@ -630,14 +701,29 @@ describe('tokenAuthorizedFetch (SPEC §7 "Tokens")', () => {
         const response = await fetch(input, nodeInit);
         if (init.redirect !== 'manual' || response.status < 300 || response.status > 399) return response;
         await response.body?.cancel();
-        return { type: 'opaqueredirect', status: 0, statusText: '', ok: false, headers: new Headers(), body: null, url: '' } as unknown as Response;
+        return {
+          type: 'opaqueredirect',
+          status: 0,
+          statusText: '',
+          ok: false,
+          headers: new Headers(),
+          body: null,
+          url: '',
+        } as unknown as Response;
       };
     }
 
     test("a request to the page's own origin is sent again with redirect 'follow' and mode 'same-origin'", async () => {
-      const content = await startServer((request, response) => (request.url === '/moved' ? send(response, 302, '', { Location: '/here' }) : send(response, 200, 'here')));
+      const content = await startServer((request, response) =>
+        request.url === '/moved' ? send(response, 302, '', { Location: '/here' }) : send(response, 200, 'here'),
+      );
       const sent: RequestInit[] = [];
-      const authorizedFetch = tokenAuthorizedFetch({ token: 't', fetch: browserLikeFetch(sent), pageOrigin: content.origin, origin: content.origin });
+      const authorizedFetch = tokenAuthorizedFetch({
+        token: 't',
+        fetch: browserLikeFetch(sent),
+        pageOrigin: content.origin,
+        origin: content.origin,
+      });
       expect(await new Transport({ fetch: authorizedFetch }).getText(`${content.origin}/moved`)).toBe('here');
       expect(sent.map(({ redirect, mode }) => [redirect, mode])).toEqual([
         ['manual', undefined],
@@ -647,7 +733,12 @@ describe('tokenAuthorizedFetch (SPEC §7 "Tokens")', () => {
 
     test('for another origin than the page, the hidden redirect is an HttpError with status 0', async () => {
       const content = await startServer((_, response) => send(response, 302, '', { Location: '/here' }));
-      const authorizedFetch = tokenAuthorizedFetch({ token: 't', fetch: browserLikeFetch([]), pageOrigin: 'https://game.example', origin: content.origin });
+      const authorizedFetch = tokenAuthorizedFetch({
+        token: 't',
+        fetch: browserLikeFetch([]),
+        pageOrigin: 'https://game.example',
+        origin: content.origin,
+      });
       const error = await failure(new Transport({ fetch: authorizedFetch }).getBytes(`${content.origin}/moved`));
       expect(error).toMatchObject({ code: 'E_HTTP', status: 0 });
       expect(error.message).toMatch(/hid a redirect/);

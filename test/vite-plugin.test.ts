@@ -19,7 +19,16 @@ import { launchBrowser, type LaunchedBrowser } from './helpers/browser';
 import { importGraph } from './helpers/imports';
 import { REPO, runCli } from './helpers/cli';
 import { installedVersion, TESTED_VITES } from './helpers/peer-versions';
-import { createViteProject, removeViteProjects, runVite, spawnVite, startVite, temporaryViteDir, type RunningVite, type ViteProject } from './helpers/vite-project';
+import {
+  createViteProject,
+  removeViteProjects,
+  runVite,
+  spawnVite,
+  startVite,
+  temporaryViteDir,
+  type RunningVite,
+  type ViteProject,
+} from './helpers/vite-project';
 
 const sha256 = (bytes: Uint8Array) => createHash('sha256').update(bytes).digest('hex');
 
@@ -78,23 +87,52 @@ describe('vite build', () => {
   test('opaque ids with a salt, a URL prefix and a small target: several bundles, still identical to the CLI', () => {
     const project = createViteProject({
       assets: exampleAssets(),
-      plugin: { assets: 'assets', output: 'game-data', opaqueIds: true, salt: 'harbour-7', urlPrefix: 'cdn/awkb', targetBundleBytes: Math.floor(0.01 * 1048576) },
+      plugin: {
+        assets: 'assets',
+        output: 'game-data',
+        opaqueIds: true,
+        salt: 'harbour-7',
+        urlPrefix: 'cdn/awkb',
+        targetBundleBytes: Math.floor(0.01 * 1048576),
+      },
     });
     expectBuilt(project);
     const published = treeHashes(join(project.dir, 'dist/game-data'));
-    expect(published).toEqual(treeHashes(publishWithCli(project.assets, [...PLUGIN_DEFAULT_FLAGS, '--opaque-ids', '--salt', 'harbour-7', '--url-prefix', 'cdn/awkb', '--target-mb', '0.01'])));
+    expect(published).toEqual(
+      treeHashes(
+        publishWithCli(project.assets, [
+          ...PLUGIN_DEFAULT_FLAGS,
+          '--opaque-ids',
+          '--salt',
+          'harbour-7',
+          '--url-prefix',
+          'cdn/awkb',
+          '--target-mb',
+          '0.01',
+        ]),
+      ),
+    );
     const index = JSON.parse(readFileSync(join(project.dir, 'dist/game-data/project.index.json'), 'utf8'));
     expect(index.bundles.length).toBeGreaterThanOrEqual(4);
     expect(index.bundles.every((bundle: { url: string }) => bundle.url.startsWith('cdn/awkb/'))).toBe(true);
     expect(JSON.stringify(index)).not.toContain('emoji');
   });
 
-  test('awkb-loads.json in Vite\'s root groups by its loads, the folder grouping for the rest: the CLI\'s --loads output', () => {
-    const loads = { formatVersion: 1, loads: [{ name: 'title', paths: ['images/kenney/coin.png', 'audio/kenney-platformer-kit/coin.ogg', 'atlas/emoji/emoji.json'] }] };
-    const project = createViteProject({ assets: exampleAssets(), plugin: { assets: 'assets' }, files: { 'awkb-loads.json': JSON.stringify(loads) } });
+  test("awkb-loads.json in Vite's root groups by its loads, the folder grouping for the rest: the CLI's --loads output", () => {
+    const loads = {
+      formatVersion: 1,
+      loads: [{ name: 'title', paths: ['images/kenney/coin.png', 'audio/kenney-platformer-kit/coin.ogg', 'atlas/emoji/emoji.json'] }],
+    };
+    const project = createViteProject({
+      assets: exampleAssets(),
+      plugin: { assets: 'assets' },
+      files: { 'awkb-loads.json': JSON.stringify(loads) },
+    });
     expectBuilt(project);
     const published = join(project.dir, 'dist/published');
-    expect(treeHashes(published)).toEqual(treeHashes(publishWithCli(project.assets, ['--loads', join(project.dir, 'awkb-loads.json'), '--group', 'folder'])));
+    expect(treeHashes(published)).toEqual(
+      treeHashes(publishWithCli(project.assets, ['--loads', join(project.dir, 'awkb-loads.json'), '--group', 'folder'])),
+    );
     const index = JSON.parse(readFileSync(join(published, 'project.index.json'), 'utf8')) as { files: { path: string; bundle: string }[] };
     const bundleOf = (path: string) => index.files.find((file) => file.path === path)!.bundle;
     expect(new Set(loads.loads[0]!.paths.map(bundleOf)).size).toBe(1);
@@ -118,9 +156,9 @@ describe('vite build', () => {
     expect(bundleFiles(cached)).toEqual(before);
     // Vite emptied dist/ and the bundles are there again: the cached files themselves (hard links).
     expect(treeHashes(join(project.dir, 'dist/published'))).toEqual(treeHashes(publishWithCli(project.assets, PLUGIN_DEFAULT_FLAGS)));
-    expect(Object.fromEntries(Object.keys(before).map((name) => [name, lstatSync(join(project.dir, 'dist/published/bundles', name)).ino]))).toEqual(
-      Object.fromEntries(Object.entries(before).map(([name, file]) => [name, file.ino])),
-    );
+    expect(
+      Object.fromEntries(Object.keys(before).map((name) => [name, lstatSync(join(project.dir, 'dist/published/bundles', name)).ino])),
+    ).toEqual(Object.fromEntries(Object.entries(before).map(([name, file]) => [name, file.ino])));
 
     writeFileSync(join(project.assets, 'audio/kenney-platformer-kit/coin.ogg'), 'a new sound');
     const third = expectBuilt(project);
@@ -152,7 +190,9 @@ describe('vite build', () => {
     const index = join(project.dir, 'dist/published/project.index.json');
     writeFileSync(join(project.assets, 'images/kenney/coin.png'), 'a new coin');
     expect(expectBuilt(project).output).toMatch(/4 bundles, 1 written, 3 unchanged/);
-    expect(JSON.parse(readFileSync(index, 'utf8')).files.find((file: { path: string }) => file.path === 'images/kenney/coin.png').sha256).toBe(sha256(Buffer.from('a new coin')));
+    expect(
+      JSON.parse(readFileSync(index, 'utf8')).files.find((file: { path: string }) => file.path === 'images/kenney/coin.png').sha256,
+    ).toBe(sha256(Buffer.from('a new coin')));
     // The bundle the new index no longer names stays, as the CLI leaves it (players mid-load).
     const published = treeHashes(join(project.dir, 'dist/published'));
     const cli = treeHashes(publishWithCli(project.assets, PLUGIN_DEFAULT_FLAGS));
@@ -161,22 +201,28 @@ describe('vite build', () => {
   });
 
   test('an outDir inside the assets folder is left out of the input, as the CLI leaves out its --out', () => {
-    const project = createViteProject({ assets: exampleAssets(), plugin: { assets: 'assets' }, config: "build: { outDir: 'assets/site', emptyOutDir: false }," });
+    const project = createViteProject({
+      assets: exampleAssets(),
+      plugin: { assets: 'assets' },
+      config: "build: { outDir: 'assets/site', emptyOutDir: false },",
+    });
     expectBuilt(project);
     // A second build sees the first one's output inside the assets folder, and must not publish it.
     expectBuilt(project);
-    const index = JSON.parse(readFileSync(join(project.dir, 'assets/site/published/project.index.json'), 'utf8')) as { files: { path: string }[] };
+    const index = JSON.parse(readFileSync(join(project.dir, 'assets/site/published/project.index.json'), 'utf8')) as {
+      files: { path: string }[];
+    };
     expect(index.files.map((file) => file.path).sort()).toEqual([...EXAMPLE_FILES].sort());
   });
 
   test('an assets folder inside public/ is published, with a warning that Vite copies it loose as well', () => {
     const project = createViteProject({ plugin: { assets: 'public/assets' }, files: { 'public/assets/images/coin.png': 'a coin' } });
     const build = expectBuilt(project);
-    expect(build.output).toContain('lies inside Vite\'s publicDir');
+    expect(build.output).toContain("lies inside Vite's publicDir");
     expect(existsSync(join(project.dir, 'dist/published/project.index.json'))).toBe(true);
   });
 
-  test('a link that leaves the assets folder fails the build with the CLI\'s message naming it', () => {
+  test("a link that leaves the assets folder fails the build with the CLI's message naming it", () => {
     const project = createViteProject({ assets: exampleAssets(), plugin: { assets: 'assets' } });
     writeFileSync(join(project.dir, 'secret.txt'), 'not an asset');
     symlinkSync('../../secret.txt', join(project.assets, 'images/leak.txt'));
@@ -190,7 +236,7 @@ describe('vite build', () => {
     expect(existsSync(join(project.dir, 'dist/published/project.index.json'))).toBe(false);
   });
 
-  test('an unsafe file name fails the build with the CLI\'s message naming it', () => {
+  test("an unsafe file name fails the build with the CLI's message naming it", () => {
     const project = createViteProject({ assets: { ...exampleAssets(), 'images/back\\slash.png': 'x' }, plugin: { assets: 'assets' } });
     const cli = runCli([project.assets, '--out', join(temporaryViteDir(), 'out')]);
     expect(cli.code).toBe(1);
@@ -224,7 +270,11 @@ describe('vite build', () => {
       const answer = await fetch(indexUrl);
       // No ask for recorded loads, and no endpoint to post them to.
       expect(answer.headers.get('x-awake-bundle-loads')).toBeNull();
-      const posted = await fetch(new URL('__awake-bundle/loads', preview.url), { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: '{"formatVersion":1,"loads":[{"name":"a","paths":["images/kenney/coin.png"]}]}' });
+      const posted = await fetch(new URL('__awake-bundle/loads', preview.url), {
+        method: 'POST',
+        headers: { 'Content-Type': 'application/json' },
+        body: '{"formatVersion":1,"loads":[{"name":"a","paths":["images/kenney/coin.png"]}]}',
+      });
       expect(posted.status).toBeGreaterThanOrEqual(400);
       expect(existsSync(join(project.dir, 'awkb-loads.json'))).toBe(false);
       const index = await answer.json();
@@ -282,7 +332,7 @@ describe('vite (the dev server)', () => {
     await dev?.close();
   });
 
-  test('answers a formatVersion 2 index under Vite\'s base, whose files it serves with matching hashes', async () => {
+  test("answers a formatVersion 2 index under Vite's base, whose files it serves with matching hashes", async () => {
     expect(new URL(dev.url).pathname).toBe('/game/');
     const indexUrl = new URL('published/project.index.json', dev.url);
     const index = await fetchDevIndex(indexUrl);
@@ -290,7 +340,11 @@ describe('vite (the dev server)', () => {
     expect(index.files.map((file) => file.path)).toEqual([...EXAMPLE_FILES].sort());
     for (const file of index.files) {
       const onDisk = readFileSync(join(project.assets, file.path));
-      expect({ path: file.path, sha256: file.sha256, sizeBytes: file.sizeBytes }).toEqual({ path: file.path, sha256: sha256(onDisk), sizeBytes: onDisk.length });
+      expect({ path: file.path, sha256: file.sha256, sizeBytes: file.sizeBytes }).toEqual({
+        path: file.path,
+        sha256: sha256(onDisk),
+        sizeBytes: onDisk.length,
+      });
       const served = new Uint8Array(await (await fetch(new URL(file.url, indexUrl))).arrayBuffer());
       expect({ path: file.path, sha256: sha256(served) }).toEqual({ path: file.path, sha256: file.sha256 });
     }
@@ -329,8 +383,10 @@ describe('the Phaser example game on the Vite dev server, in Chromium', () => {
     // The example's own code (examples/phaser/src/main.ts), unchanged: Vite compiles it; its
     // `this.load.setPath('published/'); this.load.awkbIndex('assets', 'project.index.json')`
     // meets the plugin's loose index of examples/assets.
-    const page = readFileSync(join(REPO, 'examples/phaser/index.html'), 'utf8')
-      .replace('<script src="main.js"></script>', `<script type="module" src="/@fs${join(REPO, 'examples/phaser/src/main.ts')}"></script>`);
+    const page = readFileSync(join(REPO, 'examples/phaser/index.html'), 'utf8').replace(
+      '<script src="main.js"></script>',
+      `<script type="module" src="/@fs${join(REPO, 'examples/phaser/src/main.ts')}"></script>`,
+    );
     project = createViteProject({
       plugin: { assets: join(REPO, 'examples/assets'), recordLoads: true },
       indexHtml: page,
@@ -358,15 +414,31 @@ describe('the Phaser example game on the Vite dev server, in Chromium', () => {
     page.on('request', (request) => requested.push(new URL(request.url()).pathname));
     // The recorded loads' post (recordLoads: a keepalive request after the scene's load) is
     // checked by the recorded-loads tests; a machine under load may still have it in flight here.
-    page.on('requestfailed', (request) => { if (!request.url().endsWith('/__awake-bundle/loads')) failed.push(`${request.url()} (${request.failure()?.errorText})`); });
-    page.on('response', (response) => { if (response.status() >= 400) failed.push(`${response.status()} ${response.url()}`); });
-    page.on('pageerror', (error) => problems.push(String(error)));
-    page.on('console', (message) => { if (message.type() === 'error') problems.push(message.text()); });
-    await page.goto(dev.url, { waitUntil: 'load' });
-    await page.waitForFunction(() => (window as { exampleReady?: unknown }).exampleReady !== undefined, { timeout: 60_000 }).catch((error: Error) => {
-      throw new Error(`the game did not reach its first frame: ${error.message}\npage: ${JSON.stringify({ problems, failed })}\nvite:\n${dev.output()}`);
+    page.on('requestfailed', (request) => {
+      if (!request.url().endsWith('/__awake-bundle/loads')) failed.push(`${request.url()} (${request.failure()?.errorText})`);
     });
-    expect(await page.evaluate(() => (window as { exampleReady?: unknown }).exampleReady)).toEqual({ textures: 7, emojiFrames: 24, mapLayers: 3, sounds: 3, indexFiles: index.files.length });
+    page.on('response', (response) => {
+      if (response.status() >= 400) failed.push(`${response.status()} ${response.url()}`);
+    });
+    page.on('pageerror', (error) => problems.push(String(error)));
+    page.on('console', (message) => {
+      if (message.type() === 'error') problems.push(message.text());
+    });
+    await page.goto(dev.url, { waitUntil: 'load' });
+    await page
+      .waitForFunction(() => (window as { exampleReady?: unknown }).exampleReady !== undefined, { timeout: 60_000 })
+      .catch((error: Error) => {
+        throw new Error(
+          `the game did not reach its first frame: ${error.message}\npage: ${JSON.stringify({ problems, failed })}\nvite:\n${dev.output()}`,
+        );
+      });
+    expect(await page.evaluate(() => (window as { exampleReady?: unknown }).exampleReady)).toEqual({
+      textures: 7,
+      emojiFrames: 24,
+      mapLayers: 3,
+      sounds: 3,
+      indexFiles: index.files.length,
+    });
     expect({ problems, failed }).toEqual({ problems: [], failed: [] });
     // The index, then the files the scene loads, each at the URL the index gives it (below
     // /published/files/): none at the URL the game names (/published/<path>).
@@ -375,7 +447,13 @@ describe('the Phaser example game on the Vite dev server, in Chromium', () => {
     const listed = new Set(index.files.map((file) => new URL(file.url, indexUrl).pathname));
     const files = published.slice(1);
     expect(files.filter((path) => !listed.has(path))).toEqual([]);
-    for (const path of ['tilemap/tilemaps/simple-map.json', 'atlas/emoji/emoji.png', 'atlas/emoji/emoji.json', 'images/kenney/particle.png', 'audio/superpowers/theme-4.ogg']) {
+    for (const path of [
+      'tilemap/tilemaps/simple-map.json',
+      'atlas/emoji/emoji.png',
+      'atlas/emoji/emoji.json',
+      'images/kenney/particle.png',
+      'audio/superpowers/theme-4.ogg',
+    ]) {
       expect(files).toContain(`/published/files/${path}`);
     }
 
@@ -395,12 +473,21 @@ describe('the Phaser example game on the Vite dev server, in Chromium', () => {
     const posted = await fetch(new URL('__awake-bundle/loads', dev.url), {
       method: 'POST',
       headers: { 'Content-Type': 'application/json' },
-      body: JSON.stringify({ formatVersion: 1, loads: [{ name: 'harbour', paths: ['images/kenney/coin.png'] }, { name: 'preload', paths: ['images/kenney/coin.png', recorded.loads[0].paths[0]] }] }),
+      body: JSON.stringify({
+        formatVersion: 1,
+        loads: [
+          { name: 'harbour', paths: ['images/kenney/coin.png'] },
+          { name: 'preload', paths: ['images/kenney/coin.png', recorded.loads[0].paths[0]] },
+        ],
+      }),
     });
     expect(posted.status).toBe(204);
     expect(JSON.parse(readFileSync(loadsFile, 'utf8'))).toEqual({
       formatVersion: 1,
-      loads: [{ name: 'preload', paths: [...recorded.loads[0].paths, 'images/kenney/coin.png'] }, { name: 'harbour', paths: ['images/kenney/coin.png'] }],
+      loads: [
+        { name: 'preload', paths: [...recorded.loads[0].paths, 'images/kenney/coin.png'] },
+        { name: 'harbour', paths: ['images/kenney/coin.png'] },
+      ],
     });
   }, 120_000);
 });
@@ -411,15 +498,21 @@ describe('the Phaser example game on the Vite dev server, in Chromium', () => {
  * which resolves its own esbuild and Rollup). One build and one dev server each: the other tests
  * above run on the devDependency (Vite 8).
  */
-describe.each(TESTED_VITES)('Vite %s (major %d) as the project\'s vite', (alias, major) => {
+describe.each(TESTED_VITES)("Vite %s (major %d) as the project's vite", (alias, major) => {
   const loads = { formatVersion: 1, loads: [{ name: 'title', paths: ['images/kenney/coin.png', 'atlas/emoji/emoji.json'] }] };
   let project: ViteProject;
 
   beforeAll(() => {
-    project = createViteProject({ assets: exampleAssets(), plugin: { assets: 'assets', recordLoads: true }, config: "base: '/game/',", files: { 'awkb-loads.json': JSON.stringify(loads) }, vite: alias });
+    project = createViteProject({
+      assets: exampleAssets(),
+      plugin: { assets: 'assets', recordLoads: true },
+      config: "base: '/game/',",
+      files: { 'awkb-loads.json': JSON.stringify(loads) },
+      vite: alias,
+    });
   });
 
-  test('vite build publishes what the CLI publishes, and the built page preloads the index and the first load\'s bundles', () => {
+  test("vite build publishes what the CLI publishes, and the built page preloads the index and the first load's bundles", () => {
     const version = installedVersion(alias);
     expect(version.split('.')[0]).toBe(String(major));
     const build = expectBuilt(project);
@@ -427,10 +520,18 @@ describe.each(TESTED_VITES)('Vite %s (major %d) as the project\'s vite', (alias,
     expect(build.output).toContain(`vite v${version} building`);
     expect(build.output).toMatch(/awake-bundle: published assets into dist\/published: \d+ bundles, \d+ written/);
     const published = join(project.dir, 'dist/published');
-    expect(treeHashes(published)).toEqual(treeHashes(publishWithCli(project.assets, ['--loads', join(project.dir, 'awkb-loads.json'), '--group', 'folder'])));
-    const index = JSON.parse(readFileSync(join(published, 'project.index.json'), 'utf8')) as { files: { path: string; bundle: string }[]; bundles: { sha256: string; url: string }[] };
+    expect(treeHashes(published)).toEqual(
+      treeHashes(publishWithCli(project.assets, ['--loads', join(project.dir, 'awkb-loads.json'), '--group', 'folder'])),
+    );
+    const index = JSON.parse(readFileSync(join(published, 'project.index.json'), 'utf8')) as {
+      files: { path: string; bundle: string }[];
+      bundles: { sha256: string; url: string }[];
+    };
     const firstLoad = [...new Set(loads.loads[0]!.paths.map((path) => index.files.find((file) => file.path === path)!.bundle))];
-    const expected = ['/game/published/project.index.json', ...firstLoad.map((sha) => `/game/published/${index.bundles.find((bundle) => bundle.sha256 === sha)!.url}`)];
+    const expected = [
+      '/game/published/project.index.json',
+      ...firstLoad.map((sha) => `/game/published/${index.bundles.find((bundle) => bundle.sha256 === sha)!.url}`),
+    ];
     const html = readFileSync(join(project.dir, 'dist/index.html'), 'utf8');
     const preloads = [...html.matchAll(/<link rel="preload" as="fetch" crossorigin(?:="")? href="([^"]+)">/g)].map((match) => match[1]);
     expect(preloads).toEqual(expected);
@@ -450,9 +551,16 @@ describe.each(TESTED_VITES)('Vite %s (major %d) as the project\'s vite', (alias,
       const coin = index.files.find((file) => file.path === 'images/kenney/coin.png')!;
       const served = new Uint8Array(await (await fetch(new URL(coin.url, indexUrl))).arrayBuffer());
       expect(sha256(served)).toBe(coin.sha256);
-      const posted = await fetch(new URL('__awake-bundle/loads', dev.url), { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ formatVersion: 1, loads: [{ name: 'level', paths: ['tilemap/tilemaps/simple-map.json'] }] }) });
+      const posted = await fetch(new URL('__awake-bundle/loads', dev.url), {
+        method: 'POST',
+        headers: { 'Content-Type': 'application/json' },
+        body: JSON.stringify({ formatVersion: 1, loads: [{ name: 'level', paths: ['tilemap/tilemaps/simple-map.json'] }] }),
+      });
       expect(posted.status).toBe(204);
-      expect(JSON.parse(readFileSync(join(project.dir, 'awkb-loads.json'), 'utf8'))).toEqual({ formatVersion: 1, loads: [...loads.loads, { name: 'level', paths: ['tilemap/tilemaps/simple-map.json'] }] });
+      expect(JSON.parse(readFileSync(join(project.dir, 'awkb-loads.json'), 'utf8'))).toEqual({
+        formatVersion: 1,
+        loads: [...loads.loads, { name: 'level', paths: ['tilemap/tilemaps/simple-map.json'] }],
+      });
     } finally {
       await dev.close();
     }
@@ -477,7 +585,10 @@ describe('awake-bundle/vite as a package entry', () => {
     for (const entry of ['dist/core/index.js', 'dist/core/node/index.js']) {
       const graph = importGraph(join(REPO, entry));
       expect({ entry, bare: [...graph.bare].filter((name) => name === 'vite' || name.startsWith('vite/')) }).toEqual({ entry, bare: [] });
-      expect({ entry, integrations: [...graph.files].filter((file) => file.includes(`${sep}integrations${sep}`)) }).toEqual({ entry, integrations: [] });
+      expect({ entry, integrations: [...graph.files].filter((file) => file.includes(`${sep}integrations${sep}`)) }).toEqual({
+        entry,
+        integrations: [],
+      });
     }
   });
 });

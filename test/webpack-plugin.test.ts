@@ -75,8 +75,27 @@ describe('webpack build', () => {
   });
 
   test('opaque ids with a salt, a URL prefix and a small target: the CLI bytes, several bundles, and the service worker', () => {
-    const options = { output: 'game/data', opaqueIds: true, salt: 'pepper', urlPrefix: 'packs', targetBundleBytes: 65536, grouping: 'folder', depth: 2, serviceWorker: true };
-    const { project, published, cliOut, config } = buildAndPublish(options, ['--opaque-ids', '--salt', 'pepper', '--url-prefix', 'packs', '--target-mb', '0.0625', '--depth', '2']);
+    const options = {
+      output: 'game/data',
+      opaqueIds: true,
+      salt: 'pepper',
+      urlPrefix: 'packs',
+      targetBundleBytes: 65536,
+      grouping: 'folder',
+      depth: 2,
+      serviceWorker: true,
+    };
+    const { project, published, cliOut, config } = buildAndPublish(options, [
+      '--opaque-ids',
+      '--salt',
+      'pepper',
+      '--url-prefix',
+      'packs',
+      '--target-mb',
+      '0.0625',
+      '--depth',
+      '2',
+    ]);
     expectSameFiles(published, cliOut);
     const index = JSON.parse(readFileSync(join(published, 'project.index.json'), 'utf8'));
     expect(index.pathIds).toEqual({ algorithm: 'hmac-sha256', salt: 'pepper' });
@@ -93,16 +112,24 @@ describe('webpack build', () => {
     expect(bundleIdentities(published, 'packs')).toEqual(before);
   });
 
-  test('awkb-loads.json beside the config (webpack\'s context) groups by its loads, the folder grouping for the rest, as --loads does', () => {
+  test("awkb-loads.json beside the config (webpack's context) groups by its loads, the folder grouping for the rest, as --loads does", () => {
     const project = temporaryDir('awkb-webpack-loads-');
     writeAssets(join(project, 'assets'));
     const loadsFile = join(project, 'awkb-loads.json');
-    writeFileSync(loadsFile, JSON.stringify({ formatVersion: 1, loads: [{ name: 'level 1', paths: ['levels/1 first.json', 'art/tiles/grass.png', 'audio/theme.ogg', 'art/gone.png'] }] }));
+    writeFileSync(
+      loadsFile,
+      JSON.stringify({
+        formatVersion: 1,
+        loads: [{ name: 'level 1', paths: ['levels/1 first.json', 'art/tiles/grass.png', 'audio/theme.ogg', 'art/gone.png'] }],
+      }),
+    );
     const config = writeWebpackProject(project, { assets: 'assets' });
     const build = runWebpack(config, project);
     expect(build.code).toBe(0);
     // The warning about a path that is no file, as the CLI prints it, among webpack's warnings.
-    expect(build.output).toContain('awake-bundle: warning: load "level 1" lists "art/gone.png", which is not a file of this publish: ignored');
+    expect(build.output).toContain(
+      'awake-bundle: warning: load "level 1" lists "art/gone.png", which is not a file of this publish: ignored',
+    );
     const cliOut = join(project, 'cli-published');
     expect(runCli([join(project, 'assets'), '--out', cliOut, '--loads', loadsFile, '--group', 'folder']).code).toBe(0);
     const published = join(project, 'dist/published');
@@ -129,11 +156,13 @@ describe('webpack build', () => {
     expect(runWebpack(config, project).code).toBe(0);
     // The second build sees the first one's main.js and published/ inside the asset folder.
     expect(runWebpack(config, project).code).toBe(0);
-    const index = JSON.parse(readFileSync(join(project, 'assets/site/published/project.index.json'), 'utf8')) as { files: { path: string }[] };
+    const index = JSON.parse(readFileSync(join(project, 'assets/site/published/project.index.json'), 'utf8')) as {
+      files: { path: string }[];
+    };
     expect(index.files.map((file) => file.path).sort()).toEqual(expected);
   });
 
-  test('a link that leaves the asset folder fails the build with the CLI\'s message, and nothing is indexed', () => {
+  test("a link that leaves the asset folder fails the build with the CLI's message, and nothing is indexed", () => {
     const project = temporaryDir('awkb-webpack-unsafe-');
     writeAssets(join(project, 'assets'));
     writeFileSync(join(project, 'secret.txt'), 'not an asset');
@@ -159,11 +188,15 @@ describe('webpack build', () => {
 });
 
 describe('webpack serve', () => {
-  test('answers the index URL with a loose index of the folder, its files, and a changed file\'s new hash on the next request', async () => {
+  test("answers the index URL with a loose index of the folder, its files, and a changed file's new hash on the next request", async () => {
     const project = temporaryDir('awkb-webpack-serve-');
     const assets = join(project, 'assets');
     writeAssets(assets);
-    const config = writeWebpackProject(project, { assets: 'assets', opaqueIds: true, salt: 'pepper', serviceWorker: true }, { mode: 'development' });
+    const config = writeWebpackProject(
+      project,
+      { assets: 'assets', opaqueIds: true, salt: 'pepper', serviceWorker: true },
+      { mode: 'development' },
+    );
     const server = await startWebpackServe(config, project);
     try {
       const indexUrl = new URL('published/project.index.json', server.url);
@@ -205,7 +238,9 @@ describe('webpack serve', () => {
       expect(entry('levels/1 first.json')).toMatchObject({ sizeBytes: changed.length, sha256: sha256Hex(changed) });
       expect(entry('levels/2 second.json')).toMatchObject({ sha256: sha256Hex(Buffer.from('{}\n')) });
       expect(entry('art/hero-copy.png')).toBeUndefined();
-      expect(Buffer.from(await (await fetch(new URL(entry('levels/1 first.json').url, indexUrl))).arrayBuffer()).equals(changed)).toBe(true);
+      expect(Buffer.from(await (await fetch(new URL(entry('levels/1 first.json').url, indexUrl))).arrayBuffer()).equals(changed)).toBe(
+        true,
+      );
       expect((await fetch(new URL('files/art/hero-copy.png', indexUrl))).status).toBe(404);
     } finally {
       await server.stop();
@@ -216,14 +251,32 @@ describe('webpack serve', () => {
     const project = temporaryDir('awkb-webpack-loads-');
     writeAssets(join(project, 'assets'));
     const loadsFile = join(project, 'awkb-loads.json');
-    const server = await startWebpackServe(writeWebpackProject(project, { assets: 'assets', recordLoads: true }, { mode: 'development' }), project);
-    const post = (loads: { name: string; paths: string[] }[]) => fetch(new URL('__awake-bundle/loads', server.url), { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ formatVersion: 1, loads }) });
+    const server = await startWebpackServe(
+      writeWebpackProject(project, { assets: 'assets', recordLoads: true }, { mode: 'development' }),
+      project,
+    );
+    const post = (loads: { name: string; paths: string[] }[]) =>
+      fetch(new URL('__awake-bundle/loads', server.url), {
+        method: 'POST',
+        headers: { 'Content-Type': 'application/json' },
+        body: JSON.stringify({ formatVersion: 1, loads }),
+      });
     try {
       const index = await fetch(new URL('published/project.index.json', server.url));
       expect(index.headers.get('x-awake-bundle-loads')).toBe('/__awake-bundle/loads');
       expect((await post([{ name: 'title', paths: ['art/hero.png', 'audio/theme.ogg'] }])).status).toBe(204);
-      expect(JSON.parse(readFileSync(loadsFile, 'utf8'))).toEqual({ formatVersion: 1, loads: [{ name: 'title', paths: ['art/hero.png', 'audio/theme.ogg'] }] });
-      expect((await post([{ name: 'level 1', paths: ['levels/1 first.json', 'art/hero.png'] }, { name: 'title', paths: ['art/tiles/grass.png', 'art/hero.png'] }])).status).toBe(204);
+      expect(JSON.parse(readFileSync(loadsFile, 'utf8'))).toEqual({
+        formatVersion: 1,
+        loads: [{ name: 'title', paths: ['art/hero.png', 'audio/theme.ogg'] }],
+      });
+      expect(
+        (
+          await post([
+            { name: 'level 1', paths: ['levels/1 first.json', 'art/hero.png'] },
+            { name: 'title', paths: ['art/tiles/grass.png', 'art/hero.png'] },
+          ])
+        ).status,
+      ).toBe(204);
       expect(JSON.parse(readFileSync(loadsFile, 'utf8'))).toEqual({
         formatVersion: 1,
         loads: [
@@ -270,7 +323,7 @@ describe('webpack serve', () => {
  * called it, and adds a middleware of its own that must still answer.
  */
 describe.each(TESTED_WEBPACK_DEV_SERVERS)('webpack serve with %s (major %d)', (alias, major) => {
-  test('serves the loose index, its files and the page\'s code, takes recorded loads, keeps the project\'s own setupMiddlewares, and publishes nothing', async () => {
+  test("serves the loose index, its files and the page's code, takes recorded loads, keeps the project's own setupMiddlewares, and publishes nothing", async () => {
     const version = installedVersion(alias);
     expect(version.split('.')[0]).toBe(String(major));
     const project = temporaryDir('awkb-webpack-wds-');
@@ -280,7 +333,7 @@ describe.each(TESTED_WEBPACK_DEV_SERVERS)('webpack serve with %s (major %d)', (a
       "devServer: await import('node:module').then(({ createRequire }) => ({ setupMiddlewares: (middlewares, server) => {",
       `  const requireFromRepo = createRequire(${JSON.stringify(join(REPO, 'package.json'))});`,
       `  const ran = server.constructor === requireFromRepo(${JSON.stringify(alias)}) ? requireFromRepo(${JSON.stringify(`${alias}/package.json`)}).version : 'another dev server';`,
-      "  console.log(`own setupMiddlewares called by webpack-dev-server ${ran}`);",
+      '  console.log(`own setupMiddlewares called by webpack-dev-server ${ran}`);',
       "  return [...middlewares, { name: 'own', path: '/own', middleware: (request, response) => response.end('own middleware') }];",
       '} })),',
     ].join('\n');
@@ -300,9 +353,16 @@ describe.each(TESTED_WEBPACK_DEV_SERVERS)('webpack serve with %s (major %d)', (a
       expect(Buffer.from(await (await fetch(new URL(hero.url, indexUrl))).arrayBuffer()).equals(onDisk.get('art/hero.png')!)).toBe(true);
       expect((await fetch(new URL('main.js', server.url))).status).toBe(200);
       expect(await (await fetch(new URL('own', server.url))).text()).toBe('own middleware');
-      const posted = await fetch(new URL('__awake-bundle/loads', server.url), { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ formatVersion: 1, loads: [{ name: 'title', paths: ['art/hero.png'] }] }) });
+      const posted = await fetch(new URL('__awake-bundle/loads', server.url), {
+        method: 'POST',
+        headers: { 'Content-Type': 'application/json' },
+        body: JSON.stringify({ formatVersion: 1, loads: [{ name: 'title', paths: ['art/hero.png'] }] }),
+      });
       expect(posted.status).toBe(204);
-      expect(JSON.parse(readFileSync(join(project, 'awkb-loads.json'), 'utf8'))).toEqual({ formatVersion: 1, loads: [{ name: 'title', paths: ['art/hero.png'] }] });
+      expect(JSON.parse(readFileSync(join(project, 'awkb-loads.json'), 'utf8'))).toEqual({
+        formatVersion: 1,
+        loads: [{ name: 'title', paths: ['art/hero.png'] }],
+      });
       expect(() => statSync(join(project, 'dist/published'))).toThrow();
     } finally {
       await server.stop();
@@ -329,14 +389,22 @@ test('the development index hashes each file once per change, however many reque
   expect(result.stderr).toBe('');
   const { counts, theme } = JSON.parse(result.stdout);
   expect(counts).toEqual([8, 8, 9, 9]);
-  expect(theme).toEqual({ path: 'audio/theme.ogg', sizeBytes: 11, sha256: sha256Hex(Buffer.from('a new theme')), url: 'files/audio/theme.ogg' });
+  expect(theme).toEqual({
+    path: 'audio/theme.ogg',
+    sizeBytes: 11,
+    sha256: sha256Hex(Buffer.from('a new theme')),
+    url: 'files/audio/theme.ogg',
+  });
 });
 
 describe('the awake-bundle/webpack entry', () => {
   const pkg = JSON.parse(readFileSync(join(REPO, 'package.json'), 'utf8'));
 
   test('is exported with its declarations; webpack and webpack-dev-server are optional peers', () => {
-    expect(pkg.exports['./webpack']).toEqual({ types: './dist/integrations/webpack/index.d.ts', default: './dist/integrations/webpack/index.js' });
+    expect(pkg.exports['./webpack']).toEqual({
+      types: './dist/integrations/webpack/index.d.ts',
+      default: './dist/integrations/webpack/index.js',
+    });
     expect(pkg.typesVersions['*'].webpack).toEqual(['./dist/integrations/webpack/index.d.ts']);
     expect(pkg.files).toContain('dist/integrations');
     for (const name of ['webpack', 'webpack-dev-server']) {
@@ -364,4 +432,3 @@ describe('the awake-bundle/webpack entry', () => {
     expect(result.stdout.trim()).toBe('0');
   });
 });
-

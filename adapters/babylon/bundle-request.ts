@@ -78,11 +78,19 @@ export class BundleRequest extends EventTarget {
     const { registration, path, url } = this.target;
     let bytes: Uint8Array;
     try {
-      bytes = await registration.read(path, { signal: this.controller.signal, onProgress: (loaded, total) => this.progress(loaded, total) });
+      bytes = await registration.read(path, {
+        signal: this.controller.signal,
+        onProgress: (loaded, total) => this.progress(loaded, total),
+      });
     } catch (error) {
       if (this.controller.signal.aborted) return;
       this.error = error;
-      this.respond(error instanceof HttpError && error.status > 0 ? error.status : FAILED_STATUS, describe(error, path), new Uint8Array(0), url);
+      this.respond(
+        error instanceof HttpError && error.status > 0 ? error.status : FAILED_STATUS,
+        describe(error, path),
+        new Uint8Array(0),
+        url,
+      );
       return;
     }
     if (this.controller.signal.aborted) return;
@@ -106,7 +114,10 @@ export class BundleRequest extends EventTarget {
 
   private setBody(bytes: Uint8Array): void {
     // The read's buffer is ours (the reader hands every read a buffer of its own); copy only a view into a larger one.
-    const buffer = bytes.byteOffset === 0 && bytes.byteLength === bytes.buffer.byteLength ? (bytes.buffer as ArrayBuffer) : (bytes.slice().buffer as ArrayBuffer);
+    const buffer =
+      bytes.byteOffset === 0 && bytes.byteLength === bytes.buffer.byteLength
+        ? (bytes.buffer as ArrayBuffer)
+        : (bytes.slice().buffer as ArrayBuffer);
     switch (this.responseType) {
       case 'arraybuffer':
         this.response = buffer;

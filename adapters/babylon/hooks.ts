@@ -69,7 +69,10 @@ export function installHooks(): void {
       return fetchAsync.call(WebRequest, url, options);
     }
     const bytes = await target.registration.read(target.path);
-    return new Response(bytes as Uint8Array<ArrayBuffer>, { status: 200, headers: { 'Content-Type': mediaTypeOf(target.path), 'Content-Length': String(bytes.length) } });
+    return new Response(bytes as Uint8Array<ArrayBuffer>, {
+      status: 200,
+      headers: { 'Content-Type': mediaTypeOf(target.path), 'Content-Length': String(bytes.length) },
+    });
   };
   const modifier: Modifier = (_request, url) => {
     const target = targetOf(cleanUrl(url));

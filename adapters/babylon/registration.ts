@@ -80,7 +80,12 @@ export class AwkbRegistration {
     this.key = key;
     const page = pageBase();
     const relativeTo = page === undefined ? undefined : absoluteUrl('./', page);
-    this.misrooted = new MisrootedFiles({ root, has: (path) => source.has(path), ...(source.indexUrl ? { indexUrl: source.indexUrl } : {}), ...(relativeTo ? { relativeTo } : {}) });
+    this.misrooted = new MisrootedFiles({
+      root,
+      has: (path) => source.has(path),
+      ...(source.indexUrl ? { indexUrl: source.indexUrl } : {}),
+      ...(relativeTo ? { relativeTo } : {}),
+    });
     this.stopWatching = watchDoubleDownloads({ root, inBundle: (path) => source.entry(path)?.bundle !== undefined });
   }
 
@@ -90,7 +95,8 @@ export class AwkbRegistration {
    * development server asked for the recorded loads, what was recorded so far is posted now.
    */
   beginLoad(name: string): void {
-    if (typeof name !== 'string' || name === '') throw new InvalidOptionError('name', `beginLoad: the load's name must be a non-empty string, got ${JSON.stringify(name)}`);
+    if (typeof name !== 'string' || name === '')
+      throw new InvalidOptionError('name', `beginLoad: the load's name must be a non-empty string, got ${JSON.stringify(name)}`);
     this.loadName = name;
     void this.flushRecordedLoads();
   }
@@ -160,7 +166,10 @@ export class AwkbRegistration {
     const aborted = error instanceof RequestAbortedError || (error as Error | undefined)?.name === 'AbortError';
     if (!aborted || !this.lifetime.signal.aborted || signal?.aborted) return error;
     const index = this.source.indexUrl ?? this.root;
-    const disposed = new RequestAbortedError(`${path}: the awkb registration of ${index} was disposed while it loaded; call dispose() once the loads that need it have finished`, { path, ...(this.source.indexUrl ? { url: this.source.indexUrl } : {}), cause: error });
+    const disposed = new RequestAbortedError(
+      `${path}: the awkb registration of ${index} was disposed while it loaded; call dispose() once the loads that need it have finished`,
+      { path, ...(this.source.indexUrl ? { url: this.source.indexUrl } : {}), cause: error },
+    );
     console.error(`awake-bundle: ${disposed.message}`);
     return disposed;
   }
@@ -190,7 +199,12 @@ export class AwkbRegistration {
     this.disposed = true;
     this.stopWatching();
     void this.flushRecordedLoads();
-    this.lifetime.abort(new RequestAbortedError(`the awkb registration of ${this.source.indexUrl ?? this.root} was disposed`, this.source.indexUrl ? { url: this.source.indexUrl } : {}));
+    this.lifetime.abort(
+      new RequestAbortedError(
+        `the awkb registration of ${this.source.indexUrl ?? this.root} was disposed`,
+        this.source.indexUrl ? { url: this.source.indexUrl } : {},
+      ),
+    );
     const at = active.indexOf(this);
     if (at >= 0) active.splice(at, 1);
     if (byKey.get(this.key) !== undefined) byKey.delete(this.key);
@@ -208,8 +222,13 @@ export class AwkbRegistration {
  */
 export async function registerAwkb(options: AwkbOptions): Promise<AwkbRegistration> {
   markAdapterCall('registerAwkb');
-  const indexUrl = options.source ? options.source.indexUrl : options.indexUrl === undefined ? undefined : absoluteUrl(options.indexUrl)?.href;
-  if (!options.source && indexUrl === undefined) throw new InvalidOptionError('indexUrl', 'registerAwkb needs indexUrl (an absolute URL, or one relative to the page) or source');
+  const indexUrl = options.source
+    ? options.source.indexUrl
+    : options.indexUrl === undefined
+      ? undefined
+      : absoluteUrl(options.indexUrl)?.href;
+  if (!options.source && indexUrl === undefined)
+    throw new InvalidOptionError('indexUrl', 'registerAwkb needs indexUrl (an absolute URL, or one relative to the page) or source');
   const root = rootOf(options, indexUrl);
   const key = options.source ? options.source : `${indexUrl} ${root.href}`;
   const existing = byKey.get(key);
@@ -226,7 +245,12 @@ async function open(options: AwkbOptions, root: URL, key: unknown): Promise<Awkb
   const { source: given, root: _root, prefetch, onPrefetchProgress, cache, ...openOptions } = options;
   // The store opens while the reader fetches the index (a promise is awaited there).
   // The store opens a microtask later, once the index request is out (open sends it at once).
-  const source = given ?? (await IndexedAssetSource.open({ ...openOptions, cache: cache === undefined ? Promise.resolve().then(() => openBrowserCache()) : cache }));
+  const source =
+    given ??
+    (await IndexedAssetSource.open({
+      ...openOptions,
+      cache: cache === undefined ? Promise.resolve().then(() => openBrowserCache()) : cache,
+    }));
   const registration = new AwkbRegistration(source, root, !given, key);
   try {
     if (prefetch) await prefetchItems(source, [...prefetch], onPrefetchProgress);
@@ -252,12 +276,20 @@ async function prefetchItems(source: IndexedAssetSource, items: string[], onProg
 function rootOf(options: AwkbOptions, indexUrl: string | undefined): URL {
   if (options.root !== undefined) {
     const root = absoluteUrl(options.root);
-    if (!root) throw new InvalidOptionError('root', `registerAwkb: root ${JSON.stringify(options.root)} is not a URL (and there is no page to resolve it against)`);
+    if (!root)
+      throw new InvalidOptionError(
+        'root',
+        `registerAwkb: root ${JSON.stringify(options.root)} is not a URL (and there is no page to resolve it against)`,
+      );
     return asFolder(root);
   }
   const base = indexUrl ?? options.source?.resolveUrl('./');
   const absolute = base === undefined || base === './' ? undefined : absoluteUrl(base);
-  if (!absolute) throw new InvalidOptionError('root', 'registerAwkb: give root, the URL that maps to the project root (the source has no index URL to take it from)');
+  if (!absolute)
+    throw new InvalidOptionError(
+      'root',
+      'registerAwkb: give root, the URL that maps to the project root (the source has no index URL to take it from)',
+    );
   return folderOf(absolute);
 }
 

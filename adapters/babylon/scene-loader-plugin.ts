@@ -12,7 +12,14 @@
  */
 import type { AssetContainer } from '@babylonjs/core/assetContainer.js';
 import { GetRegisteredSceneLoaderPluginMetadata, RegisterSceneLoaderPlugin, SceneLoader } from '@babylonjs/core/Loading/sceneLoader.js';
-import type { ISceneLoaderAsyncResult, ISceneLoaderPlugin, ISceneLoaderPluginAsync, ISceneLoaderPluginFactory, ISceneLoaderProgressEvent, SceneLoaderPluginOptions } from '@babylonjs/core/Loading/sceneLoader.js';
+import type {
+  ISceneLoaderAsyncResult,
+  ISceneLoaderPlugin,
+  ISceneLoaderPluginAsync,
+  ISceneLoaderPluginFactory,
+  ISceneLoaderProgressEvent,
+  SceneLoaderPluginOptions,
+} from '@babylonjs/core/Loading/sceneLoader.js';
 import type { IFileRequest } from '@babylonjs/core/Misc/fileRequest.js';
 import type { LoadFileError } from '@babylonjs/core/Misc/fileTools.js';
 import type { WebRequest } from '@babylonjs/core/Misc/webRequest.js';
@@ -55,7 +62,15 @@ class AwkbScenePlugin implements ISceneLoaderPluginAsync {
     this.options = options;
   }
 
-  loadFile(scene: Scene, fileOrUrl: unknown, _rootUrl: string, onSuccess: (data: unknown) => void, onProgress?: Progress, _useArrayBuffer?: boolean, onError?: (request?: WebRequest, exception?: LoadFileError) => void): IFileRequest {
+  loadFile(
+    scene: Scene,
+    fileOrUrl: unknown,
+    _rootUrl: string,
+    onSuccess: (data: unknown) => void,
+    onProgress?: Progress,
+    _useArrayBuffer?: boolean,
+    onError?: (request?: WebRequest, exception?: LoadFileError) => void,
+  ): IFileRequest {
     const request: IFileRequest = { abort: () => this.controller.abort(), onCompleteObservable: new Observable<IFileRequest>() };
     this.loadData(scene, fileOrUrl, onProgress).then(
       (data) => {
@@ -67,7 +82,13 @@ class AwkbScenePlugin implements ISceneLoaderPluginAsync {
     return request;
   }
 
-  importMeshAsync(meshNames: MeshNames, scene: Scene, data: unknown, _rootUrl: string, onProgress?: Progress): Promise<ISceneLoaderAsyncResult> {
+  importMeshAsync(
+    meshNames: MeshNames,
+    scene: Scene,
+    data: unknown,
+    _rootUrl: string,
+    onProgress?: Progress,
+  ): Promise<ISceneLoaderAsyncResult> {
     const [inner, rootUrl, fileName] = this.handOver();
     return inner.importMeshAsync(meshNames, scene, data, rootUrl, onProgress, fileName);
   }
@@ -84,14 +105,29 @@ class AwkbScenePlugin implements ISceneLoaderPluginAsync {
 
   /** Reads the member and lets the plugin of its extension turn it into that plugin's data. */
   private async loadData(scene: Scene, fileOrUrl: unknown, onProgress: Progress | undefined): Promise<unknown> {
-    if (!anyRegistration()) throw new UnsupportedOperationError('the awkb scene-loader plugin has no live registration: call registerAwkb() first (or again after dispose())');
-    if (typeof fileOrUrl !== 'string') throw new UnsupportedOperationError('the awkb scene-loader plugin loads a URL or a project path, not a File or bytes');
+    if (!anyRegistration())
+      throw new UnsupportedOperationError(
+        'the awkb scene-loader plugin has no live registration: call registerAwkb() first (or again after dispose())',
+      );
+    if (typeof fileOrUrl !== 'string')
+      throw new UnsupportedOperationError('the awkb scene-loader plugin loads a URL or a project path, not a File or bytes');
     const target = targetOfUrlOrPath(fileOrUrl);
-    if (!target) throw new AssetNotFoundError(fileOrUrl, undefined, `${JSON.stringify(fileOrUrl)} is not below the root of any registered index, nor a path one lists`);
+    if (!target)
+      throw new AssetNotFoundError(
+        fileOrUrl,
+        undefined,
+        `${JSON.stringify(fileOrUrl)} is not below the root of any registered index, nor a path one lists`,
+      );
     this.target = target;
     const extension = extensionOf(target.path);
-    const metadata = GetRegisteredSceneLoaderPluginMetadata().flatMap((plugin) => plugin.extensions).find((entry) => entry.extension === extension);
-    if (!metadata || extension === AWKB_EXTENSION) throw new UnsupportedOperationError(`no scene-loader plugin for ${extension} files (${target.path}); import it first, e.g. import '@babylonjs/loaders/glTF'`, { path: target.path });
+    const metadata = GetRegisteredSceneLoaderPluginMetadata()
+      .flatMap((plugin) => plugin.extensions)
+      .find((entry) => entry.extension === extension);
+    if (!metadata || extension === AWKB_EXTENSION)
+      throw new UnsupportedOperationError(
+        `no scene-loader plugin for ${extension} files (${target.path}); import it first, e.g. import '@babylonjs/loaders/glTF'`,
+        { path: target.path },
+      );
     const plugin = SceneLoader.GetPluginForExtension(extension) as AnyPlugin | ISceneLoaderPluginFactory;
     const inner = 'createPlugin' in plugin ? await plugin.createPlugin(this.options) : plugin;
     this.inner = asAsync(inner);
@@ -106,7 +142,8 @@ class AwkbScenePlugin implements ISceneLoaderPluginAsync {
       return callLoadFile(inner, scene, target.url, rootUrl, onProgress, false, fileNameOf(path));
     }
     const bytes = await registration.read(path, { signal, ...(report ? { onProgress: report } : {}) });
-    if (metadata.isBinary) return inner.loadFile ? callLoadFile(inner, scene, bytes, rootUrl, undefined, true, fileNameOf(path)) : bytes.buffer;
+    if (metadata.isBinary)
+      return inner.loadFile ? callLoadFile(inner, scene, bytes, rootUrl, undefined, true, fileNameOf(path)) : bytes.buffer;
     const text = new TextDecoder().decode(bytes);
     // The text itself, parsed as the plugin parses a `data:` source (a .gltf's JSON): no request, so this works in Node too.
     if (inner.directLoad && inner.canDirectLoad?.(text)) return inner.directLoad(scene, text);
@@ -120,10 +157,28 @@ class AwkbScenePlugin implements ISceneLoaderPluginAsync {
   }
 }
 
-function callLoadFile(plugin: AnyPlugin, scene: Scene, data: string | Uint8Array, rootUrl: string, onProgress: Progress | undefined, binary: boolean, fileName: string): Promise<unknown> {
+function callLoadFile(
+  plugin: AnyPlugin,
+  scene: Scene,
+  data: string | Uint8Array,
+  rootUrl: string,
+  onProgress: Progress | undefined,
+  binary: boolean,
+  fileName: string,
+): Promise<unknown> {
   return new Promise((resolve, reject) => {
     // The engine plugin's own failure, passed on as Babylon reports it (its exception, else a message).
-    plugin.loadFile!(scene, data as string, rootUrl, resolve, onProgress, binary, (request?: { statusText?: string }, exception?: unknown) => reject(exception ?? new Error(request?.statusText ?? `could not load ${fileName}`)), fileName);
+    plugin.loadFile!(
+      scene,
+      data as string,
+      rootUrl,
+      resolve,
+      onProgress,
+      binary,
+      (request?: { statusText?: string }, exception?: unknown) =>
+        reject(exception ?? new Error(request?.statusText ?? `could not load ${fileName}`)),
+      fileName,
+    );
   });
 }
 
@@ -146,7 +201,16 @@ function asAsync(plugin: AnyPlugin): ISceneLoaderPluginAsync {
       const particleSystems: never[] = [];
       const skeletons: never[] = [];
       run((onError) => sync.importMesh(meshNames, scene, data, rootUrl, meshes, particleSystems, skeletons, onError));
-      return { meshes, particleSystems, skeletons, animationGroups: [], transformNodes: [], geometries: [], lights: [], spriteManagers: [] };
+      return {
+        meshes,
+        particleSystems,
+        skeletons,
+        animationGroups: [],
+        transformNodes: [],
+        geometries: [],
+        lights: [],
+        spriteManagers: [],
+      };
     },
     loadAsync: async (scene, data, rootUrl) => void run((onError) => sync.load(scene, data, rootUrl, onError)),
     loadAssetContainerAsync: async (scene, data, rootUrl) => run((onError) => sync.loadAssetContainer(scene, data, rootUrl, onError)),

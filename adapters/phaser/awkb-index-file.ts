@@ -15,7 +15,12 @@ import type { AwkbIndexFileConfig, AwkbIndexOptions } from './options.js';
 import type { PhaserLoader, PhaserNamespace } from './phaser-shapes.js';
 import { absoluteUrl, asFolder, folderOf, MisrootedFiles } from '../../core/read/project-urls.js';
 
-export type AwkbIndexFactory = (this: PhaserLoader, key: string | AwkbIndexFileConfig | AwkbIndexFileConfig[], url?: string, options?: AwkbIndexOptions) => PhaserLoader;
+export type AwkbIndexFactory = (
+  this: PhaserLoader,
+  key: string | AwkbIndexFileConfig | AwkbIndexFileConfig[],
+  url?: string,
+  options?: AwkbIndexOptions,
+) => PhaserLoader;
 
 export function defineAwkbIndexFile(phaser: PhaserNamespace): AwkbIndexFactory {
   const { Loader } = phaser;
@@ -42,7 +47,10 @@ export function defineAwkbIndexFile(phaser: PhaserNamespace): AwkbIndexFactory {
     open(state: AwkbGameState): void {
       const loader = this.loader!;
       const indexUrl = absoluteUrl(String(Loader.GetURL(this as never, loader.baseURL)))!;
-      const root = this.options.root === undefined ? folderOf(indexUrl) : asFolder(absoluteUrl(String(Loader.GetURL({ url: phaserFileUrl(loader, this.options.root) }, loader.baseURL)))!);
+      const root =
+        this.options.root === undefined
+          ? folderOf(indexUrl)
+          : asFolder(absoluteUrl(String(Loader.GetURL({ url: phaserFileUrl(loader, this.options.root) }, loader.baseURL)))!);
       LoadRun.of(loader, state); // the load serves files from bundles from now on (see LoadRun)
       this.opening = this.mount(state, loader, indexUrl, root);
       state.waitFor(this.opening);
@@ -52,29 +60,40 @@ export function defineAwkbIndexFile(phaser: PhaserNamespace): AwkbIndexFactory {
       const { source: given, cache, fetch, rangeReads, prefetch, allowOrigins } = this.options;
       let source: IndexedAssetSource;
       try {
-        source = given ?? (await IndexedAssetSource.open({
-          indexUrl: indexUrl.href,
-          // Opened a microtask later, once the index request is out (open sends it at once); the
-          // reader opens the store while it fetches the index.
-          cache: cache === undefined ? Promise.resolve().then(() => openBrowserCache()) : cache,
-          ...(fetch ? { fetch } : {}),
-          ...(rangeReads !== undefined ? { rangeReads } : {}),
-          ...(allowOrigins ? { allowOrigins } : {}),
-        }));
+        source =
+          given ??
+          (await IndexedAssetSource.open({
+            indexUrl: indexUrl.href,
+            // Opened a microtask later, once the index request is out (open sends it at once); the
+            // reader opens the store while it fetches the index.
+            cache: cache === undefined ? Promise.resolve().then(() => openBrowserCache()) : cache,
+            ...(fetch ? { fetch } : {}),
+            ...(rangeReads !== undefined ? { rangeReads } : {}),
+            ...(allowOrigins ? { allowOrigins } : {}),
+          }));
       } catch (error) {
         this.error = error;
-        console.error(`awake-bundle: index "${this.key}" (${indexUrl.href}) was not loaded: ${error instanceof Error ? error.message : String(error)}`);
+        console.error(
+          `awake-bundle: index "${this.key}" (${indexUrl.href}) was not loaded: ${error instanceof Error ? error.message : String(error)}`,
+        );
         console.warn(`awake-bundle: without index "${this.key}", files load from their own URLs`);
         return undefined;
       }
       // A relative `root` resolves against the loader's baseURL and path: the warning suggests one that way.
       const relativeTo = absoluteUrl('./', absoluteUrl(loader.baseURL + loader.path)?.href);
-      const misrooted = new MisrootedFiles({ root, has: (path) => source.has(path), ...(source.indexUrl ? { indexUrl: source.indexUrl } : {}), ...(relativeTo ? { relativeTo } : {}) });
+      const misrooted = new MisrootedFiles({
+        root,
+        has: (path) => source.has(path),
+        ...(source.indexUrl ? { indexUrl: source.indexUrl } : {}),
+        ...(relativeTo ? { relativeTo } : {}),
+      });
       const mounted = { key: this.key, source, root, owned: given === undefined, rangeReads: rangeReads === true, misrooted };
       state.mount(mounted);
       loader.systems?.game.registry.set(this.key, source);
       if (prefetch && prefetch.length > 0) {
-        const paths = prefetch.flatMap((item) => (source.has(item) ? [item] : source.paths().filter((path) => path.startsWith(`${item.replace(/\/+$/, '')}/`))));
+        const paths = prefetch.flatMap((item) =>
+          source.has(item) ? [item] : source.paths().filter((path) => path.startsWith(`${item.replace(/\/+$/, '')}/`)),
+        );
         // A bundle that fails here fails its files when they load, naming the member; the index itself is fine.
         await LoadRun.of(loader, state).prefetch(mounted, paths);
       }
@@ -102,7 +121,11 @@ export function defineAwkbIndexFile(phaser: PhaserNamespace): AwkbIndexFactory {
 
   return function awkbIndex(this: PhaserLoader, key, url, options) {
     markAdapterCall('awkbIndex');
-    const configs: AwkbIndexFileConfig[] = Array.isArray(key) ? key : typeof key === 'object' ? [key] : [{ ...options, key, ...(url !== undefined ? { url } : {}) }];
+    const configs: AwkbIndexFileConfig[] = Array.isArray(key)
+      ? key
+      : typeof key === 'object'
+        ? [key]
+        : [{ ...options, key, ...(url !== undefined ? { url } : {}) }];
     const game = this.systems!.game;
     for (const { key: fileKey, url: fileUrl, ...fileOptions } of configs) {
       const file = new AwkbIndexFile(this, fileKey, fileUrl, fileOptions);

@@ -61,7 +61,9 @@ export class AwkbGameState {
 
   mount(mounted: MountedIndex): void {
     this.mounts.push(mounted);
-    this.stopWatching.push(watchDoubleDownloads({ root: mounted.root, inBundle: (path) => mounted.source.entry(path)?.bundle !== undefined }));
+    this.stopWatching.push(
+      watchDoubleDownloads({ root: mounted.root, inBundle: (path) => mounted.source.entry(path)?.bundle !== undefined }),
+    );
   }
 
   /** The index holding the file at `url`, and its project path there. */

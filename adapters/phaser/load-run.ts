@@ -46,7 +46,10 @@ export class LoadRun {
   /** The load this run's reads are recorded under: its scene's key. */
   private readonly loadName: string;
 
-  private constructor(private readonly loader: PhaserLoader, private readonly state: AwkbGameState) {
+  private constructor(
+    private readonly loader: PhaserLoader,
+    private readonly state: AwkbGameState,
+  ) {
     // Phaser starts at most maxParallelDownloads (32) files, topped up once per game step
     // (LoaderPlugin#checkLoadQueue): 1,000 files served from memory would wait ~32 frames for
     // their turn. Files from bundles make no requests of their own, so the run lifts the limit;
@@ -82,7 +85,8 @@ export class LoadRun {
     const claimed = this.claimed.get(this.whereOf(mounted, path));
     const earlier = claimed !== undefined && claimed !== this.open.get(mounted.key);
     const batch = mounted.rangeReads || earlier ? undefined : this.batchFor(mounted, [path], file);
-    const onProgress = earlier && file ? (loaded: number, total: number) => reportFileBytes(file, total, total === 0 ? 1 : loaded / total) : undefined;
+    const onProgress =
+      earlier && file ? (loaded: number, total: number) => reportFileBytes(file, total, total === 0 ? 1 : loaded / total) : undefined;
     // Files of one load that need the same path (one image under two keys) share one read:
     // with no cache, a second read would fetch the bundle again. Each gets bytes of its own,
     // since decodeAudioData and texture uploads may take them over.
@@ -101,7 +105,12 @@ export class LoadRun {
     }
   }
 
-  private async readOnce(batch: Batch | undefined, mounted: MountedIndex, path: string, onProgress?: (loaded: number, total: number) => void): Promise<Uint8Array> {
+  private async readOnce(
+    batch: Batch | undefined,
+    mounted: MountedIndex,
+    path: string,
+    onProgress?: (loaded: number, total: number) => void,
+  ): Promise<Uint8Array> {
     if (batch) await batch.ready;
     const where = this.whereOf(mounted, path);
     if (this.failed.has(where)) throw this.failed.get(where);
@@ -130,7 +139,11 @@ export class LoadRun {
       let start!: () => void;
       let markReady!: () => void;
       const created: Batch = {
-        mounted, paths: new Set(), files: new Map(), loadedBytes: 0, totalBytes: 0,
+        mounted,
+        paths: new Set(),
+        files: new Map(),
+        loadedBytes: 0,
+        totalBytes: 0,
         ready: new Promise<void>((resolve) => (markReady = resolve)),
         settled: new Promise<void>((resolve) => (start = resolve)).then(() => this.start(created, markReady)),
       };

@@ -27,7 +27,9 @@ export class AwkbPlugin extends Phaser.Plugins.BasePlugin {
 
   override init(): void {
     // Give the scenes `this.awkb` when the config entry names no mapping (PluginManager#addToScene).
-    const entry = (this.pluginManager as unknown as { plugins: { plugin: unknown; mapping?: string | null }[] }).plugins.find((e) => e.plugin === this);
+    const entry = (this.pluginManager as unknown as { plugins: { plugin: unknown; mapping?: string | null }[] }).plugins.find(
+      (e) => e.plugin === this,
+    );
     if (entry && !entry.mapping) entry.mapping = 'awkb';
   }
 
@@ -45,12 +47,20 @@ export class AwkbPlugin extends Phaser.Plugins.BasePlugin {
     return this.state?.source(key);
   }
 
-  on(event: typeof AWKB_PROGRESS, listener: (progress: { loadedBytes: number; totalBytes: number }, loader: Phaser.Loader.LoaderPlugin) => void, context?: unknown): this {
+  on(
+    event: typeof AWKB_PROGRESS,
+    listener: (progress: { loadedBytes: number; totalBytes: number }, loader: Phaser.Loader.LoaderPlugin) => void,
+    context?: unknown,
+  ): this {
     this.events.on(event, listener, context);
     return this;
   }
 
-  once(event: typeof AWKB_PROGRESS, listener: (progress: { loadedBytes: number; totalBytes: number }, loader: Phaser.Loader.LoaderPlugin) => void, context?: unknown): this {
+  once(
+    event: typeof AWKB_PROGRESS,
+    listener: (progress: { loadedBytes: number; totalBytes: number }, loader: Phaser.Loader.LoaderPlugin) => void,
+    context?: unknown,
+  ): this {
     this.events.once(event, listener, context);
     return this;
   }
@@ -75,5 +85,10 @@ export function awkbSource(from: Phaser.Scene | Phaser.Game, key: string): Index
 }
 
 function isSource(value: unknown): value is IndexedAssetSource {
-  return typeof value === 'object' && value !== null && typeof (value as IndexedAssetSource).read === 'function' && typeof (value as IndexedAssetSource).url === 'function';
+  return (
+    typeof value === 'object' &&
+    value !== null &&
+    typeof (value as IndexedAssetSource).read === 'function' &&
+    typeof (value as IndexedAssetSource).url === 'function'
+  );
 }

@@ -50,7 +50,14 @@ function route(phaser: PhaserNamespace, file: PhaserFile, state: AwkbGameState, 
   void serve(phaser, file, state, found.mounted, found.path, ownLoad);
 }
 
-async function serve(phaser: PhaserNamespace, file: PhaserFile, state: AwkbGameState, mounted: MountedIndex, path: string, ownLoad: () => void): Promise<void> {
+async function serve(
+  phaser: PhaserNamespace,
+  file: PhaserFile,
+  state: AwkbGameState,
+  mounted: MountedIndex,
+  path: string,
+  ownLoad: () => void,
+): Promise<void> {
   const { Loader } = phaser;
   const loadsByXhr = ownLoad === Loader.File.prototype.load && file.state === Loader.FILE_PENDING;
   const loader = file.loader!;
@@ -138,8 +145,9 @@ function fail(phaser: PhaserNamespace, file: PhaserFile, path: string, error: un
   const loader = file.loader;
   if (!loader) return; // the game was destroyed mid-load: nobody is waiting for this file
   file.error = error;
-  console.error(`awake-bundle: ${file.type} "${file.key}" (${path}) was not loaded: ${error instanceof Error ? error.message : String(error)}`);
+  console.error(
+    `awake-bundle: ${file.type} "${file.key}" (${path}) was not loaded: ${error instanceof Error ? error.message : String(error)}`,
+  );
   file.state = phaser.Loader.FILE_FAILED;
   loader.nextFile(file, false);
 }
-

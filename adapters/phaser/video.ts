@@ -60,14 +60,20 @@ export class BundledVideos {
     const current = () => this.#byUrl.get(absolute.href) === entry;
     // Recorded as a load of its own: grouping by recorded loads keeps the video out of the
     // bundles that the scene's preload fetches.
-    entry.ready = found.mounted.source.read(found.path, { loadName: `video:${found.path}` }).then((bytes) => {
-      if (!current()) throw new Error('its video cache entry was removed while it was read');
-      entry.objectUrl = URL.createObjectURL(new Blob([bytes as Uint8Array<ArrayBuffer>]));
-      return entry.objectUrl;
-    }).catch((error: unknown) => {
-      if (current()) this.#byUrl.delete(absolute.href); // a later load tries again
-      throw new Error(`awake-bundle: video ${found.path} (${absolute.href}) was not loaded: ${error instanceof Error ? error.message : String(error)}`, { cause: error });
-    });
+    entry.ready = found.mounted.source
+      .read(found.path, { loadName: `video:${found.path}` })
+      .then((bytes) => {
+        if (!current()) throw new Error('its video cache entry was removed while it was read');
+        entry.objectUrl = URL.createObjectURL(new Blob([bytes as Uint8Array<ArrayBuffer>]));
+        return entry.objectUrl;
+      })
+      .catch((error: unknown) => {
+        if (current()) this.#byUrl.delete(absolute.href); // a later load tries again
+        throw new Error(
+          `awake-bundle: video ${found.path} (${absolute.href}) was not loaded: ${error instanceof Error ? error.message : String(error)}`,
+          { cause: error },
+        );
+      });
     this.#byUrl.set(absolute.href, entry);
     return entry.ready;
   }
@@ -103,7 +109,13 @@ export function patchVideoLoading(phaser: PhaserNamespace, stateOf: (video: Phas
   const proto = phaser.GameObjects?.Video?.prototype as PhaserVideo | undefined;
   if (!proto) return; // a custom build without Video
   const ownLoadHandler = proto.loadHandler;
-  proto.loadHandler = function awkbLoadHandler(this: PhaserVideo, url?: string | null, noAudio?: boolean, crossOrigin?: string, stream?: MediaStream) {
+  proto.loadHandler = function awkbLoadHandler(
+    this: PhaserVideo,
+    url?: string | null,
+    noAudio?: boolean,
+    crossOrigin?: string,
+    stream?: MediaStream,
+  ) {
     const state = stream || typeof url !== 'string' ? undefined : stateOf(this);
     const cache = this.scene?.sys.cache?.video;
     const source = state?.videos.sourceFor(url!, { ...(this.cacheKey ? { cacheKey: this.cacheKey } : {}), ...(cache ? { cache } : {}) });
@@ -116,20 +128,23 @@ export function patchVideoLoading(phaser: PhaserNamespace, stateOf: (video: Phas
     video.removeAttribute('src');
     video.load();
     awaited.set(video, source);
-    source.then((src) => {
-      if (awaited.get(video) !== source || this.video !== video) return;
-      awaited.delete(video);
-      const child = document.createElement('source');
-      child.src = src;
-      child.dataset.awkb = '';
-      video.appendChild(child);
-    }, (error: unknown) => {
-      if (awaited.get(video) !== source || this.video !== video) return;
-      awaited.delete(video);
-      console.error(error instanceof Error ? error.message : String(error));
-      // As an element that cannot load its file: Phaser's own handler stops the Video and emits `error`.
-      this.loadErrorHandler(error);
-    });
+    source.then(
+      (src) => {
+        if (awaited.get(video) !== source || this.video !== video) return;
+        awaited.delete(video);
+        const child = document.createElement('source');
+        child.src = src;
+        child.dataset.awkb = '';
+        video.appendChild(child);
+      },
+      (error: unknown) => {
+        if (awaited.get(video) !== source || this.video !== video) return;
+        awaited.delete(video);
+        console.error(error instanceof Error ? error.message : String(error));
+        // As an element that cannot load its file: Phaser's own handler stops the Video and emits `error`.
+        this.loadErrorHandler(error);
+      },
+    );
     return result;
   };
 }

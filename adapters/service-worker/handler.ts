@@ -118,13 +118,22 @@ export function createAwkbFetchHandler(options: AwkbFetchHandlerOptions): AwkbFe
     const url = input instanceof Request ? input.url : String(input);
     return baseFetch(input, url === indexUrl ? { ...init, cache: 'no-cache' } : init);
   }) as typeof fetch;
-  const { root: _root, indexUrl: _indexUrl, indexStore: _indexStore, onIndexUpdate: _onIndexUpdate, prefetchOnUpdate: _prefetchOnUpdate, indexWaitMs: _indexWaitMs, sleep: _sleep, ...openOptions } = options;
+  const {
+    root: _root,
+    indexUrl: _indexUrl,
+    indexStore: _indexStore,
+    onIndexUpdate: _onIndexUpdate,
+    prefetchOnUpdate: _prefetchOnUpdate,
+    indexWaitMs: _indexWaitMs,
+    sleep: _sleep,
+    ...openOptions
+  } = options;
   const settings = { ...openOptions, indexUrl, cache, fetch: readerFetch, hashWorkers: options.hashWorkers ?? 0 };
   const versions = new IndexVersions({
     indexUrl,
     fetchIndex: () => IndexedAssetSource.open(settings),
     openKept: (json) => IndexedAssetSource.open({ ...settings, index: json }),
-    indexStore: options.indexStore === undefined ? cacheStorageIndexStore() : options.indexStore ?? undefined,
+    indexStore: options.indexStore === undefined ? cacheStorageIndexStore() : (options.indexStore ?? undefined),
     prefetchOnUpdate: options.prefetchOnUpdate !== false,
     onIndexUpdate: options.onIndexUpdate,
   });
@@ -132,7 +141,9 @@ export function createAwkbFetchHandler(options: AwkbFetchHandlerOptions): AwkbFe
   /** Keeps the worker alive for what `response` read reaching the cache, and for an index being read or an update in progress. */
   const answer = (event: FetchEventLike, source: Promise<IndexedAssetSource>, response: Promise<Response>): void => {
     event.respondWith(response);
-    event.waitUntil?.(Promise.all([source.then((reader) => response.then(() => reader.whenStored())), versions.whenUpdated()]).catch(() => undefined));
+    event.waitUntil?.(
+      Promise.all([source.then((reader) => response.then(() => reader.whenStored())), versions.whenUpdated()]).catch(() => undefined),
+    );
   };
 
   return {
@@ -159,7 +170,11 @@ export function createAwkbFetchHandler(options: AwkbFetchHandlerOptions): AwkbFe
       // that, or with none at all, the network answers.
       if (versions.failed || waitForIndex.over) return false;
       const opening = versions.ready;
-      answer(event, opening, waitForIndex.until(opening).then((source) => (source?.has(path) ? respond(source, path, request) : fetch(request))));
+      answer(
+        event,
+        opening,
+        waitForIndex.until(opening).then((source) => (source?.has(path) ? respond(source, path, request) : fetch(request))),
+      );
       return true;
     },
   };
@@ -174,13 +189,20 @@ function indexWait(ready: Promise<IndexedAssetSource>, ms: number, timer: (ms: n
   const stop = new AbortController();
   const state = { over: false };
   // Stopped: never resolves, so it cannot win a race against the index that stopped it.
-  const elapsed = timer(ms, stop.signal).then(() => void (state.over = true), () => new Promise<void>(() => undefined));
-  ready.then(() => stop.abort(), () => stop.abort());
+  const elapsed = timer(ms, stop.signal).then(
+    () => void (state.over = true),
+    () => new Promise<void>(() => undefined),
+  );
+  ready.then(
+    () => stop.abort(),
+    () => stop.abort(),
+  );
   return {
     get over() {
       return state.over;
     },
-    until: (opening: Promise<IndexedAssetSource>): Promise<IndexedAssetSource | undefined> => Promise.race([opening.catch(() => undefined), elapsed.then(() => undefined)]),
+    until: (opening: Promise<IndexedAssetSource>): Promise<IndexedAssetSource | undefined> =>
+      Promise.race([opening.catch(() => undefined), elapsed.then(() => undefined)]),
   };
 }
 
@@ -254,7 +276,10 @@ export function bytesResponse(bytes: Uint8Array, path: string, rangeHeader: stri
 
 /** The answer to a HEAD request: a GET's headers without its body. */
 export function headResponse(size: number, path: string): Response {
-  return new Response(null, { status: 200, headers: { 'Content-Type': contentTypeOf(path), 'Accept-Ranges': 'bytes', 'Content-Length': String(size) } });
+  return new Response(null, {
+    status: 200,
+    headers: { 'Content-Type': contentTypeOf(path), 'Accept-Ranges': 'bytes', 'Content-Length': String(size) },
+  });
 }
 
 /**
@@ -279,7 +304,13 @@ export function failure(path: string, error: unknown): Response {
 /** What `installAwkbServiceWorker` needs of the worker's global scope (`self`). */
 export interface ServiceWorkerScopeLike {
   skipWaiting(): Promise<void>;
-  readonly clients: { claim(): Promise<void>; matchAll(options?: { includeUncontrolled?: boolean; type?: 'window' | 'all' }): Promise<readonly { postMessage(message: unknown): void }[]> };
+  readonly clients: {
+    claim(): Promise<void>;
+    matchAll(options?: {
+      includeUncontrolled?: boolean;
+      type?: 'window' | 'all';
+    }): Promise<readonly { postMessage(message: unknown): void }[]>;
+  };
   addEventListener(type: string, listener: (event: any) => void): void;
 }
 
@@ -311,7 +342,12 @@ export function installAwkbServiceWorker(scope: ServiceWorkerScopeLike, options:
     ...options,
     onIndexUpdate(source, update) {
       options.onIndexUpdate?.(source, update);
-      const message = { type: UPDATED_MESSAGE, indexUrl: source.indexUrl, prefetchedFiles: update.prefetchedFiles, ...(update.prefetchError === undefined ? {} : { prefetchError: update.prefetchError }) };
+      const message = {
+        type: UPDATED_MESSAGE,
+        indexUrl: source.indexUrl,
+        prefetchedFiles: update.prefetchedFiles,
+        ...(update.prefetchError === undefined ? {} : { prefetchError: update.prefetchError }),
+      };
       void scope.clients.matchAll({ includeUncontrolled: true, type: 'window' }).then((pages) => {
         for (const page of pages) page.postMessage(message);
       });
@@ -320,19 +356,29 @@ export function installAwkbServiceWorker(scope: ServiceWorkerScopeLike, options:
   scope.addEventListener('install', (event: { waitUntil(promise: Promise<unknown>): void }) => event.waitUntil(scope.skipWaiting()));
   scope.addEventListener('activate', (event: { waitUntil(promise: Promise<unknown>): void }) => event.waitUntil(scope.clients.claim()));
   scope.addEventListener('fetch', (event: FetchEventLike) => void handler.handleFetch(event));
-  scope.addEventListener('message', (event: { data: unknown; ports?: readonly MessagePort[]; waitUntil(promise: Promise<unknown>): void }) => {
-    const data = event.data as { type?: unknown } | string | null;
-    const type = typeof data === 'string' ? data : data?.type;
-    // Each request is answered on the port the page sent, if any: done, or failed with the reason.
-    const reply = (work: Promise<unknown>, done: string, failed: string) => {
-      const port = event.ports?.[0];
-      event.waitUntil(work.then(
-        () => port?.postMessage({ type: done }),
-        (error: unknown) => port?.postMessage({ type: failed, message: error instanceof Error ? error.message : String(error) }),
-      ));
-    };
-    if (type === STORED_MESSAGE) reply(handler.ready.then((source) => source.whenStored()), STORED_MESSAGE, 'awkb:stored-failed');
-    else if (type === REFRESH_MESSAGE) reply(handler.refreshIndex(), 'awkb:refreshed', 'awkb:refresh-failed');
-  });
+  scope.addEventListener(
+    'message',
+    (event: { data: unknown; ports?: readonly MessagePort[]; waitUntil(promise: Promise<unknown>): void }) => {
+      const data = event.data as { type?: unknown } | string | null;
+      const type = typeof data === 'string' ? data : data?.type;
+      // Each request is answered on the port the page sent, if any: done, or failed with the reason.
+      const reply = (work: Promise<unknown>, done: string, failed: string) => {
+        const port = event.ports?.[0];
+        event.waitUntil(
+          work.then(
+            () => port?.postMessage({ type: done }),
+            (error: unknown) => port?.postMessage({ type: failed, message: error instanceof Error ? error.message : String(error) }),
+          ),
+        );
+      };
+      if (type === STORED_MESSAGE)
+        reply(
+          handler.ready.then((source) => source.whenStored()),
+          STORED_MESSAGE,
+          'awkb:stored-failed',
+        );
+      else if (type === REFRESH_MESSAGE) reply(handler.refreshIndex(), 'awkb:refreshed', 'awkb:refresh-failed');
+    },
+  );
   return handler;
 }

@@ -68,8 +68,9 @@ export class IndexVersions {
     // The kept index and the network's are read together; the kept one is numbered first, so
     // the network's replaces it whenever it comes, and it never replaces the network's.
     const keptNumber = ++this.#opens;
-    const fromStore = this.#track(kept.then((json) => (json === undefined ? undefined : this.#openKept(json))))
-      .then((opened) => opened && this.#serve(opened, keptNumber));
+    const fromStore = this.#track(kept.then((json) => (json === undefined ? undefined : this.#openKept(json)))).then(
+      (opened) => opened && this.#serve(opened, keptNumber),
+    );
     const networkNumber = ++this.#opens;
     const fromNetwork = this.#track(this.#fetch()).then((opened) => this.#serve(opened, networkNumber));
     this.#ready = new Promise<IndexedAssetSource>((resolve, reject) => {

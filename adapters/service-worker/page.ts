@@ -32,7 +32,10 @@ export interface AwkbServiceWorkerPage {
 }
 
 /** Registers the worker and resolves once it controls this page, so the loads that follow are served from bundles. */
-export async function registerAwkbServiceWorker(scriptUrl = 'awake-bundle-sw.js', options: RegisterServiceWorkerOptions = {}): Promise<AwkbServiceWorkerPage> {
+export async function registerAwkbServiceWorker(
+  scriptUrl = 'awake-bundle-sw.js',
+  options: RegisterServiceWorkerOptions = {},
+): Promise<AwkbServiceWorkerPage> {
   const container = navigator.serviceWorker;
   if (!container) throw new Error('service workers are not available here (a secure context, https or localhost, is needed)');
   const registration = await container.register(scriptUrl, options.scope === undefined ? {} : { scope: options.scope });
@@ -41,7 +44,10 @@ export async function registerAwkbServiceWorker(scriptUrl = 'awake-bundle-sw.js'
     const data = event.data as { type?: unknown; indexUrl?: unknown; prefetchedFiles?: unknown; prefetchError?: unknown } | null;
     if (data?.type !== 'awkb:updated' || typeof data.indexUrl !== 'string') return;
     const prefetchedFiles = typeof data.prefetchedFiles === 'number' ? data.prefetchedFiles : 0;
-    options.onUpdate?.(data.indexUrl, typeof data.prefetchError === 'string' ? { prefetchedFiles, prefetchError: data.prefetchError } : { prefetchedFiles });
+    options.onUpdate?.(
+      data.indexUrl,
+      typeof data.prefetchError === 'string' ? { prefetchedFiles, prefetchError: data.prefetchError } : { prefetchedFiles },
+    );
   };
   container.addEventListener('message', onMessage);
   container.startMessages();
@@ -56,11 +62,18 @@ export async function registerAwkbServiceWorker(scriptUrl = 'awake-bundle-sw.js'
 function controlled(container: ServiceWorkerContainer, timeoutMs: number): Promise<void> {
   if (container.controller) return Promise.resolve();
   return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`the service worker did not control this page within ${timeoutMs} ms (is the page within its scope?)`)), timeoutMs);
-    container.addEventListener('controllerchange', () => {
-      clearTimeout(timer);
-      resolve();
-    }, { once: true });
+    const timer = setTimeout(
+      () => reject(new Error(`the service worker did not control this page within ${timeoutMs} ms (is the page within its scope?)`)),
+      timeoutMs,
+    );
+    container.addEventListener(
+      'controllerchange',
+      () => {
+        clearTimeout(timer);
+        resolve();
+      },
+      { once: true },
+    );
   });
 }
 

@@ -16,13 +16,15 @@ module.exports = {
   output: { path: path.join(repo, 'dist/sw'), filename: 'awake-bundle-sw.js', iife: true },
   resolve: { extensions: ['.ts', '.js'], extensionAlias: { '.js': ['.ts', '.js'] } },
   module: {
-    rules: [{
-      test: /\.ts$/,
-      use: [
-        path.join(__dirname, 'static-imports-loader.cjs'),
-        { loader: 'ts-loader', options: { configFile: path.join(repo, 'tsconfig.json'), transpileOnly: true } },
-      ],
-    }],
+    rules: [
+      {
+        test: /\.ts$/,
+        use: [
+          path.join(__dirname, 'static-imports-loader.cjs'),
+          { loader: 'ts-loader', options: { configFile: path.join(repo, 'tsconfig.json'), transpileOnly: true } },
+        ],
+      },
+    ],
   },
   optimization: { minimize: true, splitChunks: false, runtimeChunk: false },
   performance: { hints: false },

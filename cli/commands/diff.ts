@@ -33,7 +33,12 @@ function rangeOptions(values: { 'max-gap'?: string; 'max-missing'?: string; 'max
   const options: DeltaRangeOptions = { ...DEFAULT_DELTA_RANGE_OPTIONS };
   const maxGapBytes = numberOption(values['max-gap'], '--max-gap', (n) => Number.isSafeInteger(n) && n >= 0, 'a whole number of bytes');
   const maxMissingFraction = numberOption(values['max-missing'], '--max-missing', (n) => n >= 0 && n <= 1, 'a fraction between 0 and 1');
-  const maxRanges = numberOption(values['max-ranges'], '--max-ranges', (n) => Number.isSafeInteger(n) && n >= 1, 'a whole number of at least 1');
+  const maxRanges = numberOption(
+    values['max-ranges'],
+    '--max-ranges',
+    (n) => Number.isSafeInteger(n) && n >= 1,
+    'a whole number of at least 1',
+  );
   if (maxGapBytes !== undefined) options.maxGapBytes = maxGapBytes;
   if (maxMissingFraction !== undefined) options.maxMissingFraction = maxMissingFraction;
   if (maxRanges !== undefined) options.maxRanges = maxRanges;
@@ -55,9 +60,13 @@ function formatDiff(sources: [string, string], indexes: [ProjectIndex, ProjectIn
   for (const note of diff.notes) lines.push(`note: ${note}`);
 
   const { files, bundles, upload, download } = diff;
-  lines.push('', `Files: ${files.added.length} added, ${files.changed.length} changed, ${files.removed.length} removed, ${files.unchanged} unchanged`);
+  lines.push(
+    '',
+    `Files: ${files.added.length} added, ${files.changed.length} changed, ${files.removed.length} removed, ${files.unchanged} unchanged`,
+  );
   for (const file of files.added) lines.push(`  ${added('+')} ${printable(file.key)}  ${formatBytes(file.sizeBytes)}`);
-  for (const file of files.changed) lines.push(`  ${changed('~')} ${printable(file.key)}  ${formatBytes(file.old.sizeBytes)} → ${formatBytes(file.new.sizeBytes)}`);
+  for (const file of files.changed)
+    lines.push(`  ${changed('~')} ${printable(file.key)}  ${formatBytes(file.old.sizeBytes)} → ${formatBytes(file.new.sizeBytes)}`);
   for (const file of files.removed) lines.push(`  ${removed('-')} ${printable(file.key)}  ${formatBytes(file.sizeBytes)}`);
 
   if (indexes[0].formatVersion === 3 || indexes[1].formatVersion === 3) {
@@ -68,7 +77,8 @@ function formatDiff(sources: [string, string], indexes: [ProjectIndex, ProjectIn
   }
 
   const { wholeBundles, deltaRanges, multiRange, looseFiles } = download;
-  const loose = looseFiles.files > 0 ? `; ${plural(looseFiles.files, 'loose file')} (${formatBytes(looseFiles.bytes)}) fetched alone in both` : '';
+  const loose =
+    looseFiles.files > 0 ? `; ${plural(looseFiles.files, 'loose file')} (${formatBytes(looseFiles.bytes)}) fetched alone in both` : '';
   lines.push(
     '',
     `Download for a returning player: ${plural(download.missingContents, 'missing content')}, ${formatBytes(download.missingBytes)}${loose}`,

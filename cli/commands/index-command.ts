@@ -52,7 +52,10 @@ export const indexCommand: Command = {
     await writeFileAtomic(out, text);
     const bytes = index.files.reduce((sum, file) => sum + file.sizeBytes, 0);
     if (values.json) stdout.write(`${JSON.stringify({ ok: true, out, files: index.files.length, bytes })}\n`);
-    else stdout.write(printable(`Indexed ${plural(index.files.length, 'file')} (${formatBytes(bytes)}) into ${out}\n`, { keepNewlines: true }));
+    else
+      stdout.write(
+        printable(`Indexed ${plural(index.files.length, 'file')} (${formatBytes(bytes)}) into ${out}\n`, { keepNewlines: true }),
+      );
     return 0;
   },
 };

@@ -48,7 +48,9 @@ export const inspectCommand: Command = {
     const nameMatches = basename(file) === `${sha256}.awkb`;
     const damaged = members.filter((member) => !member.ok);
     if (values.json) {
-      stdout.write(`${JSON.stringify({ file, sha256, sizeBytes: bytes.length, nameMatches, version: decoded.version, memberCount: decoded.records.length, tableBytes: decoded.dataStart - 16, dataStart: decoded.dataStart, members, damaged: damaged.map((member) => member.key) }, null, 2)}\n`);
+      stdout.write(
+        `${JSON.stringify({ file, sha256, sizeBytes: bytes.length, nameMatches, version: decoded.version, memberCount: decoded.records.length, tableBytes: decoded.dataStart - 16, dataStart: decoded.dataStart, members, damaged: damaged.map((member) => member.key) }, null, 2)}\n`,
+      );
     } else {
       // Keys and the file name come from the bundle and the disk: escaped (printable), so a
       // key holding an escape sequence cannot drive the terminal. --json keeps them exact.
@@ -57,10 +59,15 @@ export const inspectCommand: Command = {
           `  sha256 ${sha256}${nameMatches ? '' : ' (the file name is not <sha256>.awkb)'}\n`,
       );
       for (const member of members) {
-        stdout.write(`  ${String(member.offset).padStart(10)} ${String(member.sizeBytes).padStart(10)}  ${member.sha256.slice(0, 16)}  ${printable(member.key)}${member.sharesContent ? '  (same content as above)' : ''}${member.ok ? '' : '  DAMAGED'}\n`);
+        stdout.write(
+          `  ${String(member.offset).padStart(10)} ${String(member.sizeBytes).padStart(10)}  ${member.sha256.slice(0, 16)}  ${printable(member.key)}${member.sharesContent ? '  (same content as above)' : ''}${member.ok ? '' : '  DAMAGED'}\n`,
+        );
       }
     }
-    if (damaged.length > 0) throw new CommandFailure(`${file}: damaged member${damaged.length > 1 ? 's' : ''}: ${damaged.map((member) => member.key).join(', ')}`);
+    if (damaged.length > 0)
+      throw new CommandFailure(
+        `${file}: damaged member${damaged.length > 1 ? 's' : ''}: ${damaged.map((member) => member.key).join(', ')}`,
+      );
     return 0;
   },
 };

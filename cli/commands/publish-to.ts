@@ -46,8 +46,10 @@ export function parseTargetArguments(values: TargetValues): TargetArguments | un
     return undefined;
   }
   const parsed = parseS3Url(values.to);
-  if (!parsed) throw new UsageError(`--to must be an s3://bucket/prefix URL, got ${JSON.stringify(values.to)} (to write a folder, use --out)`);
-  if (values.endpoint !== undefined && !/^https?:\/\/[^/]/.test(values.endpoint)) throw new UsageError(`--endpoint must be an http(s) URL, got ${JSON.stringify(values.endpoint)}`);
+  if (!parsed)
+    throw new UsageError(`--to must be an s3://bucket/prefix URL, got ${JSON.stringify(values.to)} (to write a folder, use --out)`);
+  if (values.endpoint !== undefined && !/^https?:\/\/[^/]/.test(values.endpoint))
+    throw new UsageError(`--endpoint must be an http(s) URL, got ${JSON.stringify(values.endpoint)}`);
   if (values.region === '') throw new UsageError('--region must not be empty');
   return {
     ...parsed,
@@ -79,7 +81,8 @@ export async function runPublishToTarget(
     ...(to.stagingDir !== undefined ? { stagingDir: to.stagingDir } : {}),
     dryRun: to.dryRun,
     ...writerOptionsFrom(args, progress, stderr, warnings),
-    onUpload: (p) => progress.update(`uploading: ${p.bundlesDone}/${p.bundlesTotal} bundles, ${formatBytes(p.bytesDone)} of ${formatBytes(p.bytesTotal)}`),
+    onUpload: (p) =>
+      progress.update(`uploading: ${p.bundlesDone}/${p.bundlesTotal} bundles, ${formatBytes(p.bytesDone)} of ${formatBytes(p.bytesTotal)}`),
   });
   progress.clear();
   const seconds = (Date.now() - started) / 1000;

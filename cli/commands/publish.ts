@@ -10,11 +10,34 @@ import { publishFolder } from '../../core/node/publish-folder.js';
 import { readLoadsFile } from '../../core/node/publish-grouping.js';
 import { AwakeError, UnsupportedIndexVersionError } from '../../core/errors.js';
 import type { LooseFileEntry } from '../../core/format/project-index.js';
-import { looseFileLocator, publishToDirectory, removeOwnTemporaryFilesSync, type PublishProgress, type PublishSummary } from '../../core/node/publish.js';
-import { CommandFailure, formatBytes, parseCommandLine, plural, printable, progressLine, UsageError, type Command, type CommandContext } from '../usage.js';
+import {
+  looseFileLocator,
+  publishToDirectory,
+  removeOwnTemporaryFilesSync,
+  type PublishProgress,
+  type PublishSummary,
+} from '../../core/node/publish.js';
+import {
+  CommandFailure,
+  formatBytes,
+  parseCommandLine,
+  plural,
+  printable,
+  progressLine,
+  UsageError,
+  type Command,
+  type CommandContext,
+} from '../usage.js';
 import { DEFAULT_BUNDLE_URL_PREFIX, DEFAULT_TARGET_BUNDLE_BYTES } from '../../core/publish/plan.js';
 import { looseIndexFromFolder } from '../../core/node/loose-index.js';
-import { parseTargetArguments, removeOwnStagingFoldersSync, runPublishToTarget, TARGET_HELP, TARGET_OPTIONS, type TargetArguments } from './publish-to.js';
+import {
+  parseTargetArguments,
+  removeOwnStagingFoldersSync,
+  runPublishToTarget,
+  TARGET_HELP,
+  TARGET_OPTIONS,
+  type TargetArguments,
+} from './publish-to.js';
 
 const HELP = `Usage: awake-bundle <loose-index.json | assets-folder> [options]
 
@@ -89,10 +112,12 @@ export function parsePublishArguments(argv: string[]): PublishArguments | 'help'
   if (positionals.length === 0) throw new UsageError('missing the input: a loose index (.json) or an assets folder');
   if (positionals.length > 1) throw new UsageError(`one input expected, got ${positionals.length}: ${positionals.join(' ')}`);
   const grouping = values.group ?? 'folder';
-  if (grouping !== 'folder' && grouping !== 'one' && grouping !== 'auto') throw new UsageError(`--group must be "folder", "one" or "auto", got ${JSON.stringify(grouping)}`);
+  if (grouping !== 'folder' && grouping !== 'one' && grouping !== 'auto')
+    throw new UsageError(`--group must be "folder", "one" or "auto", got ${JSON.stringify(grouping)}`);
   let depth = 1;
   if (values.depth !== undefined) {
-    if (!/^\d+$/.test(values.depth) || Number(values.depth) < 1) throw new UsageError(`--depth must be a positive integer, got ${JSON.stringify(values.depth)}`);
+    if (!/^\d+$/.test(values.depth) || Number(values.depth) < 1)
+      throw new UsageError(`--depth must be a positive integer, got ${JSON.stringify(values.depth)}`);
     if (grouping === 'one') throw new UsageError('--depth applies to --group folder or auto, not --group one');
     depth = Number(values.depth);
   }
@@ -102,7 +127,8 @@ export function parsePublishArguments(argv: string[]): PublishArguments | 'help'
     const megabytes = /^\d+(\.\d+)?$|^\.\d+$/.test(text) ? Number(text) : Number.NaN;
     // SPEC §8: the target is floor(n × 1,048,576) bytes.
     targetBundleBytes = Math.floor(megabytes * 1048576);
-    if (!Number.isFinite(megabytes) || targetBundleBytes < 1) throw new UsageError(`--target-mb must be a number above 0 (MiB, decimals allowed), got ${JSON.stringify(text)}`);
+    if (!Number.isFinite(megabytes) || targetBundleBytes < 1)
+      throw new UsageError(`--target-mb must be a number above 0 (MiB, decimals allowed), got ${JSON.stringify(text)}`);
     if (!Number.isSafeInteger(targetBundleBytes)) throw new UsageError(`--target-mb ${text} is too large`);
   }
   if (values['opaque-ids'] && !values.salt) throw new UsageError('--opaque-ids needs --salt <text>');
@@ -112,7 +138,10 @@ export function parsePublishArguments(argv: string[]): PublishArguments | 'help'
   if (values['root-path'] !== undefined && values['root-path'].trim() === '') throw new UsageError('--root-path must not be blank');
   const urlPrefix = values['url-prefix'] ?? DEFAULT_BUNDLE_URL_PREFIX;
   const prefixProblem = urlPrefix.replace(/\/+$/, '') === '' ? undefined : unsafePathReason(urlPrefix.replace(/\/+$/, ''));
-  if (prefixProblem !== undefined) throw new UsageError(`--url-prefix ${JSON.stringify(urlPrefix)} must be a folder relative to the index (SPEC §5), such as "bundles" (it ${prefixProblem})`);
+  if (prefixProblem !== undefined)
+    throw new UsageError(
+      `--url-prefix ${JSON.stringify(urlPrefix)} must be a folder relative to the index (SPEC §5), such as "bundles" (it ${prefixProblem})`,
+    );
   const target = parseTargetArguments(values);
   return {
     input: positionals[0]!,
@@ -138,7 +167,8 @@ export function parsePublishArguments(argv: string[]): PublishArguments | 'help'
 async function checkOutIsNotInput(args: PublishArguments): Promise<void> {
   const real = (path: string) => realpath(resolve(path)).catch(() => resolve(path));
   const [input, out] = await Promise.all([real(args.input), real(args.out)]);
-  if (input === out) throw new UsageError(`--out ${args.out} is the input folder ${args.input}: choose another out folder, such as build/published`);
+  if (input === out)
+    throw new UsageError(`--out ${args.out} is the input folder ${args.input}: choose another out folder, such as build/published`);
 }
 
 type Input = { folder: string; files: FolderFile[] } | { looseIndex: LooseIndex; locate: (entry: LooseFileEntry) => string };
@@ -158,7 +188,10 @@ async function loadInput(args: PublishArguments): Promise<Input> {
   }
   if (args.rootPath !== undefined) throw new UsageError('--root-path applies to a folder input; a loose index has its own rootPath');
   const parsed = await readIndexInput(args.input);
-  if (parsed.formatVersion !== 2) throw new CommandFailure(`${args.input}: formatVersion ${parsed.formatVersion} is already bundled; publish takes a loose (formatVersion 2) index or a folder`);
+  if (parsed.formatVersion !== 2)
+    throw new CommandFailure(
+      `${args.input}: formatVersion ${parsed.formatVersion} is already bundled; publish takes a loose (formatVersion 2) index or a folder`,
+    );
   const looseIndex = parsed as LooseIndex;
   return { looseIndex, locate: checkedLocator(looseIndex, looseFileLocator(resolve(args.input), args.root)) };
 }
@@ -170,7 +203,10 @@ async function loadInput(args: PublishArguments): Promise<Input> {
 async function readIndexInput(input: string): Promise<ProjectIndex> {
   // Strict UTF-8 (decodeIndexText): an index whose paths are not is refused, naming the entry.
   const text = decodeIndexText(await readFile(input), { url: input });
-  const notAnIndex = (what: string) => new CommandFailure(`${input} is neither a project index nor a folder: ${what}. Publish takes a loose index (.json) or an assets folder`);
+  const notAnIndex = (what: string) =>
+    new CommandFailure(
+      `${input} is neither a project index nor a folder: ${what}. Publish takes a loose index (.json) or an assets folder`,
+    );
   if (text.trim() === '') throw notAnIndex('the file is empty');
   let value: unknown;
   try {
@@ -179,7 +215,9 @@ async function readIndexInput(input: string): Promise<ProjectIndex> {
     throw notAnIndex('it is not JSON');
   }
   if (typeof value !== 'object' || value === null || Array.isArray(value) || !('formatVersion' in value)) {
-    throw notAnIndex(`it is JSON, but not a project index (${Array.isArray(value) ? 'an array' : typeof value === 'object' && value !== null ? 'no formatVersion' : `a ${value === null ? 'null' : typeof value}`})`);
+    throw notAnIndex(
+      `it is JSON, but not a project index (${Array.isArray(value) ? 'an array' : typeof value === 'object' && value !== null ? 'no formatVersion' : `a ${value === null ? 'null' : typeof value}`})`,
+    );
   }
   try {
     return parseProjectIndex(value, { url: input });
@@ -194,7 +232,12 @@ async function readIndexInput(input: string): Promise<ProjectIndex> {
  * The writer's options the command line sets, with warnings and progress on stderr (publish and
  * --to); each warning is also added to `warnings`, for `--json`.
  */
-export function writerOptionsFrom(args: PublishArguments, progress: ReturnType<typeof progressLine>, stderr: CommandContext['stderr'], warnings: string[] = []) {
+export function writerOptionsFrom(
+  args: PublishArguments,
+  progress: ReturnType<typeof progressLine>,
+  stderr: CommandContext['stderr'],
+  warnings: string[] = [],
+) {
   return {
     ...writerOptionsOf(args),
     onWarning: (message: string) => {
@@ -202,13 +245,17 @@ export function writerOptionsFrom(args: PublishArguments, progress: ReturnType<t
       progress.clear();
       stderr.write(`awake-bundle: warning: ${printable(message)}\n`);
     },
-    onProgress: (p: PublishProgress) => progress.update(`bundling: ${plural(p.bundlesDone, 'bundle')} written, ${formatBytes(p.bytesDone)} of ${formatBytes(p.bytesTotal)}`),
+    onProgress: (p: PublishProgress) =>
+      progress.update(`bundling: ${plural(p.bundlesDone, 'bundle')} written, ${formatBytes(p.bytesDone)} of ${formatBytes(p.bytesTotal)}`),
   };
 }
 
 /** A folder input as a loose index and a locator (for publishToTarget). */
 async function looseInputOf(args: PublishArguments): Promise<{ looseIndex: LooseIndex; locate: (entry: LooseFileEntry) => string }> {
-  const { index, files } = await looseIndexFromFolder(args.input, { exclude: [args.out], ...(args.rootPath !== undefined ? { rootPath: args.rootPath } : {}) });
+  const { index, files } = await looseIndexFromFolder(args.input, {
+    exclude: [args.out],
+    ...(args.rootPath !== undefined ? { rootPath: args.rootPath } : {}),
+  });
   const onDisk = new Map(files.map((file) => [file.path, file.absolutePath]));
   return { looseIndex: index, locate: (entry) => onDisk.get(entry.path)! };
 }
@@ -257,7 +304,8 @@ export const publishCommand: Command = {
     const progress = progressLine(stderr, !args.json);
     const started = Date.now();
     const input = await loadInput(args);
-    if (!args.allowCaseCollisions) checkPathCollisions('folder' in input ? input.files.map((file) => file.path) : input.looseIndex.files.map((entry) => entry.path));
+    if (!args.allowCaseCollisions)
+      checkPathCollisions('folder' in input ? input.files.map((file) => file.path) : input.looseIndex.files.map((entry) => entry.path));
     if (args.target !== undefined) {
       // An upload publishes into a staging folder first (publishToTarget), from a loose index:
       // a folder is indexed here, so its files are read twice on this path.
@@ -270,7 +318,12 @@ export const publishCommand: Command = {
     // A folder is read once, its files hashed as they are bundled (publishFolder).
     const summary =
       'folder' in input
-        ? await publishFolder({ ...options, folder: input.folder, files: input.files, ...(args.rootPath !== undefined ? { rootPath: args.rootPath } : {}) })
+        ? await publishFolder({
+            ...options,
+            folder: input.folder,
+            files: input.files,
+            ...(args.rootPath !== undefined ? { rootPath: args.rootPath } : {}),
+          })
         : await publishToDirectory({ ...options, looseIndex: input.looseIndex, locate: input.locate });
     progress.clear();
     const seconds = (Date.now() - started) / 1000;
@@ -292,7 +345,9 @@ function summaryText(summary: PublishSummary, out: string, seconds: number): str
       `  rewritten:     ${plural(rewritten.length, 'damaged bundle')}${rewritten.length > 0 ? ' (their bytes did not match their name; counted in new):' : ''}\n` +
       rewritten.map((url) => `                 ${url}\n`).join('') +
       `  already there: ${plural(summary.existingBundles, 'bundle')}, ${formatBytes(summary.existingBytes)}\n` +
-      (summary.staleTemporaryFilesRemoved > 0 ? `  cleaned up:    ${plural(summary.staleTemporaryFilesRemoved, 'temporary file')} of interrupted publishes\n` : '') +
+      (summary.staleTemporaryFilesRemoved > 0
+        ? `  cleaned up:    ${plural(summary.staleTemporaryFilesRemoved, 'temporary file')} of interrupted publishes\n`
+        : '') +
       `  index:         ${summary.indexPath}\n`,
     { keepNewlines: true },
   );

@@ -10,7 +10,18 @@ import { LOAD_FETCH_MODEL, reportLoads, type LoadFetch, type LoadReport } from '
 import { LOADS_FILE_NAME, parseLoadsFile, type LoadsFile } from '../../core/publish/loads.js';
 import { isUrl, loadIndex } from '../read-index.js';
 import { reportPage } from '../report-html.js';
-import { CommandFailure, formatBytes, formatRatio, parseCommandLine, plural, printable, shortSha, UsageError, type Command, type CommandContext } from '../usage.js';
+import {
+  CommandFailure,
+  formatBytes,
+  formatRatio,
+  parseCommandLine,
+  plural,
+  printable,
+  shortSha,
+  UsageError,
+  type Command,
+  type CommandContext,
+} from '../usage.js';
 
 const HELP = `Usage: awake-bundle report <published> [--loads <file>] [--html <file>] [--json]
 
@@ -98,37 +109,71 @@ async function readLoads(path: string): Promise<LoadsFile> {
 /** Rows in columns two spaces apart; the columns in `right` aligned right. */
 function table(rows: string[][], right: ReadonlySet<number>): string[] {
   const widths = rows[0]!.map((_, column) => rows.reduce((widest, row) => Math.max(widest, [...row[column]!].length), 0));
-  return rows.map((row) => `  ${row.map((cell, column) => (right.has(column) ? cell.padStart(widths[column]!) : cell.padEnd(widths[column]!))).join('  ')}`.trimEnd());
+  return rows.map((row) =>
+    `  ${row.map((cell, column) => (right.has(column) ? cell.padStart(widths[column]!) : cell.padEnd(widths[column]!))).join('  ')}`.trimEnd(),
+  );
 }
 
 export function describeIndex(source: string, index: ProjectIndex): string {
-  const bundles = index.formatVersion === 3 ? `, ${plural(index.bundles.length, 'bundle')} of ${formatBytes(index.bundles.reduce((sum, bundle) => sum + bundle.sizeBytes, 0))}` : '';
+  const bundles =
+    index.formatVersion === 3
+      ? `, ${plural(index.bundles.length, 'bundle')} of ${formatBytes(index.bundles.reduce((sum, bundle) => sum + bundle.sizeBytes, 0))}`
+      : '';
   return `${source} (formatVersion ${index.formatVersion}, ${plural(index.files.length, 'file')}${bundles}${index.formatVersion === 3 && index.pathIds ? ', opaque ids' : ''})`;
 }
 
 export function describeLoads(found: FoundLoads | undefined, loads: LoadsFile | undefined, source: string): string {
-  if (!found || !loads) return `none: no --loads, and no ${LOADS_FILE_NAME} in the current folder${isUrl(source) ? '' : ' or beside the index'}; the per-load part needs a loads file (SPEC §6)`;
+  if (!found || !loads)
+    return `none: no --loads, and no ${LOADS_FILE_NAME} in the current folder${isUrl(source) ? '' : ' or beside the index'}; the per-load part needs a loads file (SPEC §6)`;
   return `${found.path} (${plural(loads.loads.length, 'load')}${found.how === 'given' ? '' : `; found ${found.how}`})`;
 }
 
 function loadLines(report: LoadReport, paint: (text: string) => string): string[] {
   const loads = report.loads!;
   const totals = report.totals!;
-  const figures = (fetch: Pick<LoadFetch, 'fetchedBytes' | 'ratio' | 'requests'>) => [formatBytes(fetch.fetchedBytes), formatRatio(fetch.ratio), String(fetch.requests)];
+  const figures = (fetch: Pick<LoadFetch, 'fetchedBytes' | 'ratio' | 'requests'>) => [
+    formatBytes(fetch.fetchedBytes),
+    formatRatio(fetch.ratio),
+    String(fetch.requests),
+  ];
   const ratioOf = (fetched: number) => (totals.usedBytes > 0 ? fetched / totals.usedBytes : null);
   const rows = [
     ['load', 'files', 'used', 'fetched', 'ratio', 'requests', 'in order', 'ratio', 'requests'],
-    ...loads.map((load) => [printable(load.name), String(load.files), formatBytes(load.usedBytes), ...figures(load.alone), ...figures(load.inOrder)]),
-    ['all loads', '', formatBytes(totals.usedBytes), ...figures({ ...totals.alone, ratio: ratioOf(totals.alone.fetchedBytes) }), ...figures({ ...totals.inOrder, ratio: ratioOf(totals.inOrder.fetchedBytes) })],
+    ...loads.map((load) => [
+      printable(load.name),
+      String(load.files),
+      formatBytes(load.usedBytes),
+      ...figures(load.alone),
+      ...figures(load.inOrder),
+    ]),
+    [
+      'all loads',
+      '',
+      formatBytes(totals.usedBytes),
+      ...figures({ ...totals.alone, ratio: ratioOf(totals.alone.fetchedBytes) }),
+      ...figures({ ...totals.inOrder, ratio: ratioOf(totals.inOrder.fetchedBytes) }),
+    ],
   ];
-  const lines = ['', paint('Per load (fetched and requests: alone, then in order)'), ...table(rows, new Set([1, 2, 3, 4, 5, 6, 7, 8])), '', paint('Bundles each load touches (alone; in order, those not already cached)')];
+  const lines = [
+    '',
+    paint('Per load (fetched and requests: alone, then in order)'),
+    ...table(rows, new Set([1, 2, 3, 4, 5, 6, 7, 8])),
+    '',
+    paint('Bundles each load touches (alone; in order, those not already cached)'),
+  ];
   for (const load of loads) {
-    const later = load.inOrder.bundles.length === load.alone.bundles.length ? '' : `; in order: ${load.inOrder.bundles.map(shortSha).join(', ') || 'none'}`;
+    const later =
+      load.inOrder.bundles.length === load.alone.bundles.length
+        ? ''
+        : `; in order: ${load.inOrder.bundles.map(shortSha).join(', ') || 'none'}`;
     const loose = load.alone.looseFiles > 0 ? ` + ${plural(load.alone.looseFiles, 'loose file')}` : '';
     lines.push(`  ${printable(load.name)}: ${load.alone.bundles.map(shortSha).join(', ') || 'none'}${loose}${later}`);
   }
   for (const load of loads) {
-    if (load.notInIndex.length > 0) lines.push(`  note: ${printable(load.name)} lists ${plural(load.notInIndex.length, 'path')} the index does not: ${load.notInIndex.map((path) => printable(path)).join(', ')}`);
+    if (load.notInIndex.length > 0)
+      lines.push(
+        `  note: ${printable(load.name)} lists ${plural(load.notInIndex.length, 'path')} the index does not: ${load.notInIndex.map((path) => printable(path)).join(', ')}`,
+      );
   }
   return lines;
 }
@@ -139,23 +184,49 @@ function bundleLines(report: LoadReport, paint: (text: string) => string): strin
     const withLoads = report.loads !== null;
     const rows = [
       ['bundle', 'size', 'files', ...(withLoads ? ['unused', 'loads'] : [])],
-      ...report.bundles.map((bundle) => [shortSha(bundle.sha256), formatBytes(bundle.sizeBytes), String(bundle.files), ...(withLoads ? [String(bundle.unusedFiles), bundle.loads!.map((name) => printable(name)).join(', ') || 'none'] : [])]),
+      ...report.bundles.map((bundle) => [
+        shortSha(bundle.sha256),
+        formatBytes(bundle.sizeBytes),
+        String(bundle.files),
+        ...(withLoads ? [String(bundle.unusedFiles), bundle.loads!.map((name) => printable(name)).join(', ') || 'none'] : []),
+      ]),
     ];
-    lines.push('', paint(`Bundles: ${report.bundles.length}, ${formatBytes(report.bundles.reduce((sum, bundle) => sum + bundle.sizeBytes, 0))}`), ...table(rows, new Set([1, 2, 3])));
+    lines.push(
+      '',
+      paint(`Bundles: ${report.bundles.length}, ${formatBytes(report.bundles.reduce((sum, bundle) => sum + bundle.sizeBytes, 0))}`),
+      ...table(rows, new Set([1, 2, 3])),
+    );
   }
-  if (report.looseFiles.count > 0) lines.push('', `Loose files: ${report.looseFiles.count}, ${formatBytes(report.looseFiles.bytes)} (one request each)`);
+  if (report.looseFiles.count > 0)
+    lines.push('', `Loose files: ${report.looseFiles.count}, ${formatBytes(report.looseFiles.bytes)} (one request each)`);
   return lines;
 }
 
 function unusedLines(report: LoadReport, paint: (text: string) => string): string[] {
   const unused = report.unusedFiles;
   if (!unused) return [];
-  const rows = unused.files.map((file) => [printable(file.key), formatBytes(file.sizeBytes), file.bundle ? `bundle ${shortSha(file.bundle)}` : 'loose']);
-  return ['', paint(`Files no load uses: ${unused.count}, ${formatBytes(unused.bytes)}`), ...(rows.length > 0 ? table(rows, new Set([1])) : [])];
+  const rows = unused.files.map((file) => [
+    printable(file.key),
+    formatBytes(file.sizeBytes),
+    file.bundle ? `bundle ${shortSha(file.bundle)}` : 'loose',
+  ]);
+  return [
+    '',
+    paint(`Files no load uses: ${unused.count}, ${formatBytes(unused.bytes)}`),
+    ...(rows.length > 0 ? table(rows, new Set([1])) : []),
+  ];
 }
 
 /** The report as text; names escaped (printable), headings in bold only on a terminal. */
-function formatReport(source: string, index: ProjectIndex, found: FoundLoads | undefined, loads: LoadsFile | undefined, report: LoadReport, html: string | undefined, colour: boolean): string {
+function formatReport(
+  source: string,
+  index: ProjectIndex,
+  found: FoundLoads | undefined,
+  loads: LoadsFile | undefined,
+  report: LoadReport,
+  html: string | undefined,
+  colour: boolean,
+): string {
   const paint = (text: string) => (colour ? `\x1b[1m${text}\x1b[0m` : text);
   const lines = [`index: ${printable(describeIndex(source, index))}`, `loads: ${printable(describeLoads(found, loads, source))}`];
   for (const note of report.notes) lines.push(`note: ${note}`);
@@ -166,7 +237,13 @@ function formatReport(source: string, index: ProjectIndex, found: FoundLoads | u
   return `${lines.join('\n')}\n`;
 }
 
-function reportJson(source: string, index: ProjectIndex, found: FoundLoads | undefined, report: LoadReport, html: string | undefined): string {
+function reportJson(
+  source: string,
+  index: ProjectIndex,
+  found: FoundLoads | undefined,
+  report: LoadReport,
+  html: string | undefined,
+): string {
   const described = {
     formatVersion: index.formatVersion,
     files: index.files.length,
@@ -200,7 +277,8 @@ export const reportCommand: Command = {
       stdout.write(`${HELP}\n`);
       return 0;
     }
-    if (positionals.length !== 1) throw new UsageError(`report takes one index (a published folder, an index file or an http(s) URL), found ${positionals.length}`);
+    if (positionals.length !== 1)
+      throw new UsageError(`report takes one index (a published folder, an index file or an http(s) URL), found ${positionals.length}`);
     if (values.loads === '') throw new UsageError('--loads needs a file name');
     if (values.html === '') throw new UsageError('--html needs a file name');
     const source = positionals[0]!;
@@ -209,9 +287,16 @@ export const reportCommand: Command = {
     const loads = found ? await readLoads(found.path) : undefined;
     const report = reportLoads(index, loads?.loads);
     if (values.html !== undefined) {
-      await writePage(values.html, reportPage({ source, index: describeIndex(source, index), loads: describeLoads(found, loads, source), report }));
+      await writePage(
+        values.html,
+        reportPage({ source, index: describeIndex(source, index), loads: describeLoads(found, loads, source), report }),
+      );
     }
-    stdout.write(values.json ? reportJson(source, index, found, report, values.html) : formatReport(source, index, found, loads, report, values.html, stdout.isTTY === true));
+    stdout.write(
+      values.json
+        ? reportJson(source, index, found, report, values.html)
+        : formatReport(source, index, found, loads, report, values.html, stdout.isTTY === true),
+    );
     return 0;
   },
 };

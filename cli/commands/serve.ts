@@ -3,7 +3,14 @@ import { stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { AwakeError } from '../../core/errors.js';
 import { INDEX_FILE_NAME } from '../../core/node/publish.js';
-import { parseCorsOrigin, parseFaultRule, SERVER_TOKEN, startStaticServer, type FaultRule, type StaticServerOptions } from '../../core/node/server.js';
+import {
+  parseCorsOrigin,
+  parseFaultRule,
+  SERVER_TOKEN,
+  startStaticServer,
+  type FaultRule,
+  type StaticServerOptions,
+} from '../../core/node/server.js';
 import { CommandFailure, parseCommandLine, printable, UsageError, type Command, type CommandContext } from '../usage.js';
 
 const HELP = `Usage: awake-bundle serve <dir> [options]
@@ -42,7 +49,8 @@ export interface ServeArguments extends Omit<StaticServerOptions, 'log'> {
 
 function integerFlag(flag: string, text: string, min: number, max: number): number {
   const value = /^-?\d+$/.test(text) ? Number(text) : Number.NaN;
-  if (!(value >= min && value <= max)) throw new UsageError(`${flag} must be an integer from ${min} to ${max}, got ${JSON.stringify(text)}`);
+  if (!(value >= min && value <= max))
+    throw new UsageError(`${flag} must be an integer from ${min} to ${max}, got ${JSON.stringify(text)}`);
   return value;
 }
 
@@ -57,13 +65,15 @@ function faultFlags(texts: string[]): FaultRule[] {
 }
 
 function corsFlags(texts: string[]): string[] {
-  return texts.flatMap((text) => text.split(',')).map((text) => {
-    try {
-      return parseCorsOrigin(text.trim());
-    } catch (error) {
-      throw new UsageError(`--cors ${text}: ${(error as Error).message}`);
-    }
-  });
+  return texts
+    .flatMap((text) => text.split(','))
+    .map((text) => {
+      try {
+        return parseCorsOrigin(text.trim());
+      } catch (error) {
+        throw new UsageError(`--cors ${text}: ${(error as Error).message}`);
+      }
+    });
 }
 
 export function parseServeArguments(argv: string[]): ServeArguments | 'help' {
@@ -78,11 +88,13 @@ export function parseServeArguments(argv: string[]): ServeArguments | 'help' {
     quiet: { type: 'boolean' },
   });
   if (values.help) return 'help';
-  if (positionals.length !== 1) throw new UsageError(`serve takes one folder, got ${positionals.length === 0 ? 'none' : positionals.join(' ')}`);
+  if (positionals.length !== 1)
+    throw new UsageError(`serve takes one folder, got ${positionals.length === 0 ? 'none' : positionals.join(' ')}`);
   // parseCommandLine's value type does not model `multiple`; parseArgs gives an array here.
   const failTexts = (values.fail as unknown as string[] | undefined) ?? [];
   if (values.host !== undefined && values.host.trim() === '') throw new UsageError('--host must not be empty');
-  if (values.token !== undefined && !SERVER_TOKEN.test(values.token)) throw new UsageError('--token must be non-empty printable ASCII without spaces');
+  if (values.token !== undefined && !SERVER_TOKEN.test(values.token))
+    throw new UsageError('--token must be non-empty printable ASCII without spaces');
   if (values.seed !== undefined && failTexts.length === 0) throw new UsageError('--seed is only used with --fail');
   const corsOrigins = corsFlags((values.cors as unknown as string[] | undefined) ?? []);
   return {
@@ -115,15 +127,23 @@ export async function serveFolder(args: ServeArguments, { stdout }: CommandConte
   const { quiet, ...options } = args;
   let server;
   try {
-    server = await startStaticServer({ ...options, ...(quiet ? {} : { log: (line: string) => void stdout.write(`${printable(line)}\n`) }) });
+    server = await startStaticServer({
+      ...options,
+      ...(quiet ? {} : { log: (line: string) => void stdout.write(`${printable(line)}\n`) }),
+    });
   } catch (error) {
     if (error instanceof AwakeError) throw new CommandFailure(error.message);
     if ((error as NodeJS.ErrnoException).code === 'EADDRINUSE') {
-      throw new CommandFailure(`port ${args.port} on ${args.host} is busy (another program listens on it): pick another with --port <n>, or --port 0 for any free one`);
+      throw new CommandFailure(
+        `port ${args.port} on ${args.host} is busy (another program listens on it): pick another with --port <n>, or --port 0 for any free one`,
+      );
     }
     throw new CommandFailure(`cannot listen on ${args.host}:${args.port}: ${(error as Error).message}`);
   }
-  const hasIndex = await stat(join(args.root, INDEX_FILE_NAME)).then((index) => index.isFile(), () => false);
+  const hasIndex = await stat(join(args.root, INDEX_FILE_NAME)).then(
+    (index) => index.isFile(),
+    () => false,
+  );
   const faults = args.faults?.map((rule) => `${rule.fault}:${rule.probability}`).join(' ');
   stdout.write(
     `Serving ${args.root} at ${server.url}\n` +

@@ -29,7 +29,11 @@ export const swCommand: Command = {
   summary: 'write the service worker that serves indexed URLs from verified bundles',
   help: HELP,
   async run(argv, { stdout, stderr }: CommandContext) {
-    const { values, positionals } = parseCommandLine(argv, { out: { type: 'string' }, index: { type: 'string' }, json: { type: 'boolean' } });
+    const { values, positionals } = parseCommandLine(argv, {
+      out: { type: 'string' },
+      index: { type: 'string' },
+      json: { type: 'boolean' },
+    });
     if (values.help) {
       stdout.write(`${HELP}\n`);
       return 0;
@@ -50,11 +54,16 @@ export const swCommand: Command = {
     if (values.index !== undefined) {
       const missing = await missingIndexFile(values.out, values.index);
       const publishTo = join(values.out, dirOf(values.index));
-      if (missing !== undefined) stderr.write(`awake-bundle: warning: ${printable(`there is no ${missing}: the worker fetches --index ${values.index} relative to its own URL; publish there (awake-bundle <assets> --out ${publishTo}) or fix --index`)}\n`);
+      if (missing !== undefined)
+        stderr.write(
+          `awake-bundle: warning: ${printable(`there is no ${missing}: the worker fetches --index ${values.index} relative to its own URL; publish there (awake-bundle <assets> --out ${publishTo}) or fix --index`)}\n`,
+        );
     }
-    stdout.write(values.json
-      ? `${JSON.stringify({ file: target, index })}\n`
-      : `wrote ${printable(target)} (index ${printable(index)}, relative to the worker's URL)\n`);
+    stdout.write(
+      values.json
+        ? `${JSON.stringify({ file: target, index })}\n`
+        : `wrote ${printable(target)} (index ${printable(index)}, relative to the worker's URL)\n`,
+    );
     return 0;
   },
 };

@@ -28,9 +28,16 @@ export const verifyCommand: Command = {
     if (positionals.length !== 1) throw new UsageError('verify takes one published folder (or its project.index.json)');
     await checkTarget(positionals[0]!);
     const result = await verifyPublished(positionals[0]!);
-    if (values.json) stdout.write(`${JSON.stringify({ ok: result.problems.length === 0, bundles: result.bundles, files: result.files, problems: result.problems }, null, 2)}\n`);
-    else if (result.problems.length === 0) stdout.write(`OK: ${plural(result.bundles, 'bundle')} and ${plural(result.files, 'file')} match the index\n`);
-    else stderr.write(`${plural(result.problems.length, 'problem')}:\n${result.problems.map((problem) => `  ${printable(problem, { keepNewlines: true })}`).join('\n')}\n`);
+    if (values.json)
+      stdout.write(
+        `${JSON.stringify({ ok: result.problems.length === 0, bundles: result.bundles, files: result.files, problems: result.problems }, null, 2)}\n`,
+      );
+    else if (result.problems.length === 0)
+      stdout.write(`OK: ${plural(result.bundles, 'bundle')} and ${plural(result.files, 'file')} match the index\n`);
+    else
+      stderr.write(
+        `${plural(result.problems.length, 'problem')}:\n${result.problems.map((problem) => `  ${printable(problem, { keepNewlines: true })}`).join('\n')}\n`,
+      );
     return result.problems.length === 0 ? 0 : 1;
   },
 };

@@ -4,7 +4,14 @@
  * imports this module only when it tries one of these: IndexedDB opens on most pages.
  */
 import { UnsupportedOperationError } from '../errors.js';
-import { DEFAULT_BROWSER_CACHE_NAME, IndexedDBCache, type BrowserCacheBackend, type BrowserCacheOptions, type BrowserStorageCache, type ClearableContentCache } from './browser.js';
+import {
+  DEFAULT_BROWSER_CACHE_NAME,
+  IndexedDBCache,
+  type BrowserCacheBackend,
+  type BrowserCacheOptions,
+  type BrowserStorageCache,
+  type ClearableContentCache,
+} from './browser.js';
 import { checkKey } from './cache-key.js';
 
 function isDomError(error: unknown, name: string): boolean {
@@ -62,7 +69,8 @@ export class CacheStorageCache extends UnbatchedStore {
   /** Opens the cache; rejects where Cache Storage is missing or refused. Called by every method. */
   open(): Promise<Cache> {
     this.#cache ??= (async () => {
-      if (!CacheStorageCache.isAvailable()) throw new UnsupportedOperationError('Cache Storage is not available here (it needs a secure http(s) page)');
+      if (!CacheStorageCache.isAvailable())
+        throw new UnsupportedOperationError('Cache Storage is not available here (it needs a secure http(s) page)');
       return caches.open(this.name);
     })().catch((error: unknown) => {
       this.#cache = undefined;
@@ -96,7 +104,6 @@ export class CacheStorageCache extends UnbatchedStore {
     const url = this.urlFor(sha256);
     return (await (await this.open()).match(url)) !== undefined;
   }
-
 
   async delete(sha256: string): Promise<void> {
     const url = this.urlFor(sha256);
@@ -184,7 +191,6 @@ export class OpfsCache extends UnbatchedStore {
   async has(sha256: string): Promise<boolean> {
     return (await this.#existing(sha256)) !== undefined;
   }
-
 
   async delete(sha256: string): Promise<void> {
     checkKey(sha256);

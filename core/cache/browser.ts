@@ -18,7 +18,16 @@
 import type { CacheStorageCache, OpfsCache } from './browser-stores.js';
 import { checkKey } from './cache-key.js';
 import type { ContentCache } from './content-cache.js';
-import { clearEntries, closeStore, deleteEntries, getEntries, hasEntries, openStore, putEntries, type WorkerStoreAccess } from './idb-store.js';
+import {
+  clearEntries,
+  closeStore,
+  deleteEntries,
+  getEntries,
+  hasEntries,
+  openStore,
+  putEntries,
+  type WorkerStoreAccess,
+} from './idb-store.js';
 import { MemoryCache } from './memory.js';
 
 export type BrowserCacheBackend = 'opfs' | 'indexeddb' | 'cache-storage';
@@ -37,7 +46,6 @@ export interface ClearableContentCache extends ContentCache {
 }
 
 export const DEFAULT_BROWSER_CACHE_NAME = 'awake-bundle';
-
 
 // ---------------------------------------------------------------------------------------------
 // IndexedDB
@@ -175,7 +183,9 @@ export class FallbackCache<Primary extends ContentCache = ContentCache> implemen
     if (missing.length === 0 || this.primary === undefined) return answers;
     let found: (Uint8Array | undefined)[];
     try {
-      found = this.primary.getMany ? await this.primary.getMany(missing) : await Promise.all(missing.map((sha256) => this.primary!.get(sha256)));
+      found = this.primary.getMany
+        ? await this.primary.getMany(missing)
+        : await Promise.all(missing.map((sha256) => this.primary!.get(sha256)));
     } catch (error) {
       this.#report(error, 'get', missing[0]);
       return answers;
@@ -192,7 +202,11 @@ export class FallbackCache<Primary extends ContentCache = ContentCache> implemen
     try {
       found = this.primary.hasMany
         ? await this.primary.hasMany(missing)
-        : await Promise.all(missing.map(async (sha256) => (this.primary!.has ? this.primary!.has(sha256) : (await this.primary!.get(sha256)) !== undefined)));
+        : await Promise.all(
+            missing.map(async (sha256) =>
+              this.primary!.has ? this.primary!.has(sha256) : (await this.primary!.get(sha256)) !== undefined,
+            ),
+          );
     } catch (error) {
       this.#report(error, 'has', missing[0]);
       return answers;
@@ -205,7 +219,9 @@ export class FallbackCache<Primary extends ContentCache = ContentCache> implemen
   async putMany(entries: readonly (readonly [string, Uint8Array])[]): Promise<void> {
     if (this.primary === undefined) return this.memory.putMany(entries);
     // Called before any await, so a primary that copies on put has its copies before this returns.
-    const stored = this.primary.putMany ? this.primary.putMany(entries) : Promise.all(entries.map(([sha256, bytes]) => this.primary!.put(sha256, bytes)));
+    const stored = this.primary.putMany
+      ? this.primary.putMany(entries)
+      : Promise.all(entries.map(([sha256, bytes]) => this.primary!.put(sha256, bytes)));
     try {
       await stored;
       await Promise.all(entries.map(([sha256]) => this.memory.delete(sha256)));
@@ -311,7 +327,8 @@ export async function openBrowserCache(options: OpenBrowserCacheOptions = {}): P
   for (const backend of options.backends ?? BROWSER_CACHE_PREFERENCE) {
     try {
       // The other backends are imported only when IndexedDB is not the one: most pages never need them.
-      const primary = backend === 'indexeddb' ? new IndexedDBCache(options) : (await import('./browser-stores.js')).createBrowserCache(backend, options);
+      const primary =
+        backend === 'indexeddb' ? new IndexedDBCache(options) : (await import('./browser-stores.js')).createBrowserCache(backend, options);
       await primary.open();
       return new FallbackCache({ primary, memory, onError: options.onError });
     } catch (error) {

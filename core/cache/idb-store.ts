@@ -57,16 +57,13 @@ export function openStore(access: WorkerStoreAccess): Promise<IDBDatabase> {
   const forget = () => {
     if (connections.get(name) === opening) connections.delete(name);
   };
-  opening.then(
-    (database) => {
-      database.onversionchange = () => {
-        database.close();
-        forget();
-      };
-      database.onclose = forget;
-    },
-    forget,
-  );
+  opening.then((database) => {
+    database.onversionchange = () => {
+      database.close();
+      forget();
+    };
+    database.onclose = forget;
+  }, forget);
   connections.set(name, opening);
   return opening;
 }
@@ -111,7 +108,11 @@ export async function hasEntries(access: WorkerStoreAccess, keys: readonly strin
  * Values are put a slice at a time (`sliceBytes`), the next slice from the last one's success
  * event, where the transaction is still active.
  */
-export async function putEntries(access: WorkerStoreAccess, entries: readonly (readonly [string, Uint8Array])[], options: PutEntriesOptions = {}): Promise<void> {
+export async function putEntries(
+  access: WorkerStoreAccess,
+  entries: readonly (readonly [string, Uint8Array])[],
+  options: PutEntriesOptions = {},
+): Promise<void> {
   const owned = entries.map(([key, bytes]) => [key, spanningItsBuffer(bytes)] as const);
   const sliceBytes = options.sliceBytes ?? PUT_SLICE_BYTES;
   await inTransaction(access, 'readwrite', (store) => {
@@ -147,7 +148,11 @@ export async function clearEntries(access: WorkerStoreAccess): Promise<void> {
  * waited for it (`closeStore`, a `versionchange`, or `close()` by whoever called `openStore`)
  * refuses new transactions with an InvalidStateError: it is forgotten and another opened, once.
  */
-async function inTransaction<T>(access: WorkerStoreAccess, mode: IDBTransactionMode, make: (store: IDBObjectStore) => IDBRequest<T>[]): Promise<T[]> {
+async function inTransaction<T>(
+  access: WorkerStoreAccess,
+  mode: IDBTransactionMode,
+  make: (store: IDBObjectStore) => IDBRequest<T>[],
+): Promise<T[]> {
   for (let attempt = 1; ; attempt++) {
     const opening = openStore(access);
     const database = await opening;

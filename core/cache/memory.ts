@@ -23,7 +23,8 @@ export class MemoryCache implements ContentCache {
 
   constructor(options: MemoryCacheOptions = {}) {
     const maxBytes = options.maxBytes ?? DEFAULT_MEMORY_CACHE_BYTES;
-    if (!(maxBytes >= 0)) throw new InvalidOptionError('maxBytes', `MemoryCache maxBytes must be a number ≥ 0, got ${String(options.maxBytes)}`);
+    if (!(maxBytes >= 0))
+      throw new InvalidOptionError('maxBytes', `MemoryCache maxBytes must be a number ≥ 0, got ${String(options.maxBytes)}`);
     this.maxBytes = maxBytes;
   }
 

@@ -46,16 +46,18 @@ export interface BundleLayout {
  * gives each distinct content one place in the data area, in table order.
  */
 export function layoutBundle(members: readonly BundleMemberSpec[]): BundleLayout {
-  const sorted = members
-    .map((member) => ({ member, keyBytes: utf8(member.key) }))
-    .sort((a, b) => compareBytes(a.keyBytes, b.keyBytes));
+  const sorted = members.map((member) => ({ member, keyBytes: utf8(member.key) })).sort((a, b) => compareBytes(a.keyBytes, b.keyBytes));
   let tableSize = 0;
   for (let i = 0; i < sorted.length; i++) {
     const { member, keyBytes } = sorted[i]!;
-    if (keyBytes.length === 0 || keyBytes.length > MAX_KEY_BYTES) throw new InvalidOptionError('members', `bundle key ${JSON.stringify(member.key)} must be 1..65535 UTF-8 bytes`);
-    if (i > 0 && compareBytes(sorted[i - 1]!.keyBytes, keyBytes) === 0) throw new InvalidOptionError('members', `two bundle members share the key ${JSON.stringify(member.key)}`);
-    if (!SHA256_HEX.test(member.sha256)) throw new InvalidOptionError('members', `member ${JSON.stringify(member.key)}: sha256 must be 64 lowercase hex digits`);
-    if (!Number.isSafeInteger(member.sizeBytes) || member.sizeBytes < 0) throw new InvalidOptionError('members', `member ${JSON.stringify(member.key)}: sizeBytes must be a non-negative safe integer`);
+    if (keyBytes.length === 0 || keyBytes.length > MAX_KEY_BYTES)
+      throw new InvalidOptionError('members', `bundle key ${JSON.stringify(member.key)} must be 1..65535 UTF-8 bytes`);
+    if (i > 0 && compareBytes(sorted[i - 1]!.keyBytes, keyBytes) === 0)
+      throw new InvalidOptionError('members', `two bundle members share the key ${JSON.stringify(member.key)}`);
+    if (!SHA256_HEX.test(member.sha256))
+      throw new InvalidOptionError('members', `member ${JSON.stringify(member.key)}: sha256 must be 64 lowercase hex digits`);
+    if (!Number.isSafeInteger(member.sizeBytes) || member.sizeBytes < 0)
+      throw new InvalidOptionError('members', `member ${JSON.stringify(member.key)}: sizeBytes must be a non-negative safe integer`);
     tableSize += RECORD_FIXED_BYTES + keyBytes.length;
   }
   if (sorted.length > 0xffffffff || tableSize > 0xffffffff) throw new InvalidOptionError('members', 'bundle table too large for AWKB v1');
@@ -68,7 +70,8 @@ export function layoutBundle(members: readonly BundleMemberSpec[]): BundleLayout
   for (const { member } of sorted) {
     const seen = firstOffset.get(member.sha256);
     if (seen) {
-      if (seen.sizeBytes !== member.sizeBytes) throw new InvalidOptionError('members', `members with SHA-256 ${member.sha256} differ in size`);
+      if (seen.sizeBytes !== member.sizeBytes)
+        throw new InvalidOptionError('members', `members with SHA-256 ${member.sha256} differ in size`);
       records.push({ key: member.key, offset: seen.offset, sizeBytes: member.sizeBytes, sha256: member.sha256 });
       continue;
     }
@@ -140,7 +143,8 @@ export function decodeBundle(bytes: Uint8Array, sizeBytes = bytes.length): Decod
   // `sizeBytes`: the whole bundle's size when `bytes` is only its start (a streamed bundle's head).
   if (bytes.length < HEADER_BYTES) throw new BundleFormatError('header', `truncated: ${bytes.length} bytes, the header alone is 16`);
   for (let i = 0; i < 4; i++) {
-    if (bytes[i] !== AWKB_MAGIC[i]) throw new BundleFormatError('header', `bad magic ${toHex(bytes.subarray(0, 4))}, expected 41574b42 ("AWKB")`);
+    if (bytes[i] !== AWKB_MAGIC[i])
+      throw new BundleFormatError('header', `bad magic ${toHex(bytes.subarray(0, 4))}, expected 41574b42 ("AWKB")`);
   }
   const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
   const version = view.getUint16(4);
@@ -150,9 +154,12 @@ export function decodeBundle(bytes: Uint8Array, sizeBytes = bytes.length): Decod
   const count = view.getUint32(8);
   const tableSize = view.getUint32(12);
   const dataStart = HEADER_BYTES + tableSize;
-  if (dataStart > sizeBytes) throw new BundleFormatError('table', `table size ${tableSize} runs past the end of the ${sizeBytes}-byte bundle`);
-  if (count * RECORD_FIXED_BYTES > tableSize) throw new BundleFormatError('table', `member count ${count} cannot fit a ${tableSize}-byte table`);
-  if (dataStart > bytes.length) throw new BundleFormatError('table', `truncated: the table ends at byte ${dataStart}, only ${bytes.length} bytes arrived`);
+  if (dataStart > sizeBytes)
+    throw new BundleFormatError('table', `table size ${tableSize} runs past the end of the ${sizeBytes}-byte bundle`);
+  if (count * RECORD_FIXED_BYTES > tableSize)
+    throw new BundleFormatError('table', `member count ${count} cannot fit a ${tableSize}-byte table`);
+  if (dataStart > bytes.length)
+    throw new BundleFormatError('table', `truncated: the table ends at byte ${dataStart}, only ${bytes.length} bytes arrived`);
 
   const records: BundleRecord[] = [];
   let at = HEADER_BYTES;
@@ -163,7 +170,8 @@ export function decodeBundle(bytes: Uint8Array, sizeBytes = bytes.length): Decod
     if (at + 2 + keyLength + 48 > dataStart) throw new BundleFormatError('table', `record ${i} runs past the table's end`);
     const keyBytes = bytes.subarray(at + 2, at + 2 + keyLength);
     if (keyLength === 0) throw new BundleFormatError('table', `record ${i} has an empty key`);
-    if (previousKey && compareBytes(previousKey, keyBytes) >= 0) throw new BundleFormatError('table', `keys not strictly increasing at record ${i}`);
+    if (previousKey && compareBytes(previousKey, keyBytes) >= 0)
+      throw new BundleFormatError('table', `keys not strictly increasing at record ${i}`);
     let key: string;
     try {
       key = strictUtf8.decode(keyBytes);
@@ -177,12 +185,16 @@ export function decodeBundle(bytes: Uint8Array, sizeBytes = bytes.length): Decod
     at += 48;
     const total = BigInt(sizeBytes);
     if (offset < BigInt(dataStart) || offset > total || size > total - offset) {
-      throw new BundleFormatError('table', `member ${previewValue(key, KEY_PREVIEW_CHARACTERS)} (offset ${offset}, size ${size}) lies outside the data area ${dataStart}..${sizeBytes}`);
+      throw new BundleFormatError(
+        'table',
+        `member ${previewValue(key, KEY_PREVIEW_CHARACTERS)} (offset ${offset}, size ${size}) lies outside the data area ${dataStart}..${sizeBytes}`,
+      );
     }
     records.push({ key, offset: Number(offset), sizeBytes: Number(size), sha256 });
     previousKey = keyBytes;
   }
-  if (at !== dataStart) throw new BundleFormatError('table', `${count} records use ${at - HEADER_BYTES} bytes but the table size says ${tableSize}`);
+  if (at !== dataStart)
+    throw new BundleFormatError('table', `${count} records use ${at - HEADER_BYTES} bytes but the table size says ${tableSize}`);
   return { version, records, dataStart, sizeBytes };
 }
 

@@ -9,11 +9,19 @@ export interface DeltaRangeOptions {
   maxRanges?: number;
 }
 
-export const DEFAULT_DELTA_RANGE_OPTIONS: Readonly<Required<DeltaRangeOptions>> = Object.freeze({ maxGapBytes: 64 * 1024, maxMissingFraction: 0.5, maxRanges: 4 });
+export const DEFAULT_DELTA_RANGE_OPTIONS: Readonly<Required<DeltaRangeOptions>> = Object.freeze({
+  maxGapBytes: 64 * 1024,
+  maxMissingFraction: 0.5,
+  maxRanges: 4,
+});
 
 /**
  * The rule for ranges asked for in one multi-range request (`multipart/byteranges`), the reader's
  * default where the server answers them: a range costs a part header (~130 bytes), not a
  * request, so gaps close only below 512 bytes and up to 64 ranges share the request.
  */
-export const DEFAULT_MULTIPART_RANGE_OPTIONS: Readonly<Required<DeltaRangeOptions>> = Object.freeze({ maxGapBytes: 512, maxMissingFraction: 0.5, maxRanges: 64 });
+export const DEFAULT_MULTIPART_RANGE_OPTIONS: Readonly<Required<DeltaRangeOptions>> = Object.freeze({
+  maxGapBytes: 512,
+  maxMissingFraction: 0.5,
+  maxRanges: 64,
+});

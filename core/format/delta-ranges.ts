@@ -48,9 +48,12 @@ function resolveOptions(options: DeltaRangeOptions): Required<DeltaRangeOptions>
     maxMissingFraction: options.maxMissingFraction ?? DEFAULT_DELTA_RANGE_OPTIONS.maxMissingFraction,
     maxRanges: options.maxRanges ?? DEFAULT_DELTA_RANGE_OPTIONS.maxRanges,
   };
-  if (!Number.isSafeInteger(resolved.maxGapBytes) || resolved.maxGapBytes < 0) throw new InvalidOptionError('maxGapBytes', `maxGapBytes must be a non-negative integer, found ${resolved.maxGapBytes}`);
-  if (!(resolved.maxMissingFraction >= 0 && resolved.maxMissingFraction <= 1)) throw new InvalidOptionError('maxMissingFraction', `maxMissingFraction must be between 0 and 1, found ${resolved.maxMissingFraction}`);
-  if (!Number.isSafeInteger(resolved.maxRanges) || resolved.maxRanges < 1) throw new InvalidOptionError('maxRanges', `maxRanges must be a positive integer, found ${resolved.maxRanges}`);
+  if (!Number.isSafeInteger(resolved.maxGapBytes) || resolved.maxGapBytes < 0)
+    throw new InvalidOptionError('maxGapBytes', `maxGapBytes must be a non-negative integer, found ${resolved.maxGapBytes}`);
+  if (!(resolved.maxMissingFraction >= 0 && resolved.maxMissingFraction <= 1))
+    throw new InvalidOptionError('maxMissingFraction', `maxMissingFraction must be between 0 and 1, found ${resolved.maxMissingFraction}`);
+  if (!Number.isSafeInteger(resolved.maxRanges) || resolved.maxRanges < 1)
+    throw new InvalidOptionError('maxRanges', `maxRanges must be a positive integer, found ${resolved.maxRanges}`);
   return resolved;
 }
 
@@ -102,7 +105,12 @@ const sumOf = (ranges: DeltaByteRange[]) => ranges.reduce((sum, range) => sum + 
  * The requests that fetch the members of a bundle of `bundleSizeBytes` whose content (SHA-256)
  * is in `missing`. Throws `InvalidOptionError` for an option out of range.
  */
-export function planDeltaRanges(bundleSizeBytes: number, members: readonly DeltaMember[], missing: ReadonlySet<string>, options: DeltaRangeOptions = {}): DeltaRangePlan {
+export function planDeltaRanges(
+  bundleSizeBytes: number,
+  members: readonly DeltaMember[],
+  missing: ReadonlySet<string>,
+  options: DeltaRangeOptions = {},
+): DeltaRangePlan {
   const { maxGapBytes, maxMissingFraction, maxRanges } = resolveOptions(options);
   const spans = missingSpans(members, missing);
   const missingBytes = sumOf(spans);

@@ -6,7 +6,13 @@
  * A returning player holds the old version's contents: the cache is keyed by SHA-256 (SPEC §7),
  * so a content is missing exactly when no entry of the old index has it, whatever its path.
  */
-import { DEFAULT_MULTIPART_RANGE_OPTIONS, planDeltaRanges, type DeltaMember, type DeltaRangeOptions, type DeltaRangePlan } from './delta-ranges.js';
+import {
+  DEFAULT_MULTIPART_RANGE_OPTIONS,
+  planDeltaRanges,
+  type DeltaMember,
+  type DeltaRangeOptions,
+  type DeltaRangePlan,
+} from './delta-ranges.js';
 import { opaqueId } from './ids.js';
 import { entryKey, type BundledFileEntry, type BundleEntry, type ProjectIndex } from './project-index.js';
 
@@ -63,21 +69,34 @@ const saltOf = (index: ProjectIndex) => (index.formatVersion === 3 ? index.pathI
  * The key of every entry of both indexes, in a common kind: paths when neither uses ids; ids
  * when one does, computing the other side's ids from its paths with that salt (SPEC §4).
  */
-function alignKeys(oldIndex: ProjectIndex, newIndex: ProjectIndex, notes: string[]): { keys: 'path' | 'id'; keyOf: (entry: Entry, side: 'old' | 'new') => string } {
+function alignKeys(
+  oldIndex: ProjectIndex,
+  newIndex: ProjectIndex,
+  notes: string[],
+): { keys: 'path' | 'id'; keyOf: (entry: Entry, side: 'old' | 'new') => string } {
   const oldSalt = saltOf(oldIndex);
   const newSalt = saltOf(newIndex);
   if (oldSalt === undefined && newSalt === undefined) return { keys: 'path', keyOf: (entry) => entryKey(entry) };
   if (oldSalt !== undefined && newSalt !== undefined) {
-    if (oldSalt !== newSalt) notes.push('the indexes use different salts for their ids, so no id matches: every file shows as removed and added (the download figures, by content, still hold)');
+    if (oldSalt !== newSalt)
+      notes.push(
+        'the indexes use different salts for their ids, so no id matches: every file shows as removed and added (the download figures, by content, still hold)',
+      );
     return { keys: 'id', keyOf: (entry) => entryKey(entry) };
   }
   const salt = (oldSalt ?? newSalt)!;
   const pathSide = oldSalt === undefined ? 'old' : 'new';
-  notes.push(`the ${pathSide} index lists paths and the other ids: compared by id, with the ${pathSide === 'old' ? 'new' : 'old'} index's salt`);
+  notes.push(
+    `the ${pathSide} index lists paths and the other ids: compared by id, with the ${pathSide === 'old' ? 'new' : 'old'} index's salt`,
+  );
   return { keys: 'id', keyOf: (entry, side) => (side === pathSide ? opaqueId(salt, entry.path!) : entryKey(entry)) };
 }
 
-function diffFiles(oldIndex: ProjectIndex, newIndex: ProjectIndex, keyOf: (entry: Entry, side: 'old' | 'new') => string): IndexDiff['files'] {
+function diffFiles(
+  oldIndex: ProjectIndex,
+  newIndex: ProjectIndex,
+  keyOf: (entry: Entry, side: 'old' | 'new') => string,
+): IndexDiff['files'] {
   const oldByKey = new Map(oldIndex.files.map((entry) => [keyOf(entry, 'old'), entry]));
   const newKeys = new Set<string>();
   const files: IndexDiff['files'] = { added: [], changed: [], removed: [], unchanged: 0 };
@@ -87,7 +106,11 @@ function diffFiles(oldIndex: ProjectIndex, newIndex: ProjectIndex, keyOf: (entry
     const before = oldByKey.get(key);
     if (!before) files.added.push({ key, sizeBytes: entry.sizeBytes, sha256: entry.sha256 });
     else if (before.sha256 !== entry.sha256 || before.sizeBytes !== entry.sizeBytes) {
-      files.changed.push({ key, old: { sizeBytes: before.sizeBytes, sha256: before.sha256 }, new: { sizeBytes: entry.sizeBytes, sha256: entry.sha256 } });
+      files.changed.push({
+        key,
+        old: { sizeBytes: before.sizeBytes, sha256: before.sha256 },
+        new: { sizeBytes: entry.sizeBytes, sha256: entry.sha256 },
+      });
     } else files.unchanged++;
   }
   for (const [key, entry] of oldByKey) {
@@ -112,8 +135,12 @@ function diffBundles(oldIndex: ProjectIndex, newIndex: ProjectIndex): IndexDiff[
 function planDownload(oldIndex: ProjectIndex, newIndex: ProjectIndex, options: DeltaRangeOptions): IndexDiff['download'] {
   const held = new Set(oldIndex.files.map((entry) => entry.sha256));
   // An empty content needs no bytes: a player has it already.
-  const missing = new Map(newIndex.files.filter((entry) => entry.sizeBytes > 0 && !held.has(entry.sha256)).map((entry) => [entry.sha256, entry.sizeBytes]));
-  const looseMissing = new Map(newIndex.files.filter((entry) => entry.url !== undefined && missing.has(entry.sha256)).map((entry) => [entry.sha256, entry.sizeBytes]));
+  const missing = new Map(
+    newIndex.files.filter((entry) => entry.sizeBytes > 0 && !held.has(entry.sha256)).map((entry) => [entry.sha256, entry.sizeBytes]),
+  );
+  const looseMissing = new Map(
+    newIndex.files.filter((entry) => entry.url !== undefined && missing.has(entry.sha256)).map((entry) => [entry.sha256, entry.sizeBytes]),
+  );
   const looseFiles = { files: looseMissing.size, bytes: [...looseMissing.values()].reduce((sum, size) => sum + size, 0) };
 
   const missingSet = new Set(missing.keys());
@@ -129,8 +156,13 @@ function planDownload(oldIndex: ProjectIndex, newIndex: ProjectIndex, options: D
     const plan = planDeltaRanges(bundle.sizeBytes, membersOf.get(bundle.sha256) ?? [], missingSet, options);
     if (!plan.none) plans.push({ bundle, ...plan });
   }
-  const multipartOptions = { ...DEFAULT_MULTIPART_RANGE_OPTIONS, ...(options.maxMissingFraction !== undefined ? { maxMissingFraction: options.maxMissingFraction } : {}) };
-  const multiPlans = plans.map((plan) => planDeltaRanges(plan.bundle.sizeBytes, membersOf.get(plan.bundle.sha256) ?? [], missingSet, multipartOptions));
+  const multipartOptions = {
+    ...DEFAULT_MULTIPART_RANGE_OPTIONS,
+    ...(options.maxMissingFraction !== undefined ? { maxMissingFraction: options.maxMissingFraction } : {}),
+  };
+  const multiPlans = plans.map((plan) =>
+    planDeltaRanges(plan.bundle.sizeBytes, membersOf.get(plan.bundle.sha256) ?? [], missingSet, multipartOptions),
+  );
   const rangedBytes = plans.reduce((sum, plan) => sum + plan.bytes, 0);
   const rangedRequests = plans.reduce((sum, plan) => sum + plan.ranges.length, 0);
   const wholeBytes = sizeSum(plans.map((plan) => plan.bundle));
@@ -160,8 +192,12 @@ function planDownload(oldIndex: ProjectIndex, newIndex: ProjectIndex, options: D
  */
 export function diffProjectIndexes(oldIndex: ProjectIndex, newIndex: ProjectIndex, options: DeltaRangeOptions = {}): IndexDiff {
   const notes: string[] = [];
-  for (const [side, index] of [['old', oldIndex], ['new', newIndex]] as const) {
-    if (index.formatVersion === 2) notes.push(`the ${side} index is loose (formatVersion 2): it has no bundles, its files are fetched one by one`);
+  for (const [side, index] of [
+    ['old', oldIndex],
+    ['new', newIndex],
+  ] as const) {
+    if (index.formatVersion === 2)
+      notes.push(`the ${side} index is loose (formatVersion 2): it has no bundles, its files are fetched one by one`);
   }
   const { keys, keyOf } = alignKeys(oldIndex, newIndex, notes);
   const bundles = diffBundles(oldIndex, newIndex);

@@ -47,21 +47,17 @@ export function invalidUtf8At(bytes: Uint8Array, from = 0): { offset: number; le
     else if (lead === 0xe0) {
       need = 2;
       low = 0xa0;
-    }
-    else if (lead === 0xed) {
+    } else if (lead === 0xed) {
       need = 2;
       high = 0x9f;
-    }
-    else if (lead >= 0xe1 && lead <= 0xef) need = 2;
+    } else if (lead >= 0xe1 && lead <= 0xef) need = 2;
     else if (lead === 0xf0) {
       need = 3;
       low = 0x90;
-    }
-    else if (lead === 0xf4) {
+    } else if (lead === 0xf4) {
       need = 3;
       high = 0x8f;
-    }
-    else if (lead >= 0xf1 && lead <= 0xf3) need = 3;
+    } else if (lead >= 0xf1 && lead <= 0xf3) need = 3;
     else return { offset: i, length: 1 };
     let j = i + 1;
     for (let k = 0; k < need; k++, j++) {
@@ -104,14 +100,19 @@ const hexByte = (char: string) => (char.charCodeAt(0) & 0xff).toString(16).toUpp
 function describeEscaped(text: string): { shown: string; bytes: string } {
   const found = (text.match(ESCAPED_ALL) ?? []).slice(0, 16).map(hexByte);
   // JSON.stringify writes a lone surrogate as \udcff.
-  const shown = previewValue(text).replace(/\\u(dc[89a-f][0-9a-f])/gi, (_, code: string) => `\\x${hexByte(String.fromCharCode(parseInt(code, 16)))}`);
+  const shown = previewValue(text).replace(
+    /\\u(dc[89a-f][0-9a-f])/gi,
+    (_, code: string) => `\\x${hexByte(String.fromCharCode(parseInt(code, 16)))}`,
+  );
   return { shown, bytes: found.join(' ') };
 }
 
 function notUtf8Error(bytes: Uint8Array, options: DecodeIndexOptions): IndexValidationError {
   const details = options.url === undefined ? {} : { url: options.url };
   const { text, first } = escapeInvalidBytes(bytes);
-  const firstBytes = Array.from(bytes.subarray(first.offset, first.offset + first.length), (byte) => byte.toString(16).toUpperCase().padStart(2, '0')).join(' ');
+  const firstBytes = Array.from(bytes.subarray(first.offset, first.offset + first.length), (byte) =>
+    byte.toString(16).toUpperCase().padStart(2, '0'),
+  ).join(' ');
   const where = `the first at byte ${first.offset} (${firstBytes})`;
   let value: unknown;
   try {
@@ -164,7 +165,10 @@ function fieldsHoldingEscapes(root: unknown): { fields: { name: string; text: st
       for (const key of keys) if (ESCAPED.test(key)) found(place, key, true);
       for (let k = keys.length - 1; k >= 0; k--) {
         const key = keys[k]!;
-        stack.push({ value: (value as Record<string, unknown>)[key], place: { parent: place, step: ESCAPED.test(key) ? `[${describeEscaped(key).shown}]` : `.${key}` } });
+        stack.push({
+          value: (value as Record<string, unknown>)[key],
+          place: { parent: place, step: ESCAPED.test(key) ? `[${describeEscaped(key).shown}]` : `.${key}` },
+        });
       }
     }
   }

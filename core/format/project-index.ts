@@ -56,7 +56,6 @@ export type ProjectIndex = LooseIndex | BundledIndex;
 
 export const KNOWN_FORMAT_VERSIONS = [2, 3] as const;
 
-
 type Json = Record<string, unknown>;
 
 function isObject(value: unknown): value is Json {
@@ -125,7 +124,10 @@ export function parseProjectIndexJson(text: string, options: ParseIndexOptions =
   try {
     value = JSON.parse(text);
   } catch (error) {
-    throw new IndexValidationError([`not valid JSON: ${(error as Error).message}`], { ...(options.url === undefined ? {} : { url: options.url }), cause: error });
+    throw new IndexValidationError([`not valid JSON: ${(error as Error).message}`], {
+      ...(options.url === undefined ? {} : { url: options.url }),
+      cause: error,
+    });
   }
   return parseProjectIndex(value, options);
 }
@@ -136,7 +138,10 @@ export function parseProjectIndexJson(text: string, options: ParseIndexOptions =
  * does not have, is named as such, rather than as JSON with an unexpected `<`. A good index
  * labelled text/html is still a good index.
  */
-export function parseFetchedIndexJson(text: string, { contentType, ...options }: ParseIndexOptions & { contentType: string | null }): ProjectIndex {
+export function parseFetchedIndexJson(
+  text: string,
+  { contentType, ...options }: ParseIndexOptions & { contentType: string | null },
+): ProjectIndex {
   try {
     return parseProjectIndexJson(text, options);
   } catch (error) {
@@ -151,7 +156,8 @@ export function parseFetchedIndexJson(text: string, { contentType, ...options }:
 
 function checkCommonEntryFields(entry: Json, where: string, problems: Problems): void {
   if (!isSize(entry.sizeBytes)) problems.add(`${where}.sizeBytes`, 'must be a non-negative integer no larger than 2^53 − 1');
-  if (typeof entry.sha256 !== 'string' || !SHA256_HEX.test(entry.sha256)) problems.add(`${where}.sha256`, 'must be 64 lowercase hex digits');
+  if (typeof entry.sha256 !== 'string' || !SHA256_HEX.test(entry.sha256))
+    problems.add(`${where}.sha256`, 'must be 64 lowercase hex digits');
 }
 
 function checkPath(entry: Json, where: string, problems: Problems): void {
@@ -198,7 +204,8 @@ function checkBundledIndex(index: Json, files: unknown[], problems: Problems): v
     const pathIds = index.pathIds;
     if (!isObject(pathIds)) problems.add('pathIds', 'must be an object');
     else {
-      if (pathIds.algorithm !== PATH_ID_ALGORITHM) problems.add('pathIds.algorithm', `must be "${PATH_ID_ALGORITHM}", found ${previewValue(pathIds.algorithm)}`);
+      if (pathIds.algorithm !== PATH_ID_ALGORITHM)
+        problems.add('pathIds.algorithm', `must be "${PATH_ID_ALGORITHM}", found ${previewValue(pathIds.algorithm)}`);
       if (!isNonEmptyString(pathIds.salt)) problems.add('pathIds.salt', 'must be a non-empty string');
     }
   }
@@ -210,7 +217,8 @@ function checkBundledIndex(index: Json, files: unknown[], problems: Problems): v
     index.bundles.forEach((bundle, i) => {
       const where = `bundles[${i}]`;
       if (!isObject(bundle)) return problems.add(where, 'must be an object');
-      if (typeof bundle.sha256 !== 'string' || !SHA256_HEX.test(bundle.sha256)) problems.add(`${where}.sha256`, 'must be 64 lowercase hex digits');
+      if (typeof bundle.sha256 !== 'string' || !SHA256_HEX.test(bundle.sha256))
+        problems.add(`${where}.sha256`, 'must be 64 lowercase hex digits');
       else if (bundleSizes.has(bundle.sha256)) problems.add(`${where}.sha256`, `${bundle.sha256} is listed twice`);
       if (!isSize(bundle.sizeBytes)) problems.add(`${where}.sizeBytes`, 'must be a non-negative integer no larger than 2^53 − 1');
       if (!isNonEmptyString(bundle.url)) problems.add(`${where}.url`, 'must be a non-empty string');
@@ -225,7 +233,8 @@ function checkBundledIndex(index: Json, files: unknown[], problems: Problems): v
   checkEntries(files, usesIds ? 'id' : 'path', problems, (entry, where) => {
     if (usesIds) {
       if (entry.path !== undefined) problems.add(`${where}.path`, 'must be absent when pathIds is set (ids replace paths)');
-      if (typeof entry.id !== 'string' || !SHA256_HEX.test(entry.id)) problems.add(`${where}.id`, 'must be 64 lowercase hex digits when pathIds is set');
+      if (typeof entry.id !== 'string' || !SHA256_HEX.test(entry.id))
+        problems.add(`${where}.id`, 'must be 64 lowercase hex digits when pathIds is set');
     } else {
       if (entry.id !== undefined) problems.add(`${where}.id`, 'must be absent without pathIds');
       checkPath(entry, where, problems);
@@ -244,11 +253,21 @@ function checkBundledIndex(index: Json, files: unknown[], problems: Problems): v
     return usesIds ? entry.id : entry.path;
   });
   for (const [sha256, uses] of bundleUse) {
-    if (uses === 0) problems.add(`bundles[${bundlePosition.get(sha256)}]`, `${previewValue(sha256)} holds no entry; every listed bundle must hold at least one`);
+    if (uses === 0)
+      problems.add(
+        `bundles[${bundlePosition.get(sha256)}]`,
+        `${previewValue(sha256)} holds no entry; every listed bundle must hold at least one`,
+      );
   }
 }
 
-function checkMemberPlacement(entry: Json, where: string, bundleSizes: Map<string, number>, bundleUse: Map<string, number>, problems: Problems): void {
+function checkMemberPlacement(
+  entry: Json,
+  where: string,
+  bundleSizes: Map<string, number>,
+  bundleUse: Map<string, number>,
+  problems: Problems,
+): void {
   const bundle = entry.bundle;
   if (typeof bundle !== 'string' || !bundleSizes.has(bundle)) {
     problems.add(`${where}.bundle`, `${previewValue(bundle)} names no listed bundle`);
@@ -258,7 +277,10 @@ function checkMemberPlacement(entry: Json, where: string, bundleSizes: Map<strin
   if (!isSize(entry.offset)) return problems.add(`${where}.offset`, 'must be a non-negative integer');
   const bundleSize = bundleSizes.get(bundle)!;
   if (isSize(entry.sizeBytes) && Number.isFinite(bundleSize) && entry.offset + entry.sizeBytes > bundleSize) {
-    problems.add(`${where}.offset`, `${entry.offset} + sizeBytes ${entry.sizeBytes} lies outside bundle ${bundle.slice(0, 12)}… of ${bundleSize} bytes`);
+    problems.add(
+      `${where}.offset`,
+      `${entry.offset} + sizeBytes ${entry.sizeBytes} lies outside bundle ${bundle.slice(0, 12)}… of ${bundleSize} bytes`,
+    );
   }
 }
 

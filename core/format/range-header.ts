@@ -60,10 +60,17 @@ export const MAX_RANGES_PER_REQUEST = 64;
  * `maxRanges` ranges, or one longer than `MAX_RANGE_HEADER_LENGTH` (a server may ignore a Range
  * header, §14.2).
  */
-export function requestedRanges(header: string | undefined, size: number, maxRanges = MAX_RANGES_PER_REQUEST): { start: number; end: number }[] | 'unsatisfiable' | undefined {
+export function requestedRanges(
+  header: string | undefined,
+  size: number,
+  maxRanges = MAX_RANGES_PER_REQUEST,
+): { start: number; end: number }[] | 'unsatisfiable' | undefined {
   const set = rangeSetOf(header);
   if (set === undefined) return undefined;
-  const specs = set.split(',').map((spec) => spec.trim()).filter((spec) => spec !== '');
+  const specs = set
+    .split(',')
+    .map((spec) => spec.trim())
+    .filter((spec) => spec !== '');
   if (specs.length === 0 || specs.length > maxRanges) return undefined;
   const ranges: { start: number; end: number }[] = [];
   for (const spec of specs) {

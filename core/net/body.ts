@@ -34,7 +34,11 @@ function cancelsLoadsOnClose(): boolean {
  * must abort the request (its signal), or that copy reads on to the end.
  */
 export function bodyToRead(response: Response): ReadableStream<Uint8Array> | null {
-  if (response.body && cancelsLoadsOnClose()) void response.clone().arrayBuffer().catch(() => undefined);
+  if (response.body && cancelsLoadsOnClose())
+    void response
+      .clone()
+      .arrayBuffer()
+      .catch(() => undefined);
   return response.body;
 }
 
@@ -89,7 +93,10 @@ export async function pumpBody(body: ReadableStream<Uint8Array>, options: PumpOp
  * the caller), else grown as bytes arrive (doubling), so a body that claims nothing costs only
  * what arrives, however large the limit.
  */
-export async function collectBody(body: ReadableStream<Uint8Array>, options: Omit<PumpOptions, 'onChunk'> & { expectedBytes?: number }): Promise<{ bytes: Uint8Array; overLimit?: number }> {
+export async function collectBody(
+  body: ReadableStream<Uint8Array>,
+  options: Omit<PumpOptions, 'onChunk'> & { expectedBytes?: number },
+): Promise<{ bytes: Uint8Array; overLimit?: number }> {
   let target = new Uint8Array(options.expectedBytes ?? 64 * 1024);
   let length = 0;
   const result = await pumpBody(body, {
@@ -163,4 +170,7 @@ export interface StreamedAnswer {
  * cuts a bundle as it arrives). Rejects with a `TypeError` for a network failure, like `fetch`;
  * resolves `undefined` when it cannot run here, so the transport reads the body itself.
  */
-export type StreamElsewhere = (url: string, init: { headers: Record<string, string>; signal: AbortSignal; expectedBytes: number; onProgress: (receivedBytes: number) => void }) => Promise<StreamedAnswer | undefined>;
+export type StreamElsewhere = (
+  url: string,
+  init: { headers: Record<string, string>; signal: AbortSignal; expectedBytes: number; onProgress: (receivedBytes: number) => void },
+) => Promise<StreamedAnswer | undefined>;

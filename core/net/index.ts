@@ -1,4 +1,14 @@
 /** The browser-safe network layer (SPEC §7 "Retries", "Range reads", "Tokens"). No `node:` imports. */
-export { Transport, type RetryOptions, type RetryEvent, type TransportOptions, type RequestOptions, type BodyRequestOptions, type RangeResult, type RangesResult, type RangeRefusal } from './transport.js';
+export {
+  Transport,
+  type RetryOptions,
+  type RetryEvent,
+  type TransportOptions,
+  type RequestOptions,
+  type BodyRequestOptions,
+  type RangeResult,
+  type RangesResult,
+  type RangeRefusal,
+} from './transport.js';
 export { tokenAuthorizedFetch, bindTokenOrigin, needsTokenOrigin, type TokenAuthorizedFetchOptions } from './token-fetch.js';
 export { parseRetryAfter } from './retry-after.js';

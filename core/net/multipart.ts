@@ -16,9 +16,16 @@ import { headerPreview, MAX_PART_HEADER_BYTES, parseContentRange } from './trans
  * its work is linear in the body and the header (the part header blocks searched are bounded by
  * `MAX_PART_HEADER_BYTES`).
  */
-export function multipartOffsets(body: Uint8Array, contentType: string, url: string, ranges: readonly { offset: number; length: number }[]): number[] {
+export function multipartOffsets(
+  body: Uint8Array,
+  contentType: string,
+  url: string,
+  ranges: readonly { offset: number; length: number }[],
+): number[] {
   const fail = (why: string): never => {
-    throw new RangeResponseError(`GET ${url}: asked for ${ranges.length} ranges, the multipart/byteranges answer is malformed: ${why}`, { url });
+    throw new RangeResponseError(`GET ${url}: asked for ${ranges.length} ranges, the multipart/byteranges answer is malformed: ${why}`, {
+      url,
+    });
   };
   const type = contentType;
   const param = /;\s*boundary\s*=\s*(?:"([^"]{1,70})"|([^\s;",]{1,70}))/i.exec(type);
@@ -44,7 +51,8 @@ export function multipartOffsets(body: Uint8Array, contentType: string, url: str
       if (colon > 0 && line.slice(0, colon).trim().toLowerCase() === 'content-range') contentRange = line.slice(colon + 1);
     }
     const part = parseContentRange(contentRange);
-    if (!part) fail(`part ${parts + 1} has no valid Content-Range${contentRange === null ? '' : ` (${headerPreview(contentRange.trim())})`}`);
+    if (!part)
+      fail(`part ${parts + 1} has no valid Content-Range${contentRange === null ? '' : ` (${headerPreview(contentRange.trim())})`}`);
     const dataStart = headersEnd + 4;
     const dataEnd = dataStart + (part!.last - part!.first + 1);
     if (dataEnd > body.length) fail(`part ${parts + 1} (bytes ${part!.first}-${part!.last}) is cut short`);
@@ -58,7 +66,8 @@ export function multipartOffsets(body: Uint8Array, contentType: string, url: str
     if (covers === 0) fail(`part ${parts + 1} (bytes ${part!.first}-${part!.last}) is not a range asked for nor covers one`);
     if (++parts > ranges.length) fail('more parts than ranges asked for');
     // The data ends where its Content-Range says: CRLF and the next delimiter follow.
-    if (!(body[dataEnd] === 13 && body[dataEnd + 1] === 10 && startsWith(body, delimiter, dataEnd + 2))) fail(`part ${parts} (bytes ${part!.first}-${part!.last}) is not followed by the boundary`);
+    if (!(body[dataEnd] === 13 && body[dataEnd + 1] === 10 && startsWith(body, delimiter, dataEnd + 2)))
+      fail(`part ${parts} (bytes ${part!.first}-${part!.last}) is not followed by the boundary`);
     pos = dataEnd + 2;
   }
   const missing = at.findIndex((offset) => offset === undefined);

@@ -69,7 +69,10 @@ export function tokenAuthorizedFetch(options: TokenAuthorizedFetchOptions): type
   if (options.origin !== undefined) return authorizedFetchFor(originOf(options.origin, 'origin'), tokens, options);
   const unbound: Bindable = async (input) => {
     const url = requestUrl(input);
-    throw new TokenOriginError(`tokenAuthorizedFetch has no origin to send its token to (request for ${url}): give it \`origin\`, or pass it to IndexedAssetSource.open, which binds it to the index's origin`, { url });
+    throw new TokenOriginError(
+      `tokenAuthorizedFetch has no origin to send its token to (request for ${url}): give it \`origin\`, or pass it to IndexedAssetSource.open, which binds it to the index's origin`,
+      { url },
+    );
   };
   unbound[bindOrigin] = (origin) => authorizedFetchFor(originOf(origin, 'the origin to bind'), tokens, options);
   return unbound;
@@ -82,7 +85,8 @@ function originOf(value: string, what: string): string {
   } catch (error) {
     throw new TokenOriginError(`tokenAuthorizedFetch: ${what} ${JSON.stringify(value)} is not an absolute URL`, { cause: error });
   }
-  if (url.protocol !== 'https:' && url.protocol !== 'http:') throw new TokenOriginError(`tokenAuthorizedFetch: ${what} ${JSON.stringify(value)} is not an http(s) origin`, { url: url.href });
+  if (url.protocol !== 'https:' && url.protocol !== 'http:')
+    throw new TokenOriginError(`tokenAuthorizedFetch: ${what} ${JSON.stringify(value)} is not an http(s) origin`, { url: url.href });
   return url.origin;
 }
 
@@ -128,7 +132,8 @@ function authorizedFetchFor(tokenOrigin: string, tokens: TokenSupply, options: T
       const location = REDIRECT_STATUSES.has(response.status) ? response.headers.get('location') : null;
       if (location === null) return response;
       await response.body?.cancel().catch(() => undefined);
-      if (redirects >= maxRedirects) throw new NetworkError(`${init.method ?? 'GET'} ${start.href}: more than ${maxRedirects} redirects`, { url: start.href });
+      if (redirects >= maxRedirects)
+        throw new NetworkError(`${init.method ?? 'GET'} ${start.href}: more than ${maxRedirects} redirects`, { url: start.href });
       const next = new URL(location, url);
       init = redirectedInit(init, response.status);
       if (next.origin !== tokenOrigin) {
@@ -184,7 +189,9 @@ class TokenSupply {
 
 function pageLocation(): { href: string; origin: string } | undefined {
   const location = (globalThis as { location?: { href?: unknown; origin?: unknown } }).location;
-  return typeof location?.href === 'string' && typeof location.origin === 'string' ? { href: location.href, origin: location.origin } : undefined;
+  return typeof location?.href === 'string' && typeof location.origin === 'string'
+    ? { href: location.href, origin: location.origin }
+    : undefined;
 }
 
 function authorized(init: FetchInit, scheme: string, token: string): RequestInit {

@@ -4,7 +4,16 @@
  * that stops a request or a wait at once. Browser-safe: no `node:` imports, only the platform
  * `fetch` (or an injected one), `AbortController`, `TextDecoder` and timers.
  */
-import { AwakeError, HttpError, InvalidOptionError, NetworkError, RangeResponseError, RequestAbortedError, RequestTimeoutError, ResponseSizeError } from '../errors.js';
+import {
+  AwakeError,
+  HttpError,
+  InvalidOptionError,
+  NetworkError,
+  RangeResponseError,
+  RequestAbortedError,
+  RequestTimeoutError,
+  ResponseSizeError,
+} from '../errors.js';
 import { bodyToRead, collectBody, declaredLength, isMultipart, pumpBody, type BodyFetcher, type StreamElsewhere } from './body.js';
 import { abortable, linkSignals, sleep as timerSleep } from './abort.js';
 import { parseRetryAfter } from './retry-after.js';
@@ -207,8 +216,14 @@ export class Transport {
     this.#sleep = options.sleep ?? timerSleep;
     if (options.onRetry) this.#onRetry = options.onRetry;
     if (options.bodyFetcher) this.#bodyFetcher = options.bodyFetcher;
-    if (!Number.isInteger(this.#attempts) || this.#attempts < 1) throw new InvalidOptionError('retry.attempts', `retry.attempts must be an integer ≥ 1, got ${this.#attempts}`);
-    for (const [name, value] of [['retry.baseDelayMs', this.#baseDelayMs], ['retry.maxDelayMs', this.#maxDelayMs], ['retry.maxTotalWaitMs', this.#maxTotalWaitMs], ['timeoutMs', this.#timeoutMs]] as const) {
+    if (!Number.isInteger(this.#attempts) || this.#attempts < 1)
+      throw new InvalidOptionError('retry.attempts', `retry.attempts must be an integer ≥ 1, got ${this.#attempts}`);
+    for (const [name, value] of [
+      ['retry.baseDelayMs', this.#baseDelayMs],
+      ['retry.maxDelayMs', this.#maxDelayMs],
+      ['retry.maxTotalWaitMs', this.#maxTotalWaitMs],
+      ['timeoutMs', this.#timeoutMs],
+    ] as const) {
       if (!(value >= 0)) throw new InvalidOptionError(name, `${name} must be ≥ 0, got ${value}`);
     }
   }
@@ -241,7 +256,12 @@ export class Transport {
   async #whole(url: string, options: BodyRequestOptions): Promise<Fetched> {
     const expected = options.expectedBytes === undefined ? undefined : checkedSize(options.expectedBytes, 'expectedBytes');
     const max = options.maxBytes === undefined ? undefined : checkedSize(options.maxBytes, 'maxBytes');
-    const bound: BodyBound = max !== undefined && (expected === undefined || max < expected) ? { whole: max, wholeIsMax: true } : expected === undefined ? {} : { whole: expected };
+    const bound: BodyBound =
+      max !== undefined && (expected === undefined || max < expected)
+        ? { whole: max, wholeIsMax: true }
+        : expected === undefined
+          ? {}
+          : { whole: expected };
     return this.#request(url, options.headers ?? {}, options, bound);
   }
 
@@ -251,11 +271,16 @@ export class Transport {
    * 416 or 501 is `refused` (not read, not retried), for the caller to fetch the whole resource.
    */
   async getRange(url: string, offset: number, size: number, options: RequestOptions = {}): Promise<RangeResult> {
-    if (!Number.isSafeInteger(offset) || offset < 0) throw new InvalidOptionError('offset', `range offset must be a safe integer ≥ 0, got ${offset}`);
+    if (!Number.isSafeInteger(offset) || offset < 0)
+      throw new InvalidOptionError('offset', `range offset must be a safe integer ≥ 0, got ${offset}`);
     if (!Number.isSafeInteger(size) || size < 0) throw new InvalidOptionError('size', `range size must be a safe integer ≥ 0, got ${size}`);
     if (size === 0) return { kind: 'range', bytes: new Uint8Array(0) };
     const last = offset + size - 1;
-    const bound = { partial: size, ranged: true, ...(options.expectedBytes === undefined ? {} : { whole: checkedSize(options.expectedBytes, 'expectedBytes') }) };
+    const bound = {
+      partial: size,
+      ranged: true,
+      ...(options.expectedBytes === undefined ? {} : { whole: checkedSize(options.expectedBytes, 'expectedBytes') }),
+    };
     const fetched = await this.#request(url, { ...options.headers, Range: `bytes=${offset}-${last}` }, options, bound);
     if (RANGE_REFUSALS.has(fetched.status)) return refusal(url, fetched.status);
     if (fetched.status !== 206) return { kind: 'whole', bytes: fetched.bytes };
@@ -276,19 +301,31 @@ export class Transport {
   async getRanges(url: string, ranges: readonly { offset: number; length: number }[], options: RequestOptions = {}): Promise<RangesResult> {
     if (ranges.length === 0) throw new InvalidOptionError('ranges', 'getRanges needs at least one range');
     ranges.forEach((range, i) => {
-      if (!Number.isSafeInteger(range.offset) || range.offset < 0 || !Number.isSafeInteger(range.length) || range.length < 1) throw new InvalidOptionError('ranges', `ranges[${i}] must have a safe integer offset ≥ 0 and length ≥ 1, got ${range.offset}+${range.length}`);
-      if (i > 0 && range.offset < ranges[i - 1]!.offset + ranges[i - 1]!.length) throw new InvalidOptionError('ranges', `ranges must be sorted and not overlap (ranges[${i}])`);
+      if (!Number.isSafeInteger(range.offset) || range.offset < 0 || !Number.isSafeInteger(range.length) || range.length < 1)
+        throw new InvalidOptionError(
+          'ranges',
+          `ranges[${i}] must have a safe integer offset ≥ 0 and length ≥ 1, got ${range.offset}+${range.length}`,
+        );
+      if (i > 0 && range.offset < ranges[i - 1]!.offset + ranges[i - 1]!.length)
+        throw new InvalidOptionError('ranges', `ranges must be sorted and not overlap (ranges[${i}])`);
     });
     const first = ranges[0]!.offset;
     const end = ranges[ranges.length - 1]!.offset + ranges[ranges.length - 1]!.length;
     // A 200 (or any 2xx but 206) stops at its headers: `whole: 0`.
-    const bound: BodyBound = { whole: 0, partial: end - first, partialAtMost: true, multipart: end - first + MULTIPART_PART_ALLOWANCE * ranges.length + MULTIPART_BODY_ALLOWANCE, ranged: true };
+    const bound: BodyBound = {
+      whole: 0,
+      partial: end - first,
+      partialAtMost: true,
+      multipart: end - first + MULTIPART_PART_ALLOWANCE * ranges.length + MULTIPART_BODY_ALLOWANCE,
+      ranged: true,
+    };
     const header = `bytes=${ranges.map((range) => `${range.offset}-${range.offset + range.length - 1}`).join(',')}`;
     let fetched: Fetched;
     try {
       fetched = await this.#request(url, { ...options.headers, Range: header }, options, bound);
     } catch (error) {
-      if (error instanceof ResponseSizeError) return { kind: 'unsupported', reason: 'the server answered several ranges with the whole file (200)' };
+      if (error instanceof ResponseSizeError)
+        return { kind: 'unsupported', reason: 'the server answered several ranges with the whole file (200)' };
       throw error;
     }
     if (RANGE_REFUSALS.has(fetched.status)) return refusal(url, fetched.status);
@@ -296,14 +333,29 @@ export class Transport {
     if (isMultipart(fetched.headers)) {
       // The parser comes with the first multi-range answer (delta reads): a game that never gets one loads none of it.
       const { multipartOffsets } = await import('./multipart.js');
-      return { kind: 'ranges', body: fetched.bytes, at: multipartOffsets(fetched.bytes, fetched.headers.get('content-type') ?? '', url, ranges) };
+      return {
+        kind: 'ranges',
+        body: fetched.bytes,
+        at: multipartOffsets(fetched.bytes, fetched.headers.get('content-type') ?? '', url, ranges),
+      };
     }
     // One range back: accepted when it covers every range asked for (a server may coalesce them).
     const contentRange = parseContentRange(fetched.headers.get('content-range'));
-    if (!contentRange) throw new RangeResponseError(`GET ${url}: asked for ${ranges.length} ranges, the 206 answer has no valid Content-Range and is not multipart/byteranges (Content-Type: ${headerPreview(fetched.headers.get('content-type'))})`, { url });
-    if (fetched.bytes.length !== contentRange.last - contentRange.first + 1) throw new RangeResponseError(`GET ${url}: the 206 answer says Content-Range: bytes ${contentRange.first}-${contentRange.last}, it holds ${fetched.bytes.length} bytes`, { url });
+    if (!contentRange)
+      throw new RangeResponseError(
+        `GET ${url}: asked for ${ranges.length} ranges, the 206 answer has no valid Content-Range and is not multipart/byteranges (Content-Type: ${headerPreview(fetched.headers.get('content-type'))})`,
+        { url },
+      );
+    if (fetched.bytes.length !== contentRange.last - contentRange.first + 1)
+      throw new RangeResponseError(
+        `GET ${url}: the 206 answer says Content-Range: bytes ${contentRange.first}-${contentRange.last}, it holds ${fetched.bytes.length} bytes`,
+        { url },
+      );
     if (!ranges.every((range) => contentRange.first <= range.offset && range.offset + range.length - 1 <= contentRange.last)) {
-      return { kind: 'unsupported', reason: `asked for ${ranges.length} ranges, the server answered one (bytes ${contentRange.first}-${contentRange.last})` };
+      return {
+        kind: 'unsupported',
+        reason: `asked for ${ranges.length} ranges, the server answered one (bytes ${contentRange.first}-${contentRange.last})`,
+      };
     }
     return { kind: 'ranges', body: fetched.bytes, at: ranges.map((range) => range.offset - contentRange.first) };
   }
@@ -315,37 +367,54 @@ export class Transport {
    * `AwakeError` (a damaged bundle) ends the request with it, not retried. With `elsewhere`, each
    * attempt runs there (a worker that reads and consumes the body itself) when it can.
    */
-  async stream(url: string, options: RequestOptions & { expectedBytes: number }, consumer: () => BodyConsumer, elsewhere?: StreamElsewhere): Promise<void> {
+  async stream(
+    url: string,
+    options: RequestOptions & { expectedBytes: number },
+    consumer: () => BodyConsumer,
+    elsewhere?: StreamElsewhere,
+  ): Promise<void> {
     const limit = checkedSize(options.expectedBytes, 'expectedBytes');
     const headers = options.headers ?? {};
-    await this.#retrying(url, options, (request) => this.#attempt(url, request, async (controller, progress, arm) => {
-      const remote = elsewhere ? await streamElsewhereAttempt(elsewhere, url, headers, controller, progress, limit) : undefined;
-      if (remote) return;
-      const response = await abortable(this.#fetch(url, { method: 'GET', headers, signal: controller.signal }), controller.signal);
-      throwIfNotSuccess(response, url);
-      const declared = declaredLength(response.headers);
-      if (declared !== undefined && declared > limit) {
-        response.body?.cancel().catch(() => undefined);
-        throw sizeError(url, response.status, limit, { declaredBytes: declared });
-      }
-      arm();
-      const sink = consumer();
-      const body = bodyToRead(response);
-      const read = body ? await pumpBody(body, { signal: controller.signal, limit, onChunk: (chunk) => sink.push(chunk), onProgress: (received) => reportProgress(progress, received, declared) }) : { received: 0 };
-      if (read.overLimit !== undefined) throw sizeError(url, response.status, limit, { receivedBytes: read.overLimit });
-      if (declared !== undefined && read.received !== declared) throw cutShort(url, read.received, declared);
-      await sink.finish();
-    }));
+    await this.#retrying(url, options, (request) =>
+      this.#attempt(url, request, async (controller, progress, arm) => {
+        const remote = elsewhere ? await streamElsewhereAttempt(elsewhere, url, headers, controller, progress, limit) : undefined;
+        if (remote) return;
+        const response = await abortable(this.#fetch(url, { method: 'GET', headers, signal: controller.signal }), controller.signal);
+        throwIfNotSuccess(response, url);
+        const declared = declaredLength(response.headers);
+        if (declared !== undefined && declared > limit) {
+          response.body?.cancel().catch(() => undefined);
+          throw sizeError(url, response.status, limit, { declaredBytes: declared });
+        }
+        arm();
+        const sink = consumer();
+        const body = bodyToRead(response);
+        const read = body
+          ? await pumpBody(body, {
+              signal: controller.signal,
+              limit,
+              onChunk: (chunk) => sink.push(chunk),
+              onProgress: (received) => reportProgress(progress, received, declared),
+            })
+          : { received: 0 };
+        if (read.overLimit !== undefined) throw sizeError(url, response.status, limit, { receivedBytes: read.overLimit });
+        if (declared !== undefined && read.received !== declared) throw cutShort(url, read.received, declared);
+        await sink.finish();
+      }),
+    );
   }
 
   /** Attempts until one succeeds, a failure is not worth retrying, or the attempts run out. */
   async #request(url: string, headers: Record<string, string>, options: RequestOptions, bound: BodyBound): Promise<Fetched> {
-    return this.#retrying(url, options, (request) => this.#attempt(url, request, (controller, progress, arm) => this.#fetchWhole(url, headers, request, bound, controller, progress, arm)));
+    return this.#retrying(url, options, (request) =>
+      this.#attempt(url, request, (controller, progress, arm) => this.#fetchWhole(url, headers, request, bound, controller, progress, arm)),
+    );
   }
 
   /** Runs `attempt` until it succeeds, a failure is not worth retrying, or the attempts run out. */
   async #retrying<T>(url: string, options: RequestOptions, attemptOnce: (request: RequestOptions) => Promise<T>): Promise<T> {
-    if (options.timeoutMs !== undefined && !(options.timeoutMs >= 0)) throw new InvalidOptionError('timeoutMs', `timeoutMs must be ≥ 0, got ${options.timeoutMs}`);
+    if (options.timeoutMs !== undefined && !(options.timeoutMs >= 0))
+      throw new InvalidOptionError('timeoutMs', `timeoutMs must be ≥ 0, got ${options.timeoutMs}`);
     // One signal per request: the caller's (an app's, a source's lifetime) gains no listener per attempt or wait.
     const link = options.signal ? linkSignals([options.signal]) : undefined;
     const request = link ? { ...options, signal: link.signal } : options;
@@ -362,7 +431,8 @@ export class Transport {
         const waitMs = this.#waitBeforeRetry(failure, attempt);
         if (waitMs === undefined) throw failure;
         if (attempt >= Math.min(this.#attempts, options.attempts ?? Infinity)) throw givenUp(failure, attempt);
-        if (waitedMs + waitMs > this.#maxTotalWaitMs) throw givenUp(failure, attempt, `waiting ${waitMs} ms more would pass retry.maxTotalWaitMs (${this.#maxTotalWaitMs} ms)`);
+        if (waitedMs + waitMs > this.#maxTotalWaitMs)
+          throw givenUp(failure, attempt, `waiting ${waitMs} ms more would pass retry.maxTotalWaitMs (${this.#maxTotalWaitMs} ms)`);
         waitedMs += waitMs;
         this.#onRetry?.({ url, attempt, error: failure, waitMs });
         await this.#wait(waitMs, url, request.signal);
@@ -404,7 +474,11 @@ export class Transport {
    * calls `progress` as body bytes arrive (each call re-arms the timeout); failures become the
    * transport's errors (aborted, timed out, network).
    */
-  async #attempt<T>(url: string, options: RequestOptions, run: (controller: AbortController, progress: (received: number, total: number | undefined) => void, arm: () => void) => Promise<T>): Promise<T> {
+  async #attempt<T>(
+    url: string,
+    options: RequestOptions,
+    run: (controller: AbortController, progress: (received: number, total: number | undefined) => void, arm: () => void) => Promise<T>,
+  ): Promise<T> {
     const callerSignal = options.signal;
     const timeoutMs = options.timeoutMs ?? this.#timeoutMs;
     if (callerSignal?.aborted) throw abortedError(url, callerSignal);
@@ -436,7 +510,10 @@ export class Transport {
       controller.abort(error);
       if (error instanceof CallbackFailure) throw error.error;
       if (callerSignal?.aborted) throw abortedError(url, callerSignal);
-      if (timedOut) throw transient(new RequestTimeoutError(timeoutMs, `GET ${url}: timed out: no answer or no bytes for ${timeoutMs} ms`, { url, cause: error }));
+      if (timedOut)
+        throw transient(
+          new RequestTimeoutError(timeoutMs, `GET ${url}: timed out: no answer or no bytes for ${timeoutMs} ms`, { url, cause: error }),
+        );
       if (error instanceof AwakeError) throw error;
       throw transient(new NetworkError(`GET ${url}: network failure: ${describe(error)}`, { url, cause: error }));
     } finally {
@@ -446,11 +523,22 @@ export class Transport {
   }
 
   /** One plain GET attempt: status checked, body read in full within `bound`. */
-  async #fetchWhole(url: string, headers: Record<string, string>, options: RequestOptions, bound: BodyBound, controller: AbortController, progress: (received: number, total: number | undefined) => void, arm: () => void): Promise<Fetched> {
+  async #fetchWhole(
+    url: string,
+    headers: Record<string, string>,
+    options: RequestOptions,
+    bound: BodyBound,
+    controller: AbortController,
+    progress: (received: number, total: number | undefined) => void,
+    arm: () => void,
+  ): Promise<Fetched> {
     // The worker always reports progress (cheaply, off this thread), so its bytes re-arm the limit.
     // Not a body bounded by `maxBytes` alone (an index): it is parsed on this thread anyway, and
     // its request then waits for no worker to start.
-    const elsewhere = this.#bodyFetcher && !bound.wholeIsMax ? await fetchElsewhereAttempt(this.#bodyFetcher, url, headers, controller, progress, bound) : undefined;
+    const elsewhere =
+      this.#bodyFetcher && !bound.wholeIsMax
+        ? await fetchElsewhereAttempt(this.#bodyFetcher, url, headers, controller, progress, bound)
+        : undefined;
     if (elsewhere) return elsewhere;
     const response = await abortable(this.#fetch(url, { method: 'GET', headers, signal: controller.signal }), controller.signal);
     if (bound.ranged && RANGE_REFUSALS.has(response.status)) {
@@ -465,7 +553,10 @@ export class Transport {
       throw sizeError(url, response.status, limit, { declaredBytes: declared }, bound.wholeIsMax);
     }
     arm();
-    const overLimit = limit === undefined ? undefined : (received: number) => sizeError(url, response.status, limit, { receivedBytes: received }, bound.wholeIsMax);
+    const overLimit =
+      limit === undefined
+        ? undefined
+        : (received: number) => sizeError(url, response.status, limit, { receivedBytes: received }, bound.wholeIsMax);
     const bytes = await readBody(response, url, controller.signal, options.onProgress ? progress : undefined, limit, overLimit);
     return { status: response.status, headers: response.headers, bytes };
   }
@@ -475,7 +566,14 @@ export class Transport {
  * One attempt through the body fetcher: the same checks as a plain attempt. `undefined` when
  * the fetcher cannot run here, so the caller fetches itself.
  */
-async function fetchElsewhereAttempt(fetcher: BodyFetcher, url: string, headers: Record<string, string>, controller: AbortController, onProgress: RequestOptions['onProgress'], bound: BodyBound): Promise<Fetched | undefined> {
+async function fetchElsewhereAttempt(
+  fetcher: BodyFetcher,
+  url: string,
+  headers: Record<string, string>,
+  controller: AbortController,
+  onProgress: RequestOptions['onProgress'],
+  bound: BodyBound,
+): Promise<Fetched | undefined> {
   let callbackFailure: CallbackFailure | undefined;
   const progress = onProgress
     ? {
@@ -503,12 +601,14 @@ async function fetchElsewhereAttempt(fetcher: BodyFetcher, url: string, headers:
   }
   if (fetched === undefined) return undefined;
   // The worker reads no body of a status outside 2xx.
-  if (bound.ranged && RANGE_REFUSALS.has(fetched.status)) return { status: fetched.status, headers: fetched.headers, bytes: new Uint8Array(0) };
+  if (bound.ranged && RANGE_REFUSALS.has(fetched.status))
+    return { status: fetched.status, headers: fetched.headers, bytes: new Uint8Array(0) };
   throwIfNotSuccess(fetched, url);
   const limit = limitFor(fetched.status, bound, fetched.headers);
   // The worker stopped at the limit (or at a Content-Length past it), as readBody does here.
   if (fetched.overLimit && limit !== undefined) throw sizeError(url, fetched.status, limit, fetched.overLimit, bound.wholeIsMax);
-  if (limit !== undefined && fetched.bytes.length > limit) throw sizeError(url, fetched.status, limit, { receivedBytes: fetched.bytes.length }, bound.wholeIsMax);
+  if (limit !== undefined && fetched.bytes.length > limit)
+    throw sizeError(url, fetched.status, limit, { receivedBytes: fetched.bytes.length }, bound.wholeIsMax);
   const expected = declaredLength(fetched.headers);
   if (expected !== undefined && fetched.bytes.length !== expected) throw cutShort(url, fetched.bytes.length, expected);
   if (onProgress) reportProgress(onProgress, fetched.bytes.length, expected);
@@ -525,7 +625,14 @@ function cutShort(url: string, received: number, expected: number): NetworkError
  * One attempt of `Transport.stream` run elsewhere (a worker): the same checks as one run here.
  * `undefined` when it cannot run there, so the caller reads the body itself.
  */
-async function streamElsewhereAttempt(elsewhere: StreamElsewhere, url: string, headers: Record<string, string>, controller: AbortController, progress: (received: number, total: number | undefined) => void, limit: number): Promise<true | undefined> {
+async function streamElsewhereAttempt(
+  elsewhere: StreamElsewhere,
+  url: string,
+  headers: Record<string, string>,
+  controller: AbortController,
+  progress: (received: number, total: number | undefined) => void,
+  limit: number,
+): Promise<true | undefined> {
   let callbackFailure: CallbackFailure | undefined;
   const onProgress = (received: number) => {
     try {
@@ -562,20 +669,29 @@ function givenUp(last: AwakeError, attempts: number, why?: string): AwakeError {
   const message = `${last.message} (gave up after ${attempts} attempt${attempts === 1 ? '' : 's'}${why ? `: ${why}` : ''})`;
   const url = last.url ?? '';
   const details = { url, attempts, cause: last };
-  if (last instanceof HttpError) return new HttpError(last.status, message, last.retryAfterMs === undefined ? details : { ...details, retryAfterMs: last.retryAfterMs });
+  if (last instanceof HttpError)
+    return new HttpError(last.status, message, last.retryAfterMs === undefined ? details : { ...details, retryAfterMs: last.retryAfterMs });
   if (last instanceof RequestTimeoutError) return new RequestTimeoutError(last.timeoutMs, message, details);
   return new NetworkError(message, details);
 }
 
 /** Throws `HttpError` for anything but a 2xx, after releasing the unread body. */
-function throwIfNotSuccess(response: Pick<Response, 'status' | 'statusText' | 'type' | 'headers'> & { body?: ReadableStream | null }, url: string): void {
+function throwIfNotSuccess(
+  response: Pick<Response, 'status' | 'statusText' | 'type' | 'headers'> & { body?: ReadableStream | null },
+  url: string,
+): void {
   if (response.status >= 200 && response.status <= 299) return;
   response.body?.cancel().catch(() => undefined);
   if (response.type === 'opaqueredirect') {
-    throw new HttpError(0, `GET ${url}: the platform hid a redirect (opaque response); a token-authorized fetch in a browser follows redirects only within the page's own origin`, { url });
+    throw new HttpError(
+      0,
+      `GET ${url}: the platform hid a redirect (opaque response); a token-authorized fetch in a browser follows redirects only within the page's own origin`,
+      { url },
+    );
   }
   if (response.status === 0) throw new HttpError(0, `GET ${url}: opaque response (status 0); the body cannot be read`, { url });
-  const retryAfterMs = response.status === 429 || response.status === 503 ? parseRetryAfter(response.headers.get('retry-after')) : undefined;
+  const retryAfterMs =
+    response.status === 429 || response.status === 503 ? parseRetryAfter(response.headers.get('retry-after')) : undefined;
   const message = `GET ${url}: HTTP ${response.status}${response.statusText ? ` ${response.statusText}` : ''}`;
   throw new HttpError(response.status, message, retryAfterMs === undefined ? { url } : { url, retryAfterMs });
 }
@@ -585,12 +701,20 @@ function throwIfNotSuccess(response: Pick<Response, 'status' | 'statusText' | 't
  * way) when no progress is asked for; otherwise chunk by chunk into one buffer of the declared
  * Content-Length, joining chunks only when the length is unknown. Past `limit`, `overLimit` says why.
  */
-async function readBody(response: Response, url: string, signal: AbortSignal, onProgress: RequestOptions['onProgress'], limit: number | undefined, overLimit: ((received: number) => AwakeError) | undefined): Promise<Uint8Array> {
+async function readBody(
+  response: Response,
+  url: string,
+  signal: AbortSignal,
+  onProgress: RequestOptions['onProgress'],
+  limit: number | undefined,
+  overLimit: ((received: number) => AwakeError) | undefined,
+): Promise<Uint8Array> {
   const expected = declaredLength(response.headers);
   let bytes: Uint8Array;
   if (!response.body) bytes = new Uint8Array(0);
   // With a Content-Length within the limit (checked before), the platform reads no more than that.
-  else if (!onProgress && (limit === undefined || (expected !== undefined && expected <= limit))) bytes = new Uint8Array(await abortable(response.arrayBuffer(), signal));
+  else if (!onProgress && (limit === undefined || (expected !== undefined && expected <= limit)))
+    bytes = new Uint8Array(await abortable(response.arrayBuffer(), signal));
   // Only a declared length is allocated up front: a limit is the most a body may be (a bundle
   // listed at 3 GiB, an index's maxBytes), not what a chunked one will be (net/body.ts, the one
   // body reader, which the reader's workers use too).
@@ -622,9 +746,19 @@ function reportProgress(onProgress: RequestOptions['onProgress'], received: numb
  * anything else, the resource's as the caller knows it, or past the caller's `maxBytes`
  * (`ResponseSizeError`). Neither is retried.
  */
-function sizeError(url: string, status: number, limit: number, got: { declaredBytes?: number; receivedBytes?: number }, isMax = false): AwakeError {
-  const what = got.declaredBytes !== undefined ? `its Content-Length says ${got.declaredBytes}` : `more arrived (${got.receivedBytes} bytes read, reading stopped)`;
-  if (status === 206) return new RangeResponseError(`GET ${url}: asked for a range of ${limit} bytes, the 206 answer is not: ${what}`, { url });
+function sizeError(
+  url: string,
+  status: number,
+  limit: number,
+  got: { declaredBytes?: number; receivedBytes?: number },
+  isMax = false,
+): AwakeError {
+  const what =
+    got.declaredBytes !== undefined
+      ? `its Content-Length says ${got.declaredBytes}`
+      : `more arrived (${got.receivedBytes} bytes read, reading stopped)`;
+  if (status === 206)
+    return new RangeResponseError(`GET ${url}: asked for a range of ${limit} bytes, the 206 answer is not: ${what}`, { url });
   const bound = isMax ? `the body is larger than maxBytes (${limit} bytes)` : `expected ${limit} bytes`;
   return new ResponseSizeError(`GET ${url}: ${bound}, ${what}`, { url, expectedBytes: limit, ...got });
 }
@@ -673,11 +807,15 @@ function checkPartialContent(fetched: Fetched, url: string, first: number, last:
   if (contentRange !== null) {
     const match = /^\s*bytes\s+(\d+)-(\d+)\s*\/\s*(\d+|\*)\s*$/i.exec(contentRange);
     if (!match || Number(match[1]) !== first || Number(match[2]) !== last) {
-      throw new RangeResponseError(`GET ${url}: asked for bytes ${first}-${last}, the 206 answer says Content-Range: ${contentRange}`, { url });
+      throw new RangeResponseError(`GET ${url}: asked for bytes ${first}-${last}, the 206 answer says Content-Range: ${contentRange}`, {
+        url,
+      });
     }
   }
   if (fetched.bytes.length !== size) {
-    throw new RangeResponseError(`GET ${url}: asked for ${size} bytes (${first}-${last}), the 206 answer holds ${fetched.bytes.length}`, { url });
+    throw new RangeResponseError(`GET ${url}: asked for ${size} bytes (${first}-${last}), the 206 answer holds ${fetched.bytes.length}`, {
+      url,
+    });
   }
 }
 

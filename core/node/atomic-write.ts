@@ -106,7 +106,7 @@ export function createPace(): Pace {
 const WRITE_SLICE_BYTES = 128 * 1024;
 
 async function writeAll(fd: number, bytes: Uint8Array, pace: Pace): Promise<void> {
-  for (let at = 0; at < bytes.length; ) {
+  for (let at = 0; at < bytes.length;) {
     const slice = Math.min(bytes.length - at, WRITE_SLICE_BYTES);
     at += writeSync(fd, bytes, at, slice);
     await pace(slice);
@@ -141,11 +141,16 @@ async function identityAt(path: string): Promise<FileIdentity | undefined> {
   return info && { dev: info.dev, ino: info.ino };
 }
 
-const sameFile = (a: FileIdentity | undefined, b: FileIdentity | undefined) => a !== undefined && b !== undefined && a.dev === b.dev && a.ino === b.ino;
+const sameFile = (a: FileIdentity | undefined, b: FileIdentity | undefined) =>
+  a !== undefined && b !== undefined && a.dev === b.dev && a.ino === b.ino;
 
 /** The temporary file is no longer the one its handle wrote: another writer removed and made the name again. */
 function replacedError(temporary: string): NodeJS.ErrnoException {
-  return Object.assign(new Error(`${temporary}: the temporary file is not the one written (another writer replaced it); not renamed`), { code: 'ETEMPORARYREPLACED', syscall: 'rename', path: temporary });
+  return Object.assign(new Error(`${temporary}: the temporary file is not the one written (another writer replaced it); not renamed`), {
+    code: 'ETEMPORARYREPLACED',
+    syscall: 'rename',
+    path: temporary,
+  });
 }
 
 /** Makes a rename in `dir` durable; a file system that cannot sync a folder is left as it is. */
@@ -243,7 +248,11 @@ export async function writeFileAtomic(path: string, bytes: Uint8Array | string, 
  * name is known only at the end), on disk when it resolves to the temporary file's path; then
  * `commitTemporary` or `discardTemporary` it.
  */
-export async function writeStreamToTemporary(chunks: AsyncIterable<Uint8Array>, placeholder: string, pace: Pace = createPace()): Promise<string> {
+export async function writeStreamToTemporary(
+  chunks: AsyncIterable<Uint8Array>,
+  placeholder: string,
+  pace: Pace = createPace(),
+): Promise<string> {
   const temporary = temporaryName(placeholder);
   await writeTemporary(temporary, chunks, pace);
   return temporary;

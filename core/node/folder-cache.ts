@@ -38,13 +38,18 @@ const errorCode = (error: unknown) => (error as NodeJS.ErrnoException).code;
 export class NodeFolderCache implements ContentCache {
   readonly maxEntryBytes: number;
 
-  constructor(readonly dir: string, options: NodeFolderCacheOptions = {}) {
+  constructor(
+    readonly dir: string,
+    options: NodeFolderCacheOptions = {},
+  ) {
     this.maxEntryBytes = options.maxEntryBytes ?? DEFAULT_MAX_ENTRY_BYTES;
-    if (!(Number.isSafeInteger(this.maxEntryBytes) && this.maxEntryBytes >= 0)) throw new InvalidOptionError('maxEntryBytes', `maxEntryBytes must be a non-negative integer, got ${options.maxEntryBytes}`);
+    if (!(Number.isSafeInteger(this.maxEntryBytes) && this.maxEntryBytes >= 0))
+      throw new InvalidOptionError('maxEntryBytes', `maxEntryBytes must be a non-negative integer, got ${options.maxEntryBytes}`);
   }
 
   private pathOf(sha256: string): string {
-    if (!SHA256_HEX.test(sha256)) throw new InvalidOptionError('sha256', `cache key must be a lowercase hex SHA-256, got ${JSON.stringify(sha256)}`);
+    if (!SHA256_HEX.test(sha256))
+      throw new InvalidOptionError('sha256', `cache key must be a lowercase hex SHA-256, got ${JSON.stringify(sha256)}`);
     return join(this.dir, sha256.slice(0, 2), sha256);
   }
 
@@ -86,7 +91,10 @@ export class NodeFolderCache implements ContentCache {
   }
 
   async has(sha256: string): Promise<boolean> {
-    return lstat(this.pathOf(sha256)).then((info) => info.isFile() && info.size <= this.maxEntryBytes, () => false);
+    return lstat(this.pathOf(sha256)).then(
+      (info) => info.isFile() && info.size <= this.maxEntryBytes,
+      () => false,
+    );
   }
 
   async put(sha256: string, bytes: Uint8Array): Promise<void> {

@@ -19,5 +19,7 @@ export async function fileInTheWay(folder: string): Promise<string | undefined> 
 /** "a file is in the way (afile is a file, not a folder)": names the file when it is not `folder` itself. */
 export async function inTheWayReason(folder: string): Promise<string> {
   const blocker = await fileInTheWay(folder);
-  return blocker === undefined || blocker === folder ? 'a file is in the way (it must be a folder)' : `a file is in the way (${blocker} is a file, not a folder)`;
+  return blocker === undefined || blocker === folder
+    ? 'a file is in the way (it must be a folder)'
+    : `a file is in the way (${blocker} is a file, not a folder)`;
 }

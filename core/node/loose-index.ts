@@ -44,7 +44,9 @@ const strictUtf8 = new TextDecoder('utf-8', { fatal: true });
 
 /** Raw file-name bytes for a message: printable ASCII as is, every other byte as `\xNN`. */
 export function escapeFileNameBytes(bytes: Uint8Array): string {
-  return Array.from(bytes, (byte) => (byte > 0x20 && byte < 0x7f && byte !== 0x5c ? String.fromCharCode(byte) : `\\x${byte.toString(16).padStart(2, '0')}`)).join('');
+  return Array.from(bytes, (byte) =>
+    byte > 0x20 && byte < 0x7f && byte !== 0x5c ? String.fromCharCode(byte) : `\\x${byte.toString(16).padStart(2, '0')}`,
+  ).join('');
 }
 
 /** A file name as text; one that is not valid UTF-8 has no project path (SPEC §1: text is UTF-8). */
@@ -53,10 +55,12 @@ function fileNameText(bytes: Buffer, folder: string, projectDir: string): string
     return strictUtf8.decode(bytes);
   } catch {
     const where = join(folder, ...projectDir.split('/'));
-    throw new PublishInputError(`${where}: a file name is not valid UTF-8: "${escapeFileNameBytes(bytes)}" (rename it; project paths are UTF-8 text)`, projectDir === '' ? folder : projectDir);
+    throw new PublishInputError(
+      `${where}: a file name is not valid UTF-8: "${escapeFileNameBytes(bytes)}" (rename it; project paths are UTF-8 text)`,
+      projectDir === '' ? folder : projectDir,
+    );
   }
 }
-
 
 /** Lists the project files below `folder` in key order, following links safely. */
 export async function listFolderFiles(folder: string, options: Pick<FolderIndexOptions, 'exclude'> = {}): Promise<FolderFile[]> {
@@ -77,7 +81,11 @@ export async function listFolderFiles(folder: string, options: Pick<FolderIndexO
     if (SKIPPED_NAMES.has(name)) return undefined;
     const projectPath = projectDir === '' ? name : `${projectDir}/${name}`;
     const reason = unsafePathReason(projectPath);
-    if (reason !== undefined) throw new PublishInputError(`${join(folder, projectPath)}: unsafe project path ${JSON.stringify(projectPath)}: ${reason}`, projectPath);
+    if (reason !== undefined)
+      throw new PublishInputError(
+        `${join(folder, projectPath)}: unsafe project path ${JSON.stringify(projectPath)}: ${reason}`,
+        projectPath,
+      );
     const onDisk = join(realDir, name);
     let target = onDisk;
     if (entry.isSymbolicLink()) {
@@ -88,12 +96,14 @@ export async function listFolderFiles(folder: string, options: Pick<FolderIndexO
         const why = code === 'ELOOP' ? 'is a symbolic link loop' : `is a broken symbolic link (${code})`;
         throw new PublishInputError(`${join(folder, projectPath)}: ${why}`, projectPath, error);
       }
-      if (!isInside(target, root)) throw new PublishInputError(`${join(folder, projectPath)}: symbolic link leaves the folder (to ${target})`, projectPath);
+      if (!isInside(target, root))
+        throw new PublishInputError(`${join(folder, projectPath)}: symbolic link leaves the folder (to ${target})`, projectPath);
     }
     if (excluded.some((dir) => isInside(target, dir))) return undefined;
     const info = await stat(target);
     if (info.isDirectory()) {
-      if (ancestors.has(target)) throw new PublishInputError(`${join(folder, projectPath)}: symbolic link loop (back to ${target})`, projectPath);
+      if (ancestors.has(target))
+        throw new PublishInputError(`${join(folder, projectPath)}: symbolic link loop (back to ${target})`, projectPath);
       return { folder: target, projectPath };
     }
     return info.isFile() ? { file: { path: projectPath, absolutePath: target, sizeBytes: info.size, stats: info } } : undefined;
@@ -126,7 +136,8 @@ export async function listFolderFiles(folder: string, options: Pick<FolderIndexO
         }
         const found = outcome.value;
         if (found?.file) files.push(found.file);
-        else if (found?.folder) more.push({ real: found.folder, project: found.projectPath, ancestors: new Set(ancestors).add(found.folder) });
+        else if (found?.folder)
+          more.push({ real: found.folder, project: found.projectPath, ancestors: new Set(ancestors).add(found.folder) });
       }
     }
   }
@@ -137,10 +148,12 @@ export async function listFolderFiles(folder: string, options: Pick<FolderIndexO
       while (active < WALK_LANES && waiting.length > 0 && failures.length === 0) {
         active++;
         const folder = waiting.pop()!;
-        void visit(folder, waiting).catch((error: unknown) => failures.push({ at: folder.project, error })).finally(() => {
-          active--;
-          pump();
-        });
+        void visit(folder, waiting)
+          .catch((error: unknown) => failures.push({ at: folder.project, error }))
+          .finally(() => {
+            active--;
+            pump();
+          });
       }
       if (active === 0) resolveWalk();
     };
@@ -269,7 +282,10 @@ async function hashFiles(paths: string[], totalBytes: number, onDone: (index: nu
 }
 
 class HashFailure extends Error {
-  constructor(readonly index: number, readonly reason: unknown) {
+  constructor(
+    readonly index: number,
+    readonly reason: unknown,
+  ) {
     super((reason as Error)?.message ?? String(reason));
   }
 }
@@ -278,18 +294,25 @@ class HashFailure extends Error {
  * Builds the loose index (formatVersion 2) of `folder`, hashing every file once. Large folders
  * are hashed on worker threads, several files at a time.
  */
-export async function looseIndexFromFolder(folder: string, options: FolderIndexOptions = {}): Promise<{ index: LooseIndex; files: FolderFile[] }> {
+export async function looseIndexFromFolder(
+  folder: string,
+  options: FolderIndexOptions = {},
+): Promise<{ index: LooseIndex; files: FolderFile[] }> {
   const files = await listFolderFiles(folder, options);
   if (files.length === 0) throw new PublishInputError(`${folder}: no files to publish (the folder is empty)`, folder);
   const digests: Digest[] = new Array(files.length);
   let hashedFiles = 0;
   let hashedBytes = 0;
   try {
-    await hashFiles(files.map((file) => file.absolutePath), files.reduce((sum, file) => sum + file.sizeBytes, 0), (index, digest) => {
-      digests[index] = digest;
-      hashedBytes += digest.sizeBytes;
-      options.onProgress?.({ files: ++hashedFiles, bytes: hashedBytes });
-    });
+    await hashFiles(
+      files.map((file) => file.absolutePath),
+      files.reduce((sum, file) => sum + file.sizeBytes, 0),
+      (index, digest) => {
+        digests[index] = digest;
+        hashedBytes += digest.sizeBytes;
+        options.onProgress?.({ files: ++hashedFiles, bytes: hashedBytes });
+      },
+    );
   } catch (error) {
     if (!(error instanceof HashFailure)) throw error;
     const file = files[error.index]!;

@@ -49,11 +49,17 @@ interface ReadFile {
 export async function publishFolder(options: PublishFolderOptions): Promise<PublishSummary> {
   const files = options.files ?? (await listFolderFiles(options.folder, options));
   if (files.length === 0) throw new PublishInputError(`${options.folder}: no files to publish (the folder is empty)`, options.folder);
-  checkPathCollisions(files.map((file) => file.path), options);
+  checkPathCollisions(
+    files.map((file) => file.path),
+    options,
+  );
   const target = options.targetBundleBytes ?? DEFAULT_TARGET_BUNDLE_BYTES;
   const expectedBytes = files.reduce((sum, file) => sum + file.sizeBytes, 0);
   // References (`groupByReferences`) are read before any bundle: a referrer is read twice.
-  const grouping = await publishGrouping(options, files.map((file) => ({ path: file.path, sizeBytes: file.sizeBytes, read: () => readReferrerFile(file.absolutePath, file.path) })));
+  const grouping = await publishGrouping(
+    options,
+    files.map((file) => ({ path: file.path, sizeBytes: file.sizeBytes, read: () => readReferrerFile(file.absolutePath, file.path) })),
+  );
   // The writer keeps its bundle buffer from one bundle to the next (one write call per bundle).
   return publishBundles({ ...options, grouping, expectedBytes, keepBuffersBetweenWrites: true }, async ({ writer, store, pace }) => {
     const onDisk = new Map(files.map((file) => [file.path, file.absolutePath]));
@@ -122,11 +128,21 @@ class Staging {
  * read (and hashed) when the sequence reaches it. A bundle's sequence must be consumed, and
  * its bytes used, before the next one is asked for.
  */
-function* bundlesOf(files: FolderFile[], grouping: { groupOf(path: string): string }, target: number, folder: string, staging: Staging): Generator<AsyncGenerator<ReadFile>> {
+function* bundlesOf(
+  files: FolderFile[],
+  grouping: { groupOf(path: string): string },
+  target: number,
+  folder: string,
+  staging: Staging,
+): Generator<AsyncGenerator<ReadFile>> {
   const groups = new Map<string, FolderFile[]>();
   for (const file of files) {
     const group = grouping.groupOf(file.path);
-    if (typeof group !== 'string') throw new InvalidOptionError('grouping', `grouping returned ${typeof group} for ${JSON.stringify(file.path)}; a group name is a string`);
+    if (typeof group !== 'string')
+      throw new InvalidOptionError(
+        'grouping',
+        `grouping returned ${typeof group} for ${JSON.stringify(file.path)}; a group name is a string`,
+      );
     const list = groups.get(group) ?? [];
     if (list.length === 0) groups.set(group, list);
     list.push(file);
@@ -206,7 +222,7 @@ async function hashLargeFile(path: string): Promise<{ sha256: string; sizeBytes:
     const hash = nodeSha256();
     const hashChunk = Buffer.allocUnsafeSlow(HASH_CHUNK_BYTES);
     let sizeBytes = 0;
-    for (let bytesRead; (bytesRead = readSync(fd, hashChunk, 0, HASH_CHUNK_BYTES, sizeBytes)) > 0; ) {
+    for (let bytesRead; (bytesRead = readSync(fd, hashChunk, 0, HASH_CHUNK_BYTES, sizeBytes)) > 0;) {
       hash.update(hashChunk.subarray(0, bytesRead));
       sizeBytes += bytesRead;
       if (sizeBytes % (4 * HASH_CHUNK_BYTES) < bytesRead) await new Promise<void>((resolve) => setImmediate(resolve));

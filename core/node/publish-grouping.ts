@@ -72,7 +72,7 @@ export async function readReferrerFile(absolutePath: string, path: string): Prom
     if (end === undefined || end > REFERRER_READ_LIMIT_BYTES) return new Uint8Array(0);
     const bytes = new Uint8Array(end);
     let filled = 0;
-    for (let read; filled < end && (read = (await handle.read(bytes, filled, end - filled, filled)).bytesRead) > 0; ) filled += read;
+    for (let read; filled < end && (read = (await handle.read(bytes, filled, end - filled, filled)).bytesRead) > 0;) filled += read;
     return bytes.subarray(0, filled);
   } finally {
     await handle.close();
@@ -89,7 +89,8 @@ export async function readLoadsFile(file: string): Promise<LoadsFile> {
     bytes = await readFile(file);
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code;
-    const why = code === 'ENOENT' ? 'no such file' : code === 'EISDIR' ? 'a folder, not a file' : `cannot read: ${(error as Error).message}`;
+    const why =
+      code === 'ENOENT' ? 'no such file' : code === 'EISDIR' ? 'a folder, not a file' : `cannot read: ${(error as Error).message}`;
     throw new PublishInputError(`loads file ${file}: ${why}`, file, error);
   }
   let text: string;

@@ -131,7 +131,13 @@ export async function removeStaleStagingFolders(dir: string = tmpdir()): Promise
     const info = await lstat(path).catch(() => undefined);
     if (!info?.isDirectory() || (ownUser !== undefined && info.uid !== ownUser)) continue;
     // Best effort: another publish may be removing it too; what is left goes on a later run.
-    if (await rm(path, { recursive: true, force: true }).then(() => true, () => false)) removed++;
+    if (
+      await rm(path, { recursive: true, force: true }).then(
+        () => true,
+        () => false,
+      )
+    )
+      removed++;
   }
   return removed;
 }
@@ -202,7 +208,8 @@ export async function publishToTarget(options: PublishToTargetOptions): Promise<
  * starting; the ones running are awaited, then that failure is thrown.
  */
 export async function forEachAtMost<T>(limit: number, items: readonly T[], work: (item: T) => Promise<void>): Promise<void> {
-  if (!(Number.isSafeInteger(limit) && limit >= 1)) throw new InvalidOptionError('concurrency', `concurrency must be a positive integer, got ${limit}`);
+  if (!(Number.isSafeInteger(limit) && limit >= 1))
+    throw new InvalidOptionError('concurrency', `concurrency must be a positive integer, got ${limit}`);
   let next = 0;
   let failure: { error: unknown } | undefined;
   const worker = async () => {
@@ -253,7 +260,10 @@ export class DirectoryPublishTarget implements PublishTarget {
     }
     // A bundle's name never lies: what stands under it now must hash to it.
     if (!(await fileHashesTo(path, bundle.sizeBytes, bundle.sha256))) {
-      throw new PublishOutputError(`${path}: after the copy, the file under this name does not hash to it (another writer changed it)`, path);
+      throw new PublishOutputError(
+        `${path}: after the copy, the file under this name does not hash to it (another writer changed it)`,
+        path,
+      );
     }
   }
 

@@ -13,8 +13,24 @@ import { InvalidOptionError, PublishInputError, PublishOutputError } from '../er
 import { SHA256_HEX_DIGITS } from '../format/sha256.js';
 import { pathCollisions, unsafePathReason } from '../format/paths.js';
 import { serializeIndex, type BundledIndex, type LooseFileEntry, type LooseIndex } from '../format/project-index.js';
-import { BundleWriter, type BundleHashing, type BundleWriterOptions, type FinishedBundle, type ReadProjectFile } from '../publish/bundle-writer.js';
-import { commitTemporary, createPace, discardTemporary, isLiveTemporaryFile, processIsGone, TEMPORARY_SUFFIX, writeFileAtomic as writeAtomic, writeStreamToTemporary, type Pace } from './atomic-write.js';
+import {
+  BundleWriter,
+  type BundleHashing,
+  type BundleWriterOptions,
+  type FinishedBundle,
+  type ReadProjectFile,
+} from '../publish/bundle-writer.js';
+import {
+  commitTemporary,
+  createPace,
+  discardTemporary,
+  isLiveTemporaryFile,
+  processIsGone,
+  TEMPORARY_SUFFIX,
+  writeFileAtomic as writeAtomic,
+  writeStreamToTemporary,
+  type Pace,
+} from './atomic-write.js';
 import { nodeSha256, sha256HexNode } from './hash.js';
 import { isInside } from './inside.js';
 import { inTheWayReason } from './in-the-way.js';
@@ -42,19 +58,21 @@ export type PublishInput =
   /** Any reader (memory, network…): each chunk it gives is written out before the next is asked for. */
   | { read: ReadProjectFile; locate?: never };
 
-export type PublishOptions = BundleWriterOptions & PublishInput & PublishGroupingOptions & {
-  looseIndex: LooseIndex;
-  outDir: string;
-  onProgress?: (progress: PublishProgress) => void;
-  /**
-   * Paths that differ only by case or Unicode normalization collide on case-insensitive hosts
-   * (FORMAT.md "Paths"): refused unless this is true; then each pair goes to `onWarning`.
-   */
-  allowCaseCollisions?: boolean;
-  onWarning?: (message: string) => void;
-  /** Called as each bundle lands: `written` false when the out folder already held it (checked by its SHA-256). */
-  onBundleStored?: (bundle: StoredBundle) => void;
-};
+export type PublishOptions = BundleWriterOptions &
+  PublishInput &
+  PublishGroupingOptions & {
+    looseIndex: LooseIndex;
+    outDir: string;
+    onProgress?: (progress: PublishProgress) => void;
+    /**
+     * Paths that differ only by case or Unicode normalization collide on case-insensitive hosts
+     * (FORMAT.md "Paths"): refused unless this is true; then each pair goes to `onWarning`.
+     */
+    allowCaseCollisions?: boolean;
+    onWarning?: (message: string) => void;
+    /** Called as each bundle lands: `written` false when the out folder already held it (checked by its SHA-256). */
+    onBundleStored?: (bundle: StoredBundle) => void;
+  };
 
 export interface StoredBundle {
   /** The bundle's URL relative to the index, as the index lists it. */
@@ -150,7 +168,10 @@ async function checkLanded(path: string, sizeBytes: number, sha256: string): Pro
   const found = await holdsBundle(path, sizeBytes, sha256);
   if (found === 'same') return;
   if (found === 'damaged') await rm(path, { force: true });
-  throw new PublishOutputError(`${path}: after the rename, the file under this name is not the bundle written (another writer replaced the temporary file)${found === 'damaged' ? '; its bytes do not hash to the name, so it was removed' : ''}`, path);
+  throw new PublishOutputError(
+    `${path}: after the rename, the file under this name is not the bundle written (another writer replaced the temporary file)${found === 'damaged' ? '; its bytes do not hash to the name, so it was removed' : ''}`,
+    path,
+  );
 }
 
 /**
@@ -166,7 +187,8 @@ async function holdsBundle(path: string, sizeBytes: number, sha256: string): Pro
   try {
     const handle = await open(path, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
     try {
-      for await (const chunk of handle.createReadStream({ highWaterMark: STREAM_CHUNK_BYTES, autoClose: false })) hash.update(chunk as Buffer);
+      for await (const chunk of handle.createReadStream({ highWaterMark: STREAM_CHUNK_BYTES, autoClose: false }))
+        hash.update(chunk as Buffer);
     } finally {
       await handle.close();
     }
@@ -196,7 +218,10 @@ async function prepareOutFolder(outDir: string, bundleDir: string): Promise<void
   await makeFolder(bundleDir, 'bundle folder');
   const [realOut, realBundles] = await Promise.all([realpath(outDir), realpath(bundleDir)]);
   if (!isInside(realBundles, realOut)) {
-    throw new PublishOutputError(`${bundleDir}: a symbolic link leads outside the out folder ${outDir} (to ${realBundles}); a publish never writes outside its out folder`, bundleDir);
+    throw new PublishOutputError(
+      `${bundleDir}: a symbolic link leads outside the out folder ${outDir} (to ${realBundles}); a publish never writes outside its out folder`,
+      bundleDir,
+    );
   }
 }
 
@@ -206,7 +231,8 @@ export function checkPathCollisions(paths: string[], options: Pick<PublishOption
   if (collisions.length === 0) return;
   const pairs = collisions.map(([a, b]) => `${JSON.stringify(a)} and ${JSON.stringify(b)}`);
   if (options.allowCaseCollisions) {
-    for (const pair of pairs) options.onWarning?.(`paths ${pair} collide on case-insensitive hosts (they differ only by case or Unicode normalization)`);
+    for (const pair of pairs)
+      options.onWarning?.(`paths ${pair} collide on case-insensitive hosts (they differ only by case or Unicode normalization)`);
     return;
   }
   throw new PublishInputError(
@@ -219,16 +245,27 @@ export function checkPathCollisions(paths: string[], options: Pick<PublishOption
 export function checkBundleUrlPrefix(prefix: string): void {
   if (prefix === '') return;
   const reason = unsafePathReason(prefix.replace(/\/+$/, ''));
-  if (reason !== undefined) throw new InvalidOptionError('bundleUrlPrefix', `bundleUrlPrefix ${JSON.stringify(prefix)} must be a relative folder below the out folder: ${reason}`);
+  if (reason !== undefined)
+    throw new InvalidOptionError(
+      'bundleUrlPrefix',
+      `bundleUrlPrefix ${JSON.stringify(prefix)} must be a relative folder below the out folder: ${reason}`,
+    );
 }
 
 /** node:crypto for every hash the writer computes: synchronous, no copies, ~1.8 GB/s with SHA-NI. */
 export const nodeBundleHashing: BundleHashing = { digest: sha256HexNode, incremental: nodeSha256 };
 
 export async function publishToDirectory(options: PublishOptions): Promise<PublishSummary> {
-  if (!options.locate === !options.read) throw new InvalidOptionError('locate', 'publishToDirectory takes either locate or read (exactly one)');
-  checkPathCollisions(options.looseIndex.files.map((entry) => entry.path), options);
-  const grouping = await publishGrouping(options, options.looseIndex.files.map((entry) => referrerInput(entry, options)));
+  if (!options.locate === !options.read)
+    throw new InvalidOptionError('locate', 'publishToDirectory takes either locate or read (exactly one)');
+  checkPathCollisions(
+    options.looseIndex.files.map((entry) => entry.path),
+    options,
+  );
+  const grouping = await publishGrouping(
+    options,
+    options.looseIndex.files.map((entry) => referrerInput(entry, options)),
+  );
   return publishBundles({ ...options, grouping }, ({ writer, store, pace }) => {
     const read = options.locate ? recyclingDiskReader(options.locate, pace) : options.read;
     return writer.write(options.looseIndex, read, store);
@@ -258,17 +295,21 @@ export interface BundleProduction {
 }
 
 /** The options publishBundles reads: the writer's, the out folder, progress. */
-export type PublishBundlesOptions = BundleWriterOptions & Pick<PublishOptions, 'outDir' | 'onProgress' | 'onBundleStored'> & {
-  /** When the plan is made a bundle at a time: the input's bytes, the progress total meanwhile. */
-  expectedBytes?: number;
-};
+export type PublishBundlesOptions = BundleWriterOptions &
+  Pick<PublishOptions, 'outDir' | 'onProgress' | 'onBundleStored'> & {
+    /** When the plan is made a bundle at a time: the input's bytes, the progress total meanwhile. */
+    expectedBytes?: number;
+  };
 
 /**
  * The out-folder half of a publish: prepares the out folder, removes stale temporary files,
  * stores each bundle `produce` hands over (skipping ones already there, rewriting damaged
  * ones), and writes the index `produce` resolves to, last and atomically.
  */
-export async function publishBundles(options: PublishBundlesOptions, produce: (production: BundleProduction) => Promise<BundledIndex>): Promise<PublishSummary> {
+export async function publishBundles(
+  options: PublishBundlesOptions,
+  produce: (production: BundleProduction) => Promise<BundledIndex>,
+): Promise<PublishSummary> {
   // For progress reports: the sizes of the planned bundles, from the writer's own plan(s).
   const bundleBytes: number[] = [];
   let bytesTotal = options.expectedBytes ?? 0;
@@ -279,7 +320,10 @@ export async function publishBundles(options: PublishBundlesOptions, produce: (p
     reuseBuffers: options.reuseBuffers ?? true,
     onPlan: (plans) => {
       bundleBytes.push(...plans.map((plan) => plan.dataBytes));
-      bytesTotal = Math.max(options.expectedBytes ?? 0, bundleBytes.reduce((sum, bytes) => sum + bytes, 0));
+      bytesTotal = Math.max(
+        options.expectedBytes ?? 0,
+        bundleBytes.reduce((sum, bytes) => sum + bytes, 0),
+      );
       options.onPlan?.(plans);
     },
   });
@@ -288,8 +332,18 @@ export async function publishBundles(options: PublishBundlesOptions, produce: (p
   checkBundleUrlPrefix(writer.bundleUrlPrefix);
   const bundleDir = join(options.outDir, ...writer.bundleUrlPrefix.split('/').filter(Boolean));
   await prepareOutFolder(options.outDir, bundleDir);
-  const staleTemporaryFilesRemoved = (await removeStaleTemporaryFiles(bundleDir)) + (bundleDir === options.outDir ? 0 : await removeStaleTemporaryFiles(options.outDir));
-  const summary = { bundles: 0, bytes: 0, newBundles: 0, newBytes: 0, existingBundles: 0, existingBytes: 0, rewrittenBundles: [] as string[], staleTemporaryFilesRemoved };
+  const staleTemporaryFilesRemoved =
+    (await removeStaleTemporaryFiles(bundleDir)) + (bundleDir === options.outDir ? 0 : await removeStaleTemporaryFiles(options.outDir));
+  const summary = {
+    bundles: 0,
+    bytes: 0,
+    newBundles: 0,
+    newBytes: 0,
+    existingBundles: 0,
+    existingBytes: 0,
+    rewrittenBundles: [] as string[],
+    staleTemporaryFilesRemoved,
+  };
   let bytesDone = 0;
 
   const store = async (bundle: FinishedBundle): Promise<void> => {
@@ -316,8 +370,8 @@ export async function publishBundles(options: PublishBundlesOptions, produce: (p
         // name tells the truth when the file under it is that file (or another with those bytes).
         const landed = temporary
           ? await commitTemporary(temporary, path).catch((error: unknown) => {
-            throw outputError(path, error);
-          })
+              throw outputError(path, error);
+            })
           : await writeOutput(path, (bundle as { bytes: Uint8Array }).bytes, pace);
         if (!landed) await checkLanded(path, bundle.sizeBytes, sha256);
         summary.newBundles++;
@@ -429,7 +483,11 @@ export function looseFileLocator(indexFile: string, root?: string): (entry: Loos
   const base = pathToFileURL(join(dirname(indexFile), '/'));
   return (entry) => {
     const url = new URL(entry.url, base);
-    if (url.protocol !== 'file:') throw new PublishInputError(`${entry.path}: url ${JSON.stringify(entry.url)} is not a local file: give the folder that holds the files (root)`, entry.path);
+    if (url.protocol !== 'file:')
+      throw new PublishInputError(
+        `${entry.path}: url ${JSON.stringify(entry.url)} is not a local file: give the folder that holds the files (root)`,
+        entry.path,
+      );
     return fileURLToPath(url);
   };
 }

@@ -58,7 +58,9 @@ async function loadS3Sdk(load: () => Promise<unknown> = () => import('@aws-sdk/c
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code;
     if ((code === 'ERR_MODULE_NOT_FOUND' || code === 'MODULE_NOT_FOUND') && String((error as Error).message).includes(SDK_PACKAGE)) {
-      throw new UnsupportedOperationError(`publishing to S3 needs the package ${SDK_PACKAGE}: run npm install --save-dev ${SDK_PACKAGE}`, { cause: error });
+      throw new UnsupportedOperationError(`publishing to S3 needs the package ${SDK_PACKAGE}: run npm install --save-dev ${SDK_PACKAGE}`, {
+        cause: error,
+      });
     }
     throw error;
   }
@@ -95,7 +97,10 @@ export class S3PublishTarget implements PublishTarget {
     this.multipartThresholdBytes = options.multipartThresholdBytes ?? 16 * MiB;
     this.partSizeBytes = options.partSizeBytes ?? 8 * MiB;
     if (!(Number.isSafeInteger(this.partSizeBytes) && this.partSizeBytes >= MIN_PART_BYTES)) {
-      throw new InvalidOptionError('partSizeBytes', `partSizeBytes must be an integer of at least ${MIN_PART_BYTES} (S3's smallest part), got ${this.partSizeBytes}`);
+      throw new InvalidOptionError(
+        'partSizeBytes',
+        `partSizeBytes must be an integer of at least ${MIN_PART_BYTES} (S3's smallest part), got ${this.partSizeBytes}`,
+      );
     }
   }
 
@@ -127,8 +132,11 @@ export class S3PublishTarget implements PublishTarget {
     for (const folder of folders) {
       let continuationToken: string | undefined;
       do {
-        const page = (await client.send(new sdk.ListObjectsV2Command({ Bucket: this.bucket, Prefix: folder, ContinuationToken: continuationToken }))) as S3Sdk.ListObjectsV2CommandOutput;
-        for (const object of page.Contents ?? []) if (object.Key !== undefined && object.Size !== undefined) sizes.set(object.Key, object.Size);
+        const page = (await client.send(
+          new sdk.ListObjectsV2Command({ Bucket: this.bucket, Prefix: folder, ContinuationToken: continuationToken }),
+        )) as S3Sdk.ListObjectsV2CommandOutput;
+        for (const object of page.Contents ?? [])
+          if (object.Key !== undefined && object.Size !== undefined) sizes.set(object.Key, object.Size);
         continuationToken = page.IsTruncated ? page.NextContinuationToken : undefined;
       } while (continuationToken);
     }
@@ -160,7 +168,15 @@ export class S3PublishTarget implements PublishTarget {
         const { sdk, client } = await this.connect();
         // The name is the SHA-256: S3 checks the body against it and refuses a corrupted upload.
         const checksum = Buffer.from(bundle.sha256, 'hex').toString('base64');
-        await client.send(new sdk.PutObjectCommand({ Bucket: this.bucket, Key: key, Body: await readFile(bundle.file), ChecksumSHA256: checksum, ...headers }));
+        await client.send(
+          new sdk.PutObjectCommand({
+            Bucket: this.bucket,
+            Key: key,
+            Body: await readFile(bundle.file),
+            ChecksumSHA256: checksum,
+            ...headers,
+          }),
+        );
       }
     } catch (error) {
       throw error instanceof PublishOutputError ? error : this.failure('upload', key, error);
@@ -171,7 +187,15 @@ export class S3PublishTarget implements PublishTarget {
     const { sdk, client } = await this.connect();
     const objectKey = this.objectKey(key);
     try {
-      await client.send(new sdk.PutObjectCommand({ Bucket: this.bucket, Key: objectKey, Body: bytes, ContentType: mediaTypeOf(key), CacheControl: INDEX_CACHE_CONTROL }));
+      await client.send(
+        new sdk.PutObjectCommand({
+          Bucket: this.bucket,
+          Key: objectKey,
+          Body: bytes,
+          ContentType: mediaTypeOf(key),
+          CacheControl: INDEX_CACHE_CONTROL,
+        }),
+      );
     } catch (error) {
       throw this.failure('upload', objectKey, error);
     }
@@ -184,7 +208,9 @@ export class S3PublishTarget implements PublishTarget {
    */
   private async putInParts(key: string, bundle: TargetBundle, headers: { ContentType: string; CacheControl: string }): Promise<void> {
     const { sdk, client } = await this.connect();
-    const created = (await client.send(new sdk.CreateMultipartUploadCommand({ Bucket: this.bucket, Key: key, ...headers }))) as S3Sdk.CreateMultipartUploadCommandOutput;
+    const created = (await client.send(
+      new sdk.CreateMultipartUploadCommand({ Bucket: this.bucket, Key: key, ...headers }),
+    )) as S3Sdk.CreateMultipartUploadCommandOutput;
     const uploadId = created.UploadId!;
     const handle = await open(bundle.file, 'r');
     try {
@@ -193,11 +219,22 @@ export class S3PublishTarget implements PublishTarget {
       for (let offset = 0, partNumber = 1; offset < bundle.sizeBytes; offset += this.partSizeBytes, partNumber++) {
         const length = Math.min(this.partSizeBytes, bundle.sizeBytes - offset);
         const { bytesRead } = await handle.read(buffer, 0, length, offset);
-        if (bytesRead !== length) throw new PublishOutputError(`${bundle.file}: the staged bundle is shorter than ${bundle.sizeBytes} bytes`, bundle.file);
-        const part = (await client.send(new sdk.UploadPartCommand({ Bucket: this.bucket, Key: key, UploadId: uploadId, PartNumber: partNumber, Body: buffer.subarray(0, length) }))) as S3Sdk.UploadPartCommandOutput;
+        if (bytesRead !== length)
+          throw new PublishOutputError(`${bundle.file}: the staged bundle is shorter than ${bundle.sizeBytes} bytes`, bundle.file);
+        const part = (await client.send(
+          new sdk.UploadPartCommand({
+            Bucket: this.bucket,
+            Key: key,
+            UploadId: uploadId,
+            PartNumber: partNumber,
+            Body: buffer.subarray(0, length),
+          }),
+        )) as S3Sdk.UploadPartCommandOutput;
         parts.push({ ETag: part.ETag, PartNumber: partNumber });
       }
-      await client.send(new sdk.CompleteMultipartUploadCommand({ Bucket: this.bucket, Key: key, UploadId: uploadId, MultipartUpload: { Parts: parts } }));
+      await client.send(
+        new sdk.CompleteMultipartUploadCommand({ Bucket: this.bucket, Key: key, UploadId: uploadId, MultipartUpload: { Parts: parts } }),
+      );
     } catch (error) {
       await client.send(new sdk.AbortMultipartUploadCommand({ Bucket: this.bucket, Key: key, UploadId: uploadId })).catch(() => undefined);
       throw error;
@@ -213,7 +250,8 @@ export class S3PublishTarget implements PublishTarget {
 
   private makeClient(sdk: typeof S3Sdk): S3Sdk.S3Client {
     const { endpoint } = this.options;
-    const region = this.options.region ?? process.env.AWS_REGION ?? process.env.AWS_DEFAULT_REGION ?? (endpoint !== undefined ? 'us-east-1' : undefined);
+    const region =
+      this.options.region ?? process.env.AWS_REGION ?? process.env.AWS_DEFAULT_REGION ?? (endpoint !== undefined ? 'us-east-1' : undefined);
     return new sdk.S3Client({
       ...(endpoint !== undefined ? { endpoint } : {}),
       ...(region !== undefined ? { region } : {}),

@@ -62,7 +62,12 @@ export interface StaticServerOptions {
   keepAliveTimeoutMs?: number;
 }
 
-export const DEFAULT_SERVER_TIMEOUTS = { headersTimeoutMs: 20_000, requestTimeoutMs: 60_000, idleTimeoutMs: 120_000, keepAliveTimeoutMs: 5_000 } as const;
+export const DEFAULT_SERVER_TIMEOUTS = {
+  headersTimeoutMs: 20_000,
+  requestTimeoutMs: 60_000,
+  idleTimeoutMs: 120_000,
+  keepAliveTimeoutMs: 5_000,
+} as const;
 
 export interface StaticServer {
   /** `http://<host>:<port>/`, with a trailing slash. */
@@ -97,7 +102,10 @@ export function parseCorsOrigin(text: string): string {
     throw new InvalidOptionError('corsOrigins', `expected an origin such as https://game.example:8443, or *, got ${JSON.stringify(text)}`);
   }
   if ((url.protocol !== 'http:' && url.protocol !== 'https:') || url.origin !== text.replace(/\/$/, '').toLowerCase()) {
-    throw new InvalidOptionError('corsOrigins', `expected an origin (http or https scheme, host, optional port, no path), such as https://game.example:8443, got ${JSON.stringify(text)}`);
+    throw new InvalidOptionError(
+      'corsOrigins',
+      `expected an origin (http or https scheme, host, optional port, no path), such as https://game.example:8443, got ${JSON.stringify(text)}`,
+    );
   }
   return url.origin;
 }
@@ -125,7 +133,8 @@ export function parseFaultRule(text: string): FaultRule {
   if (!match) throw new InvalidOptionError('faults', `expected <status|reset|truncate>:<probability>, got ${JSON.stringify(text)}`);
   const [, kind, probabilityText] = match as unknown as [string, string, string];
   const fault = /^\d+$/.test(kind) ? Number(kind) : kind;
-  if (!/^(\d+(\.\d*)?|\.\d+)$/.test(probabilityText)) throw new InvalidOptionError('faults', `fault probability must be a number from 0 to 1, got ${JSON.stringify(probabilityText)}`);
+  if (!/^(\d+(\.\d*)?|\.\d+)$/.test(probabilityText))
+    throw new InvalidOptionError('faults', `fault probability must be a number from 0 to 1, got ${JSON.stringify(probabilityText)}`);
   const rule = { fault, probability: Number(probabilityText) } as FaultRule;
   checkFaultRule(rule);
   return rule;
@@ -135,7 +144,8 @@ function checkFaultRule({ fault, probability }: FaultRule): void {
   if (typeof fault === 'number' ? !(Number.isInteger(fault) && fault >= 400 && fault <= 599) : fault !== 'reset' && fault !== 'truncate') {
     throw new InvalidOptionError('faults', `unknown fault ${JSON.stringify(fault)}: use an HTTP status from 400 to 599, reset or truncate`);
   }
-  if (!(probability >= 0 && probability <= 1)) throw new InvalidOptionError('faults', `fault probability must be a number from 0 to 1, got ${String(probability)}`);
+  if (!(probability >= 0 && probability <= 1))
+    throw new InvalidOptionError('faults', `fault probability must be a number from 0 to 1, got ${String(probability)}`);
 }
 
 /** A token the server accepts (and `serve --token`): printable ASCII, no spaces, as a bearer header can carry. */
@@ -145,14 +155,22 @@ function checkOptions(options: StaticServerOptions): void {
   const { port = 0, latencyMs = 0, token, faults = [], seed } = options;
   for (const name of Object.keys(DEFAULT_SERVER_TIMEOUTS) as (keyof typeof DEFAULT_SERVER_TIMEOUTS)[]) {
     const value = options[name];
-    if (value !== undefined && !(Number.isSafeInteger(value) && value > 0)) throw new InvalidOptionError(name, `${name} must be a positive integer (milliseconds), got ${value}`);
+    if (value !== undefined && !(Number.isSafeInteger(value) && value > 0))
+      throw new InvalidOptionError(name, `${name} must be a positive integer (milliseconds), got ${value}`);
   }
   const { headersTimeoutMs, requestTimeoutMs } = { ...DEFAULT_SERVER_TIMEOUTS, ...definedOnly(options) };
-  if (headersTimeoutMs > requestTimeoutMs) throw new InvalidOptionError('headersTimeoutMs', `headersTimeoutMs (${headersTimeoutMs}) must not exceed requestTimeoutMs (${requestTimeoutMs})`);
+  if (headersTimeoutMs > requestTimeoutMs)
+    throw new InvalidOptionError(
+      'headersTimeoutMs',
+      `headersTimeoutMs (${headersTimeoutMs}) must not exceed requestTimeoutMs (${requestTimeoutMs})`,
+    );
   (options.corsOrigins ?? []).forEach(parseCorsOrigin);
-  if (!Number.isInteger(port) || port < 0 || port > 65535) throw new InvalidOptionError('port', `port must be an integer from 0 to 65535, got ${port}`);
-  if (!(Number.isFinite(latencyMs) && latencyMs >= 0)) throw new InvalidOptionError('latencyMs', `latencyMs must be a number ≥ 0, got ${latencyMs}`);
-  if (token !== undefined && !SERVER_TOKEN.test(token)) throw new InvalidOptionError('token', 'token must be non-empty printable ASCII without spaces');
+  if (!Number.isInteger(port) || port < 0 || port > 65535)
+    throw new InvalidOptionError('port', `port must be an integer from 0 to 65535, got ${port}`);
+  if (!(Number.isFinite(latencyMs) && latencyMs >= 0))
+    throw new InvalidOptionError('latencyMs', `latencyMs must be a number ≥ 0, got ${latencyMs}`);
+  if (token !== undefined && !SERVER_TOKEN.test(token))
+    throw new InvalidOptionError('token', 'token must be non-empty printable ASCII without spaces');
   if (seed !== undefined && !Number.isSafeInteger(seed)) throw new InvalidOptionError('seed', `seed must be an integer, got ${seed}`);
   faults.forEach(checkFaultRule);
 }
@@ -196,13 +214,13 @@ function isAuthorized(request: IncomingMessage, query: URLSearchParams, token: s
 function splitTarget(target: string): { rawPath: string; rawQuery: string } {
   const originForm = target.replace(/^[a-z][a-z0-9+.-]*:\/\/[^/?#]*/i, '');
   const queryStart = originForm.indexOf('?');
-  return queryStart < 0 ? { rawPath: originForm, rawQuery: '' } : { rawPath: originForm.slice(0, queryStart), rawQuery: originForm.slice(queryStart) };
+  return queryStart < 0
+    ? { rawPath: originForm, rawQuery: '' }
+    : { rawPath: originForm.slice(0, queryStart), rawQuery: originForm.slice(queryStart) };
 }
 
 type Resolved =
-  | { kind: 'file'; path: string; stats: Stats }
-  | { kind: 'redirect'; location: string }
-  | { kind: 'refused'; status: 400 | 403 | 404 };
+  { kind: 'file'; path: string; stats: Stats } | { kind: 'redirect'; location: string } | { kind: 'refused'; status: 400 | 403 | 404 };
 
 /** The real path and stats of `path` when it exists inside `realRoot` (symbolic links followed). */
 async function insideRoot(realRoot: string, path: string): Promise<{ path: string; stats: Stats } | 'missing' | 'outside'> {
@@ -226,12 +244,16 @@ async function resolveRequestPath(realRoot: string, rawPath: string, rawQuery: s
   const wantsFolder = rawPath.endsWith('/');
   let segments: string[];
   try {
-    segments = rawPath.slice(1, wantsFolder ? -1 : undefined).split('/').map(decodeURIComponent);
+    segments = rawPath
+      .slice(1, wantsFolder ? -1 : undefined)
+      .split('/')
+      .map(decodeURIComponent);
   } catch {
     return { kind: 'refused', status: 400 };
   }
   const relative = segments.join('/');
-  if (relative !== '' && (unsafePathReason(relative) !== undefined || segments.some((segment) => segment.includes('/')))) return { kind: 'refused', status: 403 };
+  if (relative !== '' && (unsafePathReason(relative) !== undefined || segments.some((segment) => segment.includes('/'))))
+    return { kind: 'refused', status: 403 };
   const found = await insideRoot(realRoot, join(realRoot, ...segments.filter((segment) => segment !== '')));
   if (found === 'missing') return { kind: 'refused', status: 404 };
   if (found === 'outside') return { kind: 'refused', status: 403 };
@@ -273,7 +295,12 @@ interface RequestRecord {
 
 function sendStatus(request: IncomingMessage, response: ServerResponse, status: number, headers: Record<string, string> = {}): void {
   const body = `${status} ${STATUS_CODES[status] ?? 'Error'}\n`;
-  response.writeHead(status, { ...headers, 'Content-Type': 'text/plain; charset=utf-8', 'Content-Length': String(Buffer.byteLength(body)), 'Cache-Control': 'no-store' });
+  response.writeHead(status, {
+    ...headers,
+    'Content-Type': 'text/plain; charset=utf-8',
+    'Content-Length': String(Buffer.byteLength(body)),
+    'Cache-Control': 'no-store',
+  });
   response.end(request.method === 'HEAD' ? undefined : body);
 }
 
@@ -310,14 +337,24 @@ function sendTruncated(response: ServerResponse, file: FileHandle, start: number
  * sent whole, old or new, never one's headers with the other's bytes. A `path` that is no longer
  * a regular file answers 404.
  */
-export async function sendFile(request: IncomingMessage, response: ServerResponse, file: { path: string; stats?: Stats; name?: string }): Promise<void> {
+export async function sendFile(
+  request: IncomingMessage,
+  response: ServerResponse,
+  file: { path: string; stats?: Stats; name?: string },
+): Promise<void> {
   await serveFile(request, response, file, { followLink: true, truncate: false }, { note: [] });
 }
 
 /** O_NONBLOCK: a FIFO put in a file's place cannot hold the open (fstat then refuses it). */
 const OPEN_FLAGS = constants.O_RDONLY | (constants.O_NONBLOCK ?? 0);
 
-async function serveFile(request: IncomingMessage, response: ServerResponse, file: { path: string; name?: string }, how: { followLink: boolean; truncate: boolean }, record: RequestRecord): Promise<void> {
+async function serveFile(
+  request: IncomingMessage,
+  response: ServerResponse,
+  file: { path: string; name?: string },
+  how: { followLink: boolean; truncate: boolean },
+  record: RequestRecord,
+): Promise<void> {
   const name = file.name ?? file.path;
   let handle: FileHandle;
   try {
@@ -340,10 +377,23 @@ async function serveFile(request: IncomingMessage, response: ServerResponse, fil
  * The answer for one open file, every header from its `stats` (its fstat) and every byte from
  * `handle`. True when a body stream took the handle over (it closes it); false when the caller closes it.
  */
-function answerFromOpenFile(request: IncomingMessage, response: ServerResponse, handle: FileHandle, stats: Stats, name: string, truncate: boolean, record: RequestRecord): boolean {
+function answerFromOpenFile(
+  request: IncomingMessage,
+  response: ServerResponse,
+  handle: FileHandle,
+  stats: Stats,
+  name: string,
+  truncate: boolean,
+  record: RequestRecord,
+): boolean {
   const etag = entityTagFor(name, stats);
   const lastModified = stats.mtime.toUTCString();
-  const headers: Record<string, string> = { ETag: etag, 'Last-Modified': lastModified, 'Cache-Control': cacheControlFor(name), 'Accept-Ranges': 'bytes' };
+  const headers: Record<string, string> = {
+    ETag: etag,
+    'Last-Modified': lastModified,
+    'Cache-Control': cacheControlFor(name),
+    'Accept-Ranges': 'bytes',
+  };
   if (isNotModified(request, etag, stats.mtime)) {
     response.writeHead(304, headers);
     response.end();
@@ -356,7 +406,8 @@ function answerFromOpenFile(request: IncomingMessage, response: ServerResponse, 
     sendStatus(request, response, 416, { ...headers, 'Content-Range': `bytes */${stats.size}` });
     return false;
   }
-  if (ranges && ranges.length > 1) return sendMultipart(request, response, { handle, size: stats.size, name }, ranges, headers, truncate, record);
+  if (ranges && ranges.length > 1)
+    return sendMultipart(request, response, { handle, size: stats.size, name }, ranges, headers, truncate, record);
   const range = ranges?.[0];
   const { start, end } = range ?? { start: 0, end: stats.size - 1 };
   const length = end - start + 1;
@@ -384,11 +435,21 @@ function answerFromOpenFile(request: IncomingMessage, response: ServerResponse, 
  * `Content-Type` and `Content-Range`, and an exact `Content-Length`. A truncate fault cuts the
  * body in half as it does a single range's.
  */
-function sendMultipart(request: IncomingMessage, response: ServerResponse, file: { handle: FileHandle; size: number; name: string }, ranges: { start: number; end: number }[], headers: Record<string, string>, truncate: boolean, record: RequestRecord): boolean {
+function sendMultipart(
+  request: IncomingMessage,
+  response: ServerResponse,
+  file: { handle: FileHandle; size: number; name: string },
+  ranges: { start: number; end: number }[],
+  headers: Record<string, string>,
+  truncate: boolean,
+  record: RequestRecord,
+): boolean {
   const { handle, size, name } = file;
   const boundary = `awake-${randomBytes(12).toString('hex')}`;
   const type = contentTypeFor(name);
-  const heads = ranges.map(({ start, end }, i) => Buffer.from(`${i === 0 ? '' : '\r\n'}--${boundary}\r\nContent-Type: ${type}\r\nContent-Range: bytes ${start}-${end}/${size}\r\n\r\n`));
+  const heads = ranges.map(({ start, end }, i) =>
+    Buffer.from(`${i === 0 ? '' : '\r\n'}--${boundary}\r\nContent-Type: ${type}\r\nContent-Range: bytes ${start}-${end}/${size}\r\n\r\n`),
+  );
   const tail = Buffer.from(`\r\n--${boundary}--\r\n`);
   const length = heads.reduce((sum, head, i) => sum + head.length + (ranges[i]!.end - ranges[i]!.start + 1), tail.length);
   record.note.push(`${ranges.length} ranges`);
@@ -480,7 +541,8 @@ async function handleRequest(request: IncomingMessage, response: ServerResponse,
   }
   if (request.method !== 'GET' && request.method !== 'HEAD') return sendStatus(request, response, 405, { Allow: ALLOWED_METHODS });
   const { rawPath, rawQuery } = splitTarget(request.url ?? '/');
-  if (state.token !== undefined && !isAuthorized(request, new URLSearchParams(rawQuery), state.token)) return sendStatus(request, response, 401, { 'WWW-Authenticate': 'Bearer' });
+  if (state.token !== undefined && !isAuthorized(request, new URLSearchParams(rawQuery), state.token))
+    return sendStatus(request, response, 401, { 'WWW-Authenticate': 'Bearer' });
   const fault = state.drawFault();
   if (fault === 'reset') return resetConnection(request, record);
   if (typeof fault === 'number') {
@@ -535,20 +597,23 @@ export async function startStaticServer(options: StaticServerOptions): Promise<S
   };
   // Silent, slow and non-reading clients must not hold a connection forever (Node checks the
   // header and request deadlines every connectionsCheckingInterval; the idle timer is per socket).
-  const server = createServer({
-    headersTimeout: timeouts.headersTimeoutMs,
-    requestTimeout: timeouts.requestTimeoutMs,
-    keepAliveTimeout: timeouts.keepAliveTimeoutMs,
-    connectionsCheckingInterval: Math.max(5, Math.min(1000, Math.floor(timeouts.headersTimeoutMs / 4))),
-  }, (request, response) => {
-    const started = performance.now();
-    const record: RequestRecord = { note: [] };
-    if (log) response.on('close', () => log(accessLogLine(request, response, record, started)));
-    handleRequest(request, response, state, record).catch(() => {
-      if (state.closing.signal.aborted || response.headersSent) return void response.destroy();
-      sendStatus(request, response, 500);
-    });
-  });
+  const server = createServer(
+    {
+      headersTimeout: timeouts.headersTimeoutMs,
+      requestTimeout: timeouts.requestTimeoutMs,
+      keepAliveTimeout: timeouts.keepAliveTimeoutMs,
+      connectionsCheckingInterval: Math.max(5, Math.min(1000, Math.floor(timeouts.headersTimeoutMs / 4))),
+    },
+    (request, response) => {
+      const started = performance.now();
+      const record: RequestRecord = { note: [] };
+      if (log) response.on('close', () => log(accessLogLine(request, response, record, started)));
+      handleRequest(request, response, state, record).catch(() => {
+        if (state.closing.signal.aborted || response.headersSent) return void response.destroy();
+        sendStatus(request, response, 500);
+      });
+    },
+  );
   // With no 'timeout' listener, Node destroys a socket idle for this long.
   server.setTimeout(timeouts.idleTimeoutMs);
   await new Promise<void>((resolve, reject) => {

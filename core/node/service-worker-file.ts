@@ -26,7 +26,11 @@ export async function serviceWorkerSource(indexUrl?: string): Promise<string> {
     worker = await readFile(source, 'utf8');
   } catch (error) {
     const missing = (error as NodeJS.ErrnoException).code === 'ENOENT';
-    throw new PublishInputError(missing ? `${source} is missing: this package was not built (npm run build)` : `${source}: cannot read: ${(error as Error).message}`, source, error);
+    throw new PublishInputError(
+      missing ? `${source} is missing: this package was not built (npm run build)` : `${source}: cannot read: ${(error as Error).message}`,
+      source,
+      error,
+    );
   }
   const baked = indexUrl === undefined ? '' : `self.AWKB_SW_INDEX_URL = ${JSON.stringify(indexUrl)};\n`;
   return baked + worker;

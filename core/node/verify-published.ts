@@ -8,7 +8,14 @@ import { BundleIntegrityError, MAX_PROBLEMS_IN_MESSAGE } from '../errors.js';
 import { decodeBundle, layoutBundle } from '../format/awkb.js';
 import { unsafePathReason } from '../format/paths.js';
 import { decodeIndexText } from '../format/index-text.js';
-import { entryKey, parseProjectIndexJson, serializeIndex, type BundledFileEntry, type BundleEntry, type ProjectIndex } from '../format/project-index.js';
+import {
+  entryKey,
+  parseProjectIndexJson,
+  serializeIndex,
+  type BundledFileEntry,
+  type BundleEntry,
+  type ProjectIndex,
+} from '../format/project-index.js';
 import { cutShort, verifyBundle, type ExpectedMember } from '../read/verify.js';
 import { sha256HexNode } from './hash.js';
 import { INDEX_FILE_NAME } from './publish.js';
@@ -64,7 +71,8 @@ export async function verifyPublished(target: string): Promise<VerifyPublishedRe
     return { problems: [(error as Error).message], bundles: 0, files: 0 };
   }
   // Compared as bytes: a BOM, which decoding drops, is not canonical either.
-  if (!Buffer.from(serializeIndex(index)).equals(bytes)) problems.push(`${indexPath}: not in canonical form (key order, sorted files, two-space indent, final newline)`);
+  if (!Buffer.from(serializeIndex(index)).equals(bytes))
+    problems.push(`${indexPath}: not in canonical form (key order, sorted files, two-space indent, final newline)`);
 
   const bundles = index.formatVersion === 3 ? index.bundles : [];
   for (const [i, bundle] of bundles.entries()) {
@@ -110,9 +118,18 @@ export async function verifyPublished(target: string): Promise<VerifyPublishedRe
  * What is wrong with a bundle `verifyBundle` refused, the cause first and each thing named once:
  * `where` names the bundle (its URL holds the SHA-256), so the reader's "bundle <sha256>: " goes.
  */
-function failedBundleProblems(bytes: Uint8Array, bundle: BundleEntry, members: ExpectedMember[], error: BundleIntegrityError, where: string): string[] {
-  const detail = error.message.startsWith(`bundle ${bundle.sha256}: `) ? error.message.slice(`bundle ${bundle.sha256}: `.length) : error.message;
-  if (bytes.length < Math.min(16, bundle.sizeBytes)) return [`${where}: ${cutShort(bytes.length, bundle.sizeBytes)}, not even the 16-byte header`];
+function failedBundleProblems(
+  bytes: Uint8Array,
+  bundle: BundleEntry,
+  members: ExpectedMember[],
+  error: BundleIntegrityError,
+  where: string,
+): string[] {
+  const detail = error.message.startsWith(`bundle ${bundle.sha256}: `)
+    ? error.message.slice(`bundle ${bundle.sha256}: `.length)
+    : error.message;
+  if (bytes.length < Math.min(16, bundle.sizeBytes))
+    return [`${where}: ${cutShort(bytes.length, bundle.sizeBytes)}, not even the 16-byte header`];
   if (error.damaged.length === 0) {
     const actual = sha256HexNode(bytes);
     if (actual === bundle.sha256) return [`${where}: ${detail}`];
@@ -135,7 +152,10 @@ function failedBundleProblems(bytes: Uint8Array, bundle: BundleEntry, members: E
 
 /** `member "a"`, `members "a", "b"`, or the first 20 and how many more. */
 function namedMembers(keys: string[]): string {
-  const shown = keys.slice(0, MAX_PROBLEMS_IN_MESSAGE).map((key) => JSON.stringify(key)).join(', ');
+  const shown = keys
+    .slice(0, MAX_PROBLEMS_IN_MESSAGE)
+    .map((key) => JSON.stringify(key))
+    .join(', ');
   const more = keys.length > MAX_PROBLEMS_IN_MESSAGE ? ` and ${keys.length - MAX_PROBLEMS_IN_MESSAGE} more` : '';
   return `member${keys.length === 1 ? '' : 's'} ${shown}${more}`;
 }
@@ -144,7 +164,9 @@ function namedMembers(keys: string[]): string {
 function canonicalLayoutProblems(bytes: Uint8Array, members: ExpectedMember[], where: string): string[] {
   const decoded = decodeBundle(bytes);
   const listed = new Set(members.map((member) => member.key));
-  const problems = decoded.records.filter((record) => !listed.has(record.key)).map((record) => `${where}: member ${JSON.stringify(record.key)} is in the bundle but not in the index`);
+  const problems = decoded.records
+    .filter((record) => !listed.has(record.key))
+    .map((record) => `${where}: member ${JSON.stringify(record.key)} is in the bundle but not in the index`);
   const layout = layoutBundle(decoded.records);
   const canonical = layout.sizeBytes === bytes.length && layout.records.every((record, i) => record.offset === decoded.records[i]!.offset);
   if (!canonical) problems.push(`${where}: not in the canonical layout (content order, sharing or padding differs from SPEC §5)`);

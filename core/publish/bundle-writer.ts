@@ -8,7 +8,13 @@ import { InvalidOptionError, PublishInputError } from '../errors.js';
 import { layoutBundle, type BundleLayout } from '../format/awkb.js';
 import { opaqueId, PATH_ID_ALGORITHM, type PathIds } from '../format/ids.js';
 import { assertSafePath } from '../format/paths.js';
-import { parseProjectIndex, type BundledFileEntry, type BundledIndex, type LooseFileEntry, type LooseIndex } from '../format/project-index.js';
+import {
+  parseProjectIndex,
+  type BundledFileEntry,
+  type BundledIndex,
+  type LooseFileEntry,
+  type LooseIndex,
+} from '../format/project-index.js';
 import { concatBytes } from '../bytes.js';
 import { sha256Hex } from '../hash.js';
 import { createSha256, type IncrementalSha256 } from '../hash-noble.js';
@@ -142,10 +148,12 @@ export class BundleWriter {
 
   constructor(options: BundleWriterOptions = {}) {
     const target = options.targetBundleBytes ?? DEFAULT_TARGET_BUNDLE_BYTES;
-    if (!Number.isSafeInteger(target) || target < 1) throw new InvalidOptionError('targetBundleBytes', `targetBundleBytes must be a positive integer, got ${target}`);
+    if (!Number.isSafeInteger(target) || target < 1)
+      throw new InvalidOptionError('targetBundleBytes', `targetBundleBytes must be a positive integer, got ${target}`);
     if (options.pathIds && !options.pathIds.salt) throw new InvalidOptionError('pathIds.salt', 'pathIds needs a non-empty salt');
     const concurrency = options.readConcurrency ?? DEFAULT_READ_CONCURRENCY;
-    if (!Number.isSafeInteger(concurrency) || concurrency < 1) throw new InvalidOptionError('readConcurrency', `readConcurrency must be a positive integer, got ${concurrency}`);
+    if (!Number.isSafeInteger(concurrency) || concurrency < 1)
+      throw new InvalidOptionError('readConcurrency', `readConcurrency must be a positive integer, got ${concurrency}`);
     this.targetBundleBytes = target;
     this.grouping = toGrouping(options.grouping ?? groupByFolder(1));
     this.pathIds = options.pathIds ? { algorithm: PATH_ID_ALGORITHM, salt: options.pathIds.salt } : undefined;
@@ -155,7 +163,8 @@ export class BundleWriter {
     this.incremental = options.hashing?.incremental;
     this.reuseBuffers = options.reuseBuffers ?? false;
     this.keepBuffers = options.keepBuffersBetweenWrites ?? false;
-    if (options.bundlesInMemory !== undefined && options.bundlesInMemory !== 1 && options.bundlesInMemory !== 2) throw new InvalidOptionError('bundlesInMemory', `bundlesInMemory must be 1 or 2, got ${String(options.bundlesInMemory)}`);
+    if (options.bundlesInMemory !== undefined && options.bundlesInMemory !== 1 && options.bundlesInMemory !== 2)
+      throw new InvalidOptionError('bundlesInMemory', `bundlesInMemory must be 1 or 2, got ${String(options.bundlesInMemory)}`);
     this.bundlesInMemory = options.bundlesInMemory ?? 1;
     this.onPlan = options.onPlan;
   }
@@ -201,7 +210,15 @@ export class BundleWriter {
           const built = await this.buildInMemory(plan, layout, keys, read, pool);
           await handed();
           sha256 = built.sha256;
-          const bundle: BundleBytes = { kind: 'bytes', group: plan.group, members: plan.files.length, sizeBytes: built.bytes.length, sha256, url: this.bundleUrl(sha256), bytes: built.bytes };
+          const bundle: BundleBytes = {
+            kind: 'bytes',
+            group: plan.group,
+            members: plan.files.length,
+            sizeBytes: built.bytes.length,
+            sha256,
+            url: this.bundleUrl(sha256),
+            bytes: built.bytes,
+          };
           handing = (async () => {
             await onBundle(bundle);
             pool?.release(built.bytes);
@@ -214,9 +231,11 @@ export class BundleWriter {
           const key = keys[i]!;
           const offset = offsetOf.get(key)!;
           // Plain literals (not a spread): one compact object per file, in key order.
-          files.push(this.pathIds
-            ? { id: key, sizeBytes: file.sizeBytes, sha256: file.sha256, bundle: sha256, offset }
-            : { path: file.path, sizeBytes: file.sizeBytes, sha256: file.sha256, bundle: sha256, offset });
+          files.push(
+            this.pathIds
+              ? { id: key, sizeBytes: file.sizeBytes, sha256: file.sha256, bundle: sha256, offset }
+              : { path: file.path, sizeBytes: file.sizeBytes, sha256: file.sha256, bundle: sha256, offset },
+          );
         }
       }
       await handed();
@@ -251,7 +270,13 @@ export class BundleWriter {
    * when the reader can, checks each against the loose index, and hashes the bundle (as its
    * bytes arrive in order, when there is an incremental hash).
    */
-  private async buildInMemory(plan: PlannedBundle, layout: BundleLayout, keys: string[], read: ReadProjectFile, pool: BufferPool | undefined): Promise<BuiltBundle> {
+  private async buildInMemory(
+    plan: PlannedBundle,
+    layout: BundleLayout,
+    keys: string[],
+    read: ReadProjectFile,
+    pool: BufferPool | undefined,
+  ): Promise<BuiltBundle> {
     // A reused buffer gets room for the target plus a generous table, so that the next
     // bundles (whose tables differ) fit it too.
     const room = this.targetBundleBytes + Math.max(2 * layout.head.length, 1 << 20);
@@ -290,12 +315,20 @@ export class BundleWriter {
         if (!sameMemory(bytes, place)) place.set(bytes);
         whenChecked(index);
       };
-      await runBounded(firsts, this.readConcurrency, member((index) => {
-        ready[index] = 1;
-        if (bundleHash) feed();
-      }));
+      await runBounded(
+        firsts,
+        this.readConcurrency,
+        member((index) => {
+          ready[index] = 1;
+          if (bundleHash) feed();
+        }),
+      );
       const sha256 = bundleHash ? bundleHash.digestHex() : await this.digest(out);
-      await runBounded(copies, this.readConcurrency, member(() => undefined));
+      await runBounded(
+        copies,
+        this.readConcurrency,
+        member(() => undefined),
+      );
       return { sha256, bytes: out };
     } catch (error) {
       pool?.release(out);
@@ -332,7 +365,8 @@ export class BundleWriter {
         let seen = 0;
         for await (const chunk of await readChunks(first, read)) {
           seen += chunk.length;
-          if (seen > first.sizeBytes) throw new PublishInputError(`${first.path}: larger than the ${first.sizeBytes} bytes the loose index says`, first.path);
+          if (seen > first.sizeBytes)
+            throw new PublishInputError(`${first.path}: larger than the ${first.sizeBytes} bytes the loose index says`, first.path);
           fileHash.update(chunk);
           bundleHash.update(chunk);
           yield chunk;
@@ -347,7 +381,14 @@ export class BundleWriter {
       }
     };
     const iterable = chunks();
-    await onBundle({ kind: 'stream', group: plan.group, members: plan.files.length, sizeBytes: layout.sizeBytes, chunks: iterable, finished });
+    await onBundle({
+      kind: 'stream',
+      group: plan.group,
+      members: plan.files.length,
+      sizeBytes: layout.sizeBytes,
+      chunks: iterable,
+      finished,
+    });
     if (!started) for await (const _ of iterable); // the consumer skipped it: still read and check the file
     if (failure !== undefined) throw failure;
     const { sha256 } = await finished;
@@ -426,7 +467,8 @@ async function readWhole(file: LooseFileEntry, read: ReadProjectFile, into: Uint
   const parts: Uint8Array[] = [];
   let length = 0;
   for await (const chunk of content) {
-    if (length + chunk.length > file.sizeBytes) throw new PublishInputError(`${file.path}: larger than the ${file.sizeBytes} bytes the loose index says`, file.path);
+    if (length + chunk.length > file.sizeBytes)
+      throw new PublishInputError(`${file.path}: larger than the ${file.sizeBytes} bytes the loose index says`, file.path);
     if (into) into.set(chunk, length);
     else parts.push(chunk);
     length += chunk.length;
@@ -443,7 +485,9 @@ async function readChunks(file: LooseFileEntry, read: ReadProjectFile): Promise<
   }
   if (content instanceof Uint8Array) {
     const whole = content;
-    return (async function* () { yield whole; })();
+    return (async function* () {
+      yield whole;
+    })();
   }
   return content;
 }

@@ -18,7 +18,8 @@ export function toGrouping(grouping: GroupingLike): Grouping {
  * `awake.project.json` get a bundle of their own.
  */
 export function groupByFolder(depth = 1): Grouping {
-  if (!Number.isInteger(depth) || depth < 1) throw new InvalidOptionError('depth', `groupByFolder depth must be a positive integer, got ${depth}`);
+  if (!Number.isInteger(depth) || depth < 1)
+    throw new InvalidOptionError('depth', `groupByFolder depth must be a positive integer, got ${depth}`);
   return {
     groupOf(path) {
       const folders = path.split('/').slice(0, -1);

@@ -73,7 +73,11 @@ export interface LoadReport {
   /** Per load, in the loads file's order; null when no loads were given. */
   loads: LoadReportEntry[] | null;
   /** Sums over the loads (a file two loads read counts in both); null without loads. */
-  totals: { usedBytes: number; alone: { fetchedBytes: number; requests: number }; inOrder: { fetchedBytes: number; requests: number } } | null;
+  totals: {
+    usedBytes: number;
+    alone: { fetchedBytes: number; requests: number };
+    inOrder: { fetchedBytes: number; requests: number };
+  } | null;
   /** Every bundle, in index order. */
   bundles: BundleReportEntry[];
   /** Loose files (formatVersion 2, or `url` entries of 3): fetched one by one. */
@@ -87,7 +91,8 @@ export interface LoadReport {
 }
 
 /** The model above in a paragraph, for the command line and the report page. */
-export const LOAD_FETCH_MODEL = 'A load fetches every bundle holding a file it reads, whole (the reader with deltaReads off), one request each, and each loose file it reads, one request. "alone": the load with no cache, each bundle counted once per load. "in order": a cold start running the loads in the file\'s order with a cache, where a file whose content an earlier load fetched costs nothing. ratio = fetched / used.';
+export const LOAD_FETCH_MODEL =
+  'A load fetches every bundle holding a file it reads, whole (the reader with deltaReads off), one request each, and each loose file it reads, one request. "alone": the load with no cache, each bundle counted once per load. "in order": a cold start running the loads in the file\'s order with a cache, where a file whose content an earlier load fetched costs nothing. ratio = fetched / used.';
 
 type Entry = ProjectIndex['files'][number];
 
@@ -109,7 +114,13 @@ function entriesByLoadPath(index: ProjectIndex): { keys: 'path' | 'id'; lookUp: 
 }
 
 /** What one load fetches when the contents in `cached` cost nothing. */
-function fetchFor(entries: readonly Entry[], usedBytes: number, bundleBySha: ReadonlyMap<string, Bundle>, order: ReadonlyMap<string, number>, cached: ReadonlySet<string>): LoadFetch {
+function fetchFor(
+  entries: readonly Entry[],
+  usedBytes: number,
+  bundleBySha: ReadonlyMap<string, Bundle>,
+  order: ReadonlyMap<string, number>,
+  cached: ReadonlySet<string>,
+): LoadFetch {
   const bundles = new Set<string>();
   const loose = new Set<Entry>();
   for (const entry of entries) {
@@ -122,7 +133,13 @@ function fetchFor(entries: readonly Entry[], usedBytes: number, bundleBySha: Rea
   let fetchedBytes = 0;
   for (const sha256 of sorted) fetchedBytes += bundleBySha.get(sha256)!.sizeBytes;
   for (const entry of loose) fetchedBytes += entry.sizeBytes;
-  return { fetchedBytes, ratio: usedBytes > 0 ? fetchedBytes / usedBytes : null, requests: sorted.length + loose.size, bundles: sorted, looseFiles: loose.size };
+  return {
+    fetchedBytes,
+    ratio: usedBytes > 0 ? fetchedBytes / usedBytes : null,
+    requests: sorted.length + loose.size,
+    bundles: sorted,
+    looseFiles: loose.size,
+  };
 }
 
 /**
@@ -142,7 +159,10 @@ export function reportLoads(index: ProjectIndex, loads: readonly NamedLoad[] | u
   const { keys, lookUp } = entriesByLoadPath(index);
   const notes: string[] = [];
   if (index.formatVersion === 2) notes.push('the index is loose (formatVersion 2): it has no bundles, its files are fetched one by one');
-  if (keys === 'id') notes.push('the index lists opaque ids, not paths (SPEC §4): the loads\' paths were matched by their ids, made with the salt the index publishes (pathIds.salt); files no load lists show by id');
+  if (keys === 'id')
+    notes.push(
+      "the index lists opaque ids, not paths (SPEC §4): the loads' paths were matched by their ids, made with the salt the index publishes (pathIds.salt); files no load lists show by id",
+    );
 
   const firstLoad = new Map<Entry, string>();
   const pathOf = new Map<Entry, string>();
@@ -177,7 +197,14 @@ export function reportLoads(index: ProjectIndex, loads: readonly NamedLoad[] | u
     const path = keys === 'path' ? key : pathOf.get(entry);
     const bundle = bundleOf(entry);
     const first = firstLoad.get(entry);
-    return { key, ...(path !== undefined ? { path } : {}), sizeBytes: entry.sizeBytes, sha256: entry.sha256, ...(bundle !== undefined ? { bundle } : {}), ...(first !== undefined ? { firstLoad: first } : {}) };
+    return {
+      key,
+      ...(path !== undefined ? { path } : {}),
+      sizeBytes: entry.sizeBytes,
+      sha256: entry.sha256,
+      ...(bundle !== undefined ? { bundle } : {}),
+      ...(first !== undefined ? { firstLoad: first } : {}),
+    };
   });
   const unused = entries ? files.filter((file) => file.firstLoad === undefined) : undefined;
   const loose = files.filter((file) => file.bundle === undefined);

@@ -36,15 +36,19 @@ export function parseLoadsFile(text: string, file: string): LoadsFile {
   } catch (error) {
     return refuse(`not valid JSON (${(error as Error).message})`);
   }
-  if (typeof value !== 'object' || value === null || Array.isArray(value)) return refuse('not a JSON object; expected {"formatVersion": 1, "loads": [...]}');
+  if (typeof value !== 'object' || value === null || Array.isArray(value))
+    return refuse('not a JSON object; expected {"formatVersion": 1, "loads": [...]}');
   const record = value as { formatVersion?: unknown; loads?: unknown };
-  if (record.formatVersion !== 1) return refuse(`formatVersion is ${JSON.stringify(record.formatVersion)}; this writer reads formatVersion 1`);
+  if (record.formatVersion !== 1)
+    return refuse(`formatVersion is ${JSON.stringify(record.formatVersion)}; this writer reads formatVersion 1`);
   if (!Array.isArray(record.loads)) return refuse('"loads" must be an array of {"name": "...", "paths": [...]}');
   const names = new Set<string>();
   const loads = record.loads.map((load: unknown, i: number): NamedLoad => {
-    if (typeof load !== 'object' || load === null || Array.isArray(load)) return refuse(`loads[${i}] must be an object with "name" and "paths"`);
+    if (typeof load !== 'object' || load === null || Array.isArray(load))
+      return refuse(`loads[${i}] must be an object with "name" and "paths"`);
     const { name, paths } = load as { name?: unknown; paths?: unknown };
-    if (typeof name !== 'string' || name === '') return refuse(`loads[${i}].name must be a non-empty string${name === undefined ? ' (it is missing)' : ''}`);
+    if (typeof name !== 'string' || name === '')
+      return refuse(`loads[${i}].name must be a non-empty string${name === undefined ? ' (it is missing)' : ''}`);
     if (names.has(name)) return refuse(`loads[${i}].name ${JSON.stringify(name)} is used by an earlier load; names are unique`);
     names.add(name);
     if (!Array.isArray(paths)) return refuse(`loads[${i}].paths must be an array of paths`);

@@ -24,7 +24,11 @@ export function planBundles(files: readonly LooseFileEntry[], grouping: Grouping
   const groups = new Map<string, LooseFileEntry[]>();
   for (const file of files) {
     const group = grouping.groupOf(file.path);
-    if (typeof group !== 'string') throw new InvalidOptionError('grouping', `grouping returned ${typeof group} for ${JSON.stringify(file.path)}; a group name is a string`);
+    if (typeof group !== 'string')
+      throw new InvalidOptionError(
+        'grouping',
+        `grouping returned ${typeof group} for ${JSON.stringify(file.path)}; a group name is a string`,
+      );
     let list = groups.get(group);
     if (!list) groups.set(group, (list = []));
     list.push(file);

@@ -16,7 +16,12 @@ export const REFERRER_EXTENSIONS: readonly string[] = ['gltf', 'glb', 'json', 't
 /** Referrers larger than this (a .glb: its JSON chunk) are not read: they reference nothing. */
 export const REFERRER_READ_LIMIT_BYTES = 64 * 1024 * 1024;
 
-const extensionOf = (path: string) => path.slice(path.lastIndexOf('/') + 1).split('.').pop()!.toLowerCase();
+const extensionOf = (path: string) =>
+  path
+    .slice(path.lastIndexOf('/') + 1)
+    .split('.')
+    .pop()!
+    .toLowerCase();
 
 /** Whether `--group auto` reads `path` for references (by its extension). */
 export function mayReference(path: string): boolean {
@@ -140,7 +145,8 @@ const GLB_JSON_CHUNK = 0x4e4f534a; // "JSON"
 function glbJson(bytes: Uint8Array): unknown {
   if (bytes.length < 20) return undefined;
   const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
-  if (view.getUint32(0, true) !== GLB_MAGIC || view.getUint32(4, true) !== 2 || view.getUint32(16, true) !== GLB_JSON_CHUNK) return undefined;
+  if (view.getUint32(0, true) !== GLB_MAGIC || view.getUint32(4, true) !== 2 || view.getUint32(16, true) !== GLB_JSON_CHUNK)
+    return undefined;
   const length = view.getUint32(12, true);
   if (20 + length > bytes.length) return undefined;
   return parseJson(bytes.subarray(20, 20 + length));
@@ -250,8 +256,14 @@ const PACK_DEFAULT_URLS: Record<string, readonly (readonly [urlKeys: readonly st
   text: [[['url'], 'extension', 'txt']],
   xml: [[['url'], 'extension', 'xml']],
   multiatlas: [[['url', 'atlasURL'], 'atlasExtension', 'json']],
-  atlas: [[['textureURL'], 'textureExtension', 'png'], [['atlasURL'], 'atlasExtension', 'json']],
-  bitmapFont: [[['textureURL'], 'textureExtension', 'png'], [['fontDataURL'], 'fontDataExtension', 'xml']],
+  atlas: [
+    [['textureURL'], 'textureExtension', 'png'],
+    [['atlasURL'], 'atlasExtension', 'json'],
+  ],
+  bitmapFont: [
+    [['textureURL'], 'textureExtension', 'png'],
+    [['fontDataURL'], 'fontDataExtension', 'xml'],
+  ],
 };
 
 /** The URL strings of one entry's value: a string, an array of strings, or `{ url }` objects (audio and video). */
@@ -377,7 +389,10 @@ export function groupByReferences(references: ReadonlyMap<string, readonly strin
  * undefined for a file it does not read (too large): such a file references nothing. Files are
  * read one at a time, and their bytes let go once read.
  */
-export async function collectReferences(paths: readonly string[], read: (path: string) => Promise<Uint8Array | undefined>): Promise<Map<string, string[]>> {
+export async function collectReferences(
+  paths: readonly string[],
+  read: (path: string) => Promise<Uint8Array | undefined>,
+): Promise<Map<string, string[]>> {
   const listed = new Set(paths);
   const references = new Map<string, string[]>();
   for (const path of paths) {

@@ -60,7 +60,16 @@ export class BundleFetcher {
   /** Range and delta reads (bundle-ranges.ts), imported the first time one is needed. */
   #ranges: Promise<BundleRanges> | undefined;
 
-  constructor(view: IndexView, transport: Transport, pool: DigestPool, cache: VerifiedCache, origins: OriginCapabilities, delta: Required<DeltaReadOptions> | undefined, inWorkers: boolean, ranges: Required<RangeReadOptions> = DEFAULT_RANGE_READS) {
+  constructor(
+    view: IndexView,
+    transport: Transport,
+    pool: DigestPool,
+    cache: VerifiedCache,
+    origins: OriginCapabilities,
+    delta: Required<DeltaReadOptions> | undefined,
+    inWorkers: boolean,
+    ranges: Required<RangeReadOptions> = DEFAULT_RANGE_READS,
+  ) {
     this.#view = view;
     this.#transport = transport;
     this.#pool = pool;
@@ -78,15 +87,25 @@ export class BundleFetcher {
    * a range read fails with that error, as it would with the network's.
    */
   #bundleRanges(): Promise<BundleRanges> {
-    this.#ranges ??= import('./bundle-ranges.js').then(({ BundleRanges }) => new BundleRanges({
-      view: this.#view, transport: this.#transport, pool: this.#pool, cache: this.#cache, origins: this.#origins, delta: this.#delta, ranges: this.#rangeReads,
-      whole: (bundle, callbacks) => this.whole(bundle, callbacks),
-      handOver: (accepted, callbacks) => this.#handOver(accepted, callbacks),
-      forCache: (accepted) => this.#forCache(accepted),
-    }), (error: unknown) => {
-      this.#ranges = undefined;
-      throw error;
-    });
+    this.#ranges ??= import('./bundle-ranges.js').then(
+      ({ BundleRanges }) =>
+        new BundleRanges({
+          view: this.#view,
+          transport: this.#transport,
+          pool: this.#pool,
+          cache: this.#cache,
+          origins: this.#origins,
+          delta: this.#delta,
+          ranges: this.#rangeReads,
+          whole: (bundle, callbacks) => this.whole(bundle, callbacks),
+          handOver: (accepted, callbacks) => this.#handOver(accepted, callbacks),
+          forCache: (accepted) => this.#forCache(accepted),
+        }),
+      (error: unknown) => {
+        this.#ranges = undefined;
+        throw error;
+      },
+    );
     return this.#ranges;
   }
 
@@ -110,14 +129,24 @@ export class BundleFetcher {
     // A worker that writes the store itself keeps its own copies; any other cache gets them here.
     // A bundle the page preloads is streamed here, where the preloaded response is.
     const inWorker = this.#inWorkers && this.#pool instanceof WorkerDigestPool && !this.#preloaded.has(url);
-    const remote = inWorker ? (this.#pool as WorkerDigestPool).streamBundle(plan, deliver(this.#cache.enabled && !store), store) : undefined;
+    const remote = inWorker
+      ? (this.#pool as WorkerDigestPool).streamBundle(plan, deliver(this.#cache.enabled && !store), store)
+      : undefined;
     const consumer = (): BodyConsumer => streamConsumer(plan, url, deliver(this.#cache.enabled));
-    await this.#transport.stream(url, {
-      signal: callbacks.signal, expectedBytes: bundle.sizeBytes,
-      ...(callbacks.onProgress ? { onProgress: (received: number) => callbacks.onProgress!(received, bundle.sizeBytes) } : {}),
-    }, consumer, remote?.attempt).catch((error: unknown) => {
-      throw bundleSizeError(error, bundle, url);
-    });
+    await this.#transport
+      .stream(
+        url,
+        {
+          signal: callbacks.signal,
+          expectedBytes: bundle.sizeBytes,
+          ...(callbacks.onProgress ? { onProgress: (received: number) => callbacks.onProgress!(received, bundle.sizeBytes) } : {}),
+        },
+        consumer,
+        remote?.attempt,
+      )
+      .catch((error: unknown) => {
+        throw bundleSizeError(error, bundle, url);
+      });
     const byWorker = remote?.stored();
     if (byWorker) return { forCache: [], stored: byWorker };
     // The copies kept as members passed (each content once, whatever attempt brought it).
@@ -126,25 +155,37 @@ export class BundleFetcher {
 
   /** A bundle read whole, then checked (a layout other than the canonical one). */
   async #wholeUnstreamed(bundle: BundleEntry, url: string, callbacks: FetchCallbacks): Promise<Accepted> {
-    const bytes = await this.#transport.getBytes(url, {
-      signal: callbacks.signal, expectedBytes: bundle.sizeBytes,
-      ...(callbacks.onProgress ? { onProgress: (received: number) => callbacks.onProgress!(received, bundle.sizeBytes) } : {}),
-    }).catch((error: unknown) => {
-      throw bundleSizeError(error, bundle, url);
-    });
-    return this.#handOver(await acceptBundle(bytes, bundle, this.#view.expectedMembers(bundle.sha256), this.#pool, url, this.#cache.workerStore()), callbacks);
+    const bytes = await this.#transport
+      .getBytes(url, {
+        signal: callbacks.signal,
+        expectedBytes: bundle.sizeBytes,
+        ...(callbacks.onProgress ? { onProgress: (received: number) => callbacks.onProgress!(received, bundle.sizeBytes) } : {}),
+      })
+      .catch((error: unknown) => {
+        throw bundleSizeError(error, bundle, url);
+      });
+    return this.#handOver(
+      await acceptBundle(bytes, bundle, this.#view.expectedMembers(bundle.sha256), this.#pool, url, this.#cache.workerStore()),
+      callbacks,
+    );
   }
 
   async loose(entry: Entry, callbacks: FetchCallbacks): Promise<Accepted> {
     const url = this.#view.resolveUrl(entry.url!);
     const where = { url, ...this.#view.where(undefined, entry) };
-    const bytes = await this.#transport.getBytes(url, {
-      signal: callbacks.signal, expectedBytes: entry.sizeBytes,
-      ...(callbacks.onProgress ? { onProgress: (received: number) => callbacks.onProgress!(received, entry.sizeBytes) } : {}),
-    }).catch((error: unknown) => {
-      if (!(error instanceof ResponseSizeError)) throw error;
-      throw new FileIntegrityError(`${where.path ?? entry.id} (${url}): listed at ${entry.sizeBytes} bytes, the response is not: ${error.message}`, { ...where, cause: error });
-    });
+    const bytes = await this.#transport
+      .getBytes(url, {
+        signal: callbacks.signal,
+        expectedBytes: entry.sizeBytes,
+        ...(callbacks.onProgress ? { onProgress: (received: number) => callbacks.onProgress!(received, entry.sizeBytes) } : {}),
+      })
+      .catch((error: unknown) => {
+        if (!(error instanceof ResponseSizeError)) throw error;
+        throw new FileIntegrityError(
+          `${where.path ?? entry.id} (${url}): listed at ${entry.sizeBytes} bytes, the response is not: ${error.message}`,
+          { ...where, cause: error },
+        );
+      });
     const { bytes: verified, stored } = await this.#verifyOwned(bytes, entry, where);
     return this.#handOver({ contents: new Map([[entry.sha256, verified]]), ...(stored ? { stored } : {}) }, callbacks);
   }
@@ -169,7 +210,12 @@ export class BundleFetcher {
    * delta reads off, an origin that ignores ranges, a cache that holds none of it or cannot
    * say, or ranges that would bring more than `maxMissingFraction` of it.
    */
-  async deltaPlan(bundle: BundleEntry, held: (sha256: string) => boolean, present: Set<string> | undefined, need: string | undefined): Promise<DeltaPlan | undefined> {
+  async deltaPlan(
+    bundle: BundleEntry,
+    held: (sha256: string) => boolean,
+    present: Set<string> | undefined,
+    need: string | undefined,
+  ): Promise<DeltaPlan | undefined> {
     const url = this.#view.resolveUrl(bundle.url);
     if (!this.#delta || !this.#origins.servesRanges(url)) return undefined;
     const contents = new Map<string, Entry>();
@@ -190,10 +236,19 @@ export class BundleFetcher {
   }
 
   /** Checks bytes this source owns (fetched) against an entry, hashing (and storing, when a worker can) in the pool; on a cold page here (`now`: not kept waiting for a worker to start, issue 22). */
-  async #verifyOwned(bytes: Uint8Array, entry: Entry, where: { url?: string; path?: string; id?: string }): Promise<{ bytes: Uint8Array; stored?: Promise<void> }> {
+  async #verifyOwned(
+    bytes: Uint8Array,
+    entry: Entry,
+    where: { url?: string; path?: string; id?: string },
+  ): Promise<{ bytes: Uint8Array; stored?: Promise<void> }> {
     checkFileSize(bytes.length, entry, where);
     const store = this.#cache.workerStore();
-    const { inputs, digests, stored } = await this.#pool.digest({ inputs: [bytes], transfer: true, now: true, ...(store ? { store: { ...store, keys: [entry.sha256] } } : {}) });
+    const { inputs, digests, stored } = await this.#pool.digest({
+      inputs: [bytes],
+      transfer: true,
+      now: true,
+      ...(store ? { store: { ...store, keys: [entry.sha256] } } : {}),
+    });
     checkFileDigest(digests[0]!, entry, where);
     return { bytes: inputs[0]!, ...(stored ? { stored } : {}) };
   }
@@ -216,7 +271,8 @@ export class BundleFetcher {
 function streamConsumer(plan: BundleStreamPlan, url: string, deliver: (index: number, bytes: Uint8Array) => void): BodyConsumer {
   const verifier = new BundleStreamVerifier(plan, sha256Hex, { member: deliver });
   const refused = (error: unknown): never => {
-    if (error instanceof StreamRefusal) throw new BundleIntegrityError(error.failure.part, error.failure.message, error.failure.damaged, { url });
+    if (error instanceof StreamRefusal)
+      throw new BundleIntegrityError(error.failure.part, error.failure.message, error.failure.damaged, { url });
     throw error;
   };
   return {
@@ -236,6 +292,14 @@ export function bundleSizeError(error: unknown, bundle: BundleEntry, url: string
   if (!(error instanceof ResponseSizeError)) return error;
   // The URL is the error's `url` (and holds the SHA-256): the message names the bundle once, and
   // says what arrived against what the index lists, the transport's "GET <url>: …" left as `cause`.
-  const arrived = error.declaredBytes !== undefined ? `its Content-Length says ${error.declaredBytes}` : error.receivedBytes !== undefined ? `more arrived (${error.receivedBytes} bytes read, reading stopped)` : error.message;
-  return new BundleIntegrityError('bundle', `bundle ${bundle.sha256}: ${arrived}, the index lists ${bundle.sizeBytes} bytes`, [], { url, cause: error });
+  const arrived =
+    error.declaredBytes !== undefined
+      ? `its Content-Length says ${error.declaredBytes}`
+      : error.receivedBytes !== undefined
+        ? `more arrived (${error.receivedBytes} bytes read, reading stopped)`
+        : error.message;
+  return new BundleIntegrityError('bundle', `bundle ${bundle.sha256}: ${arrived}, the index lists ${bundle.sizeBytes} bytes`, [], {
+    url,
+    cause: error,
+  });
 }

@@ -25,7 +25,12 @@ import type { VerifiedCache } from './verified-cache.js';
  * core/format/delta-ranges.ts); `undefined` when the whole bundle should be fetched. With
  * `multipart`, for one multi-range request (`multipartGapBytes`, `maxRangesPerRequest`).
  */
-export function deltaRangesFor(missing: readonly { offset: number; sizeBytes: number; sha256: string }[], bundleBytes: number, settings: Required<DeltaReadOptions>, multipart = false): ByteRange[] | undefined {
+export function deltaRangesFor(
+  missing: readonly { offset: number; sizeBytes: number; sha256: string }[],
+  bundleBytes: number,
+  settings: Required<DeltaReadOptions>,
+  multipart = false,
+): ByteRange[] | undefined {
   const plan = planDeltaRanges(bundleBytes, missing, new Set(missing.map((member) => member.sha256)), {
     maxGapBytes: multipart ? settings.multipartGapBytes : settings.maxGapBytes,
     maxMissingFraction: settings.maxMissingFraction,
@@ -99,9 +104,11 @@ export class BundleRanges {
     const { url, waiters } = batch;
     // Learnt while these waited: ranges are not served there; the reads go through whole loads.
     if (!this.#origins.servesRanges(url)) return void waiters.forEach((waiter) => waiter.resolve(undefined));
-    const answer = await this.#transport.getRange(url, batch.offset, batch.length, { signal: batch.signal, expectedBytes: bundle.sizeBytes }).catch((error: unknown) => {
-      throw bundleSizeError(error, bundle, url);
-    });
+    const answer = await this.#transport
+      .getRange(url, batch.offset, batch.length, { signal: batch.signal, expectedBytes: bundle.sizeBytes })
+      .catch((error: unknown) => {
+        throw bundleSizeError(error, bundle, url);
+      });
     if (answer.kind === 'refused') {
       this.#origins.ignoresRanges(url);
       return void waiters.forEach((waiter) => waiter.resolve(undefined));
@@ -110,7 +117,14 @@ export class BundleRanges {
       // A server that ignores ranges sent the whole bundle: check it as one (SPEC §7), keep its
       // members, and ask that origin for whole bundles from now on rather than get them again per read.
       this.#origins.ignoresRanges(url);
-      const accepted = await acceptBundle(answer.bytes, bundle, this.#view.expectedMembers(bundle.sha256), this.#pool, url, this.#cache.workerStore());
+      const accepted = await acceptBundle(
+        answer.bytes,
+        bundle,
+        this.#view.expectedMembers(bundle.sha256),
+        this.#pool,
+        url,
+        this.#cache.workerStore(),
+      );
       const mine = waiters.map((waiter) => accepted.contents.get(waiter.read.entry.sha256)!.slice());
       waiters[0]!.read.onWhole(this.#shared.forCache(accepted), accepted.contents);
       return void waiters.forEach((waiter, i) => waiter.resolve(mine[i]));
@@ -120,7 +134,10 @@ export class BundleRanges {
     // `now`: on a cold page the bytes came on this thread and are hashed here, not kept waiting
     // for a worker to start (issue 22); once one has answered, in a worker as before.
     const { digests, parts, stored } = await this.#pool.digest({
-      inputs: [answer.bytes], split: true, transfer: true, now: true,
+      inputs: [answer.bytes],
+      split: true,
+      transfer: true,
+      now: true,
       ranges: members.map((entry) => ({ input: 0, offset: entry.offset! - batch.offset, length: entry.sizeBytes })),
       // The worker stores them only when every one matched (SPEC §7); else the good ones are stored below.
       ...(store ? { store: { ...store, keys: members.map((entry) => entry.sha256) } } : {}),
@@ -131,7 +148,10 @@ export class BundleRanges {
     });
     // The cache gets copies of its own where it needs them: the parts go to the reads.
     const allPassed = passed.size === members.length;
-    void this.#cache.store(stored && allPassed ? [] : [...passed].map(([sha256, bytes]) => [sha256, this.#cache.needsCopies ? bytes.slice() : bytes]), allPassed ? stored : undefined);
+    void this.#cache.store(
+      stored && allPassed ? [] : [...passed].map(([sha256, bytes]) => [sha256, this.#cache.needsCopies ? bytes.slice() : bytes]),
+      allPassed ? stored : undefined,
+    );
     // Every read owns its bytes: reads of one content get copies, the last one its part.
     const readsOf = new Map<string, RangeWaiter<RangeReadFor>[]>();
     for (const waiter of waiters) pushTo(readsOf, waiter.read.entry.sha256, waiter);
@@ -155,7 +175,12 @@ export class BundleRanges {
 
   /** The ranges that bring `missing`, for one multi-range request or one request each; `undefined` for the whole bundle. */
   rangesOf(bundle: BundleEntry, missing: Entry[], multipart: boolean): ByteRange[] | undefined {
-    return deltaRangesFor(missing.map((entry) => ({ offset: entry.offset!, sizeBytes: entry.sizeBytes, sha256: entry.sha256 })), bundle.sizeBytes, this.#delta!, multipart);
+    return deltaRangesFor(
+      missing.map((entry) => ({ offset: entry.offset!, sizeBytes: entry.sizeBytes, sha256: entry.sha256 })),
+      bundle.sizeBytes,
+      this.#delta!,
+      multipart,
+    );
   }
 
   /**
@@ -184,7 +209,12 @@ export class BundleRanges {
       const page = pageHref();
       const crossOrigin = page !== undefined && originOf(page) !== originOf(url);
       try {
-        answered = await this.#transport.getRanges(url, ranges, { signal: callbacks.signal, expectedBytes: bundle.sizeBytes, ...(report ? { onProgress: report } : {}), ...(crossOrigin ? { attempts: 1 } : {}) });
+        answered = await this.#transport.getRanges(url, ranges, {
+          signal: callbacks.signal,
+          expectedBytes: bundle.sizeBytes,
+          ...(report ? { onProgress: report } : {}),
+          ...(crossOrigin ? { attempts: 1 } : {}),
+        });
       } catch (error) {
         if (error instanceof RangeResponseError) this.#origins.lacksMultipart(url);
         if (!(error instanceof NetworkError) || callbacks.signal.aborted) throw error;
@@ -204,7 +234,10 @@ export class BundleRanges {
       if ('refused' in bodies) return this.#wholeAfterRangesRefused(bundle, url, callbacks);
       if (!Array.isArray(bodies)) {
         this.#origins.ignoresRanges(url);
-        return this.#shared.handOver(await acceptBundle(bodies.whole, bundle, this.#view.expectedMembers(bundle.sha256), this.#pool, url, this.#cache.workerStore()), callbacks);
+        return this.#shared.handOver(
+          await acceptBundle(bodies.whole, bundle, this.#view.expectedMembers(bundle.sha256), this.#pool, url, this.#cache.workerStore()),
+          callbacks,
+        );
       }
       inputs = bodies.length > 0 ? bodies : [new Uint8Array(0)];
       places = bodies.map((_, input) => ({ input, at: 0 }));
@@ -212,21 +245,42 @@ export class BundleRanges {
     const parts = missing.map((entry) => {
       // Empty contents lie in no range: an empty view of the first input.
       if (entry.sizeBytes === 0) return { input: 0, offset: 0, length: 0 };
-      const k = ranges.findIndex((range) => range.offset <= entry.offset! && entry.offset! + entry.sizeBytes <= range.offset + range.length);
+      const k = ranges.findIndex(
+        (range) => range.offset <= entry.offset! && entry.offset! + entry.sizeBytes <= range.offset + range.length,
+      );
       return { input: places[k]!.input, offset: places[k]!.at + entry.offset! - ranges[k]!.offset, length: entry.sizeBytes };
     });
     const store = this.#cache.workerStore();
     // One job for every member: the worker stores them all or, with one damaged, none (SPEC §7).
-    const { digests, parts: owned, stored } = await this.#pool.digest({
-      inputs, ranges: parts, split: true, transfer: true, now: true,
+    const {
+      digests,
+      parts: owned,
+      stored,
+    } = await this.#pool.digest({
+      inputs,
+      ranges: parts,
+      split: true,
+      transfer: true,
+      now: true,
       ...(store ? { store: { ...store, keys: missing.map((entry) => entry.sha256) } } : {}),
     });
     const damaged = missing.filter((entry, i) => digests[i] !== entry.sha256).map((entry) => entry.sha256);
     if (damaged.length > 0) {
-      const keys = this.#view.membersOf(bundle.sha256).filter((entry) => damaged.includes(entry.sha256)).map(entryKey);
-      throw new BundleIntegrityError('members', `bundle ${bundle.sha256}: damaged member${keys.length > 1 ? 's' : ''} ${keys.map((key) => JSON.stringify(key)).join(', ')} in the ranges of a delta read`, keys, { url });
+      const keys = this.#view
+        .membersOf(bundle.sha256)
+        .filter((entry) => damaged.includes(entry.sha256))
+        .map(entryKey);
+      throw new BundleIntegrityError(
+        'members',
+        `bundle ${bundle.sha256}: damaged member${keys.length > 1 ? 's' : ''} ${keys.map((key) => JSON.stringify(key)).join(', ')} in the ranges of a delta read`,
+        keys,
+        { url },
+      );
     }
-    return this.#shared.handOver({ contents: new Map(missing.map((entry, i) => [entry.sha256, owned![i]!])), ...(stored ? { stored } : {}) }, callbacks);
+    return this.#shared.handOver(
+      { contents: new Map(missing.map((entry, i) => [entry.sha256, owned![i]!])), ...(stored ? { stored } : {}) },
+      callbacks,
+    );
   }
 
   /**
@@ -243,7 +297,13 @@ export class BundleRanges {
    * The bodies of `ranges` in order, or `{ whole }` when an answer was the whole bundle, or
    * `{ refused }` when the host refused a range (403, 416, 501); the other requests then stop.
    */
-  async #fetchRanges(url: string, bundle: BundleEntry, ranges: ByteRange[], signal: AbortSignal, onProgress?: (received: number) => void): Promise<Uint8Array[] | { whole: Uint8Array } | { refused: true }> {
+  async #fetchRanges(
+    url: string,
+    bundle: BundleEntry,
+    ranges: ByteRange[],
+    signal: AbortSignal,
+    onProgress?: (received: number) => void,
+  ): Promise<Uint8Array[] | { whole: Uint8Array } | { refused: true }> {
     const siblings = new AbortController();
     const link = linkSignals([signal, siblings.signal]);
     const received = ranges.map(() => 0);
@@ -251,33 +311,47 @@ export class BundleRanges {
     let refused = false;
     let failure: { error: unknown } | undefined;
     try {
-      const answers = await Promise.allSettled(ranges.map(async (range, i) => {
-        try {
-          const answer = await this.#transport.getRange(url, range.offset, range.length, {
-            signal: link.signal, expectedBytes: bundle.sizeBytes,
-            ...(onProgress ? { onProgress: (bytes: number) => {
-              received[i] = bytes;
-              onProgress(received.reduce((sum, each) => sum + each, 0));
-            } } : {}),
-          });
-          if (answer.kind === 'refused') {
-            refused = true;
-            siblings.abort(new RequestAbortedError(`GET ${url}: not needed, the server refused a range (HTTP ${answer.status}): the bundle is fetched whole`, { url }));
-            return new Uint8Array(0);
+      const answers = await Promise.allSettled(
+        ranges.map(async (range, i) => {
+          try {
+            const answer = await this.#transport.getRange(url, range.offset, range.length, {
+              signal: link.signal,
+              expectedBytes: bundle.sizeBytes,
+              ...(onProgress
+                ? {
+                    onProgress: (bytes: number) => {
+                      received[i] = bytes;
+                      onProgress(received.reduce((sum, each) => sum + each, 0));
+                    },
+                  }
+                : {}),
+            });
+            if (answer.kind === 'refused') {
+              refused = true;
+              siblings.abort(
+                new RequestAbortedError(
+                  `GET ${url}: not needed, the server refused a range (HTTP ${answer.status}): the bundle is fetched whole`,
+                  { url },
+                ),
+              );
+              return new Uint8Array(0);
+            }
+            if (answer.kind === 'whole') {
+              whole ??= answer.bytes;
+              siblings.abort(
+                new RequestAbortedError(`GET ${url}: not needed, the server ignores ranges and sent the whole bundle`, { url }),
+              );
+            }
+            return answer.bytes;
+          } catch (error) {
+            if (!siblings.signal.aborted) {
+              failure = { error };
+              siblings.abort(error);
+            }
+            throw error;
           }
-          if (answer.kind === 'whole') {
-            whole ??= answer.bytes;
-            siblings.abort(new RequestAbortedError(`GET ${url}: not needed, the server ignores ranges and sent the whole bundle`, { url }));
-          }
-          return answer.bytes;
-        } catch (error) {
-          if (!siblings.signal.aborted) {
-            failure = { error };
-            siblings.abort(error);
-          }
-          throw error;
-        }
-      }));
+        }),
+      );
       if (whole) return { whole };
       if (refused) return { refused };
       if (failure) throw bundleSizeError(failure.error, bundle, url);

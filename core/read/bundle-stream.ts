@@ -69,7 +69,10 @@ export type Hasher = (bytes: Uint8Array) => Promise<string>;
  * layout of its records (a bundle another writer laid out otherwise): such a bundle is read whole
  * and judged the slow way, since SPEC §7 lets members out early only past a canonical head.
  */
-export function bundleStreamPlan(listing: { sha256: string; sizeBytes: number }, members: readonly ExpectedMember[]): BundleStreamPlan | undefined {
+export function bundleStreamPlan(
+  listing: { sha256: string; sizeBytes: number },
+  members: readonly ExpectedMember[],
+): BundleStreamPlan | undefined {
   const layout = canonicalLayoutFor(listing, members);
   if (!layout) return undefined;
   const keysOf = new Map<string, string[]>();
@@ -130,7 +133,11 @@ export class BundleStreamVerifier {
       const content = this.#plan.contents[this.#current];
       if (!content) {
         // Past the listed size: the transport bounds bodies by it, so this is a caller's slip.
-        throw new StreamRefusal({ part: 'members', message: `bundle ${this.#plan.sha256}: more than the listed ${this.#plan.sizeBytes} bytes arrived`, damaged: [] });
+        throw new StreamRefusal({
+          part: 'members',
+          message: `bundle ${this.#plan.sha256}: more than the listed ${this.#plan.sizeBytes} bytes arrived`,
+          damaged: [],
+        });
       }
       this.#buffer ??= new Uint8Array(content.sizeBytes);
       const take = Math.min(chunk.length - at, content.sizeBytes - this.#filled);
@@ -161,7 +168,8 @@ export class BundleStreamVerifier {
     const damaged = [...this.#damaged].sort((a, b) => a - b).flatMap((index) => this.#plan.contents[index]!.keys);
     // A body cut short: that is the cause, said first; the members it never brought follow.
     const where = this.received < this.#plan.head.length ? ', inside the table' : '';
-    const short = missing < this.#plan.contents.length ? `the body ended after ${this.received} of ${this.#plan.sizeBytes} bytes${where}; ` : '';
+    const short =
+      missing < this.#plan.contents.length ? `the body ended after ${this.received} of ${this.#plan.sizeBytes} bytes${where}; ` : '';
     throw new StreamRefusal({ part: 'members', message: `bundle ${this.#plan.sha256}: ${short}${describeDamaged(damaged)}`, damaged });
   }
 
@@ -238,15 +246,17 @@ export class BundleStreamVerifier {
     // Hashed at once (in parallel with what follows), judged in data order: a member is not
     // handed out while one before it is unchecked or damaged.
     const digest = this.#hash(bytes);
-    this.#judged = this.#judged.then(() => digest).then((digest) => {
-      if (digest !== content.sha256) {
-        this.#damaged.add(index);
-        return;
-      }
-      // SPEC §7 "Streamed members": out as soon as it matched, unless the bundle failed already.
-      if (this.#damaged.size > 0) return;
-      this.delivered.add(index);
-      this.#sink.member(index, bytes);
-    });
+    this.#judged = this.#judged
+      .then(() => digest)
+      .then((digest) => {
+        if (digest !== content.sha256) {
+          this.#damaged.add(index);
+          return;
+        }
+        // SPEC §7 "Streamed members": out as soon as it matched, unless the bundle failed already.
+        if (this.#damaged.size > 0) return;
+        this.delivered.add(index);
+        this.#sink.member(index, bytes);
+      });
   }
 }

@@ -99,7 +99,12 @@ interface Pending {
 interface WorkerReply {
   id: number;
   member?: number;
-  end?: { head: { status: number; statusText: string; type: ResponseType; headers: [string, string][] }; received: number; over?: { declaredBytes?: number; receivedBytes?: number }; refusal?: StreamFailure };
+  end?: {
+    head: { status: number; statusText: string; type: ResponseType; headers: [string, string][] };
+    received: number;
+    over?: { declaredBytes?: number; receivedBytes?: number };
+    refusal?: StreamFailure;
+  };
   buffers?: ArrayBuffer[];
   digests?: string[];
   parts?: ArrayBuffer[];
@@ -134,7 +139,9 @@ export interface WorkerDigestPoolOptions {
 
 /** Whether this platform can run the worker pool at all (browsers; not Node 20). */
 export function workersAvailable(): boolean {
-  return WORKER_SCRIPT !== undefined && typeof Worker === 'function' && typeof Blob === 'function' && typeof URL.createObjectURL === 'function';
+  return (
+    WORKER_SCRIPT !== undefined && typeof Worker === 'function' && typeof Blob === 'function' && typeof URL.createObjectURL === 'function'
+  );
 }
 
 /**
@@ -196,7 +203,11 @@ export class WorkerDigestPool implements DigestPool {
    * passed, writes them to `store`. A bundle crosses threads once. Resolves `undefined` where
    * workers cannot run, for the transport to read the body itself.
    */
-  streamBundle(plan: BundleStreamPlan, onMember: (index: number, bytes: Uint8Array) => void, store?: WorkerStoreAccess): { attempt: StreamElsewhere; stored: () => Promise<void> | undefined } {
+  streamBundle(
+    plan: BundleStreamPlan,
+    onMember: (index: number, bytes: Uint8Array) => void,
+    store?: WorkerStoreAccess,
+  ): { attempt: StreamElsewhere; stored: () => Promise<void> | undefined } {
     /** The store write of the last attempt run in a worker (the one that passed, if any). */
     let stored: Promise<void> | undefined;
     const attempt: StreamElsewhere = async (url, init) => {
@@ -214,10 +225,15 @@ export class WorkerDigestPool implements DigestPool {
         if (data.member !== undefined) return onMember(data.member, new Uint8Array(data.buffer!));
         if (data.progress !== undefined) return init.onProgress(data.progress);
         init.signal.removeEventListener('abort', abort);
-        if (data.failure !== undefined) return reject(data.aborted ? init.signal.reason : new TypeError(`fetch failed in a worker: ${data.failure}`));
+        if (data.failure !== undefined)
+          return reject(data.aborted ? init.signal.reason : new TypeError(`fetch failed in a worker: ${data.failure}`));
         const { head, received, over, refusal } = data.end!;
         resolve({
-          status: head.status, statusText: head.statusText, type: head.type, headers: new Headers(head.headers), receivedBytes: received,
+          status: head.status,
+          statusText: head.statusText,
+          type: head.type,
+          headers: new Headers(head.headers),
+          receivedBytes: received,
           ...(over ? { overLimit: over } : {}),
           ...(refusal ? { refusal: new BundleIntegrityError(refusal.part, refusal.message, refusal.damaged, { url }) } : {}),
         });
@@ -239,7 +255,10 @@ export class WorkerDigestPool implements DigestPool {
    * each against its size and SHA-256 there, and hands back the ones that pass (`found`, bytes
    * the caller owns) and the ones that failed (`bad`). `undefined` when workers cannot run here.
    */
-  async readStored(access: WorkerStoreAccess, wanted: readonly { sha256: string; sizeBytes: number }[]): Promise<{ found: Map<string, Uint8Array>; bad: string[] } | undefined> {
+  async readStored(
+    access: WorkerStoreAccess,
+    wanted: readonly { sha256: string; sizeBytes: number }[],
+  ): Promise<{ found: Map<string, Uint8Array>; bad: string[] } | undefined> {
     const worker = this.#fallback ? undefined : await this.#pick(0);
     if (!worker) return undefined;
     const { id, result } = this.#track<{ found: Map<string, Uint8Array>; bad: string[] }>(worker, 1, (data, resolve, reject) => {
@@ -257,7 +276,9 @@ export class WorkerDigestPool implements DigestPool {
   async hasStored(access: WorkerStoreAccess, keys: readonly string[]): Promise<boolean[] | undefined> {
     const worker = this.#fallback ? undefined : await this.#pick(0);
     if (!worker) return undefined;
-    const { id, result } = this.#track<boolean[]>(worker, 1, (data, resolve, reject) => (data.readError !== undefined ? reject(new Error(data.readError)) : resolve(data.present!)));
+    const { id, result } = this.#track<boolean[]>(worker, 1, (data, resolve, reject) =>
+      data.readError !== undefined ? reject(new Error(data.readError)) : resolve(data.present!),
+    );
     worker.worker.postMessage({ id, has: { ...access, keys } });
     return result;
   }
@@ -374,10 +395,19 @@ export class WorkerDigestPool implements DigestPool {
     return entry;
   }
 
-  #track<T>(entry: PoolWorker, bytes: number, onMessage: (data: WorkerReply, resolve: (value: T) => void, reject: (error: Error) => void) => void): { id: number; result: Promise<T> } {
+  #track<T>(
+    entry: PoolWorker,
+    bytes: number,
+    onMessage: (data: WorkerReply, resolve: (value: T) => void, reject: (error: Error) => void) => void,
+  ): { id: number; result: Promise<T> } {
     const id = this.#nextId++;
     const result = new Promise<T>((resolve, reject) => {
-      const pending: Pending = { resolve: resolve as (value: unknown) => void, reject, bytes, onMessage: (data) => onMessage(data, resolve, reject) };
+      const pending: Pending = {
+        resolve: resolve as (value: unknown) => void,
+        reject,
+        bytes,
+        onMessage: (data) => onMessage(data, resolve, reject),
+      };
       entry.pending.set(id, pending);
       entry.load += bytes;
     });
@@ -399,7 +429,8 @@ export class WorkerDigestPool implements DigestPool {
         where.push({ buffer: buffers.push(input.slice().buffer as ArrayBuffer) - 1, byteOffset: 0, length: input.length });
       }
     }
-    const rebuild = (returned: ArrayBuffer[]) => where.map(({ buffer, byteOffset, length }) => new Uint8Array(returned[buffer]!, byteOffset, length));
+    const rebuild = (returned: ArrayBuffer[]) =>
+      where.map(({ buffer, byteOffset, length }) => new Uint8Array(returned[buffer]!, byteOffset, length));
     const bytes = job.inputs.reduce((sum, input) => sum + input.length, 0);
     const { id, result } = this.#track<DigestResult>(entry, bytes, (data, resolve, reject) => {
       const inputs = rebuild(data.buffers!);
@@ -408,7 +439,9 @@ export class WorkerDigestPool implements DigestPool {
       resolve({ inputs, digests: data.digests!, ...(data.parts ? { parts: data.parts.map((part) => new Uint8Array(part)) } : {}) });
     });
     const message = {
-      id, buffers, split: Boolean(job.split),
+      id,
+      buffers,
+      split: Boolean(job.split),
       ranges: ranges.map(({ input, offset, length }) => [where[input]!.buffer, where[input]!.byteOffset + offset, length]),
       ...(job.store ? { store: job.store } : {}),
     };
@@ -423,9 +456,17 @@ export class WorkerDigestPool implements DigestPool {
       if (data.progress !== undefined) return init.onProgress?.(data.progress, data.total);
       init.signal.removeEventListener('abort', abort);
       // Rejects as fetch would (a TypeError); Transport turns it into a NetworkError for the caller.
-      if (data.failure !== undefined) return reject(data.aborted ? init.signal.reason : new TypeError(`fetch failed in a worker: ${data.failure}`));
+      if (data.failure !== undefined)
+        return reject(data.aborted ? init.signal.reason : new TypeError(`fetch failed in a worker: ${data.failure}`));
       const head = data.head!;
-      resolve({ status: head.status, statusText: head.statusText, type: head.type, headers: new Headers(head.headers), bytes: new Uint8Array(data.buffer!), ...(data.over ? { overLimit: data.over } : {}) });
+      resolve({
+        status: head.status,
+        statusText: head.statusText,
+        type: head.type,
+        headers: new Headers(head.headers),
+        bytes: new Uint8Array(data.buffer!),
+        ...(data.over ? { overLimit: data.over } : {}),
+      });
     });
     const abort = () => entry.worker.postMessage({ abort: id });
     init.signal.addEventListener('abort', abort, { once: true });

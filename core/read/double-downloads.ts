@@ -28,8 +28,10 @@ export function watchDoubleDownloads(options: DoubleDownloadsOptions): () => voi
       const path = downloadedPath(entry, options);
       if (path === undefined || told.has(entry.name)) continue;
       told.add(entry.name);
-      log(`awake-bundle: ${entry.name} was downloaded on its own, and its bundle holds it too (${path}): it downloads twice. ` +
-        `Load it through the engine's loader or the source (source.url('${path}'), source.read), or install the service worker (awake-bundle/sw), which answers such requests from bundles`);
+      log(
+        `awake-bundle: ${entry.name} was downloaded on its own, and its bundle holds it too (${path}): it downloads twice. ` +
+          `Load it through the engine's loader or the source (source.url('${path}'), source.read), or install the service worker (awake-bundle/sw), which answers such requests from bundles`,
+      );
     }
   });
   observer.observe({ type: 'resource', buffered: true });

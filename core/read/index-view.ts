@@ -91,7 +91,11 @@ export class IndexView {
 
   /** The paths below a folder (`levels/harbor`, `models/`; `''` for all), plain-path indexes only. */
   pathsBelow(prefix: string): string[] {
-    if (this.salt !== undefined) throw new UnsupportedOperationError('folders need an index with plain paths; opaque ids hide the folders (list the paths instead)', this.indexUrl ? { url: this.indexUrl } : {});
+    if (this.salt !== undefined)
+      throw new UnsupportedOperationError(
+        'folders need an index with plain paths; opaque ids hide the folders (list the paths instead)',
+        this.indexUrl ? { url: this.indexUrl } : {},
+      );
     const folder = prefix.replace(/^\/+|\/+$/g, '');
     return [...this.#entries.keys()].filter((path) => folder === '' || path.startsWith(`${folder}/`));
   }
@@ -108,7 +112,12 @@ export class IndexView {
         continue;
       }
       const below = this.salt === undefined ? this.pathsBelow(item) : [];
-      if (below.length === 0) throw new AssetNotFoundError(item, this.indexUrl, `${JSON.stringify(item)} is neither a path nor a folder in the project index${this.indexUrl ? ` ${this.indexUrl}` : ''}`);
+      if (below.length === 0)
+        throw new AssetNotFoundError(
+          item,
+          this.indexUrl,
+          `${JSON.stringify(item)} is neither a path nor a folder in the project index${this.indexUrl ? ` ${this.indexUrl}` : ''}`,
+        );
       for (const path of below) paths.add(path);
     }
     return [...paths];
@@ -160,7 +169,12 @@ export class IndexView {
 
   /** What the index says of each member of a bundle, as the checks want it. */
   expectedMembers(bundleSha: string): ExpectedMember[] {
-    return this.membersOf(bundleSha).map((entry) => ({ key: entryKey(entry), offset: entry.offset!, sizeBytes: entry.sizeBytes, sha256: entry.sha256 }));
+    return this.membersOf(bundleSha).map((entry) => ({
+      key: entryKey(entry),
+      offset: entry.offset!,
+      sizeBytes: entry.sizeBytes,
+      sha256: entry.sha256,
+    }));
   }
 
   /** The streaming plan of a bundle (made once), or `undefined` when its layout is not canonical. */

@@ -10,7 +10,14 @@
  * (pending-members.ts). This file decides where each read's bytes come from.
  */
 import type { ContentCache } from '../cache/content-cache.js';
-import { AwakeError, BundleIntegrityError, IndexTooLargeError, InvalidOptionError, RequestAbortedError, ResponseSizeError } from '../errors.js';
+import {
+  AwakeError,
+  BundleIntegrityError,
+  IndexTooLargeError,
+  InvalidOptionError,
+  RequestAbortedError,
+  ResponseSizeError,
+} from '../errors.js';
 import { decodeIndexText } from '../format/index-text.js';
 import { entryKey, parseFetchedIndexJson, parseProjectIndex, parseProjectIndexJson, type ProjectIndex } from '../format/project-index.js';
 import { mediaTypeOf } from '../format/media-types.js';
@@ -245,7 +252,13 @@ export class IndexedAssetSource {
   readonly loadsEndpoint: string | undefined;
   private readonly postFetch: typeof fetch;
 
-  private constructor(view: IndexView, transport: Transport, pool: DigestPool, inWorkers: boolean, options: OpenOptions & { cache: ContentCache | null | undefined; loadsEndpoint: string | undefined }) {
+  private constructor(
+    view: IndexView,
+    transport: Transport,
+    pool: DigestPool,
+    inWorkers: boolean,
+    options: OpenOptions & { cache: ContentCache | null | undefined; loadsEndpoint: string | undefined },
+  ) {
     this.view = view;
     this.recorder = new LoadRecorder(options.recordLoads !== false);
     this.loadsEndpoint = options.recordLoads === false ? undefined : options.loadsEndpoint;
@@ -276,26 +289,30 @@ export class IndexedAssetSource {
     const indexUrl = options.indexUrl === undefined ? undefined : httpUrl(absoluteUrl(options.indexUrl), 'indexUrl');
     const baseUrl = options.baseUrl === undefined ? undefined : httpUrl(absoluteUrl(options.baseUrl, 'baseUrl'), 'baseUrl');
     const allowed = allowedOrigins(indexUrl ?? baseUrl ?? pageHref(), options.allowOrigins ?? []);
-    const fetch = options.fetch && needsTokenOrigin(options.fetch) ? bindTokenOrigin(options.fetch, tokenOrigin(indexUrl ?? baseUrl)) : options.fetch;
+    const fetch =
+      options.fetch && needsTokenOrigin(options.fetch) ? bindTokenOrigin(options.fetch, tokenOrigin(indexUrl ?? baseUrl)) : options.fetch;
     deltaReadSettings(options.deltaReads); // checked before any request
     rangeReadSettings(options.rangeReads);
     const maxIndexBytes = checkedSize(options.maxIndexBytes ?? DEFAULT_MAX_INDEX_BYTES, 'maxIndexBytes');
     const indexTimeoutMs = options.indexTimeoutMs ?? DEFAULT_INDEX_TIMEOUT_MS;
     if (!(indexTimeoutMs >= 0)) throw new InvalidOptionError('indexTimeoutMs', `indexTimeoutMs must be ≥ 0, got ${indexTimeoutMs}`);
     const indexAttempts = options.indexAttempts ?? DEFAULT_INDEX_ATTEMPTS;
-    if (!Number.isInteger(indexAttempts) || indexAttempts < 1) throw new InvalidOptionError('indexAttempts', `indexAttempts must be an integer ≥ 1, got ${indexAttempts}`);
+    if (!Number.isInteger(indexAttempts) || indexAttempts < 1)
+      throw new InvalidOptionError('indexAttempts', `indexAttempts must be an integer ≥ 1, got ${indexAttempts}`);
     const pool = poolFor(options.hashWorkers);
     // With the platform's own fetch, bodies are read (and bundles streamed) in the pool's workers,
     // which start while the index is fetched (its request waits for none of them). Starting them
     // costs this thread a few ms, so they start once the index request is out.
     const inWorkers = !options.fetch && !options.transport && pool instanceof WorkerDigestPool;
     const warm = () => pool instanceof WorkerDigestPool && pool.warm();
-    const transport = options.transport ?? new Transport({
-      ...(fetch ? { fetch } : {}),
-      ...(options.retry ? { retry: options.retry } : {}),
-      ...(options.timeoutMs !== undefined ? { timeoutMs: options.timeoutMs } : {}),
-      ...(inWorkers ? { bodyFetcher: (pool as WorkerDigestPool).fetchBody } : {}),
-    });
+    const transport =
+      options.transport ??
+      new Transport({
+        ...(fetch ? { fetch } : {}),
+        ...(options.retry ? { retry: options.retry } : {}),
+        ...(options.timeoutMs !== undefined ? { timeoutMs: options.timeoutMs } : {}),
+        ...(inWorkers ? { bodyFetcher: (pool as WorkerDigestPool).fetchBody } : {}),
+      });
     // Opening a persistent store and fetching the index happen together.
     const cache = Promise.resolve(options.cache);
     cache.catch(() => undefined); // awaited below; not an unhandled rejection if the index fails first
@@ -303,16 +320,23 @@ export class IndexedAssetSource {
     let loadsEndpoint: string | undefined;
     if (options.index !== undefined) {
       warm();
-      index = typeof options.index === 'string' ? parseProjectIndexJson(options.index, indexUrl ? { url: indexUrl } : {}) : parseProjectIndex(options.index, indexUrl ? { url: indexUrl } : {});
+      index =
+        typeof options.index === 'string'
+          ? parseProjectIndexJson(options.index, indexUrl ? { url: indexUrl } : {})
+          : parseProjectIndex(options.index, indexUrl ? { url: indexUrl } : {});
     } else if (indexUrl !== undefined) {
-      const answer = transport.getBytesWithHeaders(indexUrl, {
-        ...(options.signal ? { signal: options.signal } : {}),
-        maxBytes: maxIndexBytes, timeoutMs: indexTimeoutMs, attempts: indexAttempts,
-        // Read in steps, each re-arming the quiet-time limit: a large index on a slow line is not cut at 15 s.
-        onProgress: () => undefined,
-      }).catch((error: unknown) => {
-        throw error instanceof ResponseSizeError ? new IndexTooLargeError(indexUrl, maxIndexBytes, error) : error;
-      });
+      const answer = transport
+        .getBytesWithHeaders(indexUrl, {
+          ...(options.signal ? { signal: options.signal } : {}),
+          maxBytes: maxIndexBytes,
+          timeoutMs: indexTimeoutMs,
+          attempts: indexAttempts,
+          // Read in steps, each re-arming the quiet-time limit: a large index on a slow line is not cut at 15 s.
+          onProgress: () => undefined,
+        })
+        .catch((error: unknown) => {
+          throw error instanceof ResponseSizeError ? new IndexTooLargeError(indexUrl, maxIndexBytes, error) : error;
+        });
       warm();
       const { bytes, headers } = await answer;
       // Strict UTF-8: bytes that are not would become U+FFFD and another, legal path (SPEC preamble);
@@ -324,7 +348,12 @@ export class IndexedAssetSource {
     }
     const base = indexUrl ?? baseUrl;
     checkIndexUrls(index, base, allowed);
-    return new IndexedAssetSource(await IndexView.open(index, indexUrl, base), transport, pool, inWorkers, { ...options, ...(fetch ? { fetch } : {}), cache: await cache, loadsEndpoint });
+    return new IndexedAssetSource(await IndexView.open(index, indexUrl, base), transport, pool, inWorkers, {
+      ...options,
+      ...(fetch ? { fetch } : {}),
+      cache: await cache,
+      loadsEndpoint,
+    });
   }
 
   /** Whether the index lists `path` (by its id when ids replace paths). */
@@ -368,7 +397,13 @@ export class IndexedAssetSource {
     }
   }
 
-  private async readEntry(path: string, entry: Entry, pinned: boolean, signal: AbortSignal, onProgress: ReadOptions['onProgress']): Promise<Uint8Array> {
+  private async readEntry(
+    path: string,
+    entry: Entry,
+    pinned: boolean,
+    signal: AbortSignal,
+    onProgress: ReadOptions['onProgress'],
+  ): Promise<Uint8Array> {
     const sha256 = entry.sha256;
     const held = this.held.take(sha256, { pinned });
     if (held) return held;
@@ -377,7 +412,8 @@ export class IndexedAssetSource {
     const again = () => this.readEntry(path, entry, pinned, signal, onProgress);
     const inFlight = this.registry.get(loadKey);
     const joins = inFlight && this.brings(inFlight, sha256, signal);
-    if (inFlight && (typeof joins === 'boolean' ? joins : await joins)) return this.takeAfter(inFlight, entry, pinned, signal, again, onProgress);
+    if (inFlight && (typeof joins === 'boolean' ? joins : await joins))
+      return this.takeAfter(inFlight, entry, pinned, signal, again, onProgress);
     const deciding = this.deciding.get(loadKey);
     if (deciding) {
       // A prefetch is finding out where this group comes from: go where it decides.
@@ -398,7 +434,9 @@ export class IndexedAssetSource {
     if (started) return this.takeAfter(started, entry, pinned, signal, again, onProgress);
     if (entry.url === undefined && this.rangeReads && this.fetcher.rangesServed(entry)) {
       if (pinned) this.held.unpin(sha256);
-      const bytes = await this.fetcher.range(entry, path, signal, (accepted, contents) => this.keepWhole(entry.bundle!, accepted, contents));
+      const bytes = await this.fetcher.range(entry, path, signal, (accepted, contents) =>
+        this.keepWhole(entry.bundle!, accepted, contents),
+      );
       // Refused (403, 416, 501): that origin now gets whole bundles; read again, through a load.
       return bytes ?? again();
     }
@@ -422,7 +460,14 @@ export class IndexedAssetSource {
    * it passed, not when the whole bundle has), then takes the read's own bytes; `again` when a
    * delta load did not bring them (the cache holds them).
    */
-  private async takeAfter(load: Load, entry: Entry, pinned: boolean, signal: AbortSignal, again: () => Promise<Uint8Array>, onProgress: ReadOptions['onProgress']): Promise<Uint8Array> {
+  private async takeAfter(
+    load: Load,
+    entry: Entry,
+    pinned: boolean,
+    signal: AbortSignal,
+    again: () => Promise<Uint8Array>,
+    onProgress: ReadOptions['onProgress'],
+  ): Promise<Uint8Array> {
     const { sha256 } = entry;
     this.held.expect(sha256);
     const stop = onProgress && this.registry.watch(load, () => onProgress(fileBytesOf(load, entry), entry.sizeBytes));
@@ -479,7 +524,10 @@ export class IndexedAssetSource {
    */
   async prefetch(paths: Iterable<string>, options: PrefetchOptions = {}): Promise<void> {
     const files = [...paths].map((path) => ({ path, entry: this.view.require(path) }));
-    this.recorder.record(options.loadName, files.map((file) => file.path));
+    this.recorder.record(
+      options.loadName,
+      files.map((file) => file.path),
+    );
     const { signal, release } = this.signalFor(options.signal);
     try {
       await this.prefetchEntries(files, options, signal);
@@ -508,7 +556,12 @@ export class IndexedAssetSource {
       const present = await this.cache.contains([...new Set(changed.flatMap((entry) => [entry.sha256, before.get(entryKey(entry))!]))]);
       if (!present) return 0;
       const wanted = changed.filter((entry) => present.has(before.get(entryKey(entry))!) && !present.has(entry.sha256));
-      if (wanted.length > 0) await this.prefetchEntries(wanted.map((entry) => ({ path: entry.path ?? entry.id!, entry })), { ...options, keep: false }, signal);
+      if (wanted.length > 0)
+        await this.prefetchEntries(
+          wanted.map((entry) => ({ path: entry.path ?? entry.id!, entry })),
+          { ...options, keep: false },
+          signal,
+        );
       return wanted.length;
     } finally {
       release();
@@ -536,7 +589,14 @@ export class IndexedAssetSource {
     }
   }
 
-  private async prefetchGroups(groups: Map<string, Entry[]>, files: { path: string; entry: Entry }[], keep: boolean, signal: AbortSignal, decided: (loadKey: string) => void, options: PrefetchOptions): Promise<void> {
+  private async prefetchGroups(
+    groups: Map<string, Entry[]>,
+    files: { path: string; entry: Entry }[],
+    keep: boolean,
+    signal: AbortSignal,
+    decided: (loadKey: string) => void,
+    options: PrefetchOptions,
+  ): Promise<void> {
     // What the cache holds (one call), then the network for the rest at once, while the groups
     // the cache holds whole are read from it (one batch each) when this prefetch keeps them.
     const { complete: cached, present } = await this.cachedGroups(groups);
@@ -556,7 +616,13 @@ export class IndexedAssetSource {
       const load = this.registry.get(loadKey) ?? this.startLoad(loadKey, { ...(present ? { present } : {}), hold: keep });
       decided(loadKey);
       loads.set(loadKey, load);
-      if (budget) void load.done.then(() => load.stored, () => undefined).then(() => budget.give(size));
+      if (budget)
+        void load.done
+          .then(
+            () => load.stored,
+            () => undefined,
+          )
+          .then(() => budget.give(size));
       return load;
     });
     // The total is what the loads will download, known once each has decided (before its requests).
@@ -565,15 +631,19 @@ export class IndexedAssetSource {
     if (!budget) shares = await Promise.all(starting.map(async (started) => (await started).planned));
     const report = new PrefetchReport(this.registry, files, this.view, options);
     report.begin(jobs, shares, starting);
-    await Promise.all(starting.map(async (started) => {
-      const load = await started;
-      await this.registry.join(load, signal);
-      report.finished(load);
-      await load.stored;
-      // What a delta load did not bring, the cache holds: read it for this prefetch's reads that
-      // have not happened yet (a read that comes while this is read unpins what it finds held).
-      if (keep && load.partial) await this.holdFromCache(groups.get(load.key)!.filter((entry) => this.asked.has(entryKey(entry))));
-    }).concat(fromCache));
+    await Promise.all(
+      starting
+        .map(async (started) => {
+          const load = await started;
+          await this.registry.join(load, signal);
+          report.finished(load);
+          await load.stored;
+          // What a delta load did not bring, the cache holds: read it for this prefetch's reads that
+          // have not happened yet (a read that comes while this is read unpins what it finds held).
+          if (keep && load.partial) await this.holdFromCache(groups.get(load.key)!.filter((entry) => this.asked.has(entryKey(entry))));
+        })
+        .concat(fromCache),
+    );
     report.end();
   }
 
@@ -659,7 +729,12 @@ export class IndexedAssetSource {
 
   /** What this source holds in memory now: for monitoring, and for tests that check memory stays bounded. */
   stats(): SourceStats {
-    return { heldBytes: this.held.sizeBytes, protectedBytes: this.held.protectedBytes, loadsInFlight: this.registry.size, loadBytesInFlight: this.registry.bytesInFlight() };
+    return {
+      heldBytes: this.held.sizeBytes,
+      protectedBytes: this.held.protectedBytes,
+      loadsInFlight: this.registry.size,
+      loadBytesInFlight: this.registry.bytesInFlight(),
+    };
   }
 
   /**
@@ -680,7 +755,8 @@ export class IndexedAssetSource {
 
   /** A read's or prefetch's signal: its own and the source's lifetime; `release` when it settles. */
   private signalFor(signal: AbortSignal | undefined): { signal: AbortSignal; release: () => void } {
-    if (this.lifetime.signal.aborted) throw new RequestAbortedError('the IndexedAssetSource was disposed', this.indexUrl ? { url: this.indexUrl } : {});
+    if (this.lifetime.signal.aborted)
+      throw new RequestAbortedError('the IndexedAssetSource was disposed', this.indexUrl ? { url: this.indexUrl } : {});
     return signal ? linkSignals([signal, this.lifetime.signal]) : { signal: this.lifetime.signal, release: () => undefined };
   }
 
@@ -772,7 +848,14 @@ export class IndexedAssetSource {
     if (!this.cache.enabled || wanted.size === 0) return { complete };
     // The same call asks for every member of the bundles that may be fetched (for delta reads).
     const others = [...wanted.keys()].flatMap((loadKey) => this.view.membersOf(loadKey));
-    const shas = [...new Set([...wanted.values()].flat().concat(others).map((entry) => entry.sha256))];
+    const shas = [
+      ...new Set(
+        [...wanted.values()]
+          .flat()
+          .concat(others)
+          .map((entry) => entry.sha256),
+      ),
+    ];
     const present = await this.cache.contains(shas);
     if (!present) return { complete };
     for (const [loadKey, missing] of wanted) if (missing.every((entry) => present.has(entry.sha256))) complete.add(loadKey);

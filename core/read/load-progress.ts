@@ -23,17 +23,24 @@ export class PrefetchReport {
   constructor(registry: LoadRegistry, files: { path: string; entry: Entry }[], view: IndexView, options: PrefetchOptions) {
     this.#registry = registry;
     this.#options = options;
-    if (options.onFileProgress) for (const { path, entry } of files) pushTo(this.#filesByLoad, view.loadKeyOf(entry), { path, entry, last: -1 });
+    if (options.onFileProgress)
+      for (const { path, entry } of files) pushTo(this.#filesByLoad, view.loadKeyOf(entry), { path, entry, last: -1 });
   }
 
   /** The loads to fetch and their shares of the total are known: the total is fixed, the first event goes out. */
   begin(loadKeys: string[], shares: number[], starting: Promise<Load>[]): void {
     this.#slots = loadKeys.map((_, i) => ({ share: shares[i]! }));
     this.#total = shares.reduce((sum, share) => sum + share, 0);
-    starting.forEach((started, i) => void started.then((load) => {
-      this.#slots[i]!.load = load;
-      this.#unwatch.push(this.#registry.watch(load, () => this.#emit(load)));
-    }, () => undefined));
+    starting.forEach(
+      (started, i) =>
+        void started.then(
+          (load) => {
+            this.#slots[i]!.load = load;
+            this.#unwatch.push(this.#registry.watch(load, () => this.#emit(load)));
+          },
+          () => undefined,
+        ),
+    );
     this.#emit();
   }
 
@@ -46,7 +53,12 @@ export class PrefetchReport {
   end(): void {
     for (const stop of this.#unwatch) stop();
     for (const files of this.#filesByLoad.values()) for (const file of files) this.#file(file, file.entry.sizeBytes);
-    this.#options.onProgress?.({ loadedBytes: this.#total, totalBytes: this.#total, requestsDone: this.#slots.length, requestsTotal: this.#slots.length });
+    this.#options.onProgress?.({
+      loadedBytes: this.#total,
+      totalBytes: this.#total,
+      requestsDone: this.#slots.length,
+      requestsTotal: this.#slots.length,
+    });
   }
 
   #emit(changed?: Load): void {
@@ -54,8 +66,14 @@ export class PrefetchReport {
     if (!this.#options.onProgress) return;
     // Each load counts on the scale of its share, so the total holds whatever it decides.
     let loaded = 0;
-    for (const { share, load } of this.#slots) if (load) loaded += Math.min(share, Math.floor((load.receivedBytes * share) / Math.max(1, load.fetchBytes)));
-    this.#options.onProgress({ loadedBytes: Math.min(loaded, this.#total), totalBytes: this.#total, requestsDone: this.#done, requestsTotal: this.#slots.length });
+    for (const { share, load } of this.#slots)
+      if (load) loaded += Math.min(share, Math.floor((load.receivedBytes * share) / Math.max(1, load.fetchBytes)));
+    this.#options.onProgress({
+      loadedBytes: Math.min(loaded, this.#total),
+      totalBytes: this.#total,
+      requestsDone: this.#done,
+      requestsTotal: this.#slots.length,
+    });
   }
 
   #file(file: { path: string; entry: Entry; last: number }, loaded: number): void {
@@ -73,6 +91,7 @@ export function fileBytesOf(load: Load, entry: Entry): number {
   if (load.arrived.has(entry.sha256)) return entry.sizeBytes;
   if (load.outcome) return load.outcome.error === undefined ? entry.sizeBytes : 0;
   const size = entry.sizeBytes;
-  if (!load.partial && entry.offset !== undefined && load.key === entry.bundle) return Math.max(0, Math.min(size - 1, load.receivedBytes - entry.offset));
+  if (!load.partial && entry.offset !== undefined && load.key === entry.bundle)
+    return Math.max(0, Math.min(size - 1, load.receivedBytes - entry.offset));
   return load.fetchBytes > 0 ? Math.max(0, Math.min(size - 1, Math.floor((size * load.receivedBytes) / load.fetchBytes))) : 0;
 }

@@ -29,7 +29,8 @@ export class LoadRecorder {
 
   /** Records `paths` under `name` (the default load when none); checks the name even when recording is off. */
   record(name: string | undefined, paths: Iterable<string>): void {
-    if (name !== undefined && (typeof name !== 'string' || name === '')) throw new InvalidOptionError('loadName', `loadName must be a non-empty string, got ${JSON.stringify(name)}`);
+    if (name !== undefined && (typeof name !== 'string' || name === ''))
+      throw new InvalidOptionError('loadName', `loadName must be a non-empty string, got ${JSON.stringify(name)}`);
     if (!this.enabled) return;
     const load = name ?? DEFAULT_LOAD_NAME;
     let known = this.#loads.get(load);
@@ -73,7 +74,10 @@ export class LoadRecorder {
       return true;
     } catch (error) {
       if (this.#posted === recorded) this.#posted = before; // the next post sends it again
-      if (!this.#warned) console.warn(`awake-bundle: the recorded loads could not be posted to ${endpoint}: ${error instanceof Error ? error.message : String(error)}`);
+      if (!this.#warned)
+        console.warn(
+          `awake-bundle: the recorded loads could not be posted to ${endpoint}: ${error instanceof Error ? error.message : String(error)}`,
+        );
       this.#warned = true;
       return false;
     }

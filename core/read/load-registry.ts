@@ -43,9 +43,13 @@ export class LoadRegistry {
   constructor(lifetime: AbortSignal, onIdle: () => void) {
     this.#lifetime = lifetime;
     this.#onIdle = onIdle;
-    lifetime.addEventListener('abort', () => {
-      for (const load of this.#loads.values()) load.controller.abort(lifetime.reason);
-    }, { once: true });
+    lifetime.addEventListener(
+      'abort',
+      () => {
+        for (const load of this.#loads.values()) load.controller.abort(lifetime.reason);
+      },
+      { once: true },
+    );
   }
 
   get(key: string): Load | undefined {
@@ -72,8 +76,17 @@ export class LoadRegistry {
     if (this.#lifetime.aborted) controller.abort(this.#lifetime.reason);
     let decideWith!: (bytes: number) => void;
     const load: Load = {
-      key, controller, fetchBytes, interest: 0, partial: false, decided: false, receivedBytes: 0,
-      done: Promise.resolve(), stored: Promise.resolve(), arrived: new Set(), listeners: new Set(),
+      key,
+      controller,
+      fetchBytes,
+      interest: 0,
+      partial: false,
+      decided: false,
+      receivedBytes: 0,
+      done: Promise.resolve(),
+      stored: Promise.resolve(),
+      arrived: new Set(),
+      listeners: new Set(),
       planned: new Promise<number>((resolve) => (decideWith = resolve)),
     };
     const decide = (bytes: number) => {
@@ -92,7 +105,10 @@ export class LoadRegistry {
       if (this.#loads.get(key) === load) this.#loads.delete(key);
       if (this.#loads.size === 0) this.#onIdle();
     };
-    load.done.then(() => finish({}), (error: unknown) => finish({ error }));
+    load.done.then(
+      () => finish({}),
+      (error: unknown) => finish({ error }),
+    );
     load.done.catch(() => undefined); // a load nobody waits for any more must not be an unhandled rejection
     return load;
   }

@@ -18,14 +18,18 @@ export function absoluteUrl(url: string, name = 'indexUrl'): string {
   try {
     return new URL(url, pageHref()).href;
   } catch {
-    throw new InvalidOptionError(name, `${name} ${JSON.stringify(url)} is not an absolute URL (and there is no page to resolve it against)`);
+    throw new InvalidOptionError(
+      name,
+      `${name} ${JSON.stringify(url)} is not an absolute URL (and there is no page to resolve it against)`,
+    );
   }
 }
 
 /** `url` when it is http(s); the reader fetches nothing else (SPEC §7 "Tokens"). */
 export function httpUrl(url: string, where: string): string {
   const protocol = new URL(url).protocol;
-  if (protocol !== 'http:' && protocol !== 'https:') throw new OriginNotAllowedError(`${where} ${JSON.stringify(url)} is not an http(s) URL`, { url });
+  if (protocol !== 'http:' && protocol !== 'https:')
+    throw new OriginNotAllowedError(`${where} ${JSON.stringify(url)} is not an http(s) URL`, { url });
   return url;
 }
 
@@ -40,7 +44,11 @@ export function allowedOrigins(base: string | undefined, allowOrigins: readonly 
     } catch {
       url = undefined;
     }
-    if (!url || (url.protocol !== 'http:' && url.protocol !== 'https:')) throw new InvalidOptionError(`allowOrigins[${i}]`, `allowOrigins[${i}] ${JSON.stringify(origin)} is not an http(s) origin such as "https://cdn.example.com"`);
+    if (!url || (url.protocol !== 'http:' && url.protocol !== 'https:'))
+      throw new InvalidOptionError(
+        `allowOrigins[${i}]`,
+        `allowOrigins[${i}] ${JSON.stringify(origin)} is not an http(s) origin such as "https://cdn.example.com"`,
+      );
     allowed.add(url.origin);
   });
   return allowed;
@@ -48,7 +56,10 @@ export function allowedOrigins(base: string | undefined, allowOrigins: readonly 
 
 /** The origin a `tokenAuthorizedFetch` without `origin` is bound to: the index URL's, else the baseUrl's. */
 export function tokenOrigin(indexOrBase: string | undefined): string {
-  if (indexOrBase === undefined) throw new TokenOriginError('IndexedAssetSource.open: a tokenAuthorizedFetch without `origin` needs indexUrl or baseUrl to fix the origin its token goes to; give one of them, or the fetch an `origin`');
+  if (indexOrBase === undefined)
+    throw new TokenOriginError(
+      'IndexedAssetSource.open: a tokenAuthorizedFetch without `origin` needs indexUrl or baseUrl to fix the origin its token goes to; give one of them, or the fetch an `origin`',
+    );
   return new URL(indexOrBase).origin;
 }
 
@@ -65,13 +76,22 @@ export function checkIndexUrls(index: ProjectIndex, base: string | undefined, al
     try {
       resolved = new URL(url, base ?? pageHref());
     } catch {
-      throw new OriginNotAllowedError(`${where} ${JSON.stringify(url)} is not an absolute URL, and there is no indexUrl or baseUrl to resolve it against`, { url, ...named });
+      throw new OriginNotAllowedError(
+        `${where} ${JSON.stringify(url)} is not an absolute URL, and there is no indexUrl or baseUrl to resolve it against`,
+        { url, ...named },
+      );
     }
     if (resolved.protocol !== 'http:' && resolved.protocol !== 'https:') {
-      throw new OriginNotAllowedError(`${where} ${JSON.stringify(url)} is not an http(s) URL; the reader fetches nothing else`, { url: resolved.href, ...named });
+      throw new OriginNotAllowedError(`${where} ${JSON.stringify(url)} is not an http(s) URL; the reader fetches nothing else`, {
+        url: resolved.href,
+        ...named,
+      });
     }
     if (!allowed.has(resolved.origin)) {
-      throw new OriginNotAllowedError(`${where} ${JSON.stringify(url)} is on ${resolved.origin}, which is not the index's origin${allowed.size > 0 ? ` (allowed: ${[...allowed].join(', ')})` : ''}; list it in allowOrigins to read from it`, { url: resolved.href, ...named });
+      throw new OriginNotAllowedError(
+        `${where} ${JSON.stringify(url)} is on ${resolved.origin}, which is not the index's origin${allowed.size > 0 ? ` (allowed: ${[...allowed].join(', ')})` : ''}; list it in allowOrigins to read from it`,
+        { url: resolved.href, ...named },
+      );
     }
   };
   if (index.formatVersion === 3) index.bundles.forEach((bundle, i) => check(bundle.url, `bundles[${i}].url`));

@@ -81,7 +81,13 @@ export function rootThatWouldMatch(url: URL, has: (path: string) => boolean): UR
   if (url.protocol !== 'http:' && url.protocol !== 'https:') return undefined;
   const segments = url.pathname.split('/').slice(1);
   for (let start = 0; start < segments.length; start++) {
-    const root = new URL(`/${segments.slice(0, start).map((segment) => `${segment}/`).join('')}`, url);
+    const root = new URL(
+      `/${segments
+        .slice(0, start)
+        .map((segment) => `${segment}/`)
+        .join('')}`,
+      url,
+    );
     const path = projectPathOf(url, root);
     if (path !== undefined && has(path)) return root;
   }
@@ -161,7 +167,8 @@ export class MisrootedFiles {
     const relative = relativeRoot(new URL(root), relativeTo);
     const files = urls.size === 1 ? '1 file' : `${urls.size} files`;
     const index = indexUrl === undefined ? 'the index' : `the index ${indexUrl}`;
-    const message = `awake-bundle: ${files} under ${root} load loose, but ${index} lists ${urls.size === 1 ? 'it' : 'them'} below its root ${this.#options.root.href}; ` +
+    const message =
+      `awake-bundle: ${files} under ${root} load loose, but ${index} lists ${urls.size === 1 ? 'it' : 'them'} below its root ${this.#options.root.href}; ` +
       `set root: '${root}'${relative !== undefined && relative !== root ? ` (or '${relative}')` : ''} to serve them from bundles`;
     (warn ?? ((text: string) => console.warn(text)))(message);
   }

@@ -38,7 +38,8 @@ export function rangeReadSettings(option: boolean | RangeReadOptions | undefined
   const settings = { ...DEFAULT_RANGE_READS, ...given } as Required<RangeReadOptions>;
   const check = (name: keyof RangeReadOptions, least: number) => {
     const value = settings[name];
-    if (!(Number.isSafeInteger(value) && value >= least)) throw new InvalidOptionError(`rangeReads.${name}`, `rangeReads.${name} must be an integer ≥ ${least}, got ${value}`);
+    if (!(Number.isSafeInteger(value) && value >= least))
+      throw new InvalidOptionError(`rangeReads.${name}`, `rangeReads.${name} must be an integer ≥ ${least}, got ${value}`);
   };
   check('maxRequestsPerOrigin', 1);
   check('maxGapBytes', 0);

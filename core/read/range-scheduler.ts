@@ -81,7 +81,9 @@ export class RangeScheduler<R extends RangeRead = RangeRead> {
         return true;
       };
       const waiter: Waiting<R> = {
-        read, url, signal,
+        read,
+        url,
+        signal,
         get done() {
           return done;
         },
@@ -156,7 +158,8 @@ export class RangeScheduler<R extends RangeRead = RangeRead> {
       const [bundleSha, { url, reads }] = queue.waiting.entries().next().value!;
       queue.waiting.delete(bundleSha);
       const spans = this.#spansOf(reads.filter((read) => !read.done));
-      while (spans.length > 0 && queue.active < this.#settings.maxRequestsPerOrigin) this.#send(queue, origin, bundleSha, url, spans.shift()!);
+      while (spans.length > 0 && queue.active < this.#settings.maxRequestsPerOrigin)
+        this.#send(queue, origin, bundleSha, url, spans.shift()!);
       // What did not fit waits behind the other bundles' reads (a turn each).
       if (spans.length > 0) queue.waiting.set(bundleSha, { url, reads: spans.flatMap((span) => span.reads) });
     }
@@ -171,7 +174,11 @@ export class RangeScheduler<R extends RangeRead = RangeRead> {
       const start = read.read.entry.offset!;
       const end = start + read.read.entry.sizeBytes;
       const last = spans[spans.length - 1];
-      if (last && start <= last.end + this.#settings.maxGapBytes && Math.max(last.end, end) - last.offset <= this.#settings.maxRequestBytes) {
+      if (
+        last &&
+        start <= last.end + this.#settings.maxGapBytes &&
+        Math.max(last.end, end) - last.offset <= this.#settings.maxRequestBytes
+      ) {
         last.end = Math.max(last.end, end);
         last.reads.push(read);
       } else {
@@ -193,7 +200,14 @@ export class RangeScheduler<R extends RangeRead = RangeRead> {
       queue.active--;
       this.#pump(origin);
     };
-    this.#run({ bundleSha, url, offset: span.offset, length: span.end - span.offset, waiters: span.reads, signal: shared ?? controller!.signal }).then(settled, (error: unknown) => {
+    this.#run({
+      bundleSha,
+      url,
+      offset: span.offset,
+      length: span.end - span.offset,
+      waiters: span.reads,
+      signal: shared ?? controller!.signal,
+    }).then(settled, (error: unknown) => {
       for (const read of span.reads) read.reject(error);
       settled();
     });

@@ -28,7 +28,12 @@ export class VerifiedCache {
   /** Cache reads asked for in the current microtask, answered together by one `getMany`. */
   #batch: Map<string, CacheWaiter[]> | undefined;
 
-  constructor(cache: ContentCache | undefined, pool: DigestPool, onCacheError: ((error: unknown, detail: CacheErrorDetail) => void) | undefined, entryOf: (sha256: string) => Entry) {
+  constructor(
+    cache: ContentCache | undefined,
+    pool: DigestPool,
+    onCacheError: ((error: unknown, detail: CacheErrorDetail) => void) | undefined,
+    entryOf: (sha256: string) => Entry,
+  ) {
     this.#cache = cache;
     this.#pool = pool;
     this.#onCacheError = onCacheError ?? warnCacheErrorOnce();
@@ -106,7 +111,11 @@ export class VerifiedCache {
     // A prefetch's bulk reads still wait for a worker: they keep copying and hashing off this thread.
     if (store && !(now && (this.#pool as WorkerDigestPool).usingWorkers !== true)) {
       // Read and checked in a worker.
-      const answer = await this.#call('get', wanted.map((entry) => entry.sha256), () => (this.#pool as WorkerDigestPool).readStored(store, wanted));
+      const answer = await this.#call(
+        'get',
+        wanted.map((entry) => entry.sha256),
+        () => (this.#pool as WorkerDigestPool).readStored(store, wanted),
+      );
       // The store is the whole cache when it offers worker access (see ContentCache.workerAccess).
       if (answer) {
         await this.#dropBad(answer.bad);
@@ -118,7 +127,9 @@ export class VerifiedCache {
 
   async #getVerifiedHere(cache: ContentCache, wanted: Entry[], now: boolean): Promise<Map<string, Uint8Array>> {
     const shas = wanted.map((entry) => entry.sha256);
-    const answers = await this.#call('get', shas, () => (cache.getMany ? cache.getMany(shas) : Promise.all(shas.map((sha256) => cache.get(sha256)))));
+    const answers = await this.#call('get', shas, () =>
+      cache.getMany ? cache.getMany(shas) : Promise.all(shas.map((sha256) => cache.get(sha256))),
+    );
     const found = new Map<string, Uint8Array>();
     if (!answers) return found;
     const candidates: { entry: Entry; bytes: Uint8Array }[] = [];
@@ -131,7 +142,11 @@ export class VerifiedCache {
       else candidates.push({ entry, bytes: cache.copiesBytes ? bytes : bytes.slice() });
     });
     if (candidates.length > 0) {
-      const { inputs, digests } = await this.#pool.digest({ inputs: candidates.map((c) => c.bytes), transfer: true, ...(now ? { now } : {}) });
+      const { inputs, digests } = await this.#pool.digest({
+        inputs: candidates.map((c) => c.bytes),
+        transfer: true,
+        ...(now ? { now } : {}),
+      });
       candidates.forEach(({ entry }, i) => {
         if (digests[i] === entry.sha256) found.set(entry.sha256, inputs[i]!);
         else bad.push(entry.sha256);
@@ -205,6 +220,9 @@ function warnCacheErrorOnce(): (error: unknown, detail: CacheErrorDetail) => voi
   return (error, detail) => {
     if (warned) return;
     warned = true;
-    console.warn(`awake-bundle: the cache failed to ${detail.operation} ${detail.sha256s.length} entr${detail.sha256s.length === 1 ? 'y' : 'ies'}; loads go on without it, keeping contents in memory within pendingBytes (further cache failures of this source are not logged; pass onCacheError to see them)`, error);
+    console.warn(
+      `awake-bundle: the cache failed to ${detail.operation} ${detail.sha256s.length} entr${detail.sha256s.length === 1 ? 'y' : 'ies'}; loads go on without it, keeping contents in memory within pendingBytes (further cache failures of this source are not logged; pass onCacheError to see them)`,
+      error,
+    );
   };
 }

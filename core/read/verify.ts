@@ -3,7 +3,14 @@
  * SHA-256, then each member against its entry. A bundle that fails is rejected whole, and the
  * error names every damaged member, or the `header` or `table` when no member is damaged.
  */
-import { BundleFormatError, BundleIntegrityError, FileIntegrityError, KEY_PREVIEW_CHARACTERS, MAX_PROBLEMS_IN_MESSAGE, previewValue } from '../errors.js';
+import {
+  BundleFormatError,
+  BundleIntegrityError,
+  FileIntegrityError,
+  KEY_PREVIEW_CHARACTERS,
+  MAX_PROBLEMS_IN_MESSAGE,
+  previewValue,
+} from '../errors.js';
 import { decodeBundle, layoutBundle, type BundleLayout, type DecodedBundle } from '../format/awkb.js';
 import type { BundleEntry } from '../format/project-index.js';
 import { sha256Hex } from '../hash.js';
@@ -27,7 +34,12 @@ export interface VerifiedMember extends ExpectedMember {
  * Verifies `bytes` as the bundle `listing` holding `members`, and returns each member's bytes
  * (views into `bytes`). Throws `BundleIntegrityError` naming every damaged member, or the part.
  */
-export async function verifyBundle(bytes: Uint8Array, listing: BundleEntry, members: readonly ExpectedMember[], url?: string): Promise<VerifiedMember[]> {
+export async function verifyBundle(
+  bytes: Uint8Array,
+  listing: BundleEntry,
+  members: readonly ExpectedMember[],
+  url?: string,
+): Promise<VerifiedMember[]> {
   const wholeMatches = bytes.length === listing.sizeBytes && (await sha256Hex(bytes)) === listing.sha256;
   const verified: VerifiedMember[] = [];
   const damaged: string[] = [];
@@ -50,14 +62,24 @@ export async function verifyBundle(bytes: Uint8Array, listing: BundleEntry, memb
   if (damaged.length > 0 && bytes.length < listing.sizeBytes) {
     // Cut short: the cause comes first. The members past the cut are damaged by it, and so is
     // the table's fit (a member "outside the data area"), which is therefore not named again.
-    throw new BundleIntegrityError('members', `${what}: ${cutShort(bytes.length, listing.sizeBytes)}; ${describeDamaged(damaged)}`, damaged, details);
+    throw new BundleIntegrityError(
+      'members',
+      `${what}: ${cutShort(bytes.length, listing.sizeBytes)}; ${describeDamaged(damaged)}`,
+      damaged,
+      details,
+    );
   }
   if (damaged.length > 0) {
     const also = structure ? `; also ${structure.message}` : '';
     throw new BundleIntegrityError('members', `${what}: ${describeDamaged(damaged)}${also}`, damaged, details);
   }
   const size = bytes.length === listing.sizeBytes ? '' : ` (${bytes.length} bytes, listed ${listing.sizeBytes})`;
-  throw new BundleIntegrityError('header', `${what}: bytes do not match the listed SHA-256${size}, though every member and the table do`, [], details);
+  throw new BundleIntegrityError(
+    'header',
+    `${what}: bytes do not match the listed SHA-256${size}, though every member and the table do`,
+    [],
+    details,
+  );
 }
 
 /** The cause of a bundle that ends early, said first wherever one is reported. */
@@ -67,7 +89,10 @@ export function cutShort(received: number, listedBytes: number): string {
 
 /** "damaged member(s) a, b and 3 more": every one is in the error's `damaged`; the message names the first few, so its size does not grow with the bundle. */
 export function describeDamaged(damaged: readonly string[]): string {
-  const shown = damaged.slice(0, MAX_PROBLEMS_IN_MESSAGE).map((key) => previewValue(key, KEY_PREVIEW_CHARACTERS)).join(', ');
+  const shown = damaged
+    .slice(0, MAX_PROBLEMS_IN_MESSAGE)
+    .map((key) => previewValue(key, KEY_PREVIEW_CHARACTERS))
+    .join(', ');
   const more = damaged.length > MAX_PROBLEMS_IN_MESSAGE ? ` and ${damaged.length - MAX_PROBLEMS_IN_MESSAGE} more` : '';
   return `damaged member${damaged.length > 1 ? 's' : ''} ${shown}${more}`;
 }
@@ -76,7 +101,11 @@ export function describeDamaged(damaged: readonly string[]): string {
  * What is wrong with the header or table, if anything, judged against the index's members.
  * `bytes` may be only the bundle's start (a streamed head) when `sizeBytes` gives the whole size.
  */
-export function structuralProblem(bytes: Uint8Array, members: readonly ExpectedMember[], sizeBytes = bytes.length): { part: 'header' | 'table'; message: string; cause?: unknown } | undefined {
+export function structuralProblem(
+  bytes: Uint8Array,
+  members: readonly ExpectedMember[],
+  sizeBytes = bytes.length,
+): { part: 'header' | 'table'; message: string; cause?: unknown } | undefined {
   let decoded: DecodedBundle;
   try {
     decoded = decodeBundle(bytes, sizeBytes);
@@ -89,14 +118,21 @@ export function structuralProblem(bytes: Uint8Array, members: readonly ExpectedM
     const record = byKey.get(member.key);
     if (!record) return { part: 'table', message: `AWKB table: no record for ${previewValue(member.key, KEY_PREVIEW_CHARACTERS)}` };
     if (record.offset !== member.offset || record.sizeBytes !== member.sizeBytes || record.sha256 !== member.sha256) {
-      return { part: 'table', message: `AWKB table: record ${previewValue(member.key, KEY_PREVIEW_CHARACTERS)} differs from its index entry` };
+      return {
+        part: 'table',
+        message: `AWKB table: record ${previewValue(member.key, KEY_PREVIEW_CHARACTERS)} differs from its index entry`,
+      };
     }
   }
   return undefined;
 }
 
 /** Checks one loose file, or one member read alone by range, against its entry. */
-export async function verifyFileBytes(bytes: Uint8Array, expected: { sizeBytes: number; sha256: string }, where: { url?: string; path?: string; id?: string }): Promise<void> {
+export async function verifyFileBytes(
+  bytes: Uint8Array,
+  expected: { sizeBytes: number; sha256: string },
+  where: { url?: string; path?: string; id?: string },
+): Promise<void> {
   checkFileSize(bytes.length, expected, where);
   checkFileDigest(await sha256Hex(bytes), expected, where);
 }
@@ -110,7 +146,8 @@ export function checkFileSize(length: number, expected: { sizeBytes: number }, w
 
 /** The SHA-256 half of `verifyFileBytes`. */
 export function checkFileDigest(actual: string, expected: { sha256: string }, where: { url?: string; path?: string; id?: string }): void {
-  if (actual !== expected.sha256) throw new FileIntegrityError(`${nameOf(where)}: SHA-256 ${actual} differs from the index's ${expected.sha256}`, where);
+  if (actual !== expected.sha256)
+    throw new FileIntegrityError(`${nameOf(where)}: SHA-256 ${actual} differs from the index's ${expected.sha256}`, where);
 }
 
 function nameOf(where: { url?: string; path?: string; id?: string }): string {
@@ -138,7 +175,14 @@ export interface AcceptedBundle {
  * fails, the bundle is judged the slow way (`verifyBundle`, with the whole-bundle SHA-256) to
  * name the damage; see FORMAT.md "Verifying a bundle".
  */
-export async function acceptBundle(bytes: Uint8Array, listing: BundleEntry, members: readonly ExpectedMember[], pool: DigestPool = new InThreadDigests(), url?: string, store?: WorkerStoreAccess): Promise<AcceptedBundle> {
+export async function acceptBundle(
+  bytes: Uint8Array,
+  listing: BundleEntry,
+  members: readonly ExpectedMember[],
+  pool: DigestPool = new InThreadDigests(),
+  url?: string,
+  store?: WorkerStoreAccess,
+): Promise<AcceptedBundle> {
   const layout = canonicalLayout(bytes, listing, members);
   if (layout) {
     const written = layout.written.map((index) => layout.records[index]!);

@@ -17,11 +17,16 @@ import { bodyToRead, collectBody, declaredLength, isMultipart, pumpBody } from '
 import { toHex } from '../hash.js';
 import { BundleStreamVerifier, StreamRefusal, type BundleStreamPlan } from './bundle-stream.js';
 
-declare const self: { postMessage(message: unknown, transfer?: Transferable[]): void; onmessage: ((event: MessageEvent) => void) | null; crypto: Crypto };
+declare const self: {
+  postMessage(message: unknown, transfer?: Transferable[]): void;
+  onmessage: ((event: MessageEvent) => void) | null;
+  crypto: Crypto;
+};
 
 const post = (message: unknown, transfer: Transferable[] = []) => self.postMessage(message, transfer);
 const describe = (error: unknown): string => (error instanceof Error ? `${error.name}: ${error.message}` : String(error));
-const digestHex = async (bytes: Uint8Array): Promise<string> => toHex(new Uint8Array(await crypto.subtle.digest('SHA-256', bytes as Uint8Array<ArrayBuffer>)));
+const digestHex = async (bytes: Uint8Array): Promise<string> =>
+  toHex(new Uint8Array(await crypto.subtle.digest('SHA-256', bytes as Uint8Array<ArrayBuffer>)));
 
 /** Requests in flight, by job id, to abort. */
 const fetches = new Map<number, AbortController>();
@@ -65,12 +70,16 @@ interface DigestMessage {
 
 async function digest({ id, buffers, ranges, split, store: target }: DigestMessage): Promise<void> {
   try {
-    const digests = await Promise.all(ranges.map(([buffer, offset, length]) => digestHex(new Uint8Array(buffers[buffer]!, offset, length))));
+    const digests = await Promise.all(
+      ranges.map(([buffer, offset, length]) => digestHex(new Uint8Array(buffers[buffer]!, offset, length))),
+    );
     const parts = split ? ranges.map(([buffer, offset, length]) => buffers[buffer]!.slice(offset, offset + length)) : undefined;
     // Copies for the store, taken before the buffers go back; written after, off the reply's path.
     // All or nothing: one range that does not match its key, and nothing is stored (SPEC §7).
     const whole = target !== undefined && digests.every((d, i) => d === target.keys[i]);
-    const entries: [string, Uint8Array][] = whole ? ranges.map(([buffer, offset, length], i) => [target.keys[i]!, new Uint8Array(buffers[buffer]!.slice(offset, offset + length))]) : [];
+    const entries: [string, Uint8Array][] = whole
+      ? ranges.map(([buffer, offset, length], i) => [target.keys[i]!, new Uint8Array(buffers[buffer]!.slice(offset, offset + length))])
+      : [];
     post({ id, buffers, digests, parts }, parts ? [...buffers, ...parts] : buffers);
     if (target) store(id, target, entries);
   } catch (error) {
@@ -92,13 +101,18 @@ async function readStored({ id, read }: { id: number; read: WorkerStoreAccess & 
     const values = await getEntries(read, read.keys);
     const found: [string, ArrayBuffer][] = [];
     const bad: string[] = [];
-    await Promise.all(values.map(async (bytes, i) => {
-      const key = read.keys[i]!;
-      if (bytes === undefined) return;
-      if (bytes.length !== read.sizes[i] || (await digestHex(bytes)) !== key) return void bad.push(key);
-      found.push([key, bytes.buffer as ArrayBuffer]);
-    }));
-    post({ id, found, bad }, found.map(([, buffer]) => buffer));
+    await Promise.all(
+      values.map(async (bytes, i) => {
+        const key = read.keys[i]!;
+        if (bytes === undefined) return;
+        if (bytes.length !== read.sizes[i] || (await digestHex(bytes)) !== key) return void bad.push(key);
+        found.push([key, bytes.buffer as ArrayBuffer]);
+      }),
+    );
+    post(
+      { id, found, bad },
+      found.map(([, buffer]) => buffer),
+    );
   } catch (error) {
     post({ id, readError: describe(error) });
   }
@@ -146,7 +160,11 @@ async function get(message: GetMessage): Promise<void> {
     }
     // The transport's limitFor and exactFor: a multipart/byteranges 206 has a bound of its own.
     const multipart = response.status === 206 && message.multipartBytes !== undefined && isMultipart(response.headers);
-    const limit = multipart ? message.multipartBytes : response.status === 206 && message.rangeBytes !== undefined ? message.rangeBytes : message.expectedBytes;
+    const limit = multipart
+      ? message.multipartBytes
+      : response.status === 206 && message.rangeBytes !== undefined
+        ? message.rangeBytes
+        : message.expectedBytes;
     const exact = response.status === 206 && !multipart && !message.rangeBytesAtMost;
     const declared = declaredLength(response.headers);
     // Refused at the headers as the transport does (refusedLength): more than the limit, or a 206 of another length.

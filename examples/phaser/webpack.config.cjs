@@ -24,7 +24,9 @@ module.exports = async (env = {}) => {
         'awake-bundle$': path.join(repo, 'dist/core/index.js'),
       },
     },
-    module: { rules: [{ test: /\.ts$/, loader: 'ts-loader', options: { configFile: path.join(__dirname, 'tsconfig.json'), transpileOnly: true } }] },
+    module: {
+      rules: [{ test: /\.ts$/, loader: 'ts-loader', options: { configFile: path.join(__dirname, 'tsconfig.json'), transpileOnly: true } }],
+    },
     // env.assets: another assets folder (bench/engines.mjs adds a video to a copy).
     // env.recordLoads (`--env recordLoads`, npm run record-loads): the dev server collects the
     // game's recorded loads into awkb-loads.json beside this config, which builds then group by.

@@ -50,7 +50,8 @@ export function awakeBundle(options: AwakeBundleViteOptions): Plugin {
   /** This build's publish into the build cache: started by the HTML (for its preload links) or by closeBundle. */
   let publishing: Promise<BuildPublishResult> | undefined;
   const publish = (outDir: string) => (publishing ??= publishIntoCache(config, outDir, resolved));
-  const outDirOf = (environment: { config: { build: ResolvedConfig['build'] } } | undefined) => resolve(config.root, (environment?.config.build ?? config.build).outDir);
+  const outDirOf = (environment: { config: { build: ResolvedConfig['build'] } } | undefined) =>
+    resolve(config.root, (environment?.config.build ?? config.build).outDir);
   return {
     name: PLUGIN_NAME,
     configResolved(resolvedConfig) {
@@ -63,7 +64,10 @@ export function awakeBundle(options: AwakeBundleViteOptions): Plugin {
     },
     configureServer(server) {
       // Also answers the worker's URL with `serviceWorker`, so the page registers it in both modes.
-      const dev = new LooseDevIndex(resolved, { base: config.base, onError: (error) => config.logger.error(`${PLUGIN_NAME}: ${(error as Error)?.message ?? String(error)}`) });
+      const dev = new LooseDevIndex(resolved, {
+        base: config.base,
+        onError: (error) => config.logger.error(`${PLUGIN_NAME}: ${(error as Error)?.message ?? String(error)}`),
+      });
       server.middlewares.use(dev.middleware());
       server.httpServer?.once('close', () => void dev.close());
     },
@@ -89,7 +93,9 @@ export function awakeBundle(options: AwakeBundleViteOptions): Plugin {
         if (!published) return undefined;
         const prefix = `${config.base}${resolved.output}/`;
         return preloadHrefs(published.summary.index, 'project.index.json', prefix, published.loads).map((href) => ({
-          tag: 'link', attrs: { rel: 'preload', as: 'fetch', crossorigin: '', href }, injectTo: 'body' as const, // after the page's scripts (integrations/build/preload.ts, "After the scripts")
+          tag: 'link',
+          attrs: { rel: 'preload', as: 'fetch', crossorigin: '', href },
+          injectTo: 'body' as const, // after the page's scripts (integrations/build/preload.ts, "After the scripts")
         }));
       },
     },
@@ -115,11 +121,21 @@ function isClientBuild(config: ResolvedConfig, environment: { config: { consumer
  * through Vite (generateBundle).
  */
 async function publishIntoCache(config: ResolvedConfig, outDir: string, options: ResolvedBuildOptions): Promise<BuildPublishResult> {
-  const cache = buildCacheFolder(join(config.cacheDir, PLUGIN_NAME), { assets: options.assets, output: options.output, settings: options.settings, rootPath: options.rootPath });
+  const cache = buildCacheFolder(join(config.cacheDir, PLUGIN_NAME), {
+    assets: options.assets,
+    output: options.output,
+    settings: options.settings,
+    rootPath: options.rootPath,
+  });
   return publishForBuild({ ...options, serviceWorker: undefined }, cache, { buildOutput: outDir });
 }
 
-async function placeIntoOutDir(config: ResolvedConfig, outDir: string, options: ResolvedBuildOptions, published: BuildPublishResult): Promise<void> {
+async function placeIntoOutDir(
+  config: ResolvedConfig,
+  outDir: string,
+  options: ResolvedBuildOptions,
+  published: BuildPublishResult,
+): Promise<void> {
   const target = join(outDir, options.output);
   const { index } = published.summary;
   await pruneCache(published.publishedDir, index);
@@ -138,6 +154,8 @@ const plural = (count: number, noun: string) => `${count} ${noun}${count === 1 ?
 function warnAboutPublicDir(config: ResolvedConfig, options: ResolvedBuildOptions): void {
   if (config.command !== 'build' || !config.publicDir) return;
   if (isInside(options.assets, resolve(config.publicDir))) {
-    config.logger.warn(`${PLUGIN_NAME}: the assets folder ${options.assets} lies inside Vite's publicDir, so Vite also copies its files loose into the build; keep it outside publicDir (e.g. assets/ beside public/)`);
+    config.logger.warn(
+      `${PLUGIN_NAME}: the assets folder ${options.assets} lies inside Vite's publicDir, so Vite also copies its files loose into the build; keep it outside publicDir (e.g. assets/ beside public/)`,
+    );
   }
 }

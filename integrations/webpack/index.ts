@@ -23,7 +23,17 @@
  */
 import type { Compilation, Compiler, WebpackError } from 'webpack';
 import { UnsupportedOperationError } from '../../core/errors.js';
-import { LooseDevIndex, preloadHrefs, publishForBuild, resolveBuildOptions, SERVICE_WORKER_FILE, type AwakeBundleBuildOptions, type BuildPublishResult, type Middleware, type ResolvedBuildOptions } from '../build/shared.js';
+import {
+  LooseDevIndex,
+  preloadHrefs,
+  publishForBuild,
+  resolveBuildOptions,
+  SERVICE_WORKER_FILE,
+  type AwakeBundleBuildOptions,
+  type BuildPublishResult,
+  type Middleware,
+  type ResolvedBuildOptions,
+} from '../build/shared.js';
 
 export type { AwakeBundleBuildOptions } from '../build/shared.js';
 
@@ -86,7 +96,8 @@ export class AwakeBundlePlugin {
     const devServer = (compiler.options as { devServer?: false | Record<string, unknown> }).devServer;
     if (devServer === false) return;
     const own = devServer?.setupMiddlewares as SetupMiddlewares | undefined;
-    const setupMiddlewares: SetupMiddlewares = (middlewares, server) => this.setupMiddlewares(own ? own(middlewares, server) : middlewares, server);
+    const setupMiddlewares: SetupMiddlewares = (middlewares, server) =>
+      this.setupMiddlewares(own ? own(middlewares, server) : middlewares, server);
     (compiler.options as { devServer?: Record<string, unknown> }).devServer = { ...(devServer ?? {}), setupMiddlewares };
   }
 
@@ -97,14 +108,22 @@ export class AwakeBundlePlugin {
    */
   setupMiddlewares(middlewares: DevServerMiddleware[], _devServer?: DevServerLike): DevServerMiddleware[] {
     const compiler = this.compiler;
-    if (!compiler) throw new UnsupportedOperationError(`${PLUGIN_NAME}: add the plugin to the webpack configuration's plugins before the dev server starts`);
+    if (!compiler)
+      throw new UnsupportedOperationError(
+        `${PLUGIN_NAME}: add the plugin to the webpack configuration's plugins before the dev server starts`,
+      );
     if (!this.devIndex) {
       const logger = compiler.getInfrastructureLogger(PLUGIN_NAME);
       const resolved = this.resolved(compiler, (message) => logger.warn(message));
-      this.devIndex = new LooseDevIndex(resolved, { base: devBase(compiler), onError: (error) => logger.error((error as Error)?.message ?? String(error)) });
+      this.devIndex = new LooseDevIndex(resolved, {
+        base: devBase(compiler),
+        onError: (error) => logger.error((error as Error)?.message ?? String(error)),
+      });
     }
     const entry = { name: 'awake-bundle-loose-index', middleware: this.devIndex.middleware() };
-    const at = middlewares.findIndex((item) => typeof item === 'object' && item !== null && 'name' in item && item.name === 'webpack-dev-middleware');
+    const at = middlewares.findIndex(
+      (item) => typeof item === 'object' && item !== null && 'name' in item && item.name === 'webpack-dev-middleware',
+    );
     return at < 0 ? [...middlewares, entry] : [...middlewares.slice(0, at), entry, ...middlewares.slice(at)];
   }
 
@@ -133,7 +152,11 @@ export class AwakeBundlePlugin {
    */
   private addPreloadLinks(compilation: Compilation): void {
     const compiler = compilation.compiler;
-    const html = compiler.options.plugins.find((plugin) => typeof (plugin?.constructor as Partial<HtmlWebpackPluginClass> | undefined)?.getHooks === 'function' && plugin?.constructor?.name === 'HtmlWebpackPlugin');
+    const html = compiler.options.plugins.find(
+      (plugin) =>
+        typeof (plugin?.constructor as Partial<HtmlWebpackPluginClass> | undefined)?.getHooks === 'function' &&
+        plugin?.constructor?.name === 'HtmlWebpackPlugin',
+    );
     if (!html) return;
     const HtmlWebpackPlugin = html.constructor as unknown as HtmlWebpackPluginClass;
     HtmlWebpackPlugin.getHooks(compilation).alterAssetTagGroups.tapPromise(PLUGIN_NAME, async (data) => {
@@ -141,8 +164,12 @@ export class AwakeBundlePlugin {
       const published = await this.publishOnce(compilation).catch(() => undefined); // afterEmit reports the failure
       if (!published) return data;
       const { output } = this.resolved(compiler);
-      const links = preloadHrefs(published.summary.index, 'project.index.json', `${publicPathOf(data.publicPath)}${output}/`, published.loads)
-        .map((href) => HtmlWebpackPlugin.createHtmlTagObject('link', { rel: 'preload', as: 'fetch', crossorigin: 'anonymous', href }));
+      const links = preloadHrefs(
+        published.summary.index,
+        'project.index.json',
+        `${publicPathOf(data.publicPath)}${output}/`,
+        published.loads,
+      ).map((href) => HtmlWebpackPlugin.createHtmlTagObject('link', { rel: 'preload', as: 'fetch', crossorigin: 'anonymous', href }));
       // At the end of the body, after the page's scripts (integrations/build/preload.ts, "After the scripts").
       return { ...data, bodyTags: [...data.bodyTags, ...links] };
     });
@@ -153,7 +180,9 @@ export class AwakeBundlePlugin {
     let publishing = this.publishing.get(compilation);
     if (!publishing) {
       const compiler = compilation.compiler;
-      const resolved = this.resolved(compiler, (message) => compilation.warnings.push(webpackError(compiler, `awake-bundle: warning: ${message}`)));
+      const resolved = this.resolved(compiler, (message) =>
+        compilation.warnings.push(webpackError(compiler, `awake-bundle: warning: ${message}`)),
+      );
       publishing = publishForBuild(resolved, compiler.outputPath);
       this.publishing.set(compilation, publishing);
     }
@@ -163,14 +192,22 @@ export class AwakeBundlePlugin {
   private async publish(compilation: Compilation): Promise<void> {
     const compiler = compilation.compiler;
     if (this.isDevelopment(compiler)) {
-      if (!this.devIndex) compilation.warnings.push(webpackError(compiler, `${PLUGIN_NAME}: webpack-dev-server runs, but its setupMiddlewares did not reach the plugin: nothing is published and no loose index is served. Pass setupMiddlewares: (middlewares, server) => plugin.setupMiddlewares(middlewares, server) to the dev server.`));
+      if (!this.devIndex)
+        compilation.warnings.push(
+          webpackError(
+            compiler,
+            `${PLUGIN_NAME}: webpack-dev-server runs, but its setupMiddlewares did not reach the plugin: nothing is published and no loose index is served. Pass setupMiddlewares: (middlewares, server) => plugin.setupMiddlewares(middlewares, server) to the dev server.`,
+          ),
+        );
       return;
     }
     const logger = compilation.getLogger(PLUGIN_NAME);
     try {
       const result = await this.publishOnce(compilation);
       const { summary } = result;
-      logger.info(`published ${summary.index.files.length} files in ${summary.bundles} bundles to ${result.publishedDir}: ${result.writtenBundles.length} written, ${result.reusedBundles.length} already there`);
+      logger.info(
+        `published ${summary.index.files.length} files in ${summary.bundles} bundles to ${result.publishedDir}: ${result.writtenBundles.length} written, ${result.reusedBundles.length} already there`,
+      );
     } catch (error) {
       // The CLI's own words: its errors name the path or option (SPEC §8).
       compilation.errors.push(webpackError(compiler, `awake-bundle: ${(error as Error)?.message ?? String(error)}`, error));
@@ -181,7 +218,16 @@ export class AwakeBundlePlugin {
 /** html-webpack-plugin's class, as far as this plugin uses it (it is never imported: its hooks are found on the instance in the build). */
 interface HtmlWebpackPluginClass {
   getHooks(compilation: Compilation): {
-    alterAssetTagGroups: { tapPromise(name: string, run: (data: { headTags: unknown[]; bodyTags: unknown[]; publicPath: string }) => Promise<{ headTags: unknown[]; bodyTags: unknown[]; publicPath: string }>): void };
+    alterAssetTagGroups: {
+      tapPromise(
+        name: string,
+        run: (data: {
+          headTags: unknown[];
+          bodyTags: unknown[];
+          publicPath: string;
+        }) => Promise<{ headTags: unknown[]; bodyTags: unknown[]; publicPath: string }>,
+      ): void;
+    };
   };
   createHtmlTagObject(tagName: string, attributes: Record<string, string | boolean>): unknown;
 }

@@ -45,7 +45,8 @@ export function stageLoose(dir: string): string {
   for (const face of CUBE_FACES) cpSync(join(ASSETS, 'images/kenney/particle.png'), join(loose, `textures/cube/sky_${face}.png`));
   cpSync(join(ASSETS, 'images/kenney/README-kenney-starter-kit-3d-platformer.md'), join(loose, 'textures/README-kenney.md'));
   mkdirSync(join(loose, 'audio'), { recursive: true });
-  for (const file of ['kenney-platformer-kit/coin.ogg', 'superpowers/theme-4.ogg', 'arcade-kenney/laser1.wav']) cpSync(join(ASSETS, 'audio', file), join(loose, 'audio', file.split('/')[1]!));
+  for (const file of ['kenney-platformer-kit/coin.ogg', 'superpowers/theme-4.ogg', 'arcade-kenney/laser1.wav'])
+    cpSync(join(ASSETS, 'audio', file), join(loose, 'audio', file.split('/')[1]!));
   return loose;
 }
 

@@ -51,9 +51,13 @@ export const BROWSER_KINDS: readonly BrowserKind[] = ['chromium', 'firefox'];
  */
 export function testedBrowsers(value: string | undefined): BrowserKind[] {
   if (value === undefined || value.trim() === '') return [...BROWSER_KINDS];
-  const kinds = value.split(',').map((kind) => kind.trim().toLowerCase()).filter((kind) => kind !== '');
+  const kinds = value
+    .split(',')
+    .map((kind) => kind.trim().toLowerCase())
+    .filter((kind) => kind !== '');
   for (const kind of kinds) {
-    if (!(BROWSER_KINDS as readonly string[]).includes(kind)) throw new Error(`AWKB_BROWSERS: unknown browser "${kind}" (known: ${BROWSER_KINDS.join(', ')})`);
+    if (!(BROWSER_KINDS as readonly string[]).includes(kind))
+      throw new Error(`AWKB_BROWSERS: unknown browser "${kind}" (known: ${BROWSER_KINDS.join(', ')})`);
   }
   return [...new Set(kinds)] as BrowserKind[];
 }
@@ -154,15 +158,25 @@ export async function launchBrowser(options: LaunchOptions = {}): Promise<Launch
   let browser: Browser;
   try {
     if (!existsSync(path)) throw new Error(`${path} does not exist`);
-    browser = kind === 'firefox'
-      ? await puppeteer.launch({ ...common, browser: 'firefox', userDataDir, extraPrefsFirefox: { ...FIREFOX_PREFS, ...options.firefoxPrefs } })
-      // With --user-data-dir among the arguments puppeteer uses that profile, not one of its own.
-      : await puppeteer.launch({ ...common, args: [...CHROMIUM_ARGS, ...(options.chromiumArgs ?? []), `--user-data-dir=${userDataDir}`] });
+    browser =
+      kind === 'firefox'
+        ? await puppeteer.launch({
+            ...common,
+            browser: 'firefox',
+            userDataDir,
+            extraPrefsFirefox: { ...FIREFOX_PREFS, ...options.firefoxPrefs },
+          })
+        : // With --user-data-dir among the arguments puppeteer uses that profile, not one of its own.
+          await puppeteer.launch({
+            ...common,
+            args: [...CHROMIUM_ARGS, ...(options.chromiumArgs ?? []), `--user-data-dir=${userDataDir}`],
+          });
   } catch (error) {
     if (ownsProfile) removeProfile(userDataDir);
-    const hint = kind === 'firefox'
-      ? 'install Debian\'s firefox-esr (.ci/run does), set AWKB_FIREFOX_PATH to another one, or run Chromium alone with AWKB_BROWSERS=chromium'
-      : 'set PUPPETEER_EXECUTABLE_PATH to another one, or run Firefox alone with AWKB_BROWSERS=firefox';
+    const hint =
+      kind === 'firefox'
+        ? "install Debian's firefox-esr (.ci/run does), set AWKB_FIREFOX_PATH to another one, or run Chromium alone with AWKB_BROWSERS=chromium"
+        : 'set PUPPETEER_EXECUTABLE_PATH to another one, or run Firefox alone with AWKB_BROWSERS=firefox';
     throw new Error(`could not launch ${browserName(kind)} at ${path} (${hint})`, { cause: error });
   }
   let closed = false;
@@ -337,10 +351,11 @@ export async function startRepoServer(options: RepoServerOptions = {}): Promise<
       holds.set(path, [...(holds.get(path) ?? []), { arrived, released, headersFirst: options.headersFirst ?? false }]);
       return { arrived: arrivedPromise, release };
     },
-    answered: (path, count) => new Promise<void>((resolveAnswered) => {
-      if ((finished.get(path) ?? 0) >= count) return resolveAnswered();
-      watchers.push({ path, count, resolve: resolveAnswered });
-    }),
+    answered: (path, count) =>
+      new Promise<void>((resolveAnswered) => {
+        if ((finished.get(path) ?? 0) >= count) return resolveAnswered();
+        watchers.push({ path, count, resolve: resolveAnswered });
+      }),
     close: () =>
       new Promise<void>((resolveClose) => {
         server.closeAllConnections();
@@ -354,7 +369,8 @@ function route(request: IncomingMessage, response: ServerResponse, path: string,
   if (path === '/harness.html' || path === '/') {
     response.setHeader('Cache-Control', 'no-store');
     // `?csp=no-workers`: a page whose Content-Security-Policy forbids every worker.
-    if (new URL(request.url ?? '/', 'http://localhost').searchParams.get('csp') === 'no-workers') response.setHeader('Content-Security-Policy', "worker-src 'none'");
+    if (new URL(request.url ?? '/', 'http://localhost').searchParams.get('csp') === 'no-workers')
+      response.setHeader('Content-Security-Policy', "worker-src 'none'");
     return send(response, 200, HARNESS_HTML, 'text/html; charset=utf-8', request.method === 'HEAD');
   }
   // Longest prefix first, so '/published/v2/' can shadow '/published/'.
@@ -391,7 +407,11 @@ function serveFile(request: IncomingMessage, response: ServerResponse, file: str
     const bytes = readFileSync(file);
     const boundary = 'harness-boundary';
     const body = Buffer.concat([
-      ...several.flatMap(({ start, end }) => [Buffer.from(`--${boundary}\r\nContent-Type: ${contentTypeFor(file)}\r\nContent-Range: bytes ${start}-${end}/${size}\r\n\r\n`), bytes.subarray(start, end + 1), Buffer.from('\r\n')]),
+      ...several.flatMap(({ start, end }) => [
+        Buffer.from(`--${boundary}\r\nContent-Type: ${contentTypeFor(file)}\r\nContent-Range: bytes ${start}-${end}/${size}\r\n\r\n`),
+        bytes.subarray(start, end + 1),
+        Buffer.from('\r\n'),
+      ]),
       Buffer.from(`--${boundary}--\r\n`),
     ]);
     response.statusCode = 206;

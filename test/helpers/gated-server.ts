@@ -70,14 +70,19 @@ export async function startGatedServer(root: string): Promise<GatedServer> {
       gates.set(path, gate);
       return { reached: reachedPromise, release: () => release() };
     },
-    close: () => new Promise<void>((resolve) => {
-      for (const socket of sockets) socket.destroy();
-      server.close(() => resolve());
-    }),
+    close: () =>
+      new Promise<void>((resolve) => {
+        for (const socket of sockets) socket.destroy();
+        server.close(() => resolve());
+      }),
   };
 }
 
-async function sendHeld(response: ServerResponse, body: Buffer, gate: { afterBytes: number; reached: () => void; released: Promise<void> }): Promise<void> {
+async function sendHeld(
+  response: ServerResponse,
+  body: Buffer,
+  gate: { afterBytes: number; reached: () => void; released: Promise<void> },
+): Promise<void> {
   const first = body.subarray(0, gate.afterBytes);
   // Written and flushed before the test is told: the reader may have these bytes now.
   await new Promise<void>((resolve) => response.write(first, () => resolve()));

@@ -70,18 +70,21 @@ export async function startHeldServer(root: string): Promise<HeldServer> {
       return { arrived: arrivedPromise, release };
     },
     stall: (path) => void stalled.add(path),
-    answered: (path, count) => new Promise<void>((resolve) => {
-      if ((finished.get(path) ?? 0) >= count) return resolve();
-      watchers.push({ path, count, resolve });
-    }),
-    dropped: (path) => new Promise<void>((resolve) => {
-      if (droppedPaths.has(path)) return resolve();
-      dropWatchers.push({ path, resolve });
-    }),
-    close: () => new Promise<void>((resolve) => {
-      for (const socket of sockets) socket.destroy();
-      server.close(() => resolve());
-    }),
+    answered: (path, count) =>
+      new Promise<void>((resolve) => {
+        if ((finished.get(path) ?? 0) >= count) return resolve();
+        watchers.push({ path, count, resolve });
+      }),
+    dropped: (path) =>
+      new Promise<void>((resolve) => {
+        if (droppedPaths.has(path)) return resolve();
+        dropWatchers.push({ path, resolve });
+      }),
+    close: () =>
+      new Promise<void>((resolve) => {
+        for (const socket of sockets) socket.destroy();
+        server.close(() => resolve());
+      }),
   };
 
   async function answer(request: IncomingMessage, response: ServerResponse): Promise<void> {

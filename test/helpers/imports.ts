@@ -12,7 +12,9 @@ export function importGraph(file: string): { files: Set<string>; bare: Set<strin
   const visit = (path: string) => {
     if (files.has(path)) return;
     files.add(path);
-    const source = readFileSync(path, 'utf8').replace(/\/\*[\s\S]*?\*\//g, '').replace(/^\s*\/\/.*$/gm, '');
+    const source = readFileSync(path, 'utf8')
+      .replace(/\/\*[\s\S]*?\*\//g, '')
+      .replace(/^\s*\/\/.*$/gm, '');
     for (const match of source.matchAll(/(?:import|export)\s[^'"]*?from\s*['"]([^'"]+)['"]|import\s*\(?\s*['"]([^'"]+)['"]/g)) {
       const specifier = match[1] ?? match[2]!;
       if (specifier.startsWith('.')) visit(resolve(dirname(path), specifier));

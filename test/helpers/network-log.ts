@@ -75,14 +75,15 @@ export async function logNetwork(page: Page): Promise<NetworkLog> {
   };
   await attach(await page.createCDPSession(), 'page');
   const requests = (url?: RegExp) => all.filter((record) => url === undefined || url.test(record.url));
-  const settled = (url?: RegExp) => new Promise<LoggedRequest[]>((resolve) => {
-    const check = () => {
-      if (requests(url).some((record) => record.outcome === 'pending')) return;
-      waiters.delete(check);
-      resolve(requests(url));
-    };
-    waiters.add(check);
-    check();
-  });
+  const settled = (url?: RegExp) =>
+    new Promise<LoggedRequest[]>((resolve) => {
+      const check = () => {
+        if (requests(url).some((record) => record.outcome === 'pending')) return;
+        waiters.delete(check);
+        resolve(requests(url));
+      };
+      waiters.add(check);
+      check();
+    });
   return { requests, settled };
 }

@@ -28,7 +28,9 @@ export interface StartNginxOptions {
 /** Serves `root` with nginx; fails with a clear message when nginx is not installed. */
 export async function startNginx(root: string, options: StartNginxOptions = {}): Promise<RunningNginx> {
   if (!existsSync(NGINX_PATH)) {
-    throw new Error(`${NGINX_PATH} is missing: .ci/run must install nginx-light (apt-get install -y nginx-light) for the tests that need a real static server`);
+    throw new Error(
+      `${NGINX_PATH} is missing: .ci/run must install nginx-light (apt-get install -y nginx-light) for the tests that need a real static server`,
+    );
   }
   const folder = await mkdtemp(join(tmpdir(), 'awake-nginx-'));
   const temporaryFolders = ['client_body', 'proxy', 'fastcgi', 'uwsgi', 'scgi'];

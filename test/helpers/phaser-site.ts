@@ -22,7 +22,8 @@ export interface PhaserSite {
 export function buildPhaserSite(): PhaserSite {
   const dir = temporaryDir('awkb-phaser-site-');
   const loose = join(dir, 'loose');
-  for (const folder of ['atlas', 'audio', 'bitmapfont', 'images', 'spritesheet', 'tilemap']) cpSync(join(REPO, 'examples/assets', folder), join(loose, folder), { recursive: true });
+  for (const folder of ['atlas', 'audio', 'bitmapfont', 'images', 'spritesheet', 'tilemap'])
+    cpSync(join(REPO, 'examples/assets', folder), join(loose, folder), { recursive: true });
   cpSync(join(FIXTURES, 'phaser'), join(loose, 'fixtures'), { recursive: true });
   // A seekable video in a folder of its own: a bundle no other file needs.
   cpSync(join(FIXTURES, 'media', 'testsrc-4s.webm'), join(loose, 'video', 'testsrc-4s.webm'));

@@ -91,7 +91,10 @@ export interface ScriptedServer {
 }
 
 /** Serves `resources` (honouring `Range`), except where `script` returns a fault for a request. */
-export async function startScriptedServer(resources: Map<string, Uint8Array>, script: (request: ScriptedRequest) => Fault | undefined = () => undefined): Promise<ScriptedServer> {
+export async function startScriptedServer(
+  resources: Map<string, Uint8Array>,
+  script: (request: ScriptedRequest) => Fault | undefined = () => undefined,
+): Promise<ScriptedServer> {
   const sockets = new Set<Socket>();
   const seenByPath = new Map<string, number>();
   const state: ScriptedServer = {
@@ -126,14 +129,23 @@ export async function startScriptedServer(resources: Map<string, Uint8Array>, sc
   return state;
 }
 
-function answer(response: ServerResponse, bytes: Uint8Array, range: string | undefined, fault: Fault | undefined, state: ScriptedServer): void {
+function answer(
+  response: ServerResponse,
+  bytes: Uint8Array,
+  range: string | undefined,
+  fault: Fault | undefined,
+  state: ScriptedServer,
+): void {
   const write = (chunk: Uint8Array): void => {
     state.bytesWritten += chunk.length;
     response.write(chunk);
   };
   switch (fault?.kind) {
     case 'status':
-      response.writeHead(fault.status, { 'Content-Length': 0, ...(fault.retryAfter !== undefined ? { 'Retry-After': fault.retryAfter } : {}) });
+      response.writeHead(fault.status, {
+        'Content-Length': 0,
+        ...(fault.retryAfter !== undefined ? { 'Retry-After': fault.retryAfter } : {}),
+      });
       return void response.end();
     case 'reset':
       return void response.socket?.destroy();
@@ -166,14 +178,22 @@ function answer(response: ServerResponse, bytes: Uint8Array, range: string | und
 }
 
 /** The resource, then `extraBytes` more in 64 KiB chunks, written only as fast as the client reads. */
-function streamOversized(response: ServerResponse, bytes: Uint8Array, fault: Extract<Fault, { kind: 'oversize' }>, state: ScriptedServer): void {
+function streamOversized(
+  response: ServerResponse,
+  bytes: Uint8Array,
+  fault: Extract<Fault, { kind: 'oversize' }>,
+  state: ScriptedServer,
+): void {
   const total = bytes.length + fault.extraBytes;
   response.writeHead(200, fault.declare ? { 'Content-Length': total } : {});
   const chunk = new Uint8Array(64 * 1024).fill(0x5a);
   let sent = 0;
   const pump = (): void => {
     while (sent < total && !response.destroyed) {
-      const piece = sent < bytes.length ? bytes.subarray(sent, Math.min(bytes.length, sent + chunk.length)) : chunk.subarray(0, Math.min(chunk.length, total - sent));
+      const piece =
+        sent < bytes.length
+          ? bytes.subarray(sent, Math.min(bytes.length, sent + chunk.length))
+          : chunk.subarray(0, Math.min(chunk.length, total - sent));
       sent += piece.length;
       state.bytesWritten += piece.length;
       if (!response.write(piece)) return void response.once('drain', pump);

@@ -92,7 +92,12 @@ function viteOf(dir: string): string {
 
 /** `vite <args>` in the project, to completion. */
 export function runVite(dir: string, args: string[]) {
-  const result = spawnSync(process.execPath, [viteOf(dir), ...args], { cwd: dir, encoding: 'utf8', timeout: 120_000, env: { ...process.env, NO_COLOR: '1' } });
+  const result = spawnSync(process.execPath, [viteOf(dir), ...args], {
+    cwd: dir,
+    encoding: 'utf8',
+    timeout: 120_000,
+    env: { ...process.env, NO_COLOR: '1' },
+  });
   return { code: result.status, stdout: result.stdout, stderr: result.stderr, output: `${result.stdout}\n${result.stderr}` };
 }
 
@@ -106,7 +111,11 @@ export interface ViteProcess {
 }
 
 export function spawnVite(dir: string, args: string[]): ViteProcess {
-  const child = spawn(process.execPath, [viteOf(dir), ...args], { cwd: dir, env: { ...process.env, NO_COLOR: '1' }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, [viteOf(dir), ...args], {
+    cwd: dir,
+    env: { ...process.env, NO_COLOR: '1' },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   let output = '';
   const listeners = new Set<() => void>();
   const received = (chunk: Buffer) => {
@@ -127,9 +136,14 @@ export function spawnVite(dir: string, args: string[]): ViteProcess {
           if (error) failed(error);
           else done();
         };
-        const check = () => { if (condition(output)) finish(); };
+        const check = () => {
+          if (condition(output)) finish();
+        };
         const onExit = (code: number | null) => finish(new Error(`vite ${args.join(' ')} exited (${code}) before ${what}:\n${output}`));
-        const timer = setTimeout(() => finish(new Error(`vite ${args.join(' ')}: no ${what} within ${timeoutMs} ms:\n${output}`)), timeoutMs);
+        const timer = setTimeout(
+          () => finish(new Error(`vite ${args.join(' ')}: no ${what} within ${timeoutMs} ms:\n${output}`)),
+          timeoutMs,
+        );
         listeners.add(check);
         child.on('exit', onExit);
         check();

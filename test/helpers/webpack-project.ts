@@ -17,7 +17,12 @@ export const WEBPACK_PLUGIN = join(REPO, 'dist/integrations/webpack/index.js');
  * the config's path. `extra` is more of the config as JSON; `source`, as JavaScript source (top-level
  * entries ending with a comma, e.g. a `devServer` with functions in it).
  */
-export function writeWebpackProject(dir: string, options: Record<string, unknown>, extra: Record<string, unknown> = {}, source = ''): string {
+export function writeWebpackProject(
+  dir: string,
+  options: Record<string, unknown>,
+  extra: Record<string, unknown> = {},
+  source = '',
+): string {
   mkdirSync(join(dir, 'src'), { recursive: true });
   writeFileSync(join(dir, 'src/main.js'), "document.title = 'a game';\n");
   const config = join(dir, 'webpack.config.mjs');
@@ -72,7 +77,25 @@ export interface RunningDevServer {
  */
 export function startWebpackServe(config: string, cwd: string, args: string[] = [], devServerPackage?: string): Promise<RunningDevServer> {
   const env = devServerPackage === undefined ? process.env : { ...process.env, WEBPACK_DEV_SERVER_PACKAGE: devServerPackage };
-  const child = spawn(process.execPath, [WEBPACK_CLI, 'serve', '--config', config, '--host', '127.0.0.1', '--port', '0', '--no-open', '--no-hot', '--no-live-reload', '--no-client', ...args], { cwd, env, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(
+    process.execPath,
+    [
+      WEBPACK_CLI,
+      'serve',
+      '--config',
+      config,
+      '--host',
+      '127.0.0.1',
+      '--port',
+      '0',
+      '--no-open',
+      '--no-hot',
+      '--no-live-reload',
+      '--no-client',
+      ...args,
+    ],
+    { cwd, env, stdio: ['ignore', 'pipe', 'pipe'] },
+  );
   let output = '';
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
   const stop = async () => {

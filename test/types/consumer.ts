@@ -25,12 +25,28 @@ export function onFetch(event: FetchEventLike): boolean {
 }
 
 /** A webpack configuration's plugin, with the CLI's publish options. */
-const pluginOptions: AwakeBundlePluginOptions = { assets: 'public/assets', output: 'published', opaqueIds: true, salt: 'pepper', targetBundleBytes: 4 * 1024 * 1024, serviceWorker: true };
+const pluginOptions: AwakeBundlePluginOptions = {
+  assets: 'public/assets',
+  output: 'published',
+  opaqueIds: true,
+  salt: 'pepper',
+  targetBundleBytes: 4 * 1024 * 1024,
+  serviceWorker: true,
+};
 export const webpackPlugins = [new AwakeBundlePlugin(pluginOptions)];
 
 /** A vite.config: the plugin is a Vite plugin, its options the CLI's publish options. */
 export const viteConfig: UserConfig = {
-  plugins: [awakeBundle({ assets: 'assets', output: 'published', opaqueIds: true, salt: 'harbour', targetBundleBytes: 4 * 1024 * 1024, serviceWorker: true })],
+  plugins: [
+    awakeBundle({
+      assets: 'assets',
+      output: 'published',
+      opaqueIds: true,
+      salt: 'harbour',
+      targetBundleBytes: 4 * 1024 * 1024,
+      serviceWorker: true,
+    }),
+  ],
 };
 
 /**

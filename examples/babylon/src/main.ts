@@ -40,12 +40,17 @@ async function main(): Promise<void> {
   new HemisphericLight('light', new Vector3(0.3, 1, 0.2), scene);
 
   // The one added call: URLs below published/ now load from its bundles (one request each).
-  if (!LOOSE) await registerAwkb({
-    indexUrl: 'published/project.index.json',
-    cache: await openBrowserCache(),
-    prefetch: SCENE_FILES,
-    onPrefetchProgress: (p) => status(`fetching bundles: ${(p.loadedBytes / 1024).toFixed(0)} / ${(p.totalBytes / 1024).toFixed(0)} KiB`, p.totalBytes ? p.loadedBytes / p.totalBytes : 1),
-  });
+  if (!LOOSE)
+    await registerAwkb({
+      indexUrl: 'published/project.index.json',
+      cache: await openBrowserCache(),
+      prefetch: SCENE_FILES,
+      onPrefetchProgress: (p) =>
+        status(
+          `fetching bundles: ${(p.loadedBytes / 1024).toFixed(0)} / ${(p.totalBytes / 1024).toFixed(0)} KiB`,
+          p.totalBytes ? p.loadedBytes / p.totalBytes : 1,
+        ),
+    });
 
   // Ordinary Babylon loading code, unchanged from a game that loads loose files.
   await AppendSceneAsync('published/gltf/CesiumMilkTruck/CesiumMilkTruck.gltf', scene);

@@ -20,7 +20,9 @@ class Preload extends Phaser.Scene {
     const { width, height } = this.scale;
     this.add.rectangle(width / 2, height / 2, 404, 28).setStrokeStyle(2, 0x9ad0ff);
     const bar = this.add.rectangle(width / 2 - 200, height / 2, 0, 20, 0x9ad0ff).setOrigin(0, 0.5);
-    const label = this.add.text(width / 2, height / 2 + 32, 'opening the index…', { fontFamily: 'monospace', fontSize: '14px', color: '#cfe6ff' }).setOrigin(0.5, 0);
+    const label = this.add
+      .text(width / 2, height / 2 + 32, 'opening the index…', { fontFamily: 'monospace', fontSize: '14px', color: '#cfe6ff' })
+      .setOrigin(0.5, 0);
     // The bar follows bytes, not file counts: one bundle may hold a hundred small files.
     this.load.on('awkbprogress', ({ loadedBytes, totalBytes }: ByteProgress) => {
       bar.width = totalBytes === 0 ? 400 : (400 * loadedBytes) / totalBytes;
@@ -32,7 +34,12 @@ class Preload extends Phaser.Scene {
     this.load.tilemapTiledJSON('map', 'tilemap/tilemaps/simple-map.json');
     this.load.image('tiles', 'tilemap/tilesets/kenney-tileset-64px-extruded.png');
     this.load.atlas('emoji', 'atlas/emoji/emoji.png', 'atlas/emoji/emoji.json');
-    this.load.spritesheet('player', 'spritesheet/0x72-industrial-player-32px-extruded.png', { frameWidth: 32, frameHeight: 32, margin: 1, spacing: 2 });
+    this.load.spritesheet('player', 'spritesheet/0x72-industrial-player-32px-extruded.png', {
+      frameWidth: 32,
+      frameHeight: 32,
+      margin: 1,
+      spacing: 2,
+    });
     this.load.spritesheet('slime', 'spritesheet/superpowers/slime/sprite-sheet-141x107.png', { frameWidth: 141, frameHeight: 107 });
     this.load.image('retro', 'bitmapfont/retrofont/font-16x16.png');
     this.load.image('background', 'images/superpowers/background-1.png');
@@ -61,10 +68,21 @@ class Harbour extends Phaser.Scene {
     for (const name of ['Ground2', 'Ground', 'Lava']) map.createLayer(name, tiles, 0, 0)?.setScale(0.5);
 
     // A fixed-grid font: 16x16 cells, 15 a row, from U+0020 (see ../assets/SOURCES.md).
-    this.cache.bitmapFont.add('retro', Phaser.GameObjects.RetroFont.Parse(this, {
-      image: 'retro', width: 16, height: 16, chars: Phaser.GameObjects.RetroFont.TEXT_SET1, charsPerRow: 15,
-      'offset.x': 0, 'offset.y': 0, 'spacing.x': 0, 'spacing.y': 0, lineSpacing: 0,
-    }));
+    this.cache.bitmapFont.add(
+      'retro',
+      Phaser.GameObjects.RetroFont.Parse(this, {
+        image: 'retro',
+        width: 16,
+        height: 16,
+        chars: Phaser.GameObjects.RetroFont.TEXT_SET1,
+        charsPerRow: 15,
+        'offset.x': 0,
+        'offset.y': 0,
+        'spacing.x': 0,
+        'spacing.y': 0,
+        lineSpacing: 0,
+      }),
+    );
     this.add.bitmapText(16, 12, 'retro', 'AWAKE-BUNDLE: EVERY BYTE VERIFIED');
 
     this.anims.create({ key: 'run', frames: this.anims.generateFrameNumbers('player', { start: 8, end: 13 }), frameRate: 10, repeat: -1 });
@@ -78,7 +96,13 @@ class Harbour extends Phaser.Scene {
       this.tweens.add({ targets: sprite, y: 130, duration: 600 + i * 60, yoyo: true, repeat: -1, ease: 'Sine.inOut' });
     });
     if (VIDEO) this.add.video(560, 280, 'intro').setDisplaySize(128, 72).play(true);
-    const sparks = this.add.particles(0, 0, 'particle', { speed: 120, scale: { start: 0.25, end: 0 }, lifespan: 600, emitting: false, blendMode: 'ADD' });
+    const sparks = this.add.particles(0, 0, 'particle', {
+      speed: 120,
+      scale: { start: 0.25, end: 0 },
+      lifespan: 600,
+      emitting: false,
+      blendMode: 'ADD',
+    });
 
     // Browsers start audio on a gesture only.
     this.input.on('pointerdown', (pointer: Phaser.Input.Pointer) => {
@@ -90,7 +114,8 @@ class Harbour extends Phaser.Scene {
     this.game.events.once('postrender', () => {
       const source = awkbSource(this, 'assets');
       (window as unknown as { exampleReady: unknown }).exampleReady = {
-        textures: ['tiles', 'emoji', 'player', 'slime', 'retro', 'background', 'particle'].filter((key) => this.textures.exists(key)).length,
+        textures: ['tiles', 'emoji', 'player', 'slime', 'retro', 'background', 'particle'].filter((key) => this.textures.exists(key))
+          .length,
         emojiFrames: emoji.length,
         mapLayers: map.layers.length,
         sounds: ['theme', 'coin', 'laser'].filter((key) => this.cache.audio.exists(key)).length,
