@@ -39,7 +39,7 @@ import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { launchFreshChromium } from './chromium.mjs';
-import { checkBabylon, checkPhaser, FIRST_FRAME, runWebpack, sampleExamplePage } from './example-page.mjs';
+import { checkBabylon, checkPhaser, FIRST_FRAME, PRELOAD_LINK, runWebpack, sampleExamplePage } from './example-page.mjs';
 import {
   codeLine,
   codeMeasured,
@@ -117,7 +117,10 @@ export async function buildSite(name) {
   const webpack = require('webpack');
   const config = await require(join(ROOT, 'examples', game.example, 'webpack.config.cjs'))({ production: true, out: dir, assets });
   await runWebpack(webpack, config, `examples/${game.example}`);
-  cpSync(join(ROOT, 'examples', game.example, 'index.html'), join(dir, 'index.html'));
+  // The built page has the plugin's preload links (the index, the first load's bundles): loose
+  // samples open the same page without them (loose.html), which loads no index and no bundle.
+  const page = readFileSync(join(dir, 'index.html'), 'utf8');
+  writeFileSync(join(dir, 'loose.html'), page.replace(PRELOAD_LINK, ''));
   const index = readIndex(dir);
   for (const file of index.files) {
     const from = join(assets, ...file.path.split('/'));
@@ -199,7 +202,7 @@ async function sample(game, site, server, mode) {
   const query = [mode === 'loose' ? 'loose' : undefined, game.query].filter(Boolean).join('&');
   const { requests, ...measured } = await sampleExamplePage({
     server,
-    path: `/${query ? `?${query}` : ''}`,
+    path: `/${mode === 'loose' ? 'loose.html' : ''}${query ? `?${query}` : ''}`,
     firstFrame: game.firstFrame,
     what: `${site.name} ${mode}`,
     check: (ready) => game.check(ready, mode, site.index),

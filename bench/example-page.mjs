@@ -21,6 +21,9 @@ export const SAMPLE_TIMEOUT_MS = 180_000;
 /** After the first frame, the sample's requests are counted once none came for this long. */
 const QUIET_MS = 500;
 
+/** The build plugin's preload links in a built page (integrations/build/preload.ts), quoted or, minified, not. */
+export const PRELOAD_LINK = /<link rel="?preload"?[^>]*>/g;
+
 /** How each example's first frame is taken (see the header). */
 export const FIRST_FRAME = { phaser: 'at-ready', babylon: 'next-frame' };
 

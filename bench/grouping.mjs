@@ -18,7 +18,7 @@
 //   auto    `loads: false`                      (`--group auto`, the plugins' default without a loads file)
 //   loads   `loads: 'awkb-loads.json'`          (`--loads awkb-loads.json --group folder`: the file
 //           `npm run record-loads` recorded, committed beside the config; the plugins' default when it is there)
-// and html-webpack-plugin making the page from the example's index.html, so the plugin adds its
+// and the example's own html-webpack-plugin making the page from its index.html, so the plugin adds its
 // preload links (integrations/build/preload.ts): the index, and with loads the first load's
 // bundles. The plugin has no option to leave them out, so the page without them (`no-preload.html`,
 // in the preload cells) is the same built page with its `<link rel="preload">` tags removed.
@@ -42,7 +42,7 @@ import { createRequire } from 'node:module';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { launchFreshChromium } from './chromium.mjs';
-import { checkBabylon, checkPhaser, FIRST_FRAME, runWebpack, sampleExamplePage } from './example-page.mjs';
+import { checkBabylon, checkPhaser, FIRST_FRAME, runWebpack, sampleExamplePage, PRELOAD_LINK } from './example-page.mjs';
 import {
   codeLine,
   codeMeasured,
@@ -89,7 +89,6 @@ const GAMES = {
 };
 
 /** A preload link as html-webpack-plugin writes it (minified in production: attributes unquoted). */
-const PRELOAD_LINK = /<link rel="?preload"?[^>]*>/g;
 
 const loadsFileOf = (game) => join(ROOT, 'examples', game, 'awkb-loads.json');
 
@@ -97,30 +96,17 @@ const loadsFileOf = (game) => join(ROOT, 'examples', game, 'awkb-loads.json');
 // The sites: .bench/grouping/<game>/<grouping>/ (index.html with the plugin's preload links,
 // no-preload.html without them, main.js, published/), one server per game and cell
 
-/** The example's index.html with its own `<script src="main.js">` taken out: html-webpack-plugin adds it back, with the preload links. */
-function pageTemplate(game) {
-  const html = readFileSync(join(ROOT, 'examples', game, 'index.html'), 'utf8');
-  const template = html.replace(/\s*<script src="main\.js"><\/script>/, '');
-  if (template === html) throw new Error(`examples/${game}/index.html: no <script src="main.js"></script> to take out`);
-  const path = join(BENCH_DIR, game, 'page.html');
-  writeFileSync(path, template);
-  return path;
-}
-
-async function buildSite(game, grouping, template) {
+async function buildSite(game, grouping) {
   const dir = join(BENCH_DIR, game, grouping);
   rmSync(dir, { recursive: true, force: true });
   mkdirSync(dir, { recursive: true });
   const started = Date.now();
   const webpack = require('webpack');
-  const HtmlWebpackPlugin = require('html-webpack-plugin');
   const config = await require(join(ROOT, 'examples', game, 'webpack.config.cjs'))({ production: true, out: dir });
   const at = config.plugins.findIndex((plugin) => plugin?.constructor?.name === 'AwakeBundlePlugin');
   if (at < 0) throw new Error(`examples/${game}/webpack.config.cjs has no AwakeBundlePlugin`);
   const AwakeBundlePlugin = config.plugins[at].constructor;
   config.plugins[at] = new AwakeBundlePlugin({ assets: '../assets', output: 'published', ...GROUPINGS[grouping].plugin });
-  // The page as the example's own (its script at the end of the body, not deferred).
-  config.plugins.push(new HtmlWebpackPlugin({ template, filename: 'index.html', inject: 'body', scriptLoading: 'blocking' }));
   await runWebpack(webpack, config, `examples/${game} (${grouping})`);
   const html = readFileSync(join(dir, 'index.html'), 'utf8');
   const links = html.match(PRELOAD_LINK) ?? [];
@@ -478,8 +464,7 @@ export async function runGroupingBench({
   if (build) {
     for (const game of games) {
       mkdirSync(join(BENCH_DIR, game), { recursive: true });
-      const template = pageTemplate(game);
-      for (const grouping of Object.keys(GROUPINGS)) await buildSite(game, grouping, template);
+      for (const grouping of Object.keys(GROUPINGS)) await buildSite(game, grouping);
     }
   }
   const sites = Object.fromEntries(

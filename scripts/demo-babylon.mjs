@@ -5,7 +5,7 @@
 //
 // `buildBabylonExample({ out })` is what `npm run demo` calls to serve this example beside the
 // Phaser one: it writes a self-contained site (index.html, main.js, published/) into `out`.
-import { cpSync, mkdirSync } from 'node:fs';
+import { mkdirSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -24,7 +24,6 @@ export async function buildBabylonExample({ out = BABYLON_EXAMPLE_DIR, productio
     webpack(config, (error, result) => (error ? reject(error) : resolveBuild(result))),
   );
   if (stats.hasErrors()) throw new Error(`building examples/babylon failed:\n${stats.toString('errors-only')}`);
-  cpSync(join(repo, 'examples/babylon/index.html'), join(out, 'index.html'));
   return out;
 }
 

@@ -2,7 +2,7 @@
 // publishes examples/assets into bundles beside it), and the Babylon example under babylon/
 // (scripts/demo-babylon.mjs), and serve both on 127.0.0.1 (PORT, default 8080) until Ctrl-C.
 // `--no-serve` only builds it (the tests do that once per run); `--production` minifies (slower).
-import { cpSync, mkdirSync } from 'node:fs';
+import { mkdirSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -22,7 +22,6 @@ if (stats.hasErrors()) {
   console.error(stats.toString('errors-only'));
   process.exit(1);
 }
-cpSync(join(repo, 'examples/phaser/index.html'), join(site, 'index.html'));
 
 const { buildBabylonExample } = await import('./demo-babylon.mjs');
 await buildBabylonExample({ out: join(site, 'babylon'), production: process.argv.includes('--production') });

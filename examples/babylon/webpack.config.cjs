@@ -1,10 +1,11 @@
-// Builds the Babylon example: TypeScript through ts-loader, one bundle (main.js) beside index.html,
+// Builds the Babylon example: TypeScript through ts-loader, one bundle (main.js) and index.html,
 // and examples/assets published into published/ by the awake-bundle webpack plugin (bundles and
 // the index, as `npx awake-bundle` writes them). `webpack serve` publishes nothing: the plugin
 // serves a loose index of examples/assets at the same URL, published/project.index.json.
 // `awake-bundle` resolves to this repository's build (dist/), as it would from node_modules.
 const path = require('node:path');
 const { pathToFileURL } = require('node:url');
+const HtmlWebpackPlugin = require('html-webpack-plugin');
 
 const repo = path.resolve(__dirname, '../..');
 
@@ -29,8 +30,14 @@ module.exports = async (env = {}) => {
     },
     // env.recordLoads (`--env recordLoads`, npm run record-loads): the dev server collects the
     // scene's recorded loads into awkb-loads.json beside this config, which builds then group by.
-    plugins: [new AwakeBundlePlugin({ assets: '../assets', output: 'published', recordLoads: env.recordLoads === true })],
-    // `webpack serve`: index.html from this folder, main.js from memory, published/ from the plugin.
+    // html-webpack-plugin writes index.html from this folder's (the script added at the end of the
+    // body), so the awake-bundle plugin can add its preload links for the index and the first
+    // load's bundles (docs/build-plugins.md, "Preload"): their requests start with the page.
+    plugins: [
+      new AwakeBundlePlugin({ assets: '../assets', output: 'published', recordLoads: env.recordLoads === true }),
+      new HtmlWebpackPlugin({ template: './index.html', inject: 'body', scriptLoading: 'blocking' }),
+    ],
+    // `webpack serve`: index.html and main.js from memory, published/ from the plugin.
     devServer: { static: { directory: __dirname, watch: false }, host: '127.0.0.1' },
     performance: { hints: false },
     stats: 'errors-warnings',
