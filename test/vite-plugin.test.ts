@@ -383,10 +383,13 @@ describe('the Phaser example game on the Vite dev server, in Chromium', () => {
     // The example's own code (examples/phaser/src/main.ts), unchanged: Vite compiles it; its
     // `this.load.setPath('published/'); this.load.awkbIndex('assets', 'project.index.json')`
     // meets the plugin's loose index of examples/assets.
-    const page = readFileSync(join(REPO, 'examples/phaser/index.html'), 'utf8').replace(
-      '<script src="main.js"></script>',
-      `<script type="module" src="/@fs${join(REPO, 'examples/phaser/src/main.ts')}"></script>`,
+    // The example's page is html-webpack-plugin's template (no script of its own): Vite's page gets the module.
+    const template = readFileSync(join(REPO, 'examples/phaser/index.html'), 'utf8');
+    const page = template.replace(
+      '</body>',
+      `<script type="module" src="/@fs${join(REPO, 'examples/phaser/src/main.ts')}"></script>\n</body>`,
     );
+    if (page === template) throw new Error('examples/phaser/index.html has no </body>');
     project = createViteProject({
       plugin: { assets: join(REPO, 'examples/assets'), recordLoads: true },
       indexHtml: page,
