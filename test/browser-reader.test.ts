@@ -424,12 +424,25 @@ describe.each(TESTED_BROWSERS)('%s', (kind) => {
       });
     }
 
-    test("neither the index request nor the first bundle requests wait for a worker: with a memory cache every file reads while every worker's ping answer is held back", async () => {
+    /**
+     * A fresh page whose workers' ping answers are held back (holdPongs), `run` on it, then the
+     * requests below /published/small/ the server saw meanwhile; the page is closed either way.
+     */
+    async function onHeldPongsPage<T>(run: (page: Page) => Promise<T>): Promise<{ result: T; requests: string[] }> {
       const coldPage = await browser.openHarness(server);
       try {
         await holdPongs(coldPage);
         server.resetRequests();
-        const result = await coldPage.evaluate(async (paths: string[]) => {
+        const result = await run(coldPage);
+        return { result, requests: server.requests.map((r) => r.path).filter((path) => path.startsWith('/published/small/')) };
+      } finally {
+        await coldPage.close();
+      }
+    }
+
+    test("neither the index request nor the first bundle requests wait for a worker: with a memory cache every file reads while every worker's ping answer is held back", async () => {
+      const { result, requests } = await onHeldPongsPage((coldPage) =>
+        coldPage.evaluate(async (paths: string[]) => {
           const core = await harnessImport('awake-bundle');
           // A pool of its own, started as the source opens (warm()): its workers are up but not heard from.
           const source = await core.IndexedAssetSource.open({
@@ -445,27 +458,21 @@ describe.each(TESTED_BROWSERS)('%s', (kind) => {
           (globalThis as unknown as { releasePongs: () => void }).releasePongs();
           source.dispose();
           return { hashes, heardBeforeRelease };
-        }, PATHS);
-        // Every file read, its bundle fetched on the page, before any worker was heard from.
-        expect(result.hashes).toEqual(EXPECTED_SHA);
-        expect(result.heardBeforeRelease).toBeUndefined();
-        const requests = server.requests.map((r) => r.path).filter((path) => path.startsWith('/published/small/'));
-        expect(requests[0]).toBe('/published/small/project.index.json');
-        expect(requests.filter((path) => path.endsWith('.awkb')).length).toBeGreaterThan(0);
-      } finally {
-        await coldPage.close();
-      }
+        }, PATHS),
+      );
+      // Every file read, its bundle fetched on the page, before any worker was heard from.
+      expect(result.hashes).toEqual(EXPECTED_SHA);
+      expect(result.heardBeforeRelease).toBeUndefined();
+      expect(requests[0]).toBe('/published/small/project.index.json');
+      expect(requests.filter((path) => path.endsWith('.awkb')).length).toBeGreaterThan(0);
     });
 
     // With the persistent cache (the adapters' default) the index is fetched and read all the
     // same; a load asks the store what it holds on the page until a worker has answered (one
     // key-only transaction), so its bundle requests wait for no worker either (issue 22).
     test("with the persistent cache the index request goes out, the source opens and a load fetches its bundles, while every worker's ping answer is held back", async () => {
-      const coldPage = await browser.openHarness(server);
-      try {
-        await holdPongs(coldPage);
-        server.resetRequests();
-        const opened = await coldPage.evaluate(async (paths: string[]) => {
+      const { result: opened, requests } = await onHeldPongsPage((coldPage) =>
+        coldPage.evaluate(async (paths: string[]) => {
           const core = await harnessImport('awake-bundle');
           const source = await core.IndexedAssetSource.open({
             indexUrl: '/published/small/project.index.json',
@@ -479,25 +486,19 @@ describe.each(TESTED_BROWSERS)('%s', (kind) => {
           (globalThis as unknown as { releasePongs: () => void }).releasePongs();
           source.dispose();
           return { files: source.paths().length, heard, heardAfterLoad };
-        }, PATHS);
-        expect(opened).toEqual({ files: PATHS.length, heard: undefined, heardAfterLoad: undefined });
-        const requests = server.requests.map((r) => r.path).filter((path) => path.startsWith('/published/small/'));
-        expect(requests[0]).toBe('/published/small/project.index.json');
-        expect(requests.filter((path) => path.endsWith('.awkb')).length).toBeGreaterThan(0);
-      } finally {
-        await coldPage.close();
-      }
+        }, PATHS),
+      );
+      expect(opened).toEqual({ files: PATHS.length, heard: undefined, heardAfterLoad: undefined });
+      expect(requests[0]).toBe('/published/small/project.index.json');
+      expect(requests.filter((path) => path.endsWith('.awkb')).length).toBeGreaterThan(0);
     });
 
     // A single read, with the persistent cache, on a page whose workers have not answered: it
     // asks the store on the page (one read transaction) and, the file not being there, sends its
     // bundle request at once, streamed on the page (issue 22).
     test("with the persistent cache a read of an uncached file fetches its bundle and resolves with verified bytes while every worker's ping answer is held back", async () => {
-      const coldPage = await browser.openHarness(server);
-      try {
-        await holdPongs(coldPage);
-        server.resetRequests();
-        const result = await coldPage.evaluate(async (name: string) => {
+      const { result, requests } = await onHeldPongsPage((coldPage) =>
+        coldPage.evaluate(async (name: string) => {
           const core = await harnessImport('awake-bundle');
           const source = await core.IndexedAssetSource.open({
             indexUrl: '/published/small/project.index.json',
@@ -511,14 +512,11 @@ describe.each(TESTED_BROWSERS)('%s', (kind) => {
           (globalThis as unknown as { releasePongs: () => void }).releasePongs();
           source.dispose();
           return { hash, heard };
-        }, `held-pongs-read-${Date.now()}`);
-        expect(result).toEqual({ hash: EXPECTED_SHA['assets/sounds/bell.ogg'], heard: undefined });
-        const requests = server.requests.map((r) => r.path).filter((path) => path.startsWith('/published/small/'));
-        expect(requests[0]).toBe('/published/small/project.index.json');
-        expect(requests.filter((path) => path.endsWith('.awkb'))).toHaveLength(1);
-      } finally {
-        await coldPage.close();
-      }
+        }, `held-pongs-read-${Date.now()}`),
+      );
+      expect(result).toEqual({ hash: EXPECTED_SHA['assets/sounds/bell.ogg'], heard: undefined });
+      expect(requests[0]).toBe('/published/small/project.index.json');
+      expect(requests.filter((path) => path.endsWith('.awkb'))).toHaveLength(1);
     });
 
     // The same page, the files cached: a read takes them from the store on the page and hashes
@@ -536,13 +534,10 @@ describe.each(TESTED_BROWSERS)('%s', (kind) => {
         await source.whenStored();
         source.dispose();
       }, name);
-      const coldPage = await browser.openHarness(server);
-      try {
-        await holdPongs(coldPage);
-        const damaged = 'assets/sounds/bell.ogg';
-        const good = PATHS.find((path) => path !== damaged && bundleUrlOf(path) !== bundleUrlOf(damaged))!;
-        server.resetRequests();
-        const result = await coldPage.evaluate(
+      const damaged = 'assets/sounds/bell.ogg';
+      const good = PATHS.find((path) => path !== damaged && bundleUrlOf(path) !== bundleUrlOf(damaged))!;
+      const { result, requests } = await onHeldPongsPage((coldPage) =>
+        coldPage.evaluate(
           async ({ name, good, damaged }) => {
             const core = await harnessImport('awake-bundle');
             const source = await core.IndexedAssetSource.open({
@@ -564,14 +559,11 @@ describe.each(TESTED_BROWSERS)('%s', (kind) => {
             return { goodHash, damagedHash, heard };
           },
           { name, good, damaged },
-        );
-        expect(result).toEqual({ goodHash: EXPECTED_SHA[good], damagedHash: EXPECTED_SHA[damaged], heard: undefined });
-        const requests = server.requests.map((r) => r.path).filter((path) => path.startsWith('/published/small/'));
-        // The good file: no request. The damaged one: its bundle, once (a range of it: a delta read).
-        expect(requests).toEqual(['/published/small/project.index.json', `/published/small/${bundleUrlOf(damaged)}`]);
-      } finally {
-        await coldPage.close();
-      }
+        ),
+      );
+      expect(result).toEqual({ goodHash: EXPECTED_SHA[good], damagedHash: EXPECTED_SHA[damaged], heard: undefined });
+      // The good file: no request. The damaged one: its bundle, once (a range of it: a delta read).
+      expect(requests).toEqual(['/published/small/project.index.json', `/published/small/${bundleUrlOf(damaged)}`]);
     });
 
     test('a page whose CSP forbids workers still reads, hashing on its own thread', async () => {
