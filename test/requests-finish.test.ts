@@ -58,6 +58,15 @@ describeChromium('chromium: index and bundle requests end finished, none cancele
   }
 
   /** The matching requests that did not finish, once none is pending. */
+  /** Whether the shared pool's workers answered a digest job (it waits for their answer). */
+  async function workersAnswered(page: Page): Promise<boolean | undefined> {
+    return page.evaluate(async () => {
+      const pool = (await harnessImport('/dist/core/index.js')).sharedDigestPool();
+      await pool.digest({ inputs: [new Uint8Array(1)] });
+      return pool.usingWorkers;
+    });
+  }
+
   async function unfinished(log: NetworkLog, url: RegExp) {
     return (await log.settled(url)).filter((request) => request.outcome !== 'finished');
   }
@@ -78,14 +87,8 @@ describeChromium('chromium: index and bundle requests end finished, none cancele
   test("bundles streamed in the reader's workers", async () => {
     const page = await browser.openHarness(server);
     const log = await logNetwork(page);
-    // Until a worker has answered, bundles stream on the page: a digest job waits for that answer.
-    expect(
-      await page.evaluate(async () => {
-        const pool = (await harnessImport('/dist/core/index.js')).sharedDigestPool();
-        await pool.digest({ inputs: [new Uint8Array(1)] });
-        return pool.usingWorkers;
-      }),
-    ).toBe(true);
+    // Until a worker has answered, bundles stream on the page: let the shared pool's workers answer first.
+    expect(await workersAnswered(page)).toBe(true);
     await loadAll(page, '/site/published/project.index.json');
     const bundles = log.requests(/\.awkb$/);
     expect(bundles).toHaveLength(site.index.bundles.length);
@@ -101,13 +104,7 @@ describeChromium('chromium: index and bundle requests end finished, none cancele
       const log = await logNetwork(page);
       // Until a worker has answered, loose files too are fetched on the page (their requests wait
       // for no worker, issue 22): let the shared pool's workers answer first, as above.
-      expect(
-        await page.evaluate(async () => {
-          const pool = (await harnessImport('/dist/core/index.js')).sharedDigestPool();
-          await pool.digest({ inputs: [new Uint8Array(1)] });
-          return pool.usingWorkers;
-        }),
-      ).toBe(true);
+      expect(await workersAnswered(page)).toBe(true);
       await loadAll(page, '/site/dev/project.index.json');
       await loadAll(page, '/site/published/project.index.json');
       expect(log.requests(/\/site\/loose\//).length).toBe(
