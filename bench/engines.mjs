@@ -46,8 +46,8 @@ import {
   commandLine,
   loadLine,
   loadNow,
-  machine,
   machineLine,
+  machineWithChromium,
   MB,
   median,
   parseBenchArgs,
@@ -461,13 +461,12 @@ export async function main(args = process.argv.slice(2)) {
   if (!existsSync(join(ROOT, 'dist', 'core', 'node', 'index.js')))
     throw new Error('dist/ is missing: run `npm run build` first (npm run bench:engines does)');
   if (!options.values['no-build']) for (const name of games) await buildSite(name);
-  const probe = await launchFreshChromium();
   const part = {
     command: commandLine('bench/engines.mjs', options.args),
     label: options.label,
     code: codeMeasured(),
     startedAt: new Date().toISOString(),
-    machine: machine(await probe.browser.version().finally(() => probe.close())),
+    machine: await machineWithChromium(),
     sites: Object.fromEntries(games.map((name) => [name, describeSite(name)]).map(([name, { index, dir, ...rest }]) => [name, rest])),
     cells: [],
   };

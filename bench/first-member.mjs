@@ -31,8 +31,8 @@ import {
   commandLine,
   loadLine,
   loadNow,
-  machine,
   machineLine,
+  machineWithChromium,
   MB,
   median,
   parseBenchArgs,
@@ -255,13 +255,12 @@ async function main() {
   }
   if (!existsSync(CLI)) throw new Error('dist/ is missing: run `npm run build` first (npm run bench:first-member does)');
   const site = buildSite();
-  const probe = await launchFreshChromium();
   const part = {
     command: commandLine('bench/first-member.mjs', options.args),
     label: options.label,
     code: codeMeasured(),
     startedAt: new Date().toISOString(),
-    machine: machine(await probe.browser.version().finally(() => probe.close())),
+    machine: await machineWithChromium(),
     site: { bundleBytes: site.bundleBytes, members: site.members, first: site.first },
     cells: [],
   };

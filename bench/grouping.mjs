@@ -41,16 +41,15 @@ import { existsSync, mkdirSync, readFileSync, rmSync, statSync, writeFileSync } 
 import { createRequire } from 'node:module';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { launchFreshChromium } from './chromium.mjs';
-import { checkBabylon, checkPhaser, FIRST_FRAME, runWebpack, sampleExamplePage, PRELOAD_LINK } from './example-page.mjs';
+import { checkBabylon, checkPhaser, FIRST_FRAME, PRELOAD_LINK, runWebpack, sampleExamplePage } from './example-page.mjs';
 import {
   codeLine,
   codeMeasured,
   commandLine,
   loadLine,
   loadNow,
-  machine,
   machineLine,
+  machineWithChromium,
   MB,
   median,
   parseBenchArgs,
@@ -470,14 +469,13 @@ export async function runGroupingBench({
   const sites = Object.fromEntries(
     games.map((game) => [game, Object.fromEntries(Object.keys(GROUPINGS).map((grouping) => [grouping, describeSite(game, grouping)]))]),
   );
-  const probe = await launchFreshChromium();
   const part = {
     command,
     label,
     runs,
     code: codeMeasured(),
     startedAt: new Date().toISOString(),
-    machine: machine(await probe.browser.version().finally(() => probe.close())),
+    machine: await machineWithChromium(),
     sites: Object.fromEntries(
       Object.entries(sites).map(([game, bySite]) => [
         game,

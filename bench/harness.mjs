@@ -6,6 +6,7 @@ import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg, totalmem } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { launchFreshChromium } from './chromium.mjs';
 
 export const ROOT = resolve(fileURLToPath(new URL('..', import.meta.url)));
 export const MB = 1e6;
@@ -118,6 +119,12 @@ export function loadLine(cells) {
   const values = cells.flatMap((cell) => cell.load ?? []);
   if (values.length === 0) return '';
   return `Load average (1 min, \`uptime\`, at the start and end of each cell): ${Math.min(...values).toFixed(1)}–${Math.max(...values).toFixed(1)} on ${cells.length} cells.`;
+}
+
+/** machine() with the version of the Chromium the benches launch (a fresh one, started and closed for it). */
+export async function machineWithChromium() {
+  const probe = await launchFreshChromium();
+  return machine(await probe.browser.version().finally(() => probe.close()));
 }
 
 export function machineLine(m) {

@@ -23,15 +23,14 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { launchFreshChromium } from './chromium.mjs';
 import { BENCH_DIR, buildSite, byWhom, describeSite, GAMES, ms, runCell } from './engines.mjs';
 import {
   codeLine,
   codeMeasured,
   commandLine,
   loadLine,
-  machine,
   machineLine,
+  machineWithChromium,
   parseBenchArgs,
   saveResults,
   seconds,
@@ -61,13 +60,12 @@ export async function main(args = process.argv.slice(2)) {
   const games = (options.values.games ?? DEFAULT_GAMES).split(',').map((name) => name.trim());
   for (const name of games) if (!GAMES[name]) options.usage(`unknown game ${name} (${Object.keys(GAMES).join(', ')})`);
   if (!options.values['no-build']) for (const name of games) await buildSite(name);
-  const probe = await launchFreshChromium();
   const part = {
     command: commandLine('bench/start.mjs', args),
     label: options.label,
     code: codeMeasured(),
     startedAt: new Date().toISOString(),
-    machine: machine(await probe.browser.version().finally(() => probe.close())),
+    machine: await machineWithChromium(),
     runs: options.runs,
     cells: [],
   };
