@@ -138,6 +138,92 @@ describe.each(TESTED_BROWSERS)('%s', (kind) => {
     ]);
   });
 
+  // A first visit: this browser has never opened the cache's database, so it holds nothing, and
+  // the reader asks it nothing: the source opens and the first bundle requests go out while the
+  // database is still being created (held here until the reads are done). Its entries are
+  // written once it is open; the next visit, which waits for the open, reads from it.
+  test("a first visit's reads wait for no IndexedDB open: the database is created meanwhile, and the next visit reads from it", async () => {
+    const name = `first-visit-${Date.now()}`;
+    const path = 'assets/sounds/bell.ogg';
+    const visit = (hold: boolean) =>
+      page.evaluate(
+        async (name: string, path: string, hold: boolean) => {
+          const core = await harnessImport('awake-bundle');
+          let release = () => {};
+          const held = new Promise<void>((resolve) => (release = resolve));
+          const realOpen = IDBFactory.prototype.open;
+          let opening = false;
+          if (hold)
+            // The success (and error) of this database's open wait for `release`; other databases open as usual.
+            IDBFactory.prototype.open = function (this: IDBFactory, database: string, version?: number) {
+              const request = realOpen.call(this, database, version);
+              if (database !== name) return request;
+              opening = true;
+              const late: Record<string, ((event: Event) => void) | null> = { onupgradeneeded: null, onsuccess: null, onerror: null };
+              request.onupgradeneeded = (event) => late.onupgradeneeded?.(event);
+              request.onsuccess = (event) => void held.then(() => late.onsuccess?.(event));
+              request.onerror = (event) => void held.then(() => late.onerror?.(event));
+              return Object.defineProperties(late, {
+                result: { get: () => request.result },
+                error: { get: () => request.error },
+              }) as unknown as IDBOpenDBRequest;
+            };
+          try {
+            const cache = await core.openBrowserCache({ name });
+            const holdsNothing = cache.holdsNothing;
+            const source = await core.IndexedAssetSource.open({ indexUrl: '/published/small/project.index.json', cache });
+            const bytes = await source.read(path);
+            const hash = core.toHex(new Uint8Array(await crypto.subtle.digest('SHA-256', bytes)));
+            release();
+            await source.whenStored();
+            await cache.primary.open();
+            source.dispose();
+            return { holdsNothing, hash, openHeld: opening, marked: localStorage.getItem(`awake-bundle:indexeddb-opened:${name}`) };
+          } finally {
+            IDBFactory.prototype.open = realOpen;
+            release();
+          }
+        },
+        name,
+        path,
+        hold,
+      );
+    const bundle = `/published/small/${bundleUrlOf(path)}`;
+    server.resetRequests();
+    const first = await visit(true);
+    expect(first).toEqual({ holdsNothing: true, hash: EXPECTED_SHA[path], openHeld: true, marked: '1' });
+    expect(server.requests.map((r) => r.path).filter((p) => p.startsWith('/published/small/'))).toEqual([
+      '/published/small/project.index.json',
+      bundle,
+    ]);
+    await reloadHarness(page);
+    server.resetRequests();
+    const second = await visit(false);
+    expect(second).toEqual({ holdsNothing: false, hash: EXPECTED_SHA[path], openHeld: false, marked: '1' });
+    expect(server.requests.map((r) => r.path).filter((p) => p.startsWith('/published/small/'))).toEqual([
+      '/published/small/project.index.json',
+    ]);
+  });
+
+  // A database this browser made before the mark existed (an earlier version of awake-bundle):
+  // the first lookups may miss, and once the open finds it there, the cache is asked again.
+  test('a database opened before without the localStorage mark is asked once its open finds it there', async () => {
+    const result = await page.evaluate(async (name: string) => {
+      const core = await harnessImport('awake-bundle');
+      const idb = await harnessImport('/dist/core/cache/idb-store.js');
+      const access = { database: name, objectStore: 'entries' };
+      const key = 'ab'.repeat(32);
+      await idb.putEntries(access, [[key, new Uint8Array([1, 2, 3])]]);
+      idb.closeStore(access);
+      localStorage.removeItem(`awake-bundle:indexeddb-opened:${name}`);
+      const cache = await core.openBrowserCache({ name });
+      const atOnce = cache.holdsNothing;
+      await cache.primary.open();
+      return { atOnce, afterOpen: cache.holdsNothing, bytes: Array.from(await cache.get(key)) };
+    }, `pre-mark-${Date.now()}`);
+    expect(result).toEqual({ atOnce: true, afterOpen: false, bytes: [1, 2, 3] });
+  });
+
   test("range reads ask for one member's bytes", async () => {
     server.resetRequests();
     const index = JSON.parse(readFileSync(join(FIXTURES, 'expected/small-default/project.index.json'), 'utf8'));

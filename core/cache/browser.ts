@@ -21,6 +21,7 @@ import type { ContentCache } from './content-cache.js';
 import {
   clearEntries,
   closeStore,
+  countEntries,
   deleteEntries,
   getEntries,
   hasEntries,
@@ -80,7 +81,40 @@ export class IndexedDBCache implements ClearableContentCache {
    * same name; another tab's upgrade or delete closes it, and the next call opens it again.
    */
   open(): Promise<IDBDatabase> {
-    return openStore(this.workerAccess);
+    return openStore(this.workerAccess).then(async (database) => {
+      rememberOpened(this.name);
+      // Known empty until now (see `start`): a database there before (made by an earlier version,
+      // without the mark) may hold entries. A count failing leaves it known empty: misses only.
+      if (knownEmpty.has(this.name) && (await countEntries(this.workerAccess).catch(() => 0)) > 0) knownEmpty.delete(this.name);
+      return database;
+    });
+  }
+
+  /** True while this page knows the database holds no entry (see `start`): readers then ask it nothing. */
+  get holdsNothing(): boolean {
+    return knownEmpty.has(this.name);
+  }
+
+  expectWrites(): void {
+    knownEmpty.delete(this.name);
+  }
+
+  /**
+   * Opens the database, as `open` does; or, where this browser has never opened it (no mark of
+   * it in `localStorage`: a first visit), starts opening it and resolves at once. The cache then
+   * holds nothing until its first write, and says so (`holdsNothing`), so that a reader's first
+   * lookups do not wait for the database to be created: 20–130 ms in Chromium, more than a
+   * preloaded index takes to arrive (BENCHMARKS.md, "Start"). An open that then fails fails the
+   * writes, as it would have failed every call. Where `localStorage` cannot say (a worker, a
+   * blocked store), it waits for the open.
+   */
+  async start(): Promise<void> {
+    if (openedBefore(this.name) !== false) {
+      await this.open();
+      return;
+    }
+    knownEmpty.add(this.name);
+    this.open().catch(() => undefined); // each later call opens again and names the failure
   }
 
   /**
@@ -111,6 +145,7 @@ export class IndexedDBCache implements ClearableContentCache {
    * runs a slice of about 1 MiB per task, so a 16 MiB bundle never blocks the page for long.
    */
   putMany(entries: readonly (readonly [string, Uint8Array])[]): Promise<void> {
+    knownEmpty.delete(this.name);
     try {
       entries.forEach(([sha256]) => checkKey(sha256));
     } catch (error) {
@@ -137,6 +172,33 @@ export class IndexedDBCache implements ClearableContentCache {
 
   async clear(): Promise<void> {
     await clearEntries(this.workerAccess);
+  }
+}
+
+/**
+ * Databases this page knows to hold no entry: opened by `IndexedDBCache.start` on a first visit,
+ * and written to by none of the IndexedDBCaches of that name since (shared by them all, as the
+ * database is).
+ */
+const knownEmpty = new Set<string>();
+
+/** The `localStorage` key that says this browser has opened IndexedDB database `name` before. */
+const openedMark = (name: string) => `awake-bundle:indexeddb-opened:${name}`;
+
+/** Whether this browser has opened database `name` before: `undefined` where `localStorage` cannot say. */
+function openedBefore(name: string): boolean | undefined {
+  try {
+    return globalThis.localStorage === undefined ? undefined : globalThis.localStorage.getItem(openedMark(name)) !== null;
+  } catch {
+    return undefined; // storage blocked: ask the database itself
+  }
+}
+
+function rememberOpened(name: string): void {
+  try {
+    if (openedBefore(name) === false) globalThis.localStorage.setItem(openedMark(name), '1');
+  } catch {
+    // A full or blocked localStorage: the next visit waits for the open, as without the mark.
   }
 }
 
@@ -175,6 +237,15 @@ export class FallbackCache<Primary extends ContentCache = ContentCache> implemen
   /** The primary's, while no entry lives in memory instead (a worker cannot see those). */
   get workerAccess(): WorkerStoreAccess | undefined {
     return this.memory.size === 0 ? this.primary?.workerAccess : undefined;
+  }
+
+  /** Nothing in memory, and a primary known to hold nothing (or none). */
+  get holdsNothing(): boolean {
+    return this.memory.size === 0 && (this.primary === undefined || this.primary.holdsNothing === true);
+  }
+
+  expectWrites(): void {
+    this.primary?.expectWrites?.();
   }
 
   async getMany(sha256s: readonly string[]): Promise<(Uint8Array | undefined)[]> {
@@ -329,7 +400,8 @@ export async function openBrowserCache(options: OpenBrowserCacheOptions = {}): P
       // The other backends are imported only when IndexedDB is not the one: most pages never need them.
       const primary =
         backend === 'indexeddb' ? new IndexedDBCache(options) : (await import('./browser-stores.js')).createBrowserCache(backend, options);
-      await primary.open();
+      // IndexedDB on a first visit: created while the first loads go out (IndexedDBCache.start).
+      await (primary instanceof IndexedDBCache ? primary.start() : primary.open());
       return new FallbackCache({ primary, memory, onError: options.onError });
     } catch (error) {
       options.onError?.(error, 'open');

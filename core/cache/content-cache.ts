@@ -38,4 +38,15 @@ export interface ContentCache {
    * fall back to memory.
    */
   readonly workerAccess?: WorkerStoreAccess;
+  /**
+   * Optional: `true` while the cache is known to hold no entry, so a reader answers its lookups
+   * "not cached" without asking it. `openBrowserCache()`'s cache says so on a visit where this
+   * browser had never opened its database (which is still being created), until a write.
+   */
+  readonly holdsNothing?: boolean;
+  /**
+   * Optional: told that entries are about to be written (a reader calls it before its writes,
+   * its workers' through `workerAccess` included), so that `holdsNothing` turns false.
+   */
+  expectWrites?(): void;
 }

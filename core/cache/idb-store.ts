@@ -98,6 +98,12 @@ export async function hasEntries(access: WorkerStoreAccess, keys: readonly strin
   return found.map((key) => key !== undefined);
 }
 
+/** How many entries the store holds (one key-only transaction). */
+export async function countEntries(access: WorkerStoreAccess): Promise<number> {
+  const [count] = await inTransaction(access, 'readonly', (store) => [store.count()]);
+  return count!;
+}
+
 /**
  * Every entry in one write transaction, with relaxed durability (a cache may lose its last entries
  * in a power cut; the reader fetches again what is missing). The bytes are stored as given, not

@@ -57,7 +57,7 @@ export class VerifiedCache {
 
   /** The verified cached bytes of one entry, asked together with the other reads of this microtask. */
   read(entry: Entry): Promise<Uint8Array | undefined> {
-    if (!this.#cache) return Promise.resolve(undefined);
+    if (!this.#cache || this.#cache.holdsNothing === true) return Promise.resolve(undefined);
     return new Promise<Uint8Array | undefined>((resolve) => {
       if (!this.#batch) {
         this.#batch = new Map();
@@ -83,6 +83,8 @@ export class VerifiedCache {
   async contains(shas: string[]): Promise<Set<string> | undefined> {
     const cache = this.#cache;
     if (!cache) return undefined;
+    // A store known to be empty (being created on a first visit) is not asked, nor waited for.
+    if (cache.holdsNothing === true) return new Set();
     const store = this.workerStore();
     const here = () => (cache.hasMany ? cache.hasMany(shas) : Promise.all(shas.map((sha256) => hasOne(cache, sha256))));
     // Asked in a worker where one can see the store: the page then touches no store at all. Until
@@ -100,7 +102,7 @@ export class VerifiedCache {
    * reads and checks the entries on this thread instead of waiting for one (issue 22).
    */
   async getVerified(wanted: Entry[], options: { waitForWorkers?: boolean } = {}): Promise<Map<string, Uint8Array>> {
-    if (!this.#cache || wanted.length === 0) return new Map();
+    if (!this.#cache || wanted.length === 0 || this.#cache.holdsNothing === true) return new Map();
     const store = this.workerStore();
     const now = options.waitForWorkers === false;
     // A read on a cold page waits for no worker: one read transaction on this thread says at once
@@ -170,6 +172,7 @@ export class VerifiedCache {
   store(contents: [string, Uint8Array][], byWorker?: Promise<void>): Promise<void> {
     const cache = this.#cache;
     if (!cache || (contents.length === 0 && !byWorker)) return Promise.resolve();
+    cache.expectWrites?.(); // before a worker's write too: from now on the cache is asked
     const shas = contents.map(([sha256]) => sha256);
     if (byWorker) return this.#track(this.#call('put', shas, () => byWorker).then(() => undefined));
     const put = async (): Promise<void> => {
