@@ -135,40 +135,50 @@ test("vite build: the built index.html preloads the index and the first load's b
   expectPreloadsUsed(await runBuiltPage('vite-game', dist, built), '/vite-game/', built, hrefs);
 }, 180_000);
 
-test("webpack with html-webpack-plugin: the built page preloads the index and the first load's bundle, and uses them (one request each)", async () => {
-  const dir = temporaryDir('awkb-webpack-preload-');
-  writeTree(join(dir, 'assets'), assets());
-  writeFileSync(join(dir, 'awkb-loads.json'), JSON.stringify(LOADS));
-  mkdirSync(join(dir, 'src'), { recursive: true });
-  writeFileSync(join(dir, 'src/main.js'), GAME('/webpack-game/published/project.index.json'));
-  const config = join(dir, 'webpack.config.mjs');
-  writeFileSync(
-    config,
-    [
-      `import { AwakeBundlePlugin } from ${JSON.stringify(pathToFileURL(WEBPACK_PLUGIN).href)};`,
-      `import HtmlWebpackPlugin from ${JSON.stringify(pathToFileURL(join(REPO, 'node_modules/html-webpack-plugin/index.js')).href)};`,
-      'export default {',
-      "  mode: 'production',",
-      `  context: ${JSON.stringify(dir)},`,
-      "  entry: './src/main.js',",
-      `  output: { path: ${JSON.stringify(join(dir, 'dist'))}, publicPath: '/webpack-game/', clean: true },`,
-      `  resolve: { alias: { 'awake-bundle': ${JSON.stringify(join(REPO, 'dist/core/index.js'))} } },`,
-      '  experiments: { topLevelAwait: true },',
-      "  plugins: [new HtmlWebpackPlugin(), new AwakeBundlePlugin({ assets: 'assets' })],",
-      "  stats: 'errors-warnings',",
-      '};',
-      '',
-    ].join('\n'),
-  );
-  const build = spawnSync(process.execPath, [WEBPACK_CLI, '--config', config], { cwd: dir, encoding: 'utf8', timeout: 120_000 });
-  expect(`${build.stdout}${build.stderr}`).not.toMatch(/ERROR/);
-  expect(build.status).toBe(0);
-  const dist = join(dir, 'dist');
-  const built: Built = {
-    html: readFileSync(join(dist, 'index.html'), 'utf8'),
-    index: JSON.parse(readFileSync(join(dist, 'published/project.index.json'), 'utf8')),
-  };
-  const hrefs = preloads(built.html);
-  expectPreloadsAfterScripts(built.html);
-  expectPreloadsUsed(await runBuiltPage('webpack-game', dist, built), '/webpack-game/', built, hrefs);
-}, 180_000);
+// html-webpack-plugin's default (`defer`) runs the game after the page is parsed. A `blocking`
+// script runs before the parser reaches the links after it, and the game opens its source at once
+// (top-level await): the reader waits for the parse, else its fetch would take the preloaded
+// response and the link, parsed next, would fetch the index and the bundle again.
+test.each(['defer', 'blocking'])(
+  "webpack with html-webpack-plugin (scriptLoading: '%s'): the built page preloads the index and the first load's bundle, and uses them (one request each)",
+  async (scriptLoading) => {
+    const name = `webpack-game-${scriptLoading}`;
+    const dir = temporaryDir('awkb-webpack-preload-');
+    writeTree(join(dir, 'assets'), assets());
+    writeFileSync(join(dir, 'awkb-loads.json'), JSON.stringify(LOADS));
+    mkdirSync(join(dir, 'src'), { recursive: true });
+    writeFileSync(join(dir, 'src/main.js'), GAME(`/${name}/published/project.index.json`));
+    const config = join(dir, 'webpack.config.mjs');
+    writeFileSync(
+      config,
+      [
+        `import { AwakeBundlePlugin } from ${JSON.stringify(pathToFileURL(WEBPACK_PLUGIN).href)};`,
+        `import HtmlWebpackPlugin from ${JSON.stringify(pathToFileURL(join(REPO, 'node_modules/html-webpack-plugin/index.js')).href)};`,
+        'export default {',
+        "  mode: 'production',",
+        `  context: ${JSON.stringify(dir)},`,
+        "  entry: './src/main.js',",
+        `  output: { path: ${JSON.stringify(join(dir, 'dist'))}, publicPath: '/${name}/', clean: true },`,
+        `  resolve: { alias: { 'awake-bundle': ${JSON.stringify(join(REPO, 'dist/core/index.js'))} } },`,
+        '  experiments: { topLevelAwait: true },',
+        `  plugins: [new HtmlWebpackPlugin({ scriptLoading: '${scriptLoading}' }), new AwakeBundlePlugin({ assets: 'assets' })],`,
+        "  stats: 'errors-warnings',",
+        '};',
+        '',
+      ].join('\n'),
+    );
+    const build = spawnSync(process.execPath, [WEBPACK_CLI, '--config', config], { cwd: dir, encoding: 'utf8', timeout: 120_000 });
+    expect(`${build.stdout}${build.stderr}`).not.toMatch(/ERROR/);
+    expect(build.status).toBe(0);
+    const dist = join(dir, 'dist');
+    const built: Built = {
+      html: readFileSync(join(dist, 'index.html'), 'utf8'),
+      index: JSON.parse(readFileSync(join(dist, 'published/project.index.json'), 'utf8')),
+    };
+    const hrefs = preloads(built.html);
+    expectPreloadsAfterScripts(built.html);
+    if (scriptLoading === 'blocking') expect(built.html).toMatch(/<script src=[^>]*main\.js"?><\/script>/);
+    expectPreloadsUsed(await runBuiltPage(name, dist, built), `/${name}/`, built, hrefs);
+  },
+  180_000,
+);

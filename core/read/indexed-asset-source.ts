@@ -32,7 +32,16 @@ import type { LoadsFile } from '../publish/loads.js';
 import { LoadRecorder, loadsEndpointOf, LOADS_ENDPOINT_HEADER } from './load-recorder.js';
 import { ByteBudget, LoadRegistry, type Load } from './load-registry.js';
 import { fileBytesOf, PrefetchReport } from './load-progress.js';
-import { absoluteUrl, allowedOrigins, checkIndexUrls, httpUrl, OriginCapabilities, pageHref, tokenOrigin } from './origins.js';
+import {
+  absoluteUrl,
+  allowedOrigins,
+  checkIndexUrls,
+  documentParsed,
+  httpUrl,
+  OriginCapabilities,
+  pageHref,
+  tokenOrigin,
+} from './origins.js';
 import { HeldMembers } from './pending-members.js';
 import { rangeReadSettings, type RangeReadOptions } from './range-reads.js';
 import { VerifiedCache, type CacheErrorDetail } from './verified-cache.js';
@@ -325,6 +334,10 @@ export class IndexedAssetSource {
           ? parseProjectIndexJson(options.index, indexUrl ? { url: indexUrl } : {})
           : parseProjectIndex(options.index, indexUrl ? { url: indexUrl } : {});
     } else if (indexUrl !== undefined) {
+      // Opened by a blocking script: the page's preload links (after it) are parsed first, so
+      // the index and the bundles come from their preloads, each requested once (origins.ts).
+      const parsed = documentParsed();
+      if (parsed) await parsed;
       const answer = transport
         .getBytesWithHeaders(indexUrl, {
           ...(options.signal ? { signal: options.signal } : {}),

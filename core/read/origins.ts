@@ -143,3 +143,16 @@ export function preloadedFetchUrls(): Set<string> {
   }
   return urls;
 }
+
+/**
+ * Resolves once the page's HTML is parsed; `undefined` where it is already (or there is no
+ * document: a worker, Node). A reader opened by a blocking script runs before the parser reaches
+ * the preload links after that script (where the build plugins put them): a fetch made then
+ * takes the response the browser's preload scanner fetched early, and the link, parsed next,
+ * fetches it again (Chromium: two requests). After the parse, the fetch takes the link's response.
+ */
+export function documentParsed(): Promise<void> | undefined {
+  const document = (globalThis as { document?: Pick<Document, 'readyState' | 'addEventListener'> }).document;
+  if (document?.readyState !== 'loading') return undefined;
+  return new Promise((resolve) => document.addEventListener('DOMContentLoaded', () => resolve(), { once: true }));
+}
