@@ -82,13 +82,15 @@ export class BundleFetcher {
   }
 
   /**
-   * The range and delta reads, imported once. An import that fails (a chunk gone after a deploy,
-   * a network error) is tried again next time; meanwhile a delta load fetches the whole bundle and
-   * a range read fails with that error, as it would with the network's.
+   * The range and delta reads, imported once, with the transport's range requests
+   * (net/transport-ranges.ts, which `Transport.getRange` and `getRanges` import) at the same time
+   * rather than after. An import that fails (a chunk gone after a deploy, a network error) is tried
+   * again next time; meanwhile a delta load fetches the whole bundle and a range read fails with
+   * that error, as it would with the network's.
    */
   #bundleRanges(): Promise<BundleRanges> {
-    this.#ranges ??= import('./bundle-ranges.js').then(
-      ({ BundleRanges }) =>
+    this.#ranges ??= Promise.all([import('./bundle-ranges.js'), import('../net/transport-ranges.js')]).then(
+      ([{ BundleRanges }]) =>
         new BundleRanges({
           view: this.#view,
           transport: this.#transport,
