@@ -44,6 +44,27 @@ export interface StreamFailure {
   part: 'header' | 'table' | 'members';
   message: string;
   damaged: string[];
+  /**
+   * A head that is not the canonical one, as it arrived (its header, then the table it declares),
+   * when the thread that read it left the judgement to another (`judgeHead`): the reader's worker
+   * does, so that its script carries no AWKB decoder and its messages; the page then says why.
+   */
+  head?: Uint8Array;
+}
+
+/** What to say of a head that is not the canonical one (`judgeHead`, or a worker's deferral of it). */
+export type HeadJudge = (head: Uint8Array) => StreamFailure;
+
+/**
+ * Why `head` (the bytes of a bundle's head as they arrived, not the canonical ones) is refused:
+ * the structural problem the AWKB reader checks name (SPEC §5), else a table that is not the
+ * canonical one of the index's records.
+ */
+export function judgeHead(plan: Pick<BundleStreamPlan, 'sha256' | 'sizeBytes' | 'members'>, head: Uint8Array): StreamFailure {
+  const problem = structuralProblem(head, plan.members, plan.sizeBytes);
+  const what = `bundle ${plan.sha256}`;
+  if (problem) return { part: problem.part, message: `${what}: ${problem.message}`, damaged: [] };
+  return { part: 'table', message: `${what}: AWKB table: not the canonical table of the index's records for this bundle`, damaged: [] };
 }
 
 /** Thrown by `push` and `finish` (plain data, posted as is from a worker). */
@@ -91,14 +112,16 @@ export function bundleStreamPlan(
 /**
  * Checks one bundle body as it arrives. Feed it every chunk in order with `push` (which throws
  * `StreamRefusal` at once for a head that is not the canonical one), then `finish` once the body
- * has ended. A fresh verifier per attempt: one that refused is done.
+ * has ended. A fresh verifier per attempt: one that refused is done. `judge` says why a head is
+ * refused; `BundleStreamVerifier` is this with `judgeHead`.
  */
-export class BundleStreamVerifier {
+export class BundleStreamChecker {
   /** Bytes of the body so far. */
   received = 0;
   readonly #plan: BundleStreamPlan;
   readonly #hash: Hasher;
   readonly #sink: StreamSink;
+  readonly #judge: HeadJudge;
   /** The head as it arrives, while it matches; then (on a mismatch) what is needed to say why. */
   #head: Uint8Array;
   #headMatches = true;
@@ -112,10 +135,11 @@ export class BundleStreamVerifier {
   /** Contents handed out, by index. */
   readonly delivered = new Set<number>();
 
-  constructor(plan: BundleStreamPlan, hash: Hasher, sink: StreamSink) {
+  constructor(plan: BundleStreamPlan, hash: Hasher, sink: StreamSink, judge: HeadJudge) {
     this.#plan = plan;
     this.#hash = hash;
     this.#sink = sink;
+    this.#judge = judge;
     this.#head = new Uint8Array(plan.head.length);
   }
 
@@ -221,11 +245,7 @@ export class BundleStreamVerifier {
   }
 
   #judgeHead(): StreamFailure {
-    const head = this.#head.subarray(0, this.received);
-    const problem = structuralProblem(head, this.#plan.members, this.#plan.sizeBytes);
-    const what = `bundle ${this.#plan.sha256}`;
-    if (problem) return { part: problem.part, message: `${what}: ${problem.message}`, damaged: [] };
-    return { part: 'table', message: `${what}: AWKB table: not the canonical table of the index's records for this bundle`, damaged: [] };
+    return this.#judge(this.#head.subarray(0, this.received));
   }
 
   /** Empty contents take no bytes: complete them as soon as the data reaches their place. */
@@ -258,5 +278,12 @@ export class BundleStreamVerifier {
         this.delivered.add(index);
         this.#sink.member(index, bytes);
       });
+  }
+}
+
+/** `BundleStreamChecker` judging a refused head here (`judgeHead`): on the page, and in Node. */
+export class BundleStreamVerifier extends BundleStreamChecker {
+  constructor(plan: BundleStreamPlan, hash: Hasher, sink: StreamSink) {
+    super(plan, hash, sink, (head) => judgeHead(plan, head));
   }
 }

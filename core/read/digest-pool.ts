@@ -17,7 +17,7 @@ import type { WorkerStoreAccess } from '../cache/idb-store.js';
 import { BundleIntegrityError } from '../errors.js';
 import { sha256Hex } from '../hash.js';
 import type { BodyFetcher, FetchBodyInit, FetchedBody, StreamedAnswer, StreamElsewhere } from '../net/body.js';
-import type { BundleStreamPlan, StreamFailure } from './bundle-stream.js';
+import { judgeHead, type BundleStreamPlan, type StreamFailure } from './bundle-stream.js';
 import { WORKER_SCRIPT } from './worker-script.js';
 
 export type { BodyFetcher, FetchBodyInit, FetchedBody } from '../net/body.js';
@@ -227,7 +227,9 @@ export class WorkerDigestPool implements DigestPool {
         init.signal.removeEventListener('abort', abort);
         if (data.failure !== undefined)
           return reject(data.aborted ? init.signal.reason : new TypeError(`fetch failed in a worker: ${data.failure}`));
-        const { head, received, over, refusal } = data.end!;
+        const { head, received, over } = data.end!;
+        // A head the worker refused, it left to judge here (see worker-main.ts).
+        const refusal = data.end!.refusal?.head ? judgeHead(plan, data.end!.refusal.head) : data.end!.refusal;
         resolve({
           status: head.status,
           statusText: head.statusText,
