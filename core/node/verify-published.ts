@@ -5,7 +5,8 @@
 import { readFile, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { BundleIntegrityError, MAX_PROBLEMS_IN_MESSAGE } from '../errors.js';
-import { decodeBundle, layoutBundle } from '../format/awkb.js';
+import { layoutBundle } from '../format/awkb.js';
+import { decodeBundle } from '../format/awkb-decode.js';
 import { unsafePathReason } from '../format/paths.js';
 import { decodeIndexText } from '../format/index-text.js';
 import {

@@ -10,7 +10,7 @@ import type { BundleEntry } from '../format/project-index.js';
 import { sha256Hex } from '../hash.js';
 import type { BodyConsumer, Transport } from '../net/transport.js';
 import type { BundleRanges } from './bundle-ranges.js';
-import { StreamRefusal, BundleStreamVerifier, type BundleStreamPlan } from './bundle-stream.js';
+import { BundleStreamChecker, deferredJudge, judgedError, refusalError, StreamRefusal, type BundleStreamPlan } from './stream-check.js';
 import type { ByteRange, DeltaReadOptions } from './delta-ranges.js';
 import { WorkerDigestPool, type DigestPool } from './digest-pool.js';
 import type { Entry, IndexView } from './index-view.js';
@@ -146,8 +146,9 @@ export class BundleFetcher {
         consumer,
         remote?.attempt,
       )
-      .catch((error: unknown) => {
-        throw bundleSizeError(error, bundle, url);
+      .catch(async (error: unknown) => {
+        // A refused head is judged now (stream-check.ts `judgedError`), where it was refused it was only compared.
+        throw await judgedError(bundleSizeError(error, bundle, url), plan);
       });
     const byWorker = remote?.stored();
     if (byWorker) return { forCache: [], stored: byWorker };
@@ -271,10 +272,9 @@ export class BundleFetcher {
 
 /** A streamed bundle's checks as the transport's body consumer, its refusals as the bundle's integrity error. */
 function streamConsumer(plan: BundleStreamPlan, url: string, deliver: (index: number, bytes: Uint8Array) => void): BodyConsumer {
-  const verifier = new BundleStreamVerifier(plan, sha256Hex, { member: deliver });
+  const verifier = new BundleStreamChecker(plan, sha256Hex, { member: deliver }, deferredJudge(plan));
   const refused = (error: unknown): never => {
-    if (error instanceof StreamRefusal)
-      throw new BundleIntegrityError(error.failure.part, error.failure.message, error.failure.damaged, { url });
+    if (error instanceof StreamRefusal) throw refusalError(error.failure, url);
     throw error;
   };
   return {

@@ -3,15 +3,8 @@
  * SHA-256, then each member against its entry. A bundle that fails is rejected whole, and the
  * error names every damaged member, or the `header` or `table` when no member is damaged.
  */
-import {
-  BundleFormatError,
-  BundleIntegrityError,
-  FileIntegrityError,
-  KEY_PREVIEW_CHARACTERS,
-  MAX_PROBLEMS_IN_MESSAGE,
-  previewValue,
-} from '../errors.js';
-import { decodeBundle, layoutBundle, type BundleLayout, type DecodedBundle } from '../format/awkb.js';
+import { BundleIntegrityError, FileIntegrityError, KEY_PREVIEW_CHARACTERS, MAX_PROBLEMS_IN_MESSAGE, previewValue } from '../errors.js';
+import { layoutBundle, type BundleLayout } from '../format/awkb.js';
 import type { BundleEntry } from '../format/project-index.js';
 import { sha256Hex } from '../hash.js';
 import { InThreadDigests, type DigestPool, type WorkerStoreAccess } from './digest-pool.js';
@@ -53,6 +46,8 @@ export async function verifyBundle(
 
   const details = url === undefined ? {} : { url };
   const what = `bundle ${listing.sha256}`;
+  // Only a bundle that failed needs the AWKB decoder (structure.ts): imported then.
+  const { structuralProblem } = await import('./structure.js');
   const structure = structuralProblem(bytes, members);
   // A broken header means nothing after it can be placed (a truncated file has no members at
   // all), so the header is named alone; otherwise damaged members come first, then the table.
@@ -95,36 +90,6 @@ export function describeDamaged(damaged: readonly string[]): string {
     .join(', ');
   const more = damaged.length > MAX_PROBLEMS_IN_MESSAGE ? ` and ${damaged.length - MAX_PROBLEMS_IN_MESSAGE} more` : '';
   return `damaged member${damaged.length > 1 ? 's' : ''} ${shown}${more}`;
-}
-
-/**
- * What is wrong with the header or table, if anything, judged against the index's members.
- * `bytes` may be only the bundle's start (a streamed head) when `sizeBytes` gives the whole size.
- */
-export function structuralProblem(
-  bytes: Uint8Array,
-  members: readonly ExpectedMember[],
-  sizeBytes = bytes.length,
-): { part: 'header' | 'table'; message: string; cause?: unknown } | undefined {
-  let decoded: DecodedBundle;
-  try {
-    decoded = decodeBundle(bytes, sizeBytes);
-  } catch (error) {
-    if (error instanceof BundleFormatError) return { part: error.part, message: error.message, cause: error };
-    throw error;
-  }
-  const byKey = new Map(decoded.records.map((record) => [record.key, record]));
-  for (const member of members) {
-    const record = byKey.get(member.key);
-    if (!record) return { part: 'table', message: `AWKB table: no record for ${previewValue(member.key, KEY_PREVIEW_CHARACTERS)}` };
-    if (record.offset !== member.offset || record.sizeBytes !== member.sizeBytes || record.sha256 !== member.sha256) {
-      return {
-        part: 'table',
-        message: `AWKB table: record ${previewValue(member.key, KEY_PREVIEW_CHARACTERS)} differs from its index entry`,
-      };
-    }
-  }
-  return undefined;
 }
 
 /** Checks one loose file, or one member read alone by range, against its entry. */

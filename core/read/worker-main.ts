@@ -15,7 +15,7 @@
 import { getEntries, hasEntries, openStore, putEntries, type WorkerStoreAccess } from '../cache/idb-store.js';
 import { bodyToRead, collectBody, declaredLength, isMultipart, pumpBody } from '../net/body.js';
 import { toHex } from '../hash.js';
-import { BundleStreamChecker, StreamRefusal, type BundleStreamPlan } from './bundle-stream.js';
+import { BundleStreamChecker, deferredJudge, StreamRefusal, type BundleStreamPlan } from './stream-check.js';
 
 declare const self: {
   postMessage(message: unknown, transfer?: Transferable[]): void;
@@ -234,8 +234,8 @@ async function bundle({ id, bundle: job }: BundleMessage): Promise<void> {
     // Copies for the store are taken as members pass, before their buffers go to the page; they
     // are written only once the whole bundle has passed (SPEC §7: nothing of a failed bundle is cached).
     const kept: [string, Uint8Array][] = [];
-    // A head that is not the canonical one is refused here, and judged on the page (bundle-stream.ts
-    // `judgeHead`, in digest-pool.ts): this script then needs no AWKB decoder nor its messages.
+    // A head that is not the canonical one is refused here, and judged on the page (stream-check.ts
+    // `judgedError`): this script then carries no AWKB decoder nor its messages.
     const verifier = new BundleStreamChecker(
       job.plan,
       digestHex,
@@ -245,7 +245,7 @@ async function bundle({ id, bundle: job }: BundleMessage): Promise<void> {
           post({ id, member: index, buffer: bytes.buffer }, [bytes.buffer as ArrayBuffer]);
         },
       },
-      (head) => ({ part: 'table', message: `bundle ${job.plan.sha256}: not the canonical head`, damaged: [], head: head.slice() }),
+      deferredJudge(job.plan),
     );
     const onProgress = progressPoster(id, declared);
     let refusal: StreamRefusal | undefined;
