@@ -17,6 +17,7 @@ export * from './publish/references.js';
 export * from './publish/plan.js';
 export * from './publish/bundle-writer.js';
 export * from './read/verify.js';
+export * from './read/accept.js';
 export { structuralProblem } from './read/structure.js';
 export * from './read/digest-pool.js';
 export * from './net/index.js';

@@ -63,7 +63,9 @@ async function bundleEntry(entry, repo) {
   });
   const texts = new Map(result.outputFiles.map((output) => [path.relative(repo, output.path), output.text]));
   const outputs = result.metafile.outputs;
-  const entryOutput = Object.keys(outputs).find((name) => outputs[name].entryPoint !== undefined);
+  // The one-line module's own output: each \`import()\` target is an entry point of its own too.
+  const entryOutput = Object.keys(outputs).find((name) => outputs[name].entryPoint === 'size-entry:size-entry');
+  if (entryOutput === undefined) throw new Error(`esbuild made no output for the size entry of ${entry.importPath}`);
   const eager = new Set();
   const visit = (name) => {
     if (eager.has(name)) return;

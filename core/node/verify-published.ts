@@ -17,7 +17,8 @@ import {
   type BundleEntry,
   type ProjectIndex,
 } from '../format/project-index.js';
-import { cutShort, verifyBundle, type ExpectedMember } from '../read/verify.js';
+import { verifyBundle } from '../read/accept.js';
+import { cutShort, type ExpectedMember } from '../read/verify.js';
 import { sha256HexNode } from './hash.js';
 import { INDEX_FILE_NAME } from './publish.js';
 

@@ -16,7 +16,7 @@ import { WorkerDigestPool, type DigestPool } from './digest-pool.js';
 import type { Entry, IndexView } from './index-view.js';
 import { preloadedFetchUrls, type OriginCapabilities } from './origins.js';
 import { DEFAULT_RANGE_READS, type RangeReadOptions } from './range-reads.js';
-import { acceptBundle, checkFileDigest, checkFileSize } from './verify.js';
+import { checkFileDigest, checkFileSize } from './verify.js';
 import type { VerifiedCache } from './verified-cache.js';
 
 /** What the reader does with a whole bundle that came for a range read (a server that ignores ranges): hold and cache its members. */
@@ -158,6 +158,9 @@ export class BundleFetcher {
 
   /** A bundle read whole, then checked (a layout other than the canonical one). */
   async #wholeUnstreamed(bundle: BundleEntry, url: string, callbacks: FetchCallbacks): Promise<Accepted> {
+    // The whole-bundle check (accept.ts) is imported with the bundle's request, not after its body.
+    const accepting = import('./accept.js');
+    accepting.catch(() => undefined); // awaited below; not an unhandled rejection if the request fails first
     const bytes = await this.#transport
       .getBytes(url, {
         signal: callbacks.signal,
@@ -167,6 +170,7 @@ export class BundleFetcher {
       .catch((error: unknown) => {
         throw bundleSizeError(error, bundle, url);
       });
+    const { acceptBundle } = await accepting;
     return this.#handOver(
       await acceptBundle(bytes, bundle, this.#view.expectedMembers(bundle.sha256), this.#pool, url, this.#cache.workerStore()),
       callbacks,
