@@ -14,11 +14,11 @@ import {
   AwakeError,
   BundleIntegrityError,
   IndexTooLargeError,
+  IndexValidationError,
   InvalidOptionError,
   RequestAbortedError,
   ResponseSizeError,
 } from '../errors.js';
-import { decodeIndexText } from '../format/index-text.js';
 import { entryKey, parseFetchedIndexJson, parseProjectIndex, parseProjectIndexJson, type ProjectIndex } from '../format/project-index.js';
 import { mediaTypeOf } from '../format/media-types.js';
 import { abortable, linkSignals } from '../net/abort.js';
@@ -341,7 +341,7 @@ export class IndexedAssetSource {
       const { bytes, headers } = await answer;
       // Strict UTF-8: bytes that are not would become U+FFFD and another, legal path (SPEC preamble);
       // an answer that is a page instead (a single-page app's fallback) is named as such.
-      index = parseFetchedIndexJson(decodeIndexText(bytes, { url: indexUrl }), { url: indexUrl, contentType: headers.get('content-type') });
+      index = parseFetchedIndexJson(await indexText(bytes, indexUrl), { url: indexUrl, contentType: headers.get('content-type') });
       loadsEndpoint = loadsEndpointOf(headers.get(LOADS_ENDPOINT_HEADER), indexUrl);
     } else {
       throw new InvalidOptionError('indexUrl', 'IndexedAssetSource.open needs indexUrl or index');
@@ -875,6 +875,26 @@ export class IndexedAssetSource {
       this.#held.put(sha256, bytes, reads, reads);
     }
     return found.size === wanted.length;
+  }
+}
+
+const strictUtf8 = /* @__PURE__ */ new TextDecoder('utf-8', { fatal: true });
+
+/**
+ * The index's text, as `decodeIndexText` (format/index-text.ts) decodes it: strict UTF-8. What
+ * names the fields that hold bytes that are not UTF-8 is imported only for such an index; should
+ * that import fail, the index is refused all the same, without the names.
+ */
+async function indexText(bytes: Uint8Array, url: string): Promise<string> {
+  try {
+    return strictUtf8.decode(bytes);
+  } catch {
+    const { decodeIndexText } = await import('../format/index-text.js').catch(() => ({
+      decodeIndexText: (): never => {
+        throw new IndexValidationError(['is not UTF-8'], { url });
+      },
+    }));
+    return decodeIndexText(bytes, { url });
   }
 }
 
