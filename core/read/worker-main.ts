@@ -1,7 +1,7 @@
 /**
  * The reader's Web Worker (see digest-pool.ts): built from this entry by `npm run build` into
  * one script (scripts/postbuild.mjs), from the same modules the page runs, so the body reader
- * (net/body.ts), the streamed-bundle check (bundle-stream.ts) and the IndexedDB store
+ * (net/body.ts), the streamed-bundle check (stream-check.ts) and the IndexedDB store
  * (cache/idb-store.ts) each exist once. It answers:
  * - `ping`: whether it has WebCrypto and fetch, before the page trusts it with buffers;
  * - a digest job: hashes ranges of the buffers it is sent (transferred), optionally cuts each
