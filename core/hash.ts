@@ -15,8 +15,8 @@ export function toHex(bytes: Uint8Array): string {
   return out;
 }
 
-/** Hex digit values by char code; -1 for anything else. */
-const HEX_VALUES = Int8Array.from({ length: 128 }, (_, code) => {
+/** Hex digit values by char code; -1 for anything else. Pure: a bundle that never calls fromHex (the reader's worker) drops it. */
+const HEX_VALUES = /* @__PURE__ */ Int8Array.from({ length: 128 }, (_, code) => {
   const digit = '0123456789abcdef'.indexOf(String.fromCharCode(code).toLowerCase());
   return digit;
 });

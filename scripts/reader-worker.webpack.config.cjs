@@ -24,5 +24,8 @@ module.exports = {
   optimization: { ...serviceWorker.optimization, minimize: true },
   // core/hash-noble.ts (noble's SHA-256) is hash.ts's fallback where WebCrypto is missing; the
   // page trusts a worker only once its ping says it has WebCrypto, so the worker leaves it out.
-  plugins: [new webpack.IgnorePlugin({ resourceRegExp: /\/hash-noble\.js$/ })],
+  // core/read/structure.ts (the AWKB decoder and its messages) says why a bundle failed: the worker
+  // refuses a head that is not the canonical one and the page says why (stream-check.ts
+  // `deferredJudge`), so the worker, which never calls verifyBundle nor judgedError, leaves it out.
+  plugins: [new webpack.IgnorePlugin({ resourceRegExp: /\/(hash-noble|structure)\.js$/ })],
 };

@@ -1,5 +1,6 @@
 // What each entry adds to a game: bundles a one-line module that imports the built entry, as a
-// game's bundler would (esbuild, minified, browser, ESM, the engines external, code splitting),
+// game's bundler would (esbuild, minified, browser, ESM, the engines external, code splitting):
+// `export * from <entry>` (everything), and the import the docs show (a game's own),
 // and prints the minified and minified+gzipped (zlib level 9) bytes of what loads with the game
 // and of what the core imports on demand, with the biggest inputs of the former (BENCHMARKS.md,
 // "Size"). The service worker is measured as shipped (dist/sw/awake-bundle-sw.js, minified).
@@ -12,11 +13,25 @@ import { build } from 'esbuild';
 
 const REPO = fileURLToPath(new URL('..', import.meta.url));
 
-/** The entries a game or a site imports, each as a game would import it. */
+/**
+ * The entries a game or a site imports. Each is measured as `export * from <entry>` (everything
+ * it exports), and, where the docs show one, as the import the docs show (`typical`: `<entry>`
+ * stands for the built file), which is what a game that copies them loads.
+ */
 export const ENTRIES = [
-  { name: 'core', importPath: 'awake-bundle', file: 'dist/core/index.js' },
-  { name: 'phaser', importPath: 'awake-bundle/phaser', file: 'dist/adapters/phaser/index.js' },
-  { name: 'babylon', importPath: 'awake-bundle/babylon', file: 'dist/adapters/babylon/index.js' },
+  {
+    name: 'core',
+    importPath: 'awake-bundle',
+    file: 'dist/core/index.js',
+    typical: "export { IndexedAssetSource, openBrowserCache } from '<entry>';", // docs/reader.md
+  },
+  { name: 'phaser', importPath: 'awake-bundle/phaser', file: 'dist/adapters/phaser/index.js', typical: "import '<entry>';" }, // README.md
+  {
+    name: 'babylon',
+    importPath: 'awake-bundle/babylon',
+    file: 'dist/adapters/babylon/index.js',
+    typical: "export { registerAwkb } from '<entry>';", // README.md, docs/babylon.md (the game calls it)
+  },
   { name: 'sw', importPath: 'awake-bundle/sw', file: 'dist/sw/awake-bundle-sw.js', prebuilt: true },
 ];
 
@@ -32,8 +47,7 @@ function gzipBytes(text) {
  * on demand (`import()`: opaque ids, the no-WebCrypto hash, …), with the inputs of the former by
  * bytes in the output.
  */
-async function bundleEntry(entry, repo) {
-  const file = path.join(repo, entry.file);
+async function bundleEntry(entry, repo, contents = `export * from ${JSON.stringify(path.join(repo, entry.file))};`) {
   const result = await build({
     entryPoints: ['size-entry'],
     plugins: [
@@ -42,7 +56,7 @@ async function bundleEntry(entry, repo) {
         setup(builder) {
           builder.onResolve({ filter: /^size-entry$/ }, () => ({ path: 'size-entry', namespace: 'size-entry' }));
           builder.onLoad({ filter: /.*/, namespace: 'size-entry' }, () => ({
-            contents: `export * from ${JSON.stringify(file)};`,
+            contents,
             resolveDir: repo,
             loader: 'js',
           }));
@@ -63,7 +77,9 @@ async function bundleEntry(entry, repo) {
   });
   const texts = new Map(result.outputFiles.map((output) => [path.relative(repo, output.path), output.text]));
   const outputs = result.metafile.outputs;
-  const entryOutput = Object.keys(outputs).find((name) => outputs[name].entryPoint !== undefined);
+  // The one-line module's own output: each \`import()\` target is an entry point of its own too.
+  const entryOutput = Object.keys(outputs).find((name) => outputs[name].entryPoint === 'size-entry:size-entry');
+  if (entryOutput === undefined) throw new Error(`esbuild made no output for the size entry of ${entry.importPath}`);
   const eager = new Set();
   const visit = (name) => {
     if (eager.has(name)) return;
@@ -97,8 +113,9 @@ async function bundleEntry(entry, repo) {
 
 /**
  * Measures every entry of the built package under `repo` (its dist must exist): `min` and `gzip`
- * are what loads with the game (each file gzipped apart, as served); `lazy` what loads on demand.
- * @returns {Promise<{ name: string, importPath: string, min: number, gzip: number, lazy: { min: number, gzip: number }, inputs: { input: string, bytes: number }[] }[]>}
+ * are what loads with the game (the chunks that load with it as one file, gzipped); `lazy` what
+ * loads on demand; `typical` the same two for the import the docs show, where there is one.
+ * @returns {Promise<{ name: string, importPath: string, min: number, gzip: number, lazy: { min: number, gzip: number }, typical?: { code: string, min: number, gzip: number }, inputs: { input: string, bytes: number }[] }[]>}
  */
 export async function measureEntries(repo = REPO) {
   const measures = [];
@@ -114,7 +131,13 @@ export async function measureEntries(repo = REPO) {
         inputs: [],
       });
     } else {
-      measures.push({ name: entry.name, importPath: entry.importPath, ...(await bundleEntry(entry, repo)) });
+      const measure = { name: entry.name, importPath: entry.importPath, ...(await bundleEntry(entry, repo)) };
+      if (entry.typical) {
+        const code = entry.typical.replace('<entry>', entry.importPath);
+        const typical = await bundleEntry(entry, repo, entry.typical.replace("'<entry>'", JSON.stringify(path.join(repo, entry.file))));
+        measure.typical = { code, min: typical.min, gzip: typical.gzip };
+      }
+      measures.push(measure);
     }
   }
   return measures;
@@ -128,6 +151,10 @@ function printMeasures(measures, top) {
     console.log(
       `${importPath.padEnd(22)} ${kilobytes(min).padStart(9)}   ${kilobytes(gzip).padStart(9)}   ${lazy.gzip ? kilobytes(lazy.gzip).padStart(9) : '        -'}`,
     );
+  }
+  console.log(`\n${'the import the docs show'.padEnd(68)} ${'min'.padStart(9)}   ${'min+gzip'.padStart(9)}`);
+  for (const { typical } of measures) {
+    if (typical) console.log(`${typical.code.padEnd(68)} ${kilobytes(typical.min).padStart(9)}   ${kilobytes(typical.gzip).padStart(9)}`);
   }
   for (const { importPath, inputs } of measures) {
     if (inputs.length === 0 || top === 0) continue;

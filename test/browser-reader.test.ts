@@ -20,6 +20,13 @@ function bundleUrlOf(path: string): string {
   const file = SMALL_INDEX.files.find((f: { path: string }) => f.path === path);
   return SMALL_INDEX.bundles.find((b: { sha256: string }) => b.sha256 === file.bundle).url;
 }
+/** Sites whose first bundle has one byte of its head flipped: in the magic (byte 0), in the table (byte 20, its first key). */
+const BAD_HEADS = [
+  ['bad-magic', 0],
+  ['bad-table', 20],
+] as const;
+/** A file of the small project's first bundle. */
+const FIRST_BUNDLE_PATH: string = SMALL_INDEX.files.find((f: { bundle?: string }) => f.bundle === SMALL_INDEX.bundles[0].sha256).path;
 /** Two versions of a project for delta reads: 20 files of 16 KiB in one bundle; v2 changes files 3 and 15. */
 const DELTA_FILES = Array.from({ length: 20 }, (_, i) => `levels/chunk-${String(i).padStart(2, '0')}.bin`);
 const DELTA_CHANGED = [3, 15];
@@ -80,6 +87,14 @@ describe.each(TESTED_BROWSERS)('%s', (kind) => {
     for (const bundle of JSON.parse(readFileSync(join(site, 'oversized/project.index.json'), 'utf8')).bundles as { url: string }[]) {
       const path = join(site, 'oversized', bundle.url);
       writeFileSync(path, Buffer.concat([readFileSync(path), Buffer.alloc(8 * 1024 * 1024, 0x5a)]));
+    }
+    // Copies whose first bundle's head is not the canonical one: its magic, or a byte of its table.
+    for (const [name, at] of BAD_HEADS) {
+      cpSync(join(FIXTURES, 'expected/small-default'), join(site, name), { recursive: true });
+      const path = join(site, name, SMALL_INDEX.bundles[0].url);
+      const bytes = readFileSync(path);
+      bytes[at]! ^= 0xff;
+      writeFileSync(path, bytes);
     }
     publishDeltaVersions(site);
     server = await startRepoServer({ mounts: { '/published/': site } });
@@ -392,6 +407,59 @@ describe.each(TESTED_BROWSERS)('%s', (kind) => {
       expect(outcome.message).toMatch(/Content-Length says \d+/);
     }
   });
+
+  test.each(BAD_HEADS.map(([name]) => name))(
+    'a bundle whose head is not the canonical one (%s) is refused with the same error whether a worker or the page streamed it',
+    async (site) => {
+      const outcomes = await page.evaluate(
+        async (site: string, path: string) => {
+          const core = await harnessImport('awake-bundle');
+          // A pool whose worker has answered: bundles stream in it (a cold pool streams them on the page).
+          const pool = new core.WorkerDigestPool({ size: 1 });
+          pool.warm();
+          for (let i = 0; i < 400 && pool.usingWorkers !== true; i++) await new Promise((resolve) => setTimeout(resolve, 25));
+          const attempt = async (options: object) => {
+            const source = await core.IndexedAssetSource.open({
+              indexUrl: `/published/${site}/project.index.json`,
+              retry: { attempts: 1 },
+              ...options,
+            });
+            const error = await source.read(path).then(
+              () => undefined,
+              (e: Error) => e as Error & { code: string; part: string; damaged: string[]; path: string },
+            );
+            source.dispose();
+            return {
+              name: error?.name,
+              code: error?.code,
+              part: error?.part,
+              damaged: error?.damaged,
+              path: error?.path,
+              message: error?.message,
+            };
+          };
+          const worker = await attempt({ hashWorkers: pool });
+          const inWorker = pool.usingWorkers;
+          pool.terminate();
+          return { worker, inWorker, page: await attempt({ hashWorkers: 0 }) };
+        },
+        site,
+        FIRST_BUNDLE_PATH,
+      );
+      expect(outcomes.inWorker).toBe(true);
+      expect(outcomes.worker).toEqual(outcomes.page);
+      expect(outcomes.page).toMatchObject({
+        name: 'BundleIntegrityError',
+        code: 'E_BUNDLE_INTEGRITY',
+        part: site === 'bad-magic' ? 'header' : 'table',
+        damaged: [],
+        path: FIRST_BUNDLE_PATH,
+      });
+      expect(outcomes.page.message).toBe(
+        `bundle ${SMALL_INDEX.bundles[0].sha256}: ${site === 'bad-magic' ? 'AWKB header: bad magic be574b42, expected 41574b42 ("AWKB")' : 'AWKB table: record 0 key is not valid UTF-8'}`,
+      );
+    },
+  );
 
   test('a damaged bundle leaves nothing in the persistent cache, not even its good members', async () => {
     const outcome = await page.evaluate(async () => {

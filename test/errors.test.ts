@@ -35,7 +35,7 @@ import {
   type AwakeErrorCode,
 } from '../core/errors';
 import { MemoryCache } from '../core/cache/memory';
-import { decodeBundle } from '../core/format/awkb';
+import { decodeBundle } from '../core/format/awkb-decode';
 import { opaqueId } from '../core/format/ids';
 import { assertSafePath } from '../core/format/paths';
 import { parseProjectIndex, parseProjectIndexJson, type LooseIndex } from '../core/format/project-index';

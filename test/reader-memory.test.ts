@@ -233,4 +233,22 @@ test('a bundle laid out otherwise than §5 (data in another order) is still acce
   const { contents } = await acceptBundle(bytes, listing, expected);
   expect(new TextDecoder().decode(contents.get(sha256(x)))).toBe('first content');
   expect(new TextDecoder().decode(contents.get(sha256(y)))).toBe('second, longer content');
+
+  // Through a source: no stream plan for this layout, so the bundle is read whole and accepted
+  // (read/accept.ts, imported as its request goes out); the same bundle with a byte flipped is refused.
+  const index = {
+    formatVersion: 3,
+    rootPath: '/p',
+    bundles: [listing],
+    files: expected.map(({ key, ...entry }) => ({ path: key, ...entry, bundle: listing.sha256 })),
+  };
+  const serving = (body: Uint8Array) =>
+    IndexedAssetSource.open({ index, baseUrl: 'https://cdn.test/', fetch: async () => new Response(body as Uint8Array<ArrayBuffer>) });
+  const source = await serving(bytes);
+  expect(new TextDecoder().decode(await source.read('a'))).toBe('first content');
+  expect(new TextDecoder().decode(await source.read('b'))).toBe('second, longer content');
+  const damaged = bytes.slice();
+  damaged[head.length] ^= 0xff; // the first byte of y, b's content
+  const refused = await (await serving(damaged)).read('a').catch((error: unknown) => error);
+  expect(refused).toMatchObject({ name: 'BundleIntegrityError', part: 'members', damaged: ['b'], path: 'a' });
 });

@@ -54,30 +54,30 @@ export class AwkbRegistration {
   readonly source: IndexedAssetSource;
   /** The folder URL that maps to the project root. */
   readonly root: string;
-  private readonly rootUrl: URL;
-  private readonly ownsSource: boolean;
-  private readonly lifetime = new AbortController();
+  readonly #rootUrl: URL;
+  readonly #ownsSource: boolean;
+  readonly #lifetime = new AbortController();
   /** Paths this registration made object URLs for (streaming sounds), to release. */
-  private readonly objectUrls = new Map<string, string>();
-  private readonly key: unknown;
-  private disposed = false;
+  readonly #objectUrls = new Map<string, string>();
+  readonly #key: unknown;
+  #disposed = false;
   /** The load reads are recorded under (`beginLoad`); undefined: the source's default, `"main"`. */
-  private loadName: string | undefined;
+  #loadName: string | undefined;
   /** Reads in flight, and the timer that posts the recorded loads once they have settled. */
-  private reading = 0;
-  private postTimer: ReturnType<typeof setTimeout> | undefined;
+  #reading = 0;
+  #postTimer: ReturnType<typeof setTimeout> | undefined;
   /** @internal warns once when loose URLs would be index paths below another root */
   readonly misrooted: MisrootedFiles;
   /** Stops telling of the page's own downloads of files its bundles hold (core/read/double-downloads.ts). */
-  private readonly stopWatching: () => void;
+  readonly #stopWatching: () => void;
 
   /** @internal use `registerAwkb` */
   constructor(source: IndexedAssetSource, root: URL, ownsSource: boolean, key: unknown) {
     this.source = source;
-    this.rootUrl = root;
+    this.#rootUrl = root;
     this.root = root.href;
-    this.ownsSource = ownsSource;
-    this.key = key;
+    this.#ownsSource = ownsSource;
+    this.#key = key;
     const page = pageBase();
     const relativeTo = page === undefined ? undefined : absoluteUrl('./', page);
     this.misrooted = new MisrootedFiles({
@@ -86,7 +86,7 @@ export class AwkbRegistration {
       ...(source.indexUrl ? { indexUrl: source.indexUrl } : {}),
       ...(relativeTo ? { relativeTo } : {}),
     });
-    this.stopWatching = watchDoubleDownloads({ root, inBundle: (path) => source.entry(path)?.bundle !== undefined });
+    this.#stopWatching = watchDoubleDownloads({ root, inBundle: (path) => source.entry(path)?.bundle !== undefined });
   }
 
   /**
@@ -97,7 +97,7 @@ export class AwkbRegistration {
   beginLoad(name: string): void {
     if (typeof name !== 'string' || name === '')
       throw new InvalidOptionError('name', `beginLoad: the load's name must be a non-empty string, got ${JSON.stringify(name)}`);
-    this.loadName = name;
+    this.#loadName = name;
     void this.flushRecordedLoads();
   }
 
@@ -107,21 +107,21 @@ export class AwkbRegistration {
    * Resolves with whether anything was posted.
    */
   flushRecordedLoads(): Promise<boolean> {
-    if (this.postTimer !== undefined) clearTimeout(this.postTimer);
-    this.postTimer = undefined;
+    if (this.#postTimer !== undefined) clearTimeout(this.#postTimer);
+    this.#postTimer = undefined;
     return this.source.postRecordedLoads();
   }
 
   /** The project path that `url` (absolute, or relative to the page) maps to, when this index lists it. */
   pathOf(url: string): string | undefined {
     const absolute = absoluteUrl(url);
-    const path = absolute && projectPathOf(absolute, this.rootUrl);
+    const path = absolute && projectPathOf(absolute, this.#rootUrl);
     return path !== undefined && this.source.has(path) ? path : undefined;
   }
 
   /** The URL that maps to a project path. */
   urlOf(path: string): string {
-    return urlOfPath(path, this.rootUrl);
+    return urlOfPath(path, this.#rootUrl);
   }
 
   /**
@@ -130,29 +130,29 @@ export class AwkbRegistration {
    */
   async read(path: string, options: AwkbReadOptions = {}): Promise<Uint8Array> {
     // linkSignals: AbortSignal.any where the browser has it (Safari 17.4+), listeners released otherwise.
-    const { signal, release } = linkSignals([options.signal, this.lifetime.signal]);
-    this.reading++;
+    const { signal, release } = linkSignals([options.signal, this.#lifetime.signal]);
+    this.#reading++;
     try {
-      return await this.source.read(path, { signal, ...this.named(), ...(options.onProgress ? { onProgress: options.onProgress } : {}) });
+      return await this.source.read(path, { signal, ...this.#named(), ...(options.onProgress ? { onProgress: options.onProgress } : {}) });
     } catch (error) {
-      throw this.disposedWhileLoading(path, error, options.signal);
+      throw this.#disposedWhileLoading(path, error, options.signal);
     } finally {
       release();
-      this.settled();
+      this.#settled();
     }
   }
 
   /** An object URL of `path`'s verified bytes (for `<audio>` elements), kept until `dispose()`. */
   async objectUrl(path: string): Promise<string> {
-    this.reading++;
+    this.#reading++;
     try {
-      const url = await this.source.url(path, { signal: this.lifetime.signal, ...this.named() });
-      this.objectUrls.set(path, url);
+      const url = await this.source.url(path, { signal: this.#lifetime.signal, ...this.#named() });
+      this.#objectUrls.set(path, url);
       return url;
     } catch (error) {
-      throw this.disposedWhileLoading(path, error);
+      throw this.#disposedWhileLoading(path, error);
     } finally {
-      this.settled();
+      this.#settled();
     }
   }
 
@@ -162,9 +162,9 @@ export class AwkbRegistration {
    * nothing, so a `dispose()` right after `new Texture(url)` would otherwise fail in silence.
    * Any other failure, and an abort by the load's own signal, is passed on as it is.
    */
-  private disposedWhileLoading(path: string, error: unknown, signal?: AbortSignal): unknown {
+  #disposedWhileLoading(path: string, error: unknown, signal?: AbortSignal): unknown {
     const aborted = error instanceof RequestAbortedError || (error as Error | undefined)?.name === 'AbortError';
-    if (!aborted || !this.lifetime.signal.aborted || signal?.aborted) return error;
+    if (!aborted || !this.#lifetime.signal.aborted || signal?.aborted) return error;
     const index = this.source.indexUrl ?? this.root;
     const disposed = new RequestAbortedError(
       `${path}: the awkb registration of ${index} was disposed while it loaded; call dispose() once the loads that need it have finished`,
@@ -174,32 +174,32 @@ export class AwkbRegistration {
     return disposed;
   }
 
-  private named(): { loadName?: string } {
-    return this.loadName === undefined ? {} : { loadName: this.loadName };
+  #named(): { loadName?: string } {
+    return this.#loadName === undefined ? {} : { loadName: this.#loadName };
   }
 
   /** A read settled: once none is in flight for a moment, the recorded loads are posted (when asked for). */
-  private settled(): void {
-    if (--this.reading > 0 || this.source.loadsEndpoint === undefined || this.disposed) return;
-    if (this.postTimer !== undefined) clearTimeout(this.postTimer);
-    this.postTimer = setTimeout(() => {
-      this.postTimer = undefined;
-      if (this.reading === 0) void this.source.postRecordedLoads();
+  #settled(): void {
+    if (--this.#reading > 0 || this.source.loadsEndpoint === undefined || this.#disposed) return;
+    if (this.#postTimer !== undefined) clearTimeout(this.#postTimer);
+    this.#postTimer = setTimeout(() => {
+      this.#postTimer = undefined;
+      if (this.#reading === 0) void this.source.postRecordedLoads();
     }, POST_AFTER_QUIET_MS);
   }
 
   /** The object URL made for `path` already, if any: what a synchronous hook can hand out. */
   objectUrlInHand(path: string): string | undefined {
-    return this.objectUrls.get(path);
+    return this.#objectUrls.get(path);
   }
 
   /** Aborts this registration's loads, revokes its object URLs, and removes Babylon hooks no registration needs any more. */
   dispose(): void {
-    if (this.disposed) return;
-    this.disposed = true;
-    this.stopWatching();
+    if (this.#disposed) return;
+    this.#disposed = true;
+    this.#stopWatching();
     void this.flushRecordedLoads();
-    this.lifetime.abort(
+    this.#lifetime.abort(
       new RequestAbortedError(
         `the awkb registration of ${this.source.indexUrl ?? this.root} was disposed`,
         this.source.indexUrl ? { url: this.source.indexUrl } : {},
@@ -207,10 +207,10 @@ export class AwkbRegistration {
     );
     const at = active.indexOf(this);
     if (at >= 0) active.splice(at, 1);
-    if (byKey.get(this.key) !== undefined) byKey.delete(this.key);
-    if (this.ownsSource) this.source.dispose();
-    else for (const path of this.objectUrls.keys()) this.source.release(path);
-    this.objectUrls.clear();
+    if (byKey.get(this.#key) !== undefined) byKey.delete(this.#key);
+    if (this.#ownsSource) this.source.dispose();
+    else for (const path of this.#objectUrls.keys()) this.source.release(path);
+    this.#objectUrls.clear();
     if (active.length === 0) removeHooks();
   }
 }

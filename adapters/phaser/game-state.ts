@@ -38,30 +38,33 @@ export class AwkbGameState {
   readonly progressListeners = new Set<ByteProgressListener>();
   /** Videos from bundles, read when a Video first loads them. */
   readonly videos = new BundledVideos(this);
-  private readonly opening = new Set<Promise<unknown>>();
+  readonly #opening = new Set<Promise<unknown>>();
   /** Stop telling of the page's own downloads of files the mounted bundles hold (core/read/double-downloads.ts). */
-  private readonly stopWatching: (() => void)[] = [];
+  readonly #stopWatching: (() => void)[] = [];
   /** Object URLs kept for a cache entry: cache → key → URL. */
-  private readonly kept = new Map<PhaserEmitter, Map<string, string>>();
+  readonly #kept = new Map<PhaserEmitter, Map<string, string>>();
 
-  constructor(private readonly game: PhaserGame) {
-    game.events.once('destroy', () => this.destroy());
+  readonly #game: PhaserGame;
+
+  constructor(game: PhaserGame) {
+    this.#game = game;
+    game.events.once('destroy', () => this.#destroy());
   }
 
   /** Files wait for indexes still opening; undefined when none is. */
   indexesSettled(): Promise<unknown> | undefined {
-    return this.opening.size === 0 ? undefined : Promise.all(this.opening);
+    return this.#opening.size === 0 ? undefined : Promise.all(this.#opening);
   }
 
   /** `opening` must never reject: a failed index settles to undefined. */
   waitFor(opening: Promise<unknown>): void {
-    this.opening.add(opening);
-    void opening.finally(() => this.opening.delete(opening));
+    this.#opening.add(opening);
+    void opening.finally(() => this.#opening.delete(opening));
   }
 
   mount(mounted: MountedIndex): void {
     this.mounts.push(mounted);
-    this.stopWatching.push(
+    this.#stopWatching.push(
       watchDoubleDownloads({ root: mounted.root, inBundle: (path) => mounted.source.entry(path)?.bundle !== undefined }),
     );
   }
@@ -99,11 +102,11 @@ export class AwkbGameState {
   keepUrl(cache: { events?: PhaserEmitter }, key: string, url: string): void {
     const events = cache.events;
     if (!events) return;
-    let urls = this.kept.get(events);
+    let urls = this.#kept.get(events);
     if (!urls) {
       const byKey = new Map<string, string>();
       urls = byKey;
-      this.kept.set(events, byKey);
+      this.#kept.set(events, byKey);
       events.on('remove', (_cache: unknown, removedKey: string) => {
         const removed = byKey.get(removedKey);
         if (removed !== undefined) {
@@ -117,15 +120,15 @@ export class AwkbGameState {
     urls.set(key, url);
   }
 
-  private destroy(): void {
-    for (const urls of this.kept.values()) for (const url of urls.values()) URL.revokeObjectURL(url);
-    this.kept.clear();
+  #destroy(): void {
+    for (const urls of this.#kept.values()) for (const url of urls.values()) URL.revokeObjectURL(url);
+    this.#kept.clear();
     this.videos.dispose();
-    for (const stop of this.stopWatching.splice(0)) stop();
+    for (const stop of this.#stopWatching.splice(0)) stop();
     for (const mounted of this.mounts) if (mounted.owned) mounted.source.dispose();
     this.mounts.length = 0;
     this.progressListeners.clear();
-    states.delete(this.game);
+    states.delete(this.#game);
   }
 }
 

@@ -32,31 +32,33 @@ const runs = new WeakMap<PhaserLoader, LoadRun>();
 const PARALLEL_FROM_BUNDLES = 4096;
 
 export class LoadRun {
-  private readonly batches: Batch[] = [];
+  readonly #batches: Batch[] = [];
   /** The batch still gathering this tick's files, per index. */
-  private readonly open = new Map<string, Batch>();
+  readonly #open = new Map<string, Batch>();
   /** The load of this run that brings each bundle (or loose file). */
-  private readonly claimed = new Map<string, Batch>();
+  readonly #claimed = new Map<string, Batch>();
   /** Bundles (or loose files) that failed in this run, with why. */
-  private readonly failed = new Map<string, unknown>();
-  private readonly sharedReads = new Map<string, { waiting: number; bytes: Promise<Uint8Array> }>();
+  readonly #failed = new Map<string, unknown>();
+  readonly #sharedReads = new Map<string, { waiting: number; bytes: Promise<Uint8Array> }>();
 
   /** The loader's own `maxParallelDownloads`, put back when the run ends. */
-  private readonly parallelBefore: number;
+  readonly #parallelBefore: number;
   /** The load this run's reads are recorded under: its scene's key. */
-  private readonly loadName: string;
+  readonly #loadName: string;
 
-  private constructor(
-    private readonly loader: PhaserLoader,
-    private readonly state: AwkbGameState,
-  ) {
+  readonly #loader: PhaserLoader;
+  readonly #state: AwkbGameState;
+
+  private constructor(loader: PhaserLoader, state: AwkbGameState) {
+    this.#loader = loader;
+    this.#state = state;
     // Phaser starts at most maxParallelDownloads (32) files, topped up once per game step
     // (LoaderPlugin#checkLoadQueue): 1,000 files served from memory would wait ~32 frames for
     // their turn. Files from bundles make no requests of their own, so the run lifts the limit;
     // loose files still go through the browser's own per-host limits.
-    this.parallelBefore = loader.maxParallelDownloads;
+    this.#parallelBefore = loader.maxParallelDownloads;
     loader.maxParallelDownloads = Math.max(loader.maxParallelDownloads, PARALLEL_FROM_BUNDLES);
-    this.loadName = loader.systems?.settings?.key || DEFAULT_LOAD_NAME;
+    this.#loadName = loader.systems?.settings?.key || DEFAULT_LOAD_NAME;
   }
 
   static of(loader: PhaserLoader, state: AwkbGameState): LoadRun {
@@ -71,7 +73,7 @@ export class LoadRun {
   /** The loader finished: the next load starts a new run (and may retry a failed bundle). */
   static end(loader: PhaserLoader): void {
     const run = runs.get(loader);
-    if (run) loader.maxParallelDownloads = run.parallelBefore;
+    if (run) loader.maxParallelDownloads = run.#parallelBefore;
     runs.delete(loader);
   }
 
@@ -82,59 +84,59 @@ export class LoadRun {
    */
   async read(mounted: MountedIndex, path: string, file?: PhaserFile): Promise<Uint8Array> {
     // With range reads each file asks for its own member (SPEC §7 "Range reads"): no load.
-    const claimed = this.claimed.get(this.whereOf(mounted, path));
-    const earlier = claimed !== undefined && claimed !== this.open.get(mounted.key);
-    const batch = mounted.rangeReads || earlier ? undefined : this.batchFor(mounted, [path], file);
+    const claimed = this.#claimed.get(this.#whereOf(mounted, path));
+    const earlier = claimed !== undefined && claimed !== this.#open.get(mounted.key);
+    const batch = mounted.rangeReads || earlier ? undefined : this.#batchFor(mounted, [path], file);
     const onProgress =
       earlier && file ? (loaded: number, total: number) => reportFileBytes(file, total, total === 0 ? 1 : loaded / total) : undefined;
     // Files of one load that need the same path (one image under two keys) share one read:
     // with no cache, a second read would fetch the bundle again. Each gets bytes of its own,
     // since decodeAudioData and texture uploads may take them over.
     const key = `${mounted.key}\n${path}`;
-    let shared = this.sharedReads.get(key);
+    let shared = this.#sharedReads.get(key);
     if (!shared) {
-      shared = { waiting: 0, bytes: this.readOnce(batch, mounted, path, onProgress) };
-      this.sharedReads.set(key, shared);
+      shared = { waiting: 0, bytes: this.#readOnce(batch, mounted, path, onProgress) };
+      this.#sharedReads.set(key, shared);
     }
     shared.waiting++;
     try {
       const bytes = await shared.bytes;
       return shared.waiting > 1 ? bytes.slice() : bytes;
     } finally {
-      if (--shared.waiting === 0 && this.sharedReads.get(key) === shared) this.sharedReads.delete(key);
+      if (--shared.waiting === 0 && this.#sharedReads.get(key) === shared) this.#sharedReads.delete(key);
     }
   }
 
-  private async readOnce(
+  async #readOnce(
     batch: Batch | undefined,
     mounted: MountedIndex,
     path: string,
     onProgress?: (loaded: number, total: number) => void,
   ): Promise<Uint8Array> {
     if (batch) await batch.ready;
-    const where = this.whereOf(mounted, path);
-    if (this.failed.has(where)) throw this.failed.get(where);
+    const where = this.#whereOf(mounted, path);
+    if (this.#failed.has(where)) throw this.#failed.get(where);
     try {
-      return await mounted.source.read(path, { loadName: this.loadName, ...(onProgress ? { onProgress } : {}) });
+      return await mounted.source.read(path, { loadName: this.#loadName, ...(onProgress ? { onProgress } : {}) });
     } catch (error) {
-      if (!this.failed.has(where)) this.failed.set(where, error);
+      if (!this.#failed.has(where)) this.#failed.set(where, error);
       throw error;
     }
   }
 
   /** Fetches `paths` (the index's `prefetch` option) as part of this load; never rejects. */
   async prefetch(mounted: MountedIndex, paths: string[]): Promise<void> {
-    if (paths.length > 0) await this.batchFor(mounted, paths).settled;
+    if (paths.length > 0) await this.#batchFor(mounted, paths).settled;
   }
 
   /** The bundle (or loose file) a path's bytes come from, within one index. */
-  private whereOf(mounted: MountedIndex, path: string): string {
+  #whereOf(mounted: MountedIndex, path: string): string {
     const entry = mounted.source.entry(path)!;
     return `${mounted.key}\n${entry.bundle ?? `loose:${entry.sha256}`}`;
   }
 
-  private batchFor(mounted: MountedIndex, paths: string[], file?: PhaserFile): Batch {
-    let batch = this.open.get(mounted.key);
+  #batchFor(mounted: MountedIndex, paths: string[], file?: PhaserFile): Batch {
+    let batch = this.#open.get(mounted.key);
     if (!batch) {
       let start!: () => void;
       let markReady!: () => void;
@@ -145,18 +147,18 @@ export class LoadRun {
         loadedBytes: 0,
         totalBytes: 0,
         ready: new Promise<void>((resolve) => (markReady = resolve)),
-        settled: new Promise<void>((resolve) => (start = resolve)).then(() => this.start(created, markReady)),
+        settled: new Promise<void>((resolve) => (start = resolve)).then(() => this.#start(created, markReady)),
       };
       batch = created;
-      this.open.set(mounted.key, batch);
-      this.batches.push(batch);
+      this.#open.set(mounted.key, batch);
+      this.#batches.push(batch);
       // Start on the next microtask: every file that Phaser starts in this tick joins the load.
       queueMicrotask(start);
     }
     for (const path of paths) {
       batch.paths.add(path);
-      const where = this.whereOf(mounted, path);
-      if (!this.claimed.has(where)) this.claimed.set(where, batch);
+      const where = this.#whereOf(mounted, path);
+      if (!this.#claimed.has(where)) this.#claimed.set(where, batch);
     }
     if (file) {
       const files = batch.files.get(paths[0]!);
@@ -166,14 +168,14 @@ export class LoadRun {
     return batch;
   }
 
-  private async start(batch: Batch, markReady: () => void): Promise<void> {
-    this.open.delete(batch.mounted.key);
+  async #start(batch: Batch, markReady: () => void): Promise<void> {
+    this.#open.delete(batch.mounted.key);
     const loading = batch.mounted.source.load(batch.paths, {
-      loadName: this.loadName,
+      loadName: this.#loadName,
       onProgress: (progress) => {
         batch.loadedBytes = progress.loadedBytes;
         batch.totalBytes = progress.totalBytes;
-        this.state.reportProgress(this.progress(), this.loader);
+        this.#state.reportProgress(this.progress(), this.#loader);
       },
       onFileProgress: ({ path, loadedBytes, totalBytes }) => {
         for (const file of batch.files.get(path) ?? []) reportFileBytes(file, totalBytes, totalBytes === 0 ? 1 : loadedBytes / totalBytes);
@@ -189,7 +191,7 @@ export class LoadRun {
   progress(): ByteProgress {
     let loadedBytes = 0;
     let totalBytes = 0;
-    for (const batch of this.batches) {
+    for (const batch of this.#batches) {
       loadedBytes += batch.loadedBytes;
       totalBytes += batch.totalBytes;
     }

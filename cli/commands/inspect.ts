@@ -2,7 +2,8 @@
 import { readFile } from 'node:fs/promises';
 import { basename } from 'node:path';
 import { BundleFormatError } from '../../core/errors.js';
-import { decodeBundle, memberBytes } from '../../core/format/awkb.js';
+import { memberBytes } from '../../core/format/awkb.js';
+import { decodeBundle } from '../../core/format/awkb-decode.js';
 import { sha256HexNode } from '../../core/node/hash.js';
 import { CommandFailure, parseCommandLine, plural, printable, UsageError, type Command } from '../usage.js';
 

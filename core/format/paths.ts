@@ -1,7 +1,7 @@
 /** Project paths and key order (SPEC §1, and "key order" in the preamble). */
 import { UnsafePathError } from '../errors.js';
 
-const encoder = new TextEncoder();
+const encoder = /* @__PURE__ */ new TextEncoder(); // pure: dropped where utf8() is not used (the reader's worker)
 const MAX_KEY_BYTES = 0xffff;
 
 export function utf8(text: string): Uint8Array {

@@ -105,7 +105,7 @@ export interface BodyRequestOptions extends RequestOptions {
  * The most body bytes an attempt may read: `partial` for a 206 (exactly that many unless
  * `partialAtMost`), `multipart` for a 206 `multipart/byteranges`, `whole` otherwise.
  */
-interface BodyBound {
+export interface BodyBound {
   whole?: number;
   /** `whole` is the caller's `maxBytes` (the most it accepts), not a size it expects: errors say so. */
   wholeIsMax?: boolean;
@@ -140,7 +140,7 @@ export interface BodyConsumer {
  * implemented). `getRange` and `getRanges` hand them back as `refused`, unread and not retried,
  * for the caller to fetch the whole resource instead.
  */
-const RANGE_REFUSALS: ReadonlySet<number> = new Set([403, 416, 501]);
+export const RANGE_REFUSALS: ReadonlySet<number> = new Set([403, 416, 501]);
 
 /** A host that would not serve the range(s) asked for: `status` was the answer (see `RANGE_REFUSALS`). */
 export type RangeRefusal = { kind: 'refused'; status: number; reason: string };
@@ -189,7 +189,7 @@ class CallbackFailure {
   constructor(readonly error: unknown) {}
 }
 
-interface Fetched {
+export interface Fetched {
   status: number;
   headers: Headers;
   bytes: Uint8Array;
@@ -271,21 +271,8 @@ export class Transport {
    * 416 or 501 is `refused` (not read, not retried), for the caller to fetch the whole resource.
    */
   async getRange(url: string, offset: number, size: number, options: RequestOptions = {}): Promise<RangeResult> {
-    if (!Number.isSafeInteger(offset) || offset < 0)
-      throw new InvalidOptionError('offset', `range offset must be a safe integer ≥ 0, got ${offset}`);
-    if (!Number.isSafeInteger(size) || size < 0) throw new InvalidOptionError('size', `range size must be a safe integer ≥ 0, got ${size}`);
-    if (size === 0) return { kind: 'range', bytes: new Uint8Array(0) };
-    const last = offset + size - 1;
-    const bound = {
-      partial: size,
-      ranged: true,
-      ...(options.expectedBytes === undefined ? {} : { whole: checkedSize(options.expectedBytes, 'expectedBytes') }),
-    };
-    const fetched = await this.#request(url, { ...options.headers, Range: `bytes=${offset}-${last}` }, options, bound);
-    if (RANGE_REFUSALS.has(fetched.status)) return refusal(url, fetched.status);
-    if (fetched.status !== 206) return { kind: 'whole', bytes: fetched.bytes };
-    checkPartialContent(fetched, url, offset, last);
-    return { kind: 'range', bytes: fetched.bytes };
+    const { getRange } = await import('./transport-ranges.js');
+    return getRange((headers, bound) => this.#request(url, headers, options, bound), url, offset, size, options);
   }
 
   /**
@@ -299,65 +286,8 @@ export class Transport {
    * nor covers one, a range no part covers, a broken multipart body) is `RangeResponseError`.
    */
   async getRanges(url: string, ranges: readonly { offset: number; length: number }[], options: RequestOptions = {}): Promise<RangesResult> {
-    if (ranges.length === 0) throw new InvalidOptionError('ranges', 'getRanges needs at least one range');
-    ranges.forEach((range, i) => {
-      if (!Number.isSafeInteger(range.offset) || range.offset < 0 || !Number.isSafeInteger(range.length) || range.length < 1)
-        throw new InvalidOptionError(
-          'ranges',
-          `ranges[${i}] must have a safe integer offset ≥ 0 and length ≥ 1, got ${range.offset}+${range.length}`,
-        );
-      if (i > 0 && range.offset < ranges[i - 1]!.offset + ranges[i - 1]!.length)
-        throw new InvalidOptionError('ranges', `ranges must be sorted and not overlap (ranges[${i}])`);
-    });
-    const first = ranges[0]!.offset;
-    const end = ranges[ranges.length - 1]!.offset + ranges[ranges.length - 1]!.length;
-    // A 200 (or any 2xx but 206) stops at its headers: `whole: 0`.
-    const bound: BodyBound = {
-      whole: 0,
-      partial: end - first,
-      partialAtMost: true,
-      multipart: end - first + MULTIPART_PART_ALLOWANCE * ranges.length + MULTIPART_BODY_ALLOWANCE,
-      ranged: true,
-    };
-    const header = `bytes=${ranges.map((range) => `${range.offset}-${range.offset + range.length - 1}`).join(',')}`;
-    let fetched: Fetched;
-    try {
-      fetched = await this.#request(url, { ...options.headers, Range: header }, options, bound);
-    } catch (error) {
-      if (error instanceof ResponseSizeError)
-        return { kind: 'unsupported', reason: 'the server answered several ranges with the whole file (200)' };
-      throw error;
-    }
-    if (RANGE_REFUSALS.has(fetched.status)) return refusal(url, fetched.status);
-    if (fetched.status !== 206) return { kind: 'unsupported', reason: `the server answered several ranges with HTTP ${fetched.status}` };
-    if (isMultipart(fetched.headers)) {
-      // The parser comes with the first multi-range answer (delta reads): a game that never gets one loads none of it.
-      const { multipartOffsets } = await import('./multipart.js');
-      return {
-        kind: 'ranges',
-        body: fetched.bytes,
-        at: multipartOffsets(fetched.bytes, fetched.headers.get('content-type') ?? '', url, ranges),
-      };
-    }
-    // One range back: accepted when it covers every range asked for (a server may coalesce them).
-    const contentRange = parseContentRange(fetched.headers.get('content-range'));
-    if (!contentRange)
-      throw new RangeResponseError(
-        `GET ${url}: asked for ${ranges.length} ranges, the 206 answer has no valid Content-Range and is not multipart/byteranges (Content-Type: ${headerPreview(fetched.headers.get('content-type'))})`,
-        { url },
-      );
-    if (fetched.bytes.length !== contentRange.last - contentRange.first + 1)
-      throw new RangeResponseError(
-        `GET ${url}: the 206 answer says Content-Range: bytes ${contentRange.first}-${contentRange.last}, it holds ${fetched.bytes.length} bytes`,
-        { url },
-      );
-    if (!ranges.every((range) => contentRange.first <= range.offset && range.offset + range.length - 1 <= contentRange.last)) {
-      return {
-        kind: 'unsupported',
-        reason: `asked for ${ranges.length} ranges, the server answered one (bytes ${contentRange.first}-${contentRange.last})`,
-      };
-    }
-    return { kind: 'ranges', body: fetched.bytes, at: ranges.map((range) => range.offset - contentRange.first) };
+    const { getRanges } = await import('./transport-ranges.js');
+    return getRanges((headers, bound) => this.#request(url, headers, options, bound), url, ranges, options);
   }
 
   /**
@@ -763,10 +693,6 @@ function sizeError(
   return new ResponseSizeError(`GET ${url}: ${bound}, ${what}`, { url, expectedBytes: limit, ...got });
 }
 
-function refusal(url: string, status: number): RangeRefusal {
-  return { kind: 'refused', status, reason: `GET ${url}: the server refused the Range request with HTTP ${status}` };
-}
-
 /**
  * A `Content-Length` refused at the headers: more than the limit, or for a 206 any other length
  * than the range's. A shorter whole body is read (it is small) so that the caller's checks can say
@@ -777,46 +703,10 @@ function refusedLength(exact: boolean, declared: number | undefined, limit: numb
   return exact ? declared !== limit : declared > limit;
 }
 
-/** `bytes <first>-<last>/<total or *>`, or `undefined`. */
-export function parseContentRange(value: string | null): { first: number; last: number } | undefined {
-  const match = value === null ? null : /^\s*bytes\s+(\d+)-(\d+)\s*\/\s*(\d+|\*)\s*$/i.exec(value);
-  if (!match) return undefined;
-  const first = Number(match[1]);
-  const last = Number(match[2]);
-  return Number.isSafeInteger(first) && Number.isSafeInteger(last) && first <= last ? { first, last } : undefined;
-}
-
-const HEADER_PREVIEW_CHARACTERS = 200;
-
-/** A header value in a message: whole up to 200 characters, else cut (a server may send 64 KB of one). */
-export function headerPreview(value: string | null): string {
-  if (value === null || value.length <= HEADER_PREVIEW_CHARACTERS) return String(value);
-  return `${value.slice(0, HEADER_PREVIEW_CHARACTERS)}… (${value.length} characters)`;
-}
-
 /** `value` when it is a byte count (a safe integer ≥ 0), else `InvalidOptionError` naming it. */
 export function checkedSize(value: number, name: string): number {
   if (!Number.isSafeInteger(value) || value < 0) throw new InvalidOptionError(name, `${name} must be a safe integer ≥ 0, got ${value}`);
   return value;
-}
-
-/** A 206 must be exactly `bytes=<first>-<last>`: the right length, and a matching Content-Range if sent. */
-function checkPartialContent(fetched: Fetched, url: string, first: number, last: number): void {
-  const size = last - first + 1;
-  const contentRange = fetched.headers.get('content-range');
-  if (contentRange !== null) {
-    const match = /^\s*bytes\s+(\d+)-(\d+)\s*\/\s*(\d+|\*)\s*$/i.exec(contentRange);
-    if (!match || Number(match[1]) !== first || Number(match[2]) !== last) {
-      throw new RangeResponseError(`GET ${url}: asked for bytes ${first}-${last}, the 206 answer says Content-Range: ${contentRange}`, {
-        url,
-      });
-    }
-  }
-  if (fetched.bytes.length !== size) {
-    throw new RangeResponseError(`GET ${url}: asked for ${size} bytes (${first}-${last}), the 206 answer holds ${fetched.bytes.length}`, {
-      url,
-    });
-  }
 }
 
 /** A failure's message with its cause's, since `fetch failed` alone says little. */

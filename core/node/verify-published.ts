@@ -5,7 +5,8 @@
 import { readFile, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { BundleIntegrityError, MAX_PROBLEMS_IN_MESSAGE } from '../errors.js';
-import { decodeBundle, layoutBundle } from '../format/awkb.js';
+import { layoutBundle } from '../format/awkb.js';
+import { decodeBundle } from '../format/awkb-decode.js';
 import { unsafePathReason } from '../format/paths.js';
 import { decodeIndexText } from '../format/index-text.js';
 import {
@@ -16,7 +17,8 @@ import {
   type BundleEntry,
   type ProjectIndex,
 } from '../format/project-index.js';
-import { cutShort, verifyBundle, type ExpectedMember } from '../read/verify.js';
+import { verifyBundle } from '../read/accept.js';
+import { cutShort, type ExpectedMember } from '../read/verify.js';
 import { sha256HexNode } from './hash.js';
 import { INDEX_FILE_NAME } from './publish.js';
 

@@ -10,13 +10,13 @@ import type { BundleEntry } from '../format/project-index.js';
 import { sha256Hex } from '../hash.js';
 import type { BodyConsumer, Transport } from '../net/transport.js';
 import type { BundleRanges } from './bundle-ranges.js';
-import { StreamRefusal, BundleStreamVerifier, type BundleStreamPlan } from './bundle-stream.js';
+import { BundleStreamChecker, deferredJudge, judgedError, refusalError, StreamRefusal, type BundleStreamPlan } from './stream-check.js';
 import type { ByteRange, DeltaReadOptions } from './delta-ranges.js';
 import { WorkerDigestPool, type DigestPool } from './digest-pool.js';
 import type { Entry, IndexView } from './index-view.js';
 import { preloadedFetchUrls, type OriginCapabilities } from './origins.js';
 import { DEFAULT_RANGE_READS, type RangeReadOptions } from './range-reads.js';
-import { acceptBundle, checkFileDigest, checkFileSize } from './verify.js';
+import { checkFileDigest, checkFileSize } from './verify.js';
 import type { VerifiedCache } from './verified-cache.js';
 
 /** What the reader does with a whole bundle that came for a range read (a server that ignores ranges): hold and cache its members. */
@@ -82,13 +82,15 @@ export class BundleFetcher {
   }
 
   /**
-   * The range and delta reads, imported once. An import that fails (a chunk gone after a deploy,
-   * a network error) is tried again next time; meanwhile a delta load fetches the whole bundle and
-   * a range read fails with that error, as it would with the network's.
+   * The range and delta reads, imported once, with the transport's range requests
+   * (net/transport-ranges.ts, which `Transport.getRange` and `getRanges` import) at the same time
+   * rather than after. An import that fails (a chunk gone after a deploy, a network error) is tried
+   * again next time; meanwhile a delta load fetches the whole bundle and a range read fails with
+   * that error, as it would with the network's.
    */
   #bundleRanges(): Promise<BundleRanges> {
-    this.#ranges ??= import('./bundle-ranges.js').then(
-      ({ BundleRanges }) =>
+    this.#ranges ??= Promise.all([import('./bundle-ranges.js'), import('../net/transport-ranges.js')]).then(
+      ([{ BundleRanges }]) =>
         new BundleRanges({
           view: this.#view,
           transport: this.#transport,
@@ -144,8 +146,9 @@ export class BundleFetcher {
         consumer,
         remote?.attempt,
       )
-      .catch((error: unknown) => {
-        throw bundleSizeError(error, bundle, url);
+      .catch(async (error: unknown) => {
+        // A refused head is judged now (stream-check.ts `judgedError`), where it was refused it was only compared.
+        throw await judgedError(bundleSizeError(error, bundle, url), plan);
       });
     const byWorker = remote?.stored();
     if (byWorker) return { forCache: [], stored: byWorker };
@@ -155,6 +158,9 @@ export class BundleFetcher {
 
   /** A bundle read whole, then checked (a layout other than the canonical one). */
   async #wholeUnstreamed(bundle: BundleEntry, url: string, callbacks: FetchCallbacks): Promise<Accepted> {
+    // The whole-bundle check (accept.ts) is imported with the bundle's request, not after its body.
+    const accepting = import('./accept.js');
+    accepting.catch(() => undefined); // awaited below; not an unhandled rejection if the request fails first
     const bytes = await this.#transport
       .getBytes(url, {
         signal: callbacks.signal,
@@ -164,6 +170,7 @@ export class BundleFetcher {
       .catch((error: unknown) => {
         throw bundleSizeError(error, bundle, url);
       });
+    const { acceptBundle } = await accepting;
     return this.#handOver(
       await acceptBundle(bytes, bundle, this.#view.expectedMembers(bundle.sha256), this.#pool, url, this.#cache.workerStore()),
       callbacks,
@@ -269,10 +276,9 @@ export class BundleFetcher {
 
 /** A streamed bundle's checks as the transport's body consumer, its refusals as the bundle's integrity error. */
 function streamConsumer(plan: BundleStreamPlan, url: string, deliver: (index: number, bytes: Uint8Array) => void): BodyConsumer {
-  const verifier = new BundleStreamVerifier(plan, sha256Hex, { member: deliver });
+  const verifier = new BundleStreamChecker(plan, sha256Hex, { member: deliver }, deferredJudge(plan));
   const refused = (error: unknown): never => {
-    if (error instanceof StreamRefusal)
-      throw new BundleIntegrityError(error.failure.part, error.failure.message, error.failure.damaged, { url });
+    if (error instanceof StreamRefusal) throw refusalError(error.failure, url);
     throw error;
   };
   return {

@@ -16,7 +16,8 @@ import { pushTo, type Entry, type IndexView } from './index-view.js';
 import { originOf, pageHref, type OriginCapabilities } from './origins.js';
 import type { RangeReadOptions } from './range-reads.js';
 import { RangeScheduler, type RangeBatch, type RangeRead, type RangeWaiter } from './range-scheduler.js';
-import { acceptBundle, checkFileDigest } from './verify.js';
+import { acceptBundle } from './accept.js';
+import { checkFileDigest } from './verify.js';
 import type { VerifiedCache } from './verified-cache.js';
 
 /**

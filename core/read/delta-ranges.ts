@@ -46,28 +46,19 @@ export interface ByteRange {
 export function deltaReadSettings(option: boolean | DeltaReadOptions | undefined): Required<DeltaReadOptions> | undefined {
   if (option === false) return undefined;
   const settings = { ...DEFAULT_DELTA_READS, ...(typeof option === 'object' ? definedOnly(option) : {}) };
-  if (!(Number.isSafeInteger(settings.maxGapBytes) && settings.maxGapBytes >= 0))
-    throw new InvalidOptionError('deltaReads.maxGapBytes', `deltaReads.maxGapBytes must be an integer ≥ 0, got ${settings.maxGapBytes}`);
+  const integer = (name: 'maxGapBytes' | 'maxRangesPerBundle' | 'maxRangesPerRequest' | 'multipartGapBytes', least: number) => {
+    if (!(Number.isSafeInteger(settings[name]) && settings[name] >= least))
+      throw new InvalidOptionError(`deltaReads.${name}`, `deltaReads.${name} must be an integer ≥ ${least}, got ${settings[name]}`);
+  };
+  integer('maxGapBytes', 0);
   if (!(settings.maxMissingFraction >= 0 && settings.maxMissingFraction <= 1))
     throw new InvalidOptionError(
       'deltaReads.maxMissingFraction',
       `deltaReads.maxMissingFraction must be a number from 0 to 1, got ${settings.maxMissingFraction}`,
     );
-  if (!(Number.isSafeInteger(settings.maxRangesPerBundle) && settings.maxRangesPerBundle >= 1))
-    throw new InvalidOptionError(
-      'deltaReads.maxRangesPerBundle',
-      `deltaReads.maxRangesPerBundle must be an integer ≥ 1, got ${settings.maxRangesPerBundle}`,
-    );
-  if (!(Number.isSafeInteger(settings.maxRangesPerRequest) && settings.maxRangesPerRequest >= 1))
-    throw new InvalidOptionError(
-      'deltaReads.maxRangesPerRequest',
-      `deltaReads.maxRangesPerRequest must be an integer ≥ 1, got ${settings.maxRangesPerRequest}`,
-    );
-  if (!(Number.isSafeInteger(settings.multipartGapBytes) && settings.multipartGapBytes >= 0))
-    throw new InvalidOptionError(
-      'deltaReads.multipartGapBytes',
-      `deltaReads.multipartGapBytes must be an integer ≥ 0, got ${settings.multipartGapBytes}`,
-    );
+  integer('maxRangesPerBundle', 1);
+  integer('maxRangesPerRequest', 1);
+  integer('multipartGapBytes', 0);
   if (typeof settings.multipartRanges !== 'boolean')
     throw new InvalidOptionError(
       'deltaReads.multipartRanges',

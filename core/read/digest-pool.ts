@@ -14,10 +14,9 @@
  * loop) and the transport reads bodies itself. Browser-safe: no `node:` imports.
  */
 import type { WorkerStoreAccess } from '../cache/idb-store.js';
-import { BundleIntegrityError } from '../errors.js';
 import { sha256Hex } from '../hash.js';
 import type { BodyFetcher, FetchBodyInit, FetchedBody, StreamedAnswer, StreamElsewhere } from '../net/body.js';
-import type { BundleStreamPlan, StreamFailure } from './bundle-stream.js';
+import { refusalError, type BundleStreamPlan, type StreamFailure } from './stream-check.js';
 import { WORKER_SCRIPT } from './worker-script.js';
 
 export type { BodyFetcher, FetchBodyInit, FetchedBody } from '../net/body.js';
@@ -227,6 +226,7 @@ export class WorkerDigestPool implements DigestPool {
         init.signal.removeEventListener('abort', abort);
         if (data.failure !== undefined)
           return reject(data.aborted ? init.signal.reason : new TypeError(`fetch failed in a worker: ${data.failure}`));
+        // A head the worker refused is judged on this thread (bundle-fetcher.ts, stream-check.ts `judgedError`).
         const { head, received, over, refusal } = data.end!;
         resolve({
           status: head.status,
@@ -235,7 +235,7 @@ export class WorkerDigestPool implements DigestPool {
           headers: new Headers(head.headers),
           receivedBytes: received,
           ...(over ? { overLimit: over } : {}),
-          ...(refusal ? { refusal: new BundleIntegrityError(refusal.part, refusal.message, refusal.damaged, { url }) } : {}),
+          ...(refusal ? { refusal: refusalError(refusal, url) } : {}),
         });
       });
       const abort = () => worker.worker.postMessage({ abort: id });

@@ -5,7 +5,7 @@
  */
 import { AssetNotFoundError, UnsupportedOperationError } from '../errors.js';
 import { entryKey, type BundleEntry, type BundledFileEntry, type ProjectIndex } from '../format/project-index.js';
-import { bundleStreamPlan, type BundleStreamPlan } from './bundle-stream.js';
+import { bundleStreamPlan, type BundleStreamPlan } from './stream-check.js';
 import type { ExpectedMember } from './verify.js';
 
 export type Entry = BundledFileEntry;

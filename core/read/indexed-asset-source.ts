@@ -14,11 +14,11 @@ import {
   AwakeError,
   BundleIntegrityError,
   IndexTooLargeError,
+  IndexValidationError,
   InvalidOptionError,
   RequestAbortedError,
   ResponseSizeError,
 } from '../errors.js';
-import { decodeIndexText } from '../format/index-text.js';
 import { entryKey, parseFetchedIndexJson, parseProjectIndex, parseProjectIndexJson, type ProjectIndex } from '../format/project-index.js';
 import { mediaTypeOf } from '../format/media-types.js';
 import { abortable, linkSignals } from '../net/abort.js';
@@ -235,31 +235,31 @@ export interface SourceStats {
 export class IndexedAssetSource {
   readonly index: ProjectIndex;
   readonly indexUrl: string | undefined;
-  private readonly view: IndexView;
-  private readonly cache: VerifiedCache;
-  private readonly fetcher: BundleFetcher;
-  private readonly registry: LoadRegistry;
-  private readonly held: HeldMembers;
+  readonly #view: IndexView;
+  readonly #cache: VerifiedCache;
+  readonly #fetcher: BundleFetcher;
+  readonly #registry: LoadRegistry;
+  readonly #held: HeldMembers;
   private readonly pool: DigestPool;
-  private readonly ownsPool: boolean;
-  private readonly rangeReads: boolean;
-  private readonly pendingBytes: number;
+  readonly #ownsPool: boolean;
+  readonly #rangeReads: boolean;
+  readonly #pendingBytes: number;
   /** Keys of files a prefetch asked for that have not been read (or released) since. */
-  private readonly asked = new Set<string>();
-  private readonly objectUrls = new Map<string, string>();
+  readonly #asked = new Set<string>();
+  readonly #objectUrls = new Map<string, string>();
   /** Aborted by `dispose`. */
-  private readonly disposal = new AbortController();
+  readonly #disposal = new AbortController();
   /** Aborts with the caller's `signal` or `dispose`, whichever comes first; no listener on the caller's signal where `AbortSignal.any` exists. */
-  private readonly lifetime: { signal: AbortSignal; release: () => void };
+  readonly #lifetime: { signal: AbortSignal; release: () => void };
   /** Groups whose source (cache or network) a prefetch is deciding, by load key. */
-  private readonly deciding = new Map<string, Promise<void>>();
-  private readonly recorder: LoadRecorder;
+  readonly #deciding = new Map<string, Promise<void>>();
+  readonly #recorder: LoadRecorder;
   /**
    * Where the recorded loads go, when the index came from a development server that asked for
    * them (its `X-Awake-Bundle-Loads` header: the build plugins' `recordLoads` option); else undefined.
    */
   readonly loadsEndpoint: string | undefined;
-  private readonly postFetch: typeof fetch;
+  readonly #postFetch: typeof fetch;
 
   private constructor(
     view: IndexView,
@@ -268,28 +268,28 @@ export class IndexedAssetSource {
     inWorkers: boolean,
     options: OpenOptions & { cache: ContentCache | null | undefined; loadsEndpoint: string | undefined },
   ) {
-    this.view = view;
-    this.recorder = new LoadRecorder(options.recordLoads !== false);
+    this.#view = view;
+    this.#recorder = new LoadRecorder(options.recordLoads !== false);
     this.loadsEndpoint = options.recordLoads === false ? undefined : options.loadsEndpoint;
-    this.postFetch = options.fetch ?? ((input, init) => globalThis.fetch(input, init));
+    this.#postFetch = options.fetch ?? ((input, init) => globalThis.fetch(input, init));
     this.index = view.index;
     this.indexUrl = view.indexUrl;
     this.pool = pool;
-    this.ownsPool = typeof options.hashWorkers === 'number';
+    this.#ownsPool = typeof options.hashWorkers === 'number';
     const ranges = rangeReadSettings(options.rangeReads);
-    this.rangeReads = ranges !== undefined;
-    this.pendingBytes = options.pendingBytes ?? DEFAULT_PENDING_BYTES;
-    this.held = new HeldMembers(this.pendingBytes);
-    this.cache = new VerifiedCache(options.cache ?? undefined, pool, options.onCacheError, (sha256) => view.contentEntry(sha256));
+    this.#rangeReads = ranges !== undefined;
+    this.#pendingBytes = options.pendingBytes ?? DEFAULT_PENDING_BYTES;
+    this.#held = new HeldMembers(this.#pendingBytes);
+    this.#cache = new VerifiedCache(options.cache ?? undefined, pool, options.onCacheError, (sha256) => view.contentEntry(sha256));
     // Delta reads only with a cache that can say what it holds without reading it (has, hasMany, or a worker's view).
-    const delta = this.cache.counts ? deltaReadSettings(options.deltaReads) : undefined;
-    this.fetcher = new BundleFetcher(view, transport, pool, this.cache, new OriginCapabilities(), delta, inWorkers, ranges);
-    this.lifetime = linkSignals([options.signal, this.disposal.signal]);
+    const delta = this.#cache.counts ? deltaReadSettings(options.deltaReads) : undefined;
+    this.#fetcher = new BundleFetcher(view, transport, pool, this.#cache, new OriginCapabilities(), delta, inWorkers, ranges);
+    this.#lifetime = linkSignals([options.signal, this.#disposal.signal]);
     // The workers write the cache once this source's loads are done (see flushStores).
-    this.registry = new LoadRegistry(this.lifetime.signal, () => {
+    this.#registry = new LoadRegistry(this.#lifetime.signal, () => {
       if (this.pool instanceof WorkerDigestPool) this.pool.flushStores();
     });
-    const store = this.cache.workerStore();
+    const store = this.#cache.workerStore();
     if (store) (this.pool as WorkerDigestPool).prepareStore(store);
   }
 
@@ -354,7 +354,7 @@ export class IndexedAssetSource {
       const { bytes, headers } = await answer;
       // Strict UTF-8: bytes that are not would become U+FFFD and another, legal path (SPEC preamble);
       // an answer that is a page instead (a single-page app's fallback) is named as such.
-      index = parseFetchedIndexJson(decodeIndexText(bytes, { url: indexUrl }), { url: indexUrl, contentType: headers.get('content-type') });
+      index = parseFetchedIndexJson(await indexText(bytes, indexUrl), { url: indexUrl, contentType: headers.get('content-type') });
       loadsEndpoint = loadsEndpointOf(headers.get(LOADS_ENDPOINT_HEADER), indexUrl);
     } else {
       throw new InvalidOptionError('indexUrl', 'IndexedAssetSource.open needs indexUrl or index');
@@ -371,17 +371,17 @@ export class IndexedAssetSource {
 
   /** Whether the index lists `path` (by its id when ids replace paths). */
   has(path: string): boolean {
-    return this.view.entry(path) !== undefined;
+    return this.#view.entry(path) !== undefined;
   }
 
   /** The index entry of `path`, if listed. */
   entry(path: string): Readonly<Entry> | undefined {
-    return this.view.entry(path);
+    return this.#view.entry(path);
   }
 
   /** Paths listed by the index; empty when opaque ids hide them. */
   paths(): string[] {
-    return this.view.paths();
+    return this.#view.paths();
   }
 
   /**
@@ -393,24 +393,24 @@ export class IndexedAssetSource {
    * detached or written), so two reads of one path never share bytes.
    */
   async read(path: string, options: ReadOptions = {}): Promise<Uint8Array> {
-    const entry = this.view.require(path);
-    this.recorder.record(options.loadName, [path]);
+    const entry = this.#view.require(path);
+    this.#recorder.record(options.loadName, [path]);
     const key = entryKey(entry);
-    const { signal, release } = this.signalFor(options.signal);
-    const pinned = this.asked.delete(key);
+    const { signal, release } = this.#signalFor(options.signal);
+    const pinned = this.#asked.delete(key);
     try {
-      const bytes = await this.readEntry(path, entry, pinned, signal, options.onProgress);
+      const bytes = await this.#readEntry(path, entry, pinned, signal, options.onProgress);
       options.onProgress?.(entry.sizeBytes, entry.sizeBytes);
       return bytes;
     } catch (error) {
-      if (pinned) this.held.unpin(entry.sha256);
+      if (pinned) this.#held.unpin(entry.sha256);
       throw naming(error, path, entry.id);
     } finally {
       release();
     }
   }
 
-  private async readEntry(
+  async #readEntry(
     path: string,
     entry: Entry,
     pinned: boolean,
@@ -418,43 +418,43 @@ export class IndexedAssetSource {
     onProgress: ReadOptions['onProgress'],
   ): Promise<Uint8Array> {
     const sha256 = entry.sha256;
-    const held = this.held.take(sha256, { pinned });
+    const held = this.#held.take(sha256, { pinned });
     if (held) return held;
-    const loadKey = this.view.loadKeyOf(entry);
+    const loadKey = this.#view.loadKeyOf(entry);
     // A delta load may not bring this content (the cache had it): then read again, from the cache.
-    const again = () => this.readEntry(path, entry, pinned, signal, onProgress);
-    const inFlight = this.registry.get(loadKey);
-    const joins = inFlight && this.brings(inFlight, sha256, signal);
+    const again = () => this.#readEntry(path, entry, pinned, signal, onProgress);
+    const inFlight = this.#registry.get(loadKey);
+    const joins = inFlight && this.#brings(inFlight, sha256, signal);
     if (inFlight && (typeof joins === 'boolean' ? joins : await joins))
-      return this.takeAfter(inFlight, entry, pinned, signal, again, onProgress);
-    const deciding = this.deciding.get(loadKey);
+      return this.#takeAfter(inFlight, entry, pinned, signal, again, onProgress);
+    const deciding = this.#deciding.get(loadKey);
     if (deciding) {
       // A prefetch is finding out where this group comes from: go where it decides.
       // (The prefetch ends its decisions when it settles, disposal included: no listener needed then.)
-      await (signal === this.lifetime.signal ? deciding : abortable(deciding, signal));
+      await (signal === this.#lifetime.signal ? deciding : abortable(deciding, signal));
       signal.throwIfAborted();
       return again();
     }
-    const cached = await this.cache.read(entry);
+    const cached = await this.#cache.read(entry);
     if (cached) {
-      if (pinned) this.held.unpin(sha256);
+      if (pinned) this.#held.unpin(sha256);
       return cached;
     }
     // While the cache answered, a load may have brought it or started.
-    const arrived = this.held.take(sha256, { pinned });
+    const arrived = this.#held.take(sha256, { pinned });
     if (arrived) return arrived;
-    const started = this.registry.get(loadKey);
-    if (started) return this.takeAfter(started, entry, pinned, signal, again, onProgress);
-    if (entry.url === undefined && this.rangeReads && this.fetcher.rangesServed(entry)) {
-      if (pinned) this.held.unpin(sha256);
-      const bytes = await this.fetcher.range(entry, path, signal, (accepted, contents) =>
-        this.keepWhole(entry.bundle!, accepted, contents),
+    const started = this.#registry.get(loadKey);
+    if (started) return this.#takeAfter(started, entry, pinned, signal, again, onProgress);
+    if (entry.url === undefined && this.#rangeReads && this.#fetcher.rangesServed(entry)) {
+      if (pinned) this.#held.unpin(sha256);
+      const bytes = await this.#fetcher.range(entry, path, signal, (accepted, contents) =>
+        this.#keepWhole(entry.bundle!, accepted, contents),
       );
       // Refused (403, 416, 501): that origin now gets whole bundles; read again, through a load.
       return bytes ?? again();
     }
     // The cache just missed this content: a delta load brings it whatever the cache says now.
-    return this.takeAfter(this.startLoad(loadKey, { need: sha256 }), entry, pinned, signal, again, onProgress);
+    return this.#takeAfter(this.#startLoad(loadKey, { need: sha256 }), entry, pinned, signal, again, onProgress);
   }
 
   /**
@@ -462,10 +462,10 @@ export class IndexedAssetSource {
    * once when the load has decided (so a read joins a load in flight before it can finish, as
    * without delta reads), else when it decides, which comes before any of its requests.
    */
-  private brings(load: Load, sha256: string, signal: AbortSignal): boolean | Promise<boolean> {
+  #brings(load: Load, sha256: string, signal: AbortSignal): boolean | Promise<boolean> {
     const answer = () => load.brings === undefined || load.brings.has(sha256);
     if (load.decided) return answer();
-    return (signal === this.lifetime.signal ? load.planned : abortable(load.planned, signal)).then(answer);
+    return (signal === this.#lifetime.signal ? load.planned : abortable(load.planned, signal)).then(answer);
   }
 
   /**
@@ -473,7 +473,7 @@ export class IndexedAssetSource {
    * it passed, not when the whole bundle has), then takes the read's own bytes; `again` when a
    * delta load did not bring them (the cache holds them).
    */
-  private async takeAfter(
+  async #takeAfter(
     load: Load,
     entry: Entry,
     pinned: boolean,
@@ -482,23 +482,23 @@ export class IndexedAssetSource {
     onProgress: ReadOptions['onProgress'],
   ): Promise<Uint8Array> {
     const { sha256 } = entry;
-    this.held.expect(sha256);
-    const stop = onProgress && this.registry.watch(load, () => onProgress(fileBytesOf(load, entry), entry.sizeBytes));
+    this.#held.expect(sha256);
+    const stop = onProgress && this.#registry.watch(load, () => onProgress(fileBytesOf(load, entry), entry.sizeBytes));
     try {
-      await this.registry.arrival(load, sha256, signal);
+      await this.#registry.arrival(load, sha256, signal);
     } catch (error) {
-      this.held.unexpect(sha256);
+      this.#held.unexpect(sha256);
       throw error;
     } finally {
       stop?.();
     }
-    const bytes = this.held.take(sha256, { waited: true, pinned });
+    const bytes = this.#held.take(sha256, { waited: true, pinned });
     if (bytes) return bytes;
     if (load.partial) return again();
     if (load.arrived.has(sha256)) {
       // It arrived but was not kept for this read (it came before the read asked, and left under
       // the memory budget): read it again once the load is over (from the cache, or a new load).
-      await this.registry.join(load, signal).catch(() => undefined);
+      await this.#registry.join(load, signal).catch(() => undefined);
       signal.throwIfAborted();
       return again();
     }
@@ -524,7 +524,7 @@ export class IndexedAssetSource {
    * bytes as soon as they passed, without waiting for the rest.
    */
   async load(items: Iterable<string>, options: LoadOptions = {}): Promise<string[]> {
-    const paths = this.view.expand(items);
+    const paths = this.#view.expand(items);
     await this.prefetch(paths, options);
     return paths;
   }
@@ -536,14 +536,14 @@ export class IndexedAssetSource {
    * during a prefetch joins its requests and gets its bytes as soon as they are verified.
    */
   async prefetch(paths: Iterable<string>, options: PrefetchOptions = {}): Promise<void> {
-    const files = [...paths].map((path) => ({ path, entry: this.view.require(path) }));
-    this.recorder.record(
+    const files = [...paths].map((path) => ({ path, entry: this.#view.require(path) }));
+    this.#recorder.record(
       options.loadName,
       files.map((file) => file.path),
     );
-    const { signal, release } = this.signalFor(options.signal);
+    const { signal, release } = this.#signalFor(options.signal);
     try {
-      await this.prefetchEntries(files, options, signal);
+      await this.#prefetchEntries(files, options, signal);
     } finally {
       release();
     }
@@ -559,18 +559,18 @@ export class IndexedAssetSource {
    * when the cache cannot say what it holds, none.
    */
   async prefetchChanged(previous: ProjectIndex, options: Omit<PrefetchOptions, 'keep'> = {}): Promise<number> {
-    if (!this.cache.enabled) return 0;
-    const { signal, release } = this.signalFor(options.signal);
+    if (!this.#cache.enabled) return 0;
+    const { signal, release } = this.#signalFor(options.signal);
     try {
       // Keys are paths, or ids (the same path keeps its id while the salt stays the same).
       const before = new Map((previous.files as Entry[]).map((file) => [entryKey(file), file.sha256] as const));
-      const changed = [...this.view.entries()].filter((entry) => (before.get(entryKey(entry)) ?? entry.sha256) !== entry.sha256);
+      const changed = [...this.#view.entries()].filter((entry) => (before.get(entryKey(entry)) ?? entry.sha256) !== entry.sha256);
       if (changed.length === 0) return 0;
-      const present = await this.cache.contains([...new Set(changed.flatMap((entry) => [entry.sha256, before.get(entryKey(entry))!]))]);
+      const present = await this.#cache.contains([...new Set(changed.flatMap((entry) => [entry.sha256, before.get(entryKey(entry))!]))]);
       if (!present) return 0;
       const wanted = changed.filter((entry) => present.has(before.get(entryKey(entry))!) && !present.has(entry.sha256));
       if (wanted.length > 0)
-        await this.prefetchEntries(
+        await this.#prefetchEntries(
           wanted.map((entry) => ({ path: entry.path ?? entry.id!, entry })),
           { ...options, keep: false },
           signal,
@@ -581,28 +581,28 @@ export class IndexedAssetSource {
     }
   }
 
-  private async prefetchEntries(files: { path: string; entry: Entry }[], options: PrefetchOptions, signal: AbortSignal): Promise<void> {
-    const keep = options.keep !== false || !this.cache.enabled;
+  async #prefetchEntries(files: { path: string; entry: Entry }[], options: PrefetchOptions, signal: AbortSignal): Promise<void> {
+    const keep = options.keep !== false || !this.#cache.enabled;
     const groups = new Map<string, Entry[]>();
-    for (const { entry } of files) pushTo(groups, this.view.loadKeyOf(entry), entry);
+    for (const { entry } of files) pushTo(groups, this.#view.loadKeyOf(entry), entry);
     if (keep) {
       for (const { entry } of files) {
         const key = entryKey(entry);
-        if (this.asked.has(key)) continue;
-        this.asked.add(key);
-        this.held.pin(entry.sha256);
+        if (this.#asked.has(key)) continue;
+        this.#asked.add(key);
+        this.#held.pin(entry.sha256);
       }
     }
     // Reads of these groups wait for this prefetch's decision rather than ask the cache themselves.
-    const decided = this.beginDeciding(groups.keys());
+    const decided = this.#beginDeciding(groups.keys());
     try {
-      await this.prefetchGroups(groups, files, keep, signal, decided, options);
+      await this.#prefetchGroups(groups, files, keep, signal, decided, options);
     } finally {
       for (const loadKey of groups.keys()) decided(loadKey);
     }
   }
 
-  private async prefetchGroups(
+  async #prefetchGroups(
     groups: Map<string, Entry[]>,
     files: { path: string; entry: Entry }[],
     keep: boolean,
@@ -612,21 +612,21 @@ export class IndexedAssetSource {
   ): Promise<void> {
     // What the cache holds (one call), then the network for the rest at once, while the groups
     // the cache holds whole are read from it (one batch each) when this prefetch keeps them.
-    const { complete: cached, present } = await this.cachedGroups(groups);
+    const { complete: cached, present } = await this.#cachedGroups(groups);
     const jobs = [...groups.keys()].filter((loadKey) => !cached.has(loadKey));
     const fromCache = [...cached].map(async (loadKey) => {
-      if (!keep || (await this.holdFromCache(groups.get(loadKey)!))) return decided(loadKey);
-      const load = this.registry.get(loadKey) ?? this.startLoad(loadKey);
+      if (!keep || (await this.#holdFromCache(groups.get(loadKey)!))) return decided(loadKey);
+      const load = this.#registry.get(loadKey) ?? this.#startLoad(loadKey);
       decided(loadKey);
-      await this.registry.join(load, signal);
+      await this.#registry.join(load, signal);
     });
     // Without keeping, bodies come a few at a time: within `pendingBytes` in flight (at least one).
-    const budget = keep ? undefined : new ByteBudget(this.pendingBytes);
+    const budget = keep ? undefined : new ByteBudget(this.#pendingBytes);
     const loads = new Map<string, Load>();
     const starting = jobs.map(async (loadKey) => {
-      const size = this.view.sizeOfLoad(loadKey);
+      const size = this.#view.sizeOfLoad(loadKey);
       if (budget) await budget.take(size, signal);
-      const load = this.registry.get(loadKey) ?? this.startLoad(loadKey, { ...(present ? { present } : {}), hold: keep });
+      const load = this.#registry.get(loadKey) ?? this.#startLoad(loadKey, { ...(present ? { present } : {}), hold: keep });
       decided(loadKey);
       loads.set(loadKey, load);
       if (budget)
@@ -640,20 +640,20 @@ export class IndexedAssetSource {
     });
     // The total is what the loads will download, known once each has decided (before its requests).
     // With a budget, loads start in turns: their shares are their listed sizes, whatever they decide.
-    let shares = jobs.map((loadKey) => this.view.sizeOfLoad(loadKey));
+    let shares = jobs.map((loadKey) => this.#view.sizeOfLoad(loadKey));
     if (!budget) shares = await Promise.all(starting.map(async (started) => (await started).planned));
-    const report = new PrefetchReport(this.registry, files, this.view, options);
+    const report = new PrefetchReport(this.#registry, files, this.#view, options);
     report.begin(jobs, shares, starting);
     await Promise.all(
       starting
         .map(async (started) => {
           const load = await started;
-          await this.registry.join(load, signal);
+          await this.#registry.join(load, signal);
           report.finished(load);
           await load.stored;
           // What a delta load did not bring, the cache holds: read it for this prefetch's reads that
           // have not happened yet (a read that comes while this is read unpins what it finds held).
-          if (keep && load.partial) await this.holdFromCache(groups.get(load.key)!.filter((entry) => this.asked.has(entryKey(entry))));
+          if (keep && load.partial) await this.#holdFromCache(groups.get(load.key)!.filter((entry) => this.#asked.has(entryKey(entry))));
         })
         .concat(fromCache),
     );
@@ -661,15 +661,15 @@ export class IndexedAssetSource {
   }
 
   /** Marks groups as being decided by a prefetch; returns the function that ends one group's wait. */
-  private beginDeciding(loadKeys: Iterable<string>): (loadKey: string) => void {
+  #beginDeciding(loadKeys: Iterable<string>): (loadKey: string) => void {
     const ends = new Map<string, () => void>();
     for (const loadKey of loadKeys) {
-      if (this.deciding.has(loadKey)) continue;
+      if (this.#deciding.has(loadKey)) continue;
       let end!: () => void;
       const decision = new Promise<void>((resolve) => (end = resolve));
-      this.deciding.set(loadKey, decision);
+      this.#deciding.set(loadKey, decision);
       ends.set(loadKey, () => {
-        if (this.deciding.get(loadKey) === decision) this.deciding.delete(loadKey);
+        if (this.#deciding.get(loadKey) === decision) this.#deciding.delete(loadKey);
         end();
       });
     }
@@ -678,7 +678,7 @@ export class IndexedAssetSource {
 
   /** Prefetches every file below a folder: `prefix` like `levels/harbor` (plain-path indexes only). */
   async prefetchFolder(prefix: string, options: PrefetchOptions = {}): Promise<string[]> {
-    const paths = this.view.pathsBelow(prefix);
+    const paths = this.#view.pathsBelow(prefix);
     await this.prefetch(paths, options);
     return paths;
   }
@@ -689,36 +689,36 @@ export class IndexedAssetSource {
    * a caller does to the bytes of a read changes what the URL serves.
    */
   async url(path: string, options: ReadOptions & { type?: string } = {}): Promise<string> {
-    const existing = this.objectUrls.get(path);
+    const existing = this.#objectUrls.get(path);
     if (existing) return existing;
     const bytes = await this.read(path, options);
-    const again = this.objectUrls.get(path);
+    const again = this.#objectUrls.get(path);
     if (again) return again;
     const url = URL.createObjectURL(new Blob([bytes as Uint8Array<ArrayBuffer>], { type: options.type ?? mediaTypeOf(path) }));
-    this.objectUrls.set(path, url);
+    this.#objectUrls.set(path, url);
     return url;
   }
 
   /** Revokes the object URL made for `path`, if any, and lets go of bytes a prefetch held for it unread. */
   release(path: string): void {
-    const url = this.objectUrls.get(path);
+    const url = this.#objectUrls.get(path);
     if (url) {
       URL.revokeObjectURL(url);
-      this.objectUrls.delete(path);
+      this.#objectUrls.delete(path);
     }
-    const entry = this.view.entry(path);
-    if (entry && this.asked.delete(entryKey(entry))) this.held.unpin(entry.sha256);
+    const entry = this.#view.entry(path);
+    if (entry && this.#asked.delete(entryKey(entry))) this.#held.unpin(entry.sha256);
   }
 
   /** Aborts requests in flight, revokes every object URL and drops members held in memory. */
   dispose(): void {
-    this.disposal.abort(new RequestAbortedError('the IndexedAssetSource was disposed', this.indexUrl ? { url: this.indexUrl } : {}));
-    this.lifetime.release();
-    for (const path of [...this.objectUrls.keys()]) this.release(path);
-    this.asked.clear();
-    this.held.clear();
+    this.#disposal.abort(new RequestAbortedError('the IndexedAssetSource was disposed', this.indexUrl ? { url: this.indexUrl } : {}));
+    this.#lifetime.release();
+    for (const path of [...this.#objectUrls.keys()]) this.release(path);
+    this.#asked.clear();
+    this.#held.clear();
     if (this.pool instanceof WorkerDigestPool) this.pool.flushStores();
-    if (this.ownsPool) this.pool.terminate();
+    if (this.#ownsPool) this.pool.terminate();
   }
 
   /**
@@ -727,7 +727,7 @@ export class IndexedAssetSource {
    * it asked for, loads and paths in order of first use. Empty with `recordLoads: false`.
    */
   recordedLoads(): LoadsFile {
-    return this.recorder.loadsFile();
+    return this.#recorder.loadsFile();
   }
 
   /**
@@ -737,16 +737,16 @@ export class IndexedAssetSource {
    * post is one console warning, never an exception. The adapters call it after each load.
    */
   postRecordedLoads(): Promise<boolean> {
-    return this.loadsEndpoint === undefined ? Promise.resolve(false) : this.recorder.post(this.loadsEndpoint, this.postFetch);
+    return this.loadsEndpoint === undefined ? Promise.resolve(false) : this.#recorder.post(this.loadsEndpoint, this.#postFetch);
   }
 
   /** What this source holds in memory now: for monitoring, and for tests that check memory stays bounded. */
   stats(): SourceStats {
     return {
-      heldBytes: this.held.sizeBytes,
-      protectedBytes: this.held.protectedBytes,
-      loadsInFlight: this.registry.size,
-      loadBytesInFlight: this.registry.bytesInFlight(),
+      heldBytes: this.#held.sizeBytes,
+      protectedBytes: this.#held.protectedBytes,
+      loadsInFlight: this.#registry.size,
+      loadBytesInFlight: this.#registry.bytesInFlight(),
     };
   }
 
@@ -757,20 +757,20 @@ export class IndexedAssetSource {
    * never wait for the cache; call this before a page may go away right after a load, or in tests.
    */
   async whenStored(): Promise<void> {
-    await this.registry.settled();
-    await this.cache.whenStored();
+    await this.#registry.settled();
+    await this.#cache.whenStored();
   }
 
   /** Absolute URL of an index-relative URL. */
   resolveUrl(url: string): string {
-    return this.view.resolveUrl(url);
+    return this.#view.resolveUrl(url);
   }
 
   /** A read's or prefetch's signal: its own and the source's lifetime; `release` when it settles. */
-  private signalFor(signal: AbortSignal | undefined): { signal: AbortSignal; release: () => void } {
-    if (this.lifetime.signal.aborted)
+  #signalFor(signal: AbortSignal | undefined): { signal: AbortSignal; release: () => void } {
+    if (this.#lifetime.signal.aborted)
       throw new RequestAbortedError('the IndexedAssetSource was disposed', this.indexUrl ? { url: this.indexUrl } : {});
-    return signal ? linkSignals([signal, this.lifetime.signal]) : { signal: this.lifetime.signal, release: () => undefined };
+    return signal ? linkSignals([signal, this.#lifetime.signal]) : { signal: this.#lifetime.signal, release: () => undefined };
   }
 
   // -------------------------------------------------------------------------------------------
@@ -782,36 +782,36 @@ export class IndexedAssetSource {
    * With delta reads, a bundle some of whose members the cache holds (`present`, else asked
    * here) is fetched as ranges of the missing ones; `need` is missing whatever the cache says.
    */
-  private startLoad(loadKey: string, options: { present?: Set<string>; need?: string; hold?: boolean } = {}): Load {
-    return this.registry.start(loadKey, this.view.sizeOfLoad(loadKey), async (load, decide) => {
+  #startLoad(loadKey: string, options: { present?: Set<string>; need?: string; hold?: boolean } = {}): Load {
+    return this.#registry.start(loadKey, this.#view.sizeOfLoad(loadKey), async (load, decide) => {
       const callbacks: FetchCallbacks = {
         signal: load.controller.signal,
-        onProgress: (received, total) => this.registry.progress(load, received, total),
-        onContent: (sha256, bytes) => this.arrive(load, sha256, bytes, options.hold ?? true),
+        onProgress: (received, total) => this.#registry.progress(load, received, total),
+        onContent: (sha256, bytes) => this.#arrive(load, sha256, bytes, options.hold ?? true),
       };
       try {
-        const bundle = this.view.bundle(loadKey);
+        const bundle = this.#view.bundle(loadKey);
         let accepted: Accepted;
         if (!bundle) {
           decide(load.fetchBytes);
-          accepted = await this.fetcher.loose(this.view.looseEntry(loadKey)!, callbacks);
+          accepted = await this.#fetcher.loose(this.#view.looseEntry(loadKey)!, callbacks);
         } else {
-          const delta = await this.fetcher.deltaPlan(bundle, (sha256) => this.held.has(sha256), options.present, options.need);
+          const delta = await this.#fetcher.deltaPlan(bundle, (sha256) => this.#held.has(sha256), options.present, options.need);
           if (delta) {
             load.partial = true;
             load.brings = new Set(delta.missing.map((entry) => entry.sha256));
           }
           decide(delta ? delta.ranges.reduce((sum, range) => sum + range.length, 0) : load.fetchBytes);
-          accepted = delta ? await this.fetcher.delta(bundle, delta, callbacks) : await this.fetcher.whole(bundle, callbacks);
+          accepted = delta ? await this.#fetcher.delta(bundle, delta, callbacks) : await this.#fetcher.whole(bundle, callbacks);
         }
-        load.stored = this.cache.store(accepted.forCache, accepted.stored);
+        load.stored = this.#cache.store(accepted.forCache, accepted.stored);
         // The load stays in flight until the cache holds what it brought, so that a read coming
         // meanwhile joins it (or finds the cache filled) rather than fetch the bundle again. Not a
         // worker's write: workers write once the loads are over (see flushStores).
         if (!accepted.stored) await load.stored;
       } catch (error) {
         // SPEC §7: a bundle that fails is rejected whole; what arrived and no read took yet goes too.
-        for (const sha256 of load.arrived) this.held.forget(sha256);
+        for (const sha256 of load.arrived) this.#held.forget(sha256);
         throw error;
       }
     });
@@ -822,24 +822,24 @@ export class IndexedAssetSource {
    * for stay until read). A load that only fills the cache (`hold` false) keeps it only for the
    * reads already waiting for it.
    */
-  private arrive(load: Load, sha256: string, bytes: Uint8Array, hold: boolean): void {
+  #arrive(load: Load, sha256: string, bytes: Uint8Array, hold: boolean): void {
     if (load.arrived.has(sha256)) return; // again, from a retry
     let reads = 0;
     let pins = 0;
-    for (const file of hold ? this.view.filesWith(load.key, sha256) : []) {
+    for (const file of hold ? this.#view.filesWith(load.key, sha256) : []) {
       reads++;
-      if (this.asked.has(entryKey(file))) pins++;
+      if (this.#asked.has(entryKey(file))) pins++;
     }
-    this.held.put(sha256, bytes, reads, pins);
-    this.registry.arrive(load, sha256);
+    this.#held.put(sha256, bytes, reads, pins);
+    this.#registry.arrive(load, sha256);
   }
 
   /** A whole bundle that came for a range read: its members held and cached as a load's. */
-  private keepWhole(bundleSha: string, accepted: Accepted, contents: Map<string, Uint8Array>): void {
-    void this.cache.store(accepted.forCache, accepted.stored);
+  #keepWhole(bundleSha: string, accepted: Accepted, contents: Map<string, Uint8Array>): void {
+    void this.#cache.store(accepted.forCache, accepted.stored);
     for (const [sha256, bytes] of contents) {
-      const files = this.view.filesWith(bundleSha, sha256);
-      this.held.put(sha256, bytes, files.length, files.filter((file) => this.asked.has(entryKey(file))).length);
+      const files = this.#view.filesWith(bundleSha, sha256);
+      this.#held.put(sha256, bytes, files.length, files.filter((file) => this.#asked.has(entryKey(file))).length);
     }
   }
 
@@ -850,17 +850,17 @@ export class IndexedAssetSource {
    * What the cache holds of each prefetch group, in one `hasMany` call for all of them (counts,
    * no bytes): per load key, whether every content the group needs and `held` lacks is there.
    */
-  private async cachedGroups(groups: Map<string, Entry[]>): Promise<{ complete: Set<string>; present?: Set<string> }> {
+  async #cachedGroups(groups: Map<string, Entry[]>): Promise<{ complete: Set<string>; present?: Set<string> }> {
     const complete = new Set<string>();
     const wanted = new Map<string, Entry[]>();
     for (const [loadKey, group] of groups) {
-      const missing = [...new Map(group.filter((entry) => !this.held.has(entry.sha256)).map((entry) => [entry.sha256, entry])).values()];
+      const missing = [...new Map(group.filter((entry) => !this.#held.has(entry.sha256)).map((entry) => [entry.sha256, entry])).values()];
       if (missing.length === 0) complete.add(loadKey);
       else wanted.set(loadKey, missing);
     }
-    if (!this.cache.enabled || wanted.size === 0) return { complete };
+    if (!this.#cache.enabled || wanted.size === 0) return { complete };
     // The same call asks for every member of the bundles that may be fetched (for delta reads).
-    const others = [...wanted.keys()].flatMap((loadKey) => this.view.membersOf(loadKey));
+    const others = [...wanted.keys()].flatMap((loadKey) => this.#view.membersOf(loadKey));
     const shas = [
       ...new Set(
         [...wanted.values()]
@@ -869,7 +869,7 @@ export class IndexedAssetSource {
           .map((entry) => entry.sha256),
       ),
     ];
-    const present = await this.cache.contains(shas);
+    const present = await this.#cache.contains(shas);
     if (!present) return { complete };
     for (const [loadKey, missing] of wanted) if (missing.every((entry) => present.has(entry.sha256))) complete.add(loadKey);
     return { complete, present };
@@ -879,15 +879,35 @@ export class IndexedAssetSource {
    * Reads a group that the cache holds whole into `held` for the prefetch's reads (one batch,
    * checked in a worker where there is one); false when an entry was gone or bad after all.
    */
-  private async holdFromCache(group: Entry[]): Promise<boolean> {
-    const wanted = [...new Map(group.filter((entry) => !this.held.has(entry.sha256)).map((entry) => [entry.sha256, entry])).values()];
+  async #holdFromCache(group: Entry[]): Promise<boolean> {
+    const wanted = [...new Map(group.filter((entry) => !this.#held.has(entry.sha256)).map((entry) => [entry.sha256, entry])).values()];
     if (wanted.length === 0) return true;
-    const found = await this.cache.getVerified(wanted);
+    const found = await this.#cache.getVerified(wanted);
     for (const [sha256, bytes] of found) {
       const reads = group.filter((file) => file.sha256 === sha256).length;
-      this.held.put(sha256, bytes, reads, reads);
+      this.#held.put(sha256, bytes, reads, reads);
     }
     return found.size === wanted.length;
+  }
+}
+
+const strictUtf8 = /* @__PURE__ */ new TextDecoder('utf-8', { fatal: true });
+
+/**
+ * The index's text, as `decodeIndexText` (format/index-text.ts) decodes it: strict UTF-8. What
+ * names the fields that hold bytes that are not UTF-8 is imported only for such an index; should
+ * that import fail, the index is refused all the same, without the names.
+ */
+async function indexText(bytes: Uint8Array, url: string): Promise<string> {
+  try {
+    return strictUtf8.decode(bytes);
+  } catch {
+    const { decodeIndexText } = await import('../format/index-text.js').catch(() => ({
+      decodeIndexText: (): never => {
+        throw new IndexValidationError(['is not UTF-8'], { url });
+      },
+    }));
+    return decodeIndexText(bytes, { url });
   }
 }
 

@@ -1,20 +1,11 @@
 /**
- * Checking a fetched bundle against the index (SPEC §7 "Verified"): its listed size and
- * SHA-256, then each member against its entry. A bundle that fails is rejected whole, and the
- * error names every damaged member, or the `header` or `table` when no member is damaged.
+ * Checking fetched bytes against the index (SPEC §7 "Verified"): a loose file or a member read
+ * alone, the canonical layout of a bundle's records, and the words of a bundle's damage. The
+ * checks of a bundle read whole (`acceptBundle`, `verifyBundle`) are in accept.ts.
  */
-import {
-  BundleFormatError,
-  BundleIntegrityError,
-  FileIntegrityError,
-  KEY_PREVIEW_CHARACTERS,
-  MAX_PROBLEMS_IN_MESSAGE,
-  previewValue,
-} from '../errors.js';
-import { decodeBundle, layoutBundle, type BundleLayout, type DecodedBundle } from '../format/awkb.js';
-import type { BundleEntry } from '../format/project-index.js';
+import { FileIntegrityError, KEY_PREVIEW_CHARACTERS, MAX_PROBLEMS_IN_MESSAGE, previewValue } from '../errors.js';
+import { layoutBundle, type BundleLayout } from '../format/awkb.js';
 import { sha256Hex } from '../hash.js';
-import { InThreadDigests, type DigestPool, type WorkerStoreAccess } from './digest-pool.js';
 
 /** What the index says of one member of a bundle. */
 export interface ExpectedMember {
@@ -23,63 +14,6 @@ export interface ExpectedMember {
   offset: number;
   sizeBytes: number;
   sha256: string;
-}
-
-export interface VerifiedMember extends ExpectedMember {
-  /** A view into the bundle bytes. */
-  bytes: Uint8Array;
-}
-
-/**
- * Verifies `bytes` as the bundle `listing` holding `members`, and returns each member's bytes
- * (views into `bytes`). Throws `BundleIntegrityError` naming every damaged member, or the part.
- */
-export async function verifyBundle(
-  bytes: Uint8Array,
-  listing: BundleEntry,
-  members: readonly ExpectedMember[],
-  url?: string,
-): Promise<VerifiedMember[]> {
-  const wholeMatches = bytes.length === listing.sizeBytes && (await sha256Hex(bytes)) === listing.sha256;
-  const verified: VerifiedMember[] = [];
-  const damaged: string[] = [];
-  for (const member of members) {
-    const inside = member.offset + member.sizeBytes <= bytes.length;
-    const memberBytes = inside ? bytes.subarray(member.offset, member.offset + member.sizeBytes) : undefined;
-    if (memberBytes && (await sha256Hex(memberBytes)) === member.sha256) verified.push({ ...member, bytes: memberBytes });
-    else damaged.push(member.key);
-  }
-  if (wholeMatches && damaged.length === 0) return verified;
-
-  const details = url === undefined ? {} : { url };
-  const what = `bundle ${listing.sha256}`;
-  const structure = structuralProblem(bytes, members);
-  // A broken header means nothing after it can be placed (a truncated file has no members at
-  // all), so the header is named alone; otherwise damaged members come first, then the table.
-  if (structure?.part === 'header' || (structure && damaged.length === 0)) {
-    throw new BundleIntegrityError(structure.part, `${what}: ${structure.message}`, [], { ...details, cause: structure.cause });
-  }
-  if (damaged.length > 0 && bytes.length < listing.sizeBytes) {
-    // Cut short: the cause comes first. The members past the cut are damaged by it, and so is
-    // the table's fit (a member "outside the data area"), which is therefore not named again.
-    throw new BundleIntegrityError(
-      'members',
-      `${what}: ${cutShort(bytes.length, listing.sizeBytes)}; ${describeDamaged(damaged)}`,
-      damaged,
-      details,
-    );
-  }
-  if (damaged.length > 0) {
-    const also = structure ? `; also ${structure.message}` : '';
-    throw new BundleIntegrityError('members', `${what}: ${describeDamaged(damaged)}${also}`, damaged, details);
-  }
-  const size = bytes.length === listing.sizeBytes ? '' : ` (${bytes.length} bytes, listed ${listing.sizeBytes})`;
-  throw new BundleIntegrityError(
-    'header',
-    `${what}: bytes do not match the listed SHA-256${size}, though every member and the table do`,
-    [],
-    details,
-  );
 }
 
 /** The cause of a bundle that ends early, said first wherever one is reported. */
@@ -95,36 +29,6 @@ export function describeDamaged(damaged: readonly string[]): string {
     .join(', ');
   const more = damaged.length > MAX_PROBLEMS_IN_MESSAGE ? ` and ${damaged.length - MAX_PROBLEMS_IN_MESSAGE} more` : '';
   return `damaged member${damaged.length > 1 ? 's' : ''} ${shown}${more}`;
-}
-
-/**
- * What is wrong with the header or table, if anything, judged against the index's members.
- * `bytes` may be only the bundle's start (a streamed head) when `sizeBytes` gives the whole size.
- */
-export function structuralProblem(
-  bytes: Uint8Array,
-  members: readonly ExpectedMember[],
-  sizeBytes = bytes.length,
-): { part: 'header' | 'table'; message: string; cause?: unknown } | undefined {
-  let decoded: DecodedBundle;
-  try {
-    decoded = decodeBundle(bytes, sizeBytes);
-  } catch (error) {
-    if (error instanceof BundleFormatError) return { part: error.part, message: error.message, cause: error };
-    throw error;
-  }
-  const byKey = new Map(decoded.records.map((record) => [record.key, record]));
-  for (const member of members) {
-    const record = byKey.get(member.key);
-    if (!record) return { part: 'table', message: `AWKB table: no record for ${previewValue(member.key, KEY_PREVIEW_CHARACTERS)}` };
-    if (record.offset !== member.offset || record.sizeBytes !== member.sizeBytes || record.sha256 !== member.sha256) {
-      return {
-        part: 'table',
-        message: `AWKB table: record ${previewValue(member.key, KEY_PREVIEW_CHARACTERS)} differs from its index entry`,
-      };
-    }
-  }
-  return undefined;
 }
 
 /** Checks one loose file, or one member read alone by range, against its entry. */
@@ -152,67 +56,6 @@ export function checkFileDigest(actual: string, expected: { sha256: string }, wh
 
 function nameOf(where: { url?: string; path?: string; id?: string }): string {
   return where.path ?? where.id ?? where.url ?? 'file';
-}
-
-/** A bundle that passed: each distinct content's bytes, in a buffer of its own, by SHA-256. */
-export interface AcceptedBundle {
-  contents: Map<string, Uint8Array>;
-  /** When `store` was given and the pool wrote the contents itself: settles with that write. */
-  stored?: Promise<void>;
-}
-
-/**
- * Verifies a fetched bundle hashing each byte once (SPEC §7 "Verified", the equivalent check):
- * its size is the listed size, its header and table equal the canonical ones (§5) built from the
- * index's records, the index's offsets are the canonical layout (so the distinct contents tile
- * the data exactly), and each distinct content matches its SHA-256. The hashing, and the cutting
- * of each content into a buffer of its own, run in `pool` (Web Workers in browsers).
- *
- * With `store`, the pool also writes the contents to that IndexedDB store itself, when every
- * one of them matches (a bundle that fails stores nothing, SPEC §7).
- *
- * `bytes` is given up: with a worker pool its buffer moves to a worker. When the quick check
- * fails, the bundle is judged the slow way (`verifyBundle`, with the whole-bundle SHA-256) to
- * name the damage; see FORMAT.md "Verifying a bundle".
- */
-export async function acceptBundle(
-  bytes: Uint8Array,
-  listing: BundleEntry,
-  members: readonly ExpectedMember[],
-  pool: DigestPool = new InThreadDigests(),
-  url?: string,
-  store?: WorkerStoreAccess,
-): Promise<AcceptedBundle> {
-  const layout = canonicalLayout(bytes, listing, members);
-  if (layout) {
-    const written = layout.written.map((index) => layout.records[index]!);
-    const { inputs, digests, parts, stored } = await pool.digest({
-      inputs: [bytes],
-      ranges: written.map((record) => ({ input: 0, offset: record.offset, length: record.sizeBytes })),
-      split: true,
-      transfer: true,
-      // The store gets only contents that match (the worker compares each digest with its key).
-      ...(store ? { store: { ...store, keys: written.map((record) => record.sha256) } } : {}),
-    });
-    if (written.every((record, i) => digests[i] === record.sha256)) {
-      return { contents: new Map(written.map((record, i) => [record.sha256, parts![i]!])), ...(stored ? { stored } : {}) };
-    }
-    bytes = inputs[0]!;
-  }
-  // Damaged (or laid out in a way the quick check does not know): judge it whole, naming the damage.
-  const verified = await verifyBundle(bytes, listing, members, url);
-  const contents = new Map<string, Uint8Array>();
-  for (const member of verified) if (!contents.has(member.sha256)) contents.set(member.sha256, member.bytes.slice());
-  return { contents };
-}
-
-/** The canonical layout of `members`, when `bytes` has its size and its exact header and table. */
-function canonicalLayout(bytes: Uint8Array, listing: BundleEntry, members: readonly ExpectedMember[]): BundleLayout | undefined {
-  const layout = bytes.length === listing.sizeBytes ? canonicalLayoutFor(listing, members) : undefined;
-  if (!layout) return undefined;
-  const head = layout.head;
-  for (let i = 0; i < head.length; i++) if (bytes[i] !== head[i]) return undefined;
-  return layout;
 }
 
 /**

@@ -1,7 +1,7 @@
 /**
  * The reader's Web Worker (see digest-pool.ts): built from this entry by `npm run build` into
  * one script (scripts/postbuild.mjs), from the same modules the page runs, so the body reader
- * (net/body.ts), the streamed-bundle check (bundle-stream.ts) and the IndexedDB store
+ * (net/body.ts), the streamed-bundle check (stream-check.ts) and the IndexedDB store
  * (cache/idb-store.ts) each exist once. It answers:
  * - `ping`: whether it has WebCrypto and fetch, before the page trusts it with buffers;
  * - a digest job: hashes ranges of the buffers it is sent (transferred), optionally cuts each
@@ -15,7 +15,7 @@
 import { getEntries, hasEntries, openStore, putEntries, type WorkerStoreAccess } from '../cache/idb-store.js';
 import { bodyToRead, collectBody, declaredLength, isMultipart, pumpBody } from '../net/body.js';
 import { toHex } from '../hash.js';
-import { BundleStreamVerifier, StreamRefusal, type BundleStreamPlan } from './bundle-stream.js';
+import { BundleStreamChecker, deferredJudge, StreamRefusal, type BundleStreamPlan } from './stream-check.js';
 
 declare const self: {
   postMessage(message: unknown, transfer?: Transferable[]): void;
@@ -234,12 +234,19 @@ async function bundle({ id, bundle: job }: BundleMessage): Promise<void> {
     // Copies for the store are taken as members pass, before their buffers go to the page; they
     // are written only once the whole bundle has passed (SPEC §7: nothing of a failed bundle is cached).
     const kept: [string, Uint8Array][] = [];
-    const verifier = new BundleStreamVerifier(job.plan, digestHex, {
-      member(index, bytes) {
-        if (job.store) kept.push([job.plan.contents[index]!.sha256, bytes.slice()]);
-        post({ id, member: index, buffer: bytes.buffer }, [bytes.buffer as ArrayBuffer]);
+    // A head that is not the canonical one is refused here, and judged on the page (stream-check.ts
+    // `judgedError`): this script then carries no AWKB decoder nor its messages.
+    const verifier = new BundleStreamChecker(
+      job.plan,
+      digestHex,
+      {
+        member(index, bytes) {
+          if (job.store) kept.push([job.plan.contents[index]!.sha256, bytes.slice()]);
+          post({ id, member: index, buffer: bytes.buffer }, [bytes.buffer as ArrayBuffer]);
+        },
       },
-    });
+      deferredJudge(job.plan),
+    );
     const onProgress = progressPoster(id, declared);
     let refusal: StreamRefusal | undefined;
     const read = await pumpBody(bodyToRead(response)!, {
