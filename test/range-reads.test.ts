@@ -82,7 +82,10 @@ describe('2,000 concurrent range reads', () => {
     // Never more than the bound (how many overlap at once depends on the machine's pace).
     expect(host.maxInFlight).toBeGreaterThanOrEqual(1);
     expect(host.maxInFlight).toBeLessThanOrEqual(2);
-    expect(host.connections).toBeLessThanOrEqual(3); // the index's, and one per slot
+    // The index's, and one per slot; a slot whose next request starts before Node's fetch (undici)
+    // has taken its last socket back into the pool opens one more (seen once in CI, on a loaded
+    // machine). Many requests, few connections: never one per request.
+    expect(host.connections).toBeLessThanOrEqual(1 + 2 * rangeReads.maxRequestsPerOrigin);
     // Each request asks for at most 16 KiB, unless one member alone is larger (none is here).
     for (const request of requests) {
       const [first, last] = request.range!.slice(6).split('-').map(Number) as [number, number];

@@ -24,12 +24,12 @@ const KB = 1024;
 
 /** Min+gzip bytes that load with the game, per entry. */
 const BUDGETS: Record<string, number> = {
-  core: 46 * KB,
+  core: 46.5 * KB,
   // Issue 21 aims at 25 KB; what stands between is in BENCHMARKS.md ("Size").
-  phaser: 32.5 * KB,
-  babylon: 32.25 * KB,
+  phaser: 33 * KB,
+  babylon: 32.75 * KB,
   // Issue 21: the service worker at most 40 KB gzipped.
-  sw: 36 * KB,
+  sw: 36.5 * KB,
 };
 
 let measures: Measure[];
