@@ -239,6 +239,37 @@ describe.each(TESTED_BROWSERS)('%s', (kind) => {
     expect(result).toEqual({ atOnce: true, afterOpen: false, bytes: [1, 2, 3] });
   });
 
+  // Entries put through an IndexedDBCache made directly (not by openBrowserCache) mark the
+  // database too: the next openBrowserCache of that name waits for the open and asks it.
+  test('entries put through IndexedDBCache alone mark the database: openBrowserCache then asks it from the start', async () => {
+    const name = `direct-${Date.now()}`;
+    const key = 'cd'.repeat(32);
+    const marked = await page.evaluate(
+      async (name: string, key: string) => {
+        const core = await harnessImport('awake-bundle');
+        localStorage.removeItem(`awake-bundle:indexeddb-opened:${name}`);
+        const direct = new core.IndexedDBCache({ name });
+        await direct.put(key, new Uint8Array([7, 8]));
+        direct.close();
+        return localStorage.getItem(`awake-bundle:indexeddb-opened:${name}`);
+      },
+      name,
+      key,
+    );
+    expect(marked).toBe('1');
+    await reloadHarness(page);
+    const result = await page.evaluate(
+      async (name: string, key: string) => {
+        const core = await harnessImport('awake-bundle');
+        const cache = await core.openBrowserCache({ name });
+        return { holdsNothing: cache.holdsNothing, bytes: Array.from(await cache.get(key)) };
+      },
+      name,
+      key,
+    );
+    expect(result).toEqual({ holdsNothing: false, bytes: [7, 8] });
+  });
+
   test("range reads ask for one member's bytes", async () => {
     server.resetRequests();
     const index = JSON.parse(readFileSync(join(FIXTURES, 'expected/small-default/project.index.json'), 'utf8'));

@@ -152,7 +152,9 @@ export class IndexedDBCache implements ClearableContentCache {
       return Promise.reject(error);
     }
     const copies = entries.map(([sha256, bytes]) => [sha256, bytes.slice()] as const);
-    return putEntries(this.workerAccess, copies);
+    // Entries stored: the next visit's openBrowserCache() waits for the open (see `start`), also
+    // when this cache was made directly rather than by openBrowserCache().
+    return putEntries(this.workerAccess, copies).then(() => rememberOpened(this.name));
   }
 
   async has(sha256: string): Promise<boolean> {
@@ -194,9 +196,14 @@ function openedBefore(name: string): boolean | undefined {
   }
 }
 
+/** Databases this page has marked as opened (or found marked): each is marked once. */
+const marked = new Set<string>();
+
 function rememberOpened(name: string): void {
+  if (marked.has(name)) return;
   try {
     if (openedBefore(name) === false) globalThis.localStorage.setItem(openedMark(name), '1');
+    marked.add(name);
   } catch {
     // A full or blocked localStorage: the next visit waits for the open, as without the mark.
   }
