@@ -14,6 +14,7 @@ import { cpus, tmpdir, totalmem } from 'node:os';
 import { extname, join, resolve, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import puppeteer from 'puppeteer-core';
+import { CHROMIUM_ARGS } from './chromium.mjs';
 
 const ROOT = resolve(fileURLToPath(new URL('..', import.meta.url)));
 const MB = 1024 * 1024;
@@ -31,17 +32,7 @@ const SEED = 0x5eed2026;
 // A second, small-entry set (4–64 KB): per-entry overhead, which the byte-weighted mix hides.
 const SMALL_COUNT = Number(option('small', '2000'));
 
-const CHROMIUM_ARGS = [
-  '--headless=new',
-  '--no-sandbox',
-  '--disable-gpu',
-  '--enable-unsafe-swiftshader',
-  '--disable-quic',
-  '--no-first-run',
-  '--disable-background-networking',
-  '--disable-component-update',
-  '--disable-sync',
-];
+const BROWSER_CACHE_CHROMIUM_ARGS = [...CHROMIUM_ARGS, '--enable-unsafe-swiftshader']; // the benches' flags (bench/chromium.mjs)
 
 const HARNESS_HTML = `<!doctype html><meta charset="utf-8"><title>bench</title>
 <script type="importmap">${JSON.stringify({ imports: { '@noble/hashes/': '/node_modules/@noble/hashes/', 'awake-bundle': '/dist/core/index.js' } })}</script>`;
@@ -75,7 +66,7 @@ async function startServer() {
 async function launch(userDataDir) {
   return puppeteer.launch({
     executablePath: process.env.PUPPETEER_EXECUTABLE_PATH || '/usr/bin/chromium',
-    args: [...CHROMIUM_ARGS, `--user-data-dir=${userDataDir}`],
+    args: [...BROWSER_CACHE_CHROMIUM_ARGS, `--user-data-dir=${userDataDir}`],
     headless: true,
     protocolTimeout: 600_000,
   });

@@ -78,6 +78,7 @@ import { fileURLToPath } from 'node:url';
 import { zipSync } from 'fflate';
 import puppeteer from 'puppeteer-core';
 import { planProject, random } from './projects.mjs';
+import { CHROMIUM_ARGS } from './chromium.mjs';
 
 const ROOT = resolve(fileURLToPath(new URL('..', import.meta.url)));
 const BENCH_DIR = join(ROOT, '.bench', 'reader');
@@ -93,19 +94,8 @@ const LOOSE_IN_FLIGHT = 128;
 /** A cell whose first round has a sample slower than this runs at most 3 rounds. */
 const SLOW_SAMPLE_MS = 20_000;
 
-const CHROMIUM_ARGS = [
-  '--headless=new',
-  '--no-sandbox',
-  '--disable-gpu',
-  '--enable-unsafe-swiftshader',
-  '--disable-quic',
-  '--no-first-run',
-  '--disable-background-networking',
-  '--disable-component-update',
-  '--disable-sync',
-  // nginx's certificate is self-signed, made by this script.
-  '--ignore-certificate-errors',
-];
+// The benches' flags (bench/chromium.mjs); nginx's certificate is self-signed, made by this script.
+const READER_CHROMIUM_ARGS = [...CHROMIUM_ARGS, '--enable-unsafe-swiftshader', '--ignore-certificate-errors'];
 
 // ---------------------------------------------------------------------------------------------
 // Options
@@ -989,7 +979,7 @@ async function launchChromium() {
   try {
     browser = await puppeteer.launch({
       executablePath: process.env.PUPPETEER_EXECUTABLE_PATH || '/usr/bin/chromium',
-      args: [...CHROMIUM_ARGS, `--user-data-dir=${profile}`],
+      args: [...READER_CHROMIUM_ARGS, `--user-data-dir=${profile}`],
       headless: true,
       // A loose load of 4,000 files at 20 Mbit/s under emulation can take many minutes.
       protocolTimeout: 3_600_000,

@@ -17,8 +17,8 @@ import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import puppeteer from 'puppeteer-core';
 import { startStaticServer } from '../dist/core/node/index.js';
+import { launchFreshChromium } from './chromium.mjs';
 
 const args = process.argv.slice(2);
 const option = (name, fallback) => (args.includes(`--${name}`) ? Number(args[args.indexOf(`--${name}`) + 1]) : fallback);
@@ -59,20 +59,7 @@ const origin = server.url.replace(/\/$/, '');
 console.log(`${latency} ms, ${mbit ? `${mbit} Mbit/s` : 'no bandwidth cap'}, ${bytes} bytes a fetch`);
 try {
   for (const mode of ['none', 'page', 'worker']) {
-    const profile = mkdtempSync(join(tmpdir(), 'awake-bench-chromium-'));
-    const browser = await puppeteer.launch({
-      executablePath: process.env.PUPPETEER_EXECUTABLE_PATH || '/usr/bin/chromium',
-      headless: true,
-      args: [
-        '--headless=new',
-        '--no-sandbox',
-        '--disable-gpu',
-        '--disable-quic',
-        '--no-first-run',
-        '--disable-background-networking',
-        `--user-data-dir=${profile}`,
-      ],
-    });
+    const { browser, close } = await launchFreshChromium(); // its profile goes with close()
     try {
       const page = await browser.newPage();
       await page.setCacheEnabled(false);
@@ -93,8 +80,7 @@ try {
         `  ${mode.padEnd(7)} page fetch ${pageMs.toFixed(0).padStart(5)} ms, worker fetches ${workerMs.map((ms) => ms.toFixed(0).padStart(5)).join(', ')} ms${refusals.length ? `; worker targets refused: ${[...new Set(refusals)].join('; ')}` : ''}`,
       );
     } finally {
-      await browser.close();
-      rmSync(profile, { recursive: true, force: true });
+      await close();
     }
   }
 } finally {
