@@ -131,6 +131,9 @@ describe.each(TESTED_BROWSERS)('%s', (kind) => {
     }, options);
   }
 
+  /** What the server was asked below /published/small/, as paths. */
+  const smallRequests = () => server.requests.map((r) => r.path).filter((path) => path.startsWith('/published/small/'));
+
   test('reads and prefetches a published project, one request per bundle, every file verified', async () => {
     server.resetRequests();
     const result = await readInPage({ paths: PATHS, prefetch: true });
@@ -207,17 +210,12 @@ describe.each(TESTED_BROWSERS)('%s', (kind) => {
     server.resetRequests();
     const first = await visit(true);
     expect(first).toEqual({ holdsNothing: true, hash: EXPECTED_SHA[path], openHeld: true, marked: '1' });
-    expect(server.requests.map((r) => r.path).filter((p) => p.startsWith('/published/small/'))).toEqual([
-      '/published/small/project.index.json',
-      bundle,
-    ]);
+    expect(smallRequests()).toEqual(['/published/small/project.index.json', bundle]);
     await reloadHarness(page);
     server.resetRequests();
     const second = await visit(false);
     expect(second).toEqual({ holdsNothing: false, hash: EXPECTED_SHA[path], openHeld: false, marked: '1' });
-    expect(server.requests.map((r) => r.path).filter((p) => p.startsWith('/published/small/'))).toEqual([
-      '/published/small/project.index.json',
-    ]);
+    expect(smallRequests()).toEqual(['/published/small/project.index.json']);
   });
 
   // A database this browser made before the mark existed (an earlier version of awake-bundle):
@@ -619,7 +617,7 @@ describe.each(TESTED_BROWSERS)('%s', (kind) => {
         await holdPongs(coldPage);
         server.resetRequests();
         const result = await run(coldPage);
-        return { result, requests: server.requests.map((r) => r.path).filter((path) => path.startsWith('/published/small/')) };
+        return { result, requests: smallRequests() };
       } finally {
         await coldPage.close();
       }
