@@ -20,6 +20,7 @@ export type AwakeErrorCode =
   | 'E_NETWORK'
   | 'E_TIMEOUT'
   | 'E_ABORTED'
+  | 'E_READ_STALLED'
   | 'E_RANGE'
   | 'E_RESPONSE_SIZE'
   | 'E_ORIGIN'
@@ -348,6 +349,25 @@ export class RequestAbortedError extends AwakeError {
   }
 }
 
+/**
+ * A read that went back to its start more often than `MAX_READ_RESTARTS` (issue 26): each time,
+ * the load it waited for ended without bringing its content, or a decision it waited on changed
+ * course. Never expected: it names the path and the state the read was in, so that a read
+ * resolves, fails typed, or waits on something named, and never spins.
+ */
+export class ReadStalledError extends AwakeError {
+  override readonly name = 'ReadStalledError' as const;
+  declare readonly code: 'E_READ_STALLED';
+  /** The read's state when it gave up (`joining`, `deciding`, `fetching`, …). */
+  readonly state: string;
+  readonly restarts: number;
+  constructor(message: string, details: AwakeErrorDetails & { state: string; restarts: number }) {
+    super('E_READ_STALLED', message, details);
+    this.state = details.state;
+    this.restarts = details.restarts;
+  }
+}
+
 /** A 206 answer to a range request that is not the range asked for (SPEC §7 "Range reads"). */
 export class RangeResponseError extends AwakeError {
   override readonly name = 'RangeResponseError' as const;
@@ -426,6 +446,7 @@ export type AnyAwakeError =
   | NetworkError
   | RequestTimeoutError
   | RequestAbortedError
+  | ReadStalledError
   | RangeResponseError
   | ResponseSizeError
   | OriginNotAllowedError

@@ -5,45 +5,24 @@
  * content goes to `onContent` once it passed, as bytes the receiver owns; what the cache should
  * keep comes back once the whole load passed, never before (nothing of a failed bundle is cached).
  */
-import { BundleIntegrityError, FileIntegrityError, ResponseSizeError } from '../errors.js';
+import { FileIntegrityError, ResponseSizeError } from '../errors.js';
 import type { BundleEntry } from '../format/project-index.js';
 import { sha256Hex } from '../hash.js';
 import type { BodyConsumer, Transport } from '../net/transport.js';
 import type { BundleRanges } from './bundle-ranges.js';
+import { bundleSizeError, type Accepted, type FetchCallbacks, type Replan, type WholeHandler } from './fetched.js';
 import { BundleStreamChecker, deferredJudge, judgedError, refusalError, StreamRefusal, type BundleStreamPlan } from './stream-check.js';
-import type { ByteRange, DeltaReadOptions } from './delta-ranges.js';
 import { WorkerDigestPool, type DigestPool } from './digest-pool.js';
 import type { Entry, IndexView } from './index-view.js';
+import type { LoadPlan } from './load-planner.js';
 import { preloadedFetchUrls, type OriginCapabilities } from './origins.js';
 import { DEFAULT_RANGE_READS, type RangeReadOptions } from './range-reads.js';
 import { checkFileDigest, checkFileSize } from './verify.js';
 import type { VerifiedCache } from './verified-cache.js';
 
-/** What the reader does with a whole bundle that came for a range read (a server that ignores ranges): hold and cache its members. */
-export type WholeHandler = (accepted: Accepted, contents: Map<string, Uint8Array>) => void;
+export { bundleSizeError, type Accepted, type FetchCallbacks, type Replan, type WholeHandler } from './fetched.js';
 
-/** What a fetch is told as it goes. */
-export interface FetchCallbacks {
-  signal: AbortSignal;
-  /** Bytes of the current attempt so far, of `total` (what this fetch downloads now). */
-  onProgress?: (received: number, total: number) => void;
-  /** A content passed its check: bytes the receiver owns. May come more than once for one content (a retry): ignore repeats. */
-  onContent: (sha256: string, bytes: Uint8Array) => void;
-}
-
-/** A load that passed: what the cache should keep (copies no caller holds), or the write a worker makes itself. */
-export interface Accepted {
-  forCache: [string, Uint8Array][];
-  stored?: Promise<void>;
-}
-
-/** What a delta load fetches: ranges of a bundle, and the distinct contents (one entry each) they must bring. */
-export interface DeltaPlan {
-  ranges: ByteRange[];
-  missing: Entry[];
-  /** The ranges are planned for one multi-range request (`multipart/byteranges`). */
-  multipart: boolean;
-}
+type RangesModule = typeof import('./bundle-ranges.js');
 
 export class BundleFetcher {
   readonly #view: IndexView;
@@ -51,13 +30,13 @@ export class BundleFetcher {
   readonly #pool: DigestPool;
   readonly #cache: VerifiedCache;
   readonly #origins: OriginCapabilities;
-  readonly #delta: Required<DeltaReadOptions> | undefined;
   /** Bodies are read in the pool's workers (the platform's own fetch, no `fetch` option). */
   readonly #inWorkers: boolean;
   /** URLs the page preloads (`<link rel="preload" as="fetch">`), read when the source opened. */
   readonly #preloaded: Set<string>;
   readonly #rangeReads: Required<RangeReadOptions>;
   /** Range and delta reads (bundle-ranges.ts), imported the first time one is needed. */
+  #module: Promise<RangesModule> | undefined;
   #ranges: Promise<BundleRanges> | undefined;
 
   constructor(
@@ -66,7 +45,6 @@ export class BundleFetcher {
     pool: DigestPool,
     cache: VerifiedCache,
     origins: OriginCapabilities,
-    delta: Required<DeltaReadOptions> | undefined,
     inWorkers: boolean,
     ranges: Required<RangeReadOptions> = DEFAULT_RANGE_READS,
   ) {
@@ -75,31 +53,40 @@ export class BundleFetcher {
     this.#pool = pool;
     this.#cache = cache;
     this.#origins = origins;
-    this.#delta = delta;
     this.#inWorkers = inWorkers;
     this.#preloaded = inWorkers ? preloadedFetchUrls() : new Set();
     this.#rangeReads = ranges;
   }
 
   /**
-   * The range and delta reads, imported once, with the transport's range requests
-   * (net/transport-ranges.ts, which `Transport.getRange` and `getRanges` import) at the same time
-   * rather than after. An import that fails (a chunk gone after a deploy, a network error) is tried
-   * again next time; meanwhile a delta load fetches the whole bundle and a range read fails with
-   * that error, as it would with the network's.
+   * The range and delta reads' module (bundle-ranges.ts, which carries the delta rule too),
+   * imported once, with the transport's range requests (net/transport-ranges.ts, which
+   * `Transport.getRange` and `getRanges` import) at the same time rather than after. An import
+   * that fails (a chunk gone after a deploy, a network error) is tried again next time; meanwhile a
+   * delta load fetches the whole bundle and a range read fails with that error, as it would with
+   * the network's.
    */
+  rangesModule(): Promise<RangesModule> {
+    this.#module ??= Promise.all([import('./bundle-ranges.js'), import('../net/transport-ranges.js')]).then(
+      ([module]) => module,
+      (error: unknown) => {
+        this.#module = undefined;
+        throw error;
+      },
+    );
+    return this.#module;
+  }
+
   #bundleRanges(): Promise<BundleRanges> {
-    this.#ranges ??= Promise.all([import('./bundle-ranges.js'), import('../net/transport-ranges.js')]).then(
-      ([{ BundleRanges }]) =>
+    this.#ranges ??= this.rangesModule().then(
+      ({ BundleRanges }) =>
         new BundleRanges({
           view: this.#view,
           transport: this.#transport,
           pool: this.#pool,
           cache: this.#cache,
           origins: this.#origins,
-          delta: this.#delta,
           ranges: this.#rangeReads,
-          whole: (bundle, callbacks) => this.whole(bundle, callbacks),
           handOver: (accepted, callbacks) => this.#handOver(accepted, callbacks),
           forCache: (accepted) => this.#forCache(accepted),
         }),
@@ -109,6 +96,18 @@ export class BundleFetcher {
       },
     );
     return this.#ranges;
+  }
+
+  /**
+   * Carries out a load's plan (load-planner.ts): a loose file, a whole bundle, or ranges of one.
+   * `Replan` when the host could not serve the ranges as planned (nothing was handed over); the
+   * load asks the planner again. A ranges plan whose module cannot be imported is fetched whole.
+   */
+  async carryOut(plan: LoadPlan, callbacks: FetchCallbacks): Promise<Accepted | Replan> {
+    if (plan.kind === 'loose') return this.loose(plan.entry, callbacks);
+    if (plan.kind === 'whole') return this.whole(plan.bundle, callbacks);
+    const ranges = await this.#bundleRanges().catch(() => undefined);
+    return ranges ? ranges.delta(plan, callbacks) : { replan: 'whole' };
   }
 
   /**
@@ -197,11 +196,6 @@ export class BundleFetcher {
     return this.#handOver({ contents: new Map([[entry.sha256, verified]]), ...(stored ? { stored } : {}) }, callbacks);
   }
 
-  /** Whether the origin of `entry`'s bundle is asked for ranges (it has not refused or ignored them). */
-  rangesServed(entry: Entry): boolean {
-    return this.#origins.servesRanges(this.#view.resolveUrl(this.#view.bundle(entry.bundle!)!.url));
-  }
-
   /**
    * One member by range (SPEC §7 "Range reads"), checked alone (bundle-ranges.ts); `undefined`
    * when the host refused the range, or is known to ignore ranges: the read then goes through a
@@ -209,37 +203,6 @@ export class BundleFetcher {
    */
   async range(entry: Entry, path: string, signal: AbortSignal, onWhole: WholeHandler): Promise<Uint8Array | undefined> {
     return (await this.#bundleRanges()).range(entry, path, signal, onWhole);
-  }
-
-  /**
-   * Delta reads (issue 11): the ranges of `bundle` that hold the contents neither the cache
-   * (`present`, else asked now) nor `held` has, plus `need`; `undefined` for the whole bundle:
-   * delta reads off, an origin that ignores ranges, a cache that holds none of it or cannot
-   * say, or ranges that would bring more than `maxMissingFraction` of it.
-   */
-  async deltaPlan(
-    bundle: BundleEntry,
-    held: (sha256: string) => boolean,
-    present: Set<string> | undefined,
-    need: string | undefined,
-  ): Promise<DeltaPlan | undefined> {
-    const url = this.#view.resolveUrl(bundle.url);
-    if (!this.#delta || !this.#origins.servesRanges(url)) return undefined;
-    const contents = new Map<string, Entry>();
-    for (const entry of this.#view.membersOf(bundle.sha256)) if (!contents.has(entry.sha256)) contents.set(entry.sha256, entry);
-    const unknown = [...contents.keys()].filter((sha256) => !held(sha256) && !present?.has(sha256));
-    const cached = present ?? (unknown.length === 0 ? new Set<string>() : await this.#cache.contains(unknown));
-    if (!cached) return undefined;
-    const missing = [...contents.values()].filter((entry) => entry.sha256 === need || (!cached.has(entry.sha256) && !held(entry.sha256)));
-    if (missing.length === contents.size) return undefined;
-    const multipart = this.#delta.multipartRanges && this.#origins.servesMultipart(url);
-    const ranges = (await this.#bundleRanges().catch(() => undefined))?.rangesOf(bundle, missing, multipart);
-    return ranges && { ranges, missing, multipart: multipart && ranges.length > 1 };
-  }
-
-  /** Fetches a delta plan's ranges and verifies each member they bring on its own (bundle-ranges.ts). */
-  async delta(bundle: BundleEntry, plan: DeltaPlan, callbacks: FetchCallbacks): Promise<Accepted> {
-    return (await this.#bundleRanges()).delta(bundle, plan, callbacks);
   }
 
   /** Checks bytes this source owns (fetched) against an entry, hashing (and storing, when a worker can) in the pool; on a cold page here (`now`: not kept waiting for a worker to start, issue 22). */
@@ -291,21 +254,4 @@ function streamConsumer(plan: BundleStreamPlan, url: string, deliver: (index: nu
     },
     finish: () => verifier.finish().catch(refused),
   };
-}
-
-/** A bundle body of the wrong size, as the bundle's integrity error (SPEC §7 "Verified"), naming it (its URL is the error's `url`). */
-export function bundleSizeError(error: unknown, bundle: BundleEntry, url: string): unknown {
-  if (!(error instanceof ResponseSizeError)) return error;
-  // The URL is the error's `url` (and holds the SHA-256): the message names the bundle once, and
-  // says what arrived against what the index lists, the transport's "GET <url>: …" left as `cause`.
-  const arrived =
-    error.declaredBytes !== undefined
-      ? `its Content-Length says ${error.declaredBytes}`
-      : error.receivedBytes !== undefined
-        ? `more arrived (${error.receivedBytes} bytes read, reading stopped)`
-        : error.message;
-  return new BundleIntegrityError('bundle', `bundle ${bundle.sha256}: ${arrived}, the index lists ${bundle.sizeBytes} bytes`, [], {
-    url,
-    cause: error,
-  });
 }

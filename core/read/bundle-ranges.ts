@@ -5,14 +5,14 @@
  * a bundle: a game whose loads are whole bundles loads none of it (BENCHMARKS.md, "Size").
  */
 import { BundleIntegrityError, NetworkError, RangeResponseError, RequestAbortedError } from '../errors.js';
-import { planDeltaRanges } from '../format/delta-ranges.js';
 import { entryKey, type BundleEntry } from '../format/project-index.js';
 import { linkSignals } from '../net/abort.js';
 import type { Transport } from '../net/transport.js';
-import { bundleSizeError, type Accepted, type DeltaPlan, type FetchCallbacks, type WholeHandler } from './bundle-fetcher.js';
-import type { ByteRange, DeltaReadOptions } from './delta-ranges.js';
+import { bundleSizeError, type Accepted, type FetchCallbacks, type Replan, type WholeHandler } from './fetched.js';
+import type { ByteRange } from './delta-ranges.js';
 import type { DigestPool } from './digest-pool.js';
 import { pushTo, type Entry, type IndexView } from './index-view.js';
+import type { RangesPlan } from './load-planner.js';
 import { originOf, pageHref, type OriginCapabilities } from './origins.js';
 import type { RangeReadOptions } from './range-reads.js';
 import { RangeScheduler, type RangeBatch, type RangeRead, type RangeWaiter } from './range-scheduler.js';
@@ -20,26 +20,9 @@ import { acceptBundle } from './accept.js';
 import { checkFileDigest } from './verify.js';
 import type { VerifiedCache } from './verified-cache.js';
 
-/**
- * The ranges that bring `missing` (members' offsets and sizes in a bundle of `bundleBytes`), by
- * the one rule the `diff` command prices updates with (`planDeltaRanges` in
- * core/format/delta-ranges.ts); `undefined` when the whole bundle should be fetched. With
- * `multipart`, for one multi-range request (`multipartGapBytes`, `maxRangesPerRequest`).
- */
-export function deltaRangesFor(
-  missing: readonly { offset: number; sizeBytes: number; sha256: string }[],
-  bundleBytes: number,
-  settings: Required<DeltaReadOptions>,
-  multipart = false,
-): ByteRange[] | undefined {
-  const plan = planDeltaRanges(bundleBytes, missing, new Set(missing.map((member) => member.sha256)), {
-    maxGapBytes: multipart ? settings.multipartGapBytes : settings.maxGapBytes,
-    maxMissingFraction: settings.maxMissingFraction,
-    maxRanges: multipart ? settings.maxRangesPerRequest : settings.maxRangesPerBundle,
-  });
-  if (plan.whole) return undefined;
-  return plan.ranges.map(({ start, end }) => ({ offset: start, length: end - start }));
-}
+// The delta rule, for the load planner: it imports this module (with the transport's range
+// requests) the first time a cache holds part of a bundle, and the rule with it.
+export { deltaRangesFor } from './delta-plan.js';
 
 /** A range read as the fetcher queues it. */
 interface RangeReadFor extends RangeRead {
@@ -53,10 +36,7 @@ export interface BundleRangesContext {
   pool: DigestPool;
   cache: VerifiedCache;
   origins: OriginCapabilities;
-  delta: Required<DeltaReadOptions> | undefined;
   ranges: Required<RangeReadOptions>;
-  /** A whole bundle, streamed (what a host that refused ranges gets). */
-  whole(bundle: BundleEntry, callbacks: FetchCallbacks): Promise<Accepted>;
   /** Contents checked all at once: copies for the cache first, then each handed over. */
   handOver(accepted: { contents: Map<string, Uint8Array>; stored?: Promise<void> }, callbacks: FetchCallbacks): Accepted;
   /** What the cache should keep of contents checked all at once. */
@@ -69,7 +49,6 @@ export class BundleRanges {
   readonly #pool: DigestPool;
   readonly #cache: VerifiedCache;
   readonly #origins: OriginCapabilities;
-  readonly #delta: Required<DeltaReadOptions> | undefined;
   readonly #shared: BundleRangesContext;
   /** Range reads' turns per origin and shared requests. */
   readonly #ranges: RangeScheduler<RangeReadFor>;
@@ -80,7 +59,6 @@ export class BundleRanges {
     this.#pool = shared.pool;
     this.#cache = shared.cache;
     this.#origins = shared.origins;
-    this.#delta = shared.delta;
     this.#shared = shared;
     this.#ranges = new RangeScheduler(shared.ranges, (batch) => this.#rangeBatch(batch));
   }
@@ -174,29 +152,19 @@ export class BundleRanges {
     }
   }
 
-  /** The ranges that bring `missing`, for one multi-range request or one request each; `undefined` for the whole bundle. */
-  rangesOf(bundle: BundleEntry, missing: Entry[], multipart: boolean): ByteRange[] | undefined {
-    return deltaRangesFor(
-      missing.map((entry) => ({ offset: entry.offset!, sizeBytes: entry.sizeBytes, sha256: entry.sha256 })),
-      bundle.sizeBytes,
-      this.#delta!,
-      multipart,
-    );
-  }
-
   /**
-   * Fetches a delta plan's ranges and verifies each member they bring on its own (SPEC §7
+   * Fetches a ranges plan (load-planner.ts) and verifies each member it brings on its own (SPEC §7
    * "Verified"); one damaged member rejects them all, nothing cached. A multipart plan is one
    * request for every range; an origin that does not answer it with them all (a 200, unread; one
-   * range of several) is asked again one range per request (the plan for that), and so from then
-   * on, as after a malformed answer (a `RangeResponseError` for this load). One range per request:
+   * range of several) is marked and `separate` said (the planner plans one range per request),
+   * as after a malformed answer (a `RangeResponseError` for this load). One range per request:
    * at once; a 200 answer is the whole bundle (a server that ignores ranges): it is checked as
-   * one, the other requests are stopped, and its origin gets whole bundles from then on.
+   * one, the other requests are stopped, and its origin gets whole bundles from then on. A host
+   * that refused a range (403, 416, 501) is marked and `whole` said.
    */
-  async delta(bundle: BundleEntry, plan: DeltaPlan, callbacks: FetchCallbacks): Promise<Accepted> {
+  async delta(plan: RangesPlan, callbacks: FetchCallbacks): Promise<Accepted | Replan> {
+    const { bundle, missing, multipart, ranges } = plan;
     const url = this.#view.resolveUrl(bundle.url);
-    const { missing, multipart } = plan;
-    let { ranges } = plan;
     let inputs: Uint8Array[];
     /** Where each range starts: its input, and its offset there. */
     let places: { input: number; at: number }[];
@@ -221,10 +189,10 @@ export class BundleRanges {
         if (!(error instanceof NetworkError) || callbacks.signal.aborted) throw error;
         answered = { kind: 'unsupported', reason: error.message };
       }
-      if (answered.kind === 'refused') return this.#wholeAfterRangesRefused(bundle, url, callbacks);
+      if (answered.kind === 'refused') return this.#rangesRefused(url);
       if (answered.kind === 'unsupported') {
         this.#origins.lacksMultipart(url);
-        ranges = this.rangesOf(bundle, missing, false)!;
+        return { replan: 'separate' };
       }
     }
     if (answered?.kind === 'ranges') {
@@ -232,7 +200,7 @@ export class BundleRanges {
       places = answered.at.map((at) => ({ input: 0, at }));
     } else {
       const bodies = await this.#fetchRanges(url, bundle, ranges, callbacks.signal, report);
-      if ('refused' in bodies) return this.#wholeAfterRangesRefused(bundle, url, callbacks);
+      if ('refused' in bodies) return this.#rangesRefused(url);
       if (!Array.isArray(bodies)) {
         this.#origins.ignoresRanges(url);
         return this.#shared.handOver(
@@ -286,12 +254,12 @@ export class BundleRanges {
 
   /**
    * A host that refused a Range request (403, 416 or 501): this load fetches the whole bundle
-   * instead, streamed and checked as one (SPEC §7 "Verified"), and later loads from that origin
-   * go whole at once, as for a host that answers ranges with 200.
+   * instead (the planner's `whole`), streamed and checked as one (SPEC §7 "Verified"), and later
+   * loads from that origin go whole at once, as for a host that answers ranges with 200.
    */
-  #wholeAfterRangesRefused(bundle: BundleEntry, url: string, callbacks: FetchCallbacks): Promise<Accepted> {
+  #rangesRefused(url: string): Replan {
     this.#origins.ignoresRanges(url);
-    return this.#shared.whole(bundle, callbacks);
+    return { replan: 'whole' };
   }
 
   /**

@@ -3,7 +3,7 @@
  * first event from what its loads planned, and each event sums what those loads received, each on
  * the scale of its share. Used by `IndexedAssetSource.load` and `prefetch`.
  */
-import type { PrefetchOptions } from './indexed-asset-source.js';
+import type { PrefetchOptions } from './options.js';
 import { pushTo, type Entry, type IndexView } from './index-view.js';
 import type { Load, LoadRegistry } from './load-registry.js';
 

@@ -1,9 +1,15 @@
 /**
  * Loads in flight (SPEC §7 "One request per bundle"): one per bundle or loose file, shared by
  * every read and prefetch that needs it. A load counts the parties waiting for it and stops only
- * when all of them gave up; it tells each waiting read when its own content has arrived (a
- * streamed bundle hands members out one by one), and reports bytes as they arrive, on the scale
- * it planned when it started (SPEC §7 "Byte progress").
+ * when all of them gave up; a load every party gave up on leaves the registry at once, so a read
+ * that comes next starts a load of its own rather than join one that is being stopped (issue 26,
+ * defect 4). It tells each waiting read when its own content has arrived (a streamed bundle hands
+ * members out one by one), and reports bytes as they arrive, on the scale it planned when it
+ * started (SPEC §7 "Byte progress").
+ *
+ * Work is linear in the reads (issue 26, defect 10): a read waiting for one content is woken by
+ * that content's arrival alone (waiters are kept per content), and only progress watchers hear
+ * progress.
  */
 import { abortable } from '../net/abort.js';
 
@@ -31,13 +37,23 @@ export interface Load {
   /** Whether the load is over, and how. */
   outcome?: { error?: unknown };
   interest: number;
+  /** Called on every change of progress or arrivals (byte progress only: reads wait in `#arrivals`). */
   readonly listeners: Set<() => void>;
+}
+
+interface Waiter {
+  resolve: () => void;
+  reject: (error: unknown) => void;
 }
 
 export class LoadRegistry {
   readonly #loads = new Map<string, Load>();
+  /** Per load, the reads waiting for each content to arrive. */
+  readonly #arrivals = new WeakMap<Load, Map<string, Waiter[]>>();
   readonly #lifetime: AbortSignal;
   readonly #onIdle: () => void;
+  /** Waiters woken and listeners called so far: the work the registry did, for tests that bound it. */
+  wakeups = 0;
 
   /** `onIdle` runs whenever the last load in flight ends. */
   constructor(lifetime: AbortSignal, onIdle: () => void) {
@@ -52,8 +68,10 @@ export class LoadRegistry {
     );
   }
 
+  /** The load of `key` in flight that a read may still join: not one being stopped. */
   get(key: string): Load | undefined {
-    return this.#loads.get(key);
+    const load = this.#loads.get(key);
+    return load && !load.controller.signal.aborted ? load : undefined;
   }
 
   get size(): number {
@@ -95,15 +113,16 @@ export class LoadRegistry {
       load.fetchBytes = bytes;
       decideWith(bytes);
     };
+    this.#arrivals.set(load, new Map());
+    this.#loads.set(key, load);
     load.done = run(load, decide);
     load.done.catch(() => decide(load.fetchBytes));
-    this.#loads.set(key, load);
     const finish = (outcome: { error?: unknown }) => {
       load.outcome = outcome;
       if (!outcome.error) load.receivedBytes = load.fetchBytes;
+      this.#settleWaiters(load);
       this.#notify(load);
-      if (this.#loads.get(key) === load) this.#loads.delete(key);
-      if (this.#loads.size === 0) this.#onIdle();
+      this.#leave(load);
     };
     load.done.then(
       () => finish({}),
@@ -115,7 +134,15 @@ export class LoadRegistry {
 
   /** A content of `load` arrived and passed (its bytes are held by the caller of this). */
   arrive(load: Load, sha256: string): void {
+    if (load.arrived.has(sha256)) return;
     load.arrived.add(sha256);
+    const waiters = this.#arrivals.get(load)!;
+    const waiting = waiters.get(sha256);
+    if (waiting) {
+      waiters.delete(sha256);
+      this.wakeups += waiting.length;
+      for (const waiter of waiting) waiter.resolve();
+    }
     this.#notify(load);
   }
 
@@ -137,9 +164,14 @@ export class LoadRegistry {
     await this.#waitOn(load, signal, () => load.done);
   }
 
+  /** Waits for `load` and its cache writes: once this resolves or rejects, the load has left the registry. */
+  async settle(load: Load, signal: AbortSignal): Promise<void> {
+    await this.#waitOn(load, signal, () => load.done.then(() => load.stored));
+  }
+
   /** Waits until `sha256` arrived with `load`, or the load is over (then its error, if it failed). */
   async arrival(load: Load, sha256: string, signal: AbortSignal): Promise<void> {
-    await this.#waitOn(load, signal, () => this.#until(load, () => load.arrived.has(sha256)));
+    await this.#waitOn(load, signal, () => this.#arrivalOf(load, sha256));
   }
 
   /** Resolves when every load in flight now has settled, however. */
@@ -160,28 +192,47 @@ export class LoadRegistry {
       // The source's own signal aborts the load itself (see the constructor): no listener per read.
       await (signal === this.#lifetime ? wait() : abortable(wait(), signal));
     } finally {
-      if (--load.interest === 0 && signal.aborted) load.controller.abort(signal.reason);
+      if (--load.interest === 0 && signal.aborted) {
+        load.controller.abort(signal.reason);
+        // Stopped: what comes next starts anew (defect 4: a read one microtask later joined it and failed aborted).
+        this.#leave(load);
+      }
     }
   }
 
-  /** Resolves once `ready()` holds, or with the load's outcome once it is over. */
-  #until(load: Load, ready: () => boolean): Promise<void> {
-    if (ready()) return Promise.resolve();
+  #arrivalOf(load: Load, sha256: string): Promise<void> {
+    if (load.arrived.has(sha256)) return Promise.resolve();
     if (load.outcome) return load.outcome.error === undefined ? Promise.resolve() : Promise.reject(load.outcome.error);
     return new Promise<void>((resolve, reject) => {
-      const check = () => {
-        if (ready()) resolve();
-        else if (load.outcome) {
-          if (load.outcome.error === undefined) resolve();
-          else reject(load.outcome.error);
-        } else return;
-        load.listeners.delete(check);
-      };
-      load.listeners.add(check);
+      const waiters = this.#arrivals.get(load)!;
+      const waiting = waiters.get(sha256);
+      if (waiting) waiting.push({ resolve, reject });
+      else waiters.set(sha256, [{ resolve, reject }]);
     });
   }
 
+  /** The load is over: every read still waiting gets its outcome (once each). */
+  #settleWaiters(load: Load): void {
+    const waiters = this.#arrivals.get(load)!;
+    const error = load.outcome!.error;
+    for (const waiting of waiters.values()) {
+      this.wakeups += waiting.length;
+      for (const waiter of waiting)
+        if (error === undefined) waiter.resolve();
+        else waiter.reject(error);
+    }
+    waiters.clear();
+  }
+
+  #leave(load: Load): void {
+    if (this.#loads.get(load.key) !== load) return;
+    this.#loads.delete(load.key);
+    if (this.#loads.size === 0) this.#onIdle();
+  }
+
   #notify(load: Load): void {
+    if (load.listeners.size === 0) return;
+    this.wakeups += load.listeners.size;
     for (const listener of [...load.listeners]) listener();
   }
 }

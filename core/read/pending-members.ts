@@ -18,6 +18,8 @@ interface Held {
   pins: number;
   /** Reads awaiting the load that brings this content, registered before it arrived. */
   waiters: number;
+  /** What vouches for these bytes: the loads that brought them (by key), or the cache. Defect 9: one failing must not drop another's. */
+  from: Set<string>;
 }
 
 export class HeldMembers {
@@ -45,17 +47,21 @@ export class HeldMembers {
     return this.#entries.has(sha256);
   }
 
-  /** Keeps `bytes` (a buffer the source owns) for `reads` expected reads, `pins` of them asked for by a prefetch. */
-  put(sha256: string, bytes: Uint8Array, reads: number, pins: number): void {
+  /**
+   * Keeps `bytes` (a buffer the source owns) for `reads` expected reads, `pins` of them asked for
+   * by a prefetch; `from` is what brought them (a load's key, or `cache`).
+   */
+  put(sha256: string, bytes: Uint8Array, reads: number, pins: number, from: string): void {
     const existing = this.#entries.get(sha256);
     if (existing) {
       existing.reads = Math.max(existing.reads, reads);
       existing.pins = Math.max(existing.pins, pins);
+      existing.from.add(from);
       return;
     }
     const waiters = this.#waiting.get(sha256) ?? 0;
     if (reads < 1 && pins < 1 && waiters < 1) return;
-    this.#entries.set(sha256, { bytes, reads: Math.max(reads, pins), pins, waiters });
+    this.#entries.set(sha256, { bytes, reads: Math.max(reads, pins), pins, waiters, from: new Set([from]) });
     this.#bytes += bytes.length;
     this.#trim();
   }
@@ -116,10 +122,16 @@ export class HeldMembers {
     return entry.bytes.slice();
   }
 
-  /** Lets go of a content whatever reads expected it (its bundle failed, SPEC §7), unless a read waiting for it has yet to take it. */
-  forget(sha256: string): void {
+  /**
+   * The load `from` failed (SPEC §7: its bundle is rejected whole): lets go of what it brought,
+   * whatever reads expected it, unless something else brought the same bytes too (another
+   * bundle's load, the cache) or a read waiting for it has yet to take it.
+   */
+  forget(sha256: string, from: string): void {
     const entry = this.#entries.get(sha256);
-    if (!entry || entry.waiters > 0) return;
+    if (!entry) return;
+    entry.from.delete(from);
+    if (entry.from.size > 0 || entry.waiters > 0) return;
     this.#entries.delete(sha256);
     this.#bytes -= entry.bytes.length;
   }

@@ -1,0 +1,133 @@
+/**
+ * The one place that decides what a load fetches (issue 26): per load and per bundle, the whole
+ * bundle, or ranges of the members the cache lacks (delta reads, issue 11); per read, whether it
+ * goes alone by range request (SPEC §7 "Range reads") or through a load. The fetchers
+ * (bundle-fetcher.ts, bundle-ranges.ts) only carry plans out; when a host cannot serve a plan
+ * (it refused ranges, it does not answer multi-range requests) they say so (`Replan`) and the
+ * load asks here again. What a host answered is kept per origin (`OriginCapabilities`), so the
+ * next plan for that origin is made for it from the start.
+ */
+import type { BundleEntry } from '../format/project-index.js';
+import type { ByteRange, DeltaReadOptions } from './delta-ranges.js';
+import type { Replan } from './fetched.js';
+import type { Entry, IndexView } from './index-view.js';
+import type { OriginCapabilities } from './origins.js';
+import type { VerifiedCache } from './verified-cache.js';
+
+/** What one load fetches, and how many bytes that is (its byte-progress share, SPEC §7 "Byte progress"). */
+export type LoadPlan = { kind: 'loose'; entry: Entry; bytes: number } | { kind: 'whole'; bundle: BundleEntry; bytes: number } | RangesPlan;
+
+/** Ranges of a bundle, and the distinct contents (one entry each) they bring; `multipart`: in one multi-range request. */
+export interface RangesPlan {
+  kind: 'ranges';
+  bundle: BundleEntry;
+  ranges: ByteRange[];
+  missing: Entry[];
+  multipart: boolean;
+  bytes: number;
+}
+
+/** What the planner knows of a load's members when it plans. */
+export interface PlanInputs {
+  /** Contents this source holds in memory now: not fetched again. */
+  held: (sha256: string) => boolean;
+  /** Contents the cache holds, when a prefetch asked already (else the planner asks). */
+  present?: Set<string> | undefined;
+  /** A content to bring whatever the cache says (a read just missed it there). */
+  need?: string | undefined;
+}
+
+/** Where the delta rule comes from: imported on first use, with the range fetchers (bundle-fetcher.ts `rangesModule`), in one go. */
+export type DeltaRule = () => Promise<Pick<typeof import('./delta-plan.js'), 'deltaRangesFor'>>;
+
+export class LoadPlanner {
+  readonly #view: IndexView;
+  readonly #cache: VerifiedCache;
+  readonly #origins: OriginCapabilities;
+  readonly #delta: Required<DeltaReadOptions> | undefined;
+  readonly #rangeReads: boolean;
+  /** The delta rule (delta-plan.ts), imported the first time a cache holds part of a bundle. */
+  readonly #rule: DeltaRule;
+
+  constructor(
+    view: IndexView,
+    cache: VerifiedCache,
+    origins: OriginCapabilities,
+    delta: Required<DeltaReadOptions> | undefined,
+    rangeReads: boolean,
+    rule: DeltaRule,
+  ) {
+    this.#rule = rule;
+    this.#view = view;
+    this.#cache = cache;
+    this.#origins = origins;
+    this.#delta = delta;
+    this.#rangeReads = rangeReads;
+  }
+
+  /** Whether one read of `entry` goes alone by range request: range reads on, a bundle member, an origin that serves ranges. */
+  readsByRange(entry: Entry): boolean {
+    return (
+      entry.url === undefined &&
+      this.#rangeReads &&
+      this.#origins.servesRanges(this.#view.resolveUrl(this.#view.bundle(entry.bundle!)!.url))
+    );
+  }
+
+  /**
+   * What the load of `loadKey` fetches: a loose file; ranges of the contents neither the cache
+   * (`present`, else asked now) nor memory holds, plus `need`; or the whole bundle: delta reads
+   * off, an origin that ignores ranges, a cache that holds none of it or cannot say, or ranges
+   * that would bring more than `maxMissingFraction` of it.
+   */
+  async plan(loadKey: string, inputs: PlanInputs): Promise<LoadPlan> {
+    const bundle = this.#view.bundle(loadKey);
+    if (!bundle) {
+      const entry = this.#view.looseEntry(loadKey)!;
+      return { kind: 'loose', entry, bytes: entry.sizeBytes };
+    }
+    return (await this.#ranges(bundle, inputs)) ?? this.#whole(bundle);
+  }
+
+  /**
+   * A plan again after its host could not serve it (`Replan`): the whole bundle, or its ranges one
+   * per request (the origin was marked by the fetcher, so this and later plans are made for it).
+   */
+  async replan(plan: RangesPlan, why: Replan['replan']): Promise<LoadPlan> {
+    if (why === 'whole') return this.#whole(plan.bundle);
+    const ranges = await this.#rangesOf(plan.bundle, plan.missing, false);
+    return ranges ? { ...plan, ranges, multipart: false, bytes: sumOf(ranges) } : this.#whole(plan.bundle);
+  }
+
+  #whole(bundle: BundleEntry): LoadPlan {
+    return { kind: 'whole', bundle, bytes: bundle.sizeBytes };
+  }
+
+  async #ranges(bundle: BundleEntry, { held, present, need }: PlanInputs): Promise<RangesPlan | undefined> {
+    const url = this.#view.resolveUrl(bundle.url);
+    if (!this.#delta || !this.#origins.servesRanges(url)) return undefined;
+    const contents = new Map<string, Entry>();
+    for (const entry of this.#view.membersOf(bundle.sha256)) if (!contents.has(entry.sha256)) contents.set(entry.sha256, entry);
+    const unknown = [...contents.keys()].filter((sha256) => !held(sha256) && !present?.has(sha256));
+    const cached = present ?? (unknown.length === 0 ? new Set<string>() : await this.#cache.contains(unknown));
+    if (!cached) return undefined;
+    const missing = [...contents.values()].filter((entry) => entry.sha256 === need || (!cached.has(entry.sha256) && !held(entry.sha256)));
+    if (missing.length === contents.size) return undefined;
+    const multipart = this.#delta.multipartRanges && this.#origins.servesMultipart(url);
+    const ranges = await this.#rangesOf(bundle, missing, multipart);
+    return ranges && { kind: 'ranges', bundle, ranges, missing, multipart: multipart && ranges.length > 1, bytes: sumOf(ranges) };
+  }
+
+  /** The delta rule's ranges; `undefined` for the whole bundle (and when the rule's module cannot be imported: a chunk gone after a deploy). */
+  async #rangesOf(bundle: BundleEntry, missing: Entry[], multipart: boolean): Promise<ByteRange[] | undefined> {
+    const rule = await this.#rule().catch(() => undefined);
+    return rule?.deltaRangesFor(
+      missing.map((entry) => ({ offset: entry.offset!, sizeBytes: entry.sizeBytes, sha256: entry.sha256 })),
+      bundle.sizeBytes,
+      this.#delta!,
+      multipart,
+    );
+  }
+}
+
+const sumOf = (ranges: readonly ByteRange[]) => ranges.reduce((sum, range) => sum + range.length, 0);

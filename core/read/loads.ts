@@ -1,0 +1,104 @@
+/**
+ * Loads: one request per bundle (or loose file), shared (SPEC §7 "One request per bundle"); the
+ * planner decides what each fetches (load-planner.ts), the fetcher carries that out, and each
+ * verified content is held for the reads that will need it as soon as it passed.
+ */
+import { entryKey } from '../format/project-index.js';
+import type { Accepted, FetchCallbacks } from './fetched.js';
+import type { Load } from './load-registry.js';
+import type { SourceParts } from './source-parts.js';
+
+/** Plans a load may go through when its host cannot serve one: multi-range → one range per request → whole. */
+const MAX_REPLANS = 2;
+
+export interface StartOptions {
+  /** What the cache holds of the bundle, when a prefetch asked already. */
+  present?: Set<string>;
+  /** A content to bring whatever the cache says (a read just missed it there). */
+  need?: string;
+  /** Hold what arrives for the files that will read it (default true); false: only for reads already waiting. */
+  hold?: boolean;
+}
+
+export class LoadRunner {
+  readonly #parts: SourceParts;
+
+  constructor(parts: SourceParts) {
+    this.#parts = parts;
+  }
+
+  /**
+   * Starts fetching a bundle or loose file; each verified content goes to `held` as soon as it
+   * passed, and the whole load's to the cache once all passed.
+   */
+  start(loadKey: string, options: StartOptions = {}): Load {
+    const { view, registry } = this.#parts;
+    return registry.start(loadKey, view.sizeOfLoad(loadKey), async (load, decide) => {
+      const callbacks: FetchCallbacks = {
+        signal: load.controller.signal,
+        onProgress: (received, total) => registry.progress(load, received, total),
+        onContent: (sha256, bytes) => this.#arrive(load, sha256, bytes, options.hold ?? true),
+      };
+      try {
+        const accepted = await this.#carryOut(load, options, decide, callbacks);
+        load.stored = this.#parts.cache.store(accepted.forCache, accepted.stored);
+        // The load stays in flight until the cache holds what it brought, so that a read coming
+        // meanwhile joins it (or finds the cache filled) rather than fetch the bundle again. Not a
+        // worker's write: workers write once the loads are over (see flushStores).
+        if (!accepted.stored) await load.stored;
+      } catch (error) {
+        // SPEC §7: a bundle that fails is rejected whole; what it brought and no read took yet goes
+        // too, unless something else brought the same bytes (issue 26, defect 9).
+        for (const sha256 of load.arrived) this.#parts.held.forget(sha256, load.key);
+        throw error;
+      }
+    });
+  }
+
+  /** The planner's plan, carried out; planned again (bounded) where the host could not serve it. */
+  async #carryOut(load: Load, options: StartOptions, decide: (bytes: number) => void, callbacks: FetchCallbacks): Promise<Accepted> {
+    const { planner, fetcher, held } = this.#parts;
+    let plan = await planner.plan(load.key, { held: (sha256) => held.has(sha256), present: options.present, need: options.need });
+    if (plan.kind === 'ranges') {
+      load.partial = true;
+      load.brings = new Set(plan.missing.map((entry) => entry.sha256));
+    }
+    decide(plan.bytes);
+    let result = await fetcher.carryOut(plan, callbacks);
+    for (let replans = 1; 'replan' in result; replans++) {
+      if (plan.kind !== 'ranges' || replans > MAX_REPLANS) throw new Error(`internal: load ${load.key} was planned again ${replans} times`);
+      plan = await planner.replan(plan, result.replan);
+      // Whole now: it brings every member (reads that passed it over read the cache, as planned).
+      if (plan.kind === 'whole') load.brings = undefined;
+      result = await fetcher.carryOut(plan, callbacks);
+    }
+    return result;
+  }
+
+  /**
+   * A content passed: held for the files of the load that will read it (those a prefetch asked
+   * for stay until read). A load that only fills the cache (`hold` false) keeps it only for the
+   * reads already waiting for it.
+   */
+  #arrive(load: Load, sha256: string, bytes: Uint8Array, hold: boolean): void {
+    if (load.arrived.has(sha256)) return; // again, from a retry
+    let reads = 0;
+    let pins = 0;
+    for (const file of hold ? this.#parts.view.filesWith(load.key, sha256) : []) {
+      reads++;
+      if (this.#parts.asked.has(entryKey(file))) pins++;
+    }
+    this.#parts.held.put(sha256, bytes, reads, pins, load.key);
+    this.#parts.registry.arrive(load, sha256);
+  }
+
+  /** A whole bundle that came for a range read: its members held and cached as a load's. */
+  keepWhole(bundleSha: string, accepted: Accepted, contents: Map<string, Uint8Array>): void {
+    const { cache, view, held, asked } = this.#parts;
+    void cache.store(accepted.forCache, accepted.stored);
+    for (const [sha256, bytes] of contents) {
+      const files = view.filesWith(bundleSha, sha256);
+      held.put(sha256, bytes, files.length, files.filter((file) => asked.has(entryKey(file))).length, bundleSha);
+    }
+  }
+}

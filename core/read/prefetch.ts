@@ -1,0 +1,187 @@
+/**
+ * Prefetches and loads (SPEC §7 "Prefetch", "Byte progress"): what the cache holds of each group
+ * (one call), the network for the rest at once, byte progress over all of it. Reads of a group a
+ * prefetch is deciding wait for its decision (`deciding`) rather than ask the cache themselves.
+ */
+import { entryKey, type ProjectIndex } from '../format/project-index.js';
+import { pushTo, type Entry } from './index-view.js';
+import { PrefetchReport } from './load-progress.js';
+import { ByteBudget, type Load } from './load-registry.js';
+import type { LoadRunner } from './loads.js';
+import type { PrefetchOptions } from './options.js';
+import type { SourceParts } from './source-parts.js';
+
+export interface PrefetchFile {
+  path: string;
+  entry: Entry;
+}
+
+export class Prefetcher {
+  readonly #parts: SourceParts;
+  readonly #loads: LoadRunner;
+
+  constructor(parts: SourceParts, loads: LoadRunner) {
+    this.#parts = parts;
+    this.#loads = loads;
+  }
+
+  async prefetch(files: PrefetchFile[], options: PrefetchOptions, signal: AbortSignal): Promise<void> {
+    const { view, cache, asked, held } = this.#parts;
+    const keep = options.keep !== false || !cache.enabled;
+    const groups = new Map<string, Entry[]>();
+    for (const { entry } of files) pushTo(groups, view.loadKeyOf(entry), entry);
+    if (keep) {
+      for (const { entry } of files) {
+        const key = entryKey(entry);
+        if (asked.has(key)) continue;
+        asked.add(key);
+        held.pin(entry.sha256);
+      }
+    }
+    const decided = this.#beginDeciding(groups.keys());
+    try {
+      await this.#prefetchGroups(groups, files, keep, signal, decided, options);
+    } finally {
+      for (const loadKey of groups.keys()) decided(loadKey);
+    }
+  }
+
+  /**
+   * The files whose contents changed since `previous` and whose earlier contents the cache holds
+   * (and the new ones it does not): what `prefetchChanged` brings into the cache.
+   */
+  async changedSince(previous: ProjectIndex): Promise<PrefetchFile[]> {
+    // Keys are paths, or ids (the same path keeps its id while the salt stays the same).
+    const before = new Map((previous.files as Entry[]).map((file) => [entryKey(file), file.sha256] as const));
+    const changed = [...this.#parts.view.entries()].filter((entry) => (before.get(entryKey(entry)) ?? entry.sha256) !== entry.sha256);
+    if (changed.length === 0) return [];
+    const present = await this.#parts.cache.contains([
+      ...new Set(changed.flatMap((entry) => [entry.sha256, before.get(entryKey(entry))!])),
+    ]);
+    if (!present) return [];
+    return changed
+      .filter((entry) => present.has(before.get(entryKey(entry))!) && !present.has(entry.sha256))
+      .map((entry) => ({ path: entry.path ?? entry.id!, entry }));
+  }
+
+  async #prefetchGroups(
+    groups: Map<string, Entry[]>,
+    files: PrefetchFile[],
+    keep: boolean,
+    signal: AbortSignal,
+    decided: (loadKey: string) => void,
+    options: PrefetchOptions,
+  ): Promise<void> {
+    const { view, registry, asked, pendingBytes } = this.#parts;
+    // What the cache holds (one call), then the network for the rest at once, while the groups
+    // the cache holds whole are read from it (one batch each) when this prefetch keeps them.
+    const { complete: cached, present } = await this.#cachedGroups(groups);
+    const jobs = [...groups.keys()].filter((loadKey) => !cached.has(loadKey));
+    const fromCache = [...cached].map(async (loadKey) => {
+      if (!keep || (await this.#holdFromCache(groups.get(loadKey)!))) return decided(loadKey);
+      const load = registry.get(loadKey) ?? this.#loads.start(loadKey);
+      decided(loadKey);
+      await registry.join(load, signal);
+    });
+    // Without keeping, bodies come a few at a time: within `pendingBytes` in flight (at least one).
+    const budget = keep ? undefined : new ByteBudget(pendingBytes);
+    const starting = jobs.map(async (loadKey) => {
+      const size = view.sizeOfLoad(loadKey);
+      if (budget) await budget.take(size, signal);
+      const load = registry.get(loadKey) ?? this.#loads.start(loadKey, { ...(present ? { present } : {}), hold: keep });
+      decided(loadKey);
+      if (budget)
+        void load.done
+          .then(
+            () => load.stored,
+            () => undefined,
+          )
+          .then(() => budget.give(size));
+      return load;
+    });
+    // The total is what the loads will download, known once each has decided (before its requests).
+    // With a budget, loads start in turns: their shares are their listed sizes, whatever they decide.
+    let shares = jobs.map((loadKey) => view.sizeOfLoad(loadKey));
+    if (!budget) shares = await Promise.all(starting.map(async (started) => (await started).planned));
+    const report = new PrefetchReport(registry, files, view, options);
+    report.begin(jobs, shares, starting);
+    await Promise.all(
+      starting
+        .map(async (started) => {
+          const load: Load = await started;
+          await registry.join(load, signal);
+          report.finished(load);
+          await load.stored;
+          // What a delta load did not bring, the cache holds: read it for this prefetch's reads that
+          // have not happened yet (a read that comes while this is read unpins what it finds held).
+          if (keep && load.partial) await this.#holdFromCache(groups.get(load.key)!.filter((entry) => asked.has(entryKey(entry))));
+        })
+        .concat(fromCache),
+    );
+    report.end();
+  }
+
+  /** Marks groups as being decided by a prefetch; returns the function that ends one group's wait. */
+  #beginDeciding(loadKeys: Iterable<string>): (loadKey: string) => void {
+    const deciding = this.#parts.deciding;
+    const ends = new Map<string, () => void>();
+    for (const loadKey of loadKeys) {
+      if (deciding.has(loadKey)) continue;
+      let end!: () => void;
+      const decision = new Promise<void>((resolve) => (end = resolve));
+      deciding.set(loadKey, decision);
+      ends.set(loadKey, () => {
+        if (deciding.get(loadKey) === decision) deciding.delete(loadKey);
+        end();
+      });
+    }
+    return (loadKey) => ends.get(loadKey)?.();
+  }
+
+  /**
+   * What the cache holds of each prefetch group, in one `hasMany` call for all of them (counts,
+   * no bytes): per load key, whether every content the group needs and `held` lacks is there.
+   */
+  async #cachedGroups(groups: Map<string, Entry[]>): Promise<{ complete: Set<string>; present?: Set<string> }> {
+    const { held, cache, view } = this.#parts;
+    const complete = new Set<string>();
+    const wanted = new Map<string, Entry[]>();
+    for (const [loadKey, group] of groups) {
+      const missing = distinct(group.filter((entry) => !held.has(entry.sha256)));
+      if (missing.length === 0) complete.add(loadKey);
+      else wanted.set(loadKey, missing);
+    }
+    if (!cache.enabled || wanted.size === 0) return { complete };
+    // The same call asks for every member of the bundles that may be fetched (for delta reads).
+    const shas = new Set<string>();
+    for (const missing of wanted.values()) for (const entry of missing) shas.add(entry.sha256);
+    for (const loadKey of wanted.keys()) for (const entry of view.membersOf(loadKey)) shas.add(entry.sha256);
+    const present = await cache.contains([...shas]);
+    if (!present) return { complete };
+    for (const [loadKey, missing] of wanted) if (missing.every((entry) => present.has(entry.sha256))) complete.add(loadKey);
+    return { complete, present };
+  }
+
+  /**
+   * Reads a group that the cache holds whole into `held` for the prefetch's reads (one batch,
+   * checked in a worker where there is one); false when an entry was gone or bad after all.
+   */
+  async #holdFromCache(group: Entry[]): Promise<boolean> {
+    const { held, cache } = this.#parts;
+    const wanted = distinct(group.filter((entry) => !held.has(entry.sha256)));
+    if (wanted.length === 0) return true;
+    const found = await cache.getVerified(wanted);
+    const readsOf = new Map<string, number>();
+    for (const file of group) readsOf.set(file.sha256, (readsOf.get(file.sha256) ?? 0) + 1);
+    for (const [sha256, bytes] of found) {
+      const reads = readsOf.get(sha256) ?? 0;
+      held.put(sha256, bytes, reads, reads, 'cache');
+    }
+    return found.size === wanted.length;
+  }
+}
+
+/** One entry per content. */
+function distinct(entries: Entry[]): Entry[] {
+  return [...new Map(entries.map((entry) => [entry.sha256, entry])).values()];
+}

@@ -1,0 +1,83 @@
+/**
+ * A read's steps (file-read.ts `ReadSteps`) as the source's parts carry them out: memory
+ * (pending-members.ts), the loads in flight (load-registry.ts), the prefetches' decisions, the
+ * verified cache, the planner's range decision and the fetchers.
+ */
+import { BundleIntegrityError } from '../errors.js';
+import { abortable } from '../net/abort.js';
+import type { ReadSteps } from './file-read.js';
+import type { Entry } from './index-view.js';
+import { fileBytesOf } from './load-progress.js';
+import type { Load } from './load-registry.js';
+import type { LoadRunner } from './loads.js';
+import type { SourceParts } from './source-parts.js';
+
+/** A read's own: what it reads, whether a prefetch had asked for it (a pin to take), its progress. */
+export interface ReadOf {
+  path: string;
+  entry: Entry;
+  pinned: boolean;
+  onProgress?: ((loadedBytes: number, totalBytes: number) => void) | undefined;
+}
+
+export function readSteps(parts: SourceParts, loads: LoadRunner, read: ReadOf): ReadSteps & { releasePin(): void } {
+  const { held, registry, view, cache } = parts;
+  const { entry, onProgress } = read;
+  const { sha256 } = entry;
+  const loadKey = view.loadKeyOf(entry);
+  let pinned = read.pinned;
+  /** The pin goes once: with the bytes taken, or given back when they came another way. */
+  const releasePin = () => {
+    if (pinned) held.unpin(sha256);
+    pinned = false;
+  };
+  const take = (waited: boolean) => {
+    const bytes = held.take(sha256, { waited, pinned });
+    if (bytes) pinned = false;
+    return bytes;
+  };
+  /** The source's own signal aborts its loads itself: no listener per read (load-registry.ts). */
+  const until = <T>(promise: Promise<T>, signal: AbortSignal) => (signal === parts.lifetime ? promise : abortable(promise, signal));
+  return {
+    releasePin,
+    takeHeld: () => take(false),
+    inFlight: () => registry.get(loadKey),
+    brings(load, signal) {
+      const answer = () => load.brings === undefined || load.brings.has(sha256);
+      // Answered at once once the load has decided (so a read joins a load before it can finish), else when it decides, before any request.
+      return load.decided ? answer() : until(load.planned, signal).then(answer);
+    },
+    async arrival(load: Load, signal) {
+      held.expect(sha256);
+      const stop = onProgress && registry.watch(load, () => onProgress(fileBytesOf(load, entry), entry.sizeBytes));
+      try {
+        await registry.arrival(load, sha256, signal);
+      } catch (error) {
+        held.unexpect(sha256);
+        throw error;
+      } finally {
+        stop?.();
+      }
+      const bytes = take(true);
+      if (bytes || load.partial || load.arrived.has(sha256)) return bytes;
+      throw new BundleIntegrityError('members', `content ${sha256} was not in the bundle that the index names for it`, [sha256]);
+    },
+    async settle(load, signal) {
+      await registry.settle(load, signal).catch((error: unknown) => {
+        if (signal.aborted) throw error; // how the load ended is not this read's concern: only that it is over
+      });
+    },
+    deciding: () => parts.deciding.get(loadKey),
+    async fromCache() {
+      const bytes = await cache.read(entry);
+      if (bytes) releasePin();
+      return bytes;
+    },
+    byRange: () => parts.planner.readsByRange(entry),
+    range(signal) {
+      releasePin();
+      return parts.fetcher.range(entry, read.path, signal, (accepted, contents) => loads.keepWhole(entry.bundle!, accepted, contents));
+    },
+    startLoad: () => loads.start(loadKey, { need: sha256 }),
+  };
+}

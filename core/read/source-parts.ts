@@ -1,0 +1,26 @@
+/**
+ * The parts one `IndexedAssetSource` is made of, shared by the read path's modules (the reads,
+ * the loads, the prefetches): state that belongs to a source lives on it, never in module globals.
+ */
+import type { BundleFetcher } from './bundle-fetcher.js';
+import type { IndexView } from './index-view.js';
+import type { LoadPlanner } from './load-planner.js';
+import type { LoadRegistry } from './load-registry.js';
+import type { HeldMembers } from './pending-members.js';
+import type { VerifiedCache } from './verified-cache.js';
+
+export interface SourceParts {
+  readonly view: IndexView;
+  readonly cache: VerifiedCache;
+  readonly planner: LoadPlanner;
+  readonly fetcher: BundleFetcher;
+  readonly registry: LoadRegistry;
+  readonly held: HeldMembers;
+  /** Keys of files a prefetch asked for that have not been read (or released) since. */
+  readonly asked: Set<string>;
+  /** Groups whose source (cache or network) a prefetch is deciding, by load key. */
+  readonly deciding: Map<string, Promise<void>>;
+  /** The source's lifetime: aborted by `dispose` or the `signal` it was opened with. */
+  readonly lifetime: AbortSignal;
+  readonly pendingBytes: number;
+}
