@@ -10,7 +10,7 @@
  */
 import { AwakeError, HttpError } from '../../core/errors.js';
 import { mediaTypeOf } from '../../core/format/media-types.js';
-import type { AwkbTarget } from './registration.js';
+import type { LiveTarget } from './live-registrations.js';
 
 /** The status a failure other than an HTTP error answers with: the bundle behind the URL was bad. */
 const FAILED_STATUS = 502;
@@ -28,12 +28,12 @@ export class BundleRequest extends EventTarget {
   onprogress: ((event: ProgressEvent) => void) | null = null;
   /** The error a failed load ended with (the member it names is also in `statusText`). */
   error: unknown = undefined;
-  private readonly target: AwkbTarget;
+  private readonly target: LiveTarget;
   private readonly controller = new AbortController();
   private readonly headers = new Map<string, string>();
   private contentLength = 0;
 
-  constructor(target: AwkbTarget) {
+  constructor(target: LiveTarget) {
     super();
     this.target = target;
   }

@@ -21,7 +21,7 @@ import type { Observer } from '@babylonjs/core/Misc/observable.js';
 import { WebRequest } from '@babylonjs/core/Misc/webRequest.js';
 import { mediaTypeOf } from '../../core/format/media-types.js';
 import { BundleRequest } from './bundle-request.js';
-import { noticeLoose, targetOf } from './registration.js';
+import { noticeLoose, targetOf } from './live-registrations.js';
 import { registerAwkbScenePlugin } from './scene-loader-plugin.js';
 
 type Open = (this: WebRequest, method: string, url: string, baseHeaders?: Record<string, string>) => void;

@@ -8,5 +8,6 @@
  *
  * Imports Babylon only through deep `@babylonjs/core/...` paths, and never Phaser.
  */
-export { registerAwkb, AwkbRegistration, type AwkbOptions, type AwkbReadOptions, type AwkbTarget } from './registration.js';
+export { registerAwkb, AwkbRegistration, type AwkbOptions, type AwkbTarget } from './registration.js';
+export type { AwkbReadOptions } from './live-registrations.js';
 export { AWKB_PLUGIN_NAME, AWKB_EXTENSION } from './scene-loader-plugin.js';

@@ -11,6 +11,13 @@ import { linkSignals } from '../../core/net/abort.js';
 import { watchDoubleDownloads } from '../../core/read/double-downloads.js';
 import { markAdapterCall } from '../../core/read/user-timing.js';
 import { installHooks, removeHooks } from './hooks.js';
+import {
+  addLiveRegistration,
+  anyRegistration,
+  removeLiveRegistration,
+  type AwkbReadOptions,
+  type LiveRegistration,
+} from './live-registrations.js';
 import { absoluteUrl, asFolder, folderOf, MisrootedFiles, pageBase, projectPathOf, urlOfPath } from '../../core/read/project-urls.js';
 
 export interface AwkbOptions extends Omit<OpenOptions, 'index' | 'baseUrl'> {
@@ -36,21 +43,13 @@ export interface AwkbTarget {
   url: string;
 }
 
-export interface AwkbReadOptions {
-  signal?: AbortSignal;
-  /** Bytes of this file received so far, and its size; called at least once, at the end. */
-  onProgress?: (loaded: number, total: number) => void;
-}
-
-/** Live registrations, newest last: a URL goes to the newest one whose index lists it. */
-const active: AwkbRegistration[] = [];
 /** Registrations being opened or open, by what they serve, so registering twice gives the same one. */
 const byKey = new Map<unknown, Promise<AwkbRegistration>>();
 
 /** How long reads stay settled before the recorded loads are posted: a glTF's buffers follow its JSON within moments. */
 const POST_AFTER_QUIET_MS = 200;
 
-export class AwkbRegistration {
+export class AwkbRegistration implements LiveRegistration {
   readonly source: IndexedAssetSource;
   /** The folder URL that maps to the project root. */
   readonly root: string;
@@ -205,13 +204,12 @@ export class AwkbRegistration {
         this.source.indexUrl ? { url: this.source.indexUrl } : {},
       ),
     );
-    const at = active.indexOf(this);
-    if (at >= 0) active.splice(at, 1);
+    removeLiveRegistration(this);
     if (byKey.get(this.#key) !== undefined) byKey.delete(this.#key);
     if (this.#ownsSource) this.source.dispose();
     else for (const path of this.#objectUrls.keys()) this.source.release(path);
     this.#objectUrls.clear();
-    if (active.length === 0) removeHooks();
+    if (!anyRegistration()) removeHooks();
   }
 }
 
@@ -258,7 +256,7 @@ async function open(options: AwkbOptions, root: URL, key: unknown): Promise<Awkb
     registration.dispose();
     throw error;
   }
-  active.push(registration);
+  addLiveRegistration(registration);
   installHooks();
   return registration;
 }
@@ -291,37 +289,4 @@ function rootOf(options: AwkbOptions, indexUrl: string | undefined): URL {
       'registerAwkb: give root, the URL that maps to the project root (the source has no index URL to take it from)',
     );
   return folderOf(absolute);
-}
-
-/** A URL Babylon asks for loads loose: each registration hears of it, to warn of a `root` that would serve it. */
-export function noticeLoose(url: string): void {
-  if (active.length === 0) return;
-  const absolute = absoluteUrl(url);
-  if (absolute) for (const registration of active) registration.misrooted.notice(absolute);
-}
-
-/** The registration and path that a URL Babylon asks for maps to, newest registration first. */
-export function targetOf(url: string): AwkbTarget | undefined {
-  for (let i = active.length - 1; i >= 0; i--) {
-    const registration = active[i]!;
-    const path = registration.pathOf(url);
-    if (path !== undefined) return { registration, path, url: registration.urlOf(path) };
-  }
-  return undefined;
-}
-
-/** Like `targetOf`, and also a bare project path (`models/truck.gltf`), for the `awkb` plugin. */
-export function targetOfUrlOrPath(urlOrPath: string): AwkbTarget | undefined {
-  const mapped = targetOf(urlOrPath);
-  if (mapped) return mapped;
-  for (let i = active.length - 1; i >= 0; i--) {
-    const registration = active[i]!;
-    if (registration.source.has(urlOrPath)) return { registration, path: urlOrPath, url: registration.urlOf(urlOrPath) };
-  }
-  return undefined;
-}
-
-/** Whether any registration is live (the permanent `awkb` plugin is inert otherwise). */
-export function anyRegistration(): boolean {
-  return active.length > 0;
 }

@@ -26,7 +26,7 @@ import type { WebRequest } from '@babylonjs/core/Misc/webRequest.js';
 import { Observable } from '@babylonjs/core/Misc/observable.js';
 import type { Scene } from '@babylonjs/core/scene.js';
 import { AssetNotFoundError, UnsupportedOperationError } from '../../core/errors.js';
-import { anyRegistration, targetOfUrlOrPath, type AwkbTarget } from './registration.js';
+import { anyRegistration, targetOfUrlOrPath, type LiveTarget } from './live-registrations.js';
 
 export const AWKB_PLUGIN_NAME = 'awkb';
 export const AWKB_EXTENSION = '.awkb';
@@ -55,7 +55,7 @@ class AwkbScenePlugin implements ISceneLoaderPluginAsync {
   readonly extensions = { [AWKB_EXTENSION]: { isBinary: false } };
   private readonly options: SceneLoaderPluginOptions;
   private inner: ISceneLoaderPluginAsync | undefined;
-  private target: AwkbTarget | undefined;
+  private target: LiveTarget | undefined;
   private readonly controller = new AbortController();
 
   constructor(options: SceneLoaderPluginOptions) {

@@ -8,7 +8,7 @@ import { publishToTarget, type PublishToTargetSummary } from '../../core/node/pu
 export { removeOwnStagingFoldersSync } from '../../core/node/publish-target.js';
 import { parseS3Url, S3PublishTarget } from '../../core/node/s3-target.js';
 import { formatBytes, printable, progressLine, UsageError, type CommandContext } from '../usage.js';
-import { writerOptionsFrom, type PublishArguments } from './publish.js';
+import { writerOptionsFrom, type PublishArguments, type TargetArguments } from './publish-arguments.js';
 
 export const TARGET_OPTIONS = {
   to: { type: 'string' },
@@ -25,16 +25,6 @@ export const TARGET_HELP = `  --to s3://bucket/prefix
   --endpoint <url>     with --to: an S3-compatible store (MinIO, R2…), path-style URLs
   --region <name>      with --to: the bucket's region (default: the AWS chain)
   --dry-run            with --to: print what would be uploaded, upload nothing`;
-
-export interface TargetArguments {
-  bucket: string;
-  prefix: string;
-  endpoint?: string;
-  region?: string;
-  dryRun: boolean;
-  /** `--out` when given: the staging folder is kept. */
-  stagingDir?: string;
-}
 
 type TargetValues = { to?: string; endpoint?: string; region?: string; 'dry-run'?: boolean; out?: string };
 

@@ -4,40 +4,17 @@ import { resolve } from 'node:path';
 import { pathCollisions, unsafePathReason } from '../../core/format/paths.js';
 import { decodeIndexText } from '../../core/format/index-text.js';
 import { parseProjectIndex, type LooseIndex, type ProjectIndex } from '../../core/format/project-index.js';
-import { writerOptionsOf, type PublishSettings } from '../../core/publish/settings.js';
 import { listFolderFiles, type FolderFile } from '../../core/node/loose-index.js';
 import { publishFolder } from '../../core/node/publish-folder.js';
 import { readLoadsFile } from '../../core/node/publish-grouping.js';
 import { AwakeError, UnsupportedIndexVersionError } from '../../core/errors.js';
 import type { LooseFileEntry } from '../../core/format/project-index.js';
-import {
-  looseFileLocator,
-  publishToDirectory,
-  removeOwnTemporaryFilesSync,
-  type PublishProgress,
-  type PublishSummary,
-} from '../../core/node/publish.js';
-import {
-  CommandFailure,
-  formatBytes,
-  parseCommandLine,
-  plural,
-  printable,
-  progressLine,
-  UsageError,
-  type Command,
-  type CommandContext,
-} from '../usage.js';
+import { looseFileLocator, publishToDirectory, removeOwnTemporaryFilesSync, type PublishSummary } from '../../core/node/publish.js';
+import { CommandFailure, formatBytes, parseCommandLine, plural, printable, progressLine, UsageError, type Command } from '../usage.js';
 import { DEFAULT_BUNDLE_URL_PREFIX, DEFAULT_TARGET_BUNDLE_BYTES } from '../../core/publish/plan.js';
 import { looseIndexFromFolder } from '../../core/node/loose-index.js';
-import {
-  parseTargetArguments,
-  removeOwnStagingFoldersSync,
-  runPublishToTarget,
-  TARGET_HELP,
-  TARGET_OPTIONS,
-  type TargetArguments,
-} from './publish-to.js';
+import { parseTargetArguments, removeOwnStagingFoldersSync, runPublishToTarget, TARGET_HELP, TARGET_OPTIONS } from './publish-to.js';
+import { writerOptionsFrom, type PublishArguments } from './publish-arguments.js';
 
 const HELP = `Usage: awake-bundle <loose-index.json | assets-folder> [options]
 
@@ -77,19 +54,6 @@ ${TARGET_HELP}
 
 Exit codes: 0 published, 1 publish failed (nothing new is indexed), 2 wrong command line,
 130/143 stopped by SIGINT/SIGTERM (its temporary files removed, nothing new indexed).`;
-
-/** The command line's arguments: the publish settings (core/publish/settings.ts) and where from and to. */
-export interface PublishArguments extends PublishSettings {
-  input: string;
-  /** `--loads <file>`: read (and checked) before anything else; its loads become `loads`. */
-  loadsFile?: string;
-  out: string;
-  root?: string;
-  rootPath?: string;
-  json: boolean;
-  /** `--to s3://…`: upload to object storage (publish-to.ts). */
-  target?: TargetArguments;
-}
 
 export function parsePublishArguments(argv: string[]): PublishArguments | 'help' {
   const { values, positionals } = parseCommandLine(argv, {
@@ -226,28 +190,6 @@ async function readIndexInput(input: string): Promise<ProjectIndex> {
     if (error instanceof UnsupportedIndexVersionError) throw new CommandFailure(`${input}: ${error.message}`);
     throw error;
   }
-}
-
-/**
- * The writer's options the command line sets, with warnings and progress on stderr (publish and
- * --to); each warning is also added to `warnings`, for `--json`.
- */
-export function writerOptionsFrom(
-  args: PublishArguments,
-  progress: ReturnType<typeof progressLine>,
-  stderr: CommandContext['stderr'],
-  warnings: string[] = [],
-) {
-  return {
-    ...writerOptionsOf(args),
-    onWarning: (message: string) => {
-      warnings.push(message);
-      progress.clear();
-      stderr.write(`awake-bundle: warning: ${printable(message)}\n`);
-    },
-    onProgress: (p: PublishProgress) =>
-      progress.update(`bundling: ${plural(p.bundlesDone, 'bundle')} written, ${formatBytes(p.bytesDone)} of ${formatBytes(p.bytesTotal)}`),
-  };
 }
 
 /** A folder input as a loose index and a locator (for publishToTarget). */

@@ -4,8 +4,8 @@
  * that never gets one loads none of it.
  */
 import { RangeResponseError } from '../errors.js';
-import { MAX_PART_HEADER_BYTES } from './transport.js';
-import { headerPreview, parseContentRange } from './transport-ranges.js';
+import { headerPreview, parseContentRange } from './content-range.js';
+import { MAX_PART_HEADER_BYTES } from './requests.js';
 
 /**
  * Where each range asked for starts in a `multipart/byteranges` body (RFC 9110 §14.6, RFC 2046

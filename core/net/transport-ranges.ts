@@ -19,7 +19,8 @@ import {
   type RangeResult,
   type RangesResult,
   type RequestOptions,
-} from './transport.js';
+} from './requests.js';
+import { headerPreview, parseContentRange } from './content-range.js';
 
 /** The transport's request loop (retries, timeouts, bounds) for the URL at hand. */
 export type RangeRequest = (headers: Record<string, string>, bound: BodyBound) => Promise<Fetched>;
@@ -119,23 +120,6 @@ export async function getRanges(
 
 function refusal(url: string, status: number): RangeRefusal {
   return { kind: 'refused', status, reason: `GET ${url}: the server refused the Range request with HTTP ${status}` };
-}
-
-/** `bytes <first>-<last>/<total or *>`, or `undefined`. */
-export function parseContentRange(value: string | null): { first: number; last: number } | undefined {
-  const match = value === null ? null : /^\s*bytes\s+(\d+)-(\d+)\s*\/\s*(\d+|\*)\s*$/i.exec(value);
-  if (!match) return undefined;
-  const first = Number(match[1]);
-  const last = Number(match[2]);
-  return Number.isSafeInteger(first) && Number.isSafeInteger(last) && first <= last ? { first, last } : undefined;
-}
-
-const HEADER_PREVIEW_CHARACTERS = 200;
-
-/** A header value in a message: whole up to 200 characters, else cut (a server may send 64 KB of one). */
-export function headerPreview(value: string | null): string {
-  if (value === null || value.length <= HEADER_PREVIEW_CHARACTERS) return String(value);
-  return `${value.slice(0, HEADER_PREVIEW_CHARACTERS)}… (${value.length} characters)`;
 }
 
 /** A 206 must be exactly `bytes=<first>-<last>`: the right length, and a matching Content-Range if sent. */
