@@ -7,7 +7,7 @@
  */
 import { sha256 as nobleSha256 } from '@noble/hashes/sha2.js';
 import { hmac } from '@noble/hashes/hmac.js';
-import { toHex } from './hash.js';
+import { toHex } from './bytes.js';
 
 export interface IncrementalSha256 {
   update(bytes: Uint8Array): void;

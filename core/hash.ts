@@ -7,13 +7,9 @@
  */
 import { InvalidOptionError } from './errors.js';
 
-const HEX = Array.from({ length: 256 }, (_, i) => i.toString(16).padStart(2, '0'));
-
-export function toHex(bytes: Uint8Array): string {
-  let out = '';
-  for (let i = 0; i < bytes.length; i++) out += HEX[bytes[i]!];
-  return out;
-}
+// toHex lives with the byte helpers, so that hash-noble.ts (imported from here on demand) imports it downward.
+export { toHex } from './bytes.js';
+import { toHex } from './bytes.js';
 
 /** Hex digit values by char code; -1 for anything else. Pure: a bundle that never calls fromHex (the reader's worker) drops it. */
 const HEX_VALUES = /* @__PURE__ */ Int8Array.from({ length: 128 }, (_, code) => {

@@ -24,7 +24,7 @@ const CYCLE_FREE_FOLDERS = [
   'core/node',
   'cli',
   'integrations',
-  // 'core/read', // the read-path rewrite (issue 26) removes its circles and adds it here
+  'core/read',
   // 'adapters/phaser', // game-state.ts → video.ts → game-state.ts (type): not yet broken
   // 'core/cache', // browser.ts → browser-stores.ts (type, lazy) → browser.ts: not yet broken
 ];

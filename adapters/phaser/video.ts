@@ -15,7 +15,7 @@
  * codecs named and, for MP4, fragmented files.)
  */
 import { absoluteUrl } from '../../core/read/project-urls.js';
-import type { AwkbGameState } from './game-state.js';
+import type { IndexedAssetSource } from '../../core/read/indexed-asset-source.js';
 import type { PhaserEmitter, PhaserNamespace, PhaserVideo } from './phaser-shapes.js';
 
 type VideoSource = string | Promise<string>;
@@ -25,13 +25,19 @@ type VideoSource = string | Promise<string>;
  * revoked when the video cache entry of that URL goes (`this.cache.video.remove(key)`) or the
  * game is destroyed.
  */
+/** What the videos need of a game's state (game-state.ts `AwkbGameState`): the indexes mounted, and their opening. */
+export interface VideoIndexes {
+  indexesSettled(): Promise<unknown> | undefined;
+  find(url: URL): { mounted: { source: IndexedAssetSource }; path: string } | undefined;
+}
+
 export class BundledVideos {
   readonly #byUrl = new Map<string, { objectUrl?: string; ready: Promise<string> }>();
   /** The URL of each video cache key a Video loaded (Phaser's `remove` event names the key alone). */
   readonly #urlOfKey = new Map<string, string>();
   #watching = false;
 
-  constructor(private readonly state: AwkbGameState) {}
+  constructor(private readonly state: VideoIndexes) {}
 
   /**
    * What the element should play for `url`: an object URL made before, a promise of one (or of
@@ -105,7 +111,7 @@ export class BundledVideos {
 const awaited = new WeakMap<HTMLMediaElement, Promise<string>>();
 
 /** Makes Video game objects play files from bundles (see the header); once per Phaser namespace. */
-export function patchVideoLoading(phaser: PhaserNamespace, stateOf: (video: PhaserVideo) => AwkbGameState | undefined): void {
+export function patchVideoLoading(phaser: PhaserNamespace, stateOf: (video: PhaserVideo) => { videos: BundledVideos } | undefined): void {
   const proto = phaser.GameObjects?.Video?.prototype as PhaserVideo | undefined;
   if (!proto) return; // a custom build without Video
   const ownLoadHandler = proto.loadHandler;

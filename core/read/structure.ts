@@ -5,7 +5,7 @@
  */
 import { BundleFormatError, KEY_PREVIEW_CHARACTERS, previewValue } from '../errors.js';
 import { decodeBundle, type DecodedBundle } from '../format/awkb-decode.js';
-import type { BundleStreamPlan, StreamFailure } from './stream-check.js';
+import type { BundleStreamPlan, StreamFailure } from './stream-plan.js';
 import type { ExpectedMember } from './verify.js';
 
 /**
