@@ -5,7 +5,7 @@
  */
 import { LOAD_FETCH_MODEL, type LoadReport, type ReportFile } from '../core/publish/load-report.js';
 import { squarify, type Rect } from './treemap.js';
-import { formatBytes, formatRatio, shortSha } from './usage.js';
+import { formatBytes, formatRatio, printable, shortSha } from './usage.js';
 
 /** Tableau 10 without its grey (the grey is for files no load reads). */
 const PALETTE = ['#4e79a7', '#f28e2b', '#e15759', '#76b7b2', '#59a14f', '#edc948', '#b07aa1', '#ff9da7', '#9c755f'];
@@ -18,7 +18,17 @@ export function loadColour(i: number): string {
   return `hsl(${hue}, 55%, ${i % 2 === 0 ? 55 : 42}%)`;
 }
 
-const escapeHtml = (text: string) => text.replace(/[&<>"']/g, (character) => `&#${character.codePointAt(0)};`);
+const escapeMarkup = (text: string) => text.replace(/[&<>"']/g, (character) => `&#${character.codePointAt(0)};`);
+
+/**
+ * Text from the index or the loads file, for the page: escaped as the text report escapes it
+ * (`printable`: controls, bidi overrides and isolates, separators as `\xNN` or `\u{NNNN}`, so a
+ * name cannot reorder or hide what is shown beside it), then for HTML.
+ */
+const escapeHtml = (text: string) => escapeMarkup(printable(text));
+
+/** A tooltip: each line escaped, so the line breaks are the page's own and never a name's. */
+const escapeLines = (lines: readonly string[]) => lines.map(escapeHtml).join('\n');
 
 const WIDTH = 1200;
 const HEIGHT = 680;
@@ -26,7 +36,8 @@ const HEADER = 16;
 
 interface Cell {
   label: string;
-  title: string;
+  /** The tooltip's lines. */
+  title: string[];
   sizeBytes: number;
   files: ReportFile[];
 }
@@ -37,12 +48,12 @@ const rectAttributes = ({ x, y, width, height }: Rect) =>
 
 function fileRect(file: ReportFile, rect: Rect, colourOf: (file: ReportFile) => string): string {
   const name = file.path ?? file.key;
-  const title = `${name}\n${formatBytes(file.sizeBytes)}${file.firstLoad !== undefined ? `\nfirst load: ${file.firstLoad}` : '\nno load reads it'}`;
-  const shape = `<rect class="file" ${rectAttributes(rect)} fill="${colourOf(file)}"><title>${escapeHtml(title)}</title></rect>`;
+  const title = [name, formatBytes(file.sizeBytes), file.firstLoad !== undefined ? `first load: ${file.firstLoad}` : 'no load reads it'];
+  const shape = `<rect class="file" ${rectAttributes(rect)} fill="${colourOf(file)}"><title>${escapeLines(title)}</title></rect>`;
   // The file's own name where it fits; the whole path is in the title.
   if (rect.width < 48 || rect.height < 16) return shape;
   const baseName = name.slice(name.lastIndexOf('/') + 1);
-  return `${shape}<text class="name" x="${round(rect.x + 4)}" y="${round(rect.y + 13)}">${escapeHtml(fitLabel(baseName, rect.width - 8))}</text>`;
+  return `${shape}<text class="name" x="${round(rect.x + 4)}" y="${round(rect.y + 13)}">${escapeMarkup(fitLabel(printable(baseName), rect.width - 8))}</text>`;
 }
 
 /** A bundle (or the loose files): its frame, a label when there is room, its files inside. */
@@ -58,21 +69,26 @@ function cellSvg(cell: Cell, rect: Rect, colourOf: (file: ReportFile) => string)
     fileRect(item, fileBounds, colourOf),
   );
   const label = labelled
-    ? `<text x="${round(rect.x + 4)}" y="${round(rect.y + 12)}">${escapeHtml(fitLabel(cell.label, rect.width - 8))}</text>`
+    ? `<text x="${round(rect.x + 4)}" y="${round(rect.y + 12)}">${escapeMarkup(fitLabel(printable(cell.label), rect.width - 8))}</text>`
     : '';
-  return `<g class="bundle"><rect class="frame" ${rectAttributes(rect)}><title>${escapeHtml(cell.title)}</title></rect>${label}${files.join('')}</g>`;
+  return `<g class="bundle"><rect class="frame" ${rectAttributes(rect)}><title>${escapeLines(cell.title)}</title></rect>${label}${files.join('')}</g>`;
 }
 
-/** The label cut to what fits in `width` pixels at about 6.5 pixels a character. */
+/** The label cut to what fits in `width` pixels at about 6.5 pixels a character (whole code points: a pair is never split). */
 function fitLabel(label: string, width: number): string {
   const characters = Math.floor(width / 6.5);
-  return label.length <= characters ? label : `${label.slice(0, Math.max(1, characters - 1))}…`;
+  const points = [...label];
+  return points.length <= characters ? label : `${points.slice(0, Math.max(1, characters - 1)).join('')}…`;
 }
 
 function treemapSvg(report: LoadReport, colourOf: (file: ReportFile) => string): string {
   const cells: Cell[] = report.bundles.map((bundle) => ({
     label: `${shortSha(bundle.sha256)} · ${formatBytes(bundle.sizeBytes)}`,
-    title: `bundle ${bundle.url}\n${formatBytes(bundle.sizeBytes)}, ${bundle.files} files${bundle.loads ? `\nloads: ${bundle.loads.join(', ') || 'none'}` : ''}`,
+    title: [
+      `bundle ${bundle.url}`,
+      `${formatBytes(bundle.sizeBytes)}, ${bundle.files} files`,
+      ...(bundle.loads ? [`loads: ${bundle.loads.join(', ') || 'none'}`] : []),
+    ],
     sizeBytes: bundle.sizeBytes,
     files: report.files.filter((file) => file.bundle === bundle.sha256),
   }));
@@ -80,7 +96,7 @@ function treemapSvg(report: LoadReport, colourOf: (file: ReportFile) => string):
   if (loose.length > 0)
     cells.push({
       label: `loose files · ${formatBytes(report.looseFiles.bytes)}`,
-      title: `${loose.length} loose files, one request each`,
+      title: [`${loose.length} loose files, one request each`],
       sizeBytes: report.looseFiles.bytes,
       files: loose,
     });

@@ -146,20 +146,5 @@ export const formatRatio = (ratio: number | null) => (ratio === null ? '–' : `
 /** A bundle's name in a table: the first 12 hex digits of its SHA-256 (--json gives all 64). */
 export const shortSha = (sha256: string) => sha256.slice(0, 12);
 
-function escapeCharacter(character: string): string {
-  const code = character.codePointAt(0)!;
-  return code <= 0xff ? `\\x${code.toString(16).padStart(2, '0')}` : `\\u{${code.toString(16)}}`;
-}
-
-/**
- * Text safe to print on a terminal: control characters (C0, DEL, C1: escape sequences), format
- * characters (bidi overrides that reorder a line), private-use characters, line and paragraph
- * separators and lone surrogates are written as `\xNN` or `\u{NNNN}`, so a file name or a
- * bundle key cannot move the cursor, recolour or clear the screen, or hide text. `\n` stays a
- * line break when `keepNewlines` is set (messages made of several lines).
- */
-export function printable(text: string, { keepNewlines = false } = {}): string {
-  return text.replace(/[\p{Cc}\p{Cf}\p{Co}\p{Zl}\p{Zp}]|\p{Cs}/gu, (character) =>
-    keepNewlines && character === '\n' ? character : escapeCharacter(character),
-  );
-}
+/** Names escaped for the terminal (core/format/printable.ts: the page and the dev server's messages use it too). */
+export { printable } from '../core/format/printable.js';

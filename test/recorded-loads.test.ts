@@ -200,6 +200,123 @@ describe('a development index that asks for the recorded loads (recordLoads)', (
     }
   });
 
+  /** A post as a browser on another site could send it, with the headers given (Node's fetch sends no Origin of its own). */
+  const postLoads = (body: BodyInit, headers: Record<string, string> = {}) =>
+    fetch(`${origin}/__awake-bundle/loads`, { method: 'POST', headers: { 'Content-Type': 'application/json', ...headers }, body });
+  const loadsText = () => (existsSync(loadsFile()) ? readFileSync(loadsFile(), 'utf8') : undefined);
+  const oneLoad = (name: string, paths: string[]) => JSON.stringify({ formatVersion: 1, loads: [{ name, paths }] });
+
+  test('a page on another site is refused even where the dev server answers every preflight: Origin null, and Sec-Fetch-Site other than same-origin', async () => {
+    rmSync(loadsFile(), { force: true });
+    const planted = oneLoad('planted', ['ui/hud.json']);
+    // A sandboxed iframe (or a file: page) sends Origin: null, which is no origin at all.
+    const opaque = await postLoads(planted, { Origin: 'null' });
+    expect(opaque.status).toBe(403);
+    expect(await opaque.text()).toMatch(/Origin: null/);
+    // Where the browser says where the post comes from, only the server's own origin counts.
+    const host = new URL(origin).host;
+    for (const site of ['cross-site', 'same-site', 'none']) {
+      for (const headers of [{ 'Sec-Fetch-Site': site }, { 'Sec-Fetch-Site': site, Origin: origin }] as Record<string, string>[]) {
+        const refused = await postLoads(planted, headers);
+        expect([site, refused.status]).toEqual([site, 403]);
+        expect(await refused.text()).toContain(`Sec-Fetch-Site: ${site}`);
+      }
+    }
+    expect(loadsText()).toBeUndefined(); // nothing written
+    // A browser's own page: same-origin, with its Origin; a page's post without either (Node, curl) as before.
+    expect((await postLoads(oneLoad('menu', ['ui/hud.json']), { 'Sec-Fetch-Site': 'same-origin', Origin: `http://${host}` })).status).toBe(
+      204,
+    );
+    expect((await postLoads(oneLoad('menu', ['scenes/main.scene.json']))).status).toBe(204);
+    expect(JSON.parse(loadsText()!)).toEqual({
+      formatVersion: 1,
+      loads: [{ name: 'menu', paths: ['ui/hud.json', 'scenes/main.scene.json'] }],
+    });
+  });
+
+  test('a posted path that SPEC §1 refuses refuses the whole post (400, naming the first, escaped), and nothing is written', async () => {
+    rmSync(loadsFile(), { force: true });
+    const long = `a/${'x'.repeat(70_000)}`;
+    const cases: [string, RegExp][] = [
+      ['../../outside.png', /loads\[1\]\.paths\[1\] "\.\.\/\.\.\/outside\.png" has a "\.\." segment/],
+      ['/etc/passwd', /"\/etc\/passwd" starts with \//],
+      ['C:/Windows/win.ini', /"C:\/Windows\/win\.ini" starts with a drive prefix/],
+      ['ui\\hud.json', /contains a backslash/],
+      ['ui//hud.json', /has an empty segment/],
+      ['ui/\u0000\u202e.json', /"ui\/\\x00\\u\{202e\}\.json" contains a NUL character/],
+      ['ui/\ud800.json', /is not well-formed Unicode/],
+      [long, /"a\/x{98}…" \(70002 characters\) is longer than 65,535 UTF-8 bytes/],
+    ];
+    for (const [bad, message] of cases) {
+      const body = JSON.stringify({
+        formatVersion: 1,
+        loads: [
+          { name: 'menu', paths: ['ui/hud.json'] },
+          { name: 'pier', paths: ['scenes/pier.scene.json', bad, '../second-bad.png'] },
+        ],
+      });
+      const refused = await postLoads(body);
+      expect([bad.slice(0, 40), refused.status]).toEqual([bad.slice(0, 40), 400]);
+      const text = await refused.text();
+      expect(text).toMatch(message);
+      expect(text).not.toContain('second-bad'); // the first bad path only
+      expect(text).not.toMatch(/[\u0000\u202e]/);
+      expect(text.length).toBeLessThan(1000);
+    }
+    expect(loadsText()).toBeUndefined();
+    // A path SPEC §1 allows is taken, control characters and all; the file holds them JSON-escaped.
+    expect((await postLoads(oneLoad('menu', ['ui/\u001b[31mred.png']))).status).toBe(204);
+    expect(loadsText()).toContain('"ui/\\u001b[31mred.png"');
+    expect(JSON.parse(loadsText()!).loads[0].paths).toEqual(['ui/\u001b[31mred.png']);
+  });
+
+  test('a body that is not UTF-8 is refused (400), and a loads file on disk that is not UTF-8 is left as it is (409)', async () => {
+    rmSync(loadsFile(), { force: true });
+    const bytes = Buffer.concat([
+      Buffer.from('{"formatVersion": 1, "loads": [{"name": "menu", "paths": ["ui/h'),
+      Buffer.from([0xff, 0xfe]),
+      Buffer.from('ud.json"]}]}'),
+    ]);
+    const refused = await postLoads(bytes);
+    expect(refused.status).toBe(400);
+    expect(await refused.text()).toMatch(/not UTF-8/);
+    expect(loadsText()).toBeUndefined();
+
+    const onDisk = Buffer.concat([
+      Buffer.from('{"formatVersion": 1, "loads": [{"name": "menu", "paths": ["ui/'),
+      Buffer.from([0xc3, 0x28]),
+      Buffer.from('.json"]}]}\n'),
+    ]);
+    writeFileSync(loadsFile(), onDisk);
+    const conflict = await postLoads(oneLoad('menu', ['ui/hud.json']));
+    expect(conflict.status).toBe(409);
+    expect(await conflict.text()).toMatch(/not UTF-8/);
+    expect(readFileSync(loadsFile())).toEqual(onDisk);
+  });
+
+  test('the loads file is bounded: a post that would make it larger than 16 MiB is refused (413, naming the limit), and the file is left as it is', async () => {
+    // A file just under the bound, as a hand-made (or very long-recorded) one could be.
+    const paths = Array.from({ length: 400_000 }, (_, i) => `level-${i % 100}/props/prop-${String(i).padStart(6, '0')}.glb`);
+    const text = `${JSON.stringify({ formatVersion: 1, loads: [{ name: 'big', paths }] }, null, 2)}\n`;
+    const limit = 16 * 1024 * 1024;
+    const room = limit - Buffer.byteLength(text);
+    expect(room).toBeGreaterThan(0);
+    expect(room).toBeLessThan(2 * 1024 * 1024);
+    writeFileSync(loadsFile(), text);
+    // What the file lists already changes nothing, so nothing is written: taken.
+    expect((await postLoads(oneLoad('big', paths.slice(0, 10)))).status).toBe(204);
+    // One more path fits; a post whose paths would not is refused whole.
+    expect((await postLoads(oneLoad('big', ['ui/hud.json']))).status).toBe(204);
+    const before = readFileSync(loadsFile(), 'utf8');
+    // 70 000 paths of 34 bytes or more a line in the file: more than the room left.
+    const more = Array.from({ length: 70_000 }, (_, i) => `extra/file-${String(i).padStart(8, '0')}.png`);
+    const refused = await postLoads(oneLoad('more', more));
+    expect(refused.status).toBe(413);
+    expect(await refused.text()).toMatch(/16 MiB \(16777216 bytes\)/);
+    expect(readFileSync(loadsFile(), 'utf8')).toBe(before);
+    rmSync(loadsFile());
+  });
+
   test('without recordLoads the index asks for nothing and there is no endpoint', async () => {
     const plain = await startDevIndexServer({ assets: TREE }, project);
     const plainOrigin = plain.origin;

@@ -431,6 +431,45 @@ describe('report --html', () => {
     },
   );
 
+  test('file and load names that could spoof the page (controls, bidi overrides and isolates) are escaped as the text report escapes them', () => {
+    const dir = temporaryDir('awkb-report-spoof-');
+    // What a name holds, and how the text report (and now the page) shows it.
+    const names: [string, string][] = [
+      ['spoof/\x1b[31mred.png', 'spoof/\\x1b[31mred.png'],
+      ['spoof/invoice\u202egnp.exe', 'spoof/invoice\\u{202e}gnp.exe'],
+      ['spoof/\u2066a\u2069\u2067b\u2068c.txt', 'spoof/\\u{2066}a\\u{2069}\\u{2067}b\\u{2068}c.txt'],
+      ['spoof/bell\x07tab\tdel\x7f.bin', 'spoof/bell\\x07tab\\x09del\\x7f.bin'],
+      ['spoof/c1\u0085\u009b31m.bin', 'spoof/c1\\x85\\x9b31m.bin'],
+      ['spoof/line\nbreak.bin', 'spoof/line\\x0abreak.bin'],
+      ['spoof/zero\u200bwidth\u200e.bin', 'spoof/zero\\u{200b}width\\u{200e}.bin'],
+    ];
+    const marked = 'spoof/<i>\u202e&.png'; // both escapes: the text report's, then HTML's
+    writeTree(join(dir, 'in'), {
+      ...Object.fromEntries(names.map(([name], i) => [name, seededBytes(500 + 100 * i, 50 + i)])),
+      [marked]: seededBytes(300, 49),
+    });
+    expect(runCli(['in', '--out', 'published', '--group', 'one'], { cwd: dir }).code).toBe(0);
+    const loads = { formatVersion: 1, loads: [{ name: 'title\u202e\x1b[2J', paths: [names[0]![0], names[1]![0]] }] };
+    writeFileSync(join(dir, 'awkb-loads.json'), JSON.stringify(loads));
+
+    const result = runCli(['report', 'published', '--html', 'report.html'], { cwd: dir });
+    expect(result.stderr).toBe('');
+    expect(result.code).toBe(0);
+    const html = readFileSync(join(dir, 'report.html'), 'utf8');
+    // The page's own line breaks aside, not one control, format or separator character.
+    expect(html.replace(/\n/g, '').match(/[\p{Cc}\p{Cf}\p{Co}\p{Zl}\p{Zp}]|\p{Cs}/gu)).toBeNull();
+    // Each name as the text report writes it (none of these holds & < > " ', which HTML escapes on top).
+    for (const [, shown] of names) expect([shown, html.includes(shown)]).toEqual([shown, true]);
+    // The text report lists the files no load uses: all but the first two.
+    for (const [, shown] of names.slice(2)) expect([shown, result.stdout.includes(shown)]).toEqual([shown, true]);
+    expect(html).toContain('title\\u{202e}\\x1b[2J');
+    expect(html).toContain('spoof/&#60;i&#62;\\u{202e}&#38;.png');
+    expect(html).not.toContain('<i>');
+    expect(result.stdout).toContain('title\\u{202e}\\x1b[2J');
+    // The tooltip's lines are the page's; a name's \n is not one of them.
+    expect(html).toContain('<title>spoof/line\\x0abreak.bin\n');
+  });
+
   test('an unwritable page path exits 1 naming it', () => {
     const { dir } = publish();
     const target = join(dir, 'no', 'such', 'folder', 'r.html');
