@@ -25,7 +25,7 @@ const CYCLE_FREE_FOLDERS = [
   'cli',
   'integrations',
   'core/read',
-  // 'adapters/phaser', // game-state.ts → video.ts → game-state.ts (type): not yet broken
+  'adapters/phaser',
   // 'core/cache', // browser.ts → browser-stores.ts (type, lazy) → browser.ts: not yet broken
 ];
 

@@ -16,9 +16,14 @@ export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
   });
 }
 
+/** The waits on each signal: one listener per signal, whatever the number of waits (a Set: O(1) to leave). */
+const waitsOn = /* @__PURE__ */ new WeakMap<AbortSignal, Set<(reason: unknown) => void>>();
+
 /**
  * Settles like `promise`, or rejects with the signal's reason as soon as it aborts, so an
  * injected `fetch` or `sleep` that ignores signals still cannot hold a caller past an abort.
+ * Waits on one signal share one listener (issue 26, defect 10: with a listener each, removing
+ * them made 40,000 waits on one signal take 11 s).
  */
 export function abortable<T>(promise: Promise<T>, signal: AbortSignal | undefined): Promise<T> {
   if (!signal) return promise;
@@ -26,16 +31,29 @@ export function abortable<T>(promise: Promise<T>, signal: AbortSignal | undefine
     promise.catch(() => undefined);
     return Promise.reject(signal.reason);
   }
+  let waits = waitsOn.get(signal);
+  if (!waits) {
+    const all = (waits = new Set());
+    waitsOn.set(signal, all);
+    signal.addEventListener(
+      'abort',
+      () => {
+        waitsOn.delete(signal);
+        for (const reject of all) reject(signal.reason);
+      },
+      { once: true },
+    );
+  }
+  const mine = waits;
   return new Promise<T>((resolve, reject) => {
-    const onAbort = (): void => reject(signal.reason);
-    signal.addEventListener('abort', onAbort, { once: true });
+    mine.add(reject);
     promise.then(
       (value) => {
-        signal.removeEventListener('abort', onAbort);
+        mine.delete(reject);
         resolve(value);
       },
       (error: unknown) => {
-        signal.removeEventListener('abort', onAbort);
+        mine.delete(reject);
         reject(error);
       },
     );
