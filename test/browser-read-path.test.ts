@@ -1,0 +1,80 @@
+/**
+ * The read path in real headless Chromium and Firefox ESR (issue 26, defect 1): a returning
+ * player whose IndexedDB holds version 1 reads version 2 (3 of 20 members of one bundle changed)
+ * on the page thread (`hashWorkers: 0`), a changed file twice in a row. Before the read path was
+ * a bounded machine, the second read spun in microtasks while the cache write waited for a
+ * macrotask: the page hung (its evaluation never returned).
+ */
+import { join } from 'node:path';
+import type { Page } from 'puppeteer-core';
+import { launchBrowser, reloadHarness, startRepoServer, TESTED_BROWSERS, type LaunchedBrowser, type RepoServer } from './helpers/browser';
+import { runCli, temporaryDir } from './helpers/cli';
+import { seededBytes, sha256Hex, writeTree } from './helpers/trees';
+
+const LEVELS = Array.from({ length: 20 }, (_, i) => `levels/chunk-${String(i).padStart(2, '0')}.bin`);
+const CHANGED = [3, 9, 15];
+const bytesOf = (version: string, i: number) => seededBytes(16 * 1024, version === 'v2' && CHANGED.includes(i) ? 700 + i : i);
+
+describe.each(TESTED_BROWSERS)('%s', (kind) => {
+  let server: RepoServer;
+  let browser: LaunchedBrowser;
+  let page: Page;
+
+  beforeAll(async () => {
+    const site = temporaryDir('awkb-browser-read-path-');
+    for (const version of ['v1', 'v2']) {
+      const tree = temporaryDir(`awkb-browser-read-path-${version}-`);
+      writeTree(tree, Object.fromEntries(LEVELS.map((path, i) => [path, bytesOf(version, i)])));
+      const published = runCli([tree, '--out', join(site, version)]);
+      if (published.code !== 0) throw new Error(published.stderr);
+    }
+    server = await startRepoServer({ mounts: { '/published/': site } });
+    browser = await launchBrowser({ kind });
+    page = await browser.openHarness(server);
+  });
+
+  afterAll(async () => {
+    await browser?.close();
+    await server?.close();
+  });
+
+  test.each([
+    ['a changed file twice in a row', [[LEVELS[3]!], [LEVELS[3]!]]],
+    ['the changed files, then every file', [CHANGED.map((i) => LEVELS[i]!), LEVELS]],
+  ])('with v1 in openBrowserCache(), on the page thread: %s, every read resolves with v2', async (_, rounds) => {
+    const open = (version: string, cacheName: string) =>
+      page.evaluate(
+        async (version: string, cacheName: string, rounds: string[][]) => {
+          const core = await harnessImport('awake-bundle');
+          const cache = await core.openBrowserCache({ name: cacheName });
+          const source = await core.IndexedAssetSource.open({
+            indexUrl: `/published/${version}/project.index.json`,
+            cache,
+            hashWorkers: 0,
+          });
+          const hashes: [string, string][] = [];
+          for (const round of version === 'v1' ? [source.paths()] : rounds) {
+            const read = await Promise.all(round.map((path: string) => source.read(path)));
+            for (const [i, bytes] of read.entries())
+              hashes.push([round[i]!, core.toHex(new Uint8Array(await crypto.subtle.digest('SHA-256', bytes)))]);
+          }
+          await source.whenStored();
+          source.dispose();
+          return hashes;
+        },
+        version,
+        cacheName,
+        rounds,
+      );
+    const cacheName = `read-path-${rounds.length}-${rounds[1]!.length}`;
+    expect(await open('v1', cacheName)).toHaveLength(20);
+    await reloadHarness(page);
+    server.resetRequests();
+    const read = await open('v2', cacheName);
+    expect(read).toEqual(rounds.flat().map((path) => [path, sha256Hex(bytesOf('v2', LEVELS.indexOf(path)))]));
+    // What changed came as ranges of the one bundle; what did not, from IndexedDB.
+    const bundleRequests = server.requests.filter((request) => request.path.endsWith('.awkb'));
+    expect(bundleRequests.length).toBeGreaterThan(0);
+    for (const request of bundleRequests) expect(request.range).toMatch(/^bytes=/);
+  });
+});
