@@ -5,6 +5,7 @@
  * a bounded machine, the second read spun in microtasks while the cache write waited for a
  * macrotask: the page hung (its evaluation never returned).
  */
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Page } from 'puppeteer-core';
 import { launchBrowser, reloadHarness, startRepoServer, TESTED_BROWSERS, type LaunchedBrowser, type RepoServer } from './helpers/browser';
@@ -13,21 +14,31 @@ import { seededBytes, sha256Hex, writeTree } from './helpers/trees';
 
 const LEVELS = Array.from({ length: 20 }, (_, i) => `levels/chunk-${String(i).padStart(2, '0')}.bin`);
 const CHANGED = [3, 9, 15];
+const SPLIT_A = ['a/one.bin', 'a/two.bin', 'a/three.bin', 'a/four.bin'];
 const bytesOf = (version: string, i: number) => seededBytes(16 * 1024, version === 'v2' && CHANGED.includes(i) ? 700 + i : i);
 
 describe.each(TESTED_BROWSERS)('%s', (kind) => {
   let server: RepoServer;
   let browser: LaunchedBrowser;
   let page: Page;
+  let site: string;
 
   beforeAll(async () => {
-    const site = temporaryDir('awkb-browser-read-path-');
+    site = temporaryDir('awkb-browser-read-path-');
     for (const version of ['v1', 'v2']) {
       const tree = temporaryDir(`awkb-browser-read-path-${version}-`);
       writeTree(tree, Object.fromEntries(LEVELS.map((path, i) => [path, bytesOf(version, i)])));
       const published = runCli([tree, '--out', join(site, version)]);
       if (published.code !== 0) throw new Error(published.stderr);
     }
+    // Two bundles by folder, for the pending-write test: a/ (4 files), b/ (1 file).
+    const tree = temporaryDir('awkb-browser-read-path-split-');
+    writeTree(tree, {
+      ...Object.fromEntries(SPLIT_A.map((path, i) => [path, seededBytes(16 * 1024, 900 + i)])),
+      'b/other.bin': seededBytes(8000, 950),
+    });
+    const published = runCli([tree, '--out', join(site, 'split')]);
+    if (published.code !== 0) throw new Error(published.stderr);
     server = await startRepoServer({ mounts: { '/published/': site } });
     browser = await launchBrowser({ kind });
     page = await browser.openHarness(server);
@@ -76,5 +87,55 @@ describe.each(TESTED_BROWSERS)('%s', (kind) => {
     const bundleRequests = server.requests.filter((request) => request.path.endsWith('.awkb'));
     expect(bundleRequests.length).toBeGreaterThan(0);
     for (const request of bundleRequests) expect(request.range).toMatch(/^bytes=/);
+  });
+
+  test('a return visit: members let go under the memory budget while another load is in flight are read again without a second request for their bundle', async () => {
+    const index = JSON.parse(readFileSync(join(site, 'split/project.index.json'), 'utf8'));
+    const bundleOf = (path: string) =>
+      `/published/split/${index.bundles.find((b: { sha256: string }) => b.sha256 === index.files.find((f: { path: string }) => f.path === path).bundle).url}`;
+    // A returning player: the database was opened (and written) on an earlier visit, so the workers write it themselves.
+    await page.evaluate(async () => {
+      const core = await harnessImport('awake-bundle');
+      const cache = await core.openBrowserCache({ name: 'no-byte-twice' });
+      const bytes = new TextEncoder().encode('an earlier visit');
+      await cache.put(core.toHex(new Uint8Array(await crypto.subtle.digest('SHA-256', bytes))), bytes);
+    });
+    await reloadHarness(page);
+    server.resetRequests();
+    // Another load in flight (b/, held by the server) keeps the workers from writing a/'s members until it ends.
+    const held = server.hold(bundleOf('b/other.bin'));
+    await page.evaluate(async () => {
+      const core = await harnessImport('awake-bundle');
+      const source = await core.IndexedAssetSource.open({
+        indexUrl: '/published/split/project.index.json',
+        cache: await core.openBrowserCache({ name: 'no-byte-twice' }),
+        pendingBytes: 1, // nothing held beyond what a read waits for
+      });
+      (window as unknown as { other: Promise<Uint8Array>; source: unknown }).source = source;
+      (window as unknown as { other: Promise<Uint8Array> }).other = source.read('b/other.bin');
+    });
+    await held.arrived;
+    const readAll = (paths: string[]) =>
+      page.evaluate(async (paths: string[]) => {
+        const core = await harnessImport('awake-bundle');
+        const source = (window as unknown as { source: InstanceType<typeof core.IndexedAssetSource> }).source;
+        const hashes: string[] = [];
+        for (const path of paths) hashes.push(core.toHex(new Uint8Array(await crypto.subtle.digest('SHA-256', await source.read(path)))));
+        return hashes;
+      }, paths);
+    // a/one.bin brings the whole a/ bundle; its other members are let go at once (pendingBytes 1).
+    const hashes = await readAll(SPLIT_A.slice(0, 1));
+    // a/'s load is over (only b/'s is in flight), its members' writes wait for the loads to end.
+    await server.answered(bundleOf('a/one.bin'), 1);
+    await page.waitForFunction(
+      () => (window as unknown as { source: { stats(): { loadsInFlight: number } } }).source.stats().loadsInFlight === 1,
+    );
+    hashes.push(...(await readAll(SPLIT_A.slice(1))));
+    held.release();
+    await page.evaluate(async () => {
+      await (window as unknown as { other: Promise<Uint8Array> }).other;
+    });
+    expect(hashes).toEqual(SPLIT_A.map((_, i) => sha256Hex(seededBytes(16 * 1024, 900 + i))));
+    expect(server.requests.filter((request) => request.path === bundleOf('a/one.bin'))).toHaveLength(1);
   });
 });

@@ -52,8 +52,8 @@ export interface ReadSteps {
   settle(load: Load, signal: AbortSignal): Promise<void>;
   /** A prefetch deciding where this file's group comes from (cache or network), if one is. */
   deciding(): Promise<void> | undefined;
-  /** The cache's verified copy, if it has one. */
-  fromCache(): Promise<Uint8Array | undefined>;
+  /** The cache's verified copy, if it has one (once a write of it in flight has settled). */
+  fromCache(signal: AbortSignal): Promise<Uint8Array | undefined>;
   /** Whether this read goes alone by range request (SPEC §7 "Range reads"). */
   byRange(): boolean;
   /** The range read; `undefined` when the host refused the range (its origin then gets whole bundles). */
@@ -130,7 +130,7 @@ async function walk(steps: ReadSteps, target: ReadTarget, signal: AbortSignal): 
         break;
       }
       case 'cache': {
-        const bytes = await steps.fromCache();
+        const bytes = await steps.fromCache(signal);
         if (bytes) return bytes;
         state = 'planned';
         break;

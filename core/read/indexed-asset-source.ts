@@ -101,6 +101,10 @@ export class IndexedAssetSource {
       deciding: new Map(),
       lifetime: this.#lifetime.signal,
       pendingBytes,
+      writes: new Map(),
+      flushWrites: () => {
+        if (this.pool instanceof WorkerDigestPool) this.pool.flushStores();
+      },
     };
     this.#loads = new LoadRunner(this.#parts);
     this.#prefetcher = new Prefetcher(this.#parts, this.#loads);

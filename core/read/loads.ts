@@ -41,7 +41,7 @@ export class LoadRunner {
       };
       try {
         const accepted = await this.#carryOut(load, options, decide, callbacks);
-        load.stored = this.#parts.cache.store(accepted.forCache, accepted.stored);
+        load.stored = this.#pending(load, this.#parts.cache.store(accepted.forCache, accepted.stored));
         // The load stays in flight until the cache holds what it brought, so that a read coming
         // meanwhile joins it (or finds the cache filled) rather than fetch the bundle again. Not a
         // worker's write: workers write once the loads are over (see flushStores).
@@ -73,6 +73,17 @@ export class LoadRunner {
       result = await fetcher.carryOut(plan, callbacks);
     }
     return result;
+  }
+
+  /** Marks what `load` brought as written by `stored` until it settles (SourceParts `writes`). */
+  #pending(load: Load, stored: Promise<void>): Promise<void> {
+    const { writes, cache } = this.#parts;
+    if (!cache.enabled) return stored;
+    for (const sha256 of load.arrived) writes.set(sha256, stored);
+    void stored.then(() => {
+      for (const sha256 of load.arrived) if (writes.get(sha256) === stored) writes.delete(sha256);
+    });
+    return stored;
   }
 
   /**

@@ -68,7 +68,13 @@ export function readSteps(parts: SourceParts, loads: LoadRunner, read: ReadOf): 
       });
     },
     deciding: () => parts.deciding.get(loadKey),
-    async fromCache() {
+    async fromCache(signal) {
+      // Arrived, let go under the memory budget, its cache write still pending: wait for the write, not the network.
+      const writing = parts.writes.get(sha256);
+      if (writing) {
+        parts.flushWrites();
+        await until(writing, signal);
+      }
       const bytes = await cache.read(entry);
       if (bytes) releasePin();
       return bytes;

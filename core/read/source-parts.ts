@@ -22,5 +22,13 @@ export interface SourceParts {
   readonly deciding: Map<string, Promise<void>>;
   /** The source's lifetime: aborted by `dispose` or the `signal` it was opened with. */
   readonly lifetime: AbortSignal;
+  /**
+   * Cache writes not yet settled, by content: what a load brought and the cache does not hold yet
+   * (a worker's writes wait until the loads in flight are over). A read that finds nothing held
+   * waits for its content's write rather than fetch it again (issue 27, "no byte twice").
+   */
+  readonly writes: Map<string, Promise<void>>;
+  /** Asks for the pending writes now (the workers' wait for the loads to end). */
+  flushWrites(): void;
   readonly pendingBytes: number;
 }
