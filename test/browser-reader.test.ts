@@ -4,11 +4,20 @@
  * the page's own fetch (so the browser's HTTP cache cannot hide a request).
  */
 import { createHash } from 'node:crypto';
-import { cpSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { cpSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Page } from 'puppeteer-core';
-import { launchBrowser, reloadHarness, startRepoServer, TESTED_BROWSERS, type LaunchedBrowser, type RepoServer } from './helpers/browser';
+import {
+  launchBrowser,
+  REPO_ROOT,
+  reloadHarness,
+  startRepoServer,
+  TESTED_BROWSERS,
+  type LaunchedBrowser,
+  type RepoServer,
+} from './helpers/browser';
 import { FIXTURES, runCli, temporaryDir } from './helpers/cli';
+import { startGatedServer } from './helpers/gated-server';
 import { seededBytes, writeTree } from './helpers/trees';
 
 const loose = JSON.parse(readFileSync(join(FIXTURES, 'trees/small.loose.index.json'), 'utf8'));
@@ -266,6 +275,77 @@ describe.each(TESTED_BROWSERS)('%s', (kind) => {
       key,
     );
     expect(result).toEqual({ holdsNothing: false, bytes: [7, 8] });
+  });
+
+  // Issue 26 (6): a classic script opens the source while the HTML still streams (the server
+  // holds the page right after that script), so the reader waits for the parse (documentParsed)
+  // before it asks for the index. That wait ends on the caller's signal, typed as every abort is,
+  // and lasts at most indexTimeoutMs: past it the index is fetched, the HTML still held.
+  describe('opened by a blocking script while the HTML still streams', () => {
+    const HELD_AT = '<!-- the server holds the page here -->';
+    /** A page whose classic script opens the source with `options` (aborting it at once when `abort`) and logs how that ended. */
+    const streamedPage = (options: string, abort: boolean) => `<!doctype html>
+<html><head><meta charset="utf-8"><title>streamed</title>
+<script type="importmap">${JSON.stringify({ imports: { '@noble/hashes/': '/node_modules/@noble/hashes/', 'awake-bundle': '/dist/core/index.js' } })}</script>
+</head><body>
+<script>
+const controller = new AbortController();
+import('awake-bundle').then((core) => {
+  const opening = core.IndexedAssetSource.open({ indexUrl: '/published/small/project.index.json', signal: controller.signal, ${options} });
+  ${abort ? 'controller.abort();' : ''}
+  opening.then(
+    (source) => console.log('awkb-result ' + JSON.stringify({ files: source.paths().length, readyState: document.readyState })),
+    (error) => console.log('awkb-result ' + JSON.stringify({ name: error.name, code: error.code, readyState: document.readyState })),
+  );
+});
+</script>
+${HELD_AT}
+<p>the rest of the page</p>
+</body></html>
+`;
+
+    /** Loads `html` from a server that holds it at HELD_AT; what the page logged, and the index requests by then, before the rest is sent. */
+    async function openWhileStreaming(html: string) {
+      const root = temporaryDir('awkb-streamed-');
+      for (const folder of ['dist', 'node_modules']) symlinkSync(join(REPO_ROOT, folder), join(root, folder));
+      symlinkSync(siteDir, join(root, 'published'));
+      writeFileSync(join(root, 'game.html'), html);
+      const host = await startGatedServer(root);
+      const streamed = await browser.browser.newPage();
+      try {
+        const logged = new Promise<unknown>((resolve) =>
+          streamed.on('console', (message) => {
+            if (message.text().startsWith('awkb-result ')) resolve(JSON.parse(message.text().slice('awkb-result '.length)));
+          }),
+        );
+        const gate = host.gate('/game.html', html.indexOf(HELD_AT));
+        const loaded = streamed.goto(`${host.origin}/game.html`, { waitUntil: 'load' });
+        loaded.catch(() => undefined); // awaited below, once the page may finish; not unhandled if the test fails first
+        await gate.reached;
+        const outcome = await logged;
+        const indexRequests = host.requests.filter((path) => path === '/published/small/project.index.json').length;
+        gate.release();
+        await loaded;
+        return { outcome, indexRequests };
+      } finally {
+        await streamed.close();
+        await host.close();
+      }
+    }
+
+    test('an abort ends the wait at once: E_ABORTED while the HTML is held, and no index request', async () => {
+      expect(await openWhileStreaming(streamedPage('', true))).toEqual({
+        outcome: { name: 'RequestAbortedError', code: 'E_ABORTED', readyState: 'loading' },
+        indexRequests: 0,
+      });
+    }, 30_000);
+
+    test('past indexTimeoutMs it stops waiting: the source opens while the HTML is held', async () => {
+      expect(await openWhileStreaming(streamedPage('indexTimeoutMs: 1000', false))).toEqual({
+        outcome: { files: PATHS.length, readyState: 'loading' },
+        indexRequests: 1,
+      });
+    }, 30_000);
   });
 
   test("range reads ask for one member's bytes", async () => {
