@@ -8,10 +8,12 @@ import { cpSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from 'nod
 import { join } from 'node:path';
 import type { Page } from 'puppeteer-core';
 import {
+  gotoHarness,
   launchBrowser,
   REPO_ROOT,
   reloadHarness,
   startRepoServer,
+  testIf,
   TESTED_BROWSERS,
   type LaunchedBrowser,
   type RepoServer,
@@ -347,6 +349,101 @@ ${HELD_AT}
       });
     }, 30_000);
   });
+
+  // Issue 26 (7): IndexedDB refuses every open (the page's indexedDB.open fires `error`), Cache
+  // Storage works. A first visit starts on IndexedDB without waiting for its open; once that
+  // fails, the cache falls over to Cache Storage, and the writes made meanwhile go there.
+  test('where IndexedDB refuses to open, a first visit falls over to Cache Storage with its writes: the next visit fetches no bundle', async () => {
+    const host = await startRepoServer({ mounts: { '/published/': siteDir } }); // an origin of its own: nothing stored there yet
+    const refusing = await browser.browser.newPage();
+    const path = 'assets/sounds/bell.ogg';
+    try {
+      await refusing.evaluateOnNewDocument(() => {
+        IDBFactory.prototype.open = function () {
+          const request = { error: new DOMException('refused by the test', 'UnknownError') } as unknown as IDBOpenDBRequest;
+          queueMicrotask(() => request.onerror?.(new Event('error')));
+          return request;
+        };
+      });
+      await gotoHarness(refusing, host);
+      const visit = () =>
+        refusing.evaluate(async (path: string) => {
+          const core = await harnessImport('awake-bundle');
+          const cache = await core.openBrowserCache({ name: 'idb-refused' });
+          const source = await core.IndexedAssetSource.open({ indexUrl: '/published/small/project.index.json', cache });
+          const hash = core.toHex(new Uint8Array(await crypto.subtle.digest('SHA-256', await source.read(path))));
+          await source.whenStored();
+          source.dispose();
+          return { hash, backend: cache.primary?.backend, inMemory: cache.memory.size };
+        }, path);
+      const requests = () => host.requests.map((r) => r.path).filter((p) => p.startsWith('/published/'));
+      expect(await visit()).toEqual({ hash: EXPECTED_SHA[path], backend: 'cache-storage', inMemory: 0 });
+      expect(requests()).toEqual(['/published/small/project.index.json', `/published/small/${bundleUrlOf(path)}`]);
+      await reloadHarness(refusing);
+      host.resetRequests();
+      expect(await visit()).toEqual({ hash: EXPECTED_SHA[path], backend: 'cache-storage', inMemory: 0 });
+      expect(requests()).toEqual(['/published/small/project.index.json']);
+    } finally {
+      await refusing.close();
+      await host.close();
+    }
+  });
+
+  // Issue 26 (8): a localStorage full (game saves do that) cannot take the first-visit mark, so
+  // no visit can tell it is a first one: each waits for the IndexedDB open, and every return
+  // visit reads what the first one stored.
+  testIf(kind === 'chromium')(
+    'with localStorage full, four visits request the bundle once: no return visit is taken for a first one',
+    async () => {
+      const host = await startRepoServer({ mounts: { '/published/': siteDir } }); // an origin of its own
+      const full = await browser.browser.newPage();
+      const path = 'assets/sounds/bell.ogg';
+      try {
+        await gotoHarness(full, host);
+        const filled = await full.evaluate(() => {
+          // Halving the item until even one character does not fit.
+          for (let i = 0, chunk = 'x'.repeat(1 << 20); chunk.length > 0;) {
+            try {
+              localStorage.setItem(`save-${i++}`, chunk);
+            } catch (error) {
+              if ((error as DOMException).name !== 'QuotaExceededError') throw error;
+              chunk = chunk.slice(0, chunk.length >> 1);
+            }
+          }
+          try {
+            localStorage.setItem('awake-bundle:indexeddb-opened:full-storage', '1');
+            return 'room left';
+          } catch (error) {
+            return (error as DOMException).name;
+          }
+        });
+        expect(filled).toBe('QuotaExceededError');
+        const visits: { hash: string; holdsNothing: boolean }[] = [];
+        for (let i = 0; i < 4; i++) {
+          if (i > 0) await reloadHarness(full);
+          visits.push(
+            await full.evaluate(async (path: string) => {
+              const core = await harnessImport('awake-bundle');
+              const cache = await core.openBrowserCache({ name: 'full-storage' });
+              const holdsNothing: boolean = cache.holdsNothing;
+              const source = await core.IndexedAssetSource.open({ indexUrl: '/published/small/project.index.json', cache });
+              const hash = core.toHex(new Uint8Array(await crypto.subtle.digest('SHA-256', await source.read(path))));
+              await source.whenStored();
+              source.dispose();
+              return { hash, holdsNothing };
+            }, path),
+          );
+        }
+        expect({ visits, bundleRequests: host.requestCount(`/published/small/${bundleUrlOf(path)}`) }).toEqual({
+          visits: Array(4).fill({ hash: EXPECTED_SHA[path], holdsNothing: false }),
+          bundleRequests: 1,
+        });
+      } finally {
+        await full.close();
+        await host.close();
+      }
+    },
+  );
 
   test("range reads ask for one member's bytes", async () => {
     server.resetRequests();
