@@ -4,11 +4,22 @@
  * the page's own fetch (so the browser's HTTP cache cannot hide a request).
  */
 import { createHash } from 'node:crypto';
-import { cpSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { cpSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Page } from 'puppeteer-core';
-import { launchBrowser, reloadHarness, startRepoServer, TESTED_BROWSERS, type LaunchedBrowser, type RepoServer } from './helpers/browser';
+import {
+  gotoHarness,
+  launchBrowser,
+  REPO_ROOT,
+  reloadHarness,
+  startRepoServer,
+  testIf,
+  TESTED_BROWSERS,
+  type LaunchedBrowser,
+  type RepoServer,
+} from './helpers/browser';
 import { FIXTURES, runCli, temporaryDir } from './helpers/cli';
+import { startGatedServer } from './helpers/gated-server';
 import { seededBytes, writeTree } from './helpers/trees';
 
 const loose = JSON.parse(readFileSync(join(FIXTURES, 'trees/small.loose.index.json'), 'utf8'));
@@ -267,6 +278,172 @@ describe.each(TESTED_BROWSERS)('%s', (kind) => {
     );
     expect(result).toEqual({ holdsNothing: false, bytes: [7, 8] });
   });
+
+  // Issue 26 (6): a classic script opens the source while the HTML still streams (the server
+  // holds the page right after that script), so the reader waits for the parse (documentParsed)
+  // before it asks for the index. That wait ends on the caller's signal, typed as every abort is,
+  // and lasts at most indexTimeoutMs: past it the index is fetched, the HTML still held.
+  describe('opened by a blocking script while the HTML still streams', () => {
+    const HELD_AT = '<!-- the server holds the page here -->';
+    /** A page whose classic script opens the source with `options` (aborting it at once when `abort`) and logs how that ended. */
+    const streamedPage = (options: string, abort: boolean) => `<!doctype html>
+<html><head><meta charset="utf-8"><title>streamed</title>
+<script type="importmap">${JSON.stringify({ imports: { '@noble/hashes/': '/node_modules/@noble/hashes/', 'awake-bundle': '/dist/core/index.js' } })}</script>
+</head><body>
+<script>
+const controller = new AbortController();
+import('awake-bundle').then((core) => {
+  const opening = core.IndexedAssetSource.open({ indexUrl: '/published/small/project.index.json', signal: controller.signal, ${options} });
+  ${abort ? 'controller.abort();' : ''}
+  opening.then(
+    (source) => console.log('awkb-result ' + JSON.stringify({ files: source.paths().length, readyState: document.readyState })),
+    (error) => console.log('awkb-result ' + JSON.stringify({ name: error.name, code: error.code, readyState: document.readyState })),
+  );
+});
+</script>
+${HELD_AT}
+<p>the rest of the page</p>
+</body></html>
+`;
+
+    /** Loads `html` from a server that holds it at HELD_AT; what the page logged, and the index requests by then, before the rest is sent. */
+    async function openWhileStreaming(html: string) {
+      const root = temporaryDir('awkb-streamed-');
+      for (const folder of ['dist', 'node_modules']) symlinkSync(join(REPO_ROOT, folder), join(root, folder));
+      symlinkSync(siteDir, join(root, 'published'));
+      writeFileSync(join(root, 'game.html'), html);
+      const host = await startGatedServer(root);
+      const streamed = await browser.browser.newPage();
+      try {
+        const logged = new Promise<unknown>((resolve) =>
+          streamed.on('console', (message) => {
+            if (message.text().startsWith('awkb-result ')) resolve(JSON.parse(message.text().slice('awkb-result '.length)));
+          }),
+        );
+        const gate = host.gate('/game.html', html.indexOf(HELD_AT));
+        const loaded = streamed.goto(`${host.origin}/game.html`, { waitUntil: 'load' });
+        loaded.catch(() => undefined); // awaited below, once the page may finish; not unhandled if the test fails first
+        await gate.reached;
+        const outcome = await logged;
+        const indexRequests = host.requests.filter((path) => path === '/published/small/project.index.json').length;
+        gate.release();
+        await loaded;
+        return { outcome, indexRequests };
+      } finally {
+        await streamed.close();
+        await host.close();
+      }
+    }
+
+    test('an abort ends the wait at once: E_ABORTED while the HTML is held, and no index request', async () => {
+      expect(await openWhileStreaming(streamedPage('', true))).toEqual({
+        outcome: { name: 'RequestAbortedError', code: 'E_ABORTED', readyState: 'loading' },
+        indexRequests: 0,
+      });
+    }, 30_000);
+
+    test('past indexTimeoutMs it stops waiting: the source opens while the HTML is held', async () => {
+      expect(await openWhileStreaming(streamedPage('indexTimeoutMs: 1000', false))).toEqual({
+        outcome: { files: PATHS.length, readyState: 'loading' },
+        indexRequests: 1,
+      });
+    }, 30_000);
+  });
+
+  // Issue 26 (7): IndexedDB refuses every open (the page's indexedDB.open fires `error`), Cache
+  // Storage works. A first visit starts on IndexedDB without waiting for its open; once that
+  // fails, the cache falls over to Cache Storage, and the writes made meanwhile go there.
+  test('where IndexedDB refuses to open, a first visit falls over to Cache Storage with its writes: the next visit fetches no bundle', async () => {
+    const host = await startRepoServer({ mounts: { '/published/': siteDir } }); // an origin of its own: nothing stored there yet
+    const refusing = await browser.browser.newPage();
+    const path = 'assets/sounds/bell.ogg';
+    try {
+      await refusing.evaluateOnNewDocument(() => {
+        IDBFactory.prototype.open = function () {
+          const request = { error: new DOMException('refused by the test', 'UnknownError') } as unknown as IDBOpenDBRequest;
+          queueMicrotask(() => request.onerror?.(new Event('error')));
+          return request;
+        };
+      });
+      await gotoHarness(refusing, host);
+      const visit = () =>
+        refusing.evaluate(async (path: string) => {
+          const core = await harnessImport('awake-bundle');
+          const cache = await core.openBrowserCache({ name: 'idb-refused' });
+          const source = await core.IndexedAssetSource.open({ indexUrl: '/published/small/project.index.json', cache });
+          const hash = core.toHex(new Uint8Array(await crypto.subtle.digest('SHA-256', await source.read(path))));
+          await source.whenStored();
+          source.dispose();
+          return { hash, backend: cache.primary?.backend, inMemory: cache.memory.size };
+        }, path);
+      const requests = () => host.requests.map((r) => r.path).filter((p) => p.startsWith('/published/'));
+      expect(await visit()).toEqual({ hash: EXPECTED_SHA[path], backend: 'cache-storage', inMemory: 0 });
+      expect(requests()).toEqual(['/published/small/project.index.json', `/published/small/${bundleUrlOf(path)}`]);
+      await reloadHarness(refusing);
+      host.resetRequests();
+      expect(await visit()).toEqual({ hash: EXPECTED_SHA[path], backend: 'cache-storage', inMemory: 0 });
+      expect(requests()).toEqual(['/published/small/project.index.json']);
+    } finally {
+      await refusing.close();
+      await host.close();
+    }
+  });
+
+  // Issue 26 (8): a localStorage full (game saves do that) cannot take the first-visit mark, so
+  // no visit can tell it is a first one: each waits for the IndexedDB open, and every return
+  // visit reads what the first one stored.
+  testIf(kind === 'chromium')(
+    'with localStorage full, four visits request the bundle once: no return visit is taken for a first one',
+    async () => {
+      const host = await startRepoServer({ mounts: { '/published/': siteDir } }); // an origin of its own
+      const full = await browser.browser.newPage();
+      const path = 'assets/sounds/bell.ogg';
+      try {
+        await gotoHarness(full, host);
+        const filled = await full.evaluate(() => {
+          // Halving the item until even one character does not fit.
+          for (let i = 0, chunk = 'x'.repeat(1 << 20); chunk.length > 0;) {
+            try {
+              localStorage.setItem(`save-${i++}`, chunk);
+            } catch (error) {
+              if ((error as DOMException).name !== 'QuotaExceededError') throw error;
+              chunk = chunk.slice(0, chunk.length >> 1);
+            }
+          }
+          try {
+            localStorage.setItem('awake-bundle:indexeddb-opened:full-storage', '1');
+            return 'room left';
+          } catch (error) {
+            return (error as DOMException).name;
+          }
+        });
+        expect(filled).toBe('QuotaExceededError');
+        const visits: { hash: string; holdsNothing: boolean }[] = [];
+        for (let i = 0; i < 4; i++) {
+          if (i > 0) await reloadHarness(full);
+          visits.push(
+            await full.evaluate(async (path: string) => {
+              const core = await harnessImport('awake-bundle');
+              const cache = await core.openBrowserCache({ name: 'full-storage' });
+              const holdsNothing: boolean = cache.holdsNothing;
+              const source = await core.IndexedAssetSource.open({ indexUrl: '/published/small/project.index.json', cache });
+              const hash = core.toHex(new Uint8Array(await crypto.subtle.digest('SHA-256', await source.read(path))));
+              await source.whenStored();
+              source.dispose();
+              return { hash, holdsNothing };
+            }, path),
+          );
+        }
+        expect({ visits, bundleRequests: host.requestCount(`/published/small/${bundleUrlOf(path)}`) }).toEqual({
+          visits: Array(4).fill({ hash: EXPECTED_SHA[path], holdsNothing: false }),
+          bundleRequests: 1,
+        });
+      } finally {
+        await full.close();
+        await host.close();
+      }
+    },
+  );
 
   test("range reads ask for one member's bytes", async () => {
     server.resetRequests();

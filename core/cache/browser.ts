@@ -100,21 +100,24 @@ export class IndexedDBCache implements ClearableContentCache {
   }
 
   /**
-   * Opens the database, as `open` does; or, where this browser has never opened it (no mark of
-   * it in `localStorage`: a first visit), starts opening it and resolves at once. The cache then
+   * Opens the database, as `open` does, and resolves with nothing; or, where this browser has
+   * never opened it (no mark of it in `localStorage`: a first visit), marks it, starts opening it
+   * and resolves at once with that open (`opening`, which rejects if it fails). The cache then
    * holds nothing until its first write, and says so (`holdsNothing`), so that a reader's first
    * lookups do not wait for the database to be created: 20–130 ms in Chromium, more than a
-   * preloaded index takes to arrive (BENCHMARKS.md, "Start"). An open that then fails fails the
-   * writes, as it would have failed every call. Where `localStorage` cannot say (a worker, a
-   * blocked store), it waits for the open.
+   * preloaded index takes to arrive (BENCHMARKS.md, "Start"). Where `localStorage` cannot say (a
+   * worker, a blocked store) or cannot take the mark (full: game saves), it waits for the open,
+   * since no later visit could tell it from a first one.
    */
-  async start(): Promise<void> {
-    if (openedBefore(this.name) !== false) {
+  async start(): Promise<{ opening: Promise<unknown> } | undefined> {
+    if (openedBefore(this.name) !== false || !rememberOpened(this.name)) {
       await this.open();
-      return;
+      return undefined;
     }
     knownEmpty.add(this.name);
-    this.open().catch(() => undefined); // each later call opens again and names the failure
+    const opening = this.open();
+    opening.catch(() => undefined); // each later call opens again and names the failure
+    return { opening };
   }
 
   /**
@@ -154,7 +157,7 @@ export class IndexedDBCache implements ClearableContentCache {
     const copies = entries.map(([sha256, bytes]) => [sha256, bytes.slice()] as const);
     // Entries stored: the next visit's openBrowserCache() waits for the open (see `start`), also
     // when this cache was made directly rather than by openBrowserCache().
-    return putEntries(this.workerAccess, copies).then(() => rememberOpened(this.name));
+    return putEntries(this.workerAccess, copies).then(() => void rememberOpened(this.name));
   }
 
   async has(sha256: string): Promise<boolean> {
@@ -199,13 +202,15 @@ function openedBefore(name: string): boolean | undefined {
 /** Databases this page has marked as opened (or found marked): each is marked once. */
 const marked = new Set<string>();
 
-function rememberOpened(name: string): void {
-  if (marked.has(name)) return;
+/** Marks database `name` as opened, before it is (see `start`); false where `localStorage` refuses (full or blocked). */
+function rememberOpened(name: string): boolean {
+  if (marked.has(name)) return true;
   try {
     if (openedBefore(name) === false) globalThis.localStorage.setItem(openedMark(name), '1');
     marked.add(name);
+    return true;
   } catch {
-    // A full or blocked localStorage: the next visit waits for the open, as without the mark.
+    return false; // full or blocked: the next visit cannot tell it from a first one
   }
 }
 
@@ -221,6 +226,12 @@ export interface FallbackCacheOptions<Primary extends ContentCache> {
   memory?: MemoryCache;
   /** Told of every storage error the cache absorbed (a full quota, a failed read, …). */
   onError?: (error: unknown, operation: CacheOperation, sha256?: string) => void;
+  /**
+   * The primary is still opening (`openBrowserCache` on a first visit): until this settles,
+   * calls wait for it (puts copy their bytes first), then go to the store it gives, which
+   * becomes the primary (the next backend where the first failed to open; undefined: memory).
+   */
+  choosing?: Promise<Primary | undefined>;
 }
 
 /**
@@ -229,21 +240,38 @@ export interface FallbackCacheOptions<Primary extends ContentCache> {
  * fails on counts as a miss. Entries in memory are looked up first.
  */
 export class FallbackCache<Primary extends ContentCache = ContentCache> implements ClearableContentCache {
-  readonly primary: Primary | undefined;
+  #primary: Primary | undefined;
+  /** Set while the primary is being chosen (see `choosing`). */
+  #choosing: Promise<unknown> | undefined;
   readonly memory: MemoryCache;
   readonly copiesBytes: boolean;
   readonly #onError: FallbackCacheOptions<Primary>['onError'];
 
   constructor(options: FallbackCacheOptions<Primary> = {}) {
-    this.primary = options.primary;
+    this.#primary = options.primary;
     this.memory = options.memory ?? new MemoryCache();
     this.#onError = options.onError;
-    this.copiesBytes = this.primary === undefined || this.primary.copiesBytes === true;
+    this.copiesBytes = this.#primary === undefined || this.#primary.copiesBytes === true;
+    // Memory alone if choosing fails (a throwing onError): calls must not fail for it.
+    this.#choosing = options.choosing
+      ?.then(
+        (chosen) => void (this.#primary = chosen),
+        () => void (this.#primary = undefined),
+      )
+      .finally(() => (this.#choosing = undefined));
   }
 
-  /** The primary's, while no entry lives in memory instead (a worker cannot see those). */
+  /** The persistent store; undefined where everything lives in `memory`. */
+  get primary(): Primary | undefined {
+    return this.#primary;
+  }
+
+  /**
+   * The primary's, while no entry lives in memory instead (a worker cannot see those), once it is
+   * chosen: a worker's write to a store that then fails to open would be lost.
+   */
   get workerAccess(): WorkerStoreAccess | undefined {
-    return this.memory.size === 0 ? this.primary?.workerAccess : undefined;
+    return this.memory.size === 0 && !this.#choosing ? this.primary?.workerAccess : undefined;
   }
 
   /** Nothing in memory, and a primary known to hold nothing (or none). */
@@ -256,6 +284,7 @@ export class FallbackCache<Primary extends ContentCache = ContentCache> implemen
   }
 
   async getMany(sha256s: readonly string[]): Promise<(Uint8Array | undefined)[]> {
+    await this.#choosing;
     const answers = await this.memory.getMany(sha256s);
     const missing = sha256s.filter((_, i) => answers[i] === undefined);
     if (missing.length === 0 || this.primary === undefined) return answers;
@@ -273,6 +302,7 @@ export class FallbackCache<Primary extends ContentCache = ContentCache> implemen
   }
 
   async hasMany(sha256s: readonly string[]): Promise<boolean[]> {
+    await this.#choosing;
     const answers = await this.memory.hasMany(sha256s);
     const missing = sha256s.filter((_, i) => !answers[i]);
     if (missing.length === 0 || this.primary === undefined) return answers;
@@ -295,6 +325,11 @@ export class FallbackCache<Primary extends ContentCache = ContentCache> implemen
 
   /** One call to the primary (one transaction); entries it refuses go to memory. */
   async putMany(entries: readonly (readonly [string, Uint8Array])[]): Promise<void> {
+    if (this.#choosing) {
+      const copies = entries.map(([sha256, bytes]) => [sha256, bytes.slice()] as const);
+      await this.#choosing;
+      return this.putMany(copies);
+    }
     if (this.primary === undefined) return this.memory.putMany(entries);
     // Called before any await, so a primary that copies on put has its copies before this returns.
     const stored = this.primary.putMany
@@ -312,6 +347,7 @@ export class FallbackCache<Primary extends ContentCache = ContentCache> implemen
   }
 
   async get(sha256: string): Promise<Uint8Array | undefined> {
+    await this.#choosing;
     const remembered = await this.memory.get(sha256);
     if (remembered !== undefined || this.primary === undefined) return remembered;
     try {
@@ -323,6 +359,7 @@ export class FallbackCache<Primary extends ContentCache = ContentCache> implemen
   }
 
   async put(sha256: string, bytes: Uint8Array): Promise<void> {
+    if (this.#choosing) return this.putMany([[sha256, bytes]]);
     if (this.primary !== undefined) {
       try {
         await this.primary.put(sha256, bytes);
@@ -336,6 +373,7 @@ export class FallbackCache<Primary extends ContentCache = ContentCache> implemen
   }
 
   async has(sha256: string): Promise<boolean> {
+    await this.#choosing;
     if (await this.memory.has(sha256)) return true;
     if (this.primary === undefined) return false;
     try {
@@ -348,6 +386,7 @@ export class FallbackCache<Primary extends ContentCache = ContentCache> implemen
   }
 
   async delete(sha256: string): Promise<void> {
+    await this.#choosing;
     await this.memory.delete(sha256);
     try {
       await this.primary?.delete?.(sha256);
@@ -357,6 +396,7 @@ export class FallbackCache<Primary extends ContentCache = ContentCache> implemen
   }
 
   async clear(): Promise<void> {
+    await this.#choosing;
     await this.memory.clear();
     try {
       await (this.primary as Partial<ClearableContentCache> | undefined)?.clear?.();
@@ -399,20 +439,42 @@ export const BROWSER_CACHE_PREFERENCE: readonly BrowserCacheBackend[] = ['indexe
  * The persistent cache to use here: the first backend in `backends` that opens, behind a
  * `FallbackCache` (so a full quota never fails a load). Where none opens (an old browser, a
  * locked-down private mode) the cache lives in memory only; `cache.primary` is then undefined.
+ * IndexedDB on a first visit is used before it has opened (`IndexedDBCache.start`); if its open
+ * then fails, the next backends are tried as here, and the writes made meanwhile go to the one
+ * that opens (`FallbackCacheOptions.choosing`).
  */
 export async function openBrowserCache(options: OpenBrowserCacheOptions = {}): Promise<FallbackCache<BrowserStorageCache>> {
   const memory = new MemoryCache(options.memoryMaxBytes === undefined ? {} : { maxBytes: options.memoryMaxBytes });
-  for (const backend of options.backends ?? BROWSER_CACHE_PREFERENCE) {
+  return new FallbackCache({
+    memory,
+    onError: options.onError,
+    ...(await firstOpening(options.backends ?? BROWSER_CACHE_PREFERENCE, options)),
+  });
+}
+
+/** The first of `backends` that opens, or is opening (IndexedDB on a first visit: then `choosing` is the one to use once that open settles). */
+async function firstOpening(
+  backends: readonly BrowserCacheBackend[],
+  options: OpenBrowserCacheOptions,
+): Promise<{ primary?: BrowserStorageCache; choosing?: Promise<BrowserStorageCache | undefined> }> {
+  for (const [i, backend] of backends.entries()) {
     try {
       // The other backends are imported only when IndexedDB is not the one: most pages never need them.
       const primary =
         backend === 'indexeddb' ? new IndexedDBCache(options) : (await import('./browser-stores.js')).createBrowserCache(backend, options);
-      // IndexedDB on a first visit: created while the first loads go out (IndexedDBCache.start).
-      await (primary instanceof IndexedDBCache ? primary.start() : primary.open());
-      return new FallbackCache({ primary, memory, onError: options.onError });
+      const started = await (primary instanceof IndexedDBCache ? primary.start() : primary.open().then(() => undefined));
+      const choosing = started?.opening.then(
+        () => primary,
+        async (error: unknown) => {
+          options.onError?.(error, 'open');
+          const next = await firstOpening(backends.slice(i + 1), options);
+          return next.choosing ?? next.primary;
+        },
+      );
+      return { primary, ...(choosing ? { choosing } : {}) };
     } catch (error) {
       options.onError?.(error, 'open');
     }
   }
-  return new FallbackCache<BrowserStorageCache>({ memory, onError: options.onError });
+  return {};
 }

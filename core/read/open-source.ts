@@ -69,7 +69,7 @@ export async function openSource(options: OpenOptions): Promise<Opened> {
   } else if (indexUrl !== undefined) {
     // Opened by a blocking script: the page's preload links (after it) are parsed first, so
     // the index and the bundles come from their preloads, each requested once (origins.ts).
-    const parsed = documentParsed();
+    const parsed = documentParsed(indexUrl, options.signal, indexTimeoutMs);
     if (parsed) await parsed;
     const answer = transport
       .getBytesWithHeaders(indexUrl, {

@@ -3,7 +3,7 @@
  * request, and what each origin was found to serve (ranges, several ranges at once), kept per
  * source rather than for the whole page.
  */
-import { InvalidOptionError, OriginNotAllowedError, TokenOriginError } from '../errors.js';
+import { InvalidOptionError, OriginNotAllowedError, RequestAbortedError, TokenOriginError } from '../errors.js';
 import type { BundledFileEntry, ProjectIndex } from '../format/project-index.js';
 
 export function pageHref(): string | undefined {
@@ -150,9 +150,28 @@ export function preloadedFetchUrls(): Set<string> {
  * the preload links after that script (where the build plugins put them): a fetch made then
  * takes the response the browser's preload scanner fetched early, and the link, parsed next,
  * fetches it again (Chromium: two requests). After the parse, the fetch takes the link's response.
+ *
+ * The wait only saves that second request, so it holds no caller back for long: it rejects with
+ * `RequestAbortedError` as soon as `signal` aborts, and resolves after `timeoutMs` (0: no limit)
+ * whether or not the HTML has ended (a page whose HTML streams for long, or never ends, still opens).
  */
-export function documentParsed(): Promise<void> | undefined {
-  const document = (globalThis as { document?: Pick<Document, 'readyState' | 'addEventListener'> }).document;
+export function documentParsed(url: string, signal?: AbortSignal, timeoutMs = 0): Promise<void> | undefined {
+  const document = (globalThis as { document?: Pick<Document, 'readyState' | 'addEventListener' | 'removeEventListener'> }).document;
   if (document?.readyState !== 'loading') return undefined;
-  return new Promise((resolve) => document.addEventListener('DOMContentLoaded', () => resolve(), { once: true }));
+  return new Promise((resolve, reject) => {
+    const end = (error?: RequestAbortedError): void => {
+      clearTimeout(timer);
+      document.removeEventListener('DOMContentLoaded', parsed);
+      signal?.removeEventListener('abort', aborted);
+      if (error) reject(error);
+      else resolve();
+    };
+    const parsed = (): void => end();
+    const aborted = (): void =>
+      end(new RequestAbortedError(`GET ${url}: aborted while waiting for the page to be parsed`, { url, cause: signal!.reason }));
+    const timer = timeoutMs > 0 ? setTimeout(parsed, timeoutMs) : undefined;
+    if (signal?.aborted) return aborted();
+    document.addEventListener('DOMContentLoaded', parsed);
+    signal?.addEventListener('abort', aborted);
+  });
 }
