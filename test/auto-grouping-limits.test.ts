@@ -6,7 +6,7 @@
  * a publish busy reading a large referrer still stops on SIGTERM.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { groupByReferences, referencesOf, REFERRER_READ_LIMIT_BYTES, type ReferenceWork } from '../core/index.js';
 import { publishFolder } from '../core/node/index.js';
@@ -188,8 +188,13 @@ describe('--group auto with 200,000 of a thing (no RangeError)', () => {
 
   describe('a pack naming 200,000 files, a tileset of 200,000 tiles and a map of 200,000 layers in one folder', () => {
     let folder: string;
+    const outs: string[] = [];
     beforeAll(() => {
       folder = manyTree();
+    }, 120_000);
+    // 200,000 files, and as many in each publish's index: not left in the temporary folder.
+    afterAll(() => {
+      for (const dir of [folder, ...outs]) rmSync(dir, { recursive: true, force: true });
     }, 120_000);
 
     const expectGrouped = (out: string) => {
@@ -203,13 +208,15 @@ describe('--group auto with 200,000 of a thing (no RangeError)', () => {
     };
 
     test('publishFolder({ groupByReferences: true })', async () => {
-      const out = join(temporaryDir(), 'published');
+      const out = temporaryDir();
+      outs.push(out);
       await publishFolder({ folder, outDir: out, groupByReferences: true });
       expectGrouped(out);
     }, 180_000);
 
     test('awake-bundle --group auto: published, no internal error', async () => {
-      const out = join(temporaryDir(), 'published');
+      const out = temporaryDir();
+      outs.push(out);
       const result = await runCliAsync([folder, '--out', out, '--group', 'auto', '--json']);
       expect(result.stderr).toBe('');
       expect(result.code).toBe(0);
@@ -270,5 +277,6 @@ require('node:module').syncBuiltinESMExports();
     expect(existsSync(join(out, 'project.index.json'))).toBe(false);
     const left = existsSync(out) ? readdirSync(out, { recursive: true, encoding: 'utf8' }).filter((name) => name.includes('.tmp-')) : [];
     expect(left).toEqual([]);
+    rmSync(folder, { recursive: true, force: true }); // 64 MiB
   });
 });
