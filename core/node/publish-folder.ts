@@ -78,8 +78,9 @@ export async function publishFolder(options: PublishFolderOptions): Promise<Publ
         const read: ReadProjectFile = (entry, hint) => held.get(entry.path) ?? fromDisk(entry, hint);
         const part = await writer.write({ formatVersion: 2, rootPath: merged.rootPath, files: entries }, read, store);
         merged.pathIds ??= part.pathIds;
-        merged.bundles.push(...part.bundles);
-        merged.files.push(...part.files);
+        // Loops, not push(...): a bundle of 200,000 small files is past the limit on arguments.
+        for (const bundle of part.bundles) merged.bundles.push(bundle);
+        for (const file of part.files) merged.files.push(file);
       }
     } finally {
       writer.releaseBuffers();

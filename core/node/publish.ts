@@ -312,6 +312,7 @@ export async function publishBundles(
 ): Promise<PublishSummary> {
   // For progress reports: the sizes of the planned bundles, from the writer's own plan(s).
   const bundleBytes: number[] = [];
+  let plannedBytes = 0;
   let bytesTotal = options.expectedBytes ?? 0;
   const writer = new BundleWriter({
     ...options,
@@ -319,11 +320,13 @@ export async function publishBundles(
     // `store` below has written a bundle's bytes out when it resolves: the writer may reuse them.
     reuseBuffers: options.reuseBuffers ?? true,
     onPlan: (plans) => {
-      bundleBytes.push(...plans.map((plan) => plan.dataBytes));
-      bytesTotal = Math.max(
-        options.expectedBytes ?? 0,
-        bundleBytes.reduce((sum, bytes) => sum + bytes, 0),
-      );
+      // A loop and a running sum: publishFolder plans a bundle at a time, and a plan may hold
+      // more bundles than push(...) takes arguments.
+      for (const plan of plans) {
+        bundleBytes.push(plan.dataBytes);
+        plannedBytes += plan.dataBytes;
+      }
+      bytesTotal = Math.max(options.expectedBytes ?? 0, plannedBytes);
       options.onPlan?.(plans);
     },
   });

@@ -97,10 +97,10 @@ export async function verifyPublished(target: string): Promise<VerifyPublishedRe
       await verifyBundle(bytes, bundle, members, bundle.url);
     } catch (error) {
       if (!(error instanceof BundleIntegrityError)) throw error;
-      problems.push(...failedBundleProblems(bytes, bundle, members, error, where));
+      for (const problem of failedBundleProblems(bytes, bundle, members, error, where)) problems.push(problem);
       continue;
     }
-    problems.push(...canonicalLayoutProblems(bytes, members, where));
+    for (const problem of canonicalLayoutProblems(bytes, members, where)) problems.push(problem); // a bundle may hold 200,000 members
   }
 
   for (const [i, entry] of index.files.entries()) {

@@ -9,6 +9,10 @@
 import { compareKeys } from '../format/paths.js';
 import type { Grouping } from './grouping.js';
 import { groupByFolder } from './grouping.js';
+import { angelCodePageFiles, startsWithTag, withoutXmlComments, xmlAttributeValues, type ScanWork } from './markup-scan.js';
+
+/** Counts the steps `referencesOf` takes (characters visited, references looked at): linear in the file's size. */
+export type ReferenceWork = ScanWork;
 
 /** The extensions of the files `--group auto` reads for references (case-insensitive). */
 export const REFERRER_EXTENSIONS: readonly string[] = ['gltf', 'glb', 'json', 'tmj', 'tsj', 'xml', 'fnt', 'tsx', 'tmx'];
@@ -38,18 +42,20 @@ type Reference = readonly (string | undefined)[];
 /**
  * The project files that the file at `path`, holding `bytes`, references: listed paths only
  * (those in `listed`), each once, in the order the file names them, never `path` itself. For a
- * .glb, `bytes` may stop after its JSON chunk.
+ * .glb, `bytes` may stop after its JSON chunk. Takes time linear in the size of `bytes`, which
+ * `work`, when given, counts in steps.
  */
-export function referencesOf(path: string, bytes: Uint8Array, listed: ReadonlySet<string>): string[] {
-  const found: string[] = [];
-  for (const reference of readReferences(path, bytes)) {
+export function referencesOf(path: string, bytes: Uint8Array, listed: ReadonlySet<string>, work: ReferenceWork = { steps: 0 }): string[] {
+  const found = new Set<string>();
+  for (const reference of readReferences(path, bytes, work)) {
+    work.steps += reference.length;
     const target = reference.find((candidate): candidate is string => candidate !== undefined && listed.has(candidate));
-    if (target !== undefined && target !== path && !found.includes(target)) found.push(target);
+    if (target !== undefined && target !== path) found.add(target); // a Set keeps the first naming's place
   }
-  return found;
+  return [...found];
 }
 
-function readReferences(path: string, bytes: Uint8Array): Reference[] {
+function readReferences(path: string, bytes: Uint8Array, work: ScanWork): Reference[] {
   const folder = folderOf(path);
   switch (extensionOf(path)) {
     case 'glb':
@@ -59,15 +65,15 @@ function readReferences(path: string, bytes: Uint8Array): Reference[] {
     case 'json':
     case 'tmj':
     case 'tsj':
-      return jsonReferences(parseJson(bytes), folder);
+      return jsonReferences(parseJson(bytes), folder, work);
     case 'fnt': {
       const text = decodeText(bytes);
       if (text === undefined) return [];
-      return /^\s*</.test(text) ? xmlReferences(text, folder) : angelCodeTextReferences(text, folder);
+      return startsWithTag(text, work) ? xmlReferences(text, folder, work) : angelCodeTextReferences(text, folder, work);
     }
     default: {
       const text = decodeText(bytes);
-      return text === undefined ? [] : xmlReferences(text, folder);
+      return text === undefined ? [] : xmlReferences(text, folder, work);
     }
   }
 }
@@ -173,7 +179,7 @@ function gltfReferences(gltf: unknown, folder: string): Reference[] {
 }
 
 /** Every JSON shape read (a file may match several): Phaser pack, atlas, multiatlas, audio sprite, bitmap font, Tiled map and tileset. */
-function jsonReferences(json: unknown, folder: string): Reference[] {
+function jsonReferences(json: unknown, folder: string, work: ScanWork): Reference[] {
   if (!isObject(json)) return [];
   return [
     ...phaserPackReferences(json, folder),
@@ -181,7 +187,7 @@ function jsonReferences(json: unknown, folder: string): Reference[] {
     ...multiAtlasReferences(json, folder),
     ...audioSpriteReferences(json, folder),
     ...bitmapFontJsonReferences(json, folder),
-    ...tiledReferences(json, folder),
+    ...tiledReferences(json, folder, work),
   ];
 }
 
@@ -221,9 +227,14 @@ function bitmapFontJsonReferences(json: JsonObject, folder: string): Reference[]
  * `tilesets[].source` (an external tileset, .tsx or .json) and image layers' `image` (group
  * layers included); a tileset's `image` and an image collection's `tiles[].image`.
  */
-function tiledReferences(json: JsonObject, folder: string): Reference[] {
+function tiledReferences(json: JsonObject, folder: string, work: ScanWork): Reference[] {
   const names: unknown[] = [];
-  const tileset = (set: JsonObject) => names.push(set.image, ...objects(set.tiles).map((tile) => tile.image));
+  // Loops, not push(...items): a spread passes each item as an argument, and a tileset of
+  // 200,000 tiles (or a map of as many layers) is past the engine's limit on arguments.
+  const tileset = (set: JsonObject) => {
+    names.push(set.image);
+    for (const tile of objects(set.tiles)) names.push(tile.image);
+  };
   if (Array.isArray(json.tilesets) && Array.isArray(json.layers)) {
     for (const set of objects(json.tilesets)) {
       names.push(set.source);
@@ -231,8 +242,9 @@ function tiledReferences(json: JsonObject, folder: string): Reference[] {
     }
     const layers = objects(json.layers);
     for (let layer = layers.pop(); layer !== undefined; layer = layers.pop()) {
+      work.steps++;
       if (layer.type === 'imagelayer') names.push(layer.image);
-      layers.push(...objects(layer.layers));
+      for (const inner of objects(layer.layers)) layers.push(inner);
     }
   } else if (json.type === 'tileset' || (typeof json.image === 'string' && json.tilewidth !== undefined)) {
     tileset(json);
@@ -317,36 +329,25 @@ function decodeXmlEntities(value: string): string {
   });
 }
 
-/** The values of `attribute` on every `<element …>` tag of `xml` (comments left out). */
-function xmlAttributeValues(xml: string, element: string, attribute: string): string[] {
-  const values: string[] = [];
-  const tag = new RegExp(`<${element}(\\s[^>]*)>`, 'g');
-  const value = new RegExp(`\\s${attribute}\\s*=\\s*(?:"([^"]*)"|'([^']*)')`);
-  for (const match of xml.matchAll(tag)) {
-    const found = value.exec(match[1]!);
-    if (found) values.push(decodeXmlEntities(found[1] ?? found[2]!));
-  }
-  return values;
-}
-
 /**
  * XML, paths relative to the file: AngelCode BMFont `<page file>`, a Starling/Sparrow atlas
  * (Phaser `atlasXML`) `<TextureAtlas imagePath>`, Tiled TMX/TSX `<tileset source>` and `<image source>`.
+ * Scanned in linear time (markup-scan.ts): comments left out, then each element's tags.
  */
-function xmlReferences(text: string, folder: string): Reference[] {
-  const xml = text.replace(/<!--[\s\S]*?-->/g, '');
+function xmlReferences(text: string, folder: string, work: ScanWork): Reference[] {
+  const xml = withoutXmlComments(text, work);
   const names = [
-    ...xmlAttributeValues(xml, 'page', 'file'),
-    ...xmlAttributeValues(xml, 'TextureAtlas', 'imagePath'),
-    ...xmlAttributeValues(xml, 'tileset', 'source'),
-    ...xmlAttributeValues(xml, 'image', 'source'),
+    ...xmlAttributeValues(xml, 'page', 'file', work),
+    ...xmlAttributeValues(xml, 'TextureAtlas', 'imagePath', work),
+    ...xmlAttributeValues(xml, 'tileset', 'source', work),
+    ...xmlAttributeValues(xml, 'image', 'source', work),
   ];
-  return names.map((name) => beside(folder, fileName(name)));
+  return names.map((name) => beside(folder, fileName(decodeXmlEntities(name))));
 }
 
 /** AngelCode BMFont's text form (.fnt): `page id=0 file="font.png"` lines, beside the file. */
-function angelCodeTextReferences(text: string, folder: string): Reference[] {
-  return [...text.matchAll(/^page\b[^\n]*?\sfile=(?:"([^"\n]*)"|(\S+))/gm)].map((match) => beside(folder, fileName(match[1] ?? match[2])));
+function angelCodeTextReferences(text: string, folder: string, work: ScanWork): Reference[] {
+  return angelCodePageFiles(text, work).map((name) => beside(folder, fileName(name)));
 }
 
 // ---- the grouping ----
@@ -370,7 +371,7 @@ export function groupByReferences(references: ReadonlyMap<string, readonly strin
     for (let path = pending.pop(); path !== undefined; path = pending.pop()) {
       if (rootOf.has(path)) continue;
       rootOf.set(path, root);
-      pending.push(...(references.get(path) ?? []));
+      for (const target of references.get(path) ?? []) pending.push(target); // not push(...): a file may name 200,000
     }
   };
   for (const root of referrers) if (!referenced.has(root)) take(root);
