@@ -1,10 +1,20 @@
 /**
- * AWKB v1 (SPEC §5) as properties: decode(encode(x)) equals x for random members, and random
- * or mutated bytes only ever raise the format error.
+ * AWKB v1 (SPEC §5) as properties: decode(encode(x)) equals x for random members, a layout in
+ * any data order can be recovered from its offsets, and random or mutated bytes only ever raise
+ * the format error.
  */
 import { createHash } from 'node:crypto';
 import fc from 'fast-check';
-import { BundleFormatError, compareKeys, decodeBundle, encodeBundle, memberBytes, type BundleMemberInput } from '../core/index.js';
+import {
+  BundleFormatError,
+  compareKeys,
+  decodeBundle,
+  encodeBundle,
+  inDataOrder,
+  layoutBundle,
+  memberBytes,
+  type BundleMemberInput,
+} from '../core/index.js';
 
 const sha256 = (bytes: Uint8Array) => createHash('sha256').update(bytes).digest('hex');
 
@@ -96,6 +106,32 @@ describe('encodeBundle / decodeBundle', () => {
     const view = larger.subarray(7, 7 + bundle.length);
     const decoded = decodeBundle(view);
     expect(Array.from(memberBytes(view, decoded.records[0]!))).toEqual([1, 2, 3]);
+  });
+});
+
+describe('data order (SPEC §5 "Data order")', () => {
+  test("layoutBundle with dataOrder 'given' places contents in the members' order, the table still in key order", () => {
+    const spec = (key: string, content: string) => ({ key, sizeBytes: content.length, sha256: sha256(new TextEncoder().encode(content)) });
+    const layout = layoutBundle([spec('c', 'ccc'), spec('e', ''), spec('a', 'a'), spec('b', 'ccc'), spec('d', '')], { dataOrder: 'given' });
+    expect(layout.records.map((record) => record.key)).toEqual(['a', 'b', 'c', 'd', 'e']);
+    const head = layout.head.length;
+    // c first, then the empty e (at the end so far: where a starts), then a; b and d share c's and e's.
+    expect(layout.records.map((record) => record.offset - head)).toEqual([3, 0, 0, 3, 3]);
+    expect(layout.written.map((index) => layout.records[index]!.key)).toEqual(['c', 'e', 'a']);
+    expect(layout.sizeBytes).toBe(head + 4);
+  });
+
+  test('inDataOrder recovers the data order from the offsets of any canonical layout', () => {
+    fc.assert(
+      fc.property(members, fc.array(fc.nat()), (list, shuffle) => {
+        const given = [...list].sort((a, b) => (shuffle[list.indexOf(a)] ?? 0) - (shuffle[list.indexOf(b)] ?? 0));
+        const specs = given.map(({ key, bytes, sha256 }) => ({ key, sizeBytes: bytes.length, sha256 }));
+        const layout = layoutBundle(specs, { dataOrder: 'given' });
+        const again = layoutBundle(inDataOrder(layout.records), { dataOrder: 'given' });
+        expect(again.records).toEqual(layout.records);
+        expect(again.sizeBytes).toBe(layout.sizeBytes);
+      }),
+    );
   });
 });
 

@@ -35,10 +35,14 @@ function expectSameOutput(actualDir: string, expectedDir: string) {
   expect(actual['project.index.json']!.toString('utf8')).toBe(expected['project.index.json']!.toString('utf8'));
 }
 
+// Paths in a case's args (the `small-loads` cases' loads file) are relative to the conformance
+// folder (SPEC §9): the CLI runs there.
+const inConformance = { cwd: FIXTURES };
+
 describe.each(cases)('conformance case $case', (testCase) => {
   test('publishing the folder gives the expected bundles and index', () => {
     const out = temporaryDir();
-    const result = runCli([join(FIXTURES, testCase.tree), '--out', out, ...testCase.args]);
+    const result = runCli([join(FIXTURES, testCase.tree), '--out', out, ...testCase.args], inConformance);
     expect(result.stderr).toBe('');
     expect(result.code).toBe(0);
     expectSameOutput(out, join(FIXTURES, testCase.expected));
@@ -47,7 +51,7 @@ describe.each(cases)('conformance case $case', (testCase) => {
   test('publishing its loose index with --root gives the same output', () => {
     const out = temporaryDir();
     const looseIndex = join(FIXTURES, `${testCase.tree}.loose.index.json`);
-    const result = runCli([looseIndex, '--root', join(FIXTURES, testCase.tree), '--out', out, ...testCase.args]);
+    const result = runCli([looseIndex, '--root', join(FIXTURES, testCase.tree), '--out', out, ...testCase.args], inConformance);
     expect(result.code).toBe(0);
     expectSameOutput(out, join(FIXTURES, testCase.expected));
   });

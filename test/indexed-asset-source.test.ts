@@ -53,6 +53,8 @@ beforeAll(async () => {
   root = temporaryDir('awkb-site-');
   cpSync(join(FIXTURES, 'expected/small-default'), join(root, 'bundled'), { recursive: true });
   cpSync(join(FIXTURES, 'expected/small-ids'), join(root, 'ids'), { recursive: true });
+  for (const name of ['small-loads', 'small-loads-target-0.25-ids'])
+    cpSync(join(FIXTURES, 'expected', name), join(root, name), { recursive: true });
   mkdirSync(join(root, 'loose'));
   writeFileSync(join(root, 'loose/project.index.json'), JSON.stringify(loose));
   cpSync(TREE, join(root, 'loose/files'), { recursive: true });
@@ -102,6 +104,17 @@ describe('reading a bundled index', () => {
     expect(source.paths()).toEqual([]);
     await expect(source.prefetchFolder('assets')).rejects.toThrow(/opaque ids hide the folders/);
   });
+
+  test.each(['small-loads', 'small-loads-target-0.25-ids'])(
+    "%s (load groups' data in first-use order, SPEC §5): every file reads back verified, one request per bundle",
+    async (name) => {
+      const net = countingFetch();
+      const cache = new MemoryCache();
+      const source = await IndexedAssetSource.open({ indexUrl: `${site}${name}/project.index.json`, fetch: net.fetch, cache });
+      for (const path of PATHS) expect(sha256(await source.read(path))).toBe(sha256(fileBytes(path)));
+      expect(net.bundleRequests()).toBe(source.index.formatVersion === 3 ? source.index.bundles.length : -1);
+    },
+  );
 
   test('an index given as an object reads with baseUrl', async () => {
     const index = JSON.parse(readFileSync(join(root, 'bundled/project.index.json'), 'utf8'));

@@ -1,13 +1,26 @@
 /**
  * Loads (SPEC §6 "Loads", §8 `--loads`): a loads file decides which files share bundles — a
  * load's files together, a file two loads list with the first, the rest by the folder
- * grouping — with SPEC's order and split rules unchanged; the output is deterministic; a path
- * no file has is ignored with a warning; a bad loads file is refused naming it, with nothing
- * written. Through the CLI and through the library (`publishFolder({ loads })`).
+ * grouping; a load group's files go in first-use order, its bundles filled and its data laid out
+ * in that order (SPEC §5 "Data order", §6 "Order"); the output is deterministic; a path no file
+ * has is ignored with a warning; a bad loads file is refused naming it, with nothing written.
+ * Through the CLI and through the library (`publishFolder({ loads })`).
  */
 import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { byLoads, groupByFolder, oneGroup, parseLoadsFile, PublishInputError, type LoadsFile } from '../core/index.js';
+import {
+  BundleWriter,
+  byLoads,
+  compareKeys,
+  decodeBundle,
+  groupByFolder,
+  oneGroup,
+  opaqueId,
+  orderGroupFiles,
+  parseLoadsFile,
+  PublishInputError,
+  type LoadsFile,
+} from '../core/index.js';
 import { looseIndexFromFolder, publishFolder, publishToDirectory, readLoadsFile } from '../core/node/index.js';
 import { runCli, temporaryDir } from './helpers/cli.js';
 import { seededBytes, sha256Hex, writeTree } from './helpers/trees.js';
@@ -111,20 +124,21 @@ describe('awake-bundle --loads', () => {
     expect(runCli(['verify', out]).code).toBe(0);
   });
 
-  test('the split rule is unchanged (a load larger than the target takes several bundles); the fallback is --group', () => {
+  test('the split rule (a load larger than the target takes several bundles), filled in first-use order; the fallback is --group', () => {
     const game = writeGame();
     const loads = writeLoads();
     const small = join(temporaryDir(), 'small');
     expect(runCli([game, '--out', small, '--loads', loads, '--target-mb', '0.05']).code).toBe(0);
-    // 0.05 MiB = 52,428 bytes: forest (25,000 + 19 + 40,000) closes its first bundle before trees.png.
+    // 0.05 MiB = 52,428 bytes, filled in first-use order (SPEC §6): forest (19 + 40,000, then
+    // 25,000) closes its first bundle before wind.ogg; title (20,000, then 50,000) before theme.ogg.
     expect(bundleMembers(small)).toEqual([
       ['awake.project.json'],
       ['shared/font.png'],
       ['levels/desert/map.json', 'levels/desert/sand.png'],
-      ['audio/wind.ogg', 'levels/forest/map.json'],
-      ['levels/forest/trees.png'],
-      ['audio/theme.ogg'],
+      ['levels/forest/map.json', 'levels/forest/trees.png'],
+      ['audio/wind.ogg'],
       ['shared/ui.png'],
+      ['audio/theme.ogg'],
     ]);
     const one = join(temporaryDir(), 'one');
     expect(runCli([game, '--out', one, '--loads', loads, '--group', 'one']).code).toBe(0);
@@ -224,6 +238,102 @@ describe('awake-bundle --loads', () => {
       expect(result.code).toBe(2);
       expect(result.stderr).toContain('--loads must name a loads file');
     });
+  });
+});
+
+describe('first-use order (SPEC §5 "Data order", §6 "Order")', () => {
+  /** Each load's files in first-use order, as the loads file first lists them (ghost.png is no file). */
+  const FIRST_USE = {
+    title: ['shared/ui.png', 'audio/theme.ogg'],
+    forest: ['levels/forest/map.json', 'levels/forest/trees.png', 'audio/wind.ogg'],
+    desert: ['levels/desert/map.json', 'levels/desert/sand.png'],
+  };
+
+  /** The bundle that holds `path`: its table's keys, and its members' keys in data order (by offset). */
+  function bundleOf(out: string, key: string) {
+    const index: { bundles: { sha256: string; url: string }[]; files: { path?: string; id?: string; bundle: string; offset: number }[] } =
+      JSON.parse(readFileSync(join(out, 'project.index.json'), 'utf8'));
+    const keyOf = (file: { path?: string; id?: string }) => (file.path ?? file.id)!;
+    const sha256 = index.files.find((file) => keyOf(file) === key)!.bundle;
+    const bytes = new Uint8Array(readFileSync(join(out, index.bundles.find((bundle) => bundle.sha256 === sha256)!.url)));
+    const { records } = decodeBundle(bytes);
+    const members = index.files.filter((file) => file.bundle === sha256);
+    // The reader takes offsets from the index or the table: they agree.
+    expect(Object.fromEntries(members.map((file) => [keyOf(file), file.offset]))).toEqual(
+      Object.fromEntries(records.map((record) => [record.key, record.offset])),
+    );
+    const dataOrder = [...records].sort((a, b) => a.offset - b.offset || a.sizeBytes - b.sizeBytes).map((record) => record.key);
+    return { table: records.map((record) => record.key), dataOrder };
+  }
+
+  const byKeyOrder = (keys: string[]) => [...keys].sort((a, b) => compareKeys(a, b));
+
+  test("a load group's bundle holds its members' data in first-use order, its table in key order", () => {
+    const out = join(temporaryDir(), 'published');
+    expect(runCli([writeGame(), '--out', out, '--loads', writeLoads(), '--group', 'one']).code).toBe(0);
+    for (const paths of Object.values(FIRST_USE)) {
+      const bundle = bundleOf(out, paths[0]!);
+      expect(bundle.dataOrder).toEqual(paths);
+      expect(bundle.table).toEqual(byKeyOrder(paths));
+    }
+    // Not a load group: data in table order.
+    expect(bundleOf(out, 'shared/font.png')).toEqual({
+      table: ['awake.project.json', 'shared/font.png'],
+      dataOrder: ['awake.project.json', 'shared/font.png'],
+    });
+    expect(runCli(['verify', out]).code).toBe(0);
+  });
+
+  test('with opaque ids: the table in key order of the ids, the data still in first-use order of the paths', () => {
+    const out = join(temporaryDir(), 'published');
+    expect(runCli([writeGame(), '--out', out, '--loads', writeLoads(), '--opaque-ids', '--salt', 'order']).code).toBe(0);
+    for (const paths of Object.values(FIRST_USE)) {
+      const ids = paths.map((path) => opaqueId('order', path));
+      const bundle = bundleOf(out, ids[0]!);
+      expect(bundle.dataOrder).toEqual(ids);
+      expect(bundle.table).toEqual(byKeyOrder(ids));
+    }
+    expect(runCli(['verify', out]).code).toBe(0);
+  });
+
+  test('the writer plans a load group in first-use order and fills its bundles in that order; other groups in key order', () => {
+    const files = Object.entries(GAME)
+      .map(([path, content]) => {
+        const bytes = typeof content === 'string' ? Buffer.from(content) : content;
+        return { path, sizeBytes: bytes.length, sha256: sha256Hex(bytes), url: `files/${path}` };
+      })
+      .sort((a, b) => compareKeys(a.path, b.path));
+    const writer = new BundleWriter({ grouping: byLoads(LOADS.loads, oneGroup()), targetBundleBytes: 52_428 });
+    const plans = writer.plan({ formatVersion: 2, rootPath: '/game', files });
+    expect(plans.map((plan) => ({ group: plan.group, order: plan.order, files: plan.files.map((file) => file.path) }))).toEqual([
+      { group: 'load:desert', order: 'first-use', files: FIRST_USE.desert },
+      { group: 'load:forest', order: 'first-use', files: FIRST_USE.forest.slice(0, 2) },
+      { group: 'load:forest', order: 'first-use', files: FIRST_USE.forest.slice(2) },
+      { group: 'load:title', order: 'first-use', files: ['shared/ui.png'] },
+      { group: 'load:title', order: 'first-use', files: ['audio/theme.ogg'] },
+      { group: 'one', order: 'key', files: ['awake.project.json', 'shared/font.png'] },
+    ]);
+  });
+
+  test("a file first listed by an earlier load is not part of a later load's order; a repeated path counts at its first listing", () => {
+    const grouping = byLoads([
+      { name: 'b', paths: ['x/2', 'x/1', 'x/2'] },
+      { name: 'a', paths: ['x/1', 'x/3', 'x/0'] },
+    ]);
+    const files = ['x/0', 'x/1', 'x/2', 'x/3', 'y/0'].map((path) => ({ path }));
+    expect(files.map((file) => [grouping.groupOf(file.path), grouping.firstUse!(file.path)])).toEqual([
+      ['load:a', 3],
+      ['load:b', 1],
+      ['load:b', 0],
+      ['load:a', 2],
+      ['folder:y', undefined],
+    ]);
+    const groupA = files.filter((file) => grouping.groupOf(file.path) === 'load:a');
+    expect(orderGroupFiles(groupA, grouping)).toBe('first-use');
+    expect(groupA.map((file) => file.path)).toEqual(['x/3', 'x/0']);
+    const unlisted = [{ path: 'y/b' }, { path: 'y/a' }];
+    expect(orderGroupFiles(unlisted, grouping)).toBe('key');
+    expect(unlisted.map((file) => file.path)).toEqual(['y/a', 'y/b']);
   });
 });
 

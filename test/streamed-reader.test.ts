@@ -1,6 +1,7 @@
 /**
  * The streamed reader in Node (SPEC §7 "Streamed members", "Byte progress"): the check itself,
- * fed in chunks of every size, against the conformance damage fixtures; a body that stops halfway
+ * fed in chunks of every size, against the conformance damage fixtures and a load group's bundles
+ * (data in first-use order, SPEC §5); a body that stops halfway
  * on every attempt; and a prefetch that only fills the cache keeps its bodies in flight within
  * `pendingBytes`. Browser behaviour is in streamed-members.test.ts.
  */
@@ -98,6 +99,58 @@ describe('BundleStreamVerifier', () => {
   });
 });
 
+/** A conformance output (expected/<name>): its index, and the resources a server serves for it. */
+function conformanceSite(name: string) {
+  const dir = join(FIXTURES, 'expected', name);
+  const indexBytes = new Uint8Array(readFileSync(join(dir, 'project.index.json')));
+  const index: {
+    bundles: { sha256: string; sizeBytes: number; url: string }[];
+    files: { path?: string; id?: string; sizeBytes: number; sha256: string; bundle: string; offset: number }[];
+  } = JSON.parse(Buffer.from(indexBytes).toString('utf8'));
+  const resources = new Map<string, Uint8Array>([['/project.index.json', indexBytes]]);
+  for (const bundle of index.bundles) resources.set(`/${bundle.url}`, new Uint8Array(readFileSync(join(dir, bundle.url))));
+  const membersOf = (sha256: string) =>
+    index.files
+      .filter((file) => file.bundle === sha256)
+      .map((file) => ({ key: (file.path ?? file.id)!, offset: file.offset, sizeBytes: file.sizeBytes, sha256: file.sha256 }));
+  return { index, resources, membersOf };
+}
+
+describe('a load group\'s bundle, data in first-use order (SPEC §5 "Data order")', () => {
+  test.each(['small-loads', 'small-loads-target-0.25-ids'])(
+    'conformance %s: every bundle gets a plan from the index offsets, and streams every member out, in data order',
+    async (name) => {
+      const site = conformanceSite(name);
+      for (const bundle of site.index.bundles) {
+        const members = site.membersOf(bundle.sha256);
+        const streamPlan = bundleStreamPlan(bundle, members);
+        expect(streamPlan).toBeDefined();
+        const offsets = streamPlan!.contents.map((content) => content.offset);
+        expect(offsets).toEqual([...offsets].sort((a, b) => a - b));
+        const bytes = site.resources.get(`/${bundle.url}`)!;
+        const outcome = await stream(bytes, 4096, streamPlan);
+        expect(outcome).toEqual({
+          ok: true,
+          handed: streamPlan!.contents.map((content, index) => ({ index, sha256: content.sha256 })),
+        });
+      }
+    },
+  );
+
+  test("small-loads' load:pier bundle: its contents are planned in the loads file's order, not its table's", () => {
+    const site = conformanceSite('small-loads');
+    const sha256 = site.index.files.find((file) => file.path === 'scenes/pier.scene.json')!.bundle;
+    const bundle = site.index.bundles.find((listed) => listed.sha256 === sha256)!;
+    const streamPlan = bundleStreamPlan(bundle, site.membersOf(sha256))!;
+    expect(streamPlan.contents.map((content) => content.keys)).toEqual([
+      ['scenes/pier.scene.json'],
+      ['assets/sounds/bell.ogg'],
+      ['assets/models/crate.glb'],
+      ['ui/hud.json'],
+    ]);
+  });
+});
+
 describe('IndexedAssetSource, streamed', () => {
   const servers: ScriptedServer[] = [];
   afterEach(async () => {
@@ -136,6 +189,25 @@ describe('IndexedAssetSource, streamed', () => {
     expect(reads.filter((read) => read.status === 'fulfilled').length).toBeGreaterThan(0);
     expect(server.count(`/${bundle.url}`)).toBe(3);
     expect(cache.size).toBe(0);
+  });
+
+  test("a load group's bundle cut halfway on every attempt: the members its load uses first are read, verified; the later ones fail", async () => {
+    const site = conformanceSite('small-loads');
+    const server = await startScriptedServer(site.resources, (request) => (request.path.endsWith('.awkb') ? { kind: 'short' } : undefined));
+    servers.push(server);
+    const source = await IndexedAssetSource.open({
+      indexUrl: `${server.origin}/project.index.json`,
+      retry: { attempts: 2, baseDelayMs: 1 },
+    });
+    // load:pier's data: pier.scene.json, bell.ogg (both in the first half of the bundle), crate.glb, hud.json.
+    const paths = ['scenes/pier.scene.json', 'assets/sounds/bell.ogg', 'ui/hud.json'];
+    const reads = await Promise.allSettled(paths.map((path) => source.read(path)));
+    const tree = join(FIXTURES, 'trees/small');
+    expect(reads.map((read) => read.status)).toEqual(['fulfilled', 'fulfilled', 'rejected']);
+    reads.slice(0, 2).forEach((read, i) => {
+      expect(Buffer.from((read as PromiseFulfilledResult<Uint8Array>).value).equals(readFileSync(join(tree, paths[i]!)))).toBe(true);
+    });
+    expect((reads[2] as PromiseRejectedResult).reason).toBeInstanceOf(NetworkError);
   });
 
   test('prefetch(…, { keep: false }) keeps the bodies in flight within pendingBytes (one bundle at least), and fills the cache', async () => {

@@ -41,12 +41,22 @@ export interface BundleLayout {
   sizeBytes: number;
 }
 
+export interface LayoutOptions {
+  /**
+   * The data order (SPEC §5 "Data order"): `key` (the default), table order; `given`, the order
+   * of `members` (a load group's first-use order, SPEC §6). The table is in key order either way.
+   */
+  dataOrder?: 'key' | 'given';
+}
+
 /**
  * Lays out a bundle from its members (SPEC §5): sorts them by key, refuses equal keys, and
- * gives each distinct content one place in the data area, in table order.
+ * gives each distinct content one place in the data area, in data order.
  */
-export function layoutBundle(members: readonly BundleMemberSpec[]): BundleLayout {
-  const sorted = members.map((member) => ({ member, keyBytes: utf8(member.key) })).sort((a, b) => compareBytes(a.keyBytes, b.keyBytes));
+export function layoutBundle(members: readonly BundleMemberSpec[], options: LayoutOptions = {}): BundleLayout {
+  const sorted = members
+    .map((member, given) => ({ member, given, keyBytes: utf8(member.key) }))
+    .sort((a, b) => compareBytes(a.keyBytes, b.keyBytes));
   let tableSize = 0;
   for (let i = 0; i < sorted.length; i++) {
     const { member, keyBytes } = sorted[i]!;
@@ -65,20 +75,29 @@ export function layoutBundle(members: readonly BundleMemberSpec[]): BundleLayout
   const dataStart = HEADER_BYTES + tableSize;
   let end = dataStart;
   const firstOffset = new Map<string, { offset: number; sizeBytes: number }>();
-  const records: BundleRecord[] = [];
+  const records: BundleRecord[] = sorted.map(({ member }) => ({
+    key: member.key,
+    offset: 0,
+    sizeBytes: member.sizeBytes,
+    sha256: member.sha256,
+  }));
   const written: number[] = [];
-  for (const { member } of sorted) {
-    const seen = firstOffset.get(member.sha256);
+  // Table indices in data order.
+  const dataOrder = sorted.map((_, index) => index);
+  if (options.dataOrder === 'given') dataOrder.sort((a, b) => sorted[a]!.given - sorted[b]!.given);
+  for (const index of dataOrder) {
+    const record = records[index]!;
+    const seen = firstOffset.get(record.sha256);
     if (seen) {
-      if (seen.sizeBytes !== member.sizeBytes)
-        throw new InvalidOptionError('members', `members with SHA-256 ${member.sha256} differ in size`);
-      records.push({ key: member.key, offset: seen.offset, sizeBytes: member.sizeBytes, sha256: member.sha256 });
+      if (seen.sizeBytes !== record.sizeBytes)
+        throw new InvalidOptionError('members', `members with SHA-256 ${record.sha256} differ in size`);
+      record.offset = seen.offset;
       continue;
     }
-    firstOffset.set(member.sha256, { offset: end, sizeBytes: member.sizeBytes });
-    written.push(records.length);
-    records.push({ key: member.key, offset: end, sizeBytes: member.sizeBytes, sha256: member.sha256 });
-    end += member.sizeBytes;
+    firstOffset.set(record.sha256, { offset: end, sizeBytes: record.sizeBytes });
+    written.push(index);
+    record.offset = end;
+    end += record.sizeBytes;
   }
 
   const head = new Uint8Array(dataStart);
@@ -101,6 +120,16 @@ export function layoutBundle(members: readonly BundleMemberSpec[]): BundleLayout
     at += 48;
   }
   return { head, records, written, sizeBytes: end };
+}
+
+/**
+ * `records` (of one bundle, with their offsets) in the data order those offsets show (SPEC §5):
+ * by offset, an empty content before a content that starts where it lies (the empty one took
+ * the end first), copies of one content in the order given. Laid out with `dataOrder: 'given'`,
+ * they give back these offsets when the bundle is laid out canonically in some data order.
+ */
+export function inDataOrder<T extends { offset: number; sizeBytes: number }>(records: readonly T[]): T[] {
+  return [...records].sort((a, b) => a.offset - b.offset || a.sizeBytes - b.sizeBytes);
 }
 
 export interface BundleMemberInput {

@@ -1,7 +1,7 @@
 /**
  * Publishing a folder (SPEC §8) reading each file once: the bundles are planned a bundle at a
- * time (SPEC §6: groups in key order, files in path order, split where the next distinct
- * content would pass the target), so each file is read, hashed for its index entry and handed
+ * time (SPEC §6: groups in key order, files in path order or a load group's first-use order,
+ * split where the next distinct content would pass the target), so each file is read, hashed for its index entry and handed
  * to the writer from the same bytes. The output is byte for byte what publishToDirectory makes
  * from the folder's loose index.
  *
@@ -17,7 +17,8 @@ import { closeSync, fstatSync, openSync, readSync } from 'node:fs';
 import { join } from 'node:path';
 import { InvalidOptionError, PublishInputError } from '../errors.js';
 import type { ReadProjectFile } from '../publish/bundle-writer.js';
-import { DEFAULT_TARGET_BUNDLE_BYTES } from '../publish/plan.js';
+import type { Grouping } from '../publish/grouping.js';
+import { DEFAULT_TARGET_BUNDLE_BYTES, orderGroupFiles } from '../publish/plan.js';
 import { compareKeys, looseFileUrl } from '../format/paths.js';
 import type { BundledIndex, LooseFileEntry } from '../format/project-index.js';
 import { nodeSha256, sha256HexNode } from './hash.js';
@@ -131,7 +132,7 @@ class Staging {
  */
 function* bundlesOf(
   files: FolderFile[],
-  grouping: { groupOf(path: string): string },
+  grouping: Grouping,
   target: number,
   folder: string,
   staging: Staging,
@@ -149,12 +150,13 @@ function* bundlesOf(
     list.push(file);
   }
   for (const group of [...groups.keys()].sort(compareKeys)) {
-    const queue = groups.get(group)!.sort((a, b) => compareKeys(a.path, b.path));
+    const queue = groups.get(group)!;
+    orderGroupFiles(queue, grouping);
     let next = 0;
     let carried: ReadFile | undefined; // read for the bundle before, which it did not fit
     while (carried || next < queue.length) {
       staging.empty();
-      // One bundle: files in path order while the distinct contents fit the target (SPEC §6).
+      // One bundle: files in SPEC §6 order while the distinct contents fit the target.
       yield (async function* () {
         const contents = new Map<string, Uint8Array | undefined>(); // SHA-256 → the bytes held
         const sizes = new Set<number>();

@@ -200,7 +200,11 @@ export class BundleWriter {
     try {
       for (const plan of plans) {
         const keys = plan.files.map((file) => (this.pathIds ? opaqueId(this.pathIds.salt, file.path) : file.path));
-        const layout = layoutBundle(plan.files.map((file, i) => ({ key: keys[i]!, sizeBytes: file.sizeBytes, sha256: file.sha256 })));
+        // A load group's data goes in first-use order, the plan's (SPEC §5 "Data order").
+        const layout = layoutBundle(
+          plan.files.map((file, i) => ({ key: keys[i]!, sizeBytes: file.sizeBytes, sha256: file.sha256 })),
+          { dataOrder: plan.order === 'first-use' ? 'given' : 'key' },
+        );
         let sha256: string;
         if (plan.dataBytes > this.targetBundleBytes) {
           await handed();

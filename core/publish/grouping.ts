@@ -3,6 +3,12 @@ import { InvalidOptionError } from '../errors.js';
 
 export interface Grouping {
   groupOf(path: string): string;
+  /**
+   * A file's place in first-use order (SPEC §6 "Order"), for a file whose group is filled in that
+   * order (a load group of `byLoads`); `undefined` for a file whose group goes in key order, as
+   * every group of a grouping without this method does.
+   */
+  firstUse?(path: string): number | undefined;
 }
 
 /** A grouping, or any function from path to group name. */

@@ -63,15 +63,19 @@ export function parseLoadsFile(text: string, file: string): LoadsFile {
 /**
  * SPEC §6 `byLoads(loads, fallback = byFolder(1))`: a file's group is `load:` + the name of the
  * first load that lists it (a file two levels share goes with the first); a file no load lists
- * keeps `fallback`'s group.
+ * keeps `fallback`'s group. A load group's files go in first-use order (SPEC §6 "Order"): the
+ * order in which the loads, taken in turn, first list them.
  */
 export function byLoads(loads: readonly NamedLoad[], fallback: Grouping = groupByFolder(1)): Grouping {
-  const first = new Map<string, string>();
-  for (const load of loads) for (const path of load.paths) if (!first.has(path)) first.set(path, load.name);
+  const first = new Map<string, { load: string; use: number }>();
+  for (const load of loads) for (const path of load.paths) if (!first.has(path)) first.set(path, { load: load.name, use: first.size });
   return {
     groupOf(path) {
-      const name = first.get(path);
-      return name === undefined ? fallback.groupOf(path) : `load:${name}`;
+      const listed = first.get(path);
+      return listed === undefined ? fallback.groupOf(path) : `load:${listed.load}`;
+    },
+    firstUse(path) {
+      return first.get(path)?.use; // a file the fallback groups: key order
     },
   };
 }

@@ -4,7 +4,7 @@
  * checks of a bundle read whole (`acceptBundle`, `verifyBundle`) are in accept.ts.
  */
 import { FileIntegrityError, KEY_PREVIEW_CHARACTERS, MAX_PROBLEMS_IN_MESSAGE, previewValue } from '../errors.js';
-import { layoutBundle, type BundleLayout } from '../format/awkb.js';
+import { inDataOrder, layoutBundle, type BundleLayout } from '../format/awkb.js';
 import { sha256Hex } from '../hash.js';
 
 /** What the index says of one member of a bundle. */
@@ -59,13 +59,17 @@ function nameOf(where: { url?: string; path?: string; id?: string }): string {
 }
 
 /**
- * The layout SPEC §5 gives the index's records of a bundle, when the index's offsets and the
- * listed size are that layout's; `undefined` when they are not (a bundle another writer laid out).
+ * The layout SPEC §5 gives the index's records of a bundle, in the data order their offsets show
+ * (key order, or a load group's first-use order), when the index's offsets and the listed size
+ * are that layout's; `undefined` when they are not (a bundle another writer laid out).
  */
 export function canonicalLayoutFor(listing: { sizeBytes: number }, members: readonly ExpectedMember[]): BundleLayout | undefined {
   let layout: BundleLayout;
   try {
-    layout = layoutBundle(members.map(({ key, sizeBytes, sha256 }) => ({ key, sizeBytes, sha256 })));
+    layout = layoutBundle(
+      inDataOrder(members).map(({ key, sizeBytes, sha256 }) => ({ key, sizeBytes, sha256 })),
+      { dataOrder: 'given' },
+    );
   } catch {
     return undefined;
   }
