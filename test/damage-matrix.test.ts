@@ -21,7 +21,6 @@ import {
   decodeBundle,
   groupByFolder,
   IndexedAssetSource,
-  MemoryCache,
   opaqueId,
   verifyBundle,
   type BundledIndex,
@@ -31,21 +30,9 @@ import {
 } from '../core/index.js';
 import { diskReader, looseIndexFromFolder, publishToDirectory, startStaticServer, type StaticServer } from '../core/node/index.js';
 import { temporaryDir } from './helpers/cli.js';
+import { RecordingCache } from './helpers/recording-cache.js';
 
 const sha256 = (bytes: Uint8Array) => createHash('sha256').update(bytes).digest('hex');
-
-/** A MemoryCache that records every content it is asked to store. */
-class RecordingCache extends MemoryCache {
-  readonly puts: string[] = [];
-  override async put(key: string, bytes: Uint8Array): Promise<void> {
-    this.puts.push(key);
-    return super.put(key, bytes);
-  }
-  override async putMany(entries: readonly (readonly [string, Uint8Array])[]): Promise<void> {
-    for (const [key] of entries) this.puts.push(key);
-    return super.putMany(entries);
-  }
-}
 
 // ---------------------------------------------------------------------------------------------
 // The projects.

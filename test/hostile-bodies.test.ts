@@ -11,23 +11,12 @@ import { readFileSync } from 'node:fs';
 import { createServer, type ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import { join } from 'node:path';
-import { AwakeError, IndexedAssetSource, MemoryCache } from '../core/index.js';
+import { AwakeError, IndexedAssetSource } from '../core/index.js';
+import { RecordingCache } from './helpers/recording-cache.js';
 import { runCli, temporaryDir } from './helpers/cli.js';
 import { seededBytes, writeTree } from './helpers/trees.js';
 
 const sha256Hex = (bytes: Uint8Array) => createHash('sha256').update(bytes).digest('hex');
-
-class RecordingCache extends MemoryCache {
-  readonly puts: string[] = [];
-  override async put(key: string, bytes: Uint8Array): Promise<void> {
-    this.puts.push(key);
-    return super.put(key, bytes);
-  }
-  override async putMany(entries: readonly (readonly [string, Uint8Array])[]): Promise<void> {
-    for (const [key] of entries) this.puts.push(key);
-    return super.putMany(entries);
-  }
-}
 
 /** 21 files in one bundle; `b/dup.bin` holds the same content as `a/dup.bin` (stored once). */
 const FILES: Record<string, Uint8Array> = {};
