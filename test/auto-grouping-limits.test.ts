@@ -8,7 +8,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { groupByReferences, referencesOf, REFERRER_READ_LIMIT_BYTES, type ReferenceWork } from '../core/index.js';
+import { collectReferences, groupByReferences, referencesOf, REFERRER_READ_LIMIT_BYTES, type ReferenceWork } from '../core/index.js';
 import { publishFolder } from '../core/node/index.js';
 import { CLI, temporaryDir } from './helpers/cli.js';
 
@@ -184,6 +184,27 @@ describe('--group auto with 200,000 of a thing (no RangeError)', () => {
     const grouping = groupByReferences(new Map([['pack.json', paths]]));
     expect(paths.every((path) => grouping.groupOf(path) === 'ref:pack.json')).toBe(true);
     expect(grouping.groupOf('other.txt')).toBe('folder:');
+  });
+
+  test('groupByReferences: a pack of 200,000 sections, each naming its own file and one they share, takes a group per section', async () => {
+    const paths = manyPaths();
+    const pack = Object.fromEntries(
+      paths.map((url, i) => [
+        `s${i}`,
+        {
+          files: [
+            { type: 'text', key: url, url },
+            { type: 'text', key: 'shared', url: 'shared.txt' },
+          ],
+        },
+      ]),
+    );
+    const files = new Map([['pack.json', encode(JSON.stringify(pack))]]);
+    const references = await collectReferences(['pack.json', 'shared.txt', ...paths], async (path) => files.get(path));
+    expect(references.sections.get('pack.json')).toHaveLength(MANY);
+    const grouping = groupByReferences(references);
+    expect(paths.every((path, i) => grouping.groupOf(path) === `ref:pack.json#s${i}`)).toBe(true);
+    expect([grouping.groupOf('pack.json'), grouping.groupOf('shared.txt')]).toEqual(['ref:pack.json#s0', 'ref:pack.json#s0']);
   });
 
   describe('a pack naming 200,000 files, a tileset of 200,000 tiles and a map of 200,000 layers in one folder', () => {

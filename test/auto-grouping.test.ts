@@ -240,6 +240,146 @@ describe('groupByReferences: the rules', () => {
   });
 });
 
+describe('groupByReferences: a Phaser pack file, a group per section', () => {
+  test("each section's group takes what it names and what that reaches; the pack goes with the first section; a file two sections name, with the first", () => {
+    const references = Object.assign(
+      new Map([
+        ['packs/game.json', ['boot/logo.png', 'ui/button.png', 'level1/hero.json', 'level1/music.ogg']],
+        ['level1/hero.json', ['level1/hero.png']],
+      ]),
+      {
+        sections: new Map([
+          [
+            'packs/game.json',
+            [
+              { key: 'boot', references: ['boot/logo.png', 'ui/button.png'] },
+              { key: 'level1', references: ['level1/hero.json', 'level1/music.ogg', 'ui/button.png'] },
+            ],
+          ],
+        ]),
+      },
+    );
+    const grouping = groupByReferences(references);
+    const groups = (...paths: string[]) => paths.map((path) => grouping.groupOf(path));
+    expect(groups('packs/game.json', 'boot/logo.png', 'ui/button.png')).toEqual(Array(3).fill('ref:packs/game.json#boot'));
+    expect(groups('level1/hero.json', 'level1/hero.png', 'level1/music.ogg')).toEqual(Array(3).fill('ref:packs/game.json#level1'));
+    expect(grouping.groupOf('level1/other.png')).toBe('folder:level1');
+    // Without its sections, the same pack is one group, as a referrer of any other format.
+    expect(groupByReferences(new Map(references)).groupOf('level1/hero.png')).toBe('ref:packs/game.json');
+  });
+
+  test("collectReferences reads the sections in the order Phaser's addPack visits them: array-index keys first, ascending, then the JSON's order", async () => {
+    const pack = {
+      meta: { app: 'Phaser Editor 2D' },
+      title: { files: [{ type: 'image', key: 'title', url: 'title.png' }] },
+      '10': { files: [{ type: 'image', key: 'ten', url: 'ten.png' }] },
+      '2': { files: [{ type: 'image', key: 'two', url: 'two.png' }] },
+      remote: { files: [{ type: 'image', key: 'cdn', url: 'https://cdn.example/cdn.png' }] },
+    };
+    const files = new Map([['pack.json', text(pack)], ...['title.png', 'ten.png', 'two.png'].map((path) => [path, text(path)] as const)]);
+    const references = await collectReferences([...files.keys()], async (path) => files.get(path));
+    expect(references.get('pack.json')).toEqual(['two.png', 'ten.png', 'title.png']);
+    expect(references.sections.get('pack.json')).toEqual([
+      { key: '2', references: ['two.png'] },
+      { key: '10', references: ['ten.png'] },
+      { key: 'title', references: ['title.png'] },
+      { key: 'remote', references: [] },
+    ]);
+    const grouping = groupByReferences(references);
+    expect(['pack.json', 'two.png', 'ten.png', 'title.png'].map((path) => grouping.groupOf(path))).toEqual([
+      'ref:pack.json#2',
+      'ref:pack.json#2',
+      'ref:pack.json#10',
+      'ref:pack.json#title',
+    ]);
+  });
+
+  test('a JSON whose top-level `files` is an array (a section without its pack) is no pack: it references nothing, as before', async () => {
+    const plain = { files: [{ type: 'image', key: 'logo', url: 'boot/logo.png' }] };
+    const files = new Map([
+      ['packs/plain.json', text(plain)],
+      ['boot/logo.png', text('logo')],
+    ]);
+    const references = await collectReferences([...files.keys()], async (path) => files.get(path));
+    expect([...references.keys()]).toEqual([]);
+    expect(references.sections.size).toBe(0);
+    const grouping = groupByReferences(references);
+    expect([grouping.groupOf('packs/plain.json'), grouping.groupOf('boot/logo.png')]).toEqual(['folder:packs', 'folder:boot']);
+  });
+});
+
+/** A game's pack: `boot` loads the preloader's two files, `level1` three (a multiatlas, whose PNG follows it, music, and boot's button again). */
+const SECTIONED_PACK = {
+  boot: {
+    files: [
+      { type: 'image', key: 'logo', url: 'boot/logo.png' },
+      { type: 'image', key: 'button', url: 'ui/button.png' },
+    ],
+  },
+  level1: {
+    path: 'level1',
+    files: [
+      { type: 'multiatlas', key: 'hero', url: 'hero.json' },
+      { type: 'audio', key: 'music', url: ['music.ogg'] },
+      { type: 'image', key: 'button', url: '../ui/button.png' },
+    ],
+  },
+};
+
+/** A tree holding SECTIONED_PACK at packs/game.json, the files it names, and a file it does not. */
+function sectionedTree(): string {
+  const dir = temporaryDir('awkb-sections-');
+  const files: Record<string, string> = {
+    'packs/game.json': JSON.stringify(SECTIONED_PACK, null, 2),
+    'boot/logo.png': 'logo',
+    'ui/button.png': 'button',
+    'level1/hero.json': JSON.stringify({ textures: [{ image: 'level1/hero.png', format: 'RGBA8888', frames: [] }] }),
+    'level1/hero.png': 'hero',
+    'level1/music.ogg': 'music',
+    'level1/unused.png': 'unused',
+  };
+  for (const [path, contents] of Object.entries(files)) {
+    mkdirSync(join(dir, path, '..'), { recursive: true });
+    writeFileSync(join(dir, path), contents);
+  }
+  return dir;
+}
+
+describe('--group auto on a Phaser pack with sections', () => {
+  const expectSections = (out: string) => {
+    const bundle = bundleOf(out);
+    const boot = ['packs/game.json', 'boot/logo.png', 'ui/button.png'];
+    const level1 = ['level1/hero.json', 'level1/hero.png', 'level1/music.ogg'];
+    expect({
+      boot: new Set(boot.map((path) => bundle.get(path))).size,
+      level1: new Set(level1.map((path) => bundle.get(path))).size,
+    }).toEqual({
+      boot: 1,
+      level1: 1,
+    });
+    // Three bundles: boot's (with the pack and the shared button), level1's, and folder:level1 (what the pack does not name).
+    expect(new Set([bundle.get('boot/logo.png'), bundle.get('level1/hero.json'), bundle.get('level1/unused.png')]).size).toBe(3);
+  };
+
+  test('the CLI: boot, with the pack and the file both sections name, in one bundle; level1 with its atlas image in another', () => {
+    const out = join(temporaryDir(), 'published');
+    const result = runCli([sectionedTree(), '--out', out, '--group', 'auto', '--json']);
+    expect(result.stderr).toBe('');
+    expect(result.code).toBe(0);
+    expectSections(out);
+    expect(JSON.parse(result.stdout).bundles).toBe(3);
+  });
+
+  test('publishFolder (as the build plugins publish) does the same, byte for byte', async () => {
+    const cli = join(temporaryDir(), 'cli');
+    expect(runCli([sectionedTree(), '--out', cli, '--group', 'auto']).code).toBe(0);
+    const library = join(temporaryDir(), 'library');
+    await publishFolder({ folder: sectionedTree(), outDir: library, groupByReferences: true });
+    expectSections(library);
+    expect(snapshot(library)).toEqual(snapshot(cli));
+  });
+});
+
 /** The example assets a game might ship, copied into a tree, and a Phaser pack file listing some of them. */
 const EXAMPLE_FILES = [
   'gltf/BoxTextured/BoxTextured.gltf',

@@ -46,34 +46,86 @@ type Reference = readonly (string | undefined)[];
  * `work`, when given, counts in steps.
  */
 export function referencesOf(path: string, bytes: Uint8Array, listed: ReadonlySet<string>, work: ReferenceWork = { steps: 0 }): string[] {
-  const found = new Set<string>();
-  for (const reference of readReferences(path, bytes, work)) {
-    work.steps += reference.length;
-    const target = reference.find((candidate): candidate is string => candidate !== undefined && listed.has(candidate));
-    if (target !== undefined && target !== path) found.add(target); // a Set keeps the first naming's place
-  }
-  return [...found];
+  return fileReferences(path, bytes, listed, work).references;
 }
 
-function readReferences(path: string, bytes: Uint8Array, work: ScanWork): Reference[] {
+/**
+ * One section of a Phaser pack file (a top-level object with a `files` array; SPEC §6, FORMAT.md
+ * "`--group auto`"): its key, and the listed files its entries name, each once, in their order.
+ */
+export interface PackSection {
+  key: string;
+  references: string[];
+}
+
+/**
+ * What `collectReferences` gives and `groupByReferences` takes: each referring file's references
+ * (`referencesOf`), and, in `sections`, the sections of each Phaser pack file one of whose
+ * sections names a listed file, in the order Phaser's `addPack` visits them (the pack's key order).
+ */
+export type ReferenceMap = ReadonlyMap<string, readonly string[]> & {
+  readonly sections?: ReadonlyMap<string, readonly PackSection[]>;
+};
+
+/** A file's references (`referencesOf`) and, for a Phaser pack file, its sections' (`PackSection`). */
+function fileReferences(
+  path: string,
+  bytes: Uint8Array,
+  listed: ReadonlySet<string>,
+  work: ReferenceWork,
+): { references: string[]; sections: PackSection[] } {
+  const found = new Set<string>(); // a Set keeps the first naming's place
+  const target = (reference: Reference) => {
+    work.steps += reference.length;
+    const named = reference.find((candidate): candidate is string => candidate !== undefined && listed.has(candidate));
+    return named !== undefined && named !== path ? named : undefined;
+  };
+  const read = readReferences(path, bytes, work);
+  const sections = read.sections.map(({ key, references }) => {
+    const named = new Set<string>();
+    for (const reference of references) {
+      const file = target(reference);
+      if (file === undefined) continue;
+      named.add(file);
+      found.add(file);
+    }
+    return { key, references: [...named] };
+  });
+  for (const reference of read.references) {
+    const file = target(reference);
+    if (file !== undefined) found.add(file);
+  }
+  return { references: [...found], sections: sections.some((section) => section.references.length > 0) ? sections : [] };
+}
+
+/** A file's references as written: a Phaser pack's by section (named first), then every other shape's. */
+interface ReadReferences {
+  sections: { key: string; references: Reference[] }[];
+  references: Reference[];
+}
+
+function readReferences(path: string, bytes: Uint8Array, work: ScanWork): ReadReferences {
   const folder = folderOf(path);
+  const only = (references: Reference[]): ReadReferences => ({ sections: [], references });
   switch (extensionOf(path)) {
     case 'glb':
-      return gltfReferences(glbJson(bytes), folder);
+      return only(gltfReferences(glbJson(bytes), folder));
     case 'gltf':
-      return gltfReferences(parseJson(bytes), folder);
+      return only(gltfReferences(parseJson(bytes), folder));
     case 'json':
     case 'tmj':
-    case 'tsj':
-      return jsonReferences(parseJson(bytes), folder, work);
+    case 'tsj': {
+      const json = parseJson(bytes);
+      return isObject(json) ? { sections: phaserPackSections(json, folder), references: jsonReferences(json, folder, work) } : only([]);
+    }
     case 'fnt': {
       const text = decodeText(bytes);
-      if (text === undefined) return [];
-      return startsWithTag(text, work) ? xmlReferences(text, folder, work) : angelCodeTextReferences(text, folder, work);
+      if (text === undefined) return only([]);
+      return only(startsWithTag(text, work) ? xmlReferences(text, folder, work) : angelCodeTextReferences(text, folder, work));
     }
     default: {
       const text = decodeText(bytes);
-      return text === undefined ? [] : xmlReferences(text, folder, work);
+      return only(text === undefined ? [] : xmlReferences(text, folder, work));
     }
   }
 }
@@ -178,11 +230,12 @@ function gltfReferences(gltf: unknown, folder: string): Reference[] {
   return [...objects(gltf.buffers), ...objects(gltf.images)].map((item) => [joinPaths(folder, relativeUrl(item.uri))]);
 }
 
-/** Every JSON shape read (a file may match several): Phaser pack, atlas, multiatlas, audio sprite, bitmap font, Tiled map and tileset. */
-function jsonReferences(json: unknown, folder: string, work: ScanWork): Reference[] {
-  if (!isObject(json)) return [];
+/**
+ * Every JSON shape read but the Phaser pack (a file may match several; its pack sections are
+ * `phaserPackSections`): atlas, multiatlas, audio sprite, bitmap font, Tiled map and tileset.
+ */
+function jsonReferences(json: JsonObject, folder: string, work: ScanWork): Reference[] {
   return [
-    ...phaserPackReferences(json, folder),
     ...atlasReferences(json, folder),
     ...multiAtlasReferences(json, folder),
     ...audioSpriteReferences(json, folder),
@@ -292,11 +345,13 @@ const withSlash = (value: string) => (value === '' || value.endsWith('/') ? valu
  * array) loads its entries at `baseURL + path + url`, where `path` and `baseURL` are the
  * section's or else the loader's. The loader's are taken to be the asset root; an absolute
  * `baseURL` (a CDN) is left out. Each URL is tried from the asset root, then beside the pack.
+ * Sections come in the order `addPack` visits them: its `for…in`, the pack's key order.
  */
-function phaserPackReferences(json: JsonObject, folder: string): Reference[] {
-  const references: Reference[] = [];
-  for (const section of Object.values(json)) {
+function phaserPackSections(json: JsonObject, folder: string): { key: string; references: Reference[] }[] {
+  const sections: { key: string; references: Reference[] }[] = [];
+  for (const [key, section] of Object.entries(json)) {
     if (!isObject(section) || !Array.isArray(section.files)) continue;
+    const references: Reference[] = [];
     const baseURL = typeof section.baseURL === 'string' && !ABSOLUTE.test(section.baseURL) ? withSlash(section.baseURL) : '';
     const path = typeof section.path === 'string' ? withSlash(section.path) : '';
     for (const entry of objects(section.files)) {
@@ -306,8 +361,9 @@ function phaserPackReferences(json: JsonObject, folder: string): Reference[] {
         references.push(rootOrBeside(folder, ABSOLUTE.test(url) ? undefined : relativeUrl(baseURL + path + url)));
       }
     }
+    sections.push({ key, references });
   }
-  return references;
+  return sections;
 }
 
 function packEntryUrls(entry: JsonObject, type: string): string[] {
@@ -360,48 +416,67 @@ function angelCodeTextReferences(text: string, folder: string, work: ScanWork): 
  * references transitively, that no earlier root took. Then each file that references something
  * and is still in no group (a cycle no root reaches) does the same, in key order. Every other
  * file keeps `fallback`'s group. So a file that several roots reach goes with the first root.
+ *
+ * A Phaser pack file with sections in `references.sections` takes a group per section instead,
+ * `ref:<pack path>#<section key>`: its sections in turn, each with what it names (and what that
+ * reaches) that no earlier section or root took; the pack itself, and what it names outside its
+ * sections, go with its first section: a game loads a pack's sections as it needs them
+ * (`load.pack(key, url, section)`), and its first one first. A pack that another file names is no root:
+ * it is reached whole, as any file, since Phaser loads a pack entry's sections all at once.
  */
-export function groupByReferences(references: ReadonlyMap<string, readonly string[]>, fallback: Grouping = groupByFolder(1)): Grouping {
+export function groupByReferences(references: ReferenceMap, fallback: Grouping = groupByFolder(1)): Grouping {
   const referrers = [...references.keys()].filter((path) => references.get(path)!.some((target) => target !== path)).sort(compareKeys);
   const referenced = new Set<string>();
   for (const [path, targets] of references) for (const target of targets) if (target !== path) referenced.add(target);
-  const rootOf = new Map<string, string>();
-  const take = (root: string) => {
-    const pending = [root];
+  const groupOf = new Map<string, string>();
+  /** Puts into `group` each file of `pending`, and what it reaches, that is in no group yet. */
+  const reach = (pending: string[], group: string) => {
     for (let path = pending.pop(); path !== undefined; path = pending.pop()) {
-      if (rootOf.has(path)) continue;
-      rootOf.set(path, root);
+      if (groupOf.has(path)) continue;
+      groupOf.set(path, group);
       for (const target of references.get(path) ?? []) pending.push(target); // not push(...): a file may name 200,000
     }
   };
+  const take = (root: string) => {
+    const sections = references.sections?.get(root);
+    if (sections === undefined || sections.length === 0) return reach([root], `ref:${root}`);
+    const first = `ref:${root}#${sections[0]!.key}`;
+    groupOf.set(root, first);
+    const inSections = new Set<string>();
+    for (const section of sections) for (const target of section.references) inSections.add(target);
+    const outsideSections = (references.get(root) ?? []).filter((target) => !inSections.has(target)); // a pack that is also an atlas…
+    reach(outsideSections, first);
+    for (const section of sections) reach(section.references.slice(), `ref:${root}#${section.key}`);
+  };
   for (const root of referrers) if (!referenced.has(root)) take(root);
-  for (const referrer of referrers) if (!rootOf.has(referrer)) take(referrer);
+  for (const referrer of referrers) if (!groupOf.has(referrer)) take(referrer);
   return {
     groupOf(path) {
-      const root = rootOf.get(path);
-      return root === undefined ? fallback.groupOf(path) : `ref:${root}`;
+      return groupOf.get(path) ?? fallback.groupOf(path);
     },
   };
 }
 
 /**
  * The references of every file in `paths` that `--group auto` reads (`mayReference`), for
- * `groupByReferences`. `read` gives a file's bytes (a .glb's may stop after its JSON chunk), or
- * undefined for a file it does not read (too large): such a file references nothing. Files are
- * read one at a time, and their bytes let go once read.
+ * `groupByReferences`, with each Phaser pack file's sections in `sections`. `read` gives a
+ * file's bytes (a .glb's may stop after its JSON chunk), or undefined for a file it does not
+ * read (too large): such a file references nothing. Files are read one at a time, and their
+ * bytes let go once read.
  */
 export async function collectReferences(
   paths: readonly string[],
   read: (path: string) => Promise<Uint8Array | undefined>,
-): Promise<Map<string, string[]>> {
+): Promise<Map<string, string[]> & { sections: Map<string, PackSection[]> }> {
   const listed = new Set(paths);
-  const references = new Map<string, string[]>();
+  const references = Object.assign(new Map<string, string[]>(), { sections: new Map<string, PackSection[]>() });
   for (const path of paths) {
     if (!mayReference(path)) continue;
     const bytes = await read(path);
     if (bytes === undefined) continue;
-    const targets = referencesOf(path, bytes, listed);
-    if (targets.length > 0) references.set(path, targets);
+    const found = fileReferences(path, bytes, listed, { steps: 0 });
+    if (found.references.length > 0) references.set(path, found.references);
+    if (found.sections.length > 0) references.sections.set(path, found.sections);
   }
   return references;
 }
