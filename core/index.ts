@@ -13,6 +13,7 @@ export { sha256HexSync, createSha256, type IncrementalSha256 } from './hash-nobl
 export * from './publish/grouping.js';
 export * from './publish/loads.js';
 export * from './publish/load-report.js';
+export * from './format/references.js';
 export * from './publish/references.js';
 export * from './publish/plan.js';
 export * from './publish/bundle-writer.js';

@@ -12,6 +12,7 @@ import { IndexedAssetSource, ReadStalledError, RequestAbortedError } from '../co
 import { MAX_READ_RESTARTS, runRead, type ReadSteps } from '../core/read/file-read.js';
 import { LoadRegistry, type Load } from '../core/read/load-registry.js';
 import { abortable } from '../core/net/abort.js';
+import { MAX_READ_AHEAD, ReadAhead } from '../core/read/read-ahead.js';
 import { startStaticServer } from '../core/node/index.js';
 import { REPO, runCli, temporaryDir } from './helpers/cli.js';
 import { startHeldServer } from './helpers/held-server.js';
@@ -337,5 +338,94 @@ describe('defect 10: work is linear in the reads waiting', () => {
     } finally {
       await host.close();
     }
+  });
+});
+
+// ---- read-ahead of references (issue 27, item 3) ----------------------------------------------
+
+describe('read-ahead: a file that names others starts their loads as it is handed out', () => {
+  const gltf = (images: string[], buffer = '../buffers/ship.bin') =>
+    new TextEncoder().encode(
+      JSON.stringify({ asset: { version: '2.0' }, buffers: [{ uri: buffer, byteLength: 4096 }], images: images.map((uri) => ({ uri })) }),
+    );
+  let root: string;
+  const files: Record<string, Uint8Array> = {};
+  const bundleOf = (path: string) => {
+    const index = JSON.parse(readFileSync(join(root, 'site/project.index.json'), 'utf8'));
+    const file = index.files.find((f: { path: string }) => f.path === path);
+    return `/site/${index.bundles.find((b: { sha256: string }) => b.sha256 === file.bundle).url}`;
+  };
+
+  beforeAll(() => {
+    root = temporaryDir('awkb-read-ahead-');
+    files['models/ship.gltf'] = gltf(['../textures/ship.png']);
+    files['buffers/ship.bin'] = seededBytes(4096, 1);
+    files['textures/ship.png'] = seededBytes(3000, 2);
+    files['textures/unused.png'] = seededBytes(3000, 3);
+    // By folder (the default): the model, its buffer and its texture are three bundles.
+    publish(files, join(root, 'site'));
+  });
+
+  test('reading a .gltf starts its buffer’s and image’s bundles before anyone asks; reading them then makes no request', async () => {
+    const host = await startHeldServer(root);
+    try {
+      const source = await IndexedAssetSource.open({ indexUrl: `${host.origin}/site/project.index.json`, hashWorkers: 0 });
+      expect(sha256Hex(await source.read('models/ship.gltf'))).toBe(sha256Hex(files['models/ship.gltf']!));
+      // Nothing else read yet: the server is asked for both bundles all the same.
+      await host.answered(bundleOf('buffers/ship.bin'), 1);
+      await host.answered(bundleOf('textures/ship.png'), 1);
+      expect(sha256Hex(await source.read('buffers/ship.bin'))).toBe(sha256Hex(files['buffers/ship.bin']!));
+      expect(sha256Hex(await source.read('textures/ship.png'))).toBe(sha256Hex(files['textures/ship.png']!));
+      expect([bundleOf('buffers/ship.bin'), bundleOf('textures/ship.png')].map((path) => host.count(path))).toEqual([1, 1]);
+      // Not recorded as loads: only what the game asked for is.
+      expect(source.recordedLoads().loads.flatMap((load) => load.paths)).toEqual([
+        'models/ship.gltf',
+        'buffers/ship.bin',
+        'textures/ship.png',
+      ]);
+    } finally {
+      await host.close();
+    }
+  });
+
+  test('readAhead: false reads only what is asked for', async () => {
+    const host = await startHeldServer(root);
+    try {
+      const source = await IndexedAssetSource.open({
+        indexUrl: `${host.origin}/site/project.index.json`,
+        hashWorkers: 0,
+        readAhead: false,
+      });
+      await source.read('models/ship.gltf');
+      await import('../core/format/references.js'); // what read-ahead imports, in hand: a read-ahead would have started by the next task
+      await new Promise((resolve) => setImmediate(resolve));
+      await source.whenStored();
+      expect(host.count(bundleOf('textures/ship.png'))).toBe(0);
+      expect(host.count(bundleOf('buffers/ship.bin'))).toBe(0);
+    } finally {
+      await host.close();
+    }
+  });
+
+  test('bounded: a file naming 100,000 listed files starts at most MAX_READ_AHEAD; a file is read for references once', async () => {
+    const names = ['models/child.gltf', ...Array.from({ length: 100_000 }, (_, i) => `textures/t${i}.png`)];
+    const view = { paths: () => ['models/many.gltf', ...names] } as unknown as ConstructorParameters<typeof ReadAhead>[0];
+    const started: string[][] = [];
+    const ahead = new ReadAhead(view, (paths) => started.push(paths));
+    const bytes = gltf(
+      names.slice(1).map((name) => `../${name}`),
+      '../models/child.gltf',
+    );
+    ahead.handingOut('models/many.gltf', bytes);
+    ahead.handingOut('models/many.gltf', bytes);
+    await import('../core/format/references.js');
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(started).toHaveLength(1);
+    expect(started[0]).toHaveLength(MAX_READ_AHEAD);
+    expect(started[0]!.slice(0, 2)).toEqual(['models/child.gltf', 'textures/t0.png']);
+    // What was started ahead is not read ahead of in turn (one level), a glTF among them.
+    ahead.handingOut('models/child.gltf', gltf(['../textures/t5000.png']));
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(started).toHaveLength(1);
   });
 });

@@ -23,13 +23,16 @@ interface Measure {
 const KB = 1024;
 
 /** Min+gzip bytes that load with the game, per entry. */
+// Issue 26's read path (a bounded machine per read, the load planner, the parts split out of the
+// façade) and issue 27's read-ahead hook cost ~2.3 KB on the game entries; the core entry also
+// exports the reference reader now in core/format (BENCHMARKS.md "Size").
 const BUDGETS: Record<string, number> = {
-  core: 46.5 * KB,
+  core: 50 * KB,
   // Issue 21 aims at 25 KB; what stands between is in BENCHMARKS.md ("Size").
-  phaser: 33 * KB,
-  babylon: 32.75 * KB,
+  phaser: 35.25 * KB,
+  babylon: 35 * KB,
   // Issue 21: the service worker at most 40 KB gzipped.
-  sw: 36.5 * KB,
+  sw: 38.5 * KB,
 };
 
 let measures: Measure[];

@@ -24,7 +24,7 @@ import { IndexedAssetSource, type OpenOptions } from '../../core/read/indexed-as
 import { asFolder, folderOf, projectPathOf } from '../../core/read/project-urls.js';
 import { IndexVersions, type IndexStore, type IndexUpdate } from './index-versions.js';
 
-export interface AwkbFetchHandlerOptions extends Omit<OpenOptions, 'index' | 'baseUrl' | 'indexUrl' | 'signal'> {
+export interface AwkbFetchHandlerOptions extends Omit<OpenOptions, 'index' | 'baseUrl' | 'indexUrl' | 'signal' | 'readAhead'> {
   /** Where the project index is: absolute, or relative to the worker script's URL. */
   indexUrl: string;
   /** The folder URL that maps to the project root (default: the folder holding the index). */
@@ -128,7 +128,8 @@ export function createAwkbFetchHandler(options: AwkbFetchHandlerOptions): AwkbFe
     sleep: _sleep,
     ...openOptions
   } = options;
-  const settings = { ...openOptions, indexUrl, cache, fetch: readerFetch, hashWorkers: options.hashWorkers ?? 0 };
+  // No read-ahead here: the worker is built without the reference reader (static-imports-loader.cjs).
+  const settings = { ...openOptions, indexUrl, cache, fetch: readerFetch, hashWorkers: options.hashWorkers ?? 0, readAhead: false };
   const versions = new IndexVersions({
     indexUrl,
     fetchIndex: () => IndexedAssetSource.open(settings),

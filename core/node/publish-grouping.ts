@@ -8,7 +8,8 @@ import { PublishInputError } from '../errors.js';
 import { unsafePathReason } from '../format/paths.js';
 import { groupByFolder, toGrouping, type Grouping, type GroupingLike } from '../publish/grouping.js';
 import { byLoads, parseLoadsFile, unlistedLoadPaths, type LoadsFile, type NamedLoad } from '../publish/loads.js';
-import { collectReferences, glbJsonEnd, groupByReferences, REFERRER_READ_LIMIT_BYTES } from '../publish/references.js';
+import { glbJsonEnd, REFERRER_READ_LIMIT_BYTES } from '../format/references.js';
+import { collectReferences, groupByReferences } from '../publish/references.js';
 
 /** The grouping options of a Node publish (`publishFolder`, `publishToDirectory`, `publishToTarget`). */
 export interface PublishGroupingOptions {

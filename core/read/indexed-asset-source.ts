@@ -37,6 +37,7 @@ import {
 import { OriginCapabilities } from './origins.js';
 import { HeldMembers } from './pending-members.js';
 import { Prefetcher, type PrefetchFile } from './prefetch.js';
+import { ReadAhead } from './read-ahead.js';
 import { rangeReadSettings } from './range-reads.js';
 import { readSteps } from './read-steps.js';
 import type { SourceParts } from './source-parts.js';
@@ -55,6 +56,7 @@ export class IndexedAssetSource {
   readonly #parts: SourceParts;
   readonly #loads: LoadRunner;
   readonly #prefetcher: Prefetcher;
+  readonly #readAhead: ReadAhead | undefined;
   private readonly pool: DigestPool;
   readonly #ownsPool: boolean;
   readonly #objectUrls = new Map<string, string>();
@@ -108,6 +110,14 @@ export class IndexedAssetSource {
     };
     this.#loads = new LoadRunner(this.#parts);
     this.#prefetcher = new Prefetcher(this.#parts, this.#loads);
+    const prefetcher = this.#prefetcher;
+    this.#readAhead =
+      options.readAhead === false
+        ? undefined
+        : new ReadAhead(
+            view,
+            (paths) => void prefetcher.ahead(paths.map((path) => ({ path, entry: view.entry(path)! }))).catch(() => undefined),
+          );
     const store = cache.workerStore();
     if (store) (this.pool as WorkerDigestPool).prepareStore(store);
   }
@@ -152,6 +162,7 @@ export class IndexedAssetSource {
     });
     try {
       const bytes = await runRead(steps, { path, id: entry.id }, signal);
+      this.#readAhead?.handingOut(path, bytes);
       options.onProgress?.(entry.sizeBytes, entry.sizeBytes);
       return bytes;
     } catch (error) {

@@ -119,6 +119,14 @@ export interface OpenOptions {
   /** A transport of your own (tests, custom retry policies); `fetch`, `retry`, `timeoutMs` are then ignored. */
   transport?: Transport;
   /**
+   * Read ahead of references (default true): when a file that names others is handed out (a
+   * glTF's buffers and images, a .glb's, an atlas's or bitmap font's pages, a Tiled map's
+   * tilesets and images), start the loads of the files it names that the index lists, before the
+   * engine has parsed it and asked: a model then costs one round trip, not two. Not for Phaser
+   * packs (a scene picks its sections). `false` reads only what is asked for.
+   */
+  readAhead?: boolean;
+  /**
    * Record, per load name, the paths this source is asked to read, load or prefetch (default
    * true; a Set per load): `recordedLoads()` gives them as the loads file (`awkb-loads.json`,
    * SPEC §6) that groups each load's files into bundles of their own. `false` records nothing.

@@ -47,6 +47,23 @@ export class Prefetcher {
   }
 
   /**
+   * Starts the loads of `files` that neither memory, a load in flight nor the cache holds (the
+   * read-ahead of references, read-ahead.ts): what arrives is held for their reads within
+   * `pendingBytes`, pinned by nothing, so files the engine never asks for cost no memory past it.
+   */
+  async ahead(files: PrefetchFile[]): Promise<void> {
+    const { view, held, registry, deciding } = this.#parts;
+    const groups = new Map<string, Entry[]>();
+    for (const { entry } of files) if (!held.has(entry.sha256)) pushTo(groups, view.loadKeyOf(entry), entry);
+    for (const loadKey of [...groups.keys()]) if (registry.get(loadKey) || deciding.has(loadKey)) groups.delete(loadKey);
+    if (groups.size === 0) return;
+    const { complete, present } = await this.#cachedGroups(groups);
+    for (const loadKey of groups.keys())
+      if (!complete.has(loadKey) && !registry.get(loadKey) && !this.#parts.lifetime.aborted)
+        this.#loads.start(loadKey, present ? { present } : {});
+  }
+
+  /**
    * The files whose contents changed since `previous` and whose earlier contents the cache holds
    * (and the new ones it does not): what `prefetchChanged` brings into the cache.
    */
