@@ -111,13 +111,15 @@ export class IndexedAssetSource {
     this.#loads = new LoadRunner(this.#parts);
     this.#prefetcher = new Prefetcher(this.#parts, this.#loads);
     const prefetcher = this.#prefetcher;
-    this.#readAhead =
-      options.readAhead === false
-        ? undefined
-        : new ReadAhead(
-            view,
-            (paths) => void prefetcher.ahead(paths.map((path) => ({ path, entry: view.entry(path)! }))).catch(() => undefined),
-          );
+    const readAhead = options.readAhead === false ? undefined : new ReadAhead(view, (paths) => void start(paths));
+    const start = (paths: string[]) =>
+      prefetcher
+        .ahead(
+          paths.map((path) => ({ path, entry: view.entry(path)! })),
+          (path) => readAhead!.wanted(path),
+        )
+        .catch(() => undefined);
+    this.#readAhead = readAhead;
     const store = cache.workerStore();
     if (store) (this.pool as WorkerDigestPool).prepareStore(store);
   }

@@ -51,15 +51,21 @@ export class Prefetcher {
    * read-ahead of references, read-ahead.ts): what arrives is held for their reads within
    * `pendingBytes`, pinned by nothing, so files the engine never asks for cost no memory past it.
    */
-  async ahead(files: PrefetchFile[]): Promise<void> {
+  async ahead(files: PrefetchFile[], wanted: (path: string) => boolean): Promise<void> {
     const { view, held, registry, deciding } = this.#parts;
-    const groups = new Map<string, Entry[]>();
-    for (const { entry } of files) if (!held.has(entry.sha256)) pushTo(groups, view.loadKeyOf(entry), entry);
-    for (const loadKey of [...groups.keys()]) if (registry.get(loadKey) || deciding.has(loadKey)) groups.delete(loadKey);
+    /** Groups with a file still wanted, not held, whose load is neither in flight nor being decided. */
+    const open = (among: PrefetchFile[]) => {
+      const groups = new Map<string, Entry[]>();
+      for (const { path, entry } of among) if (wanted(path) && !held.has(entry.sha256)) pushTo(groups, view.loadKeyOf(entry), entry);
+      for (const loadKey of [...groups.keys()]) if (registry.get(loadKey) || deciding.has(loadKey)) groups.delete(loadKey);
+      return groups;
+    };
+    const groups = open(files);
     if (groups.size === 0) return;
     const { complete, present } = await this.#cachedGroups(groups);
-    for (const loadKey of groups.keys())
-      if (!complete.has(loadKey) && !registry.get(loadKey) && !this.#parts.lifetime.aborted)
+    // While the cache answered, the game may have read them, or a load of theirs started: asked again.
+    for (const loadKey of open(files).keys())
+      if (groups.has(loadKey) && !complete.has(loadKey) && !this.#parts.lifetime.aborted)
         this.#loads.start(loadKey, present ? { present } : {});
   }
 

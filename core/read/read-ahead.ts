@@ -27,7 +27,7 @@ type References = typeof import('./read-ahead-references.js');
 export class ReadAhead {
   readonly #view: IndexView;
   readonly #start: (paths: string[]) => void;
-  /** Files read for references already (or being read), by path. */
+  /** Files handed out (and so read for references, where they may name others), by path. */
   readonly #read = new Set<string>();
   /** Files started ahead: not read ahead of in turn. */
   readonly #ahead = new Set<string>();
@@ -48,8 +48,10 @@ export class ReadAhead {
    */
   handingOut(path: string, bytes: Uint8Array): void {
     const extension = extensionOf(path);
-    if (this.#read.has(path) || this.#ahead.has(path) || !READ_AHEAD_EXTENSIONS.has(extension)) return;
+    // Every file handed out is remembered: one the game has read already is never started ahead.
+    const again = this.#read.has(path);
     this.#read.add(path);
+    if (again || this.#ahead.has(path) || !READ_AHEAD_EXTENSIONS.has(extension)) return;
     if (this.#loaded) return this.#follow(this.#loaded, path, bytes);
     const copy = bytes.slice(0, extension === 'glb' ? glbHead(bytes) : bytes.length);
     this.#loading ??= import('./read-ahead-references.js').catch(() => undefined);
@@ -58,6 +60,11 @@ export class ReadAhead {
       this.#loaded = loaded;
       this.#follow(loaded, path, copy);
     });
+  }
+
+  /** Whether `path` is still worth starting ahead: not handed out by this source yet. */
+  wanted(path: string): boolean {
+    return !this.#read.has(path);
   }
 
   #follow(references: References, path: string, bytes: Uint8Array): void {
