@@ -29,11 +29,12 @@ import type { Load } from './load-registry.js';
 export type ReadState = 'held' | 'joining' | 'deciding' | 'cache' | 'planned' | 'fetching';
 
 /**
- * Starts over a read may make. The legitimate ones: a prefetch's decision ended (1), then the
- * load it joined was a delta load without its content or had let it go under the memory budget
- * (2), then a host refused its range (3). Past it, something keeps ending without its content.
+ * Starts over a read may make. The legitimate ones each wait for a real event and happen a few
+ * times at most: a prefetch's decision ended (a game's loader may decide the same group in two
+ * ticks), the load it joined had let its content go under the memory budget, a host refused its
+ * range. Past it, something keeps ending without its content: the read fails typed, never spins.
  */
-export const MAX_READ_RESTARTS = 3;
+export const MAX_READ_RESTARTS = 5;
 
 /** What a read can do, one step each. */
 export interface ReadSteps {
