@@ -362,6 +362,9 @@ describe('read-ahead: a file that names others starts their loads as it is hande
     files['buffers/ship.bin'] = seededBytes(4096, 1);
     files['textures/ship.png'] = seededBytes(3000, 2);
     files['textures/unused.png'] = seededBytes(3000, 3);
+    files['packs/game.json'] = new TextEncoder().encode(
+      JSON.stringify({ boot: { files: [{ type: 'image', key: 'ship', url: 'textures/ship.png' }] } }),
+    );
     // By folder (the default): the model, its buffer and its texture are three bundles.
     publish(files, join(root, 'site'));
   });
@@ -402,6 +405,20 @@ describe('read-ahead: a file that names others starts their loads as it is hande
       await source.whenStored();
       expect(host.count(bundleOf('textures/ship.png'))).toBe(0);
       expect(host.count(bundleOf('buffers/ship.bin'))).toBe(0);
+    } finally {
+      await host.close();
+    }
+  });
+
+  test('a Phaser pack is not read ahead of: which of its sections a scene loads is the game’s choice', async () => {
+    const host = await startHeldServer(root);
+    try {
+      const source = await IndexedAssetSource.open({ indexUrl: `${host.origin}/site/project.index.json`, hashWorkers: 0 });
+      await source.read('packs/game.json');
+      await import('../core/read/read-ahead-references.js'); // what read-ahead imports, in hand: it would have started by the next task
+      await new Promise((resolve) => setImmediate(resolve));
+      await source.whenStored();
+      expect(host.count(bundleOf('textures/ship.png'))).toBe(0);
     } finally {
       await host.close();
     }
