@@ -20,8 +20,6 @@ import { DEFAULT_RANGE_READS, type RangeReadOptions } from './range-reads.js';
 import { checkFileDigest, checkFileSize } from './verify.js';
 import type { VerifiedCache } from './verified-cache.js';
 
-export { bundleSizeError, type Accepted, type FetchCallbacks, type Replan, type WholeHandler } from './fetched.js';
-
 type RangesModule = typeof import('./bundle-ranges.js');
 
 export class BundleFetcher {

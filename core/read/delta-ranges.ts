@@ -2,7 +2,7 @@
  * Delta reads (issue 11): which byte ranges of a bundle to ask for when the cache already holds
  * some of its members (from an earlier version of the project: the cache is keyed by member
  * SHA-256, so contents carry over): the option and its defaults. The planning is
- * `deltaRangesFor` in bundle-ranges.ts, imported once a cache holds part of a bundle.
+ * `deltaRangesFor` in delta-plan.ts, which the load planner imports (through bundle-ranges.ts) once a cache holds part of a bundle.
  */
 import { InvalidOptionError } from '../errors.js';
 import { DEFAULT_DELTA_RANGE_OPTIONS, DEFAULT_MULTIPART_RANGE_OPTIONS } from '../format/delta-range-options.js';

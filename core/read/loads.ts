@@ -41,7 +41,9 @@ export class LoadRunner {
       };
       try {
         const accepted = await this.#carryOut(load, options, decide, callbacks);
-        load.stored = this.#pending(load, this.#parts.cache.store(accepted.forCache, accepted.stored));
+        load.stored = this.#parts.cache.store(accepted.forCache, accepted.stored);
+        // A worker's write waits for the loads in flight to end, after this load has left: marked pending.
+        if (accepted.stored) this.#pending(load, load.stored);
         // The load stays in flight until the cache holds what it brought, so that a read coming
         // meanwhile joins it (or finds the cache filled) rather than fetch the bundle again. Not a
         // worker's write: workers write once the loads are over (see flushStores).
@@ -76,14 +78,12 @@ export class LoadRunner {
   }
 
   /** Marks what `load` brought as written by `stored` until it settles (SourceParts `writes`). */
-  #pending(load: Load, stored: Promise<void>): Promise<void> {
-    const { writes, cache } = this.#parts;
-    if (!cache.enabled) return stored;
+  #pending(load: Load, stored: Promise<void>): void {
+    const { writes } = this.#parts;
     for (const sha256 of load.arrived) writes.set(sha256, stored);
     void stored.then(() => {
       for (const sha256 of load.arrived) if (writes.get(sha256) === stored) writes.delete(sha256);
     });
-    return stored;
   }
 
   /**
