@@ -4,6 +4,7 @@
  * prefetch is deciding wait for its decision (`deciding`) rather than ask the cache themselves.
  */
 import { entryKey, type ProjectIndex } from '../format/project-index.js';
+import { rangeAside } from './aside-ranges.js';
 import { pushTo, type Entry } from './index-view.js';
 import { PrefetchReport } from './load-progress.js';
 import { ByteBudget, type Load } from './load-registry.js';
@@ -57,7 +58,11 @@ export class Prefetcher {
     const open = (among: PrefetchFile[]) => {
       const groups = new Map<string, Entry[]>();
       for (const { path, entry } of among) if (wanted(path) && !held.has(entry.sha256)) pushTo(groups, view.loadKeyOf(entry), entry);
-      for (const loadKey of [...groups.keys()]) if (registry.get(loadKey) || deciding.has(loadKey)) groups.delete(loadKey);
+      for (const loadKey of [...groups.keys()]) {
+        const load = registry.get(loadKey);
+        if (load) this.#besideLoad(load, groups.get(loadKey)!, among);
+        if (load || deciding.has(loadKey)) groups.delete(loadKey);
+      }
       return groups;
     };
     const groups = open(files);
@@ -66,7 +71,23 @@ export class Prefetcher {
     // While the cache answered, the game may have read them, or a load of theirs started: asked again.
     for (const loadKey of open(files).keys())
       if (groups.has(loadKey) && !complete.has(loadKey) && !this.#parts.lifetime.aborted)
-        this.#loads.start(loadKey, present ? { present } : {});
+        this.#loads.start(loadKey, { ...(present ? { present } : {}), wanted: shasOf(groups.get(loadKey)!) });
+  }
+
+  /**
+   * Read-ahead files of a bundle whose load is in flight (needed bytes, SPEC §7): one gathering
+   * its reads wants them too; one that planned without them brings them by ranges of their own
+   * (aside-ranges.ts), at once, rather than after it.
+   */
+  #besideLoad(load: Load, entries: Entry[], files: PrefetchFile[]): void {
+    if (!this.#parts.lines) return;
+    if (load.gathering) return void entries.forEach((entry) => load.gathering!.add(entry.sha256));
+    if (!load.decided || !load.brings) return;
+    for (const entry of distinct(entries))
+      if (!load.brings.has(entry.sha256) && this.#parts.planner.readsByRange(entry, true))
+        void rangeAside(this.#parts, this.#loads, entry, files.find((file) => file.entry === entry)?.path ?? entryKey(entry)).catch(
+          () => undefined,
+        );
   }
 
   /**
@@ -102,7 +123,7 @@ export class Prefetcher {
     const jobs = [...groups.keys()].filter((loadKey) => !cached.has(loadKey));
     const fromCache = [...cached].map(async (loadKey) => {
       if (!keep || (await this.#holdFromCache(groups.get(loadKey)!))) return decided(loadKey);
-      const load = registry.get(loadKey) ?? this.#loads.start(loadKey);
+      const load = registry.get(loadKey) ?? this.#loads.start(loadKey, { wanted: shasOf(groups.get(loadKey)!) });
       decided(loadKey);
       await registry.join(load, signal);
     });
@@ -111,7 +132,9 @@ export class Prefetcher {
     const starting = jobs.map(async (loadKey) => {
       const size = view.sizeOfLoad(loadKey);
       if (budget) await budget.take(size, signal);
-      const load = registry.get(loadKey) ?? this.#loads.start(loadKey, { ...(present ? { present } : {}), hold: keep });
+      const load =
+        registry.get(loadKey) ??
+        this.#loads.start(loadKey, { ...(present ? { present } : {}), hold: keep, wanted: shasOf(groups.get(loadKey)!) });
       decided(loadKey);
       if (budget)
         void load.done
@@ -202,6 +225,11 @@ export class Prefetcher {
     }
     return found.size === wanted.length;
   }
+}
+
+/** The contents of a group's entries (a load's `wanted`: with needed bytes, what it fetches). */
+function shasOf(entries: Entry[]): string[] {
+  return entries.map((entry) => entry.sha256);
 }
 
 /** One entry per content. */
