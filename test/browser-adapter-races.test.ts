@@ -11,6 +11,12 @@
  * every bundle's requested byte ranges (no Range header: the whole bundle) may cover a byte once.
  * Bytes, not requests: a load may bring only a bundle's missing members, by several ranges.
  *
+ * The races need luck to show; one does not: a Phaser scene that reads a file whose bundle the
+ * previous scene brought, while the game loads its next level in the background, had that bundle
+ * requested again as a Range request (the other loads kept the workers' cache write of it waiting,
+ * and the scene's `source.load` asked the store, not the pending writes). That test holds the
+ * server's answers to make the order certain.
+ *
  * Then the read-ahead of references (core/read/read-ahead.ts, on by default): a .gltf whose
  * buffer and image live in other bundles has those bundles requested before the glTF loader is
  * handed the .gltf at all, so a model costs one round trip, not two.
@@ -319,6 +325,55 @@ describe.each(TESTED_BROWSERS)('%s', (kind) => {
       await page.goto(`${server.origin}/phaser-page/phaser4.html`, { waitUntil: 'load' });
       await page.waitForFunction(() => typeof (globalThis as { runScene?: unknown }).runScene === 'function', { timeout: 30_000 });
     }
+
+    test('a second scene reads a file whose bundle the first brought while the next level loads in the background: that bundle is requested once', async () => {
+      const image = 'images/kenney/coin.png';
+      const level = 'audio/superpowers/theme-4.ogg';
+      const imageBundle = phaser.bundleOf.get(image)!;
+      const member = phaser.memberOf.get(image)!;
+      expect(member.offset + member.sizeBytes).toBeLessThan(phaser.bundleSizes.get(imageBundle)!);
+      const options = (visit: number, more: Record<string, unknown>) => ({
+        renderer,
+        baseURL: `/visit-${visit}/site/phaser/published/`,
+        index: { url: 'project.index.json' },
+        ...more,
+      });
+      // A player's earlier visit made the cache (its text file only): on this one the workers write it.
+      const earlier = await nextVisit(true);
+      await openGamePage();
+      await page.evaluate((o) => (globalThis as any).runScene(o).then(() => undefined), options(earlier, { queue: ['text'] }));
+      const visit = await nextVisit(false);
+      // The index waits until the reader's workers have answered, so that bundles stream (and are written) in them.
+      const index = server.hold('/site/phaser/published/project.index.json');
+      // The first scene's image arrives, streamed; the rest of its bundle waits until the level's background load is under way.
+      const tail = server.hold(imageBundle, { afterBytes: member.offset + member.sizeBytes });
+      const background = server.hold(phaser.bundleOf.get(level)!);
+      await openGamePage();
+      await page.evaluate(
+        (o) => {
+          const game = globalThis as unknown as { running: Promise<string>; runScene(o: unknown): Promise<unknown> };
+          game.running = game.runScene(o).then((result) => JSON.stringify(result));
+        },
+        options(visit, { queue: ['image'], background: [level], secondScene: { queue: ['imageAgain'] } }),
+      );
+      await index.arrived;
+      await page.waitForFunction("import('/dist/core/index.js').then((core) => core.sharedDigestPool().usingWorkers === true)");
+      index.release();
+      await tail.arrived;
+      await background.arrived;
+      // The image's load ends now, with the level's still in flight: the workers write its members once no load is (flushStores).
+      tail.release();
+      // The second scene's loader completes (its create then waits for the cache writes, which wait for the level's load).
+      await page.waitForFunction("globalThis.awkbSceneEvents?.complete.some(([scene]) => scene === 'second')", { timeout: 30_000 });
+      background.release();
+      const result = JSON.parse(await page.evaluate(() => (globalThis as unknown as { running: Promise<string> }).running));
+      expect(result.events.loaderror).toEqual([]);
+      expect(result.second.imageAgain).toEqual(result.first.caches.image);
+      const { requests, twice } = visitLog(visit, phaser);
+      expect(twice).toEqual([]);
+      expect(requests.filter((r) => r.path === imageBundle)).toHaveLength(1);
+      expect(errors).toEqual([]);
+    });
 
     test(
       `${PHASER_VISITS} page loads of a scene preloading 14 files of 11 types from 10 bundles: no byte of a bundle is requested twice in one`,
