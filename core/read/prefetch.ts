@@ -187,13 +187,16 @@ export class Prefetcher {
   /**
    * What the cache holds of each prefetch group, in one `hasMany` call for all of them (counts,
    * no bytes): per load key, whether every content the group needs and `held` lacks is there.
+   * A content whose cache write is pending counts as there (issue 27, "no byte twice"): a
+   * worker writes once no load is in flight, so a load of its bundle that just ended, while
+   * another is still under way, is not in the store yet, and asking the store would fetch it again.
    */
   async #cachedGroups(groups: Map<string, Entry[]>): Promise<{ complete: Set<string>; present?: Set<string> }> {
-    const { held, cache, view } = this.#parts;
+    const { held, cache, view, writes } = this.#parts;
     const complete = new Set<string>();
     const wanted = new Map<string, Entry[]>();
     for (const [loadKey, group] of groups) {
-      const missing = distinct(group.filter((entry) => !held.has(entry.sha256)));
+      const missing = distinct(group.filter((entry) => !held.has(entry.sha256) && !writes.has(entry.sha256)));
       if (missing.length === 0) complete.add(loadKey);
       else wanted.set(loadKey, missing);
     }
@@ -204,6 +207,7 @@ export class Prefetcher {
     for (const loadKey of wanted.keys()) for (const entry of view.membersOf(loadKey)) shas.add(entry.sha256);
     const present = await cache.contains([...shas]);
     if (!present) return { complete };
+    for (const sha256 of shas) if (writes.has(sha256)) present.add(sha256);
     for (const [loadKey, missing] of wanted) if (missing.every((entry) => present.has(entry.sha256))) complete.add(loadKey);
     return { complete, present };
   }
@@ -216,6 +220,7 @@ export class Prefetcher {
     const { held, cache } = this.#parts;
     const wanted = distinct(group.filter((entry) => !held.has(entry.sha256)));
     if (wanted.length === 0) return true;
+    await this.#written(wanted);
     const found = await cache.getVerified(wanted);
     const readsOf = new Map<string, number>();
     for (const file of group) readsOf.set(file.sha256, (readsOf.get(file.sha256) ?? 0) + 1);
@@ -224,6 +229,15 @@ export class Prefetcher {
       held.put(sha256, bytes, reads, reads, 'cache');
     }
     return found.size === wanted.length;
+  }
+
+  /** Once the pending cache writes of `entries` have settled (the workers asked to write now), as a read waits (read-steps.ts `fromCache`). */
+  async #written(entries: Entry[]): Promise<void> {
+    const { writes } = this.#parts;
+    const pending = entries.flatMap((entry) => writes.get(entry.sha256) ?? []);
+    if (pending.length === 0) return;
+    this.#parts.flushWrites();
+    await Promise.all(pending);
   }
 }
 
