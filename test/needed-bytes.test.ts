@@ -147,7 +147,9 @@ test('neededBytes: false (and deltaReads: false) fetch whole bundles, as before'
 
 test('an invalid neededBytes option is refused at open, naming it, before any request', async () => {
   const { fetch, ranges } = recordingFetch();
-  await expect(open({ fetch, neededBytes: { roundTripBytes: -1 } })).rejects.toThrow(/neededBytes\.roundTripBytes must be an integer ≥ 0, got -1/);
+  await expect(open({ fetch, neededBytes: { roundTripBytes: -1 } })).rejects.toThrow(
+    /neededBytes\.roundTripBytes must be an integer ≥ 0, got -1/,
+  );
   await expect(open({ fetch, neededBytes: 'yes' as never })).rejects.toThrow(/neededBytes must be a boolean or an object/);
   expect(ranges).toEqual([]);
 });

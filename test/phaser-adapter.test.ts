@@ -138,7 +138,8 @@ describe.each(TESTED_BROWSERS)('%s', (kind) => {
       const bundled = await run(version, {
         renderer: RENDERER,
         baseURL: '/site/published/',
-        index: { url: 'project.index.json', options: { cache: 'memory' } },
+        // Whole bundles, one request each (SPEC §7 "One request per bundle"); needed bytes: test/browser-adapter-races.test.ts, test/needed-bytes.test.ts.
+        index: { url: 'project.index.json', options: { cache: 'memory', neededBytes: false } },
         plugin: true,
       });
 
@@ -336,7 +337,12 @@ describe.each(TESTED_BROWSERS)('%s', (kind) => {
       server.resetRequests();
       const result = await run(
         version,
-        { baseURL: '/site/damaged/', index: bundledIndex, queue: ['image', 'atlas', 'text', 'xml', 'css', 'audio'] },
+        // A whole bundle streamed (SPEC §7 "Streamed members"), not the queue's needed ranges.
+        {
+          baseURL: '/site/damaged/',
+          index: { ...bundledIndex, options: { ...bundledIndex.options, neededBytes: false } },
+          queue: ['image', 'atlas', 'text', 'xml', 'css', 'audio'],
+        },
         log,
       );
       const failed = result.events.loaderror;

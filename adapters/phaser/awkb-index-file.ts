@@ -57,7 +57,7 @@ export function defineAwkbIndexFile(phaser: PhaserNamespace): AwkbIndexFactory {
     }
 
     private async mount(state: AwkbGameState, loader: PhaserLoader, indexUrl: URL, root: URL): Promise<IndexedAssetSource | undefined> {
-      const { source: given, cache, fetch, rangeReads, prefetch, allowOrigins } = this.options;
+      const { source: given, cache, fetch, rangeReads, neededBytes, prefetch, allowOrigins } = this.options;
       let source: IndexedAssetSource;
       try {
         source =
@@ -69,6 +69,7 @@ export function defineAwkbIndexFile(phaser: PhaserNamespace): AwkbIndexFactory {
             cache: cache === undefined ? Promise.resolve().then(() => openBrowserCache()) : cache,
             ...(fetch ? { fetch } : {}),
             ...(rangeReads !== undefined ? { rangeReads } : {}),
+            ...(neededBytes !== undefined ? { neededBytes } : {}),
             ...(allowOrigins ? { allowOrigins } : {}),
           }));
       } catch (error) {

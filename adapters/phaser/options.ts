@@ -22,6 +22,12 @@ export interface AwkbIndexOptions {
    * here whether that source reads ranges.
    */
   rangeReads?: boolean;
+  /**
+   * Needed bytes (on by default, see `OpenOptions.neededBytes`): each loader tick's files fetch only
+   * their own members of a bundle, as ranges, where that costs less than the whole bundle. `false`
+   * fetches whole bundles.
+   */
+  neededBytes?: boolean;
   /** The fetch for the index and bundles, e.g. `tokenAuthorizedFetch({ token })` (its token goes to the index's origin only). */
   fetch?: typeof fetch;
   /** Origins besides the index's that its bundles and files may be on, e.g. a CDN (see `OpenOptions.allowOrigins`). */

@@ -6,7 +6,7 @@
 import { entryKey } from '../format/project-index.js';
 import type { Accepted, FetchCallbacks } from './fetched.js';
 import type { Load } from './load-registry.js';
-import type { LineSample } from './needed-bytes.js';
+import { nowMs, type LineSample } from './needed-bytes.js';
 import type { SourceParts } from './source-parts.js';
 
 /** Plans a load may go through when its host cannot serve one: multi-range → one range per request → whole. */
@@ -170,16 +170,16 @@ class LineTiming {
   #firstByte: number | undefined;
 
   begin(): void {
-    this.#start = performance.now();
+    this.#start = nowMs();
     this.#firstByte = undefined;
   }
 
   received(bytes: number): void {
-    if (bytes > 0) this.#firstByte ??= performance.now();
+    if (bytes > 0) this.#firstByte ??= nowMs();
   }
 
   sample(bytes: number): LineSample {
-    const end = performance.now();
+    const end = nowMs();
     const first = this.#firstByte ?? end;
     return { waitedMs: first - this.#start, bytes, bodyMs: end - first };
   }

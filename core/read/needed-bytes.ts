@@ -34,6 +34,9 @@ export const MAX_ROUND_TRIP_BYTES = 8 * 1024 * 1024;
 /** Bodies smaller than this say little of the line's rate (they end within a few packets). */
 const THROUGHPUT_SAMPLE_BYTES = 128 * 1024;
 
+/** Milliseconds on a monotonic clock where there is one (a page, a worker, Node), else the wall clock. */
+export const nowMs = (): number => globalThis.performance?.now() ?? Date.now();
+
 /** The option checked: `undefined` when needed bytes are off. */
 export function neededBytesSettings(option: boolean | NeededBytesOptions | undefined): NeededBytesOptions | undefined {
   if (option === false) return undefined;

@@ -12,7 +12,7 @@ import { deltaReadSettings } from './delta-ranges.js';
 import { InThreadDigests, sharedDigestPool, WorkerDigestPool, workersAvailable, type DigestPool } from './digest-pool.js';
 import { IndexView } from './index-view.js';
 import { loadsEndpointOf, LOADS_ENDPOINT_HEADER } from './load-recorder.js';
-import { neededBytesSettings, type LineSample } from './needed-bytes.js';
+import { neededBytesSettings, nowMs, type LineSample } from './needed-bytes.js';
 import { DEFAULT_INDEX_ATTEMPTS, DEFAULT_INDEX_TIMEOUT_MS, DEFAULT_MAX_INDEX_BYTES, type OpenOptions } from './options.js';
 import { absoluteUrl, allowedOrigins, checkIndexUrls, documentParsed, httpUrl, pageHref, tokenOrigin } from './origins.js';
 import { rangeReadSettings } from './range-reads.js';
@@ -76,7 +76,7 @@ export async function openSource(options: OpenOptions): Promise<Opened> {
     // the index and the bundles come from their preloads, each requested once (origins.ts).
     const parsed = documentParsed(indexUrl, options.signal, indexTimeoutMs);
     if (parsed) await parsed;
-    const asked = performance.now();
+    const asked = nowMs();
     let answered: number | undefined;
     const answer = transport
       .getBytesWithHeaders(indexUrl, {
@@ -86,7 +86,7 @@ export async function openSource(options: OpenOptions): Promise<Opened> {
         attempts: indexAttempts,
         // Read in steps, each re-arming the quiet-time limit: a large index on a slow line is not cut at 15 s.
         onProgress: (received) => {
-          if (received > 0) answered ??= performance.now();
+          if (received > 0) answered ??= nowMs();
         },
       })
       .catch((error: unknown) => {
@@ -94,7 +94,7 @@ export async function openSource(options: OpenOptions): Promise<Opened> {
       });
     warm();
     const { bytes, headers } = await answer;
-    indexLine = { url: indexUrl, sample: { waitedMs: (answered ?? performance.now()) - asked } };
+    indexLine = { url: indexUrl, sample: { waitedMs: (answered ?? nowMs()) - asked } };
     // Strict UTF-8: bytes that are not would become U+FFFD and another, legal path (SPEC preamble);
     // an answer that is a page instead (a single-page app's fallback) is named as such.
     index = parseFetchedIndexJson(await indexText(bytes, indexUrl), { url: indexUrl, contentType: headers.get('content-type') });
