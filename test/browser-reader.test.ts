@@ -816,56 +816,6 @@ ${HELD_AT}
       }
     }
 
-    test('on a page kept busy until its first bundle request, the workers start after it, once the page is idle: not between the index and that request', async () => {
-      const coldPage = await browser.openHarness(server);
-      try {
-        const order = await coldPage.evaluate(async () => {
-          const events: string[] = [];
-          const OwnWorker = globalThis.Worker;
-          globalThis.Worker = class extends OwnWorker {
-            constructor(url: string | URL, options?: WorkerOptions) {
-              events.push('worker');
-              super(url, options);
-            }
-          };
-          // The page is busy (a game drawing its first frames: back-to-back tasks, no idle time)
-          // until its first bundle request goes out.
-          let bundleAsked = false;
-          const ownFetch = globalThis.fetch;
-          globalThis.fetch = (input, init) => {
-            const url = String(input instanceof Request ? input.url : input);
-            if (url.endsWith('.awkb')) bundleAsked = true;
-            events.push(url.endsWith('.awkb') ? 'bundle' : url.endsWith('project.index.json') ? 'index' : url);
-            return ownFetch(input, init);
-          };
-          // Each task posts the next (a MessageChannel: no timer clamping, so no gap between them).
-          const channel = new MessageChannel();
-          const busy = () => {
-            const until = performance.now() + 4;
-            while (performance.now() < until);
-            if (!bundleAsked) channel.port2.postMessage(null);
-          };
-          channel.port1.onmessage = busy;
-          busy();
-          const core = await harnessImport('awake-bundle');
-          const source = await core.IndexedAssetSource.open({
-            indexUrl: '/published/small/project.index.json',
-            cache: new core.MemoryCache(),
-            hashWorkers: 2,
-          });
-          await source.read('assets/sounds/bell.ogg');
-          // Idle now: the workers start (within WARM_IDLE_TIMEOUT_MS in any case).
-          while (!events.includes('worker')) await new Promise((wake) => setTimeout(wake, 20));
-          source.dispose();
-          return events.filter((event) => ['index', 'bundle', 'worker'].includes(event));
-        });
-        // Before, the workers started as the index request went out: index, worker, worker, bundle.
-        expect(order.slice(0, 3)).toEqual(['index', 'bundle', 'worker']);
-      } finally {
-        await coldPage.close();
-      }
-    });
-
     test("neither the index request nor the first bundle requests wait for a worker: with a memory cache every file reads while every worker's ping answer is held back", async () => {
       const { result, requests } = await onHeldPongsPage((coldPage) =>
         coldPage.evaluate(async (paths: string[]) => {

@@ -157,10 +157,6 @@ export class WorkerDigestPool implements DigestPool {
   #scriptUrl: string | undefined;
   /** Store writes in flight, answered after their digest job. */
   readonly #stores = new Map<number, { resolve: () => void; reject: (error: Error) => void }>();
-  /** The wait for the page's idle time that will start the workers (`warmWhenIdle`). */
-  #idleWarm: object | undefined;
-  /** The store the workers open as they start (`prepareStore`). */
-  #storeAccess: WorkerStoreAccess | undefined;
 
   constructor(options: WorkerDigestPoolOptions = {}) {
     const cores = (globalThis as { navigator?: { hardwareConcurrency?: number } }).navigator?.hardwareConcurrency ?? 2;
@@ -176,7 +172,7 @@ export class WorkerDigestPool implements DigestPool {
   async digest(job: DigestJob): Promise<DigestResult> {
     if (job.now && this.#ready !== true && !this.#fallback) {
       // Not `#inThread()`: that gives up on workers for good. These start for the next jobs.
-      this.warmWhenIdle();
+      this.warm();
       return new InThreadDigests().digest(job);
     }
     const worker = this.#fallback ? undefined : await this.#pick(job.inputs.reduce((sum, input) => sum + input.length, 0));
@@ -191,7 +187,7 @@ export class WorkerDigestPool implements DigestPool {
     // fetches and reads the body (a cold page's loose files, ranges and delta reads), as bundles
     // stream here (see streamBundle).
     if (this.#ready !== true) {
-      this.warmWhenIdle();
+      this.warm();
       return undefined;
     }
     const worker = this.#fallback ? undefined : await this.#pick(0);
@@ -219,7 +215,7 @@ export class WorkerDigestPool implements DigestPool {
       // A bundle waits for no worker to start: until one has answered, bundles stream on this
       // thread (the first bundles of a cold page), rather than go out a worker's start-up later.
       if (this.#ready !== true) {
-        this.warmWhenIdle();
+        this.warm();
         return undefined;
       }
       const worker = this.#fallback ? undefined : await this.#pick(0);
@@ -295,9 +291,8 @@ export class WorkerDigestPool implements DigestPool {
     for (const entry of this.#workers ?? []) void entry.ready.then((ready) => ready && entry.worker.postMessage({ flush: true }));
   }
 
-  /** Starts the workers now, so that they are up by the time the first bundles are fetched. */
+  /** Starts the workers now (a source calls this as it opens), so that they are up by the time its first bundles are fetched. */
   warm(): void {
-    this.#idleWarm = undefined;
     if (this.#fallback || this.#workers) return;
     const workers = (this.#workers = this.#start());
     // Workers that cannot run (a CSP refusing them shows up here): this thread for good, as a job would find.
@@ -307,41 +302,16 @@ export class WorkerDigestPool implements DigestPool {
     });
   }
 
-  /**
-   * Starts the workers once the page is idle (`requestIdleCallback`, within WARM_IDLE_TIMEOUT_MS;
-   * at once where there is no such thing), or when a job needs one first. What a source calls as
-   * it opens and a cold page's first requests call: those go out on this thread anyway, and a
-   * worker's start costs the page's thread a few ms of messages, which on a page busy with a
-   * game's first frames land between the index's answer and the first bundle requests, for
-   * workers those first loads do not use (BENCHMARKS.md, "Start and tail"). A page that waits
-   * for its index is idle meanwhile: its workers start then, and take the first bundles when
-   * they are up before the index's answer.
-   */
-  warmWhenIdle(): void {
-    if (this.#fallback || this.#workers || this.#idleWarm) return;
-    const { requestIdleCallback: idle } = globalThis as { requestIdleCallback?: IdleScheduler };
-    if (typeof idle !== 'function') return this.warm();
-    const wait = (this.#idleWarm = {});
-    // A pool terminated meanwhile forgot this wait: it starts nothing then.
-    idle(() => this.#idleWarm === wait && this.warm(), { timeout: WARM_IDLE_TIMEOUT_MS });
-  }
-
-  /** Lets every worker open the store as it starts (or now, when started), so the first read or write does not wait for it. */
+  /** Lets every worker open the store now, so the first read or write does not wait for it. */
   prepareStore(access: WorkerStoreAccess): void {
     if (this.#fallback) return;
-    this.#storeAccess = access;
-    if (this.#workers) this.#openStore(this.#workers, access);
-    else this.warmWhenIdle();
-  }
-
-  #openStore(workers: PoolWorker[], access: WorkerStoreAccess): void {
-    for (const entry of workers) void entry.ready.then((ready) => ready && entry.worker.postMessage({ open: access }));
+    this.#workers ??= this.#start();
+    for (const entry of this.#workers) void entry.ready.then((ready) => ready && entry.worker.postMessage({ open: access }));
   }
 
   // The plain Errors of this pool never reach a read: a fetch's failure becomes a NetworkError in
   // Transport, and a store's goes to the cache's error handling (`onCacheError`) as the platform's do.
   terminate(): void {
-    this.#idleWarm = undefined;
     for (const waiter of this.#stores.values()) waiter.reject(new Error('the worker pool was terminated'));
     this.#stores.clear();
     for (const entry of this.#workers ?? []) {
@@ -386,7 +356,6 @@ export class WorkerDigestPool implements DigestPool {
       for (const entry of workers) entry.worker.terminate();
       return [];
     }
-    if (this.#storeAccess) this.#openStore(workers, this.#storeAccess);
     return workers;
   }
 
@@ -517,11 +486,6 @@ export class WorkerDigestPool implements DigestPool {
 function absoluteUrl(url: string): string {
   return new URL(url, (globalThis as { location?: { href: string } }).location?.href).href;
 }
-
-type IdleScheduler = (run: () => void, options?: { timeout: number }) => unknown;
-
-/** `warmWhenIdle` starts the workers this long after it was called at the latest, idle or not. */
-const WARM_IDLE_TIMEOUT_MS = 500;
 
 let shared: WorkerDigestPool | InThreadDigests | undefined;
 

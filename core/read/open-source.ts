@@ -44,10 +44,9 @@ export async function openSource(options: OpenOptions): Promise<Opened> {
   const pool = poolFor(options.hashWorkers);
   // With the platform's own fetch, bodies are read (and bundles streamed) in the pool's workers,
   // which start while the index is fetched (its request waits for none of them). Starting them
-  // costs this thread a few ms, so they start once the index request is out and the page is idle
-  // (`warmWhenIdle`: not between the index's answer and the first bundle requests).
+  // costs this thread a few ms, so they start once the index request is out.
   const inWorkers = !options.fetch && !options.transport && pool instanceof WorkerDigestPool;
-  const warm = () => pool instanceof WorkerDigestPool && pool.warmWhenIdle();
+  const warm = () => pool instanceof WorkerDigestPool && pool.warm();
   const transport =
     options.transport ??
     new Transport({
