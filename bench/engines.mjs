@@ -39,7 +39,7 @@ import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { launchFreshChromium } from './chromium.mjs';
-import { checkBabylon, checkPhaser, FIRST_FRAME, PRELOAD_LINK, runWebpack, sampleExamplePage } from './example-page.mjs';
+import { checkBabylon, checkPhaser, FIRST_FRAME, runWebpack, sampleExamplePage, withoutPreload } from './example-page.mjs';
 import {
   codeLine,
   codeMeasured,
@@ -66,6 +66,12 @@ const SECTION_TITLE = '## Engines: the example games, loose against bundled (npm
 export const BENCH_DIR = join(ROOT, '.bench', 'engines');
 const require = createRequire(import.meta.url);
 const MODES = ['loose', 'bundled'];
+/**
+ * Every mode a cell may sample: `bundled` opens the built page (the build plugin's preload links
+ * for the index and the first load's bundles); `no-links` is bundled too, on the page without
+ * them (loose.html without `?loose`), as a game whose page has no such links.
+ */
+export const ALL_MODES = [...MODES, 'no-links'];
 /** The video phaser-video preloads: about the size of the one that added 2.3 MB to a game's start (issue 22). */
 const VIDEO_BYTES = 2_300_000;
 const VIDEO_FILE = join(BENCH_DIR, 'intro.webm');
@@ -120,7 +126,7 @@ export async function buildSite(name) {
   // The built page has the plugin's preload links (the index, the first load's bundles): loose
   // samples open the same page without them (loose.html), which loads no index and no bundle.
   const page = readFileSync(join(dir, 'index.html'), 'utf8');
-  writeFileSync(join(dir, 'loose.html'), page.replace(PRELOAD_LINK, ''));
+  writeFileSync(join(dir, 'loose.html'), withoutPreload(page));
   const index = readIndex(dir);
   for (const file of index.files) {
     const from = join(assets, ...file.path.split('/'));
@@ -178,8 +184,9 @@ async function makeVideo(path, bytes) {
 
 const readIndex = (dir) => JSON.parse(readFileSync(join(dir, 'published', 'project.index.json'), 'utf8'));
 
-export function describeSite(name) {
-  const dir = join(BENCH_DIR, name);
+/** A built site (`benchDir`: where buildSite put it, BENCH_DIR unless another checkout's). */
+export function describeSite(name, benchDir = BENCH_DIR) {
+  const dir = join(benchDir, name);
   if (!existsSync(join(dir, 'index.html')) || !existsSync(join(dir, 'published', 'project.index.json')))
     throw new Error(`${dir} holds no built site: run without --no-build`);
   const index = readIndex(dir);
@@ -200,14 +207,15 @@ export function describeSite(name) {
 
 async function sample(game, site, server, mode) {
   const query = [mode === 'loose' ? 'loose' : undefined, game.query].filter(Boolean).join('&');
+  const bundled = mode === 'loose' ? 'loose' : 'bundled';
   const { requests, ...measured } = await sampleExamplePage({
     server,
-    path: `/${mode === 'loose' ? 'loose.html' : ''}${query ? `?${query}` : ''}`,
+    path: `/${mode === 'bundled' ? '' : 'loose.html'}${query ? `?${query}` : ''}`,
     firstFrame: game.firstFrame,
     what: `${site.name} ${mode}`,
-    check: (ready) => game.check(ready, mode, site.index),
+    check: (ready) => game.check(ready, bundled, site.index),
   });
-  checkRequests(site, mode, requests);
+  checkRequests(site, bundled, requests);
   // The assets alone (below published/): loose, the files the game asked for, which is what it
   // uses; bundled, the index and the bundles holding them, unused members included.
   const assets = requests.filter((entry) => entry.target.startsWith('/published/'));
@@ -242,14 +250,16 @@ function checkRequests(site, mode, requests) {
 // ---------------------------------------------------------------------------------------------
 // A cell: one game under one condition, loose and bundled alternating which goes first
 
-export async function runCell(game, site, condition, runs) {
+export async function runCell(game, site, condition, runs, modes = MODES) {
   const server = await startThrottledServer({ root: site.dir, ...condition });
-  const samples = { loose: [], bundled: [] };
+  const samples = Object.fromEntries(modes.map((mode) => [mode, []]));
   const started = Date.now();
   const loadAtStart = loadNow();
   try {
     const { rounds, reduced } = await runRounds(runs, async (round, total) => {
-      const order = round % 2 === 0 ? MODES : [...MODES].reverse();
+      // Each mode goes first in turn (two modes: they alternate).
+      const turn = round % modes.length;
+      const order = [...modes.slice(turn), ...modes.slice(0, turn)];
       const times = [];
       for (const mode of order) {
         const result = await sample(game, site, server, mode);
@@ -259,21 +269,12 @@ export async function runCell(game, site, condition, runs) {
         const started =
           mode === 'loose'
             ? `first asset ${ms(start.firstAssetMs)}`
-            : `index ${ms(start.indexMs)} (call + ${ms(start.indexAfterCallMs)}), first bundle ${ms(start.firstBundleMs)} (${start.firstBundleBy ?? '–'})`;
+            : `index ${ms(start.indexMs)} (call + ${ms(start.indexAfterCallMs)}), first bundle ${ms(start.firstBundleMs)} (${start.firstBundleBy ?? '–'}, index end + ${ms(start.firstBundleAfterIndexMs)})`;
         process.stderr.write(
-          `  ${site.name} ${condition.latencyMs} ms ${condition.mbit || '∞'} Mbit/s round ${round + 1}/${total} ${mode}: ${seconds(result.ms)} s, ${result.requests} requests, ${(result.bodyBytes / MB).toFixed(2)} MB; ${started} ms\n`,
+          `  ${site.name} ${condition.latencyMs} ms ${condition.mbit || '∞'} Mbit/s round ${round + 1}/${total} ${mode}: ${seconds(result.ms)} s, ${result.requests} requests, ${(result.bodyBytes / MB).toFixed(2)} MB; ${started} ms; last byte → first frame ${ms(start.tailMs)} ms\n`,
         );
       }
       return times;
-    });
-    const summary = (list) => ({
-      ...spread(list.map((s) => s.ms)),
-      requests: median(list.map((s) => s.requests)),
-      bodyBytes: median(list.map((s) => s.bodyBytes)),
-      assetRequests: median(list.map((s) => s.assetRequests)),
-      assetBytes: median(list.map((s) => s.assetBytes)),
-      samplesMs: list.map((s) => Math.round(s.ms)),
-      start: startSummary(list.map((s) => s.start)),
     });
     return {
       game: site.name,
@@ -282,12 +283,30 @@ export async function runCell(game, site, condition, runs) {
       reduced,
       seconds: (Date.now() - started) / 1000,
       load: [loadAtStart, loadNow()],
-      loose: summary(samples.loose),
-      bundled: summary(samples.bundled),
+      ...Object.fromEntries(modes.map((mode) => [modeKey(mode), summarizeSamples(samples[mode])])),
+      // Each sample's time and start times, for a caller that merges cells (bench/start.mjs --against).
+      samples: Object.fromEntries(modes.map((mode) => [modeKey(mode), samples[mode].map(({ ms, start }) => ({ ms, start }))])),
     };
   } finally {
     await server.close();
   }
+}
+
+/** Where a mode's summary is in a cell: `loose`, `bundled`, `noLinks`. */
+export const modeKey = (mode) => (mode === 'no-links' ? 'noLinks' : mode);
+
+/** A mode's samples as a cell keeps them: the spread of their times, median counts and start times. */
+export function summarizeSamples(list) {
+  const medianOf = (key) => (list.every((s) => s[key] !== undefined) ? median(list.map((s) => s[key])) : undefined);
+  return {
+    ...spread(list.map((s) => s.ms)),
+    requests: medianOf('requests'),
+    bodyBytes: medianOf('bodyBytes'),
+    assetRequests: medianOf('assetRequests'),
+    assetBytes: medianOf('assetBytes'),
+    samplesMs: list.map((s) => Math.round(s.ms)),
+    start: startSummary(list.map((s) => s.start)),
+  };
 }
 
 /** Medians of the start times (those a sample has), and which thread sent the first bundle request, counted. */
@@ -305,6 +324,8 @@ function startSummary(starts) {
     'indexEndMs',
     'firstBundleMs',
     'firstBundleAfterIndexMs',
+    'lastByteMs',
+    'tailMs',
   ];
   const firstBundleBy = {};
   for (const start of starts) if (start.firstBundleBy) firstBundleBy[start.firstBundleBy] = (firstBundleBy[start.firstBundleBy] ?? 0) + 1;

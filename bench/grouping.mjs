@@ -41,7 +41,7 @@ import { existsSync, mkdirSync, readFileSync, rmSync, statSync, writeFileSync } 
 import { createRequire } from 'node:module';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { checkBabylon, checkPhaser, FIRST_FRAME, PRELOAD_LINK, runWebpack, sampleExamplePage } from './example-page.mjs';
+import { checkBabylon, checkPhaser, FIRST_FRAME, PRELOAD_LINK, runWebpack, sampleExamplePage, withoutPreload } from './example-page.mjs';
 import {
   codeLine,
   codeMeasured,
@@ -110,7 +110,7 @@ async function buildSite(game, grouping) {
   const html = readFileSync(join(dir, 'index.html'), 'utf8');
   const links = html.match(PRELOAD_LINK) ?? [];
   if (links.length === 0) throw new Error(`${dir}/index.html: the plugin added no preload link`);
-  writeFileSync(join(dir, 'no-preload.html'), html.replace(PRELOAD_LINK, ''));
+  writeFileSync(join(dir, 'no-preload.html'), withoutPreload(html));
   console.error(`${game} ${grouping}: built in ${((Date.now() - started) / 1000).toFixed(0)} s, ${links.length} preload links`);
 }
 

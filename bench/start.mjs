@@ -6,6 +6,15 @@
 //   node bench/start.mjs [--games phaser,phaser-video,babylon] [--runs 3] [--latency 0,150] [--bandwidth 0]
 //                        [--label text] [--no-build] [--out part.json] [--report]
 //   node bench/start.mjs --report part.json      # those results as BENCHMARKS.md's section
+//   node bench/start.mjs --tail [--games phaser,babylon] [--runs 5] [--latency 0,40] [--no-build] [--out part.json]
+//
+// --tail (issue 27, item 6): each cell samples three pages in turn: loose, bundled with the build
+// plugin's preload links (the built page) and bundled without them (loose.html, as a game whose
+// page has none), and prints the medians of two gaps: from the end of the index response to the
+// first bundle request (aim ≤ 20 ms; without links, nothing but the reader's and the game's own
+// work lies between), and from the last byte the first frame needed to the first frame (loose:
+// the last asset response that ended before it; bundled: the last bundle's), bundled against
+// loose (aim: bundled's ≤ loose's). Defaults: phaser and babylon, 0 and 40 ms RTT, 5 runs.
 //
 // `import { main } from './start.mjs'; await main(['--no-build'])` runs it from another script.
 //
@@ -23,7 +32,7 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { BENCH_DIR, buildSite, byWhom, describeSite, GAMES, ms, runCell } from './engines.mjs';
+import { ALL_MODES, BENCH_DIR, buildSite, byWhom, describeSite, GAMES, ms, runCell, summarizeSamples } from './engines.mjs';
 import {
   codeLine,
   codeMeasured,
@@ -44,20 +53,28 @@ const DEFAULT_GAMES = 'phaser,phaser-video,babylon';
 const INDEX_AFTER_CALL_AIM_MS = 10;
 /** The game the first-frame aim is about. */
 const VIDEO_GAME = 'phaser-video';
+/** Aim of --tail: the first bundle request this long after the index response ended, at most. */
+const FIRST_BUNDLE_AFTER_INDEX_AIM_MS = 20;
 
 export async function main(args = process.argv.slice(2)) {
   // 0 and 150 ms RTT, no cap, 3 runs, unless told otherwise; `--report file.json` runs nothing.
   const given = (flag) => args.includes(`--${flag}`);
   const reportOnly = given('report') && args[args.indexOf('--report') + 1]?.endsWith('.json');
+  const tail = given('tail');
   const defaults = reportOnly
     ? []
-    : [...(given('latency') || given('bandwidth') ? [] : ['--latency', '0,150']), ...(given('runs') ? [] : ['--runs', '3'])];
-  const options = parseBenchArgs('bench/start.mjs', ['games'], ['no-build'], [...defaults, ...args]);
+    : [
+        ...(given('latency') || given('bandwidth') ? [] : ['--latency', tail ? '0,40' : '0,150']),
+        ...(given('runs') ? [] : ['--runs', tail ? '5' : '3']),
+      ];
+  const options = parseBenchArgs('bench/start.mjs', ['games', 'against', 'against-label'], ['no-build', 'tail'], [...defaults, ...args]);
+  const against = options.values.against;
+  if (against && !tail) options.usage('--against goes with --tail');
   if (options.reportFiles.length > 0) {
     writeBenchmarksSection(SECTION_TITLE, renderSection(JSON.parse(readFileSync(options.reportFiles[0], 'utf8'))));
     return;
   }
-  const games = (options.values.games ?? DEFAULT_GAMES).split(',').map((name) => name.trim());
+  const games = (options.values.games ?? (tail ? 'phaser,babylon' : DEFAULT_GAMES)).split(',').map((name) => name.trim());
   for (const name of games) if (!GAMES[name]) options.usage(`unknown game ${name} (${Object.keys(GAMES).join(', ')})`);
   if (!options.values['no-build']) for (const name of games) await buildSite(name);
   const part = {
@@ -67,19 +84,26 @@ export async function main(args = process.argv.slice(2)) {
     startedAt: new Date().toISOString(),
     machine: await machineWithChromium(),
     runs: options.runs,
+    tail,
     cells: [],
   };
-  const out = options.out ?? join(BENCH_DIR, 'start.json');
+  const out = options.out ?? join(BENCH_DIR, tail ? 'start-tail.json' : 'start.json');
+  if (against) part.against = { dir: against, label: options.values['against-label'] ?? against };
   for (const condition of options.conditions) {
     for (const name of games) {
-      const cell = await runCell(GAMES[name], describeSite(name), condition, options.runs);
-      part.cells.push(cell);
+      const cells = against
+        ? await interleavedCells(name, condition, options.runs, [
+            { code: options.label ?? part.code.commit, dir: BENCH_DIR },
+            { code: part.against.label, dir: against },
+          ])
+        : [await runCell(GAMES[name], describeSite(name), condition, options.runs, tail ? ALL_MODES : undefined)];
+      part.cells.push(...cells);
       saveResults(out, part);
     }
   }
-  console.log(renderTables(part).join('\n'));
+  console.log((tail ? renderTailTable(part) : renderTables(part)).join('\n'));
   console.error(`results in ${out}${options.report ? '' : `; write BENCHMARKS.md's section with: node bench/start.mjs --report ${out}`}`);
-  if (options.report) writeBenchmarksSection(SECTION_TITLE, renderSection(part));
+  if (options.report && !tail) writeBenchmarksSection(SECTION_TITLE, renderSection(part));
   return part;
 }
 
@@ -119,6 +143,64 @@ function renderTables(part) {
     rows.push(
       `| ${cell.game} | ${where(cell)} | ${seconds(loose.median)} (${seconds(loose.min)}–${seconds(loose.max)}) | ${seconds(bundled.median)} (${seconds(bundled.min)}–${seconds(bundled.max)}) | ${(bundled.median / loose.median).toFixed(2)} | ${cell.game === VIDEO_GAME ? videoVerdict(cell) : '(no aim)'} | ${cell.rounds} |`,
     );
+  }
+  return rows;
+}
+
+/**
+ * --against: one game under one condition for two builds of the sites (this checkout's and
+ * another's), a round of each in turn (which goes first alternates), so both meet the same
+ * machine load; one cell per build, labelled with its `code`.
+ */
+async function interleavedCells(name, condition, runs, builds) {
+  const raw = builds.map(() => ({}));
+  const cells = [];
+  for (let round = 0; round < runs; round++) {
+    const order = round % 2 === 0 ? builds.map((_, i) => i) : builds.map((_, i) => i).reverse();
+    for (const i of order) {
+      const cell = await runCell(GAMES[name], describeSite(name, builds[i].dir), condition, 1, ALL_MODES);
+      for (const [mode, list] of Object.entries(cell.samples)) (raw[i][mode] ??= []).push(...list);
+      cells[i] = { ...cell, load: [cells[i]?.load[0] ?? cell.load[0], cell.load[1]] };
+    }
+  }
+  return builds.map((build, i) => ({
+    ...cells[i],
+    code: build.code,
+    rounds: runs,
+    samples: raw[i],
+    ...Object.fromEntries(Object.entries(raw[i]).map(([mode, list]) => [mode, summarizeSamples(list)])),
+  }));
+}
+
+/**
+ * --tail: per cell and bundled page (with the preload links, without), medians of the first
+ * bundle request less the end of the index response, and of last byte → first frame against loose's.
+ */
+export function renderTailTable(part) {
+  const withCode = part.cells.some((cell) => cell.code !== undefined);
+  const rows = [
+    `| game | RTT | bandwidth | page |${withCode ? ' code |' : ''} index end → first bundle request ms (aim ≤ ${FIRST_BUNDLE_AFTER_INDEX_AIM_MS}) | last byte → first frame ms, loose | bundled | bundled − loose | first frame s, loose | bundled | runs | load avg |`,
+    `|:--|--:|--:|:--|${withCode ? ':--|' : ''}--:|--:|--:|--:|--:|--:|--:|--:|`,
+  ];
+  for (const cell of part.cells) {
+    const loose = cell.loose;
+    for (const [page, bundled] of [
+      ['no links', cell.noLinks],
+      ['links', cell.bundled],
+    ]) {
+      if (!bundled) continue;
+      const gap = bundled.start?.firstBundleAfterIndexMs;
+      const verdict =
+        gap === undefined
+          ? ''
+          : gap <= FIRST_BUNDLE_AFTER_INDEX_AIM_MS
+            ? ' (met)'
+            : ` (missed by ${ms(gap - FIRST_BUNDLE_AFTER_INDEX_AIM_MS)})`;
+      const over = (bundled.start?.tailMs ?? NaN) - (loose.start?.tailMs ?? NaN);
+      rows.push(
+        `| ${cell.game} | ${where(cell)} | ${page} |${withCode ? ` ${cell.code ?? ''} |` : ''} ${ms(gap)}${verdict} | ${ms(loose.start?.tailMs)} | ${ms(bundled.start?.tailMs)} | ${Number.isFinite(over) ? `${over > 0 ? '+' : ''}${ms(over)}` : '–'} | ${seconds(loose.median)} | ${seconds(bundled.median)} | ${cell.rounds} | ${cell.load?.map((value) => value.toFixed(1)).join('–') ?? '–'} |`,
+      );
+    }
   }
   return rows;
 }

@@ -12,6 +12,7 @@ import { Scene } from '@babylonjs/core/scene.js';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { registerAwkb, type AwkbRegistration } from '../adapters/babylon/index.js';
+import { MemoryCache } from '../core/index.js';
 import { startStaticServer, type StaticServer } from '../core/node/index.js';
 import { babylonSiteDir, publishSite, stageLoose } from './helpers/babylon-site';
 
@@ -121,5 +122,39 @@ test('dispose() aborts a load in flight: it rejects, saying the registration was
     expect(await loading).toMatch(/disposed/);
   } finally {
     await slow.close();
+  }
+});
+
+test("prefetch: registerAwkb resolves once the files are verified and held, without waiting for the cache's write; the files load from memory", async () => {
+  /** A cache whose writes start at once and end only when the test lets them. */
+  class HeldWrites extends MemoryCache {
+    written = false;
+    release!: () => void;
+    readonly released = new Promise<void>((resolve) => (this.release = resolve));
+    override async putMany(entries: readonly (readonly [string, Uint8Array])[]): Promise<void> {
+      await this.released;
+      await super.putMany(entries);
+      this.written = true;
+    }
+  }
+  const cache = new HeldWrites();
+  const mark = requested.length;
+  const registration = await registerAwkb({
+    indexUrl: `${server.url}published/project.index.json`,
+    cache,
+    prefetch: ['glb/CesiumMilkTruck.glb'],
+  });
+  try {
+    expect(cache.written).toBe(false); // resolved while the write is held (before, it waited for it: this test timed out)
+    const meshes = await ImportMeshAsync('glb/CesiumMilkTruck.glb', new Scene(engine), { pluginExtension: '.awkb' });
+    expect(meshes.meshes.length).toBeGreaterThan(1);
+    // The index and the bundle, once: the model came from what the prefetch held.
+    expect(requested.slice(mark).filter((line) => /\.awkb\b/.test(line))).toHaveLength(1);
+    cache.release();
+    await registration.source.whenStored();
+    expect(await cache.has(registration.source.entry('glb/CesiumMilkTruck.glb')!.sha256)).toBe(true);
+  } finally {
+    cache.release();
+    registration.dispose();
   }
 });

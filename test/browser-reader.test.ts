@@ -280,14 +280,16 @@ describe.each(TESTED_BROWSERS)('%s', (kind) => {
   });
 
   // Issue 26 (6): a classic script opens the source while the HTML still streams (the server
-  // holds the page right after that script), so the reader waits for the parse (documentParsed)
+  // holds the page right after that script), on a page whose head says preload links follow its
+  // scripts (as the build plugins' pages do), so the reader waits for the parse (documentParsed)
   // before it asks for the index. That wait ends on the caller's signal, typed as every abort is,
-  // and lasts at most indexTimeoutMs: past it the index is fetched, the HTML still held.
+  // and lasts at most indexTimeoutMs: past it the index is fetched, the HTML still held. A page
+  // without that meta has no links to wait for: the index request goes out at once (issue 27).
   describe('opened by a blocking script while the HTML still streams', () => {
     const HELD_AT = '<!-- the server holds the page here -->';
     /** A page whose classic script opens the source with `options` (aborting it at once when `abort`) and logs how that ended. */
-    const streamedPage = (options: string, abort: boolean) => `<!doctype html>
-<html><head><meta charset="utf-8"><title>streamed</title>
+    const streamedPage = (options: string, abort: boolean, marker = true) => `<!doctype html>
+<html><head><meta charset="utf-8"><title>streamed</title>${marker ? '\n<meta name="awake-bundle-preload" content="links-after-scripts">' : ''}
 <script type="importmap">${JSON.stringify({ imports: { '@noble/hashes/': '/node_modules/@noble/hashes/', 'awake-bundle': '/dist/core/index.js' } })}</script>
 </head><body>
 <script>
@@ -314,22 +316,28 @@ ${HELD_AT}
       writeFileSync(join(root, 'game.html'), html);
       const host = await startGatedServer(root);
       const streamed = await browser.browser.newPage();
+      let gate: ReturnType<typeof host.gate> | undefined;
       try {
         const logged = new Promise<unknown>((resolve) =>
           streamed.on('console', (message) => {
             if (message.text().startsWith('awkb-result ')) resolve(JSON.parse(message.text().slice('awkb-result '.length)));
           }),
         );
-        const gate = host.gate('/game.html', html.indexOf(HELD_AT));
+        gate = host.gate('/game.html', html.indexOf(HELD_AT));
         const loaded = streamed.goto(`${host.origin}/game.html`, { waitUntil: 'load' });
         loaded.catch(() => undefined); // awaited below, once the page may finish; not unhandled if the test fails first
         await gate.reached;
-        const outcome = await logged;
+        // Bounded, so that a reader still waiting for the parse fails the test rather than hang it.
+        const outcome = await Promise.race([
+          logged,
+          new Promise((resolve) => setTimeout(() => resolve('nothing while the HTML was held'), 10_000)),
+        ]);
         const indexRequests = host.requests.filter((path) => path === '/published/small/project.index.json').length;
         gate.release();
         await loaded;
         return { outcome, indexRequests };
       } finally {
+        gate?.release();
         await streamed.close();
         await host.close();
       }
@@ -344,6 +352,14 @@ ${HELD_AT}
 
     test('past indexTimeoutMs it stops waiting: the source opens while the HTML is held', async () => {
       expect(await openWhileStreaming(streamedPage('indexTimeoutMs: 1000', false))).toEqual({
+        outcome: { files: PATHS.length, readyState: 'loading' },
+        indexRequests: 1,
+      });
+    }, 30_000);
+
+    test('on a page with no preload links to come (no meta saying so) it waits for nothing: the source opens while the HTML is held', async () => {
+      // No limit on the wait (indexTimeoutMs: 0): before, the reader waited for a parse the held HTML never finished.
+      expect(await openWhileStreaming(streamedPage('indexTimeoutMs: 0', false, false))).toEqual({
         outcome: { files: PATHS.length, readyState: 'loading' },
         indexRequests: 1,
       });

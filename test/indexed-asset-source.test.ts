@@ -178,6 +178,44 @@ describe('prefetch', () => {
     expect(net.bundleRequests()).toBe(1);
   });
 
+  test('load waits for the cache write; with waitForCache: false it resolves once its files are verified and held, the write still going on', async () => {
+    /** A cache whose writes start at once and end only when the test lets them. */
+    class HeldWrites extends MemoryCache {
+      readonly started: string[] = [];
+      release!: () => void;
+      readonly released = new Promise<void>((resolve) => (this.release = resolve));
+      override async putMany(entries: readonly (readonly [string, Uint8Array])[]): Promise<void> {
+        for (const [key] of entries) this.started.push(key);
+        await this.released;
+        return super.putMany(entries);
+      }
+    }
+    const paths = ['scenes/main.scene.json', 'scenes/pier.scene.json'];
+    const waited = new HeldWrites();
+    const waiting = await IndexedAssetSource.open({ indexUrl: bundledIndex(), cache: waited });
+    let resolved = false;
+    const loading = waiting.load(paths).then(() => (resolved = true));
+    while (waited.started.length === 0) await new Promise((wake) => setTimeout(wake, 5));
+    await new Promise((wake) => setTimeout(wake, 50));
+    expect(resolved).toBe(false); // the write has started and not ended: load has not resolved
+    waited.release();
+    await loading;
+
+    const net = countingFetch();
+    const held = new HeldWrites();
+    const source = await IndexedAssetSource.open({ indexUrl: bundledIndex(), fetch: net.fetch, cache: held });
+    expect(await source.load(paths, { waitForCache: false })).toEqual(paths);
+    let stored = false;
+    const storing = source.whenStored().then(() => (stored = true));
+    // Resolved with the write still held: the files are read from memory, no second request.
+    for (const path of paths) expect(sha256(await source.read(path))).toBe(source.entry(path)!.sha256);
+    expect(net.bundleRequests()).toBe(1);
+    expect(stored).toBe(false);
+    held.release();
+    await storing;
+    expect(await held.hasMany(paths.map((path) => source.entry(path)!.sha256))).toEqual([true, true]);
+  });
+
   test('with no cache, prefetched members wait in memory up to pendingBytes, oldest dropped first', async () => {
     const net = countingFetch();
     const source = await IndexedAssetSource.open({ indexUrl: bundledIndex(), fetch: net.fetch, pendingBytes: 60_000 });

@@ -91,7 +91,8 @@ async function runBuiltPage(name: string, dist: string, built: Built) {
 /**
  * The links come after the page's scripts (at the end of the body): the browser asks for the
  * script first, which has to run before anything uses the index or a bundle; over HTTP/1.1 a link
- * ahead of it took a connection the browser had open and made the script wait for a new one.
+ * ahead of it took a connection the browser had open and made the script wait for a new one. A
+ * meta in the head says the links follow (core/read/origins.ts `documentParsed`).
  */
 function expectPreloadsAfterScripts(html: string): void {
   const scripts = [...html.matchAll(/<script\b/g)].map((match) => match.index!);
@@ -102,6 +103,11 @@ function expectPreloadsAfterScripts(html: string): void {
   expect(links.length).toBeGreaterThan(0);
   expect(Math.min(...links)).toBeGreaterThan(Math.max(...scripts));
   expect(Math.min(...links)).toBeGreaterThan(html.indexOf('<body'));
+  // The head says so before any script: a reader opened by a blocking script waits for the parse only then.
+  const marker = html.search(/<meta\b[^>]*\sname=(?:"awake-bundle-preload"|awake-bundle-preload\b)/);
+  expect(marker).toBeGreaterThan(-1);
+  expect(marker).toBeLessThan(Math.min(...scripts));
+  expect(marker).toBeLessThan(html.indexOf('<body'));
 }
 
 function expectPreloadsUsed(requests: string[], prefix: string, built: Built, hrefs: string[]): void {

@@ -29,7 +29,7 @@ export interface AwkbOptions extends Omit<OpenOptions, 'index' | 'baseUrl'> {
   source?: IndexedAssetSource;
   /** The URL that maps to the project root: `<root>/models/crate.glb` is `models/crate.glb`. Default: the folder that holds the index. */
   root?: string;
-  /** Paths or folders (`models/`, `levels/harbor`) fetched before `registerAwkb` resolves. */
+  /** Paths or folders (`models/`, `levels/harbor`) fetched and verified before `registerAwkb` resolves (their cache write goes on after). */
   prefetch?: Iterable<string>;
   /** Byte progress of that prefetch. */
   onPrefetchProgress?: (progress: PrefetchProgress) => void;
@@ -264,7 +264,8 @@ async function open(options: AwkbOptions, root: URL, key: unknown): Promise<Awkb
 /** `prefetch` items: each a listed path, else a folder of listed paths (one load, SPEC §7 "Byte progress"). */
 async function prefetchItems(source: IndexedAssetSource, items: string[], onProgress: AwkbOptions['onPrefetchProgress']): Promise<void> {
   try {
-    await source.load(items, onProgress ? { onProgress } : {});
+    // Resolved once the files are verified and held: the game's loads need not wait for the cache write (a first visit's creates the store).
+    await source.load(items, { waitForCache: false, ...(onProgress ? { onProgress } : {}) });
   } catch (error) {
     if (error instanceof AssetNotFoundError) throw new AssetNotFoundError(error.path ?? '', source.indexUrl, `prefetch: ${error.message}`);
     throw error;

@@ -172,6 +172,8 @@ export class LoadRun {
     this.#open.delete(batch.mounted.key);
     const loading = batch.mounted.source.load(batch.paths, {
       loadName: this.#loadName,
+      // Settled once verified and held (the index's `prefetch` option waits for it): not for the cache write.
+      waitForCache: false,
       onProgress: (progress) => {
         batch.loadedBytes = progress.loadedBytes;
         batch.totalBytes = progress.totalBytes;

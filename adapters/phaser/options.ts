@@ -10,7 +10,7 @@ export interface AwkbIndexOptions {
   root?: string;
   /**
    * Paths, or folders (`levels/harbor`), to fetch with the index: the index file completes once
-   * their bundles are verified and stored, and their bytes count in the load's `awkbprogress`.
+   * they are verified (their cache write goes on after), and their bytes count in the load's `awkbprogress`.
    * They stay held in memory until read (or `source.release(path)`).
    */
   prefetch?: string[];

@@ -29,6 +29,7 @@ import { CacheLookups, LineEstimates, neededBytesSettings } from './needed-bytes
 import { openSource, type Opened } from './open-source.js';
 import {
   DEFAULT_PENDING_BYTES,
+  type FileProgress,
   type LoadOptions,
   type OpenOptions,
   type PrefetchOptions,
@@ -209,12 +210,27 @@ export class IndexedAssetSource {
    * item a path, or a folder (`levels/harbor`, `models/`) of paths, in a plain-path index. The
    * byte total is known at the first `onProgress` event and never changes; `onFileProgress` says
    * how far each file is. Resolves with the paths, once all of them are verified and held for
-   * their reads (`keep`, default true) and written to the cache; each read of one of them gets its
-   * bytes as soon as they passed, without waiting for the rest.
+   * their reads (`keep`, default true) and written to the cache (with `waitForCache: false`, without
+   * waiting for the write); each read of one of them gets its bytes as soon as they passed, without
+   * waiting for the rest.
    */
   async load(items: Iterable<string>, options: LoadOptions = {}): Promise<string[]> {
     const paths = this.#view.expand(items);
-    await this.prefetch(paths, options);
+    if (options.waitForCache !== false) {
+      await this.prefetch(paths, options);
+      return paths;
+    }
+    // A file's progress reaches its size once its content arrived, verified and held (load-progress.ts
+    // `fileBytesOf`). Past that, a failure is its reads' to meet (what the bundle brought is let go, SPEC §7).
+    const waiting = new Set(paths);
+    await new Promise<void>((resolve, reject) => {
+      if (waiting.size === 0) resolve();
+      const onFileProgress = (progress: FileProgress) => {
+        options.onFileProgress?.(progress);
+        if (progress.loadedBytes === progress.totalBytes && waiting.delete(progress.path) && waiting.size === 0) resolve();
+      };
+      this.prefetch(paths, { ...options, onFileProgress }).then(resolve, reject);
+    });
     return paths;
   }
 

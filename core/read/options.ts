@@ -198,8 +198,17 @@ export interface PrefetchOptions {
   keep?: boolean;
 }
 
-/** `load`'s options: those of `prefetch`. */
-export type LoadOptions = PrefetchOptions;
+/** `load`'s options: those of `prefetch`, and whether to wait for the cache. */
+export interface LoadOptions extends PrefetchOptions {
+  /**
+   * Resolve once the cache holds what the load brought too (default true). `false`: resolve as
+   * soon as every file is verified and held for its reads, while the cache write goes on (a first
+   * visit's write to a store still being created takes tens of ms, work a game's start need not
+   * wait for; `whenStored()` waits for it). A bundle that fails after this load's files in it
+   * passed is let go whole all the same (SPEC §7): their reads then fetch it again.
+   */
+  waitForCache?: boolean;
+}
 
 /** What a source holds in memory now (see `IndexedAssetSource.stats`). */
 export interface SourceStats {

@@ -145,19 +145,33 @@ export function preloadedFetchUrls(): Set<string> {
 }
 
 /**
+ * The `<meta name>` the build plugins put in a page's head when they add preload links at the end
+ * of its body (integrations/build/preload.ts): those links follow the page's scripts.
+ */
+export const PRELOAD_MARKER_NAME = 'awake-bundle-preload';
+
+/**
  * Resolves once the page's HTML is parsed; `undefined` where it is already (or there is no
- * document: a worker, Node). A reader opened by a blocking script runs before the parser reaches
- * the preload links after that script (where the build plugins put them): a fetch made then
- * takes the response the browser's preload scanner fetched early, and the link, parsed next,
- * fetches it again (Chromium: two requests). After the parse, the fetch takes the link's response.
+ * document: a worker, Node), and where nothing is to be waited for: the page has no preload links
+ * to come (no `PRELOAD_MARKER_NAME` meta in it: a page the build plugins did not make, or one
+ * made without links), or the link preloading `url` is parsed already. A reader opened by a
+ * blocking script runs before the parser reaches the preload links after that script (where the
+ * build plugins put them): a fetch made then takes the response the browser's preload scanner
+ * fetched early, and the link, parsed next, fetches it again (Chromium: two requests). After the
+ * parse, the fetch takes the link's response. A page without links asks for its index at once,
+ * rather than after the rest of its HTML and the script's own work (BENCHMARKS.md, "Start and tail").
  *
  * The wait only saves that second request, so it holds no caller back for long: it rejects with
  * `RequestAbortedError` as soon as `signal` aborts, and resolves after `timeoutMs` (0: no limit)
  * whether or not the HTML has ended (a page whose HTML streams for long, or never ends, still opens).
  */
 export function documentParsed(url: string, signal?: AbortSignal, timeoutMs = 0): Promise<void> | undefined {
-  const document = (globalThis as { document?: Pick<Document, 'readyState' | 'addEventListener' | 'removeEventListener'> }).document;
-  if (document?.readyState !== 'loading') return undefined;
+  const document = (
+    globalThis as { document?: Pick<Document, 'readyState' | 'addEventListener' | 'removeEventListener' | 'querySelector'> }
+  ).document;
+  // Links to come: the page says so, and the one preloading `url` is not parsed yet.
+  if (document?.readyState !== 'loading' || !document.querySelector?.(`meta[name=${PRELOAD_MARKER_NAME}]`) || preloadedFetchUrls().has(url))
+    return undefined;
   return new Promise((resolve, reject) => {
     const end = (error?: RequestAbortedError): void => {
       clearTimeout(timer);

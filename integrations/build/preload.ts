@@ -12,8 +12,14 @@
  * has open: links ahead of the script (the head's start, as first done) made a first load's bundle
  * take one of them and the script wait a new connection, one round trip more to the game's first
  * frame (bench/grouping.mjs measured it: BENCHMARKS.md, "Grouping").
+ *
+ * And a `<meta name="awake-bundle-preload">` in the head, before any script, that says so: a
+ * reader opened by a blocking script waits for the page's parse only where that meta is (so that
+ * it takes the links' responses rather than fetch their URLs a second time, core/read/origins.ts
+ * `documentParsed`); on a page without links it asks for its index at once.
  */
 import { opaqueId } from '../../core/format/ids.js';
+import { PRELOAD_MARKER_NAME } from '../../core/read/origins.js';
 import type { BundledIndex } from '../../core/format/project-index.js';
 import type { NamedLoad } from '../../core/publish/loads.js';
 
@@ -42,3 +48,6 @@ export function preloadHrefs(index: BundledIndex, indexFile: string, prefix: str
 export function preloadLinkHtml(href: string): string {
   return `<link rel="preload" as="fetch" crossorigin href="${href.replace(/&/g, '&amp;').replace(/"/g, '&quot;')}">`;
 }
+
+/** The head's `<meta>` that tells the reader preload links follow the page's scripts (see the header). */
+export const PRELOAD_MARKER = { name: PRELOAD_MARKER_NAME, content: 'links-after-scripts' } as const;

@@ -27,6 +27,7 @@ import { listFolderFiles } from '../../core/node/loose-index.js';
 import { serviceWorkerSource } from '../../core/node/service-worker-file.js';
 import {
   LooseDevIndex,
+  PRELOAD_MARKER,
   preloadHrefs,
   publishForBuild,
   resolveBuildOptions,
@@ -92,11 +93,12 @@ export function awakeBundle(options: AwakeBundleViteOptions): Plugin {
         const published = await publish(outDirOf(undefined)).catch(() => undefined); // closeBundle reports the failure
         if (!published) return undefined;
         const prefix = `${config.base}${resolved.output}/`;
-        return preloadHrefs(published.summary.index, 'project.index.json', prefix, published.loads).map((href) => ({
+        const links = preloadHrefs(published.summary.index, 'project.index.json', prefix, published.loads).map((href) => ({
           tag: 'link',
           attrs: { rel: 'preload', as: 'fetch', crossorigin: '', href },
           injectTo: 'body' as const, // after the page's scripts (integrations/build/preload.ts, "After the scripts")
         }));
+        return [{ tag: 'meta', attrs: { ...PRELOAD_MARKER }, injectTo: 'head-prepend' as const }, ...links];
       },
     },
     async closeBundle() {

@@ -25,6 +25,7 @@ import type { Compilation, Compiler, WebpackError } from 'webpack';
 import { UnsupportedOperationError } from '../../core/errors.js';
 import {
   LooseDevIndex,
+  PRELOAD_MARKER,
   preloadHrefs,
   publishForBuild,
   resolveBuildOptions,
@@ -170,8 +171,10 @@ export class AwakeBundlePlugin {
         `${publicPathOf(data.publicPath)}${output}/`,
         published.loads,
       ).map((href) => HtmlWebpackPlugin.createHtmlTagObject('link', { rel: 'preload', as: 'fetch', crossorigin: 'anonymous', href }));
-      // At the end of the body, after the page's scripts (integrations/build/preload.ts, "After the scripts").
-      return { ...data, bodyTags: [...data.bodyTags, ...links] };
+      // At the end of the body, after the page's scripts (integrations/build/preload.ts, "After the scripts"), and the
+      // head's first tag saying so.
+      const marker = HtmlWebpackPlugin.createHtmlTagObject('meta', { ...PRELOAD_MARKER });
+      return { ...data, headTags: [marker, ...data.headTags], bodyTags: [...data.bodyTags, ...links] };
     });
   }
 
