@@ -34,6 +34,11 @@ export function checkPhaser(ready, indexFiles, extra = {}) {
   return wrong.length ? `exampleReady ${JSON.stringify(ready)}, expected ${JSON.stringify(expected)}` : undefined;
 }
 
+/** The Phaser levels example's ready report, level 1 (its first scene). */
+export function checkPhaserLevels(ready, indexFiles) {
+  return checkPhaser(ready, indexFiles, { level: 1 });
+}
+
 /** The Babylon example's ready report: meshes, an animation and the sound. */
 export function checkBabylon(ready) {
   return ready?.meshes > 0 && ready?.animations > 0 && ready?.soundMs > 0 ? undefined : `exampleReady ${JSON.stringify(ready)}`;
@@ -130,6 +135,9 @@ async function quietRequests(server, mark) {
   return server.requests.slice(mark);
 }
 
+/** The flags every sample's Chromium gets: WebGL by SwiftShader, and trust in the server's certificate (h2). */
+export const sampleChromiumArgs = (server) => ['--enable-unsafe-swiftshader', ...(server.chromiumArgs ?? [])];
+
 /**
  * One sample: a fresh Chromium (fresh profile, HTTP cache off, WebGL by SwiftShader) opens
  * `server.origin + path` until the first frame; `check(ready)` returns a problem with the
@@ -137,48 +145,72 @@ async function quietRequests(server, mark) {
  * navigation start), the server's requests of the sample (`target`, `status`, `bytes`), the start
  * times (see startTimes; `published` is the published folder's path on the server) and page errors.
  */
-export async function sampleExamplePage({ server, path = '/', firstFrame, check, what, published = '/published/' }) {
-  const chromium = await launchFreshChromium({ args: ['--enable-unsafe-swiftshader'] });
-  const errors = [];
+export async function sampleExamplePage(options) {
+  const chromium = await launchFreshChromium({ args: sampleChromiumArgs(options.server) });
   try {
-    const page = await chromium.browser.newPage();
-    page.on('pageerror', (error) => errors.push(String(error)));
-    await page.setCacheEnabled(false);
-    await page.evaluateOnNewDocument(firstFrameHook, firstFrame);
-    const workerRequests = await logWorkerRequests(page);
-    const mark = server.requests.length;
-    await page.goto(`${server.origin}${path}`, { waitUntil: 'domcontentloaded', timeout: SAMPLE_TIMEOUT_MS });
-    await page.waitForFunction(() => globalThis.__engineBench.firstFrameAt !== undefined || globalThis.exampleFailed !== undefined, {
-      timeout: SAMPLE_TIMEOUT_MS,
-      polling: 50,
-    });
-    const result = await page.evaluate(() => ({
-      ...globalThis.__engineBench,
-      ready: globalThis.exampleReady,
-      failed: globalThis.exampleFailed,
-    }));
-    if (result.failed !== undefined) throw new Error(`${what}: the example failed: ${result.failed}`);
-    const problem = check(result.ready);
-    if (problem) throw new Error(`${what}: ${problem}${errors.length ? `; page errors: ${errors.join('; ')}` : ''}`);
-    const requests = await quietRequests(server, mark);
-    const timing = await page.evaluate(() => ({
-      timeOrigin: performance.timeOrigin,
-      call: performance.getEntriesByType('mark').find((mark) => mark.name.startsWith('awake-bundle:'))?.startTime,
-      resources: performance.getEntriesByType('resource').map((entry) => ({
-        url: entry.name,
-        startTime: entry.startTime,
-        requestStart: entry.requestStart,
-        responseEnd: entry.responseEnd,
-      })),
-    }));
-    return {
-      ms: result.firstFrameAt,
-      readyAtMs: result.readyAt,
-      requests,
-      start: startTimes(timing, workerRequests, published),
-      pageErrors: errors,
-    };
+    return await visitExamplePage({ ...options, browser: chromium.browser, cache: false });
   } finally {
     await chromium.close();
   }
+}
+
+/**
+ * One visit in an open `browser` (a new tab), as sampleExamplePage's sample: with `cache` (the
+ * default) the tab keeps Chromium's HTTP cache on, as a player's browser has it. With `waitStored`,
+ * after the first frame and the quiet time it also waits for `window.exampleStored` (the
+ * examples set it to their source's `whenStored()`), so that what the page stored is there when
+ * the browser closes: the next visit is a return visit. Not timed.
+ */
+export async function visitExamplePage({
+  browser,
+  server,
+  path = '/',
+  firstFrame,
+  check,
+  what,
+  published = '/published/',
+  cache = true,
+  waitStored = false,
+}) {
+  const errors = [];
+  const page = await browser.newPage();
+  page.on('pageerror', (error) => errors.push(String(error)));
+  await page.setCacheEnabled(cache);
+  await page.evaluateOnNewDocument(firstFrameHook, firstFrame);
+  const workerRequests = await logWorkerRequests(page);
+  const mark = server.requests.length;
+  await page.goto(`${server.origin}${path}`, { waitUntil: 'domcontentloaded', timeout: SAMPLE_TIMEOUT_MS });
+  await page.waitForFunction(() => globalThis.__engineBench.firstFrameAt !== undefined || globalThis.exampleFailed !== undefined, {
+    timeout: SAMPLE_TIMEOUT_MS,
+    polling: 50,
+  });
+  const result = await page.evaluate(() => ({
+    ...globalThis.__engineBench,
+    ready: globalThis.exampleReady,
+    failed: globalThis.exampleFailed,
+  }));
+  if (result.failed !== undefined) throw new Error(`${what}: the example failed: ${result.failed}`);
+  const problem = check(result.ready);
+  if (problem) throw new Error(`${what}: ${problem}${errors.length ? `; page errors: ${errors.join('; ')}` : ''}`);
+  const requests = await quietRequests(server, mark);
+  const timing = await page.evaluate(() => ({
+    timeOrigin: performance.timeOrigin,
+    call: performance.getEntriesByType('mark').find((mark) => mark.name.startsWith('awake-bundle:'))?.startTime,
+    resources: performance.getEntriesByType('resource').map((entry) => ({
+      url: entry.name,
+      startTime: entry.startTime,
+      requestStart: entry.requestStart,
+      responseEnd: entry.responseEnd,
+    })),
+    protocol: performance.getEntriesByType('navigation')[0]?.nextHopProtocol,
+  }));
+  if (waitStored) await page.evaluate(() => globalThis.exampleStored);
+  return {
+    ms: result.firstFrameAt,
+    readyAtMs: result.readyAt,
+    requests,
+    start: startTimes(timing, workerRequests, published),
+    protocol: timing.protocol,
+    pageErrors: errors,
+  };
 }
