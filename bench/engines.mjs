@@ -993,21 +993,28 @@ function renderComparison(before, after) {
 }
 
 /**
- * The parts of one run, merged: results of the same label (and code) that were run in pieces
- * (`--protocols h2 --out b.json` after `--protocols http/1.1 --out a.json`) are one part.
+ * The parts of one run, merged: results of the same label that were run in pieces
+ * (`--protocols h2 --no-build --out b.json` after `--protocols http/1.1 --out a.json`) are one
+ * part. Their sites must be the same (the digests of their indexes); their commits may differ
+ * (a commit of BENCHMARKS.md between them), and the part names each.
  */
 function mergeParts(parts) {
   const merged = [];
   for (const part of parts) {
-    const same = merged.find((other) => (other.label ?? '') === (part.label ?? '') && other.code.commit === part.code.commit);
-    if (!same) merged.push({ ...part, commands: [part.command], cells: [...part.cells], sites: { ...part.sites } });
-    else {
-      same.commands.push(part.command);
-      same.cells.push(...part.cells);
-      Object.assign(same.sites, part.sites);
-      if (part.startedAt < same.startedAt) same.startedAt = part.startedAt;
-      same.code.dirty ||= part.code.dirty;
+    const same = merged.find((other) => (other.label ?? '') === (part.label ?? ''));
+    if (!same) {
+      merged.push({ ...part, code: { ...part.code }, commands: [part.command], cells: [...part.cells], sites: { ...part.sites } });
+      continue;
     }
+    for (const [name, site] of Object.entries(part.sites))
+      if (same.sites[name] && same.sites[name].digest !== site.digest)
+        throw new Error(`${part.label ?? 'unlabelled'}: ${name} was measured on two different sites; give the runs their own labels`);
+    same.commands.push(part.command);
+    same.cells.push(...part.cells);
+    Object.assign(same.sites, part.sites);
+    if (part.startedAt < same.startedAt) same.startedAt = part.startedAt;
+    if (!same.code.commit.split(', ').includes(part.code.commit)) same.code.commit += `, ${part.code.commit}`;
+    same.code.dirty ||= part.code.dirty;
   }
   // Cells in the grid's order: protocol, then the condition as a run takes them, then the game.
   const condition = (cell) => (cell.mbit ? 1e6 : 0) + cell.latencyMs;
