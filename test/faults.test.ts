@@ -394,7 +394,8 @@ describe('load: 50 concurrent reads and prefetches on one source', () => {
   test('one request per bundle, and memory within the pending budget plus what was asked for', async () => {
     const server = await serve();
     const pendingBytes = 30_000;
-    const source = await IndexedAssetSource.open({ indexUrl: indexUrlOf(server), pendingBytes });
+    // Whole bundles (SPEC §7 "One request per bundle"): with needed bytes, prefetches of parts of a bundle are ranges.
+    const source = await IndexedAssetSource.open({ indexUrl: indexUrlOf(server), pendingBytes, neededBytes: false });
     const sizeOf = new Map(site.index.files.map((file) => [file.path!, file.sizeBytes]));
     let worst = 0;
     const sample = (): void => {

@@ -68,6 +68,8 @@ function loopingSteps(path: 'joining' | 'passed-over' | 'deciding' | 'range' | '
     deciding: () => (path === 'deciding' ? (calls.push('deciding'), tick()) : undefined),
     fromCache: step('fromCache', () => undefined),
     byRange: () => path === 'range',
+    asideByRange: () => false,
+    aside: () => Promise.resolve(undefined),
     range: step('range', () => undefined),
     startLoad: () => (calls.push('startLoad'), load),
   };

@@ -27,12 +27,13 @@ const KB = 1024;
 // façade) and issue 27's read-ahead hook cost ~2.3 KB on the game entries; the core entry also
 // exports the reference reader now in core/format (BENCHMARKS.md "Size").
 const BUDGETS: Record<string, number> = {
-  core: 50 * KB,
+  // Issue 27's needed bytes (the planner's rule, the line measure, gathering, aside ranges) added ~2.6 KB.
+  core: 52.75 * KB,
   // Issue 21 aims at 25 KB; what stands between is in BENCHMARKS.md ("Size").
-  phaser: 35.25 * KB,
-  babylon: 35 * KB,
+  phaser: 37.75 * KB,
+  babylon: 37.5 * KB,
   // Issue 21: the service worker at most 40 KB gzipped.
-  sw: 38.5 * KB,
+  sw: 40 * KB,
 };
 
 let measures: Measure[];

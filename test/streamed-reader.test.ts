@@ -198,6 +198,8 @@ describe('IndexedAssetSource, streamed', () => {
     const source = await IndexedAssetSource.open({
       indexUrl: `${server.origin}/project.index.json`,
       retry: { attempts: 2, baseDelayMs: 1 },
+      // The whole bundle, streamed (SPEC §7 "Streamed members"), not the reads' needed ranges.
+      neededBytes: false,
     });
     // load:pier's data: pier.scene.json, bell.ogg (both in the first half of the bundle), crate.glb, hud.json.
     const paths = ['scenes/pier.scene.json', 'assets/sounds/bell.ogg', 'ui/hud.json'];

@@ -57,6 +57,10 @@ export interface ReadSteps {
   fromCache(signal: AbortSignal): Promise<Uint8Array | undefined>;
   /** Whether this read goes alone by range request (SPEC §7 "Range reads"). */
   byRange(): boolean;
+  /** Whether a read that `load` (a needed-bytes load of its bundle, without its content) passed over goes by a range of its own rather than wait for it to end. */
+  asideByRange(load: Load): boolean;
+  /** That range (aside-ranges.ts), shared with any other asking for the same content; `undefined` when the host refused it. */
+  aside(signal: AbortSignal): Promise<Uint8Array | undefined>;
   /** The range read; `undefined` when the host refused the range (its origin then gets whole bundles). */
   range(signal: AbortSignal): Promise<Uint8Array | undefined>;
   /** Starts a load that brings this content whatever the cache says. */
@@ -112,6 +116,11 @@ async function walk(steps: ReadSteps, target: ReadTarget, signal: AbortSignal): 
           passedOver = load;
           state = 'deciding';
           break;
+        }
+        if (load === passedOver && steps.asideByRange(load)) {
+          // Needed bytes: the load in flight fetches other members of this bundle; this one by a range of its own, now.
+          const bytes = await steps.aside(signal);
+          if (bytes) return bytes;
         }
         const bytes = load === passedOver ? undefined : await steps.arrival(load, signal);
         if (bytes) return bytes;

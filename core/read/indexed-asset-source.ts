@@ -25,6 +25,7 @@ import { LoadPlanner } from './load-planner.js';
 import { LoadRecorder } from './load-recorder.js';
 import { LoadRegistry } from './load-registry.js';
 import { LoadRunner } from './loads.js';
+import { CacheLookups, LineEstimates, neededBytesSettings } from './needed-bytes.js';
 import { openSource, type Opened } from './open-source.js';
 import {
   DEFAULT_PENDING_BYTES,
@@ -72,7 +73,7 @@ export class IndexedAssetSource {
   readonly loadsEndpoint: string | undefined;
   readonly #postFetch: typeof fetch;
 
-  private constructor({ view, transport, pool, inWorkers, options }: Opened) {
+  private constructor({ view, transport, pool, inWorkers, options, indexLine }: Opened) {
     this.#view = view;
     this.#recorder = new LoadRecorder(options.recordLoads !== false);
     this.loadsEndpoint = options.recordLoads === false ? undefined : options.loadsEndpoint;
@@ -85,7 +86,12 @@ export class IndexedAssetSource {
     const pendingBytes = options.pendingBytes ?? DEFAULT_PENDING_BYTES;
     const cache = new VerifiedCache(options.cache ?? undefined, pool, options.onCacheError, (sha256) => view.contentEntry(sha256));
     // Delta reads only with a cache that can say what it holds without reading it (has, hasMany, or a worker's view).
-    const delta = cache.counts ? deltaReadSettings(options.deltaReads) : undefined;
+    const rangeSettings = deltaReadSettings(options.deltaReads);
+    const delta = cache.counts ? rangeSettings : undefined;
+    // Needed bytes (SPEC §7) need no cache that counts: the load's own reads say what is needed.
+    const needed = rangeSettings && neededBytesSettings(options.neededBytes);
+    const lines = needed && new LineEstimates(needed);
+    if (lines && indexLine) lines.observe(indexLine.url, indexLine.sample);
     const origins = new OriginCapabilities();
     const fetcher = new BundleFetcher(view, transport, pool, cache, origins, inWorkers, ranges);
     this.#lifetime = linkSignals([options.signal, this.#disposal.signal]);
@@ -93,7 +99,15 @@ export class IndexedAssetSource {
       view,
       cache,
       fetcher,
-      planner: new LoadPlanner(view, cache, origins, delta, ranges !== undefined, () => fetcher.rangesModule()),
+      planner: new LoadPlanner(
+        view,
+        cache,
+        origins,
+        { delta, ranges: rangeSettings },
+        ranges !== undefined,
+        () => fetcher.rangesModule(),
+        lines,
+      ),
       // The workers write the cache once this source's loads are done (see flushStores).
       registry: new LoadRegistry(this.#lifetime.signal, () => {
         if (this.pool instanceof WorkerDigestPool) this.pool.flushStores();
@@ -104,6 +118,10 @@ export class IndexedAssetSource {
       lifetime: this.#lifetime.signal,
       pendingBytes,
       writes: new Map(),
+      lookups: new CacheLookups(),
+      ranging: new Map(),
+      brought: new Map(),
+      lines,
       flushWrites: () => {
         if (this.pool instanceof WorkerDigestPool) this.pool.flushStores();
       },
@@ -171,6 +189,7 @@ export class IndexedAssetSource {
       steps.releasePin();
       throw naming(error, path, entry.id);
     } finally {
+      steps.doneAsking();
       release();
     }
   }

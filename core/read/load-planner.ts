@@ -12,6 +12,7 @@ import type { ByteRange, DeltaReadOptions } from './delta-ranges.js';
 import type { Replan } from './fetched.js';
 import type { Entry, IndexView } from './index-view.js';
 import type { OriginCapabilities } from './origins.js';
+import type { LineEstimates } from './needed-bytes.js';
 import type { VerifiedCache } from './verified-cache.js';
 
 /** What one load fetches, and how many bytes that is (its byte-progress share, SPEC §7 "Byte progress"). */
@@ -25,6 +26,8 @@ export interface RangesPlan {
   missing: Entry[];
   multipart: boolean;
   bytes: number;
+  /** Planned for needed bytes (the load's wanted members), not for what the cache lacks. */
+  needed?: boolean;
 }
 
 /** What the planner knows of a load's members when it plans. */
@@ -35,6 +38,12 @@ export interface PlanInputs {
   present?: Set<string> | undefined;
   /** A content to bring whatever the cache says (a read just missed it there). */
   need?: string | undefined;
+  /**
+   * The contents the load is for (its reads' and prefetch's), when needed bytes are on (SPEC §7
+   * "Needed bytes"); read when the load plans, so reads that join before then are counted.
+   * `undefined`: every member the cache lacks (a delta load).
+   */
+  wanted?: ReadonlySet<string> | undefined;
 }
 
 /** Where the delta rule comes from: imported on first use, with the range fetchers (bundle-fetcher.ts `rangesModule`), in one go. */
@@ -44,32 +53,44 @@ export class LoadPlanner {
   readonly #view: IndexView;
   readonly #cache: VerifiedCache;
   readonly #origins: OriginCapabilities;
+  /** Delta reads' settings: with a cache that can say what it holds, else `undefined`. */
   readonly #delta: Required<DeltaReadOptions> | undefined;
+  /** How ranges are asked for (`deltaReads`), needed bytes' too; `undefined` with `deltaReads: false`. */
+  readonly #settings: Required<DeltaReadOptions> | undefined;
   readonly #rangeReads: boolean;
   /** The delta rule (delta-plan.ts), imported the first time a cache holds part of a bundle. */
   readonly #rule: DeltaRule;
+  /** The lines to the origins, when needed bytes are on (needed-bytes.ts). */
+  readonly #lines: LineEstimates | undefined;
 
   constructor(
     view: IndexView,
     cache: VerifiedCache,
     origins: OriginCapabilities,
-    delta: Required<DeltaReadOptions> | undefined,
+    { delta, ranges }: { delta: Required<DeltaReadOptions> | undefined; ranges: Required<DeltaReadOptions> | undefined },
     rangeReads: boolean,
     rule: DeltaRule,
+    lines?: LineEstimates,
   ) {
     this.#rule = rule;
+    this.#lines = lines;
     this.#view = view;
     this.#cache = cache;
     this.#origins = origins;
     this.#delta = delta;
+    this.#settings = ranges;
     this.#rangeReads = rangeReads;
   }
 
-  /** Whether one read of `entry` goes alone by range request: range reads on, a bundle member, an origin that serves ranges. */
-  readsByRange(entry: Entry): boolean {
+  /**
+   * Whether one read of `entry` goes alone by range request: range reads on (or `aside`: a read
+   * that a needed-bytes load of its bundle passed over, which would otherwise wait for that load
+   * to end), a bundle member, an origin that serves ranges.
+   */
+  readsByRange(entry: Entry, aside = false): boolean {
     return (
       entry.url === undefined &&
-      this.#rangeReads &&
+      (this.#rangeReads || (aside && this.#settings !== undefined)) &&
       this.#origins.servesRanges(this.#view.resolveUrl(this.#view.bundle(entry.bundle!)!.url))
     );
   }
@@ -95,7 +116,9 @@ export class LoadPlanner {
    */
   async replan(plan: RangesPlan, why: Replan['replan']): Promise<LoadPlan> {
     if (why === 'whole') return this.#whole(plan.bundle);
-    const ranges = await this.#rangesOf(plan.bundle, plan.missing, false);
+    const ranges = plan.needed
+      ? await this.#neededRanges(plan.bundle, plan.missing, false)
+      : await this.#rangesOf(plan.bundle, plan.missing, false);
     return ranges ? { ...plan, ranges, multipart: false, bytes: sumOf(ranges) } : this.#whole(plan.bundle);
   }
 
@@ -103,11 +126,14 @@ export class LoadPlanner {
     return { kind: 'whole', bundle, bytes: bundle.sizeBytes };
   }
 
-  async #ranges(bundle: BundleEntry, { held, present, need }: PlanInputs): Promise<RangesPlan | undefined> {
+  async #ranges(bundle: BundleEntry, inputs: PlanInputs): Promise<RangesPlan | undefined> {
     const url = this.#view.resolveUrl(bundle.url);
-    if (!this.#delta || !this.#origins.servesRanges(url)) return undefined;
+    if (!this.#settings || !this.#origins.servesRanges(url)) return undefined;
     const contents = new Map<string, Entry>();
     for (const entry of this.#view.membersOf(bundle.sha256)) if (!contents.has(entry.sha256)) contents.set(entry.sha256, entry);
+    if (this.#lines && inputs.wanted) return this.#needed(bundle, url, contents, inputs);
+    if (!this.#delta) return undefined;
+    const { held, present, need } = inputs;
     const unknown = [...contents.keys()].filter((sha256) => !held(sha256) && !present?.has(sha256));
     const cached = present ?? (unknown.length === 0 ? new Set<string>() : await this.#cache.contains(unknown));
     if (!cached) return undefined;
@@ -116,6 +142,42 @@ export class LoadPlanner {
     const multipart = this.#delta.multipartRanges && this.#origins.servesMultipart(url);
     const ranges = await this.#rangesOf(bundle, missing, multipart);
     return ranges && { kind: 'ranges', bundle, ranges, missing, multipart: multipart && ranges.length > 1, bytes: sumOf(ranges) };
+  }
+
+  /**
+   * Needed bytes (SPEC §7; needed-bytes.ts has the rule): ranges of the contents the load wants
+   * that neither memory nor the cache (as a prefetch found it) holds, unless the whole bundle
+   * adds at most one round trip's bytes to them.
+   */
+  async #needed(bundle: BundleEntry, url: string, contents: Map<string, Entry>, inputs: PlanInputs): Promise<RangesPlan | undefined> {
+    const { held, present, need, wanted } = inputs;
+    const missing = [...contents.values()].filter(
+      (entry) => entry.sha256 === need || (wanted!.has(entry.sha256) && !held(entry.sha256) && !present?.has(entry.sha256)),
+    );
+    if (missing.length === 0 || missing.length === contents.size) return undefined;
+    const multipart = this.#settings!.multipartRanges && this.#origins.servesMultipart(url);
+    const ranges = await this.#neededRanges(bundle, missing, multipart);
+    return (
+      ranges && { kind: 'ranges', bundle, ranges, missing, multipart: multipart && ranges.length > 1, bytes: sumOf(ranges), needed: true }
+    );
+  }
+
+  /** The needed members' ranges by the line's price (needed-bytes.ts); `undefined` for the whole bundle. */
+  async #neededRanges(bundle: BundleEntry, missing: Entry[], multipart: boolean): Promise<ByteRange[] | undefined> {
+    const rule = await this.#rule().catch(() => undefined);
+    const roundTrip = this.#lines!.roundTripBytes(this.#view.resolveUrl(bundle.url));
+    const ranges = rule?.deltaRangesFor(
+      missing.map((entry) => ({ offset: entry.offset!, sizeBytes: entry.sizeBytes, sha256: entry.sha256 })),
+      bundle.sizeBytes,
+      {
+        ...this.#settings!,
+        maxMissingFraction: 1,
+        maxGapBytes: roundTrip,
+        multipartGapBytes: Math.min(roundTrip, this.#settings!.multipartGapBytes),
+      },
+      multipart,
+    );
+    return ranges && bundle.sizeBytes - sumOf(ranges) > roundTrip ? ranges : undefined;
   }
 
   /** The delta rule's ranges; `undefined` for the whole bundle (and when the rule's module cannot be imported: a chunk gone after a deploy). */

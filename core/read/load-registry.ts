@@ -30,6 +30,12 @@ export interface Load {
   partial: boolean;
   /** A delta load's contents, once decided; `undefined` for a load that brings every member. */
   brings?: Set<string>;
+  /**
+   * The contents a load planning for needed bytes is for, while it gathers the reads asked for
+   * with it (needed-bytes.ts `CacheLookups`): a read that joins then adds its own. `undefined`
+   * once it planned, and for a load that is not gathering.
+   */
+  gathering?: Set<string>;
   /** Bytes received so far on the `fetchBytes` scale: never lower than before, never past it. */
   receivedBytes: number;
   /** Contents that arrived, verified. */

@@ -6,6 +6,7 @@
 import { entryKey } from '../format/project-index.js';
 import type { Accepted, FetchCallbacks } from './fetched.js';
 import type { Load } from './load-registry.js';
+import type { LineSample } from './needed-bytes.js';
 import type { SourceParts } from './source-parts.js';
 
 /** Plans a load may go through when its host cannot serve one: multi-range → one range per request → whole. */
@@ -18,6 +19,8 @@ export interface StartOptions {
   need?: string;
   /** Hold what arrives for the files that will read it (default true); false: only for reads already waiting. */
   hold?: boolean;
+  /** The contents this load is for (a prefetch's group), with `need`: with needed bytes on, it fetches no others (SPEC §7 "Needed bytes"). */
+  wanted?: Iterable<string>;
 }
 
 export class LoadRunner {
@@ -32,15 +35,24 @@ export class LoadRunner {
    * passed, and the whole load's to the cache once all passed.
    */
   start(loadKey: string, options: StartOptions = {}): Load {
-    const { view, registry } = this.#parts;
-    return registry.start(loadKey, view.sizeOfLoad(loadKey), async (load, decide) => {
+    const { view, registry, lines } = this.#parts;
+    const gathering =
+      lines && view.bundle(loadKey) && (options.wanted || options.need)
+        ? new Set([...(options.wanted ?? []), ...(options.need ? [options.need] : [])])
+        : undefined;
+    const load = registry.start(loadKey, view.sizeOfLoad(loadKey), async (load, decide) => {
+      if (gathering) load.gathering = gathering;
+      const line = new LineTiming();
       const callbacks: FetchCallbacks = {
         signal: load.controller.signal,
-        onProgress: (received, total) => registry.progress(load, received, total),
+        onProgress: (received, total) => {
+          line.received(received);
+          registry.progress(load, received, total);
+        },
         onContent: (sha256, bytes) => this.#arrive(load, sha256, bytes, options.hold ?? true),
       };
       try {
-        const accepted = await this.#carryOut(load, options, decide, callbacks);
+        const accepted = await this.#carryOut(load, options, decide, callbacks, line);
         load.stored = this.#parts.cache.store(accepted.forCache, accepted.stored);
         // A worker's write waits for the loads in flight to end, after this load has left: marked pending.
         if (accepted.stored) this.#pending(load, load.stored);
@@ -55,18 +67,37 @@ export class LoadRunner {
         throw error;
       }
     });
+    return load;
   }
 
   /** The planner's plan, carried out; planned again (bounded) where the host could not serve it. */
-  async #carryOut(load: Load, options: StartOptions, decide: (bytes: number) => void, callbacks: FetchCallbacks): Promise<Accepted> {
-    const { planner, fetcher, held } = this.#parts;
-    let plan = await planner.plan(load.key, { held: (sha256) => held.has(sha256), present: options.present, need: options.need });
+  async #carryOut(
+    load: Load,
+    options: StartOptions,
+    decide: (bytes: number) => void,
+    callbacks: FetchCallbacks,
+    line: LineTiming,
+  ): Promise<Accepted> {
+    const { planner, fetcher, held, lookups, lines, view } = this.#parts;
+    let wanted: Set<string> | undefined;
+    if (load.gathering) {
+      // The reads asked for with this one that are still asking the cache: those that miss join it (needed-bytes.ts).
+      await lookups.quiet(load.key);
+      wanted = load.gathering;
+      load.gathering = undefined;
+      // A read alone (not a load, not reads asked for together) gets its whole bundle (SPEC §7 "One
+      // request per bundle"), or, where loads of this source brought part of it, the rest of it.
+      if (!options.wanted && wanted.size <= 1) wanted = this.#rest(load.key);
+    }
+    let plan = await planner.plan(load.key, { held: (sha256) => held.has(sha256), present: options.present, need: options.need, wanted });
     if (plan.kind === 'ranges') {
       load.partial = true;
       load.brings = new Set(plan.missing.map((entry) => entry.sha256));
     }
     decide(plan.bytes);
+    line.begin();
     let result = await fetcher.carryOut(plan, callbacks);
+    const asPlanned = !('replan' in result);
     for (let replans = 1; 'replan' in result; replans++) {
       if (plan.kind !== 'ranges' || replans > MAX_REPLANS) throw new Error(`internal: load ${load.key} was planned again ${replans} times`);
       plan = await planner.replan(plan, result.replan);
@@ -74,7 +105,26 @@ export class LoadRunner {
       if (plan.kind === 'whole') load.brings = undefined;
       result = await fetcher.carryOut(plan, callbacks);
     }
+    if (plan.kind === 'ranges') this.#broughtPart(load.key, plan.missing);
+    if (lines && asPlanned && plan.kind !== 'loose') lines.observe(view.resolveUrl(plan.bundle.url), line.sample(plan.bytes));
     return result;
+  }
+
+  /** The contents of bundle `loadKey` that no needed-bytes load of this source brought; `undefined` (all of them) when none did. */
+  #rest(loadKey: string): Set<string> | undefined {
+    const brought = this.#parts.brought.get(loadKey);
+    if (!brought) return undefined;
+    const rest = new Set<string>();
+    for (const entry of this.#parts.view.membersOf(loadKey)) if (!brought.has(entry.sha256)) rest.add(entry.sha256);
+    return rest;
+  }
+
+  /** Remembers what a needed-bytes load of `loadKey` is bringing (a failed one's members are asked for again: harmless). */
+  #broughtPart(loadKey: string, entries: readonly { sha256: string }[]): void {
+    const { brought } = this.#parts;
+    const set = brought.get(loadKey) ?? new Set<string>();
+    for (const entry of entries) set.add(entry.sha256);
+    brought.set(loadKey, set);
   }
 
   /** Marks what `load` brought as written by `stored` until it settles (SourceParts `writes`). */
@@ -111,5 +161,26 @@ export class LoadRunner {
       const files = view.filesWith(bundleSha, sha256);
       held.put(sha256, bytes, files.length, files.filter((file) => asked.has(entryKey(file))).length, bundleSha);
     }
+  }
+}
+
+/** One load's fetch as its line saw it (needed-bytes.ts `LineEstimates`): from the request to its first body bytes, and the body's time. */
+class LineTiming {
+  #start = 0;
+  #firstByte: number | undefined;
+
+  begin(): void {
+    this.#start = performance.now();
+    this.#firstByte = undefined;
+  }
+
+  received(bytes: number): void {
+    if (bytes > 0) this.#firstByte ??= performance.now();
+  }
+
+  sample(bytes: number): LineSample {
+    const end = performance.now();
+    const first = this.#firstByte ?? end;
+    return { waitedMs: first - this.#start, bytes, bodyMs: end - first };
   }
 }

@@ -12,6 +12,7 @@ import { deltaReadSettings } from './delta-ranges.js';
 import { InThreadDigests, sharedDigestPool, WorkerDigestPool, workersAvailable, type DigestPool } from './digest-pool.js';
 import { IndexView } from './index-view.js';
 import { loadsEndpointOf, LOADS_ENDPOINT_HEADER } from './load-recorder.js';
+import { neededBytesSettings, type LineSample } from './needed-bytes.js';
 import { DEFAULT_INDEX_ATTEMPTS, DEFAULT_INDEX_TIMEOUT_MS, DEFAULT_MAX_INDEX_BYTES, type OpenOptions } from './options.js';
 import { absoluteUrl, allowedOrigins, checkIndexUrls, documentParsed, httpUrl, pageHref, tokenOrigin } from './origins.js';
 import { rangeReadSettings } from './range-reads.js';
@@ -24,6 +25,8 @@ export interface Opened {
   /** Bodies are read in the pool's workers (the platform's own fetch). */
   inWorkers: boolean;
   options: OpenOptions & { cache: ContentCache | null | undefined; loadsEndpoint: string | undefined };
+  /** The index's fetch as its line saw it (its round trip, for needed bytes: needed-bytes.ts). */
+  indexLine?: { url: string; sample: LineSample };
 }
 
 /** Reads and checks the index (formatVersion 2 or 3; others refused, SPEC §3). */
@@ -34,6 +37,7 @@ export async function openSource(options: OpenOptions): Promise<Opened> {
   const fetch =
     options.fetch && needsTokenOrigin(options.fetch) ? bindTokenOrigin(options.fetch, tokenOrigin(indexUrl ?? baseUrl)) : options.fetch;
   deltaReadSettings(options.deltaReads); // checked before any request
+  neededBytesSettings(options.neededBytes);
   rangeReadSettings(options.rangeReads);
   const maxIndexBytes = checkedSize(options.maxIndexBytes ?? DEFAULT_MAX_INDEX_BYTES, 'maxIndexBytes');
   const indexTimeoutMs = options.indexTimeoutMs ?? DEFAULT_INDEX_TIMEOUT_MS;
@@ -60,6 +64,7 @@ export async function openSource(options: OpenOptions): Promise<Opened> {
   cache.catch(() => undefined); // awaited below; not an unhandled rejection if the index fails first
   let index: ProjectIndex;
   let loadsEndpoint: string | undefined;
+  let indexLine: Opened['indexLine'];
   if (options.index !== undefined) {
     warm();
     index =
@@ -71,6 +76,8 @@ export async function openSource(options: OpenOptions): Promise<Opened> {
     // the index and the bundles come from their preloads, each requested once (origins.ts).
     const parsed = documentParsed(indexUrl, options.signal, indexTimeoutMs);
     if (parsed) await parsed;
+    const asked = performance.now();
+    let answered: number | undefined;
     const answer = transport
       .getBytesWithHeaders(indexUrl, {
         ...(options.signal ? { signal: options.signal } : {}),
@@ -78,13 +85,16 @@ export async function openSource(options: OpenOptions): Promise<Opened> {
         timeoutMs: indexTimeoutMs,
         attempts: indexAttempts,
         // Read in steps, each re-arming the quiet-time limit: a large index on a slow line is not cut at 15 s.
-        onProgress: () => undefined,
+        onProgress: (received) => {
+          if (received > 0) answered ??= performance.now();
+        },
       })
       .catch((error: unknown) => {
         throw error instanceof ResponseSizeError ? new IndexTooLargeError(indexUrl, maxIndexBytes, error) : error;
       });
     warm();
     const { bytes, headers } = await answer;
+    indexLine = { url: indexUrl, sample: { waitedMs: (answered ?? performance.now()) - asked } };
     // Strict UTF-8: bytes that are not would become U+FFFD and another, legal path (SPEC preamble);
     // an answer that is a page instead (a single-page app's fallback) is named as such.
     index = parseFetchedIndexJson(await indexText(bytes, indexUrl), { url: indexUrl, contentType: headers.get('content-type') });
@@ -100,6 +110,7 @@ export async function openSource(options: OpenOptions): Promise<Opened> {
     pool,
     inWorkers,
     options: { ...options, ...(fetch ? { fetch } : {}), cache: await cache, loadsEndpoint },
+    ...(indexLine ? { indexLine } : {}),
   };
 }
 

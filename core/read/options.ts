@@ -6,6 +6,7 @@ import type { ContentCache } from '../cache/content-cache.js';
 import type { ProjectIndex } from '../format/project-index.js';
 import type { RetryOptions, Transport } from '../net/transport.js';
 import type { DeltaReadOptions } from './delta-ranges.js';
+import type { NeededBytesOptions } from './needed-bytes.js';
 import type { DigestPool } from './digest-pool.js';
 import type { RangeReadOptions } from './range-reads.js';
 import type { CacheErrorDetail } from './verified-cache.js';
@@ -74,6 +75,17 @@ export interface OpenOptions {
    * single range with the whole file (200).
    */
   deltaReads?: boolean | DeltaReadOptions;
+  /**
+   * Needed bytes (SPEC §7 "Needed bytes"; on by default): a load (`load`, `prefetch`, an
+   * adapter's queue, the reads an engine starts together) fetches, per bundle, only the members it
+   * needs that are not cached, as ranges, unless the whole bundle adds at most one round trip's
+   * bytes at the line's rate (measured per origin: docs/FORMAT.md "Needed bytes"). Ranges go as
+   * `deltaReads` says (one multi-range request where the host answers it, else single ranges); a
+   * host that refuses or ignores ranges gets whole bundles from then on. `false` fetches whole
+   * bundles, as before; `{ roundTripBytes }` fixes the price of a request instead of measuring
+   * it. Off too with `deltaReads: false`.
+   */
+  neededBytes?: boolean | NeededBytesOptions;
   /**
    * Bytes of fetched contents that no read has asked for yet, kept in memory for the reads to
    * come (default 64 MiB; the oldest leave first). Contents a prefetch asked for are kept until

@@ -4,6 +4,7 @@
  * prefetch is deciding wait for its decision (`deciding`) rather than ask the cache themselves.
  */
 import { entryKey, type ProjectIndex } from '../format/project-index.js';
+import { rangeAside } from './aside-ranges.js';
 import { pushTo, type Entry } from './index-view.js';
 import { PrefetchReport } from './load-progress.js';
 import { ByteBudget, type Load } from './load-registry.js';
@@ -57,7 +58,11 @@ export class Prefetcher {
     const open = (among: PrefetchFile[]) => {
       const groups = new Map<string, Entry[]>();
       for (const { path, entry } of among) if (wanted(path) && !held.has(entry.sha256)) pushTo(groups, view.loadKeyOf(entry), entry);
-      for (const loadKey of [...groups.keys()]) if (registry.get(loadKey) || deciding.has(loadKey)) groups.delete(loadKey);
+      for (const loadKey of [...groups.keys()]) {
+        const load = registry.get(loadKey);
+        if (load) this.#besideLoad(load, groups.get(loadKey)!, among);
+        if (load || deciding.has(loadKey)) groups.delete(loadKey);
+      }
       return groups;
     };
     const groups = open(files);
@@ -66,7 +71,23 @@ export class Prefetcher {
     // While the cache answered, the game may have read them, or a load of theirs started: asked again.
     for (const loadKey of open(files).keys())
       if (groups.has(loadKey) && !complete.has(loadKey) && !this.#parts.lifetime.aborted)
-        this.#loads.start(loadKey, present ? { present } : {});
+        this.#loads.start(loadKey, { ...(present ? { present } : {}), wanted: shasOf(groups.get(loadKey)!) });
+  }
+
+  /**
+   * Read-ahead files of a bundle whose load is in flight (needed bytes, SPEC §7): one gathering
+   * its reads wants them too; one that planned without them brings them by ranges of their own
+   * (aside-ranges.ts), at once, rather than after it.
+   */
+  #besideLoad(load: Load, entries: Entry[], files: PrefetchFile[]): void {
+    if (!this.#parts.lines) return;
+    if (load.gathering) return void entries.forEach((entry) => load.gathering!.add(entry.sha256));
+    if (!load.decided || !load.brings) return;
+    for (const entry of distinct(entries))
+      if (!load.brings.has(entry.sha256) && this.#parts.planner.readsByRange(entry, true))
+        void rangeAside(this.#parts, this.#loads, entry, files.find((file) => file.entry === entry)?.path ?? entryKey(entry)).catch(
+          () => undefined,
+        );
   }
 
   /**
@@ -102,7 +123,7 @@ export class Prefetcher {
     const jobs = [...groups.keys()].filter((loadKey) => !cached.has(loadKey));
     const fromCache = [...cached].map(async (loadKey) => {
       if (!keep || (await this.#holdFromCache(groups.get(loadKey)!))) return decided(loadKey);
-      const load = registry.get(loadKey) ?? this.#loads.start(loadKey);
+      const load = registry.get(loadKey) ?? this.#loads.start(loadKey, { wanted: shasOf(groups.get(loadKey)!) });
       decided(loadKey);
       await registry.join(load, signal);
     });
@@ -111,7 +132,9 @@ export class Prefetcher {
     const starting = jobs.map(async (loadKey) => {
       const size = view.sizeOfLoad(loadKey);
       if (budget) await budget.take(size, signal);
-      const load = registry.get(loadKey) ?? this.#loads.start(loadKey, { ...(present ? { present } : {}), hold: keep });
+      const load =
+        registry.get(loadKey) ??
+        this.#loads.start(loadKey, { ...(present ? { present } : {}), hold: keep, wanted: shasOf(groups.get(loadKey)!) });
       decided(loadKey);
       if (budget)
         void load.done
@@ -164,13 +187,16 @@ export class Prefetcher {
   /**
    * What the cache holds of each prefetch group, in one `hasMany` call for all of them (counts,
    * no bytes): per load key, whether every content the group needs and `held` lacks is there.
+   * A content whose cache write is pending counts as there (issue 27, "no byte twice"): a
+   * worker writes once no load is in flight, so a load of its bundle that just ended, while
+   * another is still under way, is not in the store yet, and asking the store would fetch it again.
    */
   async #cachedGroups(groups: Map<string, Entry[]>): Promise<{ complete: Set<string>; present?: Set<string> }> {
-    const { held, cache, view } = this.#parts;
+    const { held, cache, view, writes } = this.#parts;
     const complete = new Set<string>();
     const wanted = new Map<string, Entry[]>();
     for (const [loadKey, group] of groups) {
-      const missing = distinct(group.filter((entry) => !held.has(entry.sha256)));
+      const missing = distinct(group.filter((entry) => !held.has(entry.sha256) && !writes.has(entry.sha256)));
       if (missing.length === 0) complete.add(loadKey);
       else wanted.set(loadKey, missing);
     }
@@ -181,6 +207,7 @@ export class Prefetcher {
     for (const loadKey of wanted.keys()) for (const entry of view.membersOf(loadKey)) shas.add(entry.sha256);
     const present = await cache.contains([...shas]);
     if (!present) return { complete };
+    for (const sha256 of shas) if (writes.has(sha256)) present.add(sha256);
     for (const [loadKey, missing] of wanted) if (missing.every((entry) => present.has(entry.sha256))) complete.add(loadKey);
     return { complete, present };
   }
@@ -193,6 +220,7 @@ export class Prefetcher {
     const { held, cache } = this.#parts;
     const wanted = distinct(group.filter((entry) => !held.has(entry.sha256)));
     if (wanted.length === 0) return true;
+    await this.#written(wanted);
     const found = await cache.getVerified(wanted);
     const readsOf = new Map<string, number>();
     for (const file of group) readsOf.set(file.sha256, (readsOf.get(file.sha256) ?? 0) + 1);
@@ -202,6 +230,20 @@ export class Prefetcher {
     }
     return found.size === wanted.length;
   }
+
+  /** Once the pending cache writes of `entries` have settled (the workers asked to write now), as a read waits (read-steps.ts `fromCache`). */
+  async #written(entries: Entry[]): Promise<void> {
+    const { writes } = this.#parts;
+    const pending = entries.flatMap((entry) => writes.get(entry.sha256) ?? []);
+    if (pending.length === 0) return;
+    this.#parts.flushWrites();
+    await Promise.all(pending);
+  }
+}
+
+/** The contents of a group's entries (a load's `wanted`: with needed bytes, what it fetches). */
+function shasOf(entries: Entry[]): string[] {
+  return entries.map((entry) => entry.sha256);
 }
 
 /** One entry per content. */

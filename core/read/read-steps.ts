@@ -5,6 +5,7 @@
  */
 import { BundleIntegrityError } from '../errors.js';
 import { abortable } from '../net/abort.js';
+import { rangeAside } from './aside-ranges.js';
 import type { ReadSteps } from './file-read.js';
 import type { Entry } from './index-view.js';
 import { fileBytesOf } from './load-progress.js';
@@ -20,7 +21,7 @@ export interface ReadOf {
   onProgress?: ((loadedBytes: number, totalBytes: number) => void) | undefined;
 }
 
-export function readSteps(parts: SourceParts, loads: LoadRunner, read: ReadOf): ReadSteps & { releasePin(): void } {
+export function readSteps(parts: SourceParts, loads: LoadRunner, read: ReadOf): ReadSteps & { releasePin(): void; doneAsking(): void } {
   const { held, registry, view, cache } = parts;
   const { entry, onProgress } = read;
   const { sha256 } = entry;
@@ -31,6 +32,12 @@ export function readSteps(parts: SourceParts, loads: LoadRunner, read: ReadOf): 
     if (pinned) held.unpin(sha256);
     pinned = false;
   };
+  /** Whether this read is counted as asking the cache (needed-bytes.ts `CacheLookups`): until it found bytes or joined or started a load. */
+  let asking = false;
+  const doneAsking = () => {
+    if (asking) parts.lookups.end(loadKey);
+    asking = false;
+  };
   const take = (waited: boolean) => {
     const bytes = held.take(sha256, { waited, pinned });
     if (bytes) pinned = false;
@@ -40,9 +47,17 @@ export function readSteps(parts: SourceParts, loads: LoadRunner, read: ReadOf): 
   const until = <T>(promise: Promise<T>, signal: AbortSignal) => (signal === parts.lifetime ? promise : abortable(promise, signal));
   return {
     releasePin,
+    doneAsking,
     takeHeld: () => take(false),
     inFlight: () => registry.get(loadKey),
     brings(load, signal) {
+      if (load.gathering) {
+        // A load gathering the reads asked for with it (needed bytes): it will bring this content too.
+        load.gathering.add(sha256);
+        doneAsking();
+        return true;
+      }
+      doneAsking();
       const answer = () => load.brings === undefined || load.brings.has(sha256);
       // Answered at once once the load has decided (so a read joins a load before it can finish), else when it decides, before any request.
       return load.decided ? answer() : until(load.planned, signal).then(answer);
@@ -75,15 +90,38 @@ export function readSteps(parts: SourceParts, loads: LoadRunner, read: ReadOf): 
         parts.flushWrites();
         await until(writing, signal);
       }
+      if (parts.lines && !asking && entry.bundle !== undefined) {
+        asking = true;
+        parts.lookups.begin(loadKey);
+      }
       const bytes = await cache.read(entry);
-      if (bytes) releasePin();
+      if (bytes) {
+        releasePin();
+        doneAsking();
+      }
       return bytes;
     },
     byRange: () => parts.planner.readsByRange(entry),
+    asideByRange: (load) => parts.lines !== undefined && load.partial && parts.planner.readsByRange(entry, true),
+    async aside(signal) {
+      doneAsking();
+      held.expect(sha256);
+      try {
+        await until(rangeAside(parts, loads, entry, read.path), signal);
+      } catch (error) {
+        held.unexpect(sha256);
+        throw error;
+      }
+      return take(true);
+    },
     range(signal) {
       releasePin();
+      doneAsking();
       return parts.fetcher.range(entry, read.path, signal, (accepted, contents) => loads.keepWhole(entry.bundle!, accepted, contents));
     },
-    startLoad: () => loads.start(loadKey, { need: sha256 }),
+    startLoad() {
+      doneAsking();
+      return loads.start(loadKey, { need: sha256 });
+    },
   };
 }

@@ -6,6 +6,7 @@ import type { BundleFetcher } from './bundle-fetcher.js';
 import type { IndexView } from './index-view.js';
 import type { LoadPlanner } from './load-planner.js';
 import type { LoadRegistry } from './load-registry.js';
+import type { CacheLookups, LineEstimates } from './needed-bytes.js';
 import type { HeldMembers } from './pending-members.js';
 import type { VerifiedCache } from './verified-cache.js';
 
@@ -31,4 +32,12 @@ export interface SourceParts {
   /** Asks for the pending writes now (the workers' wait for the loads to end). */
   flushWrites(): void;
   readonly pendingBytes: number;
+  /** The reads asking the cache, per load key: what a load gathers before it plans (needed bytes). */
+  readonly lookups: CacheLookups;
+  /** Per bundle, the contents needed-bytes loads of this source brought: a lone read then asks for the rest, not the whole again. */
+  readonly brought: Map<string, Set<string>>;
+  /** Members being fetched by a range of their own beside a needed-bytes load, by content (aside-ranges.ts). */
+  readonly ranging: Map<string, Promise<boolean>>;
+  /** The lines to the origins, when needed bytes are on (SPEC §7 "Needed bytes"); else `undefined`. */
+  readonly lines: LineEstimates | undefined;
 }

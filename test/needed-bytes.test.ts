@@ -1,0 +1,291 @@
+/**
+ * Needed bytes (SPEC §7 "Needed bytes", issue 27 item 2), on by default: a load fetches, per
+ * bundle, only the members it needs that are not cached, as ranges, unless the whole bundle adds
+ * at most one round trip's bytes (core/read/needed-bytes.ts). Against the project's own server
+ * (`serve`: single and multi-range requests), a node:http server that answers one range per
+ * request and can hold one, and one that ignores ranges; requests are seen by wrapping the real
+ * fetch (every request still goes to the server).
+ */
+import { createReadStream, readFileSync, statSync } from 'node:fs';
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import type { AddressInfo, Socket } from 'node:net';
+import { join } from 'node:path';
+import { BundleIntegrityError, IndexedAssetSource, MemoryCache, type ContentCache } from '../core/index.js';
+import { startStaticServer, type StaticServer } from '../core/node/index.js';
+import { runCli, temporaryDir } from './helpers/cli.js';
+import { seededBytes, sha256Hex, writeTree } from './helpers/trees.js';
+import { startWholeFileServer } from './helpers/whole-file-server.js';
+
+const KiB = 1024;
+/** 60 files of 16 KiB in `levels/` (one bundle of ~960 KiB), a glTF with its buffer in `model/`. */
+const LEVELS = Array.from({ length: 60 }, (_, i) => `levels/chunk-${String(i).padStart(2, '0')}.bin`);
+const BUFFER = seededBytes(40 * KiB, 7);
+const GLTF = JSON.stringify({ asset: { version: '2.0' }, buffers: [{ uri: 'scene.bin', byteLength: BUFFER.length }] });
+const files: Record<string, Uint8Array | string> = { 'model/scene.gltf': GLTF, 'model/scene.bin': BUFFER };
+LEVELS.forEach((path, i) => (files[path] = seededBytes(16 * KiB, i)));
+for (let i = 0; i < 40; i++) files[`model/filler-${i}.bin`] = seededBytes(16 * KiB, 500 + i);
+
+let root: string;
+let serve: StaticServer;
+
+beforeAll(async () => {
+  const tree = temporaryDir('awkb-needed-tree-');
+  writeTree(tree, files);
+  root = temporaryDir('awkb-needed-site-');
+  const result = runCli([tree, '--out', root]);
+  if (result.code !== 0) throw new Error(result.stderr);
+  serve = await startStaticServer({ root });
+});
+afterAll(() => serve.close());
+
+interface Listed {
+  bundles: { sha256: string; sizeBytes: number; url: string }[];
+  files: { path: string; sizeBytes: number; sha256: string; bundle: string; offset: number }[];
+}
+const listed = (): Listed => JSON.parse(readFileSync(join(root, 'project.index.json'), 'utf8'));
+const entry = (path: string) => listed().files.find((file) => file.path === path)!;
+const bundleOf = (path: string) => listed().bundles.find((bundle) => bundle.sha256 === entry(path).bundle)!;
+
+/** A fetch that records each bundle request's Range header, then sends it for real. */
+function recordingFetch() {
+  const ranges: (string | null)[] = [];
+  const recorded: typeof fetch = (input, init) => {
+    const url = new URL(typeof input === 'string' ? input : input instanceof URL ? input.href : input.url);
+    if (url.pathname.endsWith('.awkb')) ranges.push(new Headers(init?.headers).get('range'));
+    return fetch(input, init);
+  };
+  return { fetch: recorded, ranges };
+}
+
+/** The byte spans a Range header asks for, `[start, end)`. */
+const spansOf = (range: string) => [...range.matchAll(/(\d+)-(\d+)/g)].map(([, a, b]) => [Number(a), Number(b) + 1] as const);
+const bytesOf = (ranges: (string | null)[], whole: number) =>
+  ranges.reduce((sum, range) => sum + (range === null ? whole : spansOf(range).reduce((s, [a, b]) => s + b - a, 0)), 0);
+/** `bytes=a-b` of one member. */
+const memberRange = (path: string) => `${entry(path).offset}-${entry(path).offset + entry(path).sizeBytes - 1}`;
+
+const open = (extra: Parameters<typeof IndexedAssetSource.open>[0] & object, base = serve.url) =>
+  IndexedAssetSource.open({ indexUrl: `${base}project.index.json`, hashWorkers: 0, ...extra });
+
+test('reads started in one task are one load: one multi-range request for their members alone, each verified', async () => {
+  const { fetch, ranges } = recordingFetch();
+  // A round trip's bytes fixed at the least the measure gives (a loaded machine's RTT varies).
+  const source = await open({ fetch, neededBytes: { roundTripBytes: 16 * KiB } });
+  const paths = [LEVELS[3]!, LEVELS[4]!, LEVELS[40]!];
+  const read = await Promise.all(paths.map((path) => source.read(path)));
+  read.forEach((bytes, i) => expect(sha256Hex(bytes)).toBe(entry(paths[i]!).sha256));
+  // 3 and 4 touch: one range; 40 far off. One request, no byte of another member.
+  expect(ranges).toEqual([`bytes=${entry(LEVELS[3]!).offset}-${entry(LEVELS[4]!).offset + 16 * KiB - 1},${memberRange(LEVELS[40]!)}`]);
+  // A read alone later brings the rest of the bundle (SPEC §7 "One request per bundle": at most
+  // one request more), never the bytes that came already; then every member reads with no request.
+  await source.read(LEVELS[10]!);
+  const { offset } = entry(LEVELS[0]!);
+  expect(ranges.slice(1)).toEqual([
+    `bytes=${offset}-${entry(LEVELS[3]!).offset - 1},${entry(LEVELS[4]!).offset + 16 * KiB}-${entry(LEVELS[40]!).offset - 1},${entry(LEVELS[40]!).offset + 16 * KiB}-${bundleOf(LEVELS[0]!).sizeBytes - 1}`,
+  ]);
+  // (Without a cache, a member already read is gone from memory: the others.)
+  for (const path of LEVELS.filter((path) => ![...paths, LEVELS[10]].includes(path)))
+    expect(sha256Hex(await source.read(path))).toBe(entry(path).sha256);
+  expect(ranges).toHaveLength(2);
+  source.dispose();
+});
+
+test('a load fetches its members as ranges, with its byte total fixed at the start and reached at the end', async () => {
+  const { fetch, ranges } = recordingFetch();
+  const source = await open({ fetch });
+  const events: [number, number][] = [];
+  await source.load([LEVELS[10]!, LEVELS[50]!, 'model/scene.gltf'], { onProgress: (p) => events.push([p.loadedBytes, p.totalBytes]) });
+  expect(ranges.every((range) => range !== null)).toBe(true);
+  const fetched = bytesOf(ranges, 0);
+  expect(fetched).toBe(2 * 16 * KiB + entry('model/scene.gltf').sizeBytes);
+  expect(new Set(events.map(([, total]) => total))).toEqual(new Set([fetched]));
+  expect(events.at(-1)).toEqual([fetched, fetched]);
+  for (const path of [LEVELS[10]!, LEVELS[50]!]) expect(sha256Hex(await source.read(path))).toBe(entry(path).sha256);
+  expect(ranges).toHaveLength(2); // the reads found their bytes held
+  source.dispose();
+});
+
+test('one range per request where multi-range is off: neighbours closer than a round trip share a range, others go in parallel', async () => {
+  const { fetch, ranges } = recordingFetch();
+  // A round trip costs 40 KiB here: a 16 KiB gap is cheaper than a request, a 500 KiB one is not.
+  const source = await open({ fetch, deltaReads: { multipartRanges: false }, neededBytes: { roundTripBytes: 40 * KiB } });
+  await source.load([LEVELS[3]!, LEVELS[5]!, LEVELS[40]!]);
+  expect([...ranges].sort()).toEqual(
+    [`bytes=${entry(LEVELS[3]!).offset}-${entry(LEVELS[5]!).offset + 16 * KiB - 1}`, `bytes=${memberRange(LEVELS[40]!)}`].sort(),
+  );
+  source.dispose();
+});
+
+test('the whole bundle when it adds at most one round trip of bytes to the ranges', async () => {
+  const { fetch, ranges } = recordingFetch();
+  const source = await open({ fetch, neededBytes: { roundTripBytes: bundleOf(LEVELS[0]!).sizeBytes } });
+  await source.load([LEVELS[3]!]);
+  expect(ranges).toEqual([null]);
+  // Every member came: the others read with no request.
+  await source.read(LEVELS[30]!);
+  expect(ranges).toEqual([null]);
+  source.dispose();
+});
+
+test('a read alone gets its whole bundle (SPEC §7 "One request per bundle"); the other members then read with no request', async () => {
+  const { fetch, ranges } = recordingFetch();
+  const source = await open({ fetch });
+  for (const path of LEVELS) expect(sha256Hex(await source.read(path))).toBe(entry(path).sha256);
+  expect(ranges).toEqual([null]);
+  source.dispose();
+});
+
+test('neededBytes: false (and deltaReads: false) fetch whole bundles, as before', async () => {
+  for (const options of [{ neededBytes: false }, { deltaReads: false }] as const) {
+    const { fetch, ranges } = recordingFetch();
+    const source = await open({ fetch, ...options });
+    await Promise.all([source.read(LEVELS[3]!), source.read(LEVELS[40]!)]);
+    expect(ranges).toEqual([null]);
+    source.dispose();
+  }
+});
+
+test('an invalid neededBytes option is refused at open, naming it, before any request', async () => {
+  const { fetch, ranges } = recordingFetch();
+  await expect(open({ fetch, neededBytes: { roundTripBytes: -1 } })).rejects.toThrow(/neededBytes\.roundTripBytes must be an integer ≥ 0, got -1/);
+  await expect(open({ fetch, neededBytes: 'yes' as never })).rejects.toThrow(/neededBytes must be a boolean or an object/);
+  expect(ranges).toEqual([]);
+});
+
+test('a host that ignores ranges gets whole bundles from then on', async () => {
+  const plain = await startWholeFileServer(root);
+  try {
+    const { fetch, ranges } = recordingFetch();
+    const source = await open({ fetch }, plain.base);
+    expect(sha256Hex(await source.read(LEVELS[3]!))).toBe(entry(LEVELS[3]!).sha256);
+    expect(ranges).toHaveLength(1); // asked for a range, got the whole bundle (200), checked as one
+    await source.read('model/scene.gltf');
+    expect(ranges.slice(1)).toEqual([null]); // the next bundle: whole, no Range header
+    await source.read(LEVELS[40]!); // held, or read from the whole bundle: no request
+    expect(ranges).toHaveLength(2);
+    source.dispose();
+  } finally {
+    await plain.close();
+  }
+});
+
+test('members are cached under their own SHA-256: another source with the cache reads them with no request', async () => {
+  const cache = new MemoryCache();
+  const first = await open({ cache });
+  await first.load([LEVELS[7]!, LEVELS[8]!]);
+  await first.whenStored();
+  first.dispose();
+  const { fetch, ranges } = recordingFetch();
+  const second = await open({ cache, fetch });
+  await Promise.all([second.read(LEVELS[7]!), second.read(LEVELS[8]!)]);
+  expect(ranges).toEqual([]);
+  // A load of cached and uncached members fetches only the uncached.
+  await second.load([LEVELS[7]!, LEVELS[9]!]);
+  expect(ranges).toEqual([`bytes=${memberRange(LEVELS[9]!)}`]);
+  second.dispose();
+});
+
+test('a damaged member in a range fails its reads, naming it, and nothing of it is cached', async () => {
+  const site = temporaryDir('awkb-needed-damaged-');
+  const { cpSync, writeFileSync } = await import('node:fs');
+  cpSync(root, site, { recursive: true });
+  const bundle = bundleOf(LEVELS[12]!);
+  const file = join(site, bundle.url);
+  const bytes = readFileSync(file);
+  bytes[entry(LEVELS[12]!).offset + 100]! ^= 0xff;
+  writeFileSync(file, bytes);
+  const server = await startStaticServer({ root: site });
+  const puts: string[] = [];
+  const memory = new MemoryCache();
+  const cache: ContentCache = { get: (sha) => memory.get(sha), put: (sha, b) => (puts.push(sha), memory.put(sha, b)) };
+  try {
+    const source = await open({ cache }, server.url);
+    const error = await source.load([LEVELS[12]!]).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(BundleIntegrityError);
+    expect(String((error as Error).message)).toContain(LEVELS[12]!);
+    await source.whenStored();
+    expect(puts).not.toContain(entry(LEVELS[12]!).sha256);
+    // Its neighbours are sound and load.
+    await source.load([LEVELS[13]!]);
+    expect(sha256Hex(await source.read(LEVELS[13]!))).toBe(entry(LEVELS[13]!).sha256);
+    source.dispose();
+  } finally {
+    await server.close();
+  }
+});
+
+/** A server answering one range per request (as S3 and many CDNs do), which holds the answer to one range until let go. */
+async function startSingleRangeServer(dir: string) {
+  const sockets = new Set<Socket>();
+  const seen: string[] = [];
+  let hold: { range: string; reached: () => void; released: Promise<void> } | undefined;
+  const server = createServer((request: IncomingMessage, response: ServerResponse) => {
+    const path = join(dir, decodeURIComponent(new URL(request.url!, 'http://x').pathname));
+    const size = statSync(path, { throwIfNoEntry: false })?.size;
+    if (size === undefined) return void response.writeHead(404).end();
+    const range = request.headers.range;
+    seen.push(range ?? 'whole');
+    const single = range && /^bytes=(\d+)-(\d+)$/.exec(range);
+    if (!single) return void createReadStream(path).pipe(response.writeHead(200, { 'content-length': size }));
+    const [start, end] = [Number(single[1]), Number(single[2])];
+    const send = () =>
+      createReadStream(path, { start, end }).pipe(
+        response.writeHead(206, { 'content-length': end - start + 1, 'content-range': `bytes ${start}-${end}/${size}` }),
+      );
+    if (hold?.range === range) {
+      hold.reached();
+      void hold.released.then(send);
+    } else send();
+  });
+  server.on('connection', (socket) => (sockets.add(socket), socket.on('close', () => sockets.delete(socket))));
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    base: `http://127.0.0.1:${(server.address() as AddressInfo).port}/`,
+    seen,
+    /** Holds the answer to `range`; `reached` once it was asked for. */
+    hold(range: string) {
+      let release!: () => void;
+      let reached!: () => void;
+      const gate = { range, released: new Promise<void>((r) => (release = r)), reached: new Promise<void>((r) => (reached = r)) };
+      hold = { range, released: gate.released, reached };
+      return { reached: gate.reached, release };
+    },
+    close: () => {
+      for (const socket of sockets) socket.destroy();
+      return new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
+}
+
+test('a read that comes while a load of its bundle is in flight without it gets its member at once, by a range of its own', async () => {
+  const server = await startSingleRangeServer(root);
+  try {
+    const source = await open({ deltaReads: { multipartRanges: false } }, server.base);
+    const held = server.hold(`bytes=${memberRange(LEVELS[3]!)}`);
+    const first = source.load([LEVELS[3]!]).then(() => source.read(LEVELS[3]!));
+    await held.reached;
+    // The first load is held at the server; this read neither waits for it nor fetches its bytes.
+    expect(sha256Hex(await source.read(LEVELS[40]!))).toBe(entry(LEVELS[40]!).sha256);
+    held.release();
+    expect(sha256Hex(await first)).toBe(entry(LEVELS[3]!).sha256);
+    expect(server.seen.filter((range) => range !== 'whole').sort()).toEqual(
+      [`bytes=${memberRange(LEVELS[3]!)}`, `bytes=${memberRange(LEVELS[40]!)}`].sort(),
+    );
+    source.dispose();
+  } finally {
+    await server.close();
+  }
+}, 15_000);
+
+test('read-ahead of a glTF buffer in the same bundle: fetched by a range beside the glTF load, before the engine asks, once', async () => {
+  const { fetch, ranges } = recordingFetch();
+  const source = await open({ fetch });
+  await source.load(['model/scene.gltf']);
+  await source.read('model/scene.gltf');
+  // The buffer's range goes out as the glTF is handed out (read-ahead, read-ahead.ts), not when asked.
+  for (let i = 0; i < 10_000 && ranges.length < 2; i++) await new Promise((resolve) => setImmediate(resolve));
+  expect(ranges).toEqual([`bytes=${memberRange('model/scene.gltf')}`, `bytes=${memberRange('model/scene.bin')}`]);
+  expect(sha256Hex(await source.read('model/scene.bin'))).toBe(entry('model/scene.bin').sha256);
+  expect(ranges).toHaveLength(2);
+  source.dispose();
+});
