@@ -23,11 +23,6 @@ const QUIET_MS = 500;
 
 /** The build plugin's preload links in a built page (integrations/build/preload.ts), quoted or, minified, not. */
 export const PRELOAD_LINK = /<link rel="?preload"?[^>]*>/g;
-/** The head's meta that says the preload links follow the scripts (integrations/build/preload.ts): a page without the links goes without it too. */
-export const PRELOAD_MARKER_TAG = /<meta name="?awake-bundle-preload"?[^>]*>/g;
-
-/** The built page as one without the build plugin's preload links. */
-export const withoutPreload = (html) => html.replace(PRELOAD_LINK, '').replace(PRELOAD_MARKER_TAG, '');
 
 /** How each example's first frame is taken (see the header). */
 export const FIRST_FRAME = { phaser: 'at-ready', babylon: 'next-frame' };
@@ -37,6 +32,11 @@ export function checkPhaser(ready, indexFiles, extra = {}) {
   const expected = { textures: 7, emojiFrames: 24, mapLayers: 3, sounds: 3, indexFiles, ...extra };
   const wrong = Object.entries(expected).filter(([key, value]) => ready?.[key] !== value);
   return wrong.length ? `exampleReady ${JSON.stringify(ready)}, expected ${JSON.stringify(expected)}` : undefined;
+}
+
+/** The Phaser levels example's ready report, level 1 (its first scene). */
+export function checkPhaserLevels(ready, indexFiles) {
+  return checkPhaser(ready, indexFiles, { level: 1 });
 }
 
 /** The Babylon example's ready report: meshes, an animation and the sound. */
@@ -75,27 +75,14 @@ function firstFrameHook(firstFrame) {
   });
 }
 
-/**
- * The requests the page's dedicated workers send (CDP, each worker attached as it starts): their
- * URL, wall-clock time, and when their last byte came (`endWallTimeMs`, once finished: CDP's
- * `Network.loadingFinished`, a monotonic time, set against the request's own wall time).
- */
+/** The requests the page's dedicated workers send (CDP, each worker attached as it starts): their URL and wall-clock time. */
 async function logWorkerRequests(page) {
   const requests = [];
   const cdp = await page.createCDPSession();
   cdp.on('Target.attachedToTarget', (event) => {
     const session = cdp.connection().session(event.sessionId);
     if (!session || event.targetInfo.type !== 'worker') return;
-    const byId = new Map();
-    session.on('Network.requestWillBeSent', (sent) => {
-      const request = { url: sent.request.url, wallTimeMs: sent.wallTime * 1000, sentAt: sent.timestamp };
-      byId.set(sent.requestId, request);
-      requests.push(request);
-    });
-    session.on('Network.loadingFinished', (finished) => {
-      const request = byId.get(finished.requestId);
-      if (request) request.endWallTimeMs = request.wallTimeMs + (finished.timestamp - request.sentAt) * 1000;
-    });
+    session.on('Network.requestWillBeSent', (sent) => requests.push({ url: sent.request.url, wallTimeMs: sent.wallTime * 1000 }));
     void session.send('Network.enable').catch(() => undefined);
   });
   // Not paused at start: the bench must not delay the workers it measures.
@@ -107,30 +94,20 @@ async function logWorkerRequests(page) {
  * The start of loading, in ms from navigation start: the first request below `published` (the
  * published folder's path on the server, `/published/`) that is neither the index nor a bundle
  * (loose), the adapter's first call (its User Timing mark), the index request, and the first
- * bundle request and which thread sent it; and the tail: from the last byte of what the first
- * frame needed (loose: the last asset response that ended before the first frame; bundled: the
- * last bundle's; none when that was in before the adapter's call, as a preloaded bundle may be)
- * to the first frame (`firstFrameMs`).
+ * bundle request and which thread sent it.
  */
-function startTimes(timing, workerRequests, published, firstFrameMs) {
+function startTimes(timing, workerRequests, published) {
   const pathOf = (url) => new URL(url).pathname;
   const below = timing.resources.filter((entry) => pathOf(entry.url).startsWith(published));
   const isIndex = (entry) => pathOf(entry.url) === `${published}project.index.json`;
   const isBundle = (entry) => pathOf(entry.url).startsWith(`${published}bundles/`) && /\/[0-9a-f]{64}\.awkb$/.test(pathOf(entry.url));
   const index = below.find(isIndex);
   const bundles = [
-    ...below.filter(isBundle).map((entry) => ({ at: entry.startTime, end: entry.responseEnd, by: 'page' })),
-    ...workerRequests
-      .filter(isBundle)
-      .map((entry) => ({ at: entry.wallTimeMs - timing.timeOrigin, end: entry.endWallTimeMs - timing.timeOrigin, by: 'worker' })),
+    ...below.filter(isBundle).map((entry) => ({ at: entry.startTime, by: 'page' })),
+    ...workerRequests.filter(isBundle).map((entry) => ({ at: entry.wallTimeMs - timing.timeOrigin, by: 'worker' })),
   ].sort((a, b) => a.at - b.at);
   const assets = below.filter((entry) => !isIndex(entry) && !isBundle(entry));
   const first = (list) => (list.length ? Math.min(...list.map((entry) => entry.startTime)) : undefined);
-  // What ended before the first frame (a video streamed while it plays is left out).
-  const ends = (bundles.length ? bundles.map((bundle) => bundle.end) : assets.map((entry) => entry.responseEnd)).filter(
-    (end) => Number.isFinite(end) && end <= firstFrameMs,
-  );
-  const lastByteMs = ends.length ? Math.max(...ends) : undefined;
   return {
     firstAssetMs: first(assets),
     callMs: timing.call,
@@ -144,9 +121,6 @@ function startTimes(timing, workerRequests, published, firstFrameMs) {
     firstBundleBy: bundles[0]?.by,
     bundlesByPage: bundles.filter((bundle) => bundle.by === 'page').length,
     bundlesByWorkers: bundles.filter((bundle) => bundle.by === 'worker').length,
-    lastByteMs,
-    // None when the bundles were in before the adapter's call (preloaded): nothing was handed off after a last byte.
-    tailMs: lastByteMs === undefined || (bundles.length && lastByteMs < timing.call) ? undefined : firstFrameMs - lastByteMs,
   };
 }
 
@@ -161,6 +135,9 @@ async function quietRequests(server, mark) {
   return server.requests.slice(mark);
 }
 
+/** The flags every sample's Chromium gets: WebGL by SwiftShader, and trust in the server's certificate (h2). */
+export const sampleChromiumArgs = (server) => ['--enable-unsafe-swiftshader', ...(server.chromiumArgs ?? [])];
+
 /**
  * One sample: a fresh Chromium (fresh profile, HTTP cache off, WebGL by SwiftShader) opens
  * `server.origin + path` until the first frame; `check(ready)` returns a problem with the
@@ -168,48 +145,72 @@ async function quietRequests(server, mark) {
  * navigation start), the server's requests of the sample (`target`, `status`, `bytes`), the start
  * times (see startTimes; `published` is the published folder's path on the server) and page errors.
  */
-export async function sampleExamplePage({ server, path = '/', firstFrame, check, what, published = '/published/' }) {
-  const chromium = await launchFreshChromium({ args: ['--enable-unsafe-swiftshader'] });
-  const errors = [];
+export async function sampleExamplePage(options) {
+  const chromium = await launchFreshChromium({ args: sampleChromiumArgs(options.server) });
   try {
-    const page = await chromium.browser.newPage();
-    page.on('pageerror', (error) => errors.push(String(error)));
-    await page.setCacheEnabled(false);
-    await page.evaluateOnNewDocument(firstFrameHook, firstFrame);
-    const workerRequests = await logWorkerRequests(page);
-    const mark = server.requests.length;
-    await page.goto(`${server.origin}${path}`, { waitUntil: 'domcontentloaded', timeout: SAMPLE_TIMEOUT_MS });
-    await page.waitForFunction(() => globalThis.__engineBench.firstFrameAt !== undefined || globalThis.exampleFailed !== undefined, {
-      timeout: SAMPLE_TIMEOUT_MS,
-      polling: 50,
-    });
-    const result = await page.evaluate(() => ({
-      ...globalThis.__engineBench,
-      ready: globalThis.exampleReady,
-      failed: globalThis.exampleFailed,
-    }));
-    if (result.failed !== undefined) throw new Error(`${what}: the example failed: ${result.failed}`);
-    const problem = check(result.ready);
-    if (problem) throw new Error(`${what}: ${problem}${errors.length ? `; page errors: ${errors.join('; ')}` : ''}`);
-    const requests = await quietRequests(server, mark);
-    const timing = await page.evaluate(() => ({
-      timeOrigin: performance.timeOrigin,
-      call: performance.getEntriesByType('mark').find((mark) => mark.name.startsWith('awake-bundle:'))?.startTime,
-      resources: performance.getEntriesByType('resource').map((entry) => ({
-        url: entry.name,
-        startTime: entry.startTime,
-        requestStart: entry.requestStart,
-        responseEnd: entry.responseEnd,
-      })),
-    }));
-    return {
-      ms: result.firstFrameAt,
-      readyAtMs: result.readyAt,
-      requests,
-      start: startTimes(timing, workerRequests, published, result.firstFrameAt),
-      pageErrors: errors,
-    };
+    return await visitExamplePage({ ...options, browser: chromium.browser, cache: false });
   } finally {
     await chromium.close();
   }
+}
+
+/**
+ * One visit in an open `browser` (a new tab), as sampleExamplePage's sample: with `cache` (the
+ * default) the tab keeps Chromium's HTTP cache on, as a player's browser has it. With `waitStored`,
+ * after the first frame and the quiet time it also waits for `window.exampleStored` (the
+ * examples set it to their source's `whenStored()`), so that what the page stored is there when
+ * the browser closes: the next visit is a return visit. Not timed.
+ */
+export async function visitExamplePage({
+  browser,
+  server,
+  path = '/',
+  firstFrame,
+  check,
+  what,
+  published = '/published/',
+  cache = true,
+  waitStored = false,
+}) {
+  const errors = [];
+  const page = await browser.newPage();
+  page.on('pageerror', (error) => errors.push(String(error)));
+  await page.setCacheEnabled(cache);
+  await page.evaluateOnNewDocument(firstFrameHook, firstFrame);
+  const workerRequests = await logWorkerRequests(page);
+  const mark = server.requests.length;
+  await page.goto(`${server.origin}${path}`, { waitUntil: 'domcontentloaded', timeout: SAMPLE_TIMEOUT_MS });
+  await page.waitForFunction(() => globalThis.__engineBench.firstFrameAt !== undefined || globalThis.exampleFailed !== undefined, {
+    timeout: SAMPLE_TIMEOUT_MS,
+    polling: 50,
+  });
+  const result = await page.evaluate(() => ({
+    ...globalThis.__engineBench,
+    ready: globalThis.exampleReady,
+    failed: globalThis.exampleFailed,
+  }));
+  if (result.failed !== undefined) throw new Error(`${what}: the example failed: ${result.failed}`);
+  const problem = check(result.ready);
+  if (problem) throw new Error(`${what}: ${problem}${errors.length ? `; page errors: ${errors.join('; ')}` : ''}`);
+  const requests = await quietRequests(server, mark);
+  const timing = await page.evaluate(() => ({
+    timeOrigin: performance.timeOrigin,
+    call: performance.getEntriesByType('mark').find((mark) => mark.name.startsWith('awake-bundle:'))?.startTime,
+    resources: performance.getEntriesByType('resource').map((entry) => ({
+      url: entry.name,
+      startTime: entry.startTime,
+      requestStart: entry.requestStart,
+      responseEnd: entry.responseEnd,
+    })),
+    protocol: performance.getEntriesByType('navigation')[0]?.nextHopProtocol,
+  }));
+  if (waitStored) await page.evaluate(() => globalThis.exampleStored);
+  return {
+    ms: result.firstFrameAt,
+    readyAtMs: result.readyAt,
+    requests,
+    start: startTimes(timing, workerRequests, published),
+    protocol: timing.protocol,
+    pageErrors: errors,
+  };
 }

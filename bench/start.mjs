@@ -76,7 +76,8 @@ export async function main(args = process.argv.slice(2)) {
   }
   const games = (options.values.games ?? (tail ? 'phaser,babylon' : DEFAULT_GAMES)).split(',').map((name) => name.trim());
   for (const name of games) if (!GAMES[name]) options.usage(`unknown game ${name} (${Object.keys(GAMES).join(', ')})`);
-  if (!options.values['no-build']) for (const name of games) await buildSite(name);
+  // The examples as their configs publish them (with their recorded loads: the first load's bundles preloaded).
+  if (!options.values['no-build']) for (const name of games) await buildSite(name, { publish: 'loads' });
   const part = {
     command: commandLine('bench/start.mjs', args),
     label: options.label,

@@ -1,28 +1,40 @@
-// A folder served over HTTP/1.1 through a throttled link, for the benchmarks that want a network
-// Chromium's own emulation does not model: CDP's Network.emulateNetworkConditions adds latency per
-// request but charges no handshake to a new connection, and it does not reach a service worker's
-// fetches (a dedicated worker's, where the reader fetches, it does: bench/worker-emulation.mjs).
-// Throttling on the server's side treats every request alike, whoever makes it.
+// A folder served over HTTP/1.1 or HTTP/2 through a throttled link, for the benchmarks that want a
+// network Chromium's own emulation does not model: CDP's Network.emulateNetworkConditions adds
+// latency per request but charges no handshake to a new connection, and it does not reach a
+// service worker's fetches (a dedicated worker's, where the reader fetches, it does:
+// bench/worker-emulation.mjs). Throttling on the server's side treats every request alike,
+// whoever makes it.
 //
-// The model: the repository's own `serve` (startStaticServer: Content-Type, single and multiple
-// Range, ETag/304, CORS and cache headers exactly as `awake-bundle serve` sends them) listens on
-// a loopback port, behind a TCP relay that plays the network between it and the browser:
+// The model: a static server listens on a loopback port, behind a TCP relay that plays the
+// network between it and the browser:
 //   - latency: every byte the browser sends reaches the server RTT/2 later, and every byte the
 //     server sends reaches the browser RTT/2 after the bandwidth cap let it go; so a request on an
 //     open connection gets its first byte back one RTT after it was sent;
-//   - a new connection's first request waits one RTT more (the TCP handshake): 2 RTT in all; no TLS;
+//   - a new connection's first bytes wait one RTT more (the TCP handshake): a request on a new
+//     HTTP/1.1 connection takes 2 RTT in all; over HTTP/2 the TLS 1.3 handshake is one more
+//     round trip through the relay, as any bytes are (3 RTT to the first response);
 //   - bandwidth: one token bucket (rate = the cap, depth two chunks) for the downstream of every
 //     connection at once, handed out round-robin in chunks of 16 KiB, so parallel responses share
 //     the link as TCP flows roughly do. Requests (upstream) are not capped.
-// Counting: serve's access log (one entry per request: method, target, status, body bytes), and
-// the bytes the relay delivered downstream (headers included).
+// The servers (`protocol`):
+//   'http/1.1'  the repository's own `serve` (startStaticServer: Content-Type, single and multiple
+//               Range, ETag/Last-Modified and 304, CORS and cache headers exactly as `awake-bundle
+//               serve` sends them: bundles immutable, everything else `no-cache`), plain HTTP;
+//   'h2'        Debian's nginx with TLS and HTTP/2 (bench/nginx-backend.mjs), the same headers.
+// A folder given with `immutableBelow` (every file below that prefix served immutable) is served
+// by nginx in either protocol (plain HTTP/1.1 for 'http/1.1'), `serve` having no such option.
+// Several folders (`roots`) may sit behind one relay, one origin: `use(name)` picks the one new
+// connections reach (a new publish on the same host, between two browser sessions).
+// Counting: the servers' access logs (one entry per request: method, target, status, body
+// bytes), and the bytes the relay delivered downstream (headers included).
 //
-//   node bench/throttled-server.mjs <folder> [--latency 40] [--bandwidth 20] [--port 8080]
+//   node bench/throttled-server.mjs <folder> [--latency 40] [--bandwidth 20] [--port 8080] [--h2]
 //                                   (latency = RTT in ms; bandwidth in Mbit/s, 0 = no cap)
 import { createServer, connect } from 'node:net';
 import { resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { startStaticServer } from '../dist/core/node/index.js';
+import { startNginxBackend } from './nginx-backend.mjs';
 
 /** The slice of downstream bytes the link hands out at a time. */
 const CHUNK_BYTES = 16 * 1024;
@@ -153,17 +165,54 @@ function parseLogLine(line) {
     : { method: '?', target: line, status: '?', bytes: 0 };
 }
 
+/** One folder's server on a loopback port: `serve`, or nginx (see the header). */
+async function startBackend({ root, immutableBelow }, protocol, requests) {
+  if (protocol === 'http/1.1' && !immutableBelow) {
+    const server = await startStaticServer({ root, host: '127.0.0.1', log: (line) => requests.push(parseLogLine(line)) });
+    return { port: server.port, refresh() {}, close: () => server.close() };
+  }
+  const nginx = await startNginxBackend({ root, tls: protocol === 'h2', immutableBelow });
+  let seen = 0;
+  return {
+    port: nginx.port,
+    spki: nginx.spki,
+    // nginx writes its log unbuffered: the lines not taken yet join the shared log.
+    refresh() {
+      const lines = nginx.readRequests();
+      for (const entry of lines.slice(seen)) requests.push(entry);
+      seen = lines.length;
+    },
+    close: () => nginx.close(),
+  };
+}
+
 /**
- * Serves `root` through the throttled relay until `close()`. `latencyMs` is the round trip,
- * `mbit` the downstream cap in Mbit/s (0: none). Resolves once listening, with:
- *   origin   http://127.0.0.1:<port>
+ * Serves a folder through the throttled relay until `close()`. `latencyMs` is the round trip,
+ * `mbit` the downstream cap in Mbit/s (0: none), `protocol` 'http/1.1' or 'h2' (see the header).
+ * `root` is the folder; or `roots` names several, each a folder or `{ root, immutableBelow }`,
+ * the first in use. Resolves once listening, with:
+ *   origin   http://127.0.0.1:<port> (https:// for h2)
  *   requests the access log so far, one { method, target, status, bytes } per finished request
+ *   chromiumArgs the flags that make Chromium trust the h2 certificates ([] over HTTP/1.1)
+ *   use(name) which of `roots` new connections reach
  *   counts() { requests, bodyBytes, wireBytes, connections } so far
  */
-export async function startThrottledServer({ root, latencyMs = 0, mbit = 0, host = '127.0.0.1', port = 0 }) {
+export async function startThrottledServer({ root, roots, protocol = 'http/1.1', latencyMs = 0, mbit = 0, host = '127.0.0.1', port = 0 }) {
   if (!(latencyMs >= 0) || !(mbit >= 0)) throw new Error(`latency and bandwidth must be numbers ≥ 0, got ${latencyMs} ms, ${mbit} Mbit/s`);
+  if (protocol !== 'http/1.1' && protocol !== 'h2') throw new Error(`protocol must be 'http/1.1' or 'h2', got ${JSON.stringify(protocol)}`);
   const requests = [];
-  const backend = await startStaticServer({ root, host: '127.0.0.1', log: (line) => requests.push(parseLogLine(line)) });
+  const folders = Object.entries(roots ?? { default: root }).map(([name, folder]) => [
+    name,
+    typeof folder === 'string' ? { root: folder } : folder,
+  ]);
+  const backends = new Map();
+  try {
+    for (const [name, folder] of folders) backends.set(name, await startBackend(folder, protocol, requests));
+  } catch (error) {
+    for (const backend of backends.values()) await backend.close();
+    throw error;
+  }
+  let backend = backends.get(folders[0][0]);
   const link = new Link(mbit, latencyMs);
   const sockets = new Set();
   let wireBytes = 0;
@@ -226,17 +275,36 @@ export async function startThrottledServer({ root, latencyMs = 0, mbit = 0, host
     relay.once('error', reject);
     relay.listen({ port, host }, () => resolveListen());
   });
-  const origin = `http://${host}:${relay.address().port}`;
+  const origin = `${protocol === 'h2' ? 'https' : 'http'}://${host}:${relay.address().port}`;
+  const refresh = () => {
+    for (const each of backends.values()) each.refresh();
+    return requests;
+  };
+  const spki = [...new Set([...backends.values()].map((each) => each.spki).filter(Boolean))];
   return {
     origin,
+    protocol,
+    // The flags a Chromium needs to trust the h2 servers' certificates as valid (see bench/nginx-backend.mjs).
+    chromiumArgs: spki.length ? [`--ignore-certificate-errors-spki-list=${spki.join(',')}`] : [],
     latencyMs,
     mbit,
-    requests,
-    counts: () => ({ requests: requests.length, bodyBytes: requests.reduce((sum, entry) => sum + entry.bytes, 0), wireBytes, connections }),
+    get requests() {
+      return refresh();
+    },
+    use(name) {
+      if (!backends.has(name)) throw new Error(`no folder named ${name} (${[...backends.keys()].join(', ')})`);
+      backend = backends.get(name);
+    },
+    counts: () => ({
+      requests: refresh().length,
+      bodyBytes: requests.reduce((sum, entry) => sum + entry.bytes, 0),
+      wireBytes,
+      connections,
+    }),
     async close() {
       for (const socket of sockets) socket.destroy();
       await new Promise((done) => relay.close(() => done()));
-      await backend.close();
+      for (const each of backends.values()) await each.close();
     },
   };
 }
@@ -244,9 +312,11 @@ export async function startThrottledServer({ root, latencyMs = 0, mbit = 0, host
 if (resolve(process.argv[1] ?? '') === fileURLToPath(import.meta.url)) {
   const args = process.argv.slice(2);
   const option = (name, fallback) => (args.includes(`--${name}`) ? Number(args[args.indexOf(`--${name}`) + 1]) : fallback);
-  const root = args.find((arg, i) => !arg.startsWith('--') && !args[i - 1]?.startsWith('--'));
+  const root = args.find((arg, i) => !arg.startsWith('--') && !['--latency', '--bandwidth', '--port'].includes(args[i - 1]));
   if (!root) {
-    console.error('usage: node bench/throttled-server.mjs <folder> [--latency <RTT ms>] [--bandwidth <Mbit/s, 0 = no cap>] [--port <n>]');
+    console.error(
+      'usage: node bench/throttled-server.mjs <folder> [--latency <RTT ms>] [--bandwidth <Mbit/s, 0 = no cap>] [--port <n>] [--h2]',
+    );
     process.exit(2);
   }
   const server = await startThrottledServer({
@@ -254,6 +324,7 @@ if (resolve(process.argv[1] ?? '') === fileURLToPath(import.meta.url)) {
     latencyMs: option('latency', 0),
     mbit: option('bandwidth', 0),
     port: option('port', 0),
+    protocol: args.includes('--h2') ? 'h2' : 'http/1.1',
   });
   console.log(
     `${server.origin}/ serves ${resolve(root)} at ${server.latencyMs} ms RTT, ${server.mbit ? `${server.mbit} Mbit/s` : 'no bandwidth cap'} (Ctrl-C stops it)`,

@@ -113,6 +113,8 @@ class Harbour extends Phaser.Scene {
 
     this.game.events.once('postrender', () => {
       const source = awkbSource(this, 'assets');
+      // Settles when the cache has stored this load's bundles (bench/engines.mjs waits for it before a return visit).
+      (window as unknown as { exampleStored?: Promise<unknown> }).exampleStored = source?.whenStored();
       (window as unknown as { exampleReady: unknown }).exampleReady = {
         textures: ['tiles', 'emoji', 'player', 'slime', 'retro', 'background', 'particle'].filter((key) => this.textures.exists(key))
           .length,
