@@ -7,6 +7,8 @@
 //                        [--label text] [--no-build] [--out part.json] [--report]
 //   node bench/start.mjs --report part.json      # those results as BENCHMARKS.md's section
 //   node bench/start.mjs --tail [--games phaser,babylon] [--runs 5] [--latency 0,40] [--no-build] [--out part.json]
+//                        [--against <another checkout's .bench/engines> --against-label text]
+//   node bench/start.mjs --report tail-part.json  # a --tail part's table, printed
 //
 // --tail (issue 27, item 6): each cell samples three pages in turn: loose, bundled with the build
 // plugin's preload links (the built page) and bundled without them (loose.html, as a game whose
@@ -71,7 +73,10 @@ export async function main(args = process.argv.slice(2)) {
   const against = options.values.against;
   if (against && !tail) options.usage('--against goes with --tail');
   if (options.reportFiles.length > 0) {
-    writeBenchmarksSection(SECTION_TITLE, renderSection(JSON.parse(readFileSync(options.reportFiles[0], 'utf8'))));
+    const saved = JSON.parse(readFileSync(options.reportFiles[0], 'utf8'));
+    // A --tail part is printed (its subsection of BENCHMARKS.md is written by hand), not written.
+    if (saved.tail) console.log(renderTailTable(saved).join('\n'));
+    else writeBenchmarksSection(SECTION_TITLE, renderSection(saved));
     return;
   }
   const games = (options.values.games ?? (tail ? 'phaser,babylon' : DEFAULT_GAMES)).split(',').map((name) => name.trim());
@@ -180,8 +185,8 @@ async function interleavedCells(name, condition, runs, builds) {
 export function renderTailTable(part) {
   const withCode = part.cells.some((cell) => cell.code !== undefined);
   const rows = [
-    `| game | RTT | bandwidth | page |${withCode ? ' code |' : ''} index end → first bundle request ms (aim ≤ ${FIRST_BUNDLE_AFTER_INDEX_AIM_MS}) | last byte → first frame ms, loose | bundled | bundled − loose | first frame s, loose | bundled | runs | load avg |`,
-    `|:--|--:|--:|:--|${withCode ? ':--|' : ''}--:|--:|--:|--:|--:|--:|--:|--:|`,
+    `| game | RTT | bandwidth | page |${withCode ? ' code |' : ''} call → index request ms | index end → first bundle request ms (aim ≤ ${FIRST_BUNDLE_AFTER_INDEX_AIM_MS}) | last byte → first frame ms, loose | bundled | bundled − loose | first frame s, loose | bundled | runs | load avg |`,
+    `|:--|--:|--:|:--|${withCode ? ':--|' : ''}--:|--:|--:|--:|--:|--:|--:|--:|--:|`,
   ];
   for (const cell of part.cells) {
     const loose = cell.loose;
@@ -199,7 +204,7 @@ export function renderTailTable(part) {
             : ` (missed by ${ms(gap - FIRST_BUNDLE_AFTER_INDEX_AIM_MS)})`;
       const over = (bundled.start?.tailMs ?? NaN) - (loose.start?.tailMs ?? NaN);
       rows.push(
-        `| ${cell.game} | ${where(cell)} | ${page} |${withCode ? ` ${cell.code ?? ''} |` : ''} ${ms(gap)}${verdict} | ${ms(loose.start?.tailMs)} | ${ms(bundled.start?.tailMs)} | ${Number.isFinite(over) ? `${over > 0 ? '+' : ''}${ms(over)}` : '–'} | ${seconds(loose.median)} | ${seconds(bundled.median)} | ${cell.rounds} | ${cell.load?.map((value) => value.toFixed(1)).join('–') ?? '–'} |`,
+        `| ${cell.game} | ${where(cell)} | ${page} |${withCode ? ` ${cell.code ?? ''} |` : ''} ${ms(bundled.start?.indexAfterCallMs)} | ${ms(gap)}${verdict} | ${ms(loose.start?.tailMs)} | ${ms(bundled.start?.tailMs)} | ${Number.isFinite(over) ? `${over > 0 ? '+' : ''}${ms(over)}` : '–'} | ${seconds(loose.median)} | ${seconds(bundled.median)} | ${cell.rounds} | ${cell.load?.map((value) => value.toFixed(1)).join('–') ?? '–'} |`,
       );
     }
   }
