@@ -7,6 +7,7 @@
  */
 import type { Entry } from './index-view.js';
 import type { LoadRunner } from './loads.js';
+import { noteBrought } from './needed-bytes.js';
 import type { SourceParts } from './source-parts.js';
 
 /** Fetches `entry`'s member by range and holds it for its reads; false when the host refused the range (its origin then gets whole bundles). */
@@ -18,7 +19,7 @@ export function rangeAside(parts: SourceParts, loads: LoadRunner, entry: Entry, 
   const ranging = parts.fetcher
     .range(entry, path, parts.lifetime, (accepted, contents) => loads.keepWhole(loadKey, accepted, contents))
     .then((bytes) => {
-      if (bytes) parts.brought.set(loadKey, (parts.brought.get(loadKey) ?? new Set()).add(sha256));
+      if (bytes) noteBrought(parts.brought, loadKey, [sha256]);
       if (bytes && !parts.held.has(sha256)) parts.held.put(sha256, bytes, parts.view.filesWith(loadKey, sha256).length, 0, loadKey);
       return bytes !== undefined;
     })

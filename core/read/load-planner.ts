@@ -164,29 +164,31 @@ export class LoadPlanner {
 
   /** The needed members' ranges by the line's price (needed-bytes.ts); `undefined` for the whole bundle. */
   async #neededRanges(bundle: BundleEntry, missing: Entry[], multipart: boolean): Promise<ByteRange[] | undefined> {
-    const rule = await this.#rule().catch(() => undefined);
     const roundTrip = this.#lines!.roundTripBytes(this.#view.resolveUrl(bundle.url));
-    const ranges = rule?.deltaRangesFor(
-      missing.map((entry) => ({ offset: entry.offset!, sizeBytes: entry.sizeBytes, sha256: entry.sha256 })),
-      bundle.sizeBytes,
-      {
-        ...this.#settings!,
-        maxMissingFraction: 1,
-        maxGapBytes: roundTrip,
-        multipartGapBytes: Math.min(roundTrip, this.#settings!.multipartGapBytes),
-      },
-      multipart,
-    );
+    const ranges = await this.#rangesOf(bundle, missing, multipart, {
+      ...this.#settings!,
+      maxMissingFraction: 1,
+      maxGapBytes: roundTrip,
+      multipartGapBytes: Math.min(roundTrip, this.#settings!.multipartGapBytes),
+    });
     return ranges && bundle.sizeBytes - sumOf(ranges) > roundTrip ? ranges : undefined;
   }
 
-  /** The delta rule's ranges; `undefined` for the whole bundle (and when the rule's module cannot be imported: a chunk gone after a deploy). */
-  async #rangesOf(bundle: BundleEntry, missing: Entry[], multipart: boolean): Promise<ByteRange[] | undefined> {
+  /**
+   * The delta rule's ranges of `missing` under `settings` (delta reads' by default); `undefined` for the whole bundle
+   * (and when the rule's module cannot be imported: a chunk gone after a deploy).
+   */
+  async #rangesOf(
+    bundle: BundleEntry,
+    missing: Entry[],
+    multipart: boolean,
+    settings: Required<DeltaReadOptions> = this.#delta!,
+  ): Promise<ByteRange[] | undefined> {
     const rule = await this.#rule().catch(() => undefined);
     return rule?.deltaRangesFor(
       missing.map((entry) => ({ offset: entry.offset!, sizeBytes: entry.sizeBytes, sha256: entry.sha256 })),
       bundle.sizeBytes,
-      this.#delta!,
+      settings,
       multipart,
     );
   }

@@ -6,7 +6,7 @@
 import { entryKey } from '../format/project-index.js';
 import type { Accepted, FetchCallbacks } from './fetched.js';
 import type { Load } from './load-registry.js';
-import { nowMs, type LineSample } from './needed-bytes.js';
+import { noteBrought, nowMs, type LineSample } from './needed-bytes.js';
 import type { SourceParts } from './source-parts.js';
 
 /** Plans a load may go through when its host cannot serve one: multi-range → one range per request → whole. */
@@ -105,7 +105,12 @@ export class LoadRunner {
       if (plan.kind === 'whole') load.brings = undefined;
       result = await fetcher.carryOut(plan, callbacks);
     }
-    if (plan.kind === 'ranges') this.#broughtPart(load.key, plan.missing);
+    if (plan.kind === 'ranges')
+      noteBrought(
+        this.#parts.brought,
+        load.key,
+        plan.missing.map((entry) => entry.sha256),
+      );
     if (lines && asPlanned && plan.kind !== 'loose') lines.observe(view.resolveUrl(plan.bundle.url), line.sample(plan.bytes));
     return result;
   }
@@ -117,14 +122,6 @@ export class LoadRunner {
     const rest = new Set<string>();
     for (const entry of this.#parts.view.membersOf(loadKey)) if (!brought.has(entry.sha256)) rest.add(entry.sha256);
     return rest;
-  }
-
-  /** Remembers what a needed-bytes load of `loadKey` is bringing (a failed one's members are asked for again: harmless). */
-  #broughtPart(loadKey: string, entries: readonly { sha256: string }[]): void {
-    const { brought } = this.#parts;
-    const set = brought.get(loadKey) ?? new Set<string>();
-    for (const entry of entries) set.add(entry.sha256);
-    brought.set(loadKey, set);
   }
 
   /** Marks what `load` brought as written by `stored` until it settles (SourceParts `writes`). */

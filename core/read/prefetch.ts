@@ -58,9 +58,10 @@ export class Prefetcher {
     const open = (among: PrefetchFile[]) => {
       const groups = new Map<string, Entry[]>();
       for (const { path, entry } of among) if (wanted(path) && !held.has(entry.sha256)) pushTo(groups, view.loadKeyOf(entry), entry);
+      let pathOf: Map<Entry, string> | undefined;
       for (const loadKey of [...groups.keys()]) {
         const load = registry.get(loadKey);
-        if (load) this.#besideLoad(load, groups.get(loadKey)!, among);
+        if (load) this.#besideLoad(load, groups.get(loadKey)!, (pathOf ??= new Map(among.map((file) => [file.entry, file.path]))));
         if (load || deciding.has(loadKey)) groups.delete(loadKey);
       }
       return groups;
@@ -79,15 +80,13 @@ export class Prefetcher {
    * its reads wants them too; one that planned without them brings them by ranges of their own
    * (aside-ranges.ts), at once, rather than after it.
    */
-  #besideLoad(load: Load, entries: Entry[], files: PrefetchFile[]): void {
+  #besideLoad(load: Load, entries: Entry[], pathOf: Map<Entry, string>): void {
     if (!this.#parts.lines) return;
     if (load.gathering) return void entries.forEach((entry) => load.gathering!.add(entry.sha256));
     if (!load.decided || !load.brings) return;
     for (const entry of distinct(entries))
       if (!load.brings.has(entry.sha256) && this.#parts.planner.readsByRange(entry, true))
-        void rangeAside(this.#parts, this.#loads, entry, files.find((file) => file.entry === entry)?.path ?? entryKey(entry)).catch(
-          () => undefined,
-        );
+        void rangeAside(this.#parts, this.#loads, entry, pathOf.get(entry) ?? entryKey(entry)).catch(() => undefined);
   }
 
   /**
