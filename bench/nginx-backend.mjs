@@ -19,7 +19,8 @@ import { join, resolve } from 'node:path';
 export const NGINX = '/usr/sbin/nginx';
 const MIME_TYPES = '/etc/nginx/mime.types';
 
-function freePort() {
+/** A free TCP port on 127.0.0.1 (also bench/reader.mjs's). */
+export function freePort() {
   return new Promise((resolvePort, reject) => {
     const server = createServer();
     server.once('error', reject);
@@ -30,7 +31,8 @@ function freePort() {
   });
 }
 
-function accepts(port) {
+/** Whether something listens on `port` of 127.0.0.1. */
+export function accepts(port) {
   return new Promise((answer) => {
     const socket = connect(port, '127.0.0.1');
     socket.once('connect', () => (socket.destroy(), answer(true)));

@@ -71,7 +71,6 @@ import {
   writeFileSync,
   writeSync,
 } from 'node:fs';
-import { connect, createServer } from 'node:net';
 import { cpus, loadavg, tmpdir, totalmem } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -79,6 +78,7 @@ import { zipSync } from 'fflate';
 import puppeteer from 'puppeteer-core';
 import { planProject, random } from './projects.mjs';
 import { CHROMIUM_ARGS } from './chromium.mjs';
+import { accepts, freePort } from './nginx-backend.mjs';
 
 const ROOT = resolve(fileURLToPath(new URL('..', import.meta.url)));
 const BENCH_DIR = join(ROOT, '.bench', 'reader');
@@ -844,25 +844,6 @@ async function startServe(dir) {
   const log = (line) => lines.push({ bytes: Number(/ (\d+)B /.exec(line)?.[1] ?? 0) });
   const server = await startStaticServer({ root: dir, host: '127.0.0.1', log });
   return { origin: server.url.replace(/\/$/, ''), counter: requestCounter(() => lines), stop: track(() => server.close()) };
-}
-
-function freePort() {
-  return new Promise((resolvePort, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address();
-      server.close(() => resolvePort(port));
-    });
-  });
-}
-
-function accepts(port) {
-  return new Promise((answer) => {
-    const socket = connect(port, '127.0.0.1');
-    socket.once('connect', () => (socket.destroy(), answer(true)));
-    socket.once('error', () => answer(false));
-  });
 }
 
 function nginxConfig(folder, root, port) {
