@@ -22,6 +22,7 @@ import {
 } from '../core/index.js';
 import { NodeFolderCache, startStaticServer, type StaticServer } from '../core/node/index.js';
 import { MAX_PART_HEADER_BYTES, MULTIPART_BODY_ALLOWANCE, MULTIPART_PART_ALLOWANCE, Transport } from '../core/net/transport.js';
+import { getRanges } from './helpers/get-ranges.js';
 import { runCli, temporaryDir } from './helpers/cli.js';
 import { startNginx } from './helpers/nginx.js';
 import { seededBytes, sha256Hex, writeTree } from './helpers/trees.js';
@@ -671,7 +672,7 @@ describe('a host that refuses Range (403, 416, 501): whole bundles, verified', (
   );
 });
 
-describe('Transport.getRanges: what a multi-range answer must be', () => {
+describe('Transport.streamRanges: what a multi-range answer must be', () => {
   const file = Buffer.from(Array.from({ length: 1000 }, (_, i) => i % 251));
   const asked = [
     { offset: 10, length: 10 },
@@ -692,9 +693,9 @@ describe('Transport.getRanges: what a multi-range answer must be', () => {
     await new Promise<void>((resolve) => host.listen(0, '127.0.0.1', resolve));
     const url = `http://127.0.0.1:${(host.address() as AddressInfo).port}/b.awkb`;
     try {
-      return await new Transport({ retry: { attempts: 1 } })
-        .getRanges(url, ranges, { expectedBytes: size })
-        .catch((error: unknown) => error);
+      return await getRanges(new Transport({ retry: { attempts: 1 } }), url, ranges, { expectedBytes: size }).catch(
+        (error: unknown) => error,
+      );
     } finally {
       host.closeAllConnections();
       await new Promise((resolve) => host.close(resolve));

@@ -42,7 +42,8 @@ import {
   type ExpectedMember,
 } from '../core/index.js';
 import { MAX_RANGE_HEADER_LENGTH, requestedRange, requestedRanges } from '../core/format/range-header.js';
-import { multipartOffsets } from '../core/net/multipart.js';
+import { MultipartStream } from '../core/net/multipart.js';
+import { multipartOffsets } from './helpers/multipart-offsets.js';
 import { FIXTURES } from './helpers/cli.js';
 
 const RUNS = Number(process.env.FUZZ_RUNS ?? 300);
@@ -1042,6 +1043,55 @@ describe("fuzz: multipart/byteranges (the transport's multipartOffsets, behind T
           (body, contentType, offsets) => {
             const ranges = [...new Set(offsets)].sort((a, b) => a - b).map((offset) => ({ offset, length: 1 }));
             multipartOutcome({ body, contentType, ranges });
+          },
+        ),
+      );
+    },
+    TEST_TIMEOUT_MS,
+  );
+
+  test(
+    'pushed in chunks as it arrives (MultipartStream, behind Transport.streamRanges): the same bytes at the same offsets, or the same refusal',
+    async () => {
+      /** The resource bytes the parser gave, as runs of contiguous bytes `[offset, bytes]`; or the refusal. */
+      const streamed = (testCase: MultipartCase, cuts: number[]): [number, Buffer][] | 'refused' => {
+        const runs: [number, Buffer[]][] = [];
+        try {
+          const parser = new MultipartStream(testCase.contentType, MULTIPART_URL, testCase.ranges, (offset, bytes) => {
+            const last = runs[runs.length - 1];
+            const end = last ? last[0] + last[1].reduce((sum, b) => sum + b.length, 0) : -1;
+            if (last && end === offset) last[1].push(Buffer.from(bytes));
+            else if (bytes.length > 0) runs.push([offset, [Buffer.from(bytes)]]);
+          });
+          let at = 0;
+          for (const cut of cuts.map((c) => c % (testCase.body.length + 1)).sort((a, b) => a - b)) {
+            parser.push(testCase.body.subarray(at, Math.max(at, cut)));
+            at = Math.max(at, cut);
+          }
+          parser.push(testCase.body.subarray(at));
+          parser.end();
+        } catch (error) {
+          expectTypedError(error, [RangeResponseError]);
+          return 'refused';
+        }
+        return runs.map(([offset, pieces]) => [offset, Buffer.concat(pieces)]);
+      };
+      await runProperty(
+        'multipartOffsets',
+        'chunked bodies',
+        fc.property(
+          multipartCase,
+          fc.array(byteMutation, { maxLength: 2 }),
+          fc.array(fc.nat(), { maxLength: 12 }),
+          (testCase, mutations, cuts) => {
+            const mutated = { ...testCase, body: mutateBytes(testCase.body, mutations) };
+            const whole = streamed(mutated, []);
+            expect(whole === 'refused').toBe(multipartOutcome(mutated) === undefined);
+            const chunked = streamed(mutated, cuts);
+            if (whole === 'refused') return void expect(chunked).toBe('refused');
+            expect(chunked).toEqual(whole);
+            if (mutations.length === 0)
+              for (const [offset, bytes] of whole) expect(sameBytes(bytes, RESOURCE.subarray(offset, offset + bytes.length))).toBe(true);
           },
         ),
       );

@@ -291,3 +291,122 @@ test('read-ahead of a glTF buffer in the same bundle: fetched by a range beside 
   expect(ranges).toHaveLength(2);
   source.dispose();
 });
+
+/**
+ * A server that answers Range requests (one range, or several as multipart/byteranges) and sends
+ * each answer up to the bytes of resource offset `holdAt` only, the rest once let go.
+ */
+async function startMidAnswerServer(dir: string) {
+  const sockets = new Set<Socket>();
+  const seen: string[] = [];
+  let holdAt: number | undefined;
+  let release!: () => void;
+  let released = Promise.resolve();
+  let reached!: () => void;
+  let reachedHold = new Promise<void>((r) => (reached = r));
+  const server = createServer((request: IncomingMessage, response: ServerResponse) => {
+    const path = join(dir, decodeURIComponent(new URL(request.url!, 'http://x').pathname));
+    const size = statSync(path, { throwIfNoEntry: false })?.size;
+    if (size === undefined) return void response.writeHead(404).end();
+    const range = request.headers.range;
+    if (path.endsWith('.awkb')) seen.push(range ?? 'whole');
+    if (!range) return void createReadStream(path).pipe(response.writeHead(200, { 'content-length': size }));
+    const file = readFileSync(path);
+    const spans = spansOf(range);
+    const boundary = 'mid-answer-boundary';
+    const pieces: { bytes: Uint8Array; from?: number }[] = [];
+    if (spans.length === 1) pieces.push({ bytes: file.subarray(spans[0]![0], spans[0]![1]), from: spans[0]![0] });
+    else {
+      for (const [a, b] of spans) {
+        pieces.push({
+          bytes: Buffer.from(
+            `--${boundary}\r\nContent-Type: application/octet-stream\r\nContent-Range: bytes ${a}-${b - 1}/${size}\r\n\r\n`,
+          ),
+        });
+        pieces.push({ bytes: file.subarray(a, b), from: a });
+        pieces.push({ bytes: Buffer.from('\r\n') });
+      }
+      pieces.push({ bytes: Buffer.from(`--${boundary}--\r\n`) });
+    }
+    const body = Buffer.concat(pieces.map((piece) => piece.bytes));
+    // Where in the body the bytes of resource offset `holdAt` start.
+    let cut = body.length;
+    let at = 0;
+    for (const piece of pieces) {
+      if (holdAt !== undefined && piece.from !== undefined && piece.from <= holdAt && holdAt < piece.from + piece.bytes.length) {
+        cut = at + (holdAt - piece.from);
+        break;
+      }
+      at += piece.bytes.length;
+    }
+    response.writeHead(206, {
+      'content-length': body.length,
+      ...(spans.length === 1
+        ? { 'content-range': `bytes ${spans[0]![0]}-${spans[0]![1] - 1}/${size}` }
+        : { 'content-type': `multipart/byteranges; boundary=${boundary}` }),
+    });
+    response.write(body.subarray(0, cut));
+    if (cut < body.length) reached();
+    void released.then(() => response.end(body.subarray(cut)));
+  });
+  server.on('connection', (socket) => (sockets.add(socket), socket.on('close', () => sockets.delete(socket))));
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    base: `http://127.0.0.1:${(server.address() as AddressInfo).port}/`,
+    seen,
+    /** Answers stop before resource offset `offset` until `release`; `reached` once one did. */
+    hold(offset: number) {
+      holdAt = offset;
+      released = new Promise<void>((r) => (release = r));
+      reachedHold = new Promise<void>((r) => (reached = r));
+      return { reached: reachedHold, release: () => release() };
+    },
+    close: () => {
+      release?.();
+      for (const socket of sockets) socket.destroy();
+      return new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
+}
+
+describe('members are handed over as their bytes arrive, before the rest of the answer (SPEC §7 "Needed bytes")', () => {
+  test('multipart: the first member reads while the answer is held before the second', async () => {
+    const server = await startMidAnswerServer(root);
+    try {
+      const source = await open({}, server.base);
+      const [near, far] = [LEVELS[2]!, LEVELS[50]!];
+      const held = server.hold(entry(far).offset);
+      const load = source.load([near, far]);
+      await held.reached;
+      expect(sha256Hex(await source.read(near))).toBe(entry(near).sha256);
+      held.release();
+      await load;
+      expect(sha256Hex(await source.read(far))).toBe(entry(far).sha256);
+      // One multi-range request brought both.
+      expect(server.seen).toEqual([`bytes=${memberRange(near)},${memberRange(far)}`]);
+      source.dispose();
+    } finally {
+      await server.close();
+    }
+  }, 15_000);
+
+  test('one range holding two neighbours: the first reads while the range is held inside the second', async () => {
+    const server = await startMidAnswerServer(root);
+    try {
+      const source = await open({}, server.base);
+      const [first, second] = [LEVELS[5]!, LEVELS[6]!];
+      expect(entry(second).offset).toBe(entry(first).offset + entry(first).sizeBytes);
+      const held = server.hold(entry(second).offset + 1000);
+      const load = source.load([first, second]);
+      await held.reached;
+      expect(sha256Hex(await source.read(first))).toBe(entry(first).sha256);
+      held.release();
+      await load;
+      expect(sha256Hex(await source.read(second))).toBe(entry(second).sha256);
+      expect(server.seen).toEqual([`bytes=${entry(first).offset}-${entry(second).offset + entry(second).sizeBytes - 1}`]);
+      source.dispose();
+    } finally {
+      await server.close();
+    }
+  }, 15_000);
+});

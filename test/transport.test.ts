@@ -4,6 +4,7 @@
  * attempts go through an injected `sleep` that records them, except in one test of the default
  * timer, which runs on Jest's fake setTimeout.
  */
+import { getRanges } from './helpers/get-ranges.js';
 import { readFile } from 'node:fs/promises';
 import { createServer, type IncomingHttpHeaders, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -549,7 +550,8 @@ describe('Transport range reads (SPEC §7 "Range reads")', () => {
       reason: expect.stringContaining(`HTTP ${status}`),
     });
     expect(
-      await transport.getRanges(
+      await getRanges(
+        transport,
         `${server.origin}/b.awkb`,
         [
           { offset: 0, length: 5 },

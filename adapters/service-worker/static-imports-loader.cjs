@@ -2,9 +2,12 @@
 // `import('./x.js')`s (core/hash.ts, read/index-view.ts, read/bundle-fetcher.ts,
 // net/transport.ts) load nothing later there, and webpack does not concatenate the modules around
 // an `import()` (about 4 KB more minified). Each becomes a static namespace import, resolved at once.
-// But the read-ahead's reference reader (read/read-ahead-references.ts and the format parser, about
-// 3 KB gzipped): the worker reads no references ahead (the 40 KB limit of issue 21), its import rejects.
-const LEFT_OUT = new Set(['./read-ahead-references.js']);
+// Left out, their imports reject (the 40 KB limit of issue 21): the read-ahead's reference reader
+// (read/read-ahead-references.ts and the format parser, about 3 KB gzipped): the worker reads no
+// references ahead; and the Cache Storage and OPFS caches (cache/browser-stores.ts, 0.8 KB), the
+// fallbacks for a page where IndexedDB does not open: a service worker has IndexedDB wherever it
+// has service workers, and where it does not open there, `openBrowserCache` keeps the cache in memory.
+const LEFT_OUT = new Set(['./read-ahead-references.js', './browser-stores.js']);
 
 module.exports = function staticImports(source) {
   const names = new Map();

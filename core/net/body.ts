@@ -132,16 +132,11 @@ export interface FetchBodyInit {
   signal: AbortSignal;
   onProgress?: (receivedBytes: number, totalBytes: number | undefined) => void;
   /**
-   * The most body bytes to read for an answer other than a 206 (a bundle's listed size): a
-   * `Content-Length` that differs, or more bytes, stop the read there (`overLimit`).
+   * The most body bytes to read (a bundle's listed size): a larger `Content-Length`, or more
+   * bytes, stop the read there (`overLimit`). Range answers are read on the calling thread
+   * (`Transport.streamRanges`), never here.
    */
   expectedBytes?: number;
-  /** The same bound for a 206 answer: the range's size. */
-  rangeBytes?: number;
-  /** `rangeBytes` is the most a 206 may hold, not its exact size (several ranges asked for). */
-  rangeBytesAtMost?: boolean;
-  /** The bound for a 206 `multipart/byteranges` answer (at most). */
-  multipartBytes?: number;
 }
 
 /**

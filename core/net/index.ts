@@ -7,7 +7,8 @@ export {
   type RequestOptions,
   type BodyRequestOptions,
   type RangeResult,
-  type RangesResult,
+  type RangeSink,
+  type StreamedRanges,
   type RangeRefusal,
 } from './transport.js';
 export { tokenAuthorizedFetch, bindTokenOrigin, needsTokenOrigin, type TokenAuthorizedFetchOptions } from './token-fetch.js';

@@ -33,19 +33,11 @@ export interface RequestOptions {
   timeoutMs?: number;
 }
 
-/**
- * The most body bytes an attempt may read: `partial` for a 206 (exactly that many unless
- * `partialAtMost`), `multipart` for a 206 `multipart/byteranges`, `whole` otherwise.
- */
+/** The most body bytes an attempt of a whole-body read may hold (`whole`). */
 export interface BodyBound {
   whole?: number;
   /** `whole` is the caller's `maxBytes` (the most it accepts), not a size it expects: errors say so. */
   wholeIsMax?: boolean;
-  /** A Range header was sent: a 403, 416 or 501 is a refusal of ranges, handed back unread (see `RANGE_REFUSALS`). */
-  ranged?: boolean;
-  partial?: number;
-  partialAtMost?: boolean;
-  multipart?: number;
 }
 
 export interface Fetched {
@@ -57,7 +49,7 @@ export interface Fetched {
 /**
  * Statuses that answer a request with a Range header by refusing ranges rather than the resource:
  * 403 (a host or CDN rule against Range), 416 (a range it will not satisfy), 501 (Range not
- * implemented). `getRange` and `getRanges` hand them back as `refused`, unread and not retried,
+ * implemented). `getRange` and `streamRanges` hand them back as `refused`, unread and not retried,
  * for the caller to fetch the whole resource instead.
  */
 export const RANGE_REFUSALS: ReadonlySet<number> = new Set([403, 416, 501]);
@@ -72,13 +64,23 @@ export type RangeRefusal = { kind: 'refused'; status: number; reason: string };
 export type RangeResult = { kind: 'range'; bytes: Uint8Array } | { kind: 'whole'; bytes: Uint8Array } | RangeRefusal;
 
 /**
- * A multi-range read's answer (`getRanges`): `body` holds every range asked for, range `i` from
- * `body[at[i]]` (a `multipart/byteranges` 206, or one 206 range that covers them all); or
- * `unsupported` when the server does not serve several ranges in one answer (a 200, whose body is
- * not read, or a 206 of fewer ranges than asked), for the caller to ask for them one by one; or
- * `refused` (a 403, 416 or 501), for the caller to fetch the whole resource.
+ * Where a streamed range answer (`Transport.streamRanges`) puts its bytes: `data` as they arrive,
+ * `offset` counting from the resource's first byte (views to copy before returning; gap bytes a
+ * server sent between ranges come too); `finish` once the answer ended whole, resolving when the
+ * receiver accepts it. One sink per attempt: a retried request starts a new one.
  */
-export type RangesResult = { kind: 'ranges'; body: Uint8Array; at: number[] } | { kind: 'unsupported'; reason: string } | RangeRefusal;
+export interface RangeSink {
+  data(offset: number, bytes: Uint8Array): void;
+  finish(): Promise<void>;
+}
+
+/**
+ * A streamed range answer: `streamed` (every range asked for went to the sink); `whole`, the whole
+ * resource (a 200 to one range: a server that ignores ranges), not given to the sink; or, `unsupported` (a 200 to several ranges, or one 206 range that does not cover them,
+ * unread), for the caller to ask for them one by one, or `refused` (a 403, 416 or 501).
+ */
+export type StreamedRanges =
+  { kind: 'streamed' } | { kind: 'whole'; bytes: Uint8Array } | { kind: 'unsupported'; reason: string } | RangeRefusal;
 
 /** Most bytes of one part's header block in a `multipart/byteranges` answer (its lines and the blank line after them). */
 export const MAX_PART_HEADER_BYTES = 4096;

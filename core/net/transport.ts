@@ -14,7 +14,7 @@ import {
   RequestTimeoutError,
   ResponseSizeError,
 } from '../errors.js';
-import { bodyToRead, collectBody, declaredLength, isMultipart, pumpBody, type BodyFetcher, type StreamElsewhere } from './body.js';
+import { bodyToRead, collectBody, declaredLength, pumpBody, type BodyFetcher, type StreamElsewhere } from './body.js';
 import { abortable, linkSignals, sleep as timerSleep } from './abort.js';
 import { parseRetryAfter } from './retry-after.js';
 import {
@@ -23,8 +23,9 @@ import {
   type BodyBound,
   type Fetched,
   type RangeResult,
-  type RangesResult,
+  type RangeSink,
   type RequestOptions,
+  type StreamedRanges,
 } from './requests.js';
 
 // Exported from here as before (the reader and the tests import them from transport.js); they live in
@@ -39,8 +40,9 @@ export {
   type Fetched,
   type RangeRefusal,
   type RangeResult,
-  type RangesResult,
+  type RangeSink,
   type RequestOptions,
+  type StreamedRanges,
 } from './requests.js';
 
 export interface RetryOptions {
@@ -98,16 +100,6 @@ export interface BodyRequestOptions extends RequestOptions {
    * no more than this: `ResponseSizeError`, not retried. With `expectedBytes` too, the smaller holds.
    */
   maxBytes?: number;
-}
-
-function limitFor(status: number, bound: BodyBound, headers: Headers): number | undefined {
-  if (status === 206 && bound.multipart !== undefined && isMultipart(headers)) return bound.multipart;
-  return status === 206 && bound.partial !== undefined ? bound.partial : bound.whole;
-}
-
-/** Whether a 206's length must be exactly the limit (a single range asked for), rather than at most it. */
-function exactFor(status: number, bound: BodyBound, headers: Headers): boolean {
-  return status === 206 && !bound.partialAtMost && !(bound.multipart !== undefined && isMultipart(headers));
 }
 
 /** What `Transport.stream` feeds a body into, one per attempt. */
@@ -212,23 +204,83 @@ export class Transport {
    * 416 or 501 is `refused` (not read, not retried), for the caller to fetch the whole resource.
    */
   async getRange(url: string, offset: number, size: number, options: RequestOptions = {}): Promise<RangeResult> {
-    const { getRange } = await import('./transport-ranges.js');
-    return getRange((headers, bound) => this.#request(url, headers, options, bound), url, offset, size, options);
+    // Offset and size are checked with the Range header (transport-ranges.ts `rangesHeader`).
+    if (size === 0) return { kind: 'range', bytes: new Uint8Array(0) };
+    // The range into one buffer as it arrives (`streamRanges` bounds it to exactly `size` bytes).
+    const bytes = new Uint8Array(size);
+    const answer = await this.streamRanges(
+      url,
+      [{ offset, length: size }],
+      { ...options, expectedBytes: options.expectedBytes ?? Number.MAX_SAFE_INTEGER },
+      () => ({
+        data: (at, chunk) => bytes.set(chunk, at - offset),
+        finish: () => Promise.resolve(),
+      }),
+    );
+    // `unsupported` is for several ranges only: one gets a 206, the whole resource, or a refusal.
+    return answer.kind === 'streamed' || answer.kind === 'unsupported' ? { kind: 'range', bytes } : answer;
   }
 
   /**
-   * Several ranges in one request (RFC 9110 §14.6): `Range: bytes=a-b,c-d,…` for `ranges`
-   * (sorted, not overlapping, none empty). The answer is bounded by the span from the first range
-   * to the last (a server may merge ranges and the gaps between them, in one part or one 206
-   * range), plus for a `multipart/byteranges` 206 `MULTIPART_PART_ALLOWANCE` a part and
-   * `MULTIPART_BODY_ALLOWANCE`. A 200 is not read (`unsupported`); a 403, 416 or 501 is not read
-   * either (`refused`), and not retried.
-   * A 206 that does not hold what was asked (a part whose Content-Range is not a range asked for
-   * nor covers one, a range no part covers, a broken multipart body) is `RangeResponseError`.
+   * Ranges of a resource in one request, their bytes given to a sink as they arrive (SPEC §7
+   * "Needed bytes": each member is checked as soon as its bytes are in), under the same retries
+   * and timeouts as `getRange` (which it serves); each attempt gets a new sink. One range or
+   * several (multipart/byteranges, or one 206 range covering them). A 200 to one range is the
+   * whole resource, read within `expectedBytes` and handed back (`whole`), the sink unused; a 200
+   * to several is `unsupported`, unread; a 403, 416 or 501 is `refused`, unread and not retried.
    */
-  async getRanges(url: string, ranges: readonly { offset: number; length: number }[], options: RequestOptions = {}): Promise<RangesResult> {
-    const { getRanges } = await import('./transport-ranges.js');
-    return getRanges((headers, bound) => this.#request(url, headers, options, bound), url, ranges, options);
+  async streamRanges(
+    url: string,
+    ranges: readonly { offset: number; length: number }[],
+    options: RequestOptions & { expectedBytes: number },
+    sink: () => RangeSink,
+  ): Promise<StreamedRanges> {
+    const { rangesHeader, streamRangesAnswer } = await import('./transport-ranges.js');
+    const headers = { ...options.headers, Range: rangesHeader(ranges) };
+    const limit = checkedSize(options.expectedBytes, 'expectedBytes');
+    return this.#retrying(url, options, (request) =>
+      this.#attempt(url, request, async (controller, progress, arm): Promise<StreamedRanges> => {
+        const response = await abortable(this.#fetch(url, { method: 'GET', headers, signal: controller.signal }), controller.signal);
+        if (RANGE_REFUSALS.has(response.status)) {
+          response.body?.cancel().catch(() => undefined);
+          return {
+            kind: 'refused',
+            status: response.status,
+            reason: `GET ${url}: the server refused the Range request with HTTP ${response.status}`,
+          };
+        }
+        throwIfNotSuccess(response, url);
+        const declared = declaredLength(response.headers);
+        if (response.status === 206)
+          return streamRangesAnswer(
+            response,
+            url,
+            ranges,
+            controller.signal,
+            arm,
+            (received) => reportProgress(progress, received, declared),
+            sink,
+            {
+              sizeError,
+              cutShort,
+            },
+          );
+        if (ranges.length > 1) {
+          response.body?.cancel().catch(() => undefined);
+          return { kind: 'unsupported', reason: `the server answered several ranges with HTTP ${response.status}` };
+        }
+        if (declared !== undefined && declared > limit) {
+          response.body?.cancel().catch(() => undefined);
+          throw sizeError(url, response.status, limit, { declaredBytes: declared });
+        }
+        arm();
+        const overLimit = (received: number) => sizeError(url, response.status, limit, { receivedBytes: received });
+        return {
+          kind: 'whole',
+          bytes: await readBody(response, url, controller.signal, request.onProgress ? progress : undefined, limit, overLimit),
+        };
+      }),
+    );
   }
 
   /**
@@ -412,14 +464,10 @@ export class Transport {
         : undefined;
     if (elsewhere) return elsewhere;
     const response = await abortable(this.#fetch(url, { method: 'GET', headers, signal: controller.signal }), controller.signal);
-    if (bound.ranged && RANGE_REFUSALS.has(response.status)) {
-      response.body?.cancel().catch(() => undefined);
-      return { status: response.status, headers: response.headers, bytes: new Uint8Array(0) };
-    }
     throwIfNotSuccess(response, url);
-    const limit = limitFor(response.status, bound, response.headers);
+    const limit = bound.whole;
     const declared = declaredLength(response.headers);
-    if (refusedLength(exactFor(response.status, bound, response.headers), declared, limit)) {
+    if (limit !== undefined && declared !== undefined && declared > limit) {
       response.body?.cancel().catch(() => undefined);
       throw sizeError(url, response.status, limit, { declaredBytes: declared }, bound.wholeIsMax);
     }
@@ -460,22 +508,14 @@ async function fetchElsewhereAttempt(
     : {};
   let fetched;
   try {
-    const limits = {
-      ...(bound.whole !== undefined ? { expectedBytes: bound.whole } : {}),
-      ...(bound.partial !== undefined ? { rangeBytes: bound.partial } : {}),
-      ...(bound.partialAtMost ? { rangeBytesAtMost: true } : {}),
-      ...(bound.multipart !== undefined ? { multipartBytes: bound.multipart } : {}),
-    };
+    const limits = bound.whole !== undefined ? { expectedBytes: bound.whole } : {};
     fetched = await abortable(fetcher(url, { headers, signal: controller.signal, ...progress, ...limits }), controller.signal);
   } catch (error) {
     throw callbackFailure ?? error;
   }
   if (fetched === undefined) return undefined;
-  // The worker reads no body of a status outside 2xx.
-  if (bound.ranged && RANGE_REFUSALS.has(fetched.status))
-    return { status: fetched.status, headers: fetched.headers, bytes: new Uint8Array(0) };
   throwIfNotSuccess(fetched, url);
-  const limit = limitFor(fetched.status, bound, fetched.headers);
+  const limit = bound.whole;
   // The worker stopped at the limit (or at a Content-Length past it), as readBody does here.
   if (fetched.overLimit && limit !== undefined) throw sizeError(url, fetched.status, limit, fetched.overLimit, bound.wholeIsMax);
   if (limit !== undefined && fetched.bytes.length > limit)
@@ -632,16 +672,6 @@ function sizeError(
     return new RangeResponseError(`GET ${url}: asked for a range of ${limit} bytes, the 206 answer is not: ${what}`, { url });
   const bound = isMax ? `the body is larger than maxBytes (${limit} bytes)` : `expected ${limit} bytes`;
   return new ResponseSizeError(`GET ${url}: ${bound}, ${what}`, { url, expectedBytes: limit, ...got });
-}
-
-/**
- * A `Content-Length` refused at the headers: more than the limit, or for a 206 any other length
- * than the range's. A shorter whole body is read (it is small) so that the caller's checks can say
- * what is missing: SPEC §7 names the `header`, `table` or members of a truncated bundle.
- */
-function refusedLength(exact: boolean, declared: number | undefined, limit: number | undefined): limit is number {
-  if (limit === undefined || declared === undefined) return false;
-  return exact ? declared !== limit : declared > limit;
 }
 
 /** A failure's message with its cause's, since `fetch failed` alone says little. */

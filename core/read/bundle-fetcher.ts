@@ -59,7 +59,7 @@ export class BundleFetcher {
   /**
    * The range and delta reads' module (bundle-ranges.ts, which carries the delta rule too),
    * imported once, with the transport's range requests (net/transport-ranges.ts, which
-   * `Transport.getRange` and `getRanges` import) at the same time rather than after. An import
+   * `Transport.getRange` and `streamRanges` import) at the same time rather than after. An import
    * that fails (a chunk gone after a deploy, a network error) is tried again next time; meanwhile a
    * delta load fetches the whole bundle and a range read fails with that error, as it would with
    * the network's.

@@ -4,9 +4,10 @@
  * imports this module on demand, the first time a source reads by range or a cache holds part of
  * a bundle: a game whose loads are whole bundles loads none of it (BENCHMARKS.md, "Size").
  */
-import { BundleIntegrityError, NetworkError, RangeResponseError, RequestAbortedError } from '../errors.js';
-import { entryKey, type BundleEntry } from '../format/project-index.js';
+import { NetworkError, RangeResponseError, RequestAbortedError } from '../errors.js';
+import type { BundleEntry } from '../format/project-index.js';
 import { linkSignals } from '../net/abort.js';
+import type { StreamedRanges } from '../net/requests.js';
 import type { Transport } from '../net/transport.js';
 import { bundleSizeError, type Accepted, type FetchCallbacks, type Replan, type WholeHandler } from './fetched.js';
 import type { ByteRange } from './delta-ranges.js';
@@ -17,6 +18,7 @@ import { originOf, pageHref, type OriginCapabilities } from './origins.js';
 import type { RangeReadOptions } from './range-reads.js';
 import { RangeScheduler, type RangeBatch, type RangeRead, type RangeWaiter } from './range-scheduler.js';
 import { acceptBundle } from './accept.js';
+import { RangeMembers } from './range-members.js';
 import { checkFileDigest } from './verify.js';
 import type { VerifiedCache } from './verified-cache.js';
 
@@ -153,103 +155,64 @@ export class BundleRanges {
   }
 
   /**
-   * Fetches a ranges plan (load-planner.ts) and verifies each member it brings on its own (SPEC §7
-   * "Verified"); one damaged member rejects them all, nothing cached. A multipart plan is one
-   * request for every range; an origin that does not answer it with them all (a 200, unread; one
-   * range of several) is marked and `separate` said (the planner plans one range per request),
-   * as after a malformed answer (a `RangeResponseError` for this load). One range per request:
-   * at once; a 200 answer is the whole bundle (a server that ignores ranges): it is checked as
-   * one, the other requests are stopped, and its origin gets whole bundles from then on. A host
-   * that refused a range (403, 416, 501) is marked and `whole` said.
+   * Fetches a ranges plan (load-planner.ts), each member checked on its own as soon as its bytes
+   * are in and handed over at once (range-members.ts; SPEC §7 "Needed bytes"); a damaged member
+   * fails the load naming it, once the answers are in. A multipart plan is one request for every
+   * range; an origin that does not answer it with them all (a 200, unread; one range of several) is
+   * marked and `separate` said (the planner plans one range per request), as after a malformed
+   * answer (a `RangeResponseError` for this load). One range per request: at once; a 200 answer
+   * is the whole bundle (a server that ignores ranges): it is checked as one, the other requests
+   * are stopped, and its origin gets whole bundles from then on. A host that refused a range (403,
+   * 416, 501) is marked and `whole` said.
    */
   async delta(plan: RangesPlan, callbacks: FetchCallbacks): Promise<Accepted | Replan> {
     const { bundle, missing, multipart, ranges } = plan;
     const url = this.#view.resolveUrl(bundle.url);
-    let inputs: Uint8Array[];
-    /** Where each range starts: its input, and its offset there. */
-    let places: { input: number; at: number }[];
-    let answered: Awaited<ReturnType<Transport['getRanges']>> | undefined;
     const planned = ranges.reduce((sum, range) => sum + range.length, 0);
     const report = callbacks.onProgress && ((bytes: number) => callbacks.onProgress!(Math.min(planned, bytes), planned));
+    const members = new RangeMembers(missing, this.#pool, this.#cache, callbacks);
     if (multipart) {
       // One request for every range (multipart/byteranges); a server that cannot is asked one range at a time.
       // Several ranges are not a CORS-safelisted Range: a page on another origin sends a preflight
       // first, which a CDN may refuse (a network failure to the page). One attempt there, then ranges one by one.
       const page = pageHref();
       const crossOrigin = page !== undefined && originOf(page) !== originOf(url);
+      let answered: StreamedRanges;
       try {
-        answered = await this.#transport.getRanges(url, ranges, {
-          signal: callbacks.signal,
-          expectedBytes: bundle.sizeBytes,
-          ...(report ? { onProgress: report } : {}),
-          ...(crossOrigin ? { attempts: 1 } : {}),
-        });
+        answered = await this.#transport.streamRanges(
+          url,
+          ranges,
+          {
+            signal: callbacks.signal,
+            expectedBytes: bundle.sizeBytes,
+            ...(report ? { onProgress: report } : {}),
+            ...(crossOrigin ? { attempts: 1 } : {}),
+          },
+          () => members.sink(ranges),
+        );
       } catch (error) {
         if (error instanceof RangeResponseError) this.#origins.lacksMultipart(url);
         if (!(error instanceof NetworkError) || callbacks.signal.aborted) throw error;
         answered = { kind: 'unsupported', reason: error.message };
       }
       if (answered.kind === 'refused') return this.#rangesRefused(url);
-      if (answered.kind === 'unsupported') {
+      // Members that passed before the answer failed were handed over: their repeats are ignored.
+      if (answered.kind !== 'streamed') {
         this.#origins.lacksMultipart(url);
         return { replan: 'separate' };
       }
-    }
-    if (answered?.kind === 'ranges') {
-      inputs = [answered.body];
-      places = answered.at.map((at) => ({ input: 0, at }));
     } else {
-      const bodies = await this.#fetchRanges(url, bundle, ranges, callbacks.signal, report);
-      if ('refused' in bodies) return this.#rangesRefused(url);
-      if (!Array.isArray(bodies)) {
+      const answer = await this.#streamSeparately(url, bundle, ranges, callbacks.signal, members, report);
+      if (answer === 'refused') return this.#rangesRefused(url);
+      if (answer !== 'streamed') {
         this.#origins.ignoresRanges(url);
         return this.#shared.handOver(
-          await acceptBundle(bodies.whole, bundle, this.#view.expectedMembers(bundle.sha256), this.#pool, url, this.#cache.workerStore()),
+          await acceptBundle(answer.whole, bundle, this.#view.expectedMembers(bundle.sha256), this.#pool, url, this.#cache.workerStore()),
           callbacks,
         );
       }
-      inputs = bodies.length > 0 ? bodies : [new Uint8Array(0)];
-      places = bodies.map((_, input) => ({ input, at: 0 }));
     }
-    const parts = missing.map((entry) => {
-      // Empty contents lie in no range: an empty view of the first input.
-      if (entry.sizeBytes === 0) return { input: 0, offset: 0, length: 0 };
-      const k = ranges.findIndex(
-        (range) => range.offset <= entry.offset! && entry.offset! + entry.sizeBytes <= range.offset + range.length,
-      );
-      return { input: places[k]!.input, offset: places[k]!.at + entry.offset! - ranges[k]!.offset, length: entry.sizeBytes };
-    });
-    const store = this.#cache.workerStore();
-    // One job for every member: the worker stores them all or, with one damaged, none (SPEC §7).
-    const {
-      digests,
-      parts: owned,
-      stored,
-    } = await this.#pool.digest({
-      inputs,
-      ranges: parts,
-      split: true,
-      transfer: true,
-      now: true,
-      ...(store ? { store: { ...store, keys: missing.map((entry) => entry.sha256) } } : {}),
-    });
-    const damaged = missing.filter((entry, i) => digests[i] !== entry.sha256).map((entry) => entry.sha256);
-    if (damaged.length > 0) {
-      const keys = this.#view
-        .membersOf(bundle.sha256)
-        .filter((entry) => damaged.includes(entry.sha256))
-        .map(entryKey);
-      throw new BundleIntegrityError(
-        'members',
-        `bundle ${bundle.sha256}: damaged member${keys.length > 1 ? 's' : ''} ${keys.map((key) => JSON.stringify(key)).join(', ')} in the ranges of a delta read`,
-        keys,
-        { url },
-      );
-    }
-    return this.#shared.handOver(
-      { contents: new Map(missing.map((entry, i) => [entry.sha256, owned![i]!])), ...(stored ? { stored } : {}) },
-      callbacks,
-    );
+    return members.done(bundle, url, this.#view);
   }
 
   /**
@@ -263,16 +226,18 @@ export class BundleRanges {
   }
 
   /**
-   * The bodies of `ranges` in order, or `{ whole }` when an answer was the whole bundle, or
-   * `{ refused }` when the host refused a range (403, 416, 501); the other requests then stop.
+   * `ranges`, one request each, all at once, their members checked as they arrive: `streamed`;
+   * or `{ whole }` when an answer was the whole bundle, or `refused` when the host refused a range
+   * (403, 416, 501); the other requests then stop.
    */
-  async #fetchRanges(
+  async #streamSeparately(
     url: string,
     bundle: BundleEntry,
     ranges: ByteRange[],
     signal: AbortSignal,
+    members: RangeMembers,
     onProgress?: (received: number) => void,
-  ): Promise<Uint8Array[] | { whole: Uint8Array } | { refused: true }> {
+  ): Promise<'streamed' | 'refused' | { whole: Uint8Array }> {
     const siblings = new AbortController();
     const link = linkSignals([signal, siblings.signal]);
     const received = ranges.map(() => 0);
@@ -280,21 +245,26 @@ export class BundleRanges {
     let refused = false;
     let failure: { error: unknown } | undefined;
     try {
-      const answers = await Promise.allSettled(
+      await Promise.allSettled(
         ranges.map(async (range, i) => {
           try {
-            const answer = await this.#transport.getRange(url, range.offset, range.length, {
-              signal: link.signal,
-              expectedBytes: bundle.sizeBytes,
-              ...(onProgress
-                ? {
-                    onProgress: (bytes: number) => {
-                      received[i] = bytes;
-                      onProgress(received.reduce((sum, each) => sum + each, 0));
-                    },
-                  }
-                : {}),
-            });
+            const answer = await this.#transport.streamRanges(
+              url,
+              [range],
+              {
+                signal: link.signal,
+                expectedBytes: bundle.sizeBytes,
+                ...(onProgress
+                  ? {
+                      onProgress: (bytes: number) => {
+                        received[i] = bytes;
+                        onProgress(received.reduce((sum, each) => sum + each, 0));
+                      },
+                    }
+                  : {}),
+              },
+              () => members.sink([range]),
+            );
             if (answer.kind === 'refused') {
               refused = true;
               siblings.abort(
@@ -303,15 +273,12 @@ export class BundleRanges {
                   { url },
                 ),
               );
-              return new Uint8Array(0);
-            }
-            if (answer.kind === 'whole') {
+            } else if (answer.kind === 'whole') {
               whole ??= answer.bytes;
               siblings.abort(
                 new RequestAbortedError(`GET ${url}: not needed, the server ignores ranges and sent the whole bundle`, { url }),
               );
             }
-            return answer.bytes;
           } catch (error) {
             if (!siblings.signal.aborted) {
               failure = { error };
@@ -322,9 +289,9 @@ export class BundleRanges {
         }),
       );
       if (whole) return { whole };
-      if (refused) return { refused };
+      if (refused) return 'refused';
       if (failure) throw bundleSizeError(failure.error, bundle, url);
-      return answers.map((answer) => (answer as PromiseFulfilledResult<Uint8Array>).value);
+      return 'streamed';
     } finally {
       link.release();
     }

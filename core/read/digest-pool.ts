@@ -471,12 +471,7 @@ export class WorkerDigestPool implements DigestPool {
     const abort = () => entry.worker.postMessage({ abort: id });
     init.signal.addEventListener('abort', abort, { once: true });
     const absolute = absoluteUrl(url);
-    const limits = {
-      ...(init.expectedBytes !== undefined ? { expectedBytes: init.expectedBytes } : {}),
-      ...(init.rangeBytes !== undefined ? { rangeBytes: init.rangeBytes } : {}),
-      ...(init.rangeBytesAtMost ? { rangeBytesAtMost: true } : {}),
-      ...(init.multipartBytes !== undefined ? { multipartBytes: init.multipartBytes } : {}),
-    };
+    const limits = init.expectedBytes !== undefined ? { expectedBytes: init.expectedBytes } : {};
     entry.worker.postMessage({ id, url: absolute, headers: init.headers, progress: Boolean(init.onProgress), ...limits });
     return result;
   }

@@ -12,7 +12,8 @@
  *   they cost less than the request a later read of them would make.
  *
  * The line is measured per origin by this source: the round trip is the shortest wait from a
- * request to its first body bytes (the index's fetch, then every load's), the throughput the
+ * request to its first body bytes (the index's fetch, as Resource Timing reports it where it
+ * can, then every load's), the throughput the
  * fastest body of at least 128 KiB. Before a body that large has come, the throughput is taken as
  * 2.5 MB/s (20 Mbit/s, a slow line: small gaps, so few unneeded bytes). `roundTripBytes` is
  * clamped to 16 KiB … 8 MiB; a fixed number may be given instead (`neededBytes.roundTripBytes`).
@@ -36,6 +37,25 @@ const THROUGHPUT_SAMPLE_BYTES = 128 * 1024;
 
 /** Milliseconds on a monotonic clock where there is one (a page, a worker, Node), else the wall clock. */
 export const nowMs = (): number => globalThis.performance?.now() ?? Date.now();
+
+/**
+ * The network's own wait for the latest fetch of `url` on this page or worker (Resource Timing:
+ * request sent → first response byte), where the platform reports it: a fetch answered from a
+ * preload (`<link rel="preload">`, the build plugins' index link) or read while the thread was
+ * busy booting a game would otherwise count that work as the line's round trip. `undefined` where
+ * there is no entry or its times are hidden (another origin without `Timing-Allow-Origin`).
+ */
+export function networkWaitMs(url: string): number | undefined {
+  let entries: PerformanceEntryList | undefined;
+  try {
+    entries = globalThis.performance?.getEntriesByName?.(new URL(url, globalThis.location?.href).href, 'resource');
+  } catch {
+    return undefined;
+  }
+  const last = entries?.[entries.length - 1] as PerformanceResourceTiming | undefined;
+  if (!last || !(last.requestStart > 0) || !(last.responseStart >= last.requestStart)) return undefined;
+  return last.responseStart - last.requestStart;
+}
 
 /** The option checked: `undefined` when needed bytes are off. */
 export function neededBytesSettings(option: boolean | NeededBytesOptions | undefined): NeededBytesOptions | undefined {

@@ -13,7 +13,7 @@
  * - `read` / `has`: cached entries, checked here; `open`, `flush`: the store.
  */
 import { getEntries, hasEntries, openStore, putEntries, type WorkerStoreAccess } from '../cache/idb-store.js';
-import { bodyToRead, collectBody, declaredLength, isMultipart, pumpBody } from '../net/body.js';
+import { bodyToRead, collectBody, declaredLength, pumpBody } from '../net/body.js';
 import { toHex } from '../hash.js';
 import { BundleStreamChecker, deferredJudge, StreamRefusal, type BundleStreamPlan } from './stream-check.js';
 
@@ -129,9 +129,6 @@ interface GetMessage {
   headers: Record<string, string>;
   progress: boolean;
   expectedBytes?: number;
-  rangeBytes?: number;
-  rangeBytesAtMost?: boolean;
-  multipartBytes?: number;
 }
 
 /** Progress posts at most every this many bytes (and at the end): a message per chunk would cost the page. */
@@ -158,17 +155,10 @@ async function get(message: GetMessage): Promise<void> {
       response.body?.cancel().catch(() => undefined);
       return post({ id, head, buffer: new ArrayBuffer(0) });
     }
-    // The transport's limitFor and exactFor: a multipart/byteranges 206 has a bound of its own.
-    const multipart = response.status === 206 && message.multipartBytes !== undefined && isMultipart(response.headers);
-    const limit = multipart
-      ? message.multipartBytes
-      : response.status === 206 && message.rangeBytes !== undefined
-        ? message.rangeBytes
-        : message.expectedBytes;
-    const exact = response.status === 206 && !multipart && !message.rangeBytesAtMost;
+    const limit = message.expectedBytes;
     const declared = declaredLength(response.headers);
-    // Refused at the headers as the transport does (refusedLength): more than the limit, or a 206 of another length.
-    if (limit !== undefined && declared !== undefined && (exact ? declared !== limit : declared > limit)) {
+    // Refused at the headers as the transport does: more than the limit.
+    if (limit !== undefined && declared !== undefined && declared > limit) {
       response.body.cancel().catch(() => undefined);
       return post({ id, head, buffer: new ArrayBuffer(0), over: { declaredBytes: declared } });
     }

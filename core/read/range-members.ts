@@ -1,0 +1,128 @@
+/**
+ * The members a load brings by ranges of their bundle (SPEC §7 "Needed bytes", delta reads),
+ * each checked as soon as its bytes are in: the range answers' bytes (`Transport.streamRanges`)
+ * are cut into a buffer per member as they arrive, each member is hashed once complete (in the
+ * pool's workers once they answer, on a cold page here), and one that matches its entry is handed
+ * over at once, before the rest of its ranges arrive, and a copy kept for the cache. A damaged
+ * member fails the load, naming it, once every answer is in; what passed was handed over (each
+ * member is checked alone), but nothing of the load is cached (as for a bundle, SPEC §7
+ * "Streamed members", and delta reads since issue 11).
+ */
+import { BundleIntegrityError } from '../errors.js';
+import { entryKey, type BundleEntry } from '../format/project-index.js';
+import type { RangeSink } from '../net/requests.js';
+import type { ByteRange } from './delta-ranges.js';
+import type { DigestPool } from './digest-pool.js';
+import type { Accepted, FetchCallbacks } from './fetched.js';
+import type { Entry, IndexView } from './index-view.js';
+import type { VerifiedCache } from './verified-cache.js';
+
+/** A member being cut from one attempt's answer: its buffer, and how many of its bytes came. */
+interface Cut {
+  entry: Entry;
+  bytes?: Uint8Array;
+  filled: number;
+}
+
+export class RangeMembers {
+  /** Distinct contents to bring, by offset. */
+  readonly #contents: Entry[];
+  readonly #pool: DigestPool;
+  readonly #cache: VerifiedCache;
+  readonly #callbacks: FetchCallbacks;
+  readonly #passed = new Set<string>();
+  readonly #damaged = new Set<string>();
+  readonly #checks: Promise<void>[] = [];
+  readonly #kept: [string, Uint8Array][] = [];
+
+  constructor(missing: readonly Entry[], pool: DigestPool, cache: VerifiedCache, callbacks: FetchCallbacks) {
+    this.#pool = pool;
+    this.#cache = cache;
+    this.#callbacks = callbacks;
+    const distinct = new Map<string, Entry>();
+    for (const entry of missing) if (!distinct.has(entry.sha256)) distinct.set(entry.sha256, entry);
+    this.#contents = [...distinct.values()].sort((a, b) => a.offset! - b.offset!);
+    // Empty contents lie in no range: checked now.
+    for (const entry of this.#contents) if (entry.sizeBytes === 0) this.#check(entry, new Uint8Array(0));
+  }
+
+  /**
+   * A sink for one attempt at `ranges` (a new one for each attempt): the members inside them that
+   * have not passed yet, each cut into a buffer of its own from the bytes as they come.
+   */
+  sink(ranges: readonly ByteRange[]): RangeSink {
+    const cuts: Cut[] = this.#contents
+      .filter(
+        (entry) =>
+          entry.sizeBytes > 0 &&
+          !this.#passed.has(entry.sha256) &&
+          ranges.some((range) => range.offset <= entry.offset! && entry.offset! + entry.sizeBytes <= range.offset + range.length),
+      )
+      .map((entry) => ({ entry, filled: 0 }));
+    return {
+      data: (offset, bytes) => {
+        const end = offset + bytes.length;
+        // The first member that ends after `offset` (members are in offset order, and do not overlap).
+        let low = 0;
+        let high = cuts.length;
+        while (low < high) {
+          const mid = (low + high) >> 1;
+          const { entry } = cuts[mid]!;
+          if (entry.offset! + entry.sizeBytes <= offset) low = mid + 1;
+          else high = mid;
+        }
+        for (let i = low; i < cuts.length && cuts[i]!.entry.offset! < end; i++) {
+          const cut = cuts[i]!;
+          const { entry } = cut;
+          if (cut.filled === entry.sizeBytes) continue;
+          const from = Math.max(offset, entry.offset!);
+          const to = Math.min(end, entry.offset! + entry.sizeBytes);
+          cut.bytes ??= new Uint8Array(entry.sizeBytes);
+          cut.bytes.set(bytes.subarray(from - offset, to - offset), from - entry.offset!);
+          cut.filled += to - from;
+          if (cut.filled >= entry.sizeBytes) {
+            cut.filled = entry.sizeBytes;
+            this.#check(entry, cut.bytes);
+            cut.bytes = undefined;
+          }
+        }
+      },
+      finish: () => Promise.resolve(),
+    };
+  }
+
+  /** Hashes one member's bytes (given up to the pool); one that matches is handed over and kept for the cache. */
+  #check(entry: Entry, bytes: Uint8Array): void {
+    // No store by the worker: it would write a member before the load as a whole has passed.
+    const check = this.#pool.digest({ inputs: [bytes], transfer: true, now: true }).then(({ inputs, digests }) => {
+      if (digests[0] !== entry.sha256) return void this.#damaged.add(entry.sha256);
+      // A retried answer may bring a content again: it was handed over once.
+      if (this.#passed.has(entry.sha256)) return;
+      this.#passed.add(entry.sha256);
+      if (this.#cache.enabled) this.#kept.push([entry.sha256, this.#cache.needsCopies ? inputs[0]!.slice() : inputs[0]!]);
+      this.#callbacks.onContent(entry.sha256, inputs[0]!);
+    });
+    this.#checks.push(check);
+  }
+
+  /**
+   * Once every answer is in: what the cache should keep; or, with a member damaged, the bundle's
+   * integrity error naming every damaged one.
+   */
+  async done(bundle: BundleEntry, url: string, view: IndexView): Promise<Accepted> {
+    await Promise.all(this.#checks);
+    if (this.#damaged.size > 0) {
+      const keys = view
+        .membersOf(bundle.sha256)
+        .filter((entry) => this.#damaged.has(entry.sha256))
+        .map(entryKey);
+      throw new BundleIntegrityError(
+        'members',
+        `bundle ${bundle.sha256}: damaged member${keys.length > 1 ? 's' : ''} ${keys.map((key) => JSON.stringify(key)).join(', ')} in the ranges read of it`,
+        keys,
+        { url },
+      );
+    }
+    return { forCache: this.#kept };
+  }
+}
