@@ -29,6 +29,12 @@ export interface VisitRequest {
   /** The URL path without the visit prefix, decoded. */
   path: string;
   range: string | undefined;
+  /** The answer's status once its headers went out (0 before, or for a request dropped unanswered). */
+  status: number;
+  /** Body bytes this server wrote for it (a multipart answer's part headers included; HTTP headers not). */
+  bodyBytes: number;
+  /** Whether its answer has been sent in full (false while it is in flight, or when the client left first). */
+  finished: boolean;
 }
 
 export interface VisitServer {
@@ -43,6 +49,8 @@ export interface VisitServer {
    * bytes are written), the rest held.
    */
   hold(path: string, options?: { afterBytes?: number }): { arrived: Promise<void>; release(): void };
+  /** Resolves once no site request is in flight: each has been answered in full, or its client has gone. */
+  quiet(): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -60,14 +68,30 @@ export async function startVisitServer(sites: Record<string, string>): Promise<V
   const requests: VisitRequest[] = [];
   const watchers: { matches: (request: VisitRequest) => boolean; resolve: (request: VisitRequest) => void }[] = [];
   const holds = new Map<string, { afterBytes: number; arrived: () => void; released: Promise<void> }>();
+  let inFlight = 0;
+  const quietWaiters: (() => void)[] = [];
   const sockets = new Set<Socket>();
   const server = createServer((request, response) => {
     const url = new URL(request.url ?? '/', 'http://localhost');
     const visited = /^\/visit-(\d+)(\/.*)$/.exec(decodeURIComponent(url.pathname));
     const path = visited ? visited[2]! : decodeURIComponent(url.pathname);
     if (visited) {
-      const logged: VisitRequest = { visit: Number(visited[1]), path, range: request.headers.range };
+      const logged: VisitRequest = {
+        visit: Number(visited[1]),
+        path,
+        range: request.headers.range,
+        status: 0,
+        bodyBytes: 0,
+        finished: false,
+      };
       requests.push(logged);
+      logBody(response, logged);
+      inFlight++;
+      response.on('close', () => {
+        logged.status = response.headersSent ? response.statusCode : 0;
+        logged.finished = response.writableFinished;
+        if (--inFlight === 0) for (const quiet of quietWaiters.splice(0)) quiet();
+      });
       for (const watcher of watchers.splice(0)) {
         if (watcher.matches(logged)) watcher.resolve(logged);
         else watchers.push(watcher);
@@ -121,12 +145,28 @@ export async function startVisitServer(sites: Record<string, string>): Promise<V
       holds.set(path, { afterBytes: options.afterBytes ?? 0, arrived, released });
       return { arrived: arrival, release: () => release() };
     },
+    quiet: () => new Promise<void>((resolveQuiet) => (inFlight === 0 ? resolveQuiet() : quietWaiters.push(resolveQuiet))),
     close: () =>
       new Promise<void>((closed) => {
         for (const socket of sockets) socket.destroy();
         server.close(() => closed());
       }),
   };
+}
+
+/** Counts into `logged.bodyBytes` every body byte handed to `response` (by `write` and `end`). */
+function logBody(response: ServerResponse, logged: VisitRequest): void {
+  const count = (chunk: unknown) => {
+    if (typeof chunk === 'string') logged.bodyBytes += Buffer.byteLength(chunk);
+    else if (chunk instanceof Uint8Array) logged.bodyBytes += chunk.byteLength;
+  };
+  const write = response.write.bind(response) as (...args: unknown[]) => boolean;
+  const end = response.end.bind(response) as (...args: unknown[]) => ServerResponse;
+  response.write = ((chunk: unknown, ...rest: unknown[]) => (count(chunk), write(chunk, ...rest))) as typeof response.write;
+  response.end = ((chunk?: unknown, ...rest: unknown[]) => {
+    if (typeof chunk !== 'function') count(chunk);
+    return end(chunk, ...rest);
+  }) as typeof response.end;
 }
 
 /** The file whole (200), one range of it (206), or several (206 multipart/byteranges). */

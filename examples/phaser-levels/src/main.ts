@@ -11,11 +11,13 @@ import { AwkbPlugin, awkbSource, type ByteProgress } from 'awake-bundle/phaser';
 const query = new URLSearchParams(location.search);
 /** `?loose`: the same game from plain files under published/, no index (bench/engines.mjs puts them there). */
 const LOOSE = query.has('loose');
+/** `?neededBytes=off`: each bundle a load touches comes whole (test/browser-fetched-used.test.ts compares what that fetches). */
+const INDEX_OPTIONS = query.get('neededBytes') === 'off' ? { neededBytes: false } : {};
 /** The @2x images on high-density screens, as games pick them. */
 const SCALE = window.devicePixelRatio >= 2 ? 2 : 1;
 const hd = (path: string): string => (SCALE === 2 ? path.replace(/\.png$/, '@2x.png') : path);
 
-type ExampleWindow = { exampleReady?: unknown; exampleLevel2Ready?: unknown; exampleStored?: Promise<unknown> };
+type ExampleWindow = { exampleReady?: unknown; exampleLevel2Ready?: unknown; exampleStored?: Promise<unknown>; exampleLoads?: unknown };
 
 /** A bar that follows bytes, not file counts: one bundle may hold a hundred small files. */
 function progressBar(scene: Phaser.Scene, what: string): void {
@@ -66,7 +68,7 @@ class LevelOne extends Phaser.Scene {
   preload(): void {
     progressBar(this, 'level 1');
     this.load.setPath('published/');
-    if (!LOOSE) this.load.awkbIndex('assets', 'project.index.json');
+    if (!LOOSE) this.load.awkbIndex('assets', 'project.index.json', INDEX_OPTIONS);
     this.load.tilemapTiledJSON('level-1', 'maps/level-1.json');
     this.load.image('tiles', 'tiles/kenney-tileset-64px-extruded.png');
     this.load.atlas('emoji', 'sprites/emoji.png', 'sprites/emoji.json');
@@ -127,6 +129,8 @@ class LevelOne extends Phaser.Scene {
       const page = window as unknown as ExampleWindow;
       // Settles when the cache has stored this load's bundles (bench/engines.mjs waits for it before a return visit).
       page.exampleStored = source?.whenStored();
+      // What the loader asked the source for, by scene (test/browser-fetched-used.test.ts weighs it).
+      page.exampleLoads = source?.recordedLoads();
       page.exampleReady = {
         level: 1,
         textures: ['tiles', 'emoji', 'player', 'slime', 'retro', 'background', 'particle'].filter((key) => this.textures.exists(key))
