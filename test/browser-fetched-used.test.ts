@@ -21,9 +21,11 @@
  * The same visits with `neededBytes: false` (whole bundles) fetch more than 1.1× the bytes used:
  * the measure sees the difference it is there to see.
  *
- * The default-publish tests fail in many runs now (a core bug, described above the Phaser one):
- * the reader takes its round-trip estimate from the time it spends reading the preloaded index,
- * local work on a busy main thread, not the line, and fetches whole bundles on 127.0.0.1.
+ * These tests found that the reader took its round-trip estimate from the time it spent reading
+ * the preloaded index (local work on a busy main thread, 18–450 ms, not the line: on 127.0.0.1 a
+ * round trip is under a millisecond) and so fetched level 1's bundles whole in about half the
+ * runs (1.549×); it now takes the index's wait from Resource Timing (core/read/needed-bytes.ts
+ * `networkWaitMs`).
  */
 import { spawnSync } from 'node:child_process';
 import { readFileSync, rmSync } from 'node:fs';
@@ -207,15 +209,6 @@ describe.each(TESTED_BROWSERS)('%s', (kind: BrowserKind) => {
       return loads!.loads[0]!.paths;
     }
 
-    // Fails in many runs now (core bug, open): the only round trip the reader has measured when
-    // level 1 plans is the index's, timed from asking for it to its first body bytes. The index
-    // comes from the build's preload link: its answer was in the page (Resource Timing:
-    // responseEnd ≈ 0.1–0.5 s) long before the game asked for it (≈ 1.0–1.7 s), yet the reader
-    // times 40–450 ms of reading it, its main thread busy booting the game. Times the assumed
-    // 2.5 MB/s, that "round trip" is 100 KB–1.1 MB, more than most of level 1's bundles add
-    // beyond their ranges, so they come whole: 1.549 (every bundle whole, as with neededBytes:
-    // false) or 1.208 (all but the audio bundle's). Timed under 34 ms, a visit gets 1.088. On
-    // 127.0.0.1 a round trip is under a millisecond. Not test.failing: it passes in some runs.
     test(`the default publish: level 1 fetches ≤ ${AIM}× the bytes of its files, each byte once`, async () => {
       const visit = await firstVisit();
       const used = await levelOne(visit, '');
@@ -263,10 +256,6 @@ describe.each(TESTED_BROWSERS)('%s', (kind: BrowserKind) => {
       return result.asked;
     }
 
-    // The estimate that fails the Phaser test above decides here too: the index (preloaded, its
-    // answer in the page seconds before the call) was timed at 18–109 ms in the runs tried. From
-    // 108 ms on, the audio bundle comes whole and the scene fetches 1.316× (seen in Chromium, once
-    // in the 9 visits tried), and this test fails.
     test(`the default publish: the scene fetches ≤ ${AIM}× the bytes of its files, each byte once`, async () => {
       const visit = await firstVisit();
       const used = await exampleScene(visit, undefined);
