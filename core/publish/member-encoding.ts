@@ -53,7 +53,7 @@ const INCOMPRESSIBLE_BITS_PER_BYTE = 7.985;
  */
 export function looksIncompressible(bytes: Uint8Array): boolean {
   const counts = new Uint32Array(256);
-  let sampled = 0;
+  let sampled: number;
   if (bytes.length <= SAMPLE_SLICES * SAMPLE_SLICE_BYTES) {
     for (let i = 0; i < bytes.length; i++) counts[bytes[i]!]!++;
     sampled = bytes.length;
