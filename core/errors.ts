@@ -13,6 +13,7 @@ export type AwakeErrorCode =
   | 'E_BUNDLE_FORMAT'
   | 'E_BUNDLE_INTEGRITY'
   | 'E_FILE_INTEGRITY'
+  | 'E_MEMBER_DECODE'
   | 'E_NOT_FOUND'
   | 'E_UNSUPPORTED'
   | 'E_OPTION'
@@ -199,6 +200,41 @@ export class FileIntegrityError extends AwakeError {
   declare readonly code: 'E_FILE_INTEGRITY';
   constructor(message: string, details: AwakeErrorDetails = {}) {
     super('E_FILE_INTEGRITY', message, details);
+  }
+}
+
+/** Why an encoded member's stored bytes do not decode to its entry (SPEC §5a). */
+export type MemberDecodeProblem =
+  /** The `encoding` (a name in the index, a byte in a table) is none this reader knows. */
+  | 'unknown-encoding'
+  /** The stream would give more bytes than the listed size: refused before they are held (a bomb). */
+  | 'too-long'
+  /** The stream, or its stored bytes, ended before the listed size was reached. */
+  | 'too-short'
+  /** Stored bytes follow the end of the deflate stream. */
+  | 'trailing-bytes'
+  /** The stored bytes are not a valid stream of that encoding. */
+  | 'corrupt';
+
+/**
+ * An encoded member (SPEC §5a) whose stored bytes do not decode to its listed size: an unknown
+ * encoding, output past the listed size (refused before it is allocated), a stream that ends
+ * short, bytes after the stream's end, or a broken stream. `key` names the member (path, or id),
+ * `encoding` the encoding it claims, `problem` which of these it is. A decoded member that has
+ * the listed size but another SHA-256 is a `FileIntegrityError` or `BundleIntegrityError`, as for
+ * any member.
+ */
+export class MemberDecodeError extends AwakeError {
+  override readonly name = 'MemberDecodeError' as const;
+  declare readonly code: 'E_MEMBER_DECODE';
+  readonly key: string;
+  readonly encoding: string;
+  readonly problem: MemberDecodeProblem;
+  constructor(message: string, details: AwakeErrorDetails & { key: string; encoding: string; problem: MemberDecodeProblem }) {
+    super('E_MEMBER_DECODE', message, details);
+    this.key = details.key;
+    this.encoding = details.encoding;
+    this.problem = details.problem;
   }
 }
 
@@ -435,6 +471,7 @@ export type AnyAwakeError =
   | BundleFormatError
   | BundleIntegrityError
   | FileIntegrityError
+  | MemberDecodeError
   | AssetNotFoundError
   | UnsupportedOperationError
   | InvalidOptionError

@@ -188,7 +188,7 @@ describe('damaged bundles: the cause first, each thing named once', () => {
     const [line] = problemLines(result.stderr);
     expect(line).toMatch(
       new RegExp(
-        `^  bundles\\[0\\] \\(bundles/${GOOD_SHA}\\.awkb\\): AWKB header: unknown version 2; this reader knows version 1 \\(its 422 bytes hash to [0-9a-f]{64}\\)$`,
+        `^  bundles\\[0\\] \\(bundles/${GOOD_SHA}\\.awkb\\): AWKB header: version 2 does not fit its table, which is laid out as version 1's \\(its 422 bytes hash to [0-9a-f]{64}\\)$`,
       ),
     );
   });
@@ -240,7 +240,7 @@ describe('damaged bundles: the cause first, each thing named once', () => {
     const result = runCli(['inspect', join(DAMAGED, 'bad-version.awkb')]);
     expect(result.code).toBe(1);
     expect(result.stderr).toBe(
-      `awake-bundle: ${join(DAMAGED, 'bad-version.awkb')}: AWKB header: unknown version 2; this reader knows version 1\n`,
+      `awake-bundle: ${join(DAMAGED, 'bad-version.awkb')}: AWKB header: version 2 does not fit its table, which is laid out as version 1's\n`,
     );
   });
 });

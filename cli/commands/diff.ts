@@ -17,6 +17,7 @@ http(s) URL): files added, changed and removed; bundles new and gone; the bytes 
 contents: whole bundles, or only the missing members' byte ranges (members closer than
 --max-gap merged into one range, default 65536; the whole bundle when more than --max-missing of
 it is missing, default 0.5; at most --max-ranges requests per bundle, default 4).
+Bytes downloaded are stored bytes: an encoded member's range is its storedBytes (SPEC §5a).
 Indexes with opaque ids compare by id. A loose (formatVersion 2) index compares by files only.
 Exit codes: 0 compared (changed or not), 1 an index unreadable or invalid, 2 wrong command line.`;
 

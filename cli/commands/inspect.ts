@@ -1,16 +1,18 @@
 /** `awake-bundle inspect <file.awkb>`: print a bundle's header and members. */
 import { readFile } from 'node:fs/promises';
 import { basename } from 'node:path';
-import { BundleFormatError } from '../../core/errors.js';
-import { memberBytes } from '../../core/format/awkb.js';
+import { BundleFormatError, MemberDecodeError } from '../../core/errors.js';
+import { memberBytes, storedSizeOf, type BundleRecord } from '../../core/format/awkb.js';
 import { decodeBundle } from '../../core/format/awkb-decode.js';
 import { sha256HexNode } from '../../core/node/hash.js';
+import { decodeMemberNode } from '../../core/node/inflate.js';
 import { CommandFailure, parseCommandLine, plural, printable, UsageError, type Command } from '../usage.js';
 
 const HELP = `Usage: awake-bundle inspect <file.awkb> [--json]
 
-Prints the bundle's header and its members (key, offset, size, SHA-256), checking each member's
-bytes against its table record and the file's name against its SHA-256.
+Prints the bundle's header and its members (key, offset, size, SHA-256; in an AWKB version 2
+bundle also the stored size and the encoding, SPEC §5a), checking each member's bytes against its
+table record (an encoded member decoded first) and the file's name against its SHA-256.
 Exit code 1 when the bundle is malformed or a member is damaged.`;
 
 export const inspectCommand: Command = {
@@ -40,12 +42,26 @@ export const inspectCommand: Command = {
       throw error;
     }
     const seenContents = new Set<string>();
-    const members = decoded.records.map((record) => {
-      const ok = sha256HexNode(memberBytes(bytes, record)) === record.sha256;
-      const copy = seenContents.has(record.sha256);
-      seenContents.add(record.sha256);
-      return { ...record, ok, sharesContent: copy };
-    });
+    const encoded = decoded.version === 2;
+    const members: InspectedMember[] = [];
+    for (const record of decoded.records) {
+      const { key, offset, sizeBytes, sha256: digest, encoding } = record;
+      const problem = await memberProblem(bytes, record);
+      const copy = seenContents.has(digest);
+      seenContents.add(digest);
+      // A version 1 bundle's members are listed as before; version 2 adds how each is stored (SPEC §5a).
+      const stored = encoded ? { storedBytes: storedSizeOf(record), encoding: encoding ?? 'none' } : {};
+      members.push({
+        key,
+        offset,
+        ...stored,
+        sizeBytes,
+        sha256: digest,
+        ok: problem === undefined,
+        ...(encoded && problem !== undefined ? { problem } : {}),
+        sharesContent: copy,
+      });
+    }
     const nameMatches = basename(file) === `${sha256}.awkb`;
     const damaged = members.filter((member) => !member.ok);
     if (values.json) {
@@ -59,9 +75,17 @@ export const inspectCommand: Command = {
         `${printable(file)}\n  AWKB version ${decoded.version}, ${plural(decoded.records.length, 'member')}, table ${plural(decoded.dataStart - 16, 'byte')}, data from ${decoded.dataStart}, ${plural(bytes.length, 'byte')}\n` +
           `  sha256 ${sha256}${nameMatches ? '' : ' (the file name is not <sha256>.awkb)'}\n`,
       );
+      if (encoded)
+        stdout.write(`  ${'offset'.padStart(10)} ${'stored'.padStart(10)} ${'size'.padStart(10)}  ${'encoding'.padEnd(11)}  sha256\n`);
       for (const member of members) {
+        // Version 2 (SPEC §5a): the stored size and encoding beside the decoded size.
+        const sizes =
+          member.encoding !== undefined
+            ? `${String(member.storedBytes).padStart(10)} ${String(member.sizeBytes).padStart(10)}  ${member.encoding.padEnd(11)}`
+            : String(member.sizeBytes).padStart(10);
+        const damage = member.ok ? '' : `  DAMAGED${member.problem !== undefined ? `: ${printable(member.problem)}` : ''}`;
         stdout.write(
-          `  ${String(member.offset).padStart(10)} ${String(member.sizeBytes).padStart(10)}  ${member.sha256.slice(0, 16)}  ${printable(member.key)}${member.sharesContent ? '  (same content as above)' : ''}${member.ok ? '' : '  DAMAGED'}\n`,
+          `  ${String(member.offset).padStart(10)} ${sizes}  ${member.sha256.slice(0, 16)}  ${printable(member.key)}${member.sharesContent ? '  (same content as above)' : ''}${damage}\n`,
         );
       }
     }
@@ -72,3 +96,30 @@ export const inspectCommand: Command = {
     return 0;
   },
 };
+
+/** One member as inspect shows it; `storedBytes`, `encoding` and `problem` only in a version 2 bundle. */
+interface InspectedMember {
+  key: string;
+  offset: number;
+  storedBytes?: number;
+  encoding?: string;
+  sizeBytes: number;
+  sha256: string;
+  ok: boolean;
+  problem?: string;
+  sharesContent: boolean;
+}
+
+/** Why a member's bytes do not match its record (an encoded one decoded first, SPEC §5a), or undefined when they do. */
+async function memberProblem(bundle: Uint8Array, record: BundleRecord): Promise<string | undefined> {
+  let bytes = memberBytes(bundle, record);
+  if (record.encoding !== undefined) {
+    try {
+      bytes = await decodeMemberNode(bytes, record);
+    } catch (error) {
+      if (error instanceof MemberDecodeError) return error.message;
+      throw error;
+    }
+  }
+  return sha256HexNode(bytes) === record.sha256 ? undefined : 'SHA-256 differs from its record';
+}

@@ -28,7 +28,8 @@ const HELP = `Usage: awake-bundle report <published> [--loads <file>] [--html <f
 How the loads (SPEC §6) meet the bundles of a published project: per load, the bytes it fetches
 against the bytes it uses, its requests and the bundles it touches; per bundle, its size, files
 and the loads that touch it; and the files no load uses. <published> is a published folder (its
-project.index.json), an index file, or an http(s) URL of an index.
+project.index.json), an index file, or an http(s) URL of an index. Bytes fetched are stored bytes
+(a bundle's file size, its encoded members compressed, SPEC §5a); bytes used are the files' own.
 
 The loads file: --loads <file>; else ${LOADS_FILE_NAME} in the current folder; else ${LOADS_FILE_NAME}
 beside <published> (in the folder that holds the published folder, or beside the index file;

@@ -1,6 +1,8 @@
 /**
- * The AWKB v1 bundle file (SPEC §5): a 16-byte header, a table of records sorted by key, then
- * each distinct content once. Big-endian throughout; no trailer, no timestamps.
+ * The AWKB bundle file (SPEC §5): a 16-byte header, a table of records sorted by key, then
+ * each distinct content once. Big-endian throughout; no trailer, no timestamps. Version 1 when
+ * no member is encoded; version 2 (SPEC §5a) when some member is stored encoded, its records
+ * then holding a stored size and an encoding byte too.
  */
 import { InvalidOptionError } from '../errors.js';
 import { SHA256_HEX } from './sha256.js';
@@ -9,25 +11,58 @@ import { compareBytes, utf8 } from './paths.js';
 
 export const AWKB_MAGIC = new Uint8Array([0x41, 0x57, 0x4b, 0x42]); // "AWKB"
 export const AWKB_VERSION = 1;
+/** The version of a bundle with encoded members (SPEC §5a). */
+export const AWKB_VERSION_ENCODED = 2;
 export const HEADER_BYTES = 16;
-/** Fixed bytes of a record besides its key: key length (2), offset (8), size (8), SHA-256 (32). */
+/** Fixed bytes of a version 1 record besides its key: key length (2), offset (8), size (8), SHA-256 (32). */
 export const RECORD_FIXED_BYTES = 2 + 8 + 8 + 32;
+/** Fixed bytes of a version 2 record besides its key (SPEC §5a): key length, offset, stored size, size, SHA-256, encoding. */
+export const RECORD_FIXED_BYTES_ENCODED = 2 + 8 + 8 + 8 + 32 + 1;
 const MAX_KEY_BYTES = 0xffff;
+
+/** How a member's bytes are stored when not as they are (SPEC §5a); absent means stored as is. */
+export type MemberEncoding = 'deflate-raw';
+/** The encodings this implementation reads and writes, by name. */
+export const MEMBER_ENCODINGS: readonly MemberEncoding[] = ['deflate-raw'];
+/** The encoding byte of a version 2 record (SPEC §5a): 0 none, 1 deflate-raw (2 is kept for brotli). */
+export const ENCODING_BYTE = { none: 0, 'deflate-raw': 1 } as const;
+
+/** The encoding an encoding byte names, `null` for 0 (none), `undefined` for a byte this implementation does not know. */
+export function encodingOfByte(byte: number): MemberEncoding | null | undefined {
+  if (byte === ENCODING_BYTE.none) return null;
+  if (byte === ENCODING_BYTE['deflate-raw']) return 'deflate-raw';
+  return undefined;
+}
 
 /** One table record: where a member's bytes lie in the bundle and what they hash to. */
 export interface BundleRecord {
   key: string;
   offset: number;
+  /** Of the member's own (decoded) bytes, as the SHA-256 (SPEC §5a). */
   sizeBytes: number;
-  /** Lowercase hex. */
+  /** Lowercase hex, of the member's own (decoded) bytes. */
   sha256: string;
+  /** Bytes from `offset` that the bundle stores, when the member is encoded (SPEC §5a); else `sizeBytes`. */
+  storedBytes?: number;
+  /** Present exactly when `storedBytes` is. */
+  encoding?: MemberEncoding;
 }
 
-/** What the writer knows of a member before its bytes are laid out. */
+/**
+ * What the writer knows of a member before its bytes are laid out. `storedBytes` and `encoding`
+ * come together, for a member stored encoded (SPEC §5a); without them it is stored as it is.
+ */
 export interface BundleMemberSpec {
   key: string;
   sizeBytes: number;
   sha256: string;
+  storedBytes?: number;
+  encoding?: MemberEncoding;
+}
+
+/** The bytes a member takes in its bundle: its stored size (SPEC §5a). */
+export function storedSizeOf(member: { sizeBytes: number; storedBytes?: number }): number {
+  return member.storedBytes ?? member.sizeBytes;
 }
 
 export interface BundleLayout {
@@ -57,7 +92,7 @@ export function layoutBundle(members: readonly BundleMemberSpec[], options: Layo
   const sorted = members
     .map((member, given) => ({ member, given, keyBytes: utf8(member.key) }))
     .sort((a, b) => compareBytes(a.keyBytes, b.keyBytes));
-  let tableSize = 0;
+  let keyBytesTotal = 0;
   for (let i = 0; i < sorted.length; i++) {
     const { member, keyBytes } = sorted[i]!;
     if (keyBytes.length === 0 || keyBytes.length > MAX_KEY_BYTES)
@@ -68,18 +103,25 @@ export function layoutBundle(members: readonly BundleMemberSpec[], options: Layo
       throw new InvalidOptionError('members', `member ${JSON.stringify(member.key)}: sha256 must be 64 lowercase hex digits`);
     if (!Number.isSafeInteger(member.sizeBytes) || member.sizeBytes < 0)
       throw new InvalidOptionError('members', `member ${JSON.stringify(member.key)}: sizeBytes must be a non-negative safe integer`);
-    tableSize += RECORD_FIXED_BYTES + keyBytes.length;
+    checkEncodingSpec(member);
+    keyBytesTotal += keyBytes.length;
   }
-  if (sorted.length > 0xffffffff || tableSize > 0xffffffff) throw new InvalidOptionError('members', 'bundle table too large for AWKB v1');
+  // SPEC §5a: version 2 only when some member is encoded, so a bundle with none is byte for byte
+  // what version 1 always gave.
+  const encoded = sorted.some(({ member }) => member.encoding !== undefined);
+  const fixed = encoded ? RECORD_FIXED_BYTES_ENCODED : RECORD_FIXED_BYTES;
+  const tableSize = sorted.length * fixed + keyBytesTotal;
+  if (sorted.length > 0xffffffff || tableSize > 0xffffffff) throw new InvalidOptionError('members', 'bundle table too large for AWKB');
 
   const dataStart = HEADER_BYTES + tableSize;
   let end = dataStart;
-  const firstOffset = new Map<string, { offset: number; sizeBytes: number }>();
+  const firstOffset = new Map<string, BundleRecord>();
   const records: BundleRecord[] = sorted.map(({ member }) => ({
     key: member.key,
     offset: 0,
     sizeBytes: member.sizeBytes,
     sha256: member.sha256,
+    ...(member.encoding !== undefined ? { storedBytes: member.storedBytes!, encoding: member.encoding } : {}),
   }));
   const written: number[] = [];
   // Table indices in data order.
@@ -91,19 +133,22 @@ export function layoutBundle(members: readonly BundleMemberSpec[], options: Layo
     if (seen) {
       if (seen.sizeBytes !== record.sizeBytes)
         throw new InvalidOptionError('members', `members with SHA-256 ${record.sha256} differ in size`);
+      // One copy per distinct content covers the stored bytes (SPEC §5a): copies are stored alike.
+      if (seen.encoding !== record.encoding || storedSizeOf(seen) !== storedSizeOf(record))
+        throw new InvalidOptionError('members', `members with SHA-256 ${record.sha256} are stored differently`);
       record.offset = seen.offset;
       continue;
     }
-    firstOffset.set(record.sha256, { offset: end, sizeBytes: record.sizeBytes });
+    firstOffset.set(record.sha256, record);
     written.push(index);
     record.offset = end;
-    end += record.sizeBytes;
+    end += storedSizeOf(record);
   }
 
   const head = new Uint8Array(dataStart);
   const view = new DataView(head.buffer);
   head.set(AWKB_MAGIC, 0);
-  view.setUint16(4, AWKB_VERSION);
+  view.setUint16(4, encoded ? AWKB_VERSION_ENCODED : AWKB_VERSION);
   view.setUint16(6, 0);
   view.setUint32(8, records.length);
   view.setUint32(12, tableSize);
@@ -115,11 +160,58 @@ export function layoutBundle(members: readonly BundleMemberSpec[], options: Layo
     head.set(keyBytes, at + 2);
     at += 2 + keyBytes.length;
     view.setBigUint64(at, BigInt(record.offset));
-    view.setBigUint64(at + 8, BigInt(record.sizeBytes));
-    head.set(fromHex(record.sha256), at + 16);
-    at += 48;
+    at += 8;
+    if (encoded) {
+      view.setBigUint64(at, BigInt(storedSizeOf(record)));
+      at += 8;
+    }
+    view.setBigUint64(at, BigInt(record.sizeBytes));
+    head.set(fromHex(record.sha256), at + 8);
+    at += 40;
+    if (encoded) head[at++] = record.encoding === undefined ? ENCODING_BYTE.none : ENCODING_BYTE[record.encoding];
   }
   return { head, records, written, sizeBytes: end };
+}
+
+/** SPEC §5a: an encoding this implementation knows, with a stored size; or neither. */
+function checkEncodingSpec(member: BundleMemberSpec): void {
+  const name = JSON.stringify(member.key);
+  if (member.encoding === undefined) {
+    if (member.storedBytes !== undefined && member.storedBytes !== member.sizeBytes)
+      throw new InvalidOptionError('members', `member ${name}: storedBytes without an encoding must equal sizeBytes`);
+    return;
+  }
+  if (!MEMBER_ENCODINGS.includes(member.encoding))
+    throw new InvalidOptionError('members', `member ${name}: unknown encoding ${JSON.stringify(member.encoding)}`);
+  if (!Number.isSafeInteger(member.storedBytes) || member.storedBytes! < 0)
+    throw new InvalidOptionError('members', `member ${name}: an encoded member needs storedBytes, a non-negative safe integer`);
+}
+
+/**
+ * The canonical layout (SPEC §5, §5a) of one bundle's records as an index lists them (offsets,
+ * sizes, SHA-256s, and `storedBytes` + `encoding` where encoded), in the data order their
+ * offsets show; `undefined` when the index's offsets or the listed size are not that layout's (a
+ * bundle another writer laid out, or a listing no layout gives). Its `head` is the canonical
+ * header and table a reader compares a bundle's first bytes with (SPEC §7).
+ */
+export function canonicalBundleLayout(
+  listing: { sizeBytes: number },
+  members: readonly (BundleMemberSpec & { offset: number })[],
+): BundleLayout | undefined {
+  let layout: BundleLayout;
+  try {
+    layout = layoutBundle(
+      inDataOrder(members).map(({ key, sizeBytes, sha256, storedBytes, encoding }) =>
+        encoding === undefined ? { key, sizeBytes, sha256 } : { key, sizeBytes, sha256, storedBytes: storedBytes!, encoding },
+      ),
+      { dataOrder: 'given' },
+    );
+  } catch {
+    return undefined;
+  }
+  if (layout.sizeBytes !== listing.sizeBytes) return undefined;
+  const offsets = new Map(layout.records.map((record) => [record.key, record.offset]));
+  return members.some((member) => offsets.get(member.key) !== member.offset) ? undefined : layout;
 }
 
 /**
@@ -128,8 +220,8 @@ export function layoutBundle(members: readonly BundleMemberSpec[], options: Layo
  * the end first), copies of one content in the order given. Laid out with `dataOrder: 'given'`,
  * they give back these offsets when the bundle is laid out canonically in some data order.
  */
-export function inDataOrder<T extends { offset: number; sizeBytes: number }>(records: readonly T[]): T[] {
-  return [...records].sort((a, b) => a.offset - b.offset || a.sizeBytes - b.sizeBytes);
+export function inDataOrder<T extends { offset: number; sizeBytes: number; storedBytes?: number }>(records: readonly T[]): T[] {
+  return [...records].sort((a, b) => a.offset - b.offset || storedSizeOf(a) - storedSizeOf(b));
 }
 
 export interface BundleMemberInput {
@@ -137,22 +229,38 @@ export interface BundleMemberInput {
   bytes: Uint8Array;
   /** Lowercase hex SHA-256 of `bytes`; the caller computed it (see `buildBundle`). */
   sha256: string;
+  /** The bytes as stored, for a member stored encoded (SPEC §5a); `encoding` says how. */
+  stored?: Uint8Array;
+  encoding?: MemberEncoding;
 }
 
-/** Encodes members whose SHA-256s are known into AWKB v1 bytes (SPEC §5). */
+/**
+ * Encodes members whose SHA-256s are known into AWKB bytes (SPEC §5): version 1, or version 2
+ * when some member comes with its `stored` bytes and `encoding` (SPEC §5a).
+ */
 export function encodeBundle(members: readonly BundleMemberInput[]): Uint8Array {
   const byKey = new Map(members.map((member) => [member.key, member]));
-  const layout = layoutBundle(members.map(({ key, bytes, sha256 }) => ({ key, sizeBytes: bytes.length, sha256 })));
+  const layout = layoutBundle(
+    members.map(({ key, bytes, sha256, stored, encoding }) =>
+      encoding === undefined || stored === undefined
+        ? { key, sizeBytes: bytes.length, sha256 }
+        : { key, sizeBytes: bytes.length, sha256, storedBytes: stored.length, encoding },
+    ),
+  );
   const out = new Uint8Array(layout.sizeBytes);
   out.set(layout.head, 0);
   for (const index of layout.written) {
     const record = layout.records[index]!;
-    out.set(byKey.get(record.key)!.bytes, record.offset);
+    const member = byKey.get(record.key)!;
+    out.set(record.encoding !== undefined ? member.stored! : member.bytes, record.offset);
   }
   return out;
 }
 
-/** The bytes of one record, as a view into `bundle` (no copy). */
+/**
+ * The stored bytes of one record, as a view into `bundle` (no copy): the member's own bytes when
+ * it is stored as is, its encoded bytes when `record.encoding` is set (SPEC §5a; decode them).
+ */
 export function memberBytes(bundle: Uint8Array, record: BundleRecord): Uint8Array {
-  return bundle.subarray(record.offset, record.offset + record.sizeBytes);
+  return bundle.subarray(record.offset, record.offset + storedSizeOf(record));
 }

@@ -16,7 +16,10 @@ import { DEFAULT_DELTA_RANGE_OPTIONS, type DeltaRangeOptions } from './delta-ran
 // of a bundle (read/bundle-ranges.ts, imported then).
 export { DEFAULT_DELTA_RANGE_OPTIONS, DEFAULT_MULTIPART_RANGE_OPTIONS, type DeltaRangeOptions } from './delta-range-options.js';
 
-/** A member as the index places it: `offset` and `sizeBytes` in its bundle, its content's SHA-256. */
+/**
+ * A member as the index places it: `offset` and `sizeBytes` in its bundle, its content's SHA-256.
+ * `sizeBytes` is the bytes it takes there: an encoded member's `storedBytes` (SPEC §5a).
+ */
 export interface DeltaMember {
   offset: number;
   sizeBytes: number;

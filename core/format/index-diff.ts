@@ -148,7 +148,8 @@ function planDownload(oldIndex: ProjectIndex, newIndex: ProjectIndex, options: D
   for (const entry of newIndex.files as BundledFileEntry[]) {
     if (entry.bundle === undefined) continue;
     const members = membersOf.get(entry.bundle) ?? [];
-    members.push({ offset: entry.offset!, sizeBytes: entry.sizeBytes, sha256: entry.sha256 });
+    // A range asks for stored bytes (SPEC §5a): an encoded member takes its storedBytes in the bundle.
+    members.push({ offset: entry.offset!, sizeBytes: entry.storedBytes ?? entry.sizeBytes, sha256: entry.sha256 });
     membersOf.set(entry.bundle, members);
   }
   const plans: BundleDeltaPlan[] = [];

@@ -5,6 +5,7 @@
 import { IndexValidationError, MAX_PROBLEMS_KEPT, previewValue, UnsupportedIndexVersionError, type AwakeErrorDetails } from '../errors.js';
 import { SHA256_HEX } from './sha256.js';
 import { compareKeys, unsafePathReason } from './paths.js';
+import type { MemberEncoding } from './awkb.js';
 
 /** The one algorithm of opaque path ids (SPEC §4); computing them is format/ids.ts. */
 export const PATH_ID_ALGORITHM = 'hmac-sha256';
@@ -42,6 +43,10 @@ export interface BundledFileEntry {
   url?: string;
   bundle?: string;
   offset?: number;
+  /** An encoded member's stored bytes in its bundle (SPEC §5a); `sizeBytes` and `sha256` are of its decoded bytes. */
+  storedBytes?: number;
+  /** Present exactly when `storedBytes` is, only on a member. */
+  encoding?: MemberEncoding;
 }
 
 export interface BundledIndex {
@@ -194,6 +199,8 @@ function checkLooseFiles(files: unknown[], problems: Problems): void {
     checkPath(entry, where, problems);
     checkCommonEntryFields(entry, where, problems);
     if (!isNonEmptyString(entry.url)) problems.add(`${where}.url`, 'must be a non-empty string');
+    for (const field of ['storedBytes', 'encoding'] as const)
+      if (entry[field] !== undefined) problems.add(`${where}.${field}`, 'must be absent: only a bundle member is encoded (SPEC §5a)');
     return entry.path;
   });
 }
@@ -245,6 +252,9 @@ function checkBundledIndex(index: Json, files: unknown[], problems: Problems): v
     if (hasUrl && hasBundle) problems.add(where, 'has both url and bundle/offset; an entry is either a loose file or a member');
     else if (hasUrl) {
       if (!isNonEmptyString(entry.url)) problems.add(`${where}.url`, 'must be a non-empty string');
+      for (const field of ['storedBytes', 'encoding'] as const)
+        if (entry[field] !== undefined)
+          problems.add(`${where}.${field}`, 'must be absent on a loose file: only a bundle member is encoded (SPEC §5a)');
     } else if (entry.bundle === undefined || entry.offset === undefined) {
       problems.add(where, 'needs either url, or both bundle and offset');
     } else {
@@ -274,15 +284,52 @@ function checkMemberPlacement(
     return;
   }
   bundleUse.set(bundle, bundleUse.get(bundle)! + 1);
+  const encoded = checkEncoding(entry, where, problems);
   if (!isSize(entry.offset)) return problems.add(`${where}.offset`, 'must be a non-negative integer');
   const bundleSize = bundleSizes.get(bundle)!;
-  if (isSize(entry.sizeBytes) && Number.isFinite(bundleSize) && entry.offset + entry.sizeBytes > bundleSize) {
+  // An encoded member's stored range is what lies in the bundle (SPEC §5a); its decoded size may exceed it.
+  const [field, span] = encoded ? (['storedBytes', entry.storedBytes as number] as const) : (['sizeBytes', entry.sizeBytes] as const);
+  if (encoded === false) return; // named by checkEncoding
+  if (isSize(span) && Number.isFinite(bundleSize) && entry.offset + span > bundleSize) {
     problems.add(
       `${where}.offset`,
-      `${entry.offset} + sizeBytes ${entry.sizeBytes} lies outside bundle ${bundle.slice(0, 12)}… of ${bundleSize} bytes`,
+      `${entry.offset} + ${field} ${span} lies outside bundle ${bundle.slice(0, 12)}… of ${bundleSize} bytes`,
     );
   }
 }
+
+/**
+ * A member's `storedBytes` and `encoding` (SPEC §5a): both or neither, a known encoding, a size.
+ * True when the member is encoded and both are good; false when either is present but broken.
+ */
+function checkEncoding(entry: Json, where: string, problems: Problems): boolean | undefined {
+  const hasStored = entry.storedBytes !== undefined;
+  const hasEncoding = entry.encoding !== undefined;
+  if (!hasStored && !hasEncoding) return undefined;
+  let good = true;
+  if (hasStored !== hasEncoding) {
+    problems.add(
+      hasStored ? `${where}.encoding` : `${where}.storedBytes`,
+      `must be given with ${hasStored ? 'storedBytes' : 'encoding'} (an encoded member has both)`,
+    );
+    good = false;
+  }
+  if (hasEncoding && !MEMBER_ENCODING_NAMES.includes(entry.encoding as string)) {
+    problems.add(
+      `${where}.encoding`,
+      `${previewValue(entry.encoding)} is not an encoding this reader knows (${MEMBER_ENCODING_NAMES.join(', ')})`,
+    );
+    good = false;
+  }
+  if (hasStored && !isSize(entry.storedBytes)) {
+    problems.add(`${where}.storedBytes`, 'must be a non-negative integer no larger than 2^53 − 1');
+    good = false;
+  }
+  return good;
+}
+
+/** The `encoding` values of SPEC §5a this implementation reads (kept here, not imported: the index needs no AWKB code). */
+const MEMBER_ENCODING_NAMES: readonly string[] = ['deflate-raw'] satisfies readonly MemberEncoding[];
 
 /** The key an entry is looked up by: its path, or its id when ids replace paths. */
 export function entryKey(entry: { path?: string; id?: string }): string {
@@ -313,6 +360,8 @@ export function serializeIndex(index: ProjectIndex): string {
         sizeBytes: entry.sizeBytes,
         sha256: entry.sha256,
         ...(entry.url !== undefined ? { url: entry.url } : { bundle: entry.bundle, offset: entry.offset }),
+        // SPEC §5a: after `offset`, an encoded member's stored size and encoding.
+        ...(entry.url === undefined && entry.encoding !== undefined ? { storedBytes: entry.storedBytes, encoding: entry.encoding } : {}),
       })),
     };
   }

@@ -5,6 +5,8 @@ registerNodeHash();
 
 export { registerNodeHash, nodeSha256, sha256HexNode } from './hash.js';
 export * from './loose-index.js';
+export { nodeMemberCompressor, DEFLATE_LEVEL } from './deflate.js';
+export { NodeMemberDecoder, decodeMemberNode } from './inflate.js';
 export * from './publish.js';
 export * from './server.js';
 export { NodeFolderCache } from './folder-cache.js';

@@ -21,6 +21,7 @@ import { verifyBundle } from '../read/accept.js';
 import { cutShort, type ExpectedMember } from '../read/verify.js';
 import { sha256HexNode } from './hash.js';
 import { INDEX_FILE_NAME } from './publish.js';
+import { encodedBundleProblems } from './verify-encoded.js';
 
 function localPath(base: string, url: string): string | undefined {
   let decoded: string;
@@ -90,9 +91,25 @@ export async function verifyPublished(target: string): Promise<VerifyPublishedRe
       continue;
     }
     if (!bundle.url.endsWith(`${bundle.sha256}.awkb`)) problems.push(`${where}: url does not end with <sha256>.awkb`);
-    const members: ExpectedMember[] = (index.files as BundledFileEntry[])
-      .filter((entry) => entry.bundle === bundle.sha256)
-      .map((entry) => ({ key: entryKey(entry), offset: entry.offset!, sizeBytes: entry.sizeBytes, sha256: entry.sha256 }));
+    const entries = (index.files as BundledFileEntry[]).filter((entry) => entry.bundle === bundle.sha256);
+    if (entries.some((entry) => entry.encoding !== undefined)) {
+      // SPEC §5a: stored bytes are decoded before their SHA-256 is checked.
+      const listed = entries.map((entry) => ({
+        key: entryKey(entry),
+        offset: entry.offset!,
+        sizeBytes: entry.sizeBytes,
+        sha256: entry.sha256,
+        ...(entry.encoding !== undefined ? { storedBytes: entry.storedBytes!, encoding: entry.encoding } : {}),
+      }));
+      for (const problem of await encodedBundleProblems(bytes, bundle, listed, where)) problems.push(problem);
+      continue;
+    }
+    const members: ExpectedMember[] = entries.map((entry) => ({
+      key: entryKey(entry),
+      offset: entry.offset!,
+      sizeBytes: entry.sizeBytes,
+      sha256: entry.sha256,
+    }));
     try {
       await verifyBundle(bytes, bundle, members, bundle.url);
     } catch (error) {

@@ -5,7 +5,7 @@
  * already has. It returns the bundled index.
  */
 import { InvalidOptionError, PublishInputError } from '../errors.js';
-import { layoutBundle, type BundleLayout } from '../format/awkb.js';
+import { layoutBundle, type BundleLayout, type BundleMemberSpec } from '../format/awkb.js';
 import { opaqueId, PATH_ID_ALGORITHM, type PathIds } from '../format/ids.js';
 import { assertSafePath } from '../format/paths.js';
 import {
@@ -19,6 +19,7 @@ import { concatBytes } from '../bytes.js';
 import { sha256Hex } from '../hash.js';
 import { createSha256, type IncrementalSha256 } from '../hash-noble.js';
 import { groupByFolder, toGrouping, type GroupingLike } from './grouping.js';
+import { encodeMember, type EncodedMember, type MemberCompressor } from './member-encoding.js';
 import { DEFAULT_BUNDLE_URL_PREFIX, DEFAULT_TARGET_BUNDLE_BYTES, planBundles, type PlannedBundle } from './plan.js';
 
 /** A file's bytes: whole, or as chunks for files larger than the target (never held whole). */
@@ -120,6 +121,14 @@ export interface BundleWriterOptions {
   bundlesInMemory?: 1 | 2;
   /** Called by `write` with its plan (see `plan`) before it reads any file. */
   onPlan?: (plans: readonly PlannedBundle[]) => void;
+  /**
+   * Stores members deflate-raw where that saves at least 1 KiB and 5% (SPEC §5a), through this
+   * compressor; a bundle with an encoded member is AWKB version 2, one without stays version 1.
+   * Default: none here (every member stored as is); the Node publish functions give `node:zlib`'s
+   * (core/node/deflate.ts) unless told `compress: false`. A member of a streamed bundle (a file
+   * larger than the target) is always stored as is (FORMAT.md "Encoded members").
+   */
+  compressor?: MemberCompressor;
 }
 
 type OnBundle = (bundle: FinishedBundle) => void | Promise<void>;
@@ -128,6 +137,10 @@ type OnBundle = (bundle: FinishedBundle) => void | Promise<void>;
 interface BuiltBundle {
   sha256: string;
   bytes: Uint8Array;
+  /** The bundle's layout: the plan's, or the version 2 one when members were encoded. */
+  layout: BundleLayout;
+  /** Whether `bytes` came from the buffer pool (and goes back to it). */
+  pooled: boolean;
 }
 
 const DEFAULT_READ_CONCURRENCY = 8;
@@ -145,6 +158,7 @@ export class BundleWriter {
   private keptPool: BufferPool | undefined;
   private readonly bundlesInMemory: 1 | 2;
   private readonly onPlan: ((plans: readonly PlannedBundle[]) => void) | undefined;
+  private readonly compressor: MemberCompressor | undefined;
 
   constructor(options: BundleWriterOptions = {}) {
     const target = options.targetBundleBytes ?? DEFAULT_TARGET_BUNDLE_BYTES;
@@ -167,6 +181,9 @@ export class BundleWriter {
       throw new InvalidOptionError('bundlesInMemory', `bundlesInMemory must be 1 or 2, got ${String(options.bundlesInMemory)}`);
     this.bundlesInMemory = options.bundlesInMemory ?? 1;
     this.onPlan = options.onPlan;
+    if (options.compressor !== undefined && typeof options.compressor?.deflateRaw !== 'function')
+      throw new InvalidOptionError('compressor', 'compressor must have a deflateRaw(bytes) method');
+    this.compressor = options.compressor;
   }
 
   /** The bundles this writer will make from `looseIndex`, without reading any file. */
@@ -201,9 +218,9 @@ export class BundleWriter {
       for (const plan of plans) {
         const keys = plan.files.map((file) => (this.pathIds ? opaqueId(this.pathIds.salt, file.path) : file.path));
         // A load group's data goes in first-use order, the plan's (SPEC §5 "Data order").
-        const layout = layoutBundle(
+        let layout = layoutBundle(
           plan.files.map((file, i) => ({ key: keys[i]!, sizeBytes: file.sizeBytes, sha256: file.sha256 })),
-          { dataOrder: plan.order === 'first-use' ? 'given' : 'key' },
+          { dataOrder: dataOrderOf(plan) },
         );
         let sha256: string;
         if (plan.dataBytes > this.targetBundleBytes) {
@@ -214,6 +231,7 @@ export class BundleWriter {
           const built = await this.buildInMemory(plan, layout, keys, read, pool);
           await handed();
           sha256 = built.sha256;
+          layout = built.layout;
           const bundle: BundleBytes = {
             kind: 'bytes',
             group: plan.group,
@@ -225,21 +243,24 @@ export class BundleWriter {
           };
           handing = (async () => {
             await onBundle(bundle);
-            pool?.release(built.bytes);
+            if (built.pooled) pool?.release(built.bytes);
           })();
           handing.catch(() => undefined); // awaited by handed(); this only stops an early unhandled-rejection report
         }
         bundles.push({ sha256, sizeBytes: layout.sizeBytes, url: this.bundleUrl(sha256) });
-        const offsetOf = new Map(layout.records.map((record) => [record.key, record.offset]));
+        const recordOf = new Map(layout.records.map((record) => [record.key, record]));
         for (const [i, file] of plan.files.entries()) {
           const key = keys[i]!;
-          const offset = offsetOf.get(key)!;
-          // Plain literals (not a spread): one compact object per file, in key order.
-          files.push(
-            this.pathIds
-              ? { id: key, sizeBytes: file.sizeBytes, sha256: file.sha256, bundle: sha256, offset }
-              : { path: file.path, sizeBytes: file.sizeBytes, sha256: file.sha256, bundle: sha256, offset },
-          );
+          const { offset, storedBytes, encoding } = recordOf.get(key)!;
+          // Plain literals (not a spread): one compact object per file, in key order (SPEC §3, §5a).
+          const entry: BundledFileEntry = this.pathIds
+            ? { id: key, sizeBytes: file.sizeBytes, sha256: file.sha256, bundle: sha256, offset }
+            : { path: file.path, sizeBytes: file.sizeBytes, sha256: file.sha256, bundle: sha256, offset };
+          if (encoding !== undefined) {
+            entry.storedBytes = storedBytes!;
+            entry.encoding = encoding;
+          }
+          files.push(entry);
         }
       }
       await handed();
@@ -302,6 +323,10 @@ export class BundleWriter {
           bundleHash!.update(out.subarray(record.offset, record.offset + record.sizeBytes));
         }
       };
+      // Each distinct content's encoding (SPEC §5a), started as soon as its bytes are checked, so
+      // the compressor (a thread pool) works while the next files are read.
+      const compressor = this.compressor;
+      const encodings = new Map<number, Promise<EncodedMember | undefined>>();
       const firsts: number[] = [];
       const copies: number[] = [];
       for (let i = 0; i < plan.files.length; i++) (isWritten[recordIndex.get(keys[i]!)!] ? firsts : copies).push(i);
@@ -325,19 +350,65 @@ export class BundleWriter {
         member((index) => {
           ready[index] = 1;
           if (bundleHash) feed();
+          if (compressor) {
+            const record = layout.records[index]!;
+            const encoding = encodeMember(out.subarray(record.offset, record.offset + record.sizeBytes), compressor);
+            encoding.catch(() => undefined); // awaited below; this only stops an early unhandled-rejection report
+            encodings.set(index, encoding);
+          }
         }),
-      );
-      const sha256 = bundleHash ? bundleHash.digestHex() : await this.digest(out);
+      ).catch(async (error: unknown) => {
+        await Promise.allSettled(encodings.values()); // the compressor reads `out`: let it finish first
+        throw error;
+      });
+      const encoded = await encodedContents(layout, encodings);
+      const sha256 = encoded.size > 0 ? undefined : bundleHash ? bundleHash.digestHex() : await this.digest(out);
       await runBounded(
         copies,
         this.readConcurrency,
         member(() => undefined),
       );
-      return { sha256, bytes: out };
+      if (encoded.size === 0) return { sha256: sha256!, bytes: out, layout, pooled: pool !== undefined };
+      const built = await this.buildEncoded(plan, layout, keys, out, encoded);
+      pool?.release(out);
+      return built;
     } catch (error) {
       pool?.release(out);
       throw error;
     }
+  }
+
+  /**
+   * The version 2 bundle (SPEC §5a) of a plan some of whose contents are stored encoded: laid out
+   * again with their stored sizes (in the same data order), the rest copied from `plain`, the
+   * version 1 bundle already built. Copies of a content share its one encoded copy.
+   */
+  private async buildEncoded(
+    plan: PlannedBundle,
+    plainLayout: BundleLayout,
+    keys: string[],
+    plain: Uint8Array,
+    encoded: ReadonlyMap<string, EncodedMember>,
+  ): Promise<BuiltBundle> {
+    const specs = plan.files.map((file, i): BundleMemberSpec => {
+      const stored = encoded.get(file.sha256);
+      const spec = { key: keys[i]!, sizeBytes: file.sizeBytes, sha256: file.sha256 };
+      return stored ? { ...spec, storedBytes: stored.stored.length, encoding: stored.encoding } : spec;
+    });
+    const layout = layoutBundle(specs, { dataOrder: dataOrderOf(plan) });
+    const plainOffset = new Map(plainLayout.records.map((record) => [record.key, record.offset]));
+    const bytes = new Uint8Array(layout.sizeBytes);
+    bytes.set(layout.head, 0);
+    for (const index of layout.written) {
+      const record = layout.records[index]!;
+      const stored = encoded.get(record.sha256);
+      if (stored) bytes.set(stored.stored, record.offset);
+      else {
+        const from = plainOffset.get(record.key)!;
+        bytes.set(plain.subarray(from, from + record.sizeBytes), record.offset);
+      }
+    }
+    return { sha256: await this.digest(bytes), bytes, layout, pooled: false };
   }
 
   /**
@@ -428,6 +499,28 @@ class BufferPool {
       if (typeof structuredClone === 'function' && buffer instanceof ArrayBuffer) structuredClone(buffer, { transfer: [buffer] });
     }
   }
+}
+
+/** SPEC §5 "Data order": a load group's first use, else table order. */
+function dataOrderOf(plan: PlannedBundle): 'given' | 'key' {
+  return plan.order === 'first-use' ? 'given' : 'key';
+}
+
+/** The contents (by SHA-256) that are stored encoded, once every encoding is known. */
+async function encodedContents(
+  layout: BundleLayout,
+  encodings: ReadonlyMap<number, Promise<EncodedMember | undefined>>,
+): Promise<Map<string, EncodedMember>> {
+  // All settled before any failure is thrown: the compressor reads the bundle's buffer.
+  const entries = [...encodings].sort((a, b) => a[0] - b[0]);
+  const settled = await Promise.allSettled(entries.map(([, encoding]) => encoding));
+  const encoded = new Map<string, EncodedMember>();
+  // In table order, whatever order the compressor finished in: the result depends on bytes only.
+  for (const [i, outcome] of settled.entries()) {
+    if (outcome.status === 'rejected') throw outcome.reason;
+    if (outcome.value) encoded.set(layout.records[entries[i]![0]]!.sha256, outcome.value);
+  }
+  return encoded;
 }
 
 function sameMemory(a: Uint8Array, b: Uint8Array): boolean {

@@ -1,6 +1,6 @@
 /**
  * The publish settings the command line's flags set (SPEC §8: `--group`, `--depth`, `--loads`,
- * `--target-mb`, `--opaque-ids --salt`, `--url-prefix`, `--allow-case-collisions`), as plain
+ * `--target-mb`, `--opaque-ids --salt`, `--url-prefix`, `--allow-case-collisions`, `--no-compress`), as plain
  * values, and the writer options they stand for. The CLI and the build plugins both map them
  * here, so a plugin's output is the CLI's for the same settings, byte for byte.
  */
@@ -24,6 +24,8 @@ export interface PublishSettings {
   /** Folder of the bundle URLs, relative to the index. */
   urlPrefix: string;
   allowCaseCollisions: boolean;
+  /** Store members encoded where that pays (SPEC §5a); `--no-compress` makes it false. Default true. */
+  compress?: boolean;
 }
 
 /** The writer options (`publishFolder`, `publishToDirectory`) that `settings` stand for. */
@@ -35,6 +37,7 @@ export function writerOptionsOf(settings: PublishSettings): {
   pathIds: { salt: string } | null;
   bundleUrlPrefix: string;
   allowCaseCollisions: boolean;
+  compress: boolean;
 } {
   return {
     grouping: settings.grouping === 'one' ? oneGroup() : groupByFolder(settings.depth),
@@ -44,5 +47,6 @@ export function writerOptionsOf(settings: PublishSettings): {
     pathIds: settings.salt !== undefined ? { salt: settings.salt } : null,
     bundleUrlPrefix: settings.urlPrefix,
     allowCaseCollisions: settings.allowCaseCollisions,
+    compress: settings.compress ?? true,
   };
 }
