@@ -12,12 +12,12 @@ import { temporaryDir } from './helpers/cli.js';
 const resolve = (options: Record<string, unknown>) =>
   resolveBuildOptions({ assets: 'assets', ...options } as Parameters<typeof resolveBuildOptions>[0], '/game');
 
-test("defaults: the CLI's but the grouping (auto: by references, else folders; depth 1, 16 MiB, bundles/, /project, compressed), published/ in the build output", () => {
+test("defaults: the CLI's but the grouping (auto: by references, else folders; depth 1, 16 MiB, bundles/, /project; not yet compressed), published/ in the build output", () => {
   expect(resolve({})).toEqual({
     assets: '/game/assets',
     output: 'published',
     rootPath: '/project',
-    settings: { grouping: 'auto', depth: 1, targetBundleBytes: 16 * 1048576, urlPrefix: 'bundles', allowCaseCollisions: false, compress: true },
+    settings: { grouping: 'auto', depth: 1, targetBundleBytes: 16 * 1048576, urlPrefix: 'bundles', allowCaseCollisions: false },
   });
 });
 

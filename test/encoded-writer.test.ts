@@ -26,7 +26,14 @@ import {
   type LooseIndex,
   type MemberCompressor,
 } from '../core/index.js';
-import { decodeMemberNode, NodeMemberDecoder, nodeMemberCompressor, publishFolder, verifyPublished } from '../core/node/index.js';
+import {
+  COMPRESS_BY_DEFAULT,
+  decodeMemberNode,
+  NodeMemberDecoder,
+  nodeMemberCompressor,
+  publishFolder,
+  verifyPublished,
+} from '../core/node/index.js';
 import { resolveBuildOptions } from '../integrations/build/options.js';
 import { FIXTURES, runCli, temporaryDir } from './helpers/cli.js';
 
@@ -114,7 +121,7 @@ describe('the writer stores members deflate-raw where that pays (SPEC §5a)', ()
 
   test('a publish decodes to the exact input files, with version 2 only where a member is encoded', async () => {
     const out = join(dir, 'out');
-    await publishFolder({ folder: join(dir, 'tree'), outDir: out });
+    await publishFolder({ folder: join(dir, 'tree'), outDir: out, compress: true });
     const back = await readBack(out);
     expect([...back.keys()].sort()).toEqual(Object.keys(mixed).sort());
     for (const [path, bytes] of back) expect(Buffer.from(bytes).equals(Buffer.from(mixed[path]!))).toBe(true);
@@ -147,15 +154,15 @@ describe('the writer stores members deflate-raw where that pays (SPEC §5a)', ()
   test('a bundle in which nothing pays is version 1, byte for byte what compress: false writes', async () => {
     const tree = join(dir, 'random');
     writeTree(tree, { 'a/noise.bin': pseudoRandom(30_000, 9), 'a/small.json': text(1000, 2), 'b/noise.bin': pseudoRandom(5000, 4) });
-    await publishFolder({ folder: tree, outDir: join(dir, 'random-on') });
+    await publishFolder({ folder: tree, outDir: join(dir, 'random-on'), compress: true });
     await publishFolder({ folder: tree, outDir: join(dir, 'random-off'), compress: false });
     expect(snapshot(join(dir, 'random-on'))).toEqual(snapshot(join(dir, 'random-off')));
     expect(readFileSync(join(dir, 'random-on', 'project.index.json'), 'utf8')).not.toMatch(/storedBytes|encoding/);
   });
 
   test('two publishes give the same bytes, however the compressor schedules its work', async () => {
-    await publishFolder({ folder: join(dir, 'tree'), outDir: join(dir, 'again-1') });
-    await publishFolder({ folder: join(dir, 'tree'), outDir: join(dir, 'again-2') });
+    await publishFolder({ folder: join(dir, 'tree'), outDir: join(dir, 'again-1'), compress: true });
+    await publishFolder({ folder: join(dir, 'tree'), outDir: join(dir, 'again-2'), compress: true });
     // Results that come back in a shuffled order, as from a busy thread pool.
     let calls = 0;
     const shuffled: MemberCompressor = {
@@ -165,7 +172,13 @@ describe('the writer stores members deflate-raw where that pays (SPEC §5a)', ()
         return result;
       },
     };
-    await publishFolder({ folder: join(dir, 'tree'), outDir: join(dir, 'again-3'), compressor: shuffled, readConcurrency: 4 });
+    await publishFolder({
+      folder: join(dir, 'tree'),
+      outDir: join(dir, 'again-3'),
+      compressor: shuffled,
+      readConcurrency: 4,
+      compress: true,
+    });
     const first = snapshot(join(dir, 'again-1'));
     expect(snapshot(join(dir, 'again-2'))).toEqual(first);
     expect(snapshot(join(dir, 'again-3'))).toEqual(first);
@@ -246,13 +259,13 @@ describe("SPEC §5a's rule at its edges: saves at least 1 KiB and 5%", () => {
   });
 });
 
-describe('the command line compresses by default; --no-compress turns it off (SPEC §8)', () => {
+describe('the command line compresses with --compress (not yet by default: the reader does not decode yet); --no-compress turns it off (SPEC §8)', () => {
   let dir: string;
   beforeAll(() => (dir = temporaryDir('awkb-encoded-cli-')));
   afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
   test('a publish of trees/text encodes; --no-compress writes what the writer without a compressor writes', async () => {
-    expect(runCli([TEXT_TREE, '--out', join(dir, 'on')]).code).toBe(0);
+    expect(runCli([TEXT_TREE, '--out', join(dir, 'on'), '--compress']).code).toBe(0);
     expect(readFileSync(join(dir, 'on', 'project.index.json'), 'utf8')).toMatch(/"encoding": "deflate-raw"/);
     expect(runCli([TEXT_TREE, '--out', join(dir, 'off'), '--no-compress']).code).toBe(0);
     const back = await readBack(join(dir, 'on'));
@@ -277,12 +290,23 @@ describe('the command line compresses by default; --no-compress turns it off (SP
     for (const [url, bytes] of bundles) expect(sha256(readFileSync(join(dir, 'off', url)))).toBe(sha256(bytes));
   });
 
+  test('until the reader decodes, a publish is plain unless asked (COMPRESS_BY_DEFAULT); --compress with --no-compress is a usage error', () => {
+    expect(COMPRESS_BY_DEFAULT).toBe(false);
+    expect(runCli([TEXT_TREE, '--out', join(dir, 'default')]).code).toBe(0);
+    const index = JSON.parse(readFileSync(join(dir, 'default', 'project.index.json'), 'utf8'));
+    expect(index.files.filter((file: { encoding?: string }) => file.encoding !== undefined)).toEqual([]);
+    const both = runCli([TEXT_TREE, '--out', join(dir, 'both'), '--compress', '--no-compress']);
+    expect(both.code).toBe(2);
+    expect(both.stderr).toMatch(/--compress and --no-compress/);
+  });
+
   test('the usage text names --no-compress', () => {
     expect(runCli(['--help']).stdout + runCli(['publish', '--help']).stdout).toMatch(/--no-compress/);
   });
 
   test('the build plugins take compress: false, and refuse a value that is not true or false', () => {
-    expect(resolveBuildOptions({ assets: 'a' }, dir).settings.compress).toBe(true);
+    expect(resolveBuildOptions({ assets: 'a' }, dir).settings.compress).toBeUndefined();
+    expect(resolveBuildOptions({ assets: 'a', compress: true }, dir).settings.compress).toBe(true);
     expect(resolveBuildOptions({ assets: 'a', compress: false }, dir).settings.compress).toBe(false);
     expect(() => resolveBuildOptions({ assets: 'a', compress: 'no' as unknown as boolean }, dir)).toThrow(
       /option compress: must be true or false/,
@@ -516,7 +540,7 @@ describe('the Node inflater refuses what does not decode to the listed size (SPE
     try {
       writeTree(join(dir, 'tree'), { 'maps/a.json': plain });
       const out = join(dir, 'out');
-      await publishFolder({ folder: join(dir, 'tree'), outDir: out });
+      await publishFolder({ folder: join(dir, 'tree'), outDir: out, compress: true });
       const index = JSON.parse(readFileSync(join(out, 'project.index.json'), 'utf8')) as BundledIndex;
       const entry = index.files[0]!;
       const path = join(out, index.bundles[0]!.url);

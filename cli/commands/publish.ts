@@ -48,8 +48,10 @@ Options:
                        publish paths that differ only by case or Unicode normalization
                        (they collide on macOS and Windows hosts) with a warning, instead
                        of refusing them
-  --no-compress        store every member as it is; by default a member is stored
-                       deflate-raw where that saves at least 1 KiB and 5% (AWKB version 2)
+  --compress           store a member deflate-raw where that saves at least 1 KiB and
+                       5% (AWKB version 2; not yet the default: this version's reader
+                       does not decode encoded members yet)
+  --no-compress        store every member as it is (the default for now)
 ${TARGET_HELP}
   --json               print a machine-readable summary on stdout
   -h, --help           show this help
@@ -70,6 +72,7 @@ export function parsePublishArguments(argv: string[]): PublishArguments | 'help'
     root: { type: 'string' },
     'root-path': { type: 'string' },
     'allow-case-collisions': { type: 'boolean' },
+    compress: { type: 'boolean' },
     'no-compress': { type: 'boolean' },
     json: { type: 'boolean' },
     ...TARGET_OPTIONS,
@@ -100,6 +103,7 @@ export function parsePublishArguments(argv: string[]): PublishArguments | 'help'
   }
   if (values['opaque-ids'] && !values.salt) throw new UsageError('--opaque-ids needs --salt <text>');
   if (values.salt !== undefined && !values['opaque-ids']) throw new UsageError('--salt is only used with --opaque-ids');
+  if (values.compress && values['no-compress']) throw new UsageError('--compress and --no-compress ask for opposite things: give one');
   if (values.salt === '') throw new UsageError('--salt must not be empty');
   if (values.loads === '') throw new UsageError('--loads must name a loads file, such as awkb-loads.json');
   if (values['root-path'] !== undefined && values['root-path'].trim() === '') throw new UsageError('--root-path must not be blank');
@@ -122,7 +126,7 @@ export function parsePublishArguments(argv: string[]): PublishArguments | 'help'
     ...(values.root !== undefined ? { root: values.root } : {}),
     ...(values['root-path'] !== undefined ? { rootPath: values['root-path'] } : {}),
     allowCaseCollisions: values['allow-case-collisions'] ?? false,
-    compress: !(values['no-compress'] ?? false),
+    ...(values['no-compress'] ? { compress: false } : values.compress ? { compress: true } : {}),
     json: values.json ?? false,
     ...(target !== undefined ? { target } : {}),
   };

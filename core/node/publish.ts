@@ -406,11 +406,18 @@ export async function publishBundles(
   return { index, indexPath, ...summary };
 }
 
-/** The compressor a Node publish uses (SPEC §5a, §8 `--no-compress`): `node:zlib`'s unless `compress: false`. */
+/**
+ * Whether a publish encodes members when not told (SPEC §5a, §8). Off until the reader decodes
+ * encoded members everywhere it reads (issue 28, item 2): a default publish must stay readable by
+ * the reader and service worker of the same package. `compress: true` (`--compress`) encodes now.
+ */
+export const COMPRESS_BY_DEFAULT = false;
+
+/** The compressor a Node publish uses (SPEC §5a, §8 `--no-compress`): `node:zlib`'s when compressing. */
 function compressorFor(options: Pick<PublishBundlesOptions, 'compress' | 'compressor'>): MemberCompressor | undefined {
   if (options.compress !== undefined && typeof options.compress !== 'boolean')
     throw new InvalidOptionError('compress', `compress must be true or false, got ${String(options.compress)}`);
-  if (options.compress === false) return undefined;
+  if (!(options.compress ?? COMPRESS_BY_DEFAULT)) return undefined;
   return options.compressor ?? nodeMemberCompressor;
 }
 

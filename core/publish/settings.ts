@@ -37,7 +37,7 @@ export function writerOptionsOf(settings: PublishSettings): {
   pathIds: { salt: string } | null;
   bundleUrlPrefix: string;
   allowCaseCollisions: boolean;
-  compress: boolean;
+  compress?: boolean;
 } {
   return {
     grouping: settings.grouping === 'one' ? oneGroup() : groupByFolder(settings.depth),
@@ -47,6 +47,7 @@ export function writerOptionsOf(settings: PublishSettings): {
     pathIds: settings.salt !== undefined ? { salt: settings.salt } : null,
     bundleUrlPrefix: settings.urlPrefix,
     allowCaseCollisions: settings.allowCaseCollisions,
-    compress: settings.compress ?? true,
+    // Unset: the publish's default (core/node/publish.ts `COMPRESS_BY_DEFAULT`).
+    ...(settings.compress !== undefined ? { compress: settings.compress } : {}),
   };
 }
