@@ -66,8 +66,9 @@
 // time with every byte in memory), and the bytes the first scene uses at the line's rate.
 // Medians of --runs rounds (5), or 3 where a visit of the first round took over 20 s.
 //
-// runCell (bench/start.mjs's cells) is the first visit alone, loose and bundled, each in a fresh
-// profile with the HTTP cache off, over HTTP/1.1.
+// runCell (bench/start.mjs's cells) is the first visit alone, loose and bundled (and, for
+// bench/start.mjs --tail, bundled on the page without the preload links: `no-links`), each in a
+// fresh profile with the HTTP cache off, over HTTP/1.1.
 // phaser-video is the Phaser example with `?video`: a 2.3 MB WebM (made once by Chromium's
 // MediaRecorder, .bench/engines/intro.webm) in its preload, in a folder (so a bundle) of its own.
 import { createHash } from 'node:crypto';
@@ -82,11 +83,11 @@ import {
   checkPhaser,
   checkPhaserLevels,
   FIRST_FRAME,
-  PRELOAD_LINK,
   runWebpack,
   sampleChromiumArgs,
   sampleExamplePage,
   visitExamplePage,
+  withoutPreload,
 } from './example-page.mjs';
 import {
   codeLine,
@@ -115,6 +116,14 @@ export const BENCH_DIR = join(ROOT, '.bench', 'engines');
 const require = createRequire(import.meta.url);
 const PROTOCOLS = ['http/1.1', 'h2'];
 const DEFAULT_GAMES = ['phaser', 'babylon', 'phaser-levels'];
+/** The modes of a first-visit cell (runCell, bench/start.mjs) unless told others. */
+const FIRST_VISIT_MODES = ['loose', 'bundled'];
+/**
+ * Every mode a first-visit cell may sample: `bundled` opens the built page (the build plugin's
+ * preload links for the index and the first load's bundles); `no-links` is bundled too, on the
+ * page without them (loose.html without `?loose`), as a game whose page has no such links.
+ */
+export const ALL_MODES = [...FIRST_VISIT_MODES, 'no-links'];
 /** The video phaser-video preloads: about the size of the one that added 2.3 MB to a game's start (issue 22). */
 const VIDEO_BYTES = 2_300_000;
 const VIDEO_FILE = join(BENCH_DIR, 'intro.webm');
@@ -213,7 +222,7 @@ export function changedBytes(bytes, how) {
 // ---------------------------------------------------------------------------------------------
 // The sites (see the header)
 
-const siteDir = (name, version = 'v1') => join(BENCH_DIR, version === 'v1' ? name : `${name}-${version}`);
+const siteDir = (name, version = 'v1', benchDir = BENCH_DIR) => join(benchDir, version === 'v1' ? name : `${name}-${version}`);
 const readIndex = (dir) => JSON.parse(readFileSync(join(dir, 'published', 'project.index.json'), 'utf8'));
 
 /**
@@ -234,9 +243,10 @@ async function buildVersion(game, { out, assets, publish }) {
   }
   await runWebpack(webpack, config, `examples/${game.example}`);
   // The built page has the plugin's preload links: loose samples open the same page without them
-  // (loose.html), which loads no index and no bundle.
+  // (loose.html), which loads no index and no bundle; bench/start.mjs's no-links samples open it
+  // without `?loose`.
   const page = readFileSync(join(out, 'index.html'), 'utf8');
-  writeFileSync(join(out, 'loose.html'), page.replace(PRELOAD_LINK, ''));
+  writeFileSync(join(out, 'loose.html'), withoutPreload(page));
   for (const file of readIndex(out).files) cpSync(join(assets, ...file.path.split('/')), join(out, 'published', ...file.path.split('/')));
 }
 
@@ -369,9 +379,12 @@ async function makeVideo(path, bytes) {
 
 const sumOf = (list, pick) => list.reduce((sum, item) => sum + pick(item), 0);
 
-/** What the game's site holds (v1, and v2 when built): files, bundles, main.js, the update's changes. */
-export function describeSite(name) {
-  const dir = siteDir(name);
+/**
+ * What the game's site holds (v1, and v2 when built): files, bundles, main.js, the update's
+ * changes. `benchDir`: where buildSite put it, BENCH_DIR unless another checkout's (bench/start.mjs --against).
+ */
+export function describeSite(name, benchDir = BENCH_DIR) {
+  const dir = siteDir(name, 'v1', benchDir);
   if (!existsSync(join(dir, 'index.html')) || !existsSync(join(dir, 'published', 'project.index.json')))
     throw new Error(`${dir} holds no built site: run without --no-build`);
   const index = readIndex(dir);
@@ -386,7 +399,7 @@ export function describeSite(name) {
     bundleBytes: sumOf(index.bundles, (bundle) => bundle.sizeBytes),
     indexBytes: statSync(join(dir, 'published', 'project.index.json')).size,
   };
-  const v2 = siteDir(name, 'v2');
+  const v2 = siteDir(name, 'v2', benchDir);
   if (existsSync(join(v2, 'published', 'project.index.json'))) {
     const next = readIndex(v2);
     const before = new Map(index.files.map((file) => [file.path, file.sha256]));
@@ -593,15 +606,17 @@ export async function runGridCell(game, site, condition, protocol, runs) {
 // bench/start.mjs's cells: first visits alone, fresh profile, HTTP cache off, HTTP/1.1
 
 async function sample(game, site, server, mode) {
+  // loose and no-links open the page without the preload links; loose also says `?loose`.
   const query = [mode === 'loose' ? 'loose' : undefined, game.query].filter(Boolean).join('&');
+  const kind = mode === 'loose' ? 'loose' : 'bundled';
   const { requests, ...measured } = await sampleExamplePage({
     server,
-    path: `/${mode === 'loose' ? 'loose.html' : ''}${query ? `?${query}` : ''}`,
+    path: `/${mode === 'bundled' ? '' : 'loose.html'}${query ? `?${query}` : ''}`,
     firstFrame: game.firstFrame,
     what: `${site.name} ${mode}`,
-    check: (ready) => game.check(ready, mode, site.index),
+    check: (ready) => game.check(ready, kind, site.index),
   });
-  checkVisit(`${site.name} ${mode}`, mode, 'first', requests);
+  checkVisit(`${site.name} ${mode}`, kind, 'first', requests);
   const assets = requests.filter((entry) => entry.target.startsWith('/published/'));
   return {
     ...measured,
@@ -612,31 +627,31 @@ async function sample(game, site, server, mode) {
   };
 }
 
-/** A first-visit cell: loose and bundled alternating which goes first (bench/start.mjs). */
-export async function runCell(game, site, condition, runs) {
+/** A first-visit cell: each of `modes` in turn goes first (bench/start.mjs). */
+export async function runCell(game, site, condition, runs, modes = FIRST_VISIT_MODES) {
   const server = await startThrottledServer({ root: site.dir, ...condition });
-  const samples = { loose: [], bundled: [] };
+  const samples = Object.fromEntries(modes.map((mode) => [mode, []]));
   const started = Date.now();
   const loadAtStart = loadNow();
   try {
-    const { rounds, reduced } = await runRounds(runs, async (round) => {
-      const order = round % 2 === 0 ? ['loose', 'bundled'] : ['bundled', 'loose'];
+    const { rounds, reduced } = await runRounds(runs, async (round, total) => {
+      const turn = round % modes.length;
+      const order = [...modes.slice(turn), ...modes.slice(0, turn)];
       const times = [];
       for (const mode of order) {
         const result = await sample(game, site, server, mode);
         samples[mode].push(result);
         times.push(result.ms);
+        const { start } = result;
+        const began =
+          mode === 'loose'
+            ? `first asset ${ms(start.firstAssetMs)}`
+            : `index ${ms(start.indexMs)} (call + ${ms(start.indexAfterCallMs)}), first bundle ${ms(start.firstBundleMs)} (${start.firstBundleBy ?? '–'}, index end + ${ms(start.firstBundleAfterIndexMs)})`;
+        process.stderr.write(
+          `  ${site.name} ${where(condition).replace(' | ', ' ')} round ${round + 1}/${total} ${mode}: ${seconds(result.ms)} s, ${result.requests} requests, ${(result.bodyBytes / MB).toFixed(2)} MB; ${began} ms; last byte → first frame ${ms(start.tailMs)} ms\n`,
+        );
       }
       return times;
-    });
-    const summary = (list) => ({
-      ...spread(list.map((s) => s.ms)),
-      requests: median(list.map((s) => s.requests)),
-      bodyBytes: median(list.map((s) => s.bodyBytes)),
-      assetRequests: median(list.map((s) => s.assetRequests)),
-      assetBytes: median(list.map((s) => s.assetBytes)),
-      samplesMs: list.map((s) => Math.round(s.ms)),
-      start: startSummary(list.map((s) => s.start)),
     });
     return {
       game: site.name,
@@ -645,12 +660,30 @@ export async function runCell(game, site, condition, runs) {
       reduced,
       seconds: (Date.now() - started) / 1000,
       load: [loadAtStart, loadNow()],
-      loose: summary(samples.loose),
-      bundled: summary(samples.bundled),
+      ...Object.fromEntries(modes.map((mode) => [modeKey(mode), summarizeSamples(samples[mode])])),
+      // Each sample's time and start times, for a caller that merges cells (bench/start.mjs --against).
+      samples: Object.fromEntries(modes.map((mode) => [modeKey(mode), samples[mode].map(({ ms, start }) => ({ ms, start }))])),
     };
   } finally {
     await server.close();
   }
+}
+
+/** Where a mode's summary is in a first-visit cell: `loose`, `bundled`, `noLinks`. */
+export const modeKey = (mode) => (mode === 'no-links' ? 'noLinks' : mode);
+
+/** A mode's samples as a first-visit cell keeps them: the spread of their times, median counts and start times. */
+export function summarizeSamples(list) {
+  const medianOf = (key) => (list.every((s) => s[key] !== undefined) ? median(list.map((s) => s[key])) : undefined);
+  return {
+    ...spread(list.map((s) => s.ms)),
+    requests: medianOf('requests'),
+    bodyBytes: medianOf('bodyBytes'),
+    assetRequests: medianOf('assetRequests'),
+    assetBytes: medianOf('assetBytes'),
+    samplesMs: list.map((s) => Math.round(s.ms)),
+    start: startSummary(list.map((s) => s.start)),
+  };
 }
 
 /** Medians of the start times (those a sample has), and which thread sent the first bundle request, counted. */
@@ -668,6 +701,8 @@ function startSummary(starts) {
     'indexEndMs',
     'firstBundleMs',
     'firstBundleAfterIndexMs',
+    'lastByteMs',
+    'tailMs',
   ];
   const firstBundleBy = {};
   for (const start of starts) if (start.firstBundleBy) firstBundleBy[start.firstBundleBy] = (firstBundleBy[start.firstBundleBy] ?? 0) + 1;

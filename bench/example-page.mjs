@@ -24,6 +24,12 @@ const QUIET_MS = 500;
 /** The build plugin's preload links in a built page (integrations/build/preload.ts), quoted or, minified, not. */
 export const PRELOAD_LINK = /<link rel="?preload"?[^>]*>/g;
 
+/** The head's meta that says the preload links follow the scripts (integrations/build/preload.ts): a page without the links goes without it too. */
+export const PRELOAD_MARKER_TAG = /<meta name="?awake-bundle-preload"?[^>]*>/g;
+
+/** The built page as one without the build plugin's preload links. */
+export const withoutPreload = (html) => html.replace(PRELOAD_LINK, '').replace(PRELOAD_MARKER_TAG, '');
+
 /** How each example's first frame is taken (see the header). */
 export const FIRST_FRAME = { phaser: 'at-ready', babylon: 'next-frame' };
 
@@ -75,14 +81,27 @@ function firstFrameHook(firstFrame) {
   });
 }
 
-/** The requests the page's dedicated workers send (CDP, each worker attached as it starts): their URL and wall-clock time. */
+/**
+ * The requests the page's dedicated workers send (CDP, each worker attached as it starts): their
+ * URL, wall-clock time, and when their last byte came (`endWallTimeMs`, once finished: CDP's
+ * `Network.loadingFinished`, a monotonic time, set against the request's own wall time).
+ */
 async function logWorkerRequests(page) {
   const requests = [];
   const cdp = await page.createCDPSession();
   cdp.on('Target.attachedToTarget', (event) => {
     const session = cdp.connection().session(event.sessionId);
     if (!session || event.targetInfo.type !== 'worker') return;
-    session.on('Network.requestWillBeSent', (sent) => requests.push({ url: sent.request.url, wallTimeMs: sent.wallTime * 1000 }));
+    const byId = new Map();
+    session.on('Network.requestWillBeSent', (sent) => {
+      const request = { url: sent.request.url, wallTimeMs: sent.wallTime * 1000, sentAt: sent.timestamp };
+      byId.set(sent.requestId, request);
+      requests.push(request);
+    });
+    session.on('Network.loadingFinished', (finished) => {
+      const request = byId.get(finished.requestId);
+      if (request) request.endWallTimeMs = request.wallTimeMs + (finished.timestamp - request.sentAt) * 1000;
+    });
     void session.send('Network.enable').catch(() => undefined);
   });
   // Not paused at start: the bench must not delay the workers it measures.
@@ -94,19 +113,29 @@ async function logWorkerRequests(page) {
  * The start of loading, in ms from navigation start: the first request below `published` (the
  * published folder's path on the server, `/published/`) that is neither the index nor a bundle
  * (loose), the adapter's first call (its User Timing mark), the index request, and the first
- * bundle request and which thread sent it.
+ * bundle request and which thread sent it; and the tail: from the last byte of what the first
+ * frame needed (loose: the last asset response that ended before the first frame; bundled: the
+ * last bundle's; none when that was in before the adapter's call, as a preloaded bundle may be)
+ * to the first frame (`firstFrameMs`).
  */
-function startTimes(timing, workerRequests, published) {
+function startTimes(timing, workerRequests, published, firstFrameMs) {
   const pathOf = (url) => new URL(url).pathname;
   const below = timing.resources.filter((entry) => pathOf(entry.url).startsWith(published));
   const isIndex = (entry) => pathOf(entry.url) === `${published}project.index.json`;
   const isBundle = (entry) => pathOf(entry.url).startsWith(`${published}bundles/`) && /\/[0-9a-f]{64}\.awkb$/.test(pathOf(entry.url));
   const index = below.find(isIndex);
   const bundles = [
-    ...below.filter(isBundle).map((entry) => ({ at: entry.startTime, by: 'page' })),
-    ...workerRequests.filter(isBundle).map((entry) => ({ at: entry.wallTimeMs - timing.timeOrigin, by: 'worker' })),
+    ...below.filter(isBundle).map((entry) => ({ at: entry.startTime, end: entry.responseEnd, by: 'page' })),
+    ...workerRequests
+      .filter(isBundle)
+      .map((entry) => ({ at: entry.wallTimeMs - timing.timeOrigin, end: entry.endWallTimeMs - timing.timeOrigin, by: 'worker' })),
   ].sort((a, b) => a.at - b.at);
   const assets = below.filter((entry) => !isIndex(entry) && !isBundle(entry));
+  // What ended before the first frame (a video streamed while it plays is left out).
+  const ends = (bundles.length ? bundles.map((bundle) => bundle.end) : assets.map((entry) => entry.responseEnd)).filter(
+    (end) => Number.isFinite(end) && end <= firstFrameMs,
+  );
+  const lastByteMs = ends.length ? Math.max(...ends) : undefined;
   const first = (list) => (list.length ? Math.min(...list.map((entry) => entry.startTime)) : undefined);
   return {
     firstAssetMs: first(assets),
@@ -121,6 +150,9 @@ function startTimes(timing, workerRequests, published) {
     firstBundleBy: bundles[0]?.by,
     bundlesByPage: bundles.filter((bundle) => bundle.by === 'page').length,
     bundlesByWorkers: bundles.filter((bundle) => bundle.by === 'worker').length,
+    lastByteMs,
+    // None when the bundles were in before the adapter's call (preloaded): nothing was handed off after a last byte.
+    tailMs: lastByteMs === undefined || (bundles.length && lastByteMs < timing.call) ? undefined : firstFrameMs - lastByteMs,
   };
 }
 
@@ -209,7 +241,7 @@ export async function visitExamplePage({
     ms: result.firstFrameAt,
     readyAtMs: result.readyAt,
     requests,
-    start: startTimes(timing, workerRequests, published),
+    start: startTimes(timing, workerRequests, published, result.firstFrameAt),
     protocol: timing.protocol,
     pageErrors: errors,
   };
