@@ -27,8 +27,10 @@ const KB = 1024;
 // façade) and issue 27's read-ahead hook cost ~2.3 KB on the game entries; the core entry also
 // exports the reference reader now in core/format (BENCHMARKS.md "Size").
 const BUDGETS: Record<string, number> = {
-  // Issue 27's needed bytes (the planner's rule, the line measure, gathering, aside ranges) added ~2.6 KB.
-  core: 52.75 * KB,
+  // Issue 27's needed bytes (the planner's rule, the line measure, gathering, aside ranges) added ~2.6 KB;
+  // issue 28's writer side (AWKB version 2 layout, the encoding rule, the index's storedBytes and
+  // encoding, MemberDecodeError), which `export *` of the core carries, ~1.1 KB more.
+  core: 54.25 * KB,
   // Issue 21 aims at 25 KB; what stands between is in BENCHMARKS.md ("Size").
   phaser: 37.75 * KB,
   babylon: 37.5 * KB,

@@ -6,8 +6,11 @@
 // (read/read-ahead-references.ts and the format parser, about 3 KB gzipped): the worker reads no
 // references ahead; and the Cache Storage and OPFS caches (cache/browser-stores.ts, 0.8 KB), the
 // fallbacks for a page where IndexedDB does not open: a service worker has IndexedDB wherever it
-// has service workers, and where it does not open there, `openBrowserCache` keeps the cache in memory.
-const LEFT_OUT = new Set(['./read-ahead-references.js', './browser-stores.js']);
+// has service workers, and where it does not open there, `openBrowserCache` keeps the cache in memory;
+// and the AWKB decoder that says why a refused bundle's head or table is not the canonical one
+// (read/structure.ts with format/awkb-decode.ts, 1.3 KB): there a refused bundle's error names the
+// damaged members, or the part (header or table) its head differs in, without the decoder's detail.
+const LEFT_OUT = new Set(['./read-ahead-references.js', './browser-stores.js', './structure.js']);
 
 module.exports = function staticImports(source) {
   const names = new Map();

@@ -40,9 +40,10 @@ export async function verifyBundle(
 
   const details = url === undefined ? {} : { url };
   const what = `bundle ${listing.sha256}`;
-  // Only a bundle that failed needs the AWKB decoder (structure.ts): imported then.
-  const { structuralProblem } = await import('./structure.js');
-  const structure = structuralProblem(bytes, members);
+  // Only a bundle that failed needs the AWKB decoder (structure.ts): imported then. Where it is
+  // not carried (the service worker's build leaves it out), the members are still named.
+  const decoder = await import('./structure.js').catch(() => undefined);
+  const structure = decoder?.structuralProblem(bytes, members);
   // A broken header means nothing after it can be placed (a truncated file has no members at
   // all), so the header is named alone; otherwise damaged members come first, then the table.
   if (structure?.part === 'header' || (structure && damaged.length === 0)) {
@@ -65,7 +66,7 @@ export async function verifyBundle(
   const size = bytes.length === listing.sizeBytes ? '' : ` (${bytes.length} bytes, listed ${listing.sizeBytes})`;
   throw new BundleIntegrityError(
     'header',
-    `${what}: bytes do not match the listed SHA-256${size}, though every member and the table do`,
+    `${what}: bytes do not match the listed SHA-256${size}, though every member${decoder ? ' and the table do' : ' does'}`,
     [],
     details,
   );

@@ -4,7 +4,7 @@
  * checks of a bundle read whole (`acceptBundle`, `verifyBundle`) are in accept.ts.
  */
 import { FileIntegrityError, KEY_PREVIEW_CHARACTERS, MAX_PROBLEMS_IN_MESSAGE, previewValue } from '../errors.js';
-import { inDataOrder, layoutBundle, type BundleLayout } from '../format/awkb.js';
+import { canonicalBundleLayout, type BundleLayout } from '../format/awkb.js';
 import { sha256Hex } from '../hash.js';
 
 /** What the index says of one member of a bundle. */
@@ -64,16 +64,5 @@ function nameOf(where: { url?: string; path?: string; id?: string }): string {
  * are that layout's; `undefined` when they are not (a bundle another writer laid out).
  */
 export function canonicalLayoutFor(listing: { sizeBytes: number }, members: readonly ExpectedMember[]): BundleLayout | undefined {
-  let layout: BundleLayout;
-  try {
-    layout = layoutBundle(
-      inDataOrder(members).map(({ key, sizeBytes, sha256 }) => ({ key, sizeBytes, sha256 })),
-      { dataOrder: 'given' },
-    );
-  } catch {
-    return undefined;
-  }
-  if (layout.sizeBytes !== listing.sizeBytes) return undefined;
-  const offsets = new Map(layout.records.map((record) => [record.key, record.offset]));
-  return members.some((member) => offsets.get(member.key) !== member.offset) ? undefined : layout;
+  return canonicalBundleLayout(listing, members);
 }
