@@ -118,7 +118,7 @@ export class RangeMembers {
         .map(entryKey);
       throw new BundleIntegrityError(
         'members',
-        `bundle ${bundle.sha256}: damaged member${keys.length > 1 ? 's' : ''} ${keys.map((key) => JSON.stringify(key)).join(', ')} in the ranges read of it`,
+        `bundle ${bundle.sha256}: damaged member${keys.length > 1 ? 's' : ''} ${keys.map((key) => JSON.stringify(key)).join(', ')} in the ranges of a delta read`,
         keys,
         { url },
       );
