@@ -37,17 +37,25 @@ const QUEUED_BYTES_LIMIT = 64 * 1024 * 1024;
 let queued: { id: number; target: WorkerStoreAccess; entries: [string, Uint8Array][] }[] = [];
 let queuedBytes = 0;
 
+/**
+ * A flush the page asked for found nothing queued (a read waits for a write this worker has not
+ * queued yet): the next write goes at once, rather than after the page's loads are over, which a
+ * load held at the server may postpone for as long as it is held.
+ */
+let flushAsked = false;
+
 function flush(): void {
   const jobs = queued;
   queued = [];
   queuedBytes = 0;
+  flushAsked = jobs.length === 0;
   for (const job of jobs) void write(job.id, job.target, job.entries);
 }
 
 function store(id: number, target: WorkerStoreAccess, entries: [string, Uint8Array][]): void {
   queued.push({ id, target, entries });
   for (const [, bytes] of entries) queuedBytes += bytes.length;
-  if (queuedBytes > QUEUED_BYTES_LIMIT) flush();
+  if (flushAsked || queuedBytes > QUEUED_BYTES_LIMIT) flush();
 }
 
 async function write(id: number, target: WorkerStoreAccess, entries: [string, Uint8Array][]): Promise<void> {
