@@ -88,3 +88,148 @@ export class DecodedOutput {
     return this.buffer.length === this.length ? this.buffer : this.buffer.subarray(0, this.length);
   }
 }
+
+/**
+ * One member's decoder, as its stored bytes arrive: `write` each piece in order (the decoder may
+ * hold the view until it settles, so the caller must not change it), then `end()` for the
+ * decoded bytes, exactly the listed size, or the refusal (`MemberDecodeError`). `abort()` stops it.
+ */
+export interface MemberDecoder {
+  write(chunk: Uint8Array): void;
+  end(): Promise<Uint8Array>;
+  abort(): void;
+}
+
+export type MemberDecoderFactory = (member: EncodedMemberInfo) => MemberDecoder;
+
+/**
+ * Stored bytes go to the inflater in pieces of at most this many, each taken before the next:
+ * a browser's `DecompressionStream` inflates one piece whole before the reader sees any output,
+ * so a piece of a bomb (at most ~1032× its size) is what a refusal can cost beyond the listed size.
+ */
+const PIECE_BYTES = 16 * 1024;
+
+/**
+ * `DecompressionStream('deflate-raw')`: in browsers (the page, the reader's workers, the service
+ * worker) and in Node ≥ 20 when `awake-bundle/node` has not registered `node:zlib`. In a Worker
+ * it runs off the page's thread; on the page, the reader sends large members to its workers.
+ */
+export class StreamMemberDecoder implements MemberDecoder {
+  readonly #member: EncodedMemberInfo;
+  readonly #writer: WritableStreamDefaultWriter<BufferSource>;
+  readonly #reader: ReadableStreamDefaultReader<Uint8Array>;
+  readonly #output: DecodedOutput;
+  readonly #decoded: Promise<Uint8Array>;
+  /** Writes in order, each piece after the one before was taken. */
+  #written: Promise<void> = Promise.resolve();
+  #failure: unknown;
+  #ended = false;
+
+  /** Throws `MemberDecodeError` (`unknown-encoding`) at once for an encoding this reader does not know. */
+  constructor(member: EncodedMemberInfo) {
+    knownEncoding(member);
+    this.#member = member;
+    this.#output = new DecodedOutput(member);
+    const stream = new DecompressionStream('deflate-raw');
+    this.#writer = stream.writable.getWriter();
+    this.#reader = stream.readable.getReader();
+    this.#decoded = this.#read();
+    this.#decoded.catch(() => undefined);
+  }
+
+  write(chunk: Uint8Array): void {
+    for (let at = 0; at < chunk.length; at += PIECE_BYTES) {
+      const piece = chunk.subarray(at, Math.min(chunk.length, at + PIECE_BYTES));
+      this.#written = this.#written.then(() =>
+        this.#failure === undefined ? this.#writer.write(piece as Uint8Array<ArrayBuffer>) : undefined,
+      );
+    }
+    this.#written.catch(() => undefined);
+  }
+
+  async end(): Promise<Uint8Array> {
+    this.#written = this.#written.then(() => {
+      this.#ended = true;
+      return this.#failure === undefined ? this.#writer.close() : undefined;
+    });
+    this.#written.catch(() => undefined);
+    return this.#decoded;
+  }
+
+  abort(): void {
+    this.#fail(undefined);
+  }
+
+  async #read(): Promise<Uint8Array> {
+    try {
+      for (;;) {
+        const { value, done } = await this.#reader.read();
+        if (done) break;
+        this.#output.push(value);
+      }
+    } catch (error) {
+      throw this.#fail(this.#failure ?? this.#describe(error));
+    }
+    if (this.#failure !== undefined) throw this.#failure;
+    return this.#output.finish();
+  }
+
+  /**
+   * What an inflater's error means: output already complete (so input followed the stream's end),
+   * input that ended inside the stream (the platforms' words for it: Chromium "truncated", Node
+   * "unexpected end of file", Firefox "end of stream"), or bytes that are no deflate stream.
+   */
+  #describe(error: unknown): unknown {
+    if (error instanceof MemberDecodeError) return error;
+    const received = this.#output.received;
+    const words = (error as Error)?.message ?? String(error);
+    if (received === this.#member.sizeBytes)
+      return memberDecodeError(this.#member, 'trailing-bytes', 'stored bytes follow the end of its deflate stream', error);
+    if (this.#ended && /truncat|unexpected end|end of (the )?(file|stream|input|data)/i.test(words))
+      return memberDecodeError(
+        this.#member,
+        'too-short',
+        `its stored bytes end inside the deflate stream (${received} bytes decoded)`,
+        error,
+      );
+    return memberDecodeError(this.#member, 'corrupt', `not a valid deflate stream: ${words}`, error);
+  }
+
+  #fail(error: unknown): unknown {
+    if (this.#failure === undefined) {
+      this.#failure = error ?? memberDecodeError(this.#member, 'corrupt', 'decoding was stopped');
+      this.#reader.cancel().catch(() => undefined);
+      this.#writer.abort().catch(() => undefined);
+    }
+    return this.#failure;
+  }
+}
+
+let factory: MemberDecoderFactory = (member) => new StreamMemberDecoder(member);
+
+/** The platform's decoder for `member` (`StreamMemberDecoder` unless another was registered). */
+export function createMemberDecoder(member: EncodedMemberInfo): MemberDecoder {
+  return factory(member);
+}
+
+/** Sets the decoder every reader in this process uses: `awake-bundle/node` registers `node:zlib`. */
+export function registerMemberDecoder(make: MemberDecoderFactory): void {
+  factory = make;
+}
+
+/** Decodes one member's whole stored bytes with the platform's decoder. */
+export async function decodeMember(stored: Uint8Array, member: EncodedMemberInfo): Promise<Uint8Array> {
+  const decoder = createMemberDecoder(member);
+  decoder.write(stored);
+  return decoder.end();
+}
+
+/** `stored` decoded as `member` says, or the `MemberDecodeError` that refused it (other errors reject). */
+export async function decodedOrRefusal(stored: Uint8Array, member: EncodedMemberInfo): Promise<Uint8Array | MemberDecodeError> {
+  try {
+    return await decodeMember(stored, member);
+  } catch (error) {
+    if (error instanceof MemberDecodeError) return error;
+    throw error;
+  }
+}

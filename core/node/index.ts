@@ -1,12 +1,14 @@
 /** awake-bundle/node: publishing from disk, the Node folder cache, and the local server. */
 import { registerNodeHash } from './hash.js';
+import { registerNodeDecoder } from './inflate.js';
 
 registerNodeHash();
+registerNodeDecoder();
 
 export { registerNodeHash, nodeSha256, sha256HexNode } from './hash.js';
 export * from './loose-index.js';
 export { nodeMemberCompressor, DEFLATE_LEVEL } from './deflate.js';
-export { NodeMemberDecoder, decodeMemberNode } from './inflate.js';
+export { NodeMemberDecoder, decodeMemberNode, nodeMemberDecoder, registerNodeDecoder } from './inflate.js';
 export * from './publish.js';
 export * from './server.js';
 export { NodeFolderCache } from './folder-cache.js';

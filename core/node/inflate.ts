@@ -6,7 +6,14 @@
  * thread pool, off the event loop. The SHA-256 of the decoded bytes is the caller's to check.
  */
 import { createInflateRaw, type InflateRaw } from 'node:zlib';
-import { DecodedOutput, knownEncoding, memberDecodeError, type EncodedMemberInfo } from '../format/encoded-member.js';
+import {
+  DecodedOutput,
+  knownEncoding,
+  memberDecodeError,
+  registerMemberDecoder,
+  type EncodedMemberInfo,
+  type MemberDecoder,
+} from '../format/encoded-member.js';
 
 const CHUNK_BYTES = 64 * 1024;
 
@@ -114,4 +121,23 @@ export async function decodeMemberNode(stored: Uint8Array, member: EncodedMember
   } finally {
     decoder.destroy();
   }
+}
+
+/** `NodeMemberDecoder` as the reader's `MemberDecoder`: writes taken in order, the first refusal kept. */
+export function nodeMemberDecoder(member: EncodedMemberInfo): MemberDecoder {
+  const decoder = new NodeMemberDecoder(member);
+  let written = Promise.resolve();
+  return {
+    write(chunk) {
+      written = written.then(() => decoder.write(chunk));
+      written.catch(() => undefined);
+    },
+    end: () => written.then(() => decoder.end()).finally(() => decoder.destroy()),
+    abort: () => decoder.destroy(),
+  };
+}
+
+/** Makes every reader in this process decode with `node:zlib` (awake-bundle/node does, when imported). */
+export function registerNodeDecoder(): void {
+  registerMemberDecoder(nodeMemberDecoder);
 }

@@ -5,12 +5,13 @@
  * canonical one (read whole, the import going out with its request), a damaged one, or range and
  * delta reads (bundle-ranges.ts): so they are a module of their own, imported then.
  */
-import { BundleIntegrityError } from '../errors.js';
+import { BundleIntegrityError, MemberDecodeError } from '../errors.js';
+import { decodedOrRefusal } from '../format/encoded-member.js';
 import type { BundleLayout } from '../format/awkb.js';
 import type { BundleEntry } from '../format/project-index.js';
 import { sha256Hex } from '../hash.js';
 import { InThreadDigests, type DigestPool, type WorkerStoreAccess } from './digest-pool.js';
-import { canonicalLayoutFor, cutShort, describeDamaged, type ExpectedMember } from './verify.js';
+import { canonicalLayoutFor, cutShort, describeDamaged, spanOf, type ExpectedMember } from './verify.js';
 
 export interface VerifiedMember extends ExpectedMember {
   /** A view into the bundle bytes. */
@@ -30,10 +31,16 @@ export async function verifyBundle(
   const wholeMatches = bytes.length === listing.sizeBytes && (await sha256Hex(bytes)) === listing.sha256;
   const verified: VerifiedMember[] = [];
   const damaged: string[] = [];
+  let refusal: MemberDecodeError | undefined;
   for (const member of members) {
-    const inside = member.offset + member.sizeBytes <= bytes.length;
-    const memberBytes = inside ? bytes.subarray(member.offset, member.offset + member.sizeBytes) : undefined;
-    if (memberBytes && (await sha256Hex(memberBytes)) === member.sha256) verified.push({ ...member, bytes: memberBytes });
+    const span = spanOf(member);
+    const inside = member.offset + span <= bytes.length;
+    let memberBytes: Uint8Array | MemberDecodeError | undefined = inside ? bytes.subarray(member.offset, member.offset + span) : undefined;
+    // An encoded member (SPEC §5a): its stored bytes decoded; the SHA-256 is of what they decode to.
+    if (memberBytes && member.encoding !== undefined) memberBytes = await decodedOrRefusal(memberBytes, member);
+    if (memberBytes instanceof MemberDecodeError) refusal ??= memberBytes;
+    if (memberBytes instanceof Uint8Array && (await sha256Hex(memberBytes)) === member.sha256)
+      verified.push({ ...member, bytes: memberBytes });
     else damaged.push(member.key);
   }
   if (wholeMatches && damaged.length === 0) return verified;
@@ -61,7 +68,11 @@ export async function verifyBundle(
   }
   if (damaged.length > 0) {
     const also = structure ? `; also ${structure.message}` : '';
-    throw new BundleIntegrityError('members', `${what}: ${describeDamaged(damaged)}${also}`, damaged, details);
+    const why = refusal ? `; ${refusal.message}` : '';
+    throw new BundleIntegrityError('members', `${what}: ${describeDamaged(damaged)}${why}${also}`, damaged, {
+      ...details,
+      ...(refusal ? { cause: refusal } : {}),
+    });
   }
   const size = bytes.length === listing.sizeBytes ? '' : ` (${bytes.length} bytes, listed ${listing.sizeBytes})`;
   throw new BundleIntegrityError(
@@ -106,7 +117,13 @@ export async function acceptBundle(
     const written = layout.written.map((index) => layout.records[index]!);
     const { inputs, digests, parts, stored } = await pool.digest({
       inputs: [bytes],
-      ranges: written.map((record) => ({ input: 0, offset: record.offset, length: record.sizeBytes })),
+      // An encoded member's stored bytes are decoded in the pool (SPEC §5a): its part is the decoded bytes.
+      ranges: written.map((record) => ({
+        input: 0,
+        offset: record.offset,
+        length: spanOf(record),
+        ...(record.encoding === undefined ? {} : { decode: { key: record.key, sizeBytes: record.sizeBytes, encoding: record.encoding } }),
+      })),
       split: true,
       transfer: true,
       // The store gets only contents that match (the worker compares each digest with its key).

@@ -5,7 +5,7 @@
  * a bundle: a game whose loads are whole bundles loads none of it (BENCHMARKS.md, "Size").
  */
 import { NetworkError, RangeResponseError, RequestAbortedError } from '../errors.js';
-import type { BundleEntry } from '../format/project-index.js';
+import { entryKey, type BundleEntry } from '../format/project-index.js';
 import { linkSignals } from '../net/abort.js';
 import type { StreamedRanges } from '../net/requests.js';
 import type { Transport } from '../net/transport.js';
@@ -19,7 +19,7 @@ import type { RangeReadOptions } from './range-reads.js';
 import { RangeScheduler, type RangeBatch, type RangeRead, type RangeWaiter } from './range-scheduler.js';
 import { acceptBundle } from './accept.js';
 import { RangeMembers } from './range-members.js';
-import { checkFileDigest } from './verify.js';
+import { checkFileDigest, spanOf } from './verify.js';
 import type { VerifiedCache } from './verified-cache.js';
 
 // The delta rule, for the load planner: it imports this module (with the transport's range
@@ -114,12 +114,18 @@ export class BundleRanges {
     const store = this.#cache.workerStore();
     // `now`: on a cold page the bytes came on this thread and are hashed here, not kept waiting
     // for a worker to start (issue 22); once one has answered, in a worker as before.
-    const { digests, parts, stored } = await this.#pool.digest({
+    const { digests, parts, stored, decodeErrors } = await this.#pool.digest({
       inputs: [answer.bytes],
       split: true,
       transfer: true,
       now: true,
-      ranges: members.map((entry) => ({ input: 0, offset: entry.offset! - batch.offset, length: entry.sizeBytes })),
+      // An encoded member's stored bytes, decoded in the pool (SPEC §5a): its part is the decoded bytes.
+      ranges: members.map((entry) => ({
+        input: 0,
+        offset: entry.offset! - batch.offset,
+        length: spanOf(entry),
+        ...(entry.encoding === undefined ? {} : { decode: { key: entryKey(entry), sizeBytes: entry.sizeBytes, encoding: entry.encoding } }),
+      })),
       // The worker stores them only when every one matched (SPEC §7); else the good ones are stored below.
       ...(store ? { store: { ...store, keys: members.map((entry) => entry.sha256) } } : {}),
     });
@@ -142,6 +148,8 @@ export class BundleRanges {
         const { entry, path } = waiter.read;
         if (bytes === undefined) {
           const failed = members.findIndex((member) => member.sha256 === sha256);
+          const refused = decodeErrors?.[failed];
+          if (refused) return void waiter.reject(refused);
           try {
             checkFileDigest(digests[failed]!, entry, { url, ...this.#view.where(path, entry) });
           } catch (error) {

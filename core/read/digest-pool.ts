@@ -14,9 +14,11 @@
  * loop) and the transport reads bodies itself. Browser-safe: no `node:` imports.
  */
 import type { WorkerStoreAccess } from '../cache/idb-store.js';
+import { MemberDecodeError } from '../errors.js';
+import { decodedOrRefusal, type EncodedMemberInfo } from '../format/encoded-member.js';
 import { sha256Hex } from '../hash.js';
 import type { BodyFetcher, FetchBodyInit, FetchedBody, StreamedAnswer, StreamElsewhere } from '../net/body.js';
-import { refusalError, type BundleStreamPlan, type StreamFailure } from './stream-check.js';
+import { refusalError, type BundleStreamPlan, type DecodeFailure, type StreamFailure } from './stream-check.js';
 import { WORKER_SCRIPT } from './worker-script.js';
 
 export type { BodyFetcher, FetchBodyInit, FetchedBody } from '../net/body.js';
@@ -26,6 +28,12 @@ export interface DigestRange {
   input: number;
   offset: number;
   length: number;
+  /**
+   * The range is an encoded member's stored bytes (SPEC §5a): decoded first, where the job runs
+   * (a worker's `DecompressionStream`, off the page's thread), and its digest, part and stored
+   * copy are then the decoded bytes'. A refusal leaves its digest `''` and its error in `decodeErrors`.
+   */
+  decode?: EncodedMemberInfo;
 }
 
 export interface DigestJob {
@@ -64,6 +72,8 @@ export interface DigestResult {
   parts?: Uint8Array[];
   /** With `store`: settles when the write has committed; rejects with the store's error. */
   stored?: Promise<void>;
+  /** Per range, for a range with `decode` whose bytes were refused: why. */
+  decodeErrors?: (MemberDecodeError | undefined)[];
 }
 
 export interface DigestPool {
@@ -81,12 +91,25 @@ export class InThreadDigests implements DigestPool {
   async digest(job: DigestJob): Promise<DigestResult> {
     const ranges = rangesOf(job);
     const views = ranges.map(({ input, offset, length }) => job.inputs[input]!.subarray(offset, offset + length));
-    const digests = await Promise.all(views.map((view) => sha256Hex(view)));
-    return { inputs: job.inputs, digests, ...(job.split ? { parts: views.map((view) => view.slice()) } : {}) };
+    const decoded = await Promise.all(ranges.map(({ decode }, i) => (decode ? decodedOrRefusal(views[i]!, decode) : views[i]!)));
+    const digests = await Promise.all(decoded.map((bytes) => (bytes instanceof MemberDecodeError ? '' : sha256Hex(bytes))));
+    const parts = job.split
+      ? decoded.map((bytes, i) => (bytes instanceof MemberDecodeError ? new Uint8Array(0) : ranges[i]!.decode ? bytes : bytes.slice()))
+      : undefined;
+    const errors = decoded.map((bytes) => (bytes instanceof MemberDecodeError ? bytes : undefined));
+    return {
+      inputs: job.inputs,
+      digests,
+      ...(parts ? { parts } : {}),
+      ...(errors.some(Boolean) ? { decodeErrors: errors } : {}),
+    };
   }
 
   terminate(): void {}
 }
+
+/** Decoded members up to this size may be decoded on the calling thread while no worker has answered yet (`now`). */
+const IN_THREAD_DECODE_BYTES = 256 * 1024;
 
 interface Pending {
   resolve: (value: unknown) => void;
@@ -107,6 +130,7 @@ interface WorkerReply {
   buffers?: ArrayBuffer[];
   digests?: string[];
   parts?: ArrayBuffer[];
+  decodeErrors?: (DecodeFailure | null)[];
   error?: string;
   progress?: number;
   total?: number;
@@ -170,7 +194,9 @@ export class WorkerDigestPool implements DigestPool {
   }
 
   async digest(job: DigestJob): Promise<DigestResult> {
-    if (job.now && this.#ready !== true && !this.#fallback) {
+    // A large encoded member is decoded in a worker even on a cold page: never on the page's thread.
+    const decodesLarge = job.ranges?.some((range) => range.decode && range.decode.sizeBytes > IN_THREAD_DECODE_BYTES);
+    if (job.now && this.#ready !== true && !this.#fallback && !decodesLarge) {
       // Not `#inThread()`: that gives up on workers for good. These start for the next jobs.
       this.warm();
       return new InThreadDigests().digest(job);
@@ -436,13 +462,20 @@ export class WorkerDigestPool implements DigestPool {
       const inputs = rebuild(data.buffers!);
       // The bytes came back: hash them here rather than fail a load over a worker's trouble.
       if (data.error !== undefined) return void new InThreadDigests().digest({ ...job, inputs }).then(resolve, reject);
-      resolve({ inputs, digests: data.digests!, ...(data.parts ? { parts: data.parts.map((part) => new Uint8Array(part)) } : {}) });
+      const decodeErrors = data.decodeErrors?.map((failure) => (failure ? new MemberDecodeError(failure.message, failure) : undefined));
+      resolve({
+        inputs,
+        digests: data.digests!,
+        ...(data.parts ? { parts: data.parts.map((part) => new Uint8Array(part)) } : {}),
+        ...(decodeErrors ? { decodeErrors } : {}),
+      });
     });
     const message = {
       id,
       buffers,
       split: Boolean(job.split),
       ranges: ranges.map(({ input, offset, length }) => [where[input]!.buffer, where[input]!.byteOffset + offset, length]),
+      ...(ranges.some((range) => range.decode) ? { decode: ranges.map((range) => range.decode ?? null) } : {}),
       ...(job.store ? { store: job.store } : {}),
     };
     const stored = job.store ? new Promise<void>((resolve, reject) => this.#stores.set(id, { resolve, reject })) : undefined;

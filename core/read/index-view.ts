@@ -174,6 +174,7 @@ export class IndexView {
       offset: entry.offset!,
       sizeBytes: entry.sizeBytes,
       sha256: entry.sha256,
+      ...(entry.encoding === undefined ? {} : { storedBytes: entry.storedBytes!, encoding: entry.encoding }),
     }));
   }
 

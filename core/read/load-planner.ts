@@ -186,7 +186,8 @@ export class LoadPlanner {
   ): Promise<ByteRange[] | undefined> {
     const rule = await this.#rule().catch(() => undefined);
     return rule?.deltaRangesFor(
-      missing.map((entry) => ({ offset: entry.offset!, sizeBytes: entry.sizeBytes, sha256: entry.sha256 })),
+      // A member's place in its bundle: its stored bytes when encoded (SPEC §5a: ranges ask for stored bytes).
+      missing.map((entry) => ({ offset: entry.offset!, sizeBytes: entry.storedBytes ?? entry.sizeBytes, sha256: entry.sha256 })),
       bundle.sizeBytes,
       settings,
       multipart,

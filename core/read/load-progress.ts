@@ -91,7 +91,11 @@ export function fileBytesOf(load: Load, entry: Entry): number {
   if (load.arrived.has(entry.sha256)) return entry.sizeBytes;
   if (load.outcome) return load.outcome.error === undefined ? entry.sizeBytes : 0;
   const size = entry.sizeBytes;
-  if (!load.partial && entry.offset !== undefined && load.key === entry.bundle)
-    return Math.max(0, Math.min(size - 1, load.receivedBytes - entry.offset));
+  if (!load.partial && entry.offset !== undefined && load.key === entry.bundle) {
+    const came = load.receivedBytes - entry.offset;
+    // An encoded member's stored bytes stand for its decoded size (SPEC §5a), in proportion.
+    const share = entry.storedBytes === undefined ? came : Math.floor((size * came) / Math.max(1, entry.storedBytes));
+    return Math.max(0, Math.min(size - 1, share));
+  }
   return load.fetchBytes > 0 ? Math.max(0, Math.min(size - 1, Math.floor((size * load.receivedBytes) / load.fetchBytes))) : 0;
 }

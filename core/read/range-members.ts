@@ -8,7 +8,7 @@
  * member is checked alone), but nothing of the load is cached (as for a bundle, SPEC §7
  * "Streamed members", and delta reads since issue 11).
  */
-import { BundleIntegrityError } from '../errors.js';
+import { BundleIntegrityError, type MemberDecodeError } from '../errors.js';
 import { entryKey, type BundleEntry } from '../format/project-index.js';
 import type { RangeSink } from '../net/requests.js';
 import type { ByteRange } from './delta-ranges.js';
@@ -16,6 +16,7 @@ import type { DigestPool } from './digest-pool.js';
 import type { Accepted, FetchCallbacks } from './fetched.js';
 import type { Entry, IndexView } from './index-view.js';
 import type { VerifiedCache } from './verified-cache.js';
+import { spanOf } from './verify.js';
 
 /** A member being cut from one attempt's answer: its buffer, and how many of its bytes came. */
 interface Cut {
@@ -34,6 +35,8 @@ export class RangeMembers {
   readonly #damaged = new Set<string>();
   readonly #checks: Promise<void>[] = [];
   readonly #kept: [string, Uint8Array][] = [];
+  /** Why members that did not decode were refused, by SHA-256. */
+  readonly #decodeErrors = new Map<string, MemberDecodeError>();
 
   constructor(missing: readonly Entry[], pool: DigestPool, cache: VerifiedCache, callbacks: FetchCallbacks) {
     this.#pool = pool;
@@ -43,7 +46,7 @@ export class RangeMembers {
     for (const entry of missing) if (!distinct.has(entry.sha256)) distinct.set(entry.sha256, entry);
     this.#contents = [...distinct.values()].sort((a, b) => a.offset! - b.offset!);
     // Empty contents lie in no range: checked now.
-    for (const entry of this.#contents) if (entry.sizeBytes === 0) this.#check(entry, new Uint8Array(0));
+    for (const entry of this.#contents) if (spanOf(entry) === 0) this.#check(entry, new Uint8Array(0));
   }
 
   /**
@@ -54,9 +57,9 @@ export class RangeMembers {
     const cuts: Cut[] = this.#contents
       .filter(
         (entry) =>
-          entry.sizeBytes > 0 &&
+          spanOf(entry) > 0 &&
           !this.#passed.has(entry.sha256) &&
-          ranges.some((range) => range.offset <= entry.offset! && entry.offset! + entry.sizeBytes <= range.offset + range.length),
+          ranges.some((range) => range.offset <= entry.offset! && entry.offset! + spanOf(entry) <= range.offset + range.length),
       )
       .map((entry) => ({ entry, filled: 0 }));
     return {
@@ -68,20 +71,22 @@ export class RangeMembers {
         while (low < high) {
           const mid = (low + high) >> 1;
           const { entry } = cuts[mid]!;
-          if (entry.offset! + entry.sizeBytes <= offset) low = mid + 1;
+          if (entry.offset! + spanOf(entry) <= offset) low = mid + 1;
           else high = mid;
         }
         for (let i = low; i < cuts.length && cuts[i]!.entry.offset! < end; i++) {
           const cut = cuts[i]!;
           const { entry } = cut;
-          if (cut.filled === entry.sizeBytes) continue;
+          // An encoded member's stored bytes (SPEC §5a), decoded where it is hashed.
+          const span = spanOf(entry);
+          if (cut.filled === span) continue;
           const from = Math.max(offset, entry.offset!);
-          const to = Math.min(end, entry.offset! + entry.sizeBytes);
-          cut.bytes ??= new Uint8Array(entry.sizeBytes);
+          const to = Math.min(end, entry.offset! + span);
+          cut.bytes ??= new Uint8Array(span);
           cut.bytes.set(bytes.subarray(from - offset, to - offset), from - entry.offset!);
           cut.filled += to - from;
-          if (cut.filled >= entry.sizeBytes) {
-            cut.filled = entry.sizeBytes;
+          if (cut.filled >= span) {
+            cut.filled = span;
             this.#check(entry, cut.bytes);
             cut.bytes = undefined;
           }
@@ -91,16 +96,30 @@ export class RangeMembers {
     };
   }
 
-  /** Hashes one member's bytes (given up to the pool); one that matches is handed over and kept for the cache. */
+  /**
+   * Hashes one member's bytes (given up to the pool), an encoded one's once decoded there (SPEC
+   * §5a); one that matches is handed over and kept for the cache, decoded.
+   */
   #check(entry: Entry, bytes: Uint8Array): void {
+    const decode =
+      entry.encoding === undefined ? undefined : { key: entryKey(entry), sizeBytes: entry.sizeBytes, encoding: entry.encoding };
     // No store by the worker: it would write a member before the load as a whole has passed.
-    const check = this.#pool.digest({ inputs: [bytes], transfer: true, now: true }).then(({ inputs, digests }) => {
+    const job = {
+      inputs: [bytes],
+      transfer: true,
+      now: true,
+      ...(decode ? { split: true, ranges: [{ input: 0, offset: 0, length: bytes.length, decode }] } : {}),
+    };
+    const check = this.#pool.digest(job).then(({ inputs, digests, parts, decodeErrors }) => {
+      const refused = decodeErrors?.[0];
+      if (refused) this.#decodeErrors.set(entry.sha256, refused);
       if (digests[0] !== entry.sha256) return void this.#damaged.add(entry.sha256);
       // A retried answer may bring a content again: it was handed over once.
       if (this.#passed.has(entry.sha256)) return;
       this.#passed.add(entry.sha256);
-      if (this.#cache.enabled) this.#kept.push([entry.sha256, this.#cache.needsCopies ? inputs[0]!.slice() : inputs[0]!]);
-      this.#callbacks.onContent(entry.sha256, inputs[0]!);
+      const member = decode ? parts![0]! : inputs[0]!;
+      if (this.#cache.enabled) this.#kept.push([entry.sha256, this.#cache.needsCopies ? member.slice() : member]);
+      this.#callbacks.onContent(entry.sha256, member);
     });
     this.#checks.push(check);
   }
@@ -116,11 +135,12 @@ export class RangeMembers {
         .membersOf(bundle.sha256)
         .filter((entry) => this.#damaged.has(entry.sha256))
         .map(entryKey);
+      const decode = [...this.#decodeErrors.values()][0];
       throw new BundleIntegrityError(
         'members',
-        `bundle ${bundle.sha256}: damaged member${keys.length > 1 ? 's' : ''} ${keys.map((key) => JSON.stringify(key)).join(', ')} in the ranges of a delta read`,
+        `bundle ${bundle.sha256}: damaged member${keys.length > 1 ? 's' : ''} ${keys.map((key) => JSON.stringify(key)).join(', ')} in the ranges of a delta read${decode ? `; ${decode.message}` : ''}`,
         keys,
-        { url },
+        { url, ...(decode ? { cause: decode } : {}) },
       );
     }
     return { forCache: this.#kept };

@@ -172,7 +172,7 @@ export class RangeScheduler<R extends RangeRead = RangeRead> {
     const spans: Span<R>[] = [];
     for (const read of reads) {
       const start = read.read.entry.offset!;
-      const end = start + read.read.entry.sizeBytes;
+      const end = start + (read.read.entry.storedBytes ?? read.read.entry.sizeBytes); // stored bytes (SPEC §5a)
       const last = spans[spans.length - 1];
       if (
         last &&

@@ -11,11 +11,12 @@
  * `response.body` by the transport), and in the reader's Web Workers (worker-main.ts), so the
  * rules exist once. Browser-safe: no `node:` imports.
  */
-import { BundleIntegrityError } from '../errors.js';
-import type { BundleStreamPlan, StreamFailure } from './stream-plan.js';
-import { canonicalLayoutFor, describeDamaged, type ExpectedMember } from './verify.js';
+import { BundleIntegrityError, MemberDecodeError } from '../errors.js';
+import { createMemberDecoder, type MemberDecoder } from '../format/encoded-member.js';
+import type { BundleStreamPlan, DecodeFailure, StreamedContent, StreamFailure } from './stream-plan.js';
+import { canonicalLayoutFor, describeDamaged, spanOf, type ExpectedMember } from './verify.js';
 
-export type { BundleStreamPlan, StreamedContent, StreamFailure } from './stream-plan.js';
+export type { BundleStreamPlan, DecodeFailure, StreamedContent, StreamFailure } from './stream-plan.js';
 
 /** What to say of a head that is not the canonical one (structure.ts `judgeHead`, or `deferredJudge`). */
 export type HeadJudge = (head: Uint8Array) => StreamFailure;
@@ -39,7 +40,9 @@ const unjudged = new WeakMap<object, StreamFailure>();
 
 /** The bundle's integrity error for a refusal (SPEC §7); one whose head is unjudged is judged by `judgedError`. */
 export function refusalError(failure: StreamFailure, url: string): BundleIntegrityError {
-  const error = new BundleIntegrityError(failure.part, failure.message, failure.damaged, { url });
+  const decode = failure.decode?.[0];
+  const cause = decode && new MemberDecodeError(decode.message, decode);
+  const error = new BundleIntegrityError(failure.part, failure.message, failure.damaged, { url, ...(cause ? { cause } : {}) });
   if (failure.head) unjudged.set(error, failure);
   return error;
 }
@@ -59,6 +62,23 @@ export async function judgedError(error: unknown, plan: Pick<BundleStreamPlan, '
     return error;
   }
   return new BundleIntegrityError(judged.part, judged.message, judged.damaged, { url: (error as BundleIntegrityError).url! });
+}
+
+/** A decoder for `content`, or one that refuses at its end when its encoding is none this reader knows. */
+export function decoderFor(content: Pick<StreamedContent, 'keys' | 'sizeBytes' | 'encoding'>): MemberDecoder {
+  const member = { key: content.keys[0]!, sizeBytes: content.sizeBytes, encoding: content.encoding };
+  try {
+    return createMemberDecoder(member);
+  } catch (error) {
+    const refused = Promise.reject(error);
+    refused.catch(() => undefined);
+    return { write() {}, end: () => refused, abort() {} };
+  }
+}
+
+/** A `MemberDecodeError` as plain data, to post from a worker. */
+export function decodeFailure(error: MemberDecodeError): DecodeFailure {
+  return { key: error.key, encoding: error.encoding, problem: error.problem, message: error.message };
 }
 
 /** Thrown by `push` and `finish` (plain data, posted as is from a worker). */
@@ -96,9 +116,10 @@ export function bundleStreamPlan(
     if (keys) keys.push(member.key);
     else keysOf.set(member.sha256, [member.key]);
   }
-  const contents = layout.written.map((index) => {
-    const record = layout.records[index]!;
-    return { sha256: record.sha256, offset: record.offset, sizeBytes: record.sizeBytes, keys: keysOf.get(record.sha256)! };
+  const contents = layout.written.map((index): StreamedContent => {
+    const { sha256, offset, sizeBytes, storedBytes, encoding } = layout.records[index]!;
+    const keys = keysOf.get(sha256)!;
+    return encoding === undefined ? { sha256, offset, sizeBytes, keys } : { sha256, offset, sizeBytes, storedBytes, encoding, keys };
   });
   return { sha256: listing.sha256, sizeBytes: listing.sizeBytes, head: layout.head, contents, members: [...members] };
 }
@@ -119,9 +140,12 @@ export class BundleStreamChecker {
   /** The head as it arrives, while it matches; then (on a mismatch) what is needed to say why. */
   #head: Uint8Array;
   #headMatches = true;
-  /** The content being filled, and its buffer. */
+  /** The content being filled, and its buffer (or, for an encoded content, its decoder). */
   #current = 0;
   #buffer: Uint8Array | undefined;
+  #decoder: MemberDecoder | undefined;
+  /** Why each content that did not decode was refused, by index. */
+  readonly #decode = new Map<number, DecodeFailure>();
   #filled = 0;
   /** Settles once every completed content has been judged, in data order. */
   #judged: Promise<void> = Promise.resolve();
@@ -157,13 +181,19 @@ export class BundleStreamChecker {
           damaged: [],
         });
       }
-      this.#buffer ??= new Uint8Array(content.sizeBytes);
-      const take = Math.min(chunk.length - at, content.sizeBytes - this.#filled);
-      this.#buffer.set(chunk.subarray(at, at + take), this.#filled);
+      const span = spanOf(content);
+      const take = Math.min(chunk.length - at, span - this.#filled);
+      if (content.encoding === undefined) {
+        this.#buffer ??= new Uint8Array(span);
+        this.#buffer.set(chunk.subarray(at, at + take), this.#filled);
+      } else {
+        // SPEC §5a: decoded as the stored bytes arrive; the decoder holds what it is given.
+        (this.#decoder ??= decoderFor(content)).write(chunk.subarray(at, at + take));
+      }
       this.#filled += take;
       this.received += take;
       at += take;
-      if (this.#filled === content.sizeBytes) this.#complete();
+      if (this.#filled === span) this.#complete();
       this.#skipEmpty();
     }
   }
@@ -179,6 +209,9 @@ export class BundleStreamChecker {
     // A body cut short (inside the table, or in the data): every content it did not bring is
     // damaged, as a whole-bundle check names them (SPEC §7 "Verified").
     if (this.received >= this.#plan.head.length) this.#skipEmpty();
+    // A content the body stopped inside decodes no further.
+    this.#decoder?.abort();
+    this.#decoder = undefined;
     await this.#judged;
     const missing = this.received >= this.#plan.head.length ? this.#current : 0;
     for (let i = missing; i < this.#plan.contents.length; i++) this.#damaged.add(i);
@@ -188,7 +221,15 @@ export class BundleStreamChecker {
     const where = this.received < this.#plan.head.length ? ', inside the table' : '';
     const short =
       missing < this.#plan.contents.length ? `the body ended after ${this.received} of ${this.#plan.sizeBytes} bytes${where}; ` : '';
-    throw new StreamRefusal({ part: 'members', message: `bundle ${this.#plan.sha256}: ${short}${describeDamaged(damaged)}`, damaged });
+    const decode = [...this.#decode.entries()].sort(([a], [b]) => a - b).map(([, failure]) => failure);
+    // A member that did not decode: why, after the list (the first one; the rest are in `decode`).
+    const why = decode.length > 0 ? `; ${decode[0]!.message}` : '';
+    throw new StreamRefusal({
+      part: 'members',
+      message: `bundle ${this.#plan.sha256}: ${short}${describeDamaged(damaged)}${why}`,
+      damaged,
+      ...(decode.length > 0 ? { decode } : {}),
+    });
   }
 
   /** Takes head bytes from `chunk`; returns how many of them it used. Throws once a mismatch can be named. */
@@ -244,7 +285,7 @@ export class BundleStreamChecker {
 
   /** Empty contents take no bytes: complete them as soon as the data reaches their place. */
   #skipEmpty(): void {
-    while (this.#plan.contents[this.#current]?.sizeBytes === 0) {
+    for (let content = this.#plan.contents[this.#current]; content && spanOf(content) === 0; content = this.#plan.contents[this.#current]) {
       this.#buffer = new Uint8Array(0);
       this.#complete();
     }
@@ -252,25 +293,37 @@ export class BundleStreamChecker {
 
   #complete(): void {
     const index = this.#current;
-    const bytes = this.#buffer!;
     const content = this.#plan.contents[index]!;
+    // An encoded content: its decoded bytes (SPEC §5a), or why they are refused.
+    const decoded = content.encoding === undefined ? undefined : (this.#decoder ?? decoderFor(content)).end();
+    const stored = this.#buffer;
     this.#current++;
     this.#buffer = undefined;
+    this.#decoder = undefined;
     this.#filled = 0;
     // Hashed at once (in parallel with what follows), judged in data order: a member is not
     // handed out while one before it is unchecked or damaged.
-    const digest = this.#hash(bytes);
+    const digest = decoded
+      ? decoded.then(
+          async (bytes) => ({ bytes, digest: await this.#hash(bytes) }),
+          (error: unknown) => {
+            if (!(error instanceof MemberDecodeError)) throw error;
+            return { bytes: undefined, digest: undefined, error };
+          },
+        )
+      : this.#hash(stored!).then((digest) => ({ bytes: stored!, digest }));
     this.#judged = this.#judged
       .then(() => digest)
-      .then((digest) => {
-        if (digest !== content.sha256) {
+      .then((outcome) => {
+        if ('error' in outcome) this.#decode.set(index, decodeFailure(outcome.error!));
+        if (outcome.digest !== content.sha256) {
           this.#damaged.add(index);
           return;
         }
         // SPEC §7 "Streamed members": out as soon as it matched, unless the bundle failed already.
         if (this.#damaged.size > 0) return;
         this.delivered.add(index);
-        this.#sink.member(index, bytes);
+        this.#sink.member(index, outcome.bytes!);
       });
   }
 }

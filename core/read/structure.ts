@@ -28,7 +28,9 @@ export function structuralProblem(
   for (const member of members) {
     const record = byKey.get(member.key);
     if (!record) return { part: 'table', message: `AWKB table: no record for ${previewValue(member.key, KEY_PREVIEW_CHARACTERS)}` };
-    if (record.offset !== member.offset || record.sizeBytes !== member.sizeBytes || record.sha256 !== member.sha256) {
+    const stored =
+      (record.storedBytes ?? record.sizeBytes) !== (member.storedBytes ?? member.sizeBytes) || record.encoding !== member.encoding;
+    if (record.offset !== member.offset || record.sizeBytes !== member.sizeBytes || record.sha256 !== member.sha256 || stored) {
       return {
         part: 'table',
         message: `AWKB table: record ${previewValue(member.key, KEY_PREVIEW_CHARACTERS)} differs from its index entry`,

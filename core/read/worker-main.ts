@@ -15,7 +15,9 @@
 import { getEntries, hasEntries, openStore, putEntries, type WorkerStoreAccess } from '../cache/idb-store.js';
 import { bodyToRead, collectBody, declaredLength, pumpBody } from '../net/body.js';
 import { toHex } from '../hash.js';
-import { BundleStreamChecker, deferredJudge, StreamRefusal, type BundleStreamPlan } from './stream-check.js';
+import { MemberDecodeError } from '../errors.js';
+import { decodedOrRefusal, type EncodedMemberInfo } from '../format/encoded-member.js';
+import { BundleStreamChecker, decodeFailure, deferredJudge, StreamRefusal, type BundleStreamPlan } from './stream-check.js';
 
 declare const self: {
   postMessage(message: unknown, transfer?: Transferable[]): void;
@@ -74,21 +76,25 @@ interface DigestMessage {
   ranges: [number, number, number][];
   split: boolean;
   store?: WorkerStoreAccess & { keys: string[] };
+  /** Per range: an encoded member's stored bytes, decoded here before they are hashed (SPEC §5a). */
+  decode?: (EncodedMemberInfo | null)[];
 }
 
-async function digest({ id, buffers, ranges, split, store: target }: DigestMessage): Promise<void> {
+async function digest({ id, buffers, ranges, split, store: target, decode }: DigestMessage): Promise<void> {
   try {
-    const digests = await Promise.all(
-      ranges.map(([buffer, offset, length]) => digestHex(new Uint8Array(buffers[buffer]!, offset, length))),
-    );
-    const parts = split ? ranges.map(([buffer, offset, length]) => buffers[buffer]!.slice(offset, offset + length)) : undefined;
+    const views = ranges.map(([buffer, offset, length]) => new Uint8Array(buffers[buffer]!, offset, length));
+    const decoded = await Promise.all(views.map((view, i) => (decode?.[i] ? decodedOrRefusal(view, decode[i]!) : view)));
+    const refused = (bytes: Uint8Array | MemberDecodeError): bytes is MemberDecodeError => bytes instanceof MemberDecodeError;
+    const digests = await Promise.all(decoded.map((bytes) => (refused(bytes) ? '' : digestHex(bytes))));
+    // A decoded member's own buffer is its part; a stored range is cut into one.
+    const own = decoded.map((bytes, i) => (refused(bytes) ? new Uint8Array(0) : decode?.[i] ? bytes : undefined));
+    const parts = split ? decoded.map((bytes, i) => own[i]?.buffer ?? (bytes as Uint8Array).slice().buffer) : undefined;
+    const decodeErrors = decode ? decoded.map((bytes) => (refused(bytes) ? decodeFailure(bytes) : null)) : undefined;
     // Copies for the store, taken before the buffers go back; written after, off the reply's path.
     // All or nothing: one range that does not match its key, and nothing is stored (SPEC §7).
     const whole = target !== undefined && digests.every((d, i) => d === target.keys[i]);
-    const entries: [string, Uint8Array][] = whole
-      ? ranges.map(([buffer, offset, length], i) => [target.keys[i]!, new Uint8Array(buffers[buffer]!.slice(offset, offset + length))])
-      : [];
-    post({ id, buffers, digests, parts }, parts ? [...buffers, ...parts] : buffers);
+    const entries: [string, Uint8Array][] = whole ? decoded.map((bytes, i) => [target.keys[i]!, (bytes as Uint8Array).slice()]) : [];
+    post({ id, buffers, digests, parts, decodeErrors }, parts ? [...buffers, ...(parts as ArrayBuffer[])] : buffers);
     if (target) store(id, target, entries);
   } catch (error) {
     post({ id, buffers, error: describe(error) }, buffers);
