@@ -7,29 +7,26 @@
  * not decode to their listed bytes are refused naming the member and its encoding, and nothing of
  * their bundle is cached. The browsers' runs are in browser-encoded.test.ts.
  */
-import { createHash } from 'node:crypto';
 import { mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { deflateRawSync } from 'node:zlib';
+import { createDeflateRaw, deflateRawSync } from 'node:zlib';
 import {
   BundleIntegrityError,
-  encodeBundle,
   IndexedAssetSource,
   MemberDecodeError,
   MemoryCache,
   registerMemberDecoder,
   StreamMemberDecoder,
-  type BundleMemberInput,
   type MemberDecodeProblem,
 } from '../core/index.js';
 import { nodeMemberDecoder, publishFolder, startStaticServer, type StaticServer } from '../core/node/index.js';
 import { temporaryDir } from './helpers/cli.js';
+import { BAD_MEMBER_BYTES, BAD_STORED_CASES, badMembers, craftedSite, pseudoRandom, sha256, text } from './helpers/encoded-sites.js';
 import { RecordingCache } from './helpers/recording-cache.js';
 
 const FIXTURES = join(__dirname, 'fixtures', 'conformance');
 const ENCODED = join(FIXTURES, 'encoded', 'text');
 const TEXT_TREE = join(FIXTURES, 'trees', 'text');
-const sha256 = (bytes: Uint8Array) => createHash('sha256').update(bytes).digest('hex');
 
 function filesOf(dir: string, sub = ''): string[] {
   return readdirSync(join(dir, sub)).flatMap((name) => {
@@ -140,29 +137,8 @@ describe.each(decoders)('with the %s decoder', (_, decoder) => {
   });
 
   describe('a member whose stored bytes do not decode to its listed bytes is refused, naming it and its encoding; nothing is cached', () => {
-    const good = text(40_000, 3);
-    const cases: [string, MemberDecodeProblem, Uint8Array, RegExp][] = [
-      [
-        'a bomb: output past the listed size',
-        'too-long',
-        deflateRawSync(new Uint8Array(8 * 1024 * 1024)),
-        /decodes to more than its listed/,
-      ],
-      ['a stream cut short', 'too-short', deflateRawSync(good).subarray(0, 600), /end inside the deflate stream|short of its listed/],
-      [
-        'a whole stream shorter than the listed size',
-        'too-short',
-        deflateRawSync(good.subarray(0, 30_000)),
-        /short of its listed|end inside/,
-      ],
-      [
-        'bytes after the end of the stream',
-        'trailing-bytes',
-        Buffer.concat([deflateRawSync(good), Buffer.from('trailing garbage')]),
-        /follow the end of its deflate stream/,
-      ],
-      ['bytes that are no deflate stream', 'corrupt', new Uint8Array(900).fill(0xff), /not a valid deflate stream/],
-    ];
+    const good = BAD_MEMBER_BYTES;
+    const cases = BAD_STORED_CASES;
 
     // Node's own DecompressionStream (unlike Chromium's and Firefox's, browser-encoded.test.ts)
     // ignores bytes after the stream's end; node:zlib, which awake-bundle/node registers, refuses them.
@@ -171,10 +147,7 @@ describe.each(decoders)('with the %s decoder', (_, decoder) => {
     test.each(cases)('%s', async (_label, problem, stored, says) => {
       if (platformIgnores(problem)) return;
       // The bundle and index are consistent (the bundle's SHA-256 is listed): only decoding can tell.
-      const site = craftedSite([
-        { key: 'maps/bad.json', bytes: good, sha256: sha256(good), stored, encoding: 'deflate-raw' },
-        { key: 'maps/ok.txt', bytes: text(3000, 5), sha256: sha256(text(3000, 5)) },
-      ]);
+      const site = craftedSite(badMembers(stored));
       const { server, indexUrl } = await serve(site);
       try {
         for (const [, options, viaLoad] of modes) {
@@ -199,6 +172,65 @@ describe.each(decoders)('with the %s decoder', (_, decoder) => {
       }
     });
   });
+});
+
+describe('a 512 MiB bomb in a 0.5 MB member (SPEC §5a: output past the listed size is refused before it is held)', () => {
+  let site: string;
+  let bombBytes = 0;
+
+  beforeAll(async () => {
+    // 512 MiB of zeros deflated as they stream (never held), listed as a 1 MiB member.
+    const deflater = createDeflateRaw({ level: 9, memLevel: 9 });
+    const pieces: Buffer[] = [];
+    deflater.on('data', (piece: Buffer) => pieces.push(piece));
+    const ended = new Promise((resolve) => deflater.on('end', resolve));
+    const zeros = Buffer.alloc(1024 * 1024);
+    for (let i = 0; i < 512; i++) if (!deflater.write(zeros)) await new Promise((resolve) => deflater.once('drain', resolve));
+    deflater.end();
+    await ended;
+    const stored = new Uint8Array(Buffer.concat(pieces));
+    bombBytes = stored.length;
+    const listed = new Uint8Array(1024 * 1024);
+    const ok = text(3000, 5);
+    site = craftedSite([
+      { key: 'bomb.bin', bytes: listed, sha256: sha256(listed), stored, encoding: 'deflate-raw' },
+      { key: 'ok.txt', bytes: ok, sha256: sha256(ok) },
+    ]);
+  }, 60_000);
+
+  test.each(decoders)(
+    'with the %s decoder, on every read path, RSS grows by less than 64 MiB',
+    async (_, decoder) => {
+      expect(bombBytes).toBeGreaterThan(400_000);
+      expect(bombBytes).toBeLessThan(600_000);
+      registerMemberDecoder(decoder);
+      const { server, indexUrl } = await serve(site);
+      try {
+        for (const [, options, viaLoad] of modes) {
+          const before = process.memoryUsage().rss;
+          let peak = before;
+          // Sampled while the read runs (each sample a turn of the event loop; nothing waits on it).
+          const sampler = setInterval(() => (peak = Math.max(peak, process.memoryUsage().rss)), 1);
+          try {
+            const source = await IndexedAssetSource.open({ indexUrl, ...options });
+            const error = await readVia(source, 'bomb.bin', viaLoad).then(
+              () => undefined,
+              (thrown: unknown) => thrown,
+            );
+            const refusal = error instanceof MemberDecodeError ? error : (error as { cause?: unknown } | undefined)?.cause;
+            expect(refusal).toMatchObject({ key: 'bomb.bin', encoding: 'deflate-raw', problem: 'too-long' });
+            peak = Math.max(peak, process.memoryUsage().rss);
+          } finally {
+            clearInterval(sampler);
+          }
+          expect((peak - before) / 2 ** 20).toBeLessThan(64);
+        }
+      } finally {
+        await server.close();
+      }
+    },
+    60_000,
+  );
 });
 
 test('an encoding name the reader does not know is refused when the index is read, naming the field', async () => {
@@ -244,23 +276,6 @@ test('an encoding byte the reader does not know is refused as the table, before 
 
 // ---------------------------------------------------------------------------------------------
 
-function text(size: number, seed: number): Uint8Array {
-  const words = ['tile', 'layer', 'width', 'height', 'sprite', 'frame', 'x', 'y', 'rotation', 'visible'];
-  let out = '';
-  for (let i = 0; out.length < size; i++) out += `{"${words[(i * seed) % words.length]}": ${(i * 7919 + seed) % 1000}},\n`;
-  return new TextEncoder().encode(out.slice(0, size));
-}
-
-function pseudoRandom(size: number, seed: number): Uint8Array {
-  const out = new Uint8Array(size);
-  let state = Math.imul(seed, 2654435761) >>> 0;
-  for (let i = 0; i < size; i++) {
-    state = (Math.imul(state, 1103515245) + 12345) >>> 0;
-    out[i] = state >>> 24;
-  }
-  return out;
-}
-
 interface OwnPublish {
   out: string;
   tree: Record<string, Uint8Array>;
@@ -295,34 +310,4 @@ function ownPublish(): Promise<OwnPublish> {
     return { out, tree, index };
   })();
   return published;
-}
-
-/** A site of one bundle made of `members` as given (stored bytes as they are), with the index that lists it. */
-function craftedSite(members: BundleMemberInput[]): string {
-  const root = temporaryDir('awkb-encoded-crafted-');
-  const bundle = encodeBundle(members);
-  const name = sha256(bundle);
-  mkdirSync(join(root, 'bundles'));
-  writeFileSync(join(root, 'bundles', `${name}.awkb`), bundle);
-  // The offsets as the writer lays them out: read back from the table.
-  const { decodeBundle } = jest.requireActual('../core/index.js') as typeof import('../core/index.js');
-  const { records } = decodeBundle(bundle);
-  const files = records
-    .map((record) => ({
-      path: record.key,
-      sizeBytes: record.sizeBytes,
-      sha256: record.sha256,
-      bundle: name,
-      offset: record.offset,
-      ...(record.encoding ? { storedBytes: record.storedBytes, encoding: record.encoding } : {}),
-    }))
-    .sort((a, b) => (a.path < b.path ? -1 : 1));
-  const index = {
-    formatVersion: 3,
-    rootPath: '/project',
-    bundles: [{ sha256: name, sizeBytes: bundle.length, url: `bundles/${name}.awkb` }],
-    files,
-  };
-  writeFileSync(join(root, 'project.index.json'), JSON.stringify(index, null, 2));
-  return root;
 }
