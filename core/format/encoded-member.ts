@@ -175,17 +175,19 @@ export class StreamMemberDecoder implements MemberDecoder {
   }
 
   /**
-   * What an inflater's error means: output already complete (so input followed the stream's end),
-   * input that ended inside the stream (the platforms' words for it: Chromium "truncated", Node
-   * "unexpected end of file", Firefox "end of stream"), or bytes that are no deflate stream.
+   * What an inflater's error means: input after the stream's end (output already complete, or the
+   * platform says so), input that ended inside the stream (Node: "unexpected end of file"), or
+   * bytes that are no deflate stream.
    */
   #describe(error: unknown): unknown {
     if (error instanceof MemberDecodeError) return error;
     const received = this.#output.received;
     const words = (error as Error)?.message ?? String(error);
-    if (received === this.#member.sizeBytes)
+    // Chromium "Junk found after end of compressed data", Firefox "Unexpected input after the end of stream".
+    if (received === this.#member.sizeBytes || /junk|after (the )?end/i.test(words))
       return memberDecodeError(this.#member, 'trailing-bytes', 'stored bytes follow the end of its deflate stream', error);
-    if (this.#ended && /truncat|unexpected end|end of (the )?(file|stream|input|data)/i.test(words))
+    // Chromium "Compressed input was truncated", Firefox "The input is ended without reaching the stream end".
+    if (this.#ended && /truncat|unexpected end|ended without|end of (the )?(file|stream|input|data)/i.test(words))
       return memberDecodeError(
         this.#member,
         'too-short',
