@@ -259,7 +259,7 @@ describe("SPEC §5a's rule at its edges: saves at least 1 KiB and 5%", () => {
   });
 });
 
-describe('the command line compresses with --compress (not yet by default: the reader does not decode yet); --no-compress turns it off (SPEC §8)', () => {
+describe('the command line compresses by default (and with --compress); --no-compress turns it off (SPEC §8)', () => {
   let dir: string;
   beforeAll(() => (dir = temporaryDir('awkb-encoded-cli-')));
   afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -290,11 +290,12 @@ describe('the command line compresses with --compress (not yet by default: the r
     for (const [url, bytes] of bundles) expect(sha256(readFileSync(join(dir, 'off', url)))).toBe(sha256(bytes));
   });
 
-  test('until the reader decodes, a publish is plain unless asked (COMPRESS_BY_DEFAULT); --compress with --no-compress is a usage error', () => {
-    expect(COMPRESS_BY_DEFAULT).toBe(false);
+  test('a publish encodes unless told not to (COMPRESS_BY_DEFAULT, SPEC §8), the same bytes as --compress; --compress with --no-compress is a usage error', () => {
+    expect(COMPRESS_BY_DEFAULT).toBe(true);
     expect(runCli([TEXT_TREE, '--out', join(dir, 'default')]).code).toBe(0);
-    const index = JSON.parse(readFileSync(join(dir, 'default', 'project.index.json'), 'utf8'));
-    expect(index.files.filter((file: { encoding?: string }) => file.encoding !== undefined)).toEqual([]);
+    const index = readFileSync(join(dir, 'default', 'project.index.json'), 'utf8');
+    expect(index).toMatch(/"encoding": "deflate-raw"/);
+    expect(index).toBe(readFileSync(join(dir, 'on', 'project.index.json'), 'utf8'));
     const both = runCli([TEXT_TREE, '--out', join(dir, 'both'), '--compress', '--no-compress']);
     expect(both.code).toBe(2);
     expect(both.stderr).toMatch(/--compress and --no-compress/);

@@ -48,10 +48,10 @@ Options:
                        publish paths that differ only by case or Unicode normalization
                        (they collide on macOS and Windows hosts) with a warning, instead
                        of refusing them
-  --compress           store a member deflate-raw where that saves at least 1 KiB and
-                       5% (AWKB version 2; not yet the default: this version's reader
-                       does not decode encoded members yet)
-  --no-compress        store every member as it is (the default for now)
+  --no-compress        store every member as it is (AWKB version 1); by default a
+                       member is stored deflate-raw where that saves at least 1 KiB
+                       and 5% (AWKB version 2), and readers decode it
+  --compress           the default, said explicitly
 ${TARGET_HELP}
   --json               print a machine-readable summary on stdout
   -h, --help           show this help

@@ -407,11 +407,10 @@ export async function publishBundles(
 }
 
 /**
- * Whether a publish encodes members when not told (SPEC §5a, §8). Off until the reader decodes
- * encoded members everywhere it reads (issue 28, item 2): a default publish must stay readable by
- * the reader and service worker of the same package. `compress: true` (`--compress`) encodes now.
+ * Whether a publish encodes members when not told (SPEC §5a, §8: members are encoded where that
+ * pays unless `--no-compress`). The reader and the service worker decode them wherever they read.
  */
-export const COMPRESS_BY_DEFAULT = false;
+export const COMPRESS_BY_DEFAULT = true;
 
 /** The compressor a Node publish uses (SPEC §5a, §8 `--no-compress`): `node:zlib`'s when compressing. */
 function compressorFor(options: Pick<PublishBundlesOptions, 'compress' | 'compressor'>): MemberCompressor | undefined {

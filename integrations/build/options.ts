@@ -56,8 +56,7 @@ export interface AwakeBundleBuildOptions {
   allowCaseCollisions?: boolean;
   /**
    * True: a member is stored deflate-raw where that saves at least 1 KiB and 5% (SPEC §5a, AWKB
-   * version 2); false (`--no-compress`): every member as it is. Not yet on by default (this
-   * version's reader does not decode encoded members yet: `COMPRESS_BY_DEFAULT`).
+   * version 2), the default (SPEC §8); false (`--no-compress`): every member as it is.
    */
   compress?: boolean;
   /**
