@@ -4,6 +4,7 @@
 // sw` and the build plugins prepend the index URL line, which would shift it). `npm run build`
 // calls it from scripts/postbuild.mjs.
 const path = require('node:path');
+const { NormalModuleReplacementPlugin } = require('webpack');
 
 const repo = path.resolve(__dirname, '../..');
 
@@ -26,6 +27,13 @@ module.exports = {
       },
     ],
   },
+  // A service worker has no Web Workers: the reader's pool there is the calling thread's
+  // (adapters/service-worker/digest-pool.ts), not core/read/digest-pool.ts's worker pool.
+  plugins: [
+    new NormalModuleReplacementPlugin(/^\.\/digest-pool\.js$/, (resource) => {
+      if (resource.context === path.join(repo, 'core/read')) resource.request = path.join(__dirname, 'digest-pool.ts');
+    }),
+  ],
   optimization: { minimize: true, splitChunks: false, runtimeChunk: false },
   performance: { hints: false },
   stats: 'errors-warnings',
