@@ -488,6 +488,9 @@ ${HELD_AT}
             const source = await core.IndexedAssetSource.open({
               indexUrl: `/published/delta/${version}/project.index.json`,
               cache,
+              // A round trip priced at its floor: a loaded machine's measured one can make the whole
+              // bundle cost less than another request (needed bytes), and this is about the ranges.
+              neededBytes: { roundTripBytes: 16 * 1024 },
               ...options,
             });
             const paths = source.paths();
