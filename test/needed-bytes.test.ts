@@ -410,3 +410,26 @@ describe('members are handed over as their bytes arrive, before the rest of the 
     }
   }, 15_000);
 });
+
+// Found by the engines grid (BENCHMARKS.md "bench:engines after the round-trip fix"): Phaser hands
+// an audio file's bytes to decodeAudioData, which detaches their buffer at once; the copy for the
+// cache of a member that came by range was taken only when the load ended, from the detached
+// buffer, so the cache held nothing of it and every return visit fetched the audio again.
+test('a member that came by range is cached whole even when the game detaches its buffer as soon as it has it', async () => {
+  const { fetch, ranges } = recordingFetch();
+  const cache = new MemoryCache();
+  const source = await open({ fetch, cache, neededBytes: { roundTripBytes: 16 * KiB } });
+  const paths = [LEVELS[3]!, LEVELS[40]!];
+  await Promise.all(
+    paths.map(async (path) => {
+      const bytes = await source.read(path);
+      expect(sha256Hex(bytes)).toBe(entry(path).sha256);
+      structuredClone(bytes.buffer, { transfer: [bytes.buffer as ArrayBuffer] }); // as decodeAudioData does
+      expect(bytes.length).toBe(0);
+    }),
+  );
+  expect(ranges.every((range) => range !== null)).toBe(true);
+  await source.whenStored();
+  for (const path of paths) expect(sha256Hex((await cache.get(entry(path).sha256)) ?? new Uint8Array(0))).toBe(entry(path).sha256);
+  source.dispose();
+});

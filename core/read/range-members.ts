@@ -118,7 +118,10 @@ export class RangeMembers {
       if (this.#passed.has(entry.sha256)) return;
       this.#passed.add(entry.sha256);
       const member = decode ? parts![0]! : inputs[0]!;
-      if (this.#cache.enabled) this.#kept.push([entry.sha256, this.#cache.needsCopies ? member.slice() : member]);
+      // The cache's copy is taken now, before the member is handed over: the load writes it only
+      // once every answer is in, and a game may have detached the buffer by then (Phaser gives
+      // audio to decodeAudioData), which left the cache an empty copy and the next visit a refetch.
+      if (this.#cache.enabled) this.#kept.push([entry.sha256, member.slice()]);
       this.#callbacks.onContent(entry.sha256, member);
     });
     this.#checks.push(check);
