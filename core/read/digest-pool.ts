@@ -27,6 +27,13 @@ export * from './digest-jobs.js';
 /** Decoded members up to this size may be decoded on the calling thread while no worker has answered yet (`now`). */
 const IN_THREAD_DECODE_BYTES = 256 * 1024;
 
+/** Whether a bundle's encoded members decode to more than may be decoded on the page's thread. */
+function decodesLarge(plan: BundleStreamPlan): boolean {
+  let bytes = 0;
+  for (const content of plan.contents) if (content.encoding !== undefined) bytes += content.sizeBytes;
+  return bytes > IN_THREAD_DECODE_BYTES;
+}
+
 interface Pending {
   resolve: (value: unknown) => void;
   reject: (error: Error) => void;
@@ -155,8 +162,9 @@ export class WorkerDigestPool implements DigestPool {
       stored = undefined;
       if (init.signal.aborted) throw init.signal.reason;
       // A bundle waits for no worker to start: until one has answered, bundles stream on this
-      // thread (the first bundles of a cold page), rather than go out a worker's start-up later.
-      if (this.#ready !== true) {
+      // thread (the first bundles of a cold page), rather than go out a worker's start-up later;
+      // but one with encoded members to decode waits for a worker (SPEC §5a, decoding off the page).
+      if (this.#ready !== true && !decodesLarge(plan)) {
         this.warm();
         return undefined;
       }
