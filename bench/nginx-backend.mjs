@@ -9,6 +9,9 @@
 // as `/published/`) serves every file below it immutable too: the "assets in memory" visits of
 // bench/engines.mjs, whose assets the browser then takes from its HTTP cache without asking.
 // Requests are counted from nginx's access log (method, target, status, body bytes).
+// `gzip` compresses text as common static hosts do (bench/encoded.mjs): gzip level 6 for JSON,
+// glTF, JavaScript, SVG, XML, plain text (.txt, .fnt, .atlas), Markdown, CSS and HTML; everything
+// else (images, audio, .bin, .glb, bundles) raw. The log's bytes are then the compressed bodies.
 import { execFileSync, spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -40,7 +43,15 @@ export function accepts(port) {
   });
 }
 
-function nginxConfig({ folder, root, port, tls, immutableBelow }) {
+/** What `gzip` adds (see the header): the types a compressing host compresses, at level 6. */
+export const GZIP_CONFIG = `types { text/plain txt fnt atlas; text/markdown md; }
+  gzip on;
+  gzip_comp_level 6;
+  gzip_min_length 20;
+  gzip_vary on;
+  gzip_types application/json model/gltf+json application/javascript text/javascript image/svg+xml application/xml text/xml text/plain text/markdown text/css;`;
+
+function nginxConfig({ folder, root, port, tls, immutableBelow, gzip }) {
   const quoted = (path) => JSON.stringify(path);
   const immutable = 'add_header Cache-Control "public, max-age=31536000, immutable" always;';
   return `daemon off;
@@ -58,6 +69,7 @@ http {
   include ${quoted(MIME_TYPES)};
   types { application/json json; model/gltf+json gltf; model/gltf-binary glb; audio/ogg ogg; }
   default_type application/octet-stream;
+  ${gzip ? GZIP_CONFIG : ''}
   keepalive_requests 100000;
   keepalive_timeout 600s;
   send_timeout 600s;
@@ -131,7 +143,7 @@ function parseLine(line) {
  * `port`, `spki` (with TLS: the certificate's key, see spkiOf), `readRequests()` (the access log's entries so far) and `close()` (stops nginx, removes
  * its folder).
  */
-export async function startNginxBackend({ root, tls = true, immutableBelow }) {
+export async function startNginxBackend({ root, tls = true, immutableBelow, gzip = false }) {
   if (!existsSync(NGINX)) throw new Error(`${NGINX} is missing: apt-get install -y nginx-light`);
   const folder = mkdtempSync(join(tmpdir(), 'awake-bench-nginx-'));
   for (const name of ['client_body', 'proxy', 'fastcgi', 'uwsgi', 'scgi']) mkdirSync(join(folder, name));
@@ -140,7 +152,7 @@ export async function startNginxBackend({ root, tls = true, immutableBelow }) {
   let failure = '';
   for (let attempt = 1; attempt <= 5; attempt++) {
     const port = await freePort();
-    writeFileSync(join(folder, 'nginx.conf'), nginxConfig({ folder, root: resolve(root), port, tls, immutableBelow }));
+    writeFileSync(join(folder, 'nginx.conf'), nginxConfig({ folder, root: resolve(root), port, tls, immutableBelow, gzip }));
     const child = spawn(NGINX, ['-p', folder, '-e', 'stderr', '-c', join(folder, 'nginx.conf')], { stdio: ['ignore', 'ignore', 'pipe'] });
     let stderr = '';
     child.stderr.on('data', (chunk) => (stderr += chunk));

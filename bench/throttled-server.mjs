@@ -22,7 +22,8 @@
 //               serve` sends them: bundles immutable, everything else `no-cache`), plain HTTP;
 //   'h2'        Debian's nginx with TLS and HTTP/2 (bench/nginx-backend.mjs), the same headers.
 // A folder given with `immutableBelow` (every file below that prefix served immutable) is served
-// by nginx in either protocol (plain HTTP/1.1 for 'http/1.1'), `serve` having no such option.
+// by nginx in either protocol (plain HTTP/1.1 for 'http/1.1'), `serve` having no such option; so
+// is a folder given with `gzip` (text compressed as common hosts do: bench/nginx-backend.mjs).
 // Several folders (`roots`) may sit behind one relay, one origin: `use(name)` picks the one new
 // connections reach (a new publish on the same host, between two browser sessions).
 // Counting: the servers' access logs (one entry per request: method, target, status, body
@@ -166,12 +167,12 @@ function parseLogLine(line) {
 }
 
 /** One folder's server on a loopback port: `serve`, or nginx (see the header). */
-async function startBackend({ root, immutableBelow }, protocol, requests) {
-  if (protocol === 'http/1.1' && !immutableBelow) {
+async function startBackend({ root, immutableBelow, gzip }, protocol, requests) {
+  if (protocol === 'http/1.1' && !immutableBelow && !gzip) {
     const server = await startStaticServer({ root, host: '127.0.0.1', log: (line) => requests.push(parseLogLine(line)) });
     return { port: server.port, refresh() {}, close: () => server.close() };
   }
-  const nginx = await startNginxBackend({ root, tls: protocol === 'h2', immutableBelow });
+  const nginx = await startNginxBackend({ root, tls: protocol === 'h2', immutableBelow, gzip });
   let seen = 0;
   return {
     port: nginx.port,
