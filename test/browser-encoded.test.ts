@@ -10,7 +10,15 @@
 import { cpSync, mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Page } from 'puppeteer-core';
-import { launchBrowser, reloadHarness, startRepoServer, TESTED_BROWSERS, type LaunchedBrowser, type RepoServer } from './helpers/browser';
+import {
+  holdWorkerPongs,
+  launchBrowser,
+  reloadHarness,
+  startRepoServer,
+  TESTED_BROWSERS,
+  type LaunchedBrowser,
+  type RepoServer,
+} from './helpers/browser';
 import { FIXTURES, runCli, temporaryDir } from './helpers/cli';
 import { BAD_STORED_CASES, badMembers, craftedSite, pseudoRandom, sha256, text } from './helpers/encoded-sites';
 import { writeTree } from './helpers/trees';
@@ -27,6 +35,15 @@ const OWN: Record<string, Uint8Array> = {
   'maps/tiny.json': text(900, 7),
 };
 
+/**
+ * A default publish of two folders, so two bundles: one whose encoded member decodes to 1 MB (more
+ * than the 256 KiB a cold page may decode on its own thread) and a small one.
+ */
+const COLD: Record<string, Uint8Array> = {
+  'big/level.json': text(1_000_000, 11),
+  'small/hud.json': text(20_000, 13),
+};
+
 /** How the page reads: its source's options, and whether reads go through `load` first (needed bytes plan loads). */
 const MODES = [
   ['whole bundles streamed in the workers', { neededBytes: false }, false],
@@ -41,6 +58,10 @@ describe.each(TESTED_BROWSERS)('%s: encoded members', (kind) => {
   let browser: LaunchedBrowser;
   let page: Page;
   const expected: Record<string, Record<string, string>> = { text: {}, own: {} };
+  let coldIndex: { files: { path: string; bundle: string }[]; bundles: { sha256: string; url: string }[] };
+  /** The path the server saw for the bundle of `path` in the cold site. */
+  const coldBundle = (path: string) =>
+    `/published/cold/${coldIndex.bundles.find((bundle) => bundle.sha256 === coldIndex.files.find((file) => file.path === path)!.bundle)!.url}`;
 
   beforeAll(async () => {
     const site = temporaryDir('awkb-browser-encoded-');
@@ -51,6 +72,11 @@ describe.each(TESTED_BROWSERS)('%s: encoded members', (kind) => {
     const published = runCli([tree, '--out', join(site, 'own'), '--compress']);
     if (published.code !== 0) throw new Error(published.stderr);
     for (const [path, bytes] of Object.entries(OWN)) expected.own![path] = sha256(bytes);
+    const coldTree = temporaryDir('awkb-browser-encoded-cold-');
+    writeTree(coldTree, COLD);
+    const cold = runCli([coldTree, '--out', join(site, 'cold')]);
+    if (cold.code !== 0) throw new Error(cold.stderr);
+    coldIndex = JSON.parse(readFileSync(join(site, 'cold/project.index.json'), 'utf8'));
     for (const [i, [, , stored]] of BAD_STORED_CASES.entries()) {
       mkdirSync(join(site, `bad-${i}`));
       craftedSite(badMembers(stored), join(site, `bad-${i}`));
@@ -139,5 +165,60 @@ describe.each(TESTED_BROWSERS)('%s: encoded members', (kind) => {
     expect(server.requests.map((request) => request.path).filter((path) => path.startsWith('/published/own/'))).toEqual([
       '/published/own/project.index.json',
     ]);
+  });
+
+  // SPEC §5a, issue 28: decoding stays off the page's thread. Until a worker has answered its
+  // ping (a cold page), bundles stream on the page (issue 22), except one whose encoded members
+  // decode to more than 256 KiB: that one waits for a worker. The page's `fetch` is watched
+  // (a worker's fetch is its own).
+  test('on a cold page a bundle that decodes to more than 256 KiB waits for a worker, while a small one streams on the page', async () => {
+    const coldPage = await browser.openHarness(server);
+    try {
+      await holdWorkerPongs(coldPage);
+      server.resetRequests();
+      const result = await coldPage.evaluate(async () => {
+        const core = await harnessImport('awake-bundle');
+        const source = await core.IndexedAssetSource.open({
+          indexUrl: '/published/cold/project.index.json',
+          cache: new core.MemoryCache(),
+          hashWorkers: 2,
+          neededBytes: false,
+        });
+        const pool = (source as unknown as { pool: { usingWorkers: boolean | undefined } }).pool;
+        // The bundles this page's own fetch was asked for (a worker's fetch is the worker's).
+        const fetchedOnPage: string[] = [];
+        const pageFetch = globalThis.fetch;
+        globalThis.fetch = (input: RequestInfo | URL, init?: RequestInit) => {
+          const path = new URL(input instanceof Request ? input.url : String(input), location.href).pathname;
+          if (path.endsWith('.awkb')) fetchedOnPage.push(path);
+          return pageFetch(input, init);
+        };
+        const onPage = () => [...fetchedOnPage];
+        const hex = async (bytes: Uint8Array) => core.toHex(new Uint8Array(await crypto.subtle.digest('SHA-256', bytes as BufferSource)));
+        // Both reads start together; the big one first.
+        const big = source.read('big/level.json').then(hex);
+        const small = await hex(await source.read('small/hud.json'));
+        const whileCold = { heard: pool.usingWorkers, fetchedOnPage: onPage() };
+        (globalThis as unknown as { releasePongs: () => void }).releasePongs();
+        const bigHash = await big;
+        const after = { heard: pool.usingWorkers, fetchedOnPage: onPage() };
+        source.dispose();
+        return { hashes: { 'big/level.json': bigHash, 'small/hud.json': small }, whileCold, after };
+      });
+      expect(result.hashes).toEqual(Object.fromEntries(Object.entries(COLD).map(([path, bytes]) => [path, sha256(bytes)])));
+      const [bigBundle, smallBundle] = [coldBundle('big/level.json'), coldBundle('small/hud.json')];
+      // The small bundle came while no worker had answered, fetched and checked on the page;
+      // the big one had not been fetched there, and after the workers answered it came through one.
+      expect(result.whileCold).toEqual({ heard: undefined, fetchedOnPage: [smallBundle] });
+      expect(result.after).toEqual({ heard: true, fetchedOnPage: [smallBundle] });
+      expect(
+        server.requests
+          .map((request) => request.path)
+          .filter((path) => path.endsWith('.awkb'))
+          .sort(),
+      ).toEqual([bigBundle, smallBundle].sort());
+    } finally {
+      await coldPage.close();
+    }
   });
 });

@@ -8,6 +8,7 @@ import { cpSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from 'nod
 import { join } from 'node:path';
 import type { Page } from 'puppeteer-core';
 import {
+  holdWorkerPongs,
   gotoHarness,
   launchBrowser,
   REPO_ROOT,
@@ -782,35 +783,13 @@ ${HELD_AT}
     });
 
     /**
-     * Workers whose answer to the pool's ping reaches the pool only when the page says so
-     * (`releasePongs()`), installed in `page` before a source makes its pool.
-     */
-    async function holdPongs(page: Page): Promise<void> {
-      await page.evaluate(() => {
-        let release!: () => void;
-        const held = new Promise<void>((resolve) => (release = resolve));
-        (globalThis as unknown as { releasePongs: () => void }).releasePongs = release;
-        globalThis.Worker = class extends Worker {
-          override set onmessage(handler: ((event: MessageEvent) => void) | null) {
-            super.onmessage =
-              handler &&
-              ((event: MessageEvent) => (event.data?.pong ? void held.then(() => handler.call(this, event)) : handler.call(this, event)));
-          }
-          override get onmessage() {
-            return super.onmessage;
-          }
-        };
-      });
-    }
-
-    /**
-     * A fresh page whose workers' ping answers are held back (holdPongs), `run` on it, then the
+     * A fresh page whose workers' ping answers are held back (holdWorkerPongs), `run` on it, then the
      * requests below /published/small/ the server saw meanwhile; the page is closed either way.
      */
     async function onHeldPongsPage<T>(run: (page: Page) => Promise<T>): Promise<{ result: T; requests: string[] }> {
       const coldPage = await browser.openHarness(server);
       try {
-        await holdPongs(coldPage);
+        await holdWorkerPongs(coldPage);
         server.resetRequests();
         const result = await run(coldPage);
         return { result, requests: smallRequests() };

@@ -211,6 +211,29 @@ export async function reloadHarness(page: Page): Promise<void> {
   await page.waitForFunction(() => typeof (globalThis as { harnessImport?: unknown }).harnessImport === 'function');
 }
 
+/**
+ * Installs, in `page`, workers whose answer to the digest pool's ping reaches the pool only when
+ * the page calls `releasePongs()`: a cold page (no worker heard from) for as long as a test needs.
+ * Call it before the page's source makes its pool.
+ */
+export async function holdWorkerPongs(page: Page): Promise<void> {
+  await page.evaluate(() => {
+    let release!: () => void;
+    const held = new Promise<void>((resolve) => (release = resolve));
+    (globalThis as unknown as { releasePongs: () => void }).releasePongs = release;
+    globalThis.Worker = class extends Worker {
+      override set onmessage(handler: ((event: MessageEvent) => void) | null) {
+        super.onmessage =
+          handler &&
+          ((event: MessageEvent) => (event.data?.pong ? void held.then(() => handler.call(this, event)) : handler.call(this, event)));
+      }
+      override get onmessage() {
+        return super.onmessage;
+      }
+    };
+  });
+}
+
 /** For the page's type: `harnessImport` as test code sees it inside `page.evaluate`. */
 declare global {
   var harnessImport: (specifier: string) => Promise<any>;
