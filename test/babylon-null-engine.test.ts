@@ -125,36 +125,114 @@ test('dispose() aborts a load in flight: it rejects, saying the registration was
   }
 });
 
-test("prefetch: registerAwkb resolves once the files are verified and held, without waiting for the cache's write; the files load from memory", async () => {
-  /** A cache whose writes start at once and end only when the test lets them. */
-  class HeldWrites extends MemoryCache {
-    written = false;
-    release!: () => void;
-    readonly released = new Promise<void>((resolve) => (this.release = resolve));
-    override async putMany(entries: readonly (readonly [string, Uint8Array])[]): Promise<void> {
-      await this.released;
-      await super.putMany(entries);
-      this.written = true;
-    }
-  }
-  const cache = new HeldWrites();
-  const mark = requested.length;
-  const registration = await registerAwkb({
-    indexUrl: `${server.url}published/project.index.json`,
-    cache,
-    prefetch: ['glb/CesiumMilkTruck.glb'],
+/**
+ * A server over the published site whose first request (the index) answers at once and whose
+ * later ones (bundles) wait until `release()`; `asked` resolves at the first of those.
+ */
+async function heldBundlesServer() {
+  let requests = 0;
+  let asked!: () => void;
+  let release!: () => void;
+  const bundleAsked = new Promise<void>((resolve) => (asked = resolve));
+  const released = new Promise<void>((resolve) => (release = resolve));
+  const held = await startStaticServer({
+    root: dir,
+    latencyMs: 1,
+    delay: () => (++requests === 1 ? Promise.resolve() : (asked(), released)),
+    log: (line) => requested.push(line),
   });
+  return { held, bundleAsked, release, bundleRequests: () => requests - 1 };
+}
+
+/** A cache whose writes start at once and end only when the test lets them. */
+class HeldWrites extends MemoryCache {
+  written = false;
+  release!: () => void;
+  readonly released = new Promise<void>((resolve) => (this.release = resolve));
+  override async putMany(entries: readonly (readonly [string, Uint8Array])[]): Promise<void> {
+    await this.released;
+    await super.putMany(entries);
+    this.written = true;
+  }
+}
+
+// Issue 27, item 6 ("Start and tail"): the prefetch is one load the engine's own loads join, so
+// Babylon parses the model as soon as its member passed, as it would a loose file, instead of
+// starting its serial scene load after the prefetch's last byte.
+test("prefetch: registerAwkb resolves while the prefetch is under way; the engine's load joins its bundle request, and `prefetched` settles once the files are verified and held, without waiting for the cache write", async () => {
+  const { held, bundleAsked, release, bundleRequests } = await heldBundlesServer();
+  const cache = new HeldWrites();
+  let registration: AwkbRegistration | undefined;
   try {
-    expect(cache.written).toBe(false); // resolved while the write is held (before, it waited for it: this test timed out)
-    const meshes = await ImportMeshAsync('glb/CesiumMilkTruck.glb', new Scene(engine), { pluginExtension: '.awkb' });
+    // Resolves with the bundle still held at the server (before, it waited for every byte: this test hung).
+    registration = await registerAwkb({
+      indexUrl: `${held.url}published/project.index.json`,
+      cache,
+      prefetch: ['glb/CesiumMilkTruck.glb'],
+    });
+    let prefetched = false;
+    void registration.prefetched.then(() => (prefetched = true));
+    await bundleAsked;
+    expect(prefetched).toBe(false);
+    const loading = ImportMeshAsync('glb/CesiumMilkTruck.glb', new Scene(engine), { pluginExtension: '.awkb' });
+    release();
+    const meshes = await loading;
     expect(meshes.meshes.length).toBeGreaterThan(1);
-    // The index and the bundle, once: the model came from what the prefetch held.
-    expect(requested.slice(mark).filter((line) => /\.awkb\b/.test(line))).toHaveLength(1);
+    await registration.prefetched;
+    expect(cache.written).toBe(false); // settled while the write is held
+    // One bundle request: the model's load joined the prefetch's.
+    expect(bundleRequests()).toBe(1);
     cache.release();
     await registration.source.whenStored();
     expect(await cache.has(registration.source.entry('glb/CesiumMilkTruck.glb')!.sha256)).toBe(true);
   } finally {
+    release();
     cache.release();
-    registration.dispose();
+    registration?.dispose();
+    await held.close();
+  }
+});
+
+test('waitForPrefetch: registerAwkb resolves only once the prefetch is verified and held (not the cache write); the files then load from memory', async () => {
+  const { held, bundleAsked, release, bundleRequests } = await heldBundlesServer();
+  const cache = new HeldWrites();
+  let registration: AwkbRegistration | undefined;
+  try {
+    let resolved = false;
+    const registering = registerAwkb({
+      indexUrl: `${held.url}published/project.index.json`,
+      cache,
+      prefetch: ['glb/CesiumMilkTruck.glb'],
+      waitForPrefetch: true,
+    }).then((opened) => ((resolved = true), opened));
+    await bundleAsked;
+    expect(resolved).toBe(false); // the bundle is held: the prefetch cannot have passed
+    release();
+    registration = await registering;
+    expect(cache.written).toBe(false);
+    const meshes = await ImportMeshAsync('glb/CesiumMilkTruck.glb', new Scene(engine), { pluginExtension: '.awkb' });
+    expect(meshes.meshes.length).toBeGreaterThan(1);
+    expect(bundleRequests()).toBe(1);
+  } finally {
+    release();
+    cache.release();
+    registration?.dispose();
+    await held.close();
+  }
+});
+
+test('prefetch of a path the index does not list: registerAwkb rejects naming it, before any bundle request', async () => {
+  const { held, bundleRequests } = await heldBundlesServer();
+  try {
+    await expect(
+      registerAwkb({
+        indexUrl: `${held.url}published/project.index.json`,
+        cache: null,
+        prefetch: ['glb/CesiumMilkTruck.glb', 'glb/missing.glb'],
+      }),
+    ).rejects.toMatchObject({ name: 'AssetNotFoundError', message: expect.stringMatching(/prefetch: .*glb\/missing\.glb/) });
+    expect(bundleRequests()).toBe(0);
+  } finally {
+    await held.close();
   }
 });

@@ -29,10 +29,18 @@ export interface AwkbOptions extends Omit<OpenOptions, 'index' | 'baseUrl'> {
   source?: IndexedAssetSource;
   /** The URL that maps to the project root: `<root>/models/crate.glb` is `models/crate.glb`. Default: the folder that holds the index. */
   root?: string;
-  /** Paths or folders (`models/`, `levels/harbor`) fetched and verified before `registerAwkb` resolves (their cache write goes on after). */
+  /**
+   * Paths or folders (`models/`, `levels/harbor`) to fetch and verify as one load, started as
+   * `registerAwkb` resolves: the scene's own loads of them join its requests and take each file
+   * as soon as it passed (so the engine parses the first model while the rest arrives, as it would
+   * loose files). `registration.prefetched` settles when all of them are verified and held (their
+   * cache write goes on after); `waitForPrefetch: true` makes `registerAwkb` wait for that instead.
+   */
   prefetch?: Iterable<string>;
   /** Byte progress of that prefetch. */
   onPrefetchProgress?: (progress: PrefetchProgress) => void;
+  /** Resolve `registerAwkb` only once the prefetch is verified and held (a loading screen that waits for every byte); default false. */
+  waitForPrefetch?: boolean;
 }
 
 /** A URL's place in one registration's index. */
@@ -65,6 +73,12 @@ export class AwkbRegistration implements LiveRegistration {
   /** Reads in flight, and the timer that posts the recorded loads once they have settled. */
   #reading = 0;
   #postTimer: ReturnType<typeof setTimeout> | undefined;
+  /**
+   * Settles when the `prefetch` option's files are verified and held (at once without one);
+   * rejects as that load failed. The engine's reads of those files do not wait for it: each
+   * takes its file as soon as it passed, and one that failed is read again on its own.
+   */
+  prefetched: Promise<void> = Promise.resolve();
   /** @internal warns once when loose URLs would be index paths below another root */
   readonly misrooted: MisrootedFiles;
   /** Stops telling of the page's own downloads of files its bundles hold (core/read/double-downloads.ts). */
@@ -240,7 +254,7 @@ export async function registerAwkb(options: AwkbOptions): Promise<AwkbRegistrati
 }
 
 async function open(options: AwkbOptions, root: URL, key: unknown): Promise<AwkbRegistration> {
-  const { source: given, root: _root, prefetch, onPrefetchProgress, cache, ...openOptions } = options;
+  const { source: given, root: _root, prefetch, onPrefetchProgress, waitForPrefetch, cache, ...openOptions } = options;
   // The store opens while the reader fetches the index (a promise is awaited there).
   // The store opens a microtask later, once the index request is out (open sends it at once).
   const source =
@@ -251,7 +265,15 @@ async function open(options: AwkbOptions, root: URL, key: unknown): Promise<Awkb
     }));
   const registration = new AwkbRegistration(source, root, !given, key);
   try {
-    if (prefetch) await prefetchItems(source, [...prefetch], onPrefetchProgress);
+    if (prefetch) {
+      // A path the index does not list is the caller's mistake: refused before anything is fetched.
+      const paths = prefetchPaths(source, [...prefetch]);
+      // The load claims its bundles as it is called (SPEC §7): the engine's reads from now on join it.
+      registration.prefetched = prefetchItems(source, paths, onPrefetchProgress);
+      // Looked at by whoever awaits it; a read of a file whose bundle failed meets the failure itself.
+      registration.prefetched.catch(() => undefined);
+      if (waitForPrefetch === true) await registration.prefetched;
+    }
   } catch (error) {
     registration.dispose();
     throw error;
@@ -261,15 +283,20 @@ async function open(options: AwkbOptions, root: URL, key: unknown): Promise<Awkb
   return registration;
 }
 
-/** `prefetch` items: each a listed path, else a folder of listed paths (one load, SPEC §7 "Byte progress"). */
-async function prefetchItems(source: IndexedAssetSource, items: string[], onProgress: AwkbOptions['onPrefetchProgress']): Promise<void> {
+/** `prefetch` items as listed paths: each a listed path, else a folder of listed paths. */
+function prefetchPaths(source: IndexedAssetSource, items: string[]): string[] {
   try {
-    // Resolved once the files are verified and held: the game's loads need not wait for the cache write (a first visit's creates the store).
-    await source.load(items, { waitForCache: false, ...(onProgress ? { onProgress } : {}) });
+    return source.expand(items);
   } catch (error) {
     if (error instanceof AssetNotFoundError) throw new AssetNotFoundError(error.path ?? '', source.indexUrl, `prefetch: ${error.message}`);
     throw error;
   }
+}
+
+/** The prefetch: one load (SPEC §7 "Byte progress"), settled once the files are verified and held. */
+async function prefetchItems(source: IndexedAssetSource, paths: string[], onProgress: AwkbOptions['onPrefetchProgress']): Promise<void> {
+  // The game's loads need not wait for the cache write (a first visit's creates the store).
+  await source.load(paths, { waitForCache: false, ...(onProgress ? { onProgress } : {}) });
 }
 
 function rootOf(options: AwkbOptions, indexUrl: string | undefined): URL {

@@ -164,6 +164,14 @@ export class IndexedAssetSource {
   }
 
   /**
+   * `items` as the paths `load` would bring: each a listed path, else a folder of listed paths;
+   * an item that is neither throws `AssetNotFoundError` naming it.
+   */
+  expand(items: Iterable<string>): string[] {
+    return this.#view.expand(items);
+  }
+
+  /**
    * The verified bytes of `path`: held from a fetch or prefetch of this source, from the cache,
    * from its bundle (fetched once however many reads need it, and handed out as soon as this
    * member's own bytes have passed), a range, or a loose file.
