@@ -127,6 +127,34 @@ test('the whole bundle when it adds at most one round trip of bytes to the range
   source.dispose();
 });
 
+test("a load over several bundles has one round trip's bytes for all of them: a bundle comes whole only while what the whole ones added stays within it", async () => {
+  const { fetch, ranges } = recordingFetch();
+  const levels = bundleOf(LEVELS[0]!);
+  const model = bundleOf('model/scene.gltf');
+  expect(levels.sha256).not.toBe(model.sha256);
+  const added = (bundle: { sizeBytes: number }, path: string) => bundle.sizeBytes - entry(path).sizeBytes;
+  // Each bundle alone adds less than a round trip's bytes by coming whole; together, more.
+  const roundTripBytes = Math.max(added(levels, LEVELS[3]!), added(model, 'model/scene.gltf')) + 1;
+  expect(added(levels, LEVELS[3]!) + added(model, 'model/scene.gltf')).toBeGreaterThan(roundTripBytes);
+  const source = await open({ fetch, neededBytes: { roundTripBytes } });
+  await source.load([LEVELS[3]!, 'model/scene.gltf']);
+  // One bundle whole, the other's one member by a range (before: both whole).
+  expect(ranges.filter((range) => range === null)).toHaveLength(1);
+  expect(ranges.filter((range) => range !== null)).toEqual(
+    expect.arrayContaining([expect.stringMatching(new RegExp(`^bytes=(${memberRange(LEVELS[3]!)}|${memberRange('model/scene.gltf')})$`))]),
+  );
+  expect(ranges).toHaveLength(2);
+  for (const path of [LEVELS[3]!, 'model/scene.gltf']) expect(sha256Hex(await source.read(path))).toBe(entry(path).sha256);
+  // Loads of one bundle each still have a round trip's bytes of their own.
+  const alone = recordingFetch();
+  const again = await open({ fetch: alone.fetch, neededBytes: { roundTripBytes } });
+  await again.load([LEVELS[3]!]);
+  await again.load(['model/scene.gltf']);
+  expect(alone.ranges).toEqual([null, null]);
+  source.dispose();
+  again.dispose();
+});
+
 test('a read alone gets its whole bundle (SPEC §7 "One request per bundle"); the other members then read with no request', async () => {
   const { fetch, ranges } = recordingFetch();
   const source = await open({ fetch });

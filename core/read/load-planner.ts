@@ -12,7 +12,7 @@ import type { ByteRange, DeltaReadOptions } from './delta-ranges.js';
 import type { Replan } from './fetched.js';
 import type { Entry, IndexView } from './index-view.js';
 import type { OriginCapabilities } from './origins.js';
-import type { LineEstimates } from './needed-bytes.js';
+import type { LineEstimates, WholeAllowance } from './needed-bytes.js';
 import type { VerifiedCache } from './verified-cache.js';
 
 /** What one load fetches, and how many bytes that is (its byte-progress share, SPEC §7 "Byte progress"). */
@@ -44,6 +44,8 @@ export interface PlanInputs {
    * `undefined`: every member the cache lacks (a delta load).
    */
   wanted?: ReadonlySet<string> | undefined;
+  /** Shared by the bundles of one load (needed-bytes.ts `WholeAllowance`); else each bundle has a round trip's bytes of its own. */
+  allowance?: WholeAllowance | undefined;
 }
 
 /** Where the delta rule comes from: imported on first use, with the range fetchers (bundle-fetcher.ts `rangesModule`), in one go. */
@@ -147,23 +149,28 @@ export class LoadPlanner {
   /**
    * Needed bytes (SPEC §7; needed-bytes.ts has the rule): ranges of the contents the load wants
    * that neither memory nor the cache (as a prefetch found it) holds, unless the whole bundle
-   * adds at most one round trip's bytes to them.
+   * adds at most one round trip's bytes to them (what is left of them, over a load's bundles).
    */
   async #needed(bundle: BundleEntry, url: string, contents: Map<string, Entry>, inputs: PlanInputs): Promise<RangesPlan | undefined> {
-    const { held, present, need, wanted } = inputs;
+    const { held, present, need, wanted, allowance } = inputs;
     const missing = [...contents.values()].filter(
       (entry) => entry.sha256 === need || (wanted!.has(entry.sha256) && !held(entry.sha256) && !present?.has(entry.sha256)),
     );
     if (missing.length === 0 || missing.length === contents.size) return undefined;
     const multipart = this.#settings!.multipartRanges && this.#origins.servesMultipart(url);
-    const ranges = await this.#neededRanges(bundle, missing, multipart);
+    const ranges = await this.#neededRanges(bundle, missing, multipart, allowance);
     return (
       ranges && { kind: 'ranges', bundle, ranges, missing, multipart: multipart && ranges.length > 1, bytes: sumOf(ranges), needed: true }
     );
   }
 
   /** The needed members' ranges by the line's price (needed-bytes.ts); `undefined` for the whole bundle. */
-  async #neededRanges(bundle: BundleEntry, missing: Entry[], multipart: boolean): Promise<ByteRange[] | undefined> {
+  async #neededRanges(
+    bundle: BundleEntry,
+    missing: Entry[],
+    multipart: boolean,
+    allowance?: WholeAllowance,
+  ): Promise<ByteRange[] | undefined> {
     const roundTrip = this.#lines!.roundTripBytes(this.#view.resolveUrl(bundle.url));
     const ranges = await this.#rangesOf(bundle, missing, multipart, {
       ...this.#settings!,
@@ -171,7 +178,12 @@ export class LoadPlanner {
       maxGapBytes: roundTrip,
       multipartGapBytes: Math.min(roundTrip, this.#settings!.multipartGapBytes),
     });
-    return ranges && bundle.sizeBytes - sumOf(ranges) > roundTrip ? ranges : undefined;
+    if (!ranges) return undefined;
+    const added = bundle.sizeBytes - sumOf(ranges);
+    const left = allowance ? (allowance.bytes ??= roundTrip) : roundTrip;
+    if (added > left) return ranges;
+    if (allowance) allowance.bytes = left - added;
+    return undefined;
   }
 
   /**

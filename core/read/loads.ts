@@ -6,7 +6,7 @@
 import { entryKey } from '../format/project-index.js';
 import type { Accepted, FetchCallbacks } from './fetched.js';
 import type { Load } from './load-registry.js';
-import { noteBrought, nowMs, type LineSample } from './needed-bytes.js';
+import { noteBrought, nowMs, type LineSample, type WholeAllowance } from './needed-bytes.js';
 import type { SourceParts } from './source-parts.js';
 
 /** Plans a load may go through when its host cannot serve one: multi-range → one range per request → whole. */
@@ -21,6 +21,8 @@ export interface StartOptions {
   hold?: boolean;
   /** The contents this load is for (a prefetch's group), with `need`: with needed bytes on, it fetches no others (SPEC §7 "Needed bytes"). */
   wanted?: Iterable<string>;
+  /** What the bundles of the load this one is part of may still add by coming whole (needed-bytes.ts `WholeAllowance`). */
+  allowance?: WholeAllowance;
 }
 
 export class LoadRunner {
@@ -89,7 +91,13 @@ export class LoadRunner {
       // request per bundle"), or, where loads of this source brought part of it, the rest of it.
       if (!options.wanted && wanted.size <= 1) wanted = this.#rest(load.key);
     }
-    let plan = await planner.plan(load.key, { held: (sha256) => held.has(sha256), present: options.present, need: options.need, wanted });
+    let plan = await planner.plan(load.key, {
+      held: (sha256) => held.has(sha256),
+      present: options.present,
+      need: options.need,
+      wanted,
+      allowance: options.allowance,
+    });
     if (plan.kind === 'ranges') {
       load.partial = true;
       load.brings = new Set(plan.missing.map((entry) => entry.sha256));

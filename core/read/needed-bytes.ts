@@ -9,7 +9,11 @@
  *   trip's bytes (one range per request), or under `deltaReads.multipartGapBytes` (512: a part
  *   header, in one multi-range request);
  * - the whole bundle when the bytes it adds to the ranges are at most one round trip's bytes:
- *   they cost less than the request a later read of them would make.
+ *   they cost less than the request a later read of them would make. A load that touches several
+ *   bundles (a prefetch, a loader tick, a read-ahead) has one round trip's bytes for all of them
+ *   (`WholeAllowance`): the requests a later read would make go out in parallel, costing about
+ *   one round trip together, while every unneeded byte is paid in turn on a line whose bandwidth
+ *   is the limit.
  *
  * The line is measured per origin by this source: the round trip is the shortest wait from a
  * request to its first body bytes (the index's fetch, as Resource Timing reports it where it
@@ -24,6 +28,14 @@ import { originOf } from './origins.js';
 export interface NeededBytesOptions {
   /** One round trip's bytes at the line's rate, fixed, instead of measured (see above). */
   roundTripBytes?: number;
+}
+
+/**
+ * The bytes that the bundles of one load may still add to their needed ranges by coming whole
+ * (see above): one round trip's bytes at the first plan, less what each whole bundle added.
+ */
+export interface WholeAllowance {
+  bytes?: number;
 }
 
 /** Taken as the line's rate until a large body was measured: 20 Mbit/s. */

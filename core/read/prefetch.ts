@@ -9,6 +9,7 @@ import { pushTo, type Entry } from './index-view.js';
 import { PrefetchReport } from './load-progress.js';
 import { ByteBudget, type Load } from './load-registry.js';
 import type { LoadRunner } from './loads.js';
+import type { WholeAllowance } from './needed-bytes.js';
 import type { PrefetchOptions } from './options.js';
 import type { SourceParts } from './source-parts.js';
 
@@ -69,10 +70,12 @@ export class Prefetcher {
     const groups = open(files);
     if (groups.size === 0) return;
     const { complete, present } = await this.#cachedGroups(groups);
+    // One load over its bundles (needed-bytes.ts `WholeAllowance`).
+    const allowance: WholeAllowance = {};
     // While the cache answered, the game may have read them, or a load of theirs started: asked again.
     for (const loadKey of open(files).keys())
       if (groups.has(loadKey) && !complete.has(loadKey) && !this.#parts.lifetime.aborted)
-        this.#loads.start(loadKey, { ...(present ? { present } : {}), wanted: shasOf(groups.get(loadKey)!) });
+        this.#loads.start(loadKey, { ...(present ? { present } : {}), wanted: shasOf(groups.get(loadKey)!), allowance });
   }
 
   /**
@@ -120,9 +123,11 @@ export class Prefetcher {
     // the cache holds whole are read from it (one batch each) when this prefetch keeps them.
     const { complete: cached, present } = await this.#cachedGroups(groups);
     const jobs = [...groups.keys()].filter((loadKey) => !cached.has(loadKey));
+    // One load over its bundles (needed-bytes.ts `WholeAllowance`).
+    const allowance: WholeAllowance = {};
     const fromCache = [...cached].map(async (loadKey) => {
       if (!keep || (await this.#holdFromCache(groups.get(loadKey)!))) return decided(loadKey);
-      const load = registry.get(loadKey) ?? this.#loads.start(loadKey, { wanted: shasOf(groups.get(loadKey)!) });
+      const load = registry.get(loadKey) ?? this.#loads.start(loadKey, { wanted: shasOf(groups.get(loadKey)!), allowance });
       decided(loadKey);
       await registry.join(load, signal);
     });
@@ -133,7 +138,7 @@ export class Prefetcher {
       if (budget) await budget.take(size, signal);
       const load =
         registry.get(loadKey) ??
-        this.#loads.start(loadKey, { ...(present ? { present } : {}), hold: keep, wanted: shasOf(groups.get(loadKey)!) });
+        this.#loads.start(loadKey, { ...(present ? { present } : {}), hold: keep, wanted: shasOf(groups.get(loadKey)!), allowance });
       decided(loadKey);
       if (budget)
         void load.done
