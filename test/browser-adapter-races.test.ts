@@ -159,12 +159,6 @@ function visitLog(visit: number, published: Published) {
   return { requests, twice: bytesAskedTwice(requests, published.bundleSizes) };
 }
 
-// The held-order Phaser test below stalls in some runs on a loaded machine (RELIABILITY.md, defect
-// 35: open, seen at 9893b01 too, with needed bytes off): its second scene waits for the held
-// background load. Each failure is logged and the test tried again, up to twice, until that is
-// found; a stall in every attempt still fails it.
-jest.retryTimes(2, { logErrorsBeforeRetry: true });
-
 describe.each(TESTED_BROWSERS)('%s', (kind) => {
   let browser: LaunchedBrowser;
   let page: Page;
