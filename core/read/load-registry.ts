@@ -58,10 +58,12 @@ export class LoadRegistry {
   readonly #arrivals = new WeakMap<Load, Map<string, Waiter[]>>();
   readonly #lifetime: AbortSignal;
   readonly #onIdle: () => void;
+  /** Loads whose cache write a settling read asked for already. */
+  readonly #writesAsked = new WeakSet<Load>();
   /** Waiters woken and listeners called so far: the work the registry did, for tests that bound it. */
   wakeups = 0;
 
-  /** `onIdle` runs whenever the last load in flight ends. */
+  /** `onIdle` (the cache writes asked for) runs whenever the last load in flight ends, and once a load that a read settles on ends. */
   constructor(lifetime: AbortSignal, onIdle: () => void) {
     this.#lifetime = lifetime;
     this.#onIdle = onIdle;
@@ -172,7 +174,18 @@ export class LoadRegistry {
 
   /** Waits for `load` and its cache writes: once this resolves or rejects, the load has left the registry. */
   async settle(load: Load, signal: AbortSignal): Promise<void> {
-    await this.#waitOn(load, signal, () => load.done.then(() => load.stored));
+    await this.#waitOn(load, signal, () =>
+      load.done.then(() => {
+        // Someone waits for this load's cache write: asked for as the load ends (once a load), not
+        // when no load is in flight (`onIdle`), which a background load held at the server would
+        // postpone for as long as it is held (RELIABILITY.md 35).
+        if (!this.#writesAsked.has(load)) {
+          this.#writesAsked.add(load);
+          this.#onIdle();
+        }
+        return load.stored;
+      }),
+    );
   }
 
   /** Waits until `sha256` arrived with `load`, or the load is over (then its error, if it failed). */

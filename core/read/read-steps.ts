@@ -78,10 +78,6 @@ export function readSteps(parts: SourceParts, loads: LoadRunner, read: ReadOf): 
       throw new BundleIntegrityError('members', `content ${sha256} was not in the bundle that the index names for it`, [sha256]);
     },
     async settle(load, signal) {
-      // The read waits for the load's cache write to read the cache next: it asks for the write as
-      // the load ends, as `fromCache` does, rather than when no load is in flight (flushStores),
-      // which a background load held at the server postpones for as long as it is held.
-      void load.done.then(() => parts.flushWrites()).catch(() => undefined);
       await registry.settle(load, signal).catch((error: unknown) => {
         if (signal.aborted) throw error; // how the load ended is not this read's concern: only that it is over
       });
