@@ -268,8 +268,11 @@ async function open(options: AwkbOptions, root: URL, key: unknown): Promise<Awkb
     if (prefetch) {
       // A path the index does not list is the caller's mistake: refused before anything is fetched.
       const paths = prefetchPaths(source, [...prefetch]);
-      // The load claims its bundles as it is called (SPEC §7): the engine's reads from now on join it.
-      registration.prefetched = prefetchItems(source, paths, onPrefetchProgress);
+      // One load (SPEC §7 "Byte progress"); it claims its bundles as it is called, so the engine's
+      // reads from now on join it. Settled once verified and held: not the cache write (a first visit's creates the store).
+      registration.prefetched = source
+        .load(paths, { waitForCache: false, ...(onPrefetchProgress ? { onProgress: onPrefetchProgress } : {}) })
+        .then(() => undefined);
       // Looked at by whoever awaits it; a read of a file whose bundle failed meets the failure itself.
       registration.prefetched.catch(() => undefined);
       if (waitForPrefetch === true) await registration.prefetched;
@@ -291,12 +294,6 @@ function prefetchPaths(source: IndexedAssetSource, items: string[]): string[] {
     if (error instanceof AssetNotFoundError) throw new AssetNotFoundError(error.path ?? '', source.indexUrl, `prefetch: ${error.message}`);
     throw error;
   }
-}
-
-/** The prefetch: one load (SPEC §7 "Byte progress"), settled once the files are verified and held. */
-async function prefetchItems(source: IndexedAssetSource, paths: string[], onProgress: AwkbOptions['onPrefetchProgress']): Promise<void> {
-  // The game's loads need not wait for the cache write (a first visit's creates the store).
-  await source.load(paths, { waitForCache: false, ...(onProgress ? { onProgress } : {}) });
 }
 
 function rootOf(options: AwkbOptions, indexUrl: string | undefined): URL {
