@@ -13,7 +13,7 @@
  *   load, and the dev server answers the loose index, its files and the recordLoads endpoint.
  */
 import { createHash } from 'node:crypto';
-import { existsSync, lstatSync, readdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
+import { existsSync, lstatSync, readdirSync, readFileSync, renameSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join, sep } from 'node:path';
 import { launchBrowser, type LaunchedBrowser } from './helpers/browser';
 import { importGraph } from './helpers/imports';
@@ -175,12 +175,19 @@ describe('vite build', () => {
     try {
       await watching.waitForOutput((output) => published(output).length === 1, 'first publish');
       expect(published(watching.output())[0]).toMatch(/4 bundles, 4 written, 0 unchanged/);
-      writeFileSync(join(project.assets, 'images/kenney/coin.png'), 'a new coin');
+      // One change event: written beside the folder and moved in. A plain write truncates and then
+      // writes, which the watcher may see as two changes; the second one's rebuild empties dist/
+      // and could still be running when the watcher is closed below (CI saw that once).
+      const changed = join(project.dir, 'coin.png.new');
+      writeFileSync(changed, 'a new coin');
+      renameSync(changed, join(project.assets, 'images/kenney/coin.png'));
       await watching.waitForOutput((output) => published(output).length === 2, 'publish after the change');
       expect(published(watching.output())[1]).toMatch(/4 bundles, 1 written, 3 unchanged/);
     } finally {
       await watching.close();
     }
+    // Every build the watcher started has published: none was cut off by the close.
+    expect(watching.output().match(/^build started/gm)).toHaveLength(published(watching.output()).length);
     expect(treeHashes(join(project.dir, 'dist/published'))).toEqual(treeHashes(publishWithCli(project.assets, PLUGIN_DEFAULT_FLAGS)));
   });
 
