@@ -169,9 +169,10 @@ describe.each(TESTED_BROWSERS)('%s: encoded members', (kind) => {
 
   // SPEC §5a, issue 28: decoding stays off the page's thread. Until a worker has answered its
   // ping (a cold page), bundles stream on the page (issue 22), except one whose encoded members
-  // decode to more than 256 KiB: that one waits for a worker. The page's `fetch` is watched
-  // (a worker's fetch is its own).
-  test('on a cold page a bundle that decodes to more than 256 KiB waits for a worker, while a small one streams on the page', async () => {
+  // decode to more than 256 KiB: that one is decoded in a worker. Its request waits for no worker
+  // (issue 27, item 6): the page sends it and hands the body to the first worker that answers.
+  // The page's `fetch` and `DecompressionStream` are watched (a worker's are its own).
+  test('on a cold page a bundle that decodes to more than 256 KiB is requested at once and decoded in a worker; a small one streams on the page', async () => {
     const coldPage = await browser.openHarness(server);
     try {
       await holdWorkerPongs(coldPage);
@@ -185,32 +186,67 @@ describe.each(TESTED_BROWSERS)('%s: encoded members', (kind) => {
           neededBytes: false,
         });
         const pool = (source as unknown as { pool: { usingWorkers: boolean | undefined } }).pool;
-        // The bundles this page's own fetch was asked for (a worker's fetch is the worker's).
+        // The bundles this page's own fetch was asked for, and the heads it received.
         const fetchedOnPage: string[] = [];
+        const answeredOnPage: string[] = [];
+        let answered: () => void = () => undefined;
+        const bigAnswered = new Promise<void>((resolve) => (answered = resolve));
         const pageFetch = globalThis.fetch;
         globalThis.fetch = (input: RequestInfo | URL, init?: RequestInit) => {
           const path = new URL(input instanceof Request ? input.url : String(input), location.href).pathname;
-          if (path.endsWith('.awkb')) fetchedOnPage.push(path);
-          return pageFetch(input, init);
+          if (!path.endsWith('.awkb')) return pageFetch(input, init);
+          fetchedOnPage.push(path);
+          return pageFetch(input, init).then((response) => {
+            answeredOnPage.push(path);
+            if (answeredOnPage.length === 2) answered();
+            return response;
+          });
         };
-        const onPage = () => [...fetchedOnPage];
+        // Decoding on the page: the members each DecompressionStream made here, by their sizes.
+        const decodedOnPage: number[] = [];
+        const PageDecompression = globalThis.DecompressionStream;
+        globalThis.DecompressionStream = class extends PageDecompression {
+          constructor(format: CompressionFormat) {
+            super(format);
+            const index = decodedOnPage.push(0) - 1;
+            const counted = new TransformStream<Uint8Array, Uint8Array>({
+              transform(chunk, controller) {
+                decodedOnPage[index]! += chunk.byteLength;
+                controller.enqueue(chunk);
+              },
+            });
+            const readable = super.readable.pipeThrough(counted);
+            Object.defineProperty(this, 'readable', { value: readable });
+          }
+        };
+        let bigSettled = false;
         const hex = async (bytes: Uint8Array) => core.toHex(new Uint8Array(await crypto.subtle.digest('SHA-256', bytes as BufferSource)));
         // Both reads start together; the big one first.
         const big = source.read('big/level.json').then(hex);
+        void big.finally(() => (bigSettled = true));
         const small = await hex(await source.read('small/hud.json'));
-        const whileCold = { heard: pool.usingWorkers, fetchedOnPage: onPage() };
+        // Both requests went out from the page and were answered while no worker had.
+        await bigAnswered;
+        const whileCold = { heard: pool.usingWorkers, fetchedOnPage: [...fetchedOnPage].sort(), bigSettled, decodedOnPage: [...decodedOnPage] };
         (globalThis as unknown as { releasePongs: () => void }).releasePongs();
         const bigHash = await big;
-        const after = { heard: pool.usingWorkers, fetchedOnPage: onPage() };
+        const after = { heard: pool.usingWorkers, fetchedOnPage: [...fetchedOnPage].sort(), decodedOnPage: [...decodedOnPage] };
         source.dispose();
         return { hashes: { 'big/level.json': bigHash, 'small/hud.json': small }, whileCold, after };
       });
       expect(result.hashes).toEqual(Object.fromEntries(Object.entries(COLD).map(([path, bytes]) => [path, sha256(bytes)])));
       const [bigBundle, smallBundle] = [coldBundle('big/level.json'), coldBundle('small/hud.json')];
-      // The small bundle came while no worker had answered, fetched and checked on the page;
-      // the big one had not been fetched there, and after the workers answered it came through one.
-      expect(result.whileCold).toEqual({ heard: undefined, fetchedOnPage: [smallBundle] });
-      expect(result.after).toEqual({ heard: true, fetchedOnPage: [smallBundle] });
+      const small = COLD['small/hud.json']!.length;
+      // While no worker had answered, both bundles were fetched on the page; only the small one
+      // was decoded there, and the big one could not be read yet: its decoding waits for a worker.
+      expect(result.whileCold).toEqual({
+        heard: undefined,
+        fetchedOnPage: [bigBundle, smallBundle].sort(),
+        bigSettled: false,
+        decodedOnPage: [small],
+      });
+      // The worker read the big one from the page's response: nothing more decoded on the page, no second request.
+      expect(result.after).toEqual({ heard: true, fetchedOnPage: [bigBundle, smallBundle].sort(), decodedOnPage: [small] });
       expect(
         server.requests
           .map((request) => request.path)
@@ -219,6 +255,47 @@ describe.each(TESTED_BROWSERS)('%s: encoded members', (kind) => {
       ).toEqual([bigBundle, smallBundle].sort());
     } finally {
       await coldPage.close();
+    }
+  });
+
+  // A bundle the page preloads is fetched on the page, where the preloaded response is; one with
+  // a large decode is still decoded in a worker (its body handed over), and requested once.
+  test('a preloaded bundle that decodes to more than 256 KiB is decoded in a worker, from the preload', async () => {
+    const preloadPage = await browser.openHarness(server);
+    try {
+      const bigBundle = coldBundle('big/level.json');
+      server.resetRequests();
+      const result = await preloadPage.evaluate(async (href: string) => {
+        const link = document.createElement('link');
+        link.rel = 'preload';
+        link.as = 'fetch';
+        link.crossOrigin = 'anonymous';
+        link.href = href;
+        document.head.append(link);
+        const decodedOnPage: number[] = [];
+        const PageDecompression = globalThis.DecompressionStream;
+        globalThis.DecompressionStream = class extends PageDecompression {
+          constructor(format: CompressionFormat) {
+            super(format);
+            decodedOnPage.push(1);
+          }
+        };
+        const core = await harnessImport('awake-bundle');
+        const source = await core.IndexedAssetSource.open({
+          indexUrl: '/published/cold/project.index.json',
+          cache: new core.MemoryCache(),
+          hashWorkers: 2,
+          neededBytes: false,
+        });
+        const bytes = await source.read('big/level.json');
+        const hash = core.toHex(new Uint8Array(await crypto.subtle.digest('SHA-256', bytes as BufferSource)));
+        source.dispose();
+        return { hash, decodedOnPage: decodedOnPage.length };
+      }, bigBundle);
+      expect(result).toEqual({ hash: sha256(COLD['big/level.json']!), decodedOnPage: 0 });
+      expect(server.requests.map((request) => request.path).filter((path) => path === bigBundle)).toHaveLength(1);
+    } finally {
+      await preloadPage.close();
     }
   });
 });

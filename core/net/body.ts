@@ -163,9 +163,11 @@ export interface StreamedAnswer {
 /**
  * One attempt of a GET whose whole body is consumed elsewhere (a worker that reads, verifies and
  * cuts a bundle as it arrives). Rejects with a `TypeError` for a network failure, like `fetch`;
- * resolves `undefined` when it cannot run here, so the transport reads the body itself.
+ * resolves `undefined` when it cannot run here, so the transport reads the body itself, or
+ * `{ here }` with a response it fetched for a worker that then could not take it (the transport
+ * reads that one, rather than send the request again).
  */
 export type StreamElsewhere = (
   url: string,
   init: { headers: Record<string, string>; signal: AbortSignal; expectedBytes: number; onProgress: (receivedBytes: number) => void },
-) => Promise<StreamedAnswer | undefined>;
+) => Promise<StreamedAnswer | { here: Response } | undefined>;

@@ -301,8 +301,8 @@ export class Transport {
     await this.#retrying(url, options, (request) =>
       this.#attempt(url, request, async (controller, progress, arm) => {
         const remote = elsewhere ? await streamElsewhereAttempt(elsewhere, url, headers, controller, progress, limit) : undefined;
-        if (remote) return;
-        const response = await abortable(this.#fetch(url, { method: 'GET', headers, signal: controller.signal }), controller.signal);
+        if (remote === true) return;
+        const response = remote?.here ?? (await abortable(this.#fetch(url, { method: 'GET', headers, signal: controller.signal }), controller.signal));
         throwIfNotSuccess(response, url);
         const declared = declaredLength(response.headers);
         if (declared !== undefined && declared > limit) {
@@ -543,7 +543,7 @@ async function streamElsewhereAttempt(
   controller: AbortController,
   progress: (received: number, total: number | undefined) => void,
   limit: number,
-): Promise<true | undefined> {
+): Promise<true | { here: Response } | undefined> {
   let callbackFailure: CallbackFailure | undefined;
   const onProgress = (received: number) => {
     try {
@@ -561,7 +561,7 @@ async function streamElsewhereAttempt(
   } catch (error) {
     throw callbackFailure ?? error;
   }
-  if (answer === undefined) return undefined;
+  if (answer === undefined || 'here' in answer) return answer;
   throwIfNotSuccess(answer, url);
   if (answer.overLimit) throw sizeError(url, answer.status, limit, answer.overLimit);
   // A refusal may come before the body's end (a head that is not the canonical one).

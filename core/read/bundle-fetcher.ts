@@ -126,10 +126,10 @@ export class BundleFetcher {
       callbacks.onContent(sha256, bytes);
     };
     // A worker that writes the store itself keeps its own copies; any other cache gets them here.
-    // A bundle the page preloads is streamed here, where the preloaded response is.
-    const inWorker = this.#inWorkers && this.#pool instanceof WorkerDigestPool && !this.#preloaded.has(url);
+    // A bundle the page preloads is fetched here, where the preloaded response is (streamBundle).
+    const inWorker = this.#inWorkers && this.#pool instanceof WorkerDigestPool;
     const remote = inWorker
-      ? (this.#pool as WorkerDigestPool).streamBundle(plan, deliver(this.#cache.enabled && !store), store)
+      ? (this.#pool as WorkerDigestPool).streamBundle(plan, deliver(this.#cache.enabled && !store), store, this.#preloaded.has(url))
       : undefined;
     const consumer = (): BodyConsumer => streamConsumer(plan, url, deliver(this.#cache.enabled));
     await this.#transport

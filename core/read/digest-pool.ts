@@ -15,7 +15,7 @@
  */
 import type { WorkerStoreAccess } from '../cache/idb-store.js';
 import { MemberDecodeError } from '../errors.js';
-import type { BodyFetcher, FetchBodyInit, FetchedBody, StreamedAnswer, StreamElsewhere } from '../net/body.js';
+import { bodyToRead, type BodyFetcher, type FetchBodyInit, type FetchedBody, type StreamedAnswer, type StreamElsewhere } from '../net/body.js';
 import { refusalError, type BundleStreamPlan, type DecodeFailure, type StreamFailure } from './stream-check.js';
 import { InThreadDigests, rangesOf, type DigestJob, type DigestPool, type DigestResult } from './digest-jobs.js';
 import { WORKER_SCRIPT } from './worker-script.js';
@@ -32,6 +32,42 @@ function decodesLarge(plan: BundleStreamPlan): boolean {
   let bytes = 0;
   for (const content of plan.contents) if (content.encoding !== undefined) bytes += content.sizeBytes;
   return bytes > IN_THREAD_DECODE_BYTES;
+}
+
+let transferableStreams: boolean | undefined;
+
+/** Whether a `ReadableStream` can be transferred to a worker here (Chromium, Firefox; not Safari). */
+function streamsTransfer(): boolean {
+  if (transferableStreams === undefined) {
+    try {
+      const stream = new ReadableStream();
+      structuredClone(stream, { transfer: [stream as unknown as Transferable] });
+      transferableStreams = true;
+    } catch {
+      transferableStreams = false;
+    }
+  }
+  return transferableStreams;
+}
+
+/**
+ * A bundle's request sent from this thread, for a worker to read (see `streamBundle`): its own
+ * abort, tied to the attempt's, so that a body the worker stops reading ends its request here.
+ */
+async function fetchOnThisThread(
+  url: string,
+  init: { headers: Record<string, string>; signal: AbortSignal },
+): Promise<{ response: Response; stop: () => void }> {
+  const controller = new AbortController();
+  const stop = () => controller.abort(init.signal.reason);
+  if (init.signal.aborted) throw init.signal.reason;
+  init.signal.addEventListener('abort', stop, { once: true });
+  const response = await fetch(absoluteUrl(url), { headers: init.headers, signal: controller.signal });
+  return { response, stop };
+}
+
+function headOf(response: Response): { status: number; statusText: string; type: ResponseType; headers: [string, string][] } {
+  return { status: response.status, statusText: response.statusText, type: response.type, headers: [...response.headers] };
 }
 
 interface Pending {
@@ -155,6 +191,7 @@ export class WorkerDigestPool implements DigestPool {
     plan: BundleStreamPlan,
     onMember: (index: number, bytes: Uint8Array) => void,
     store?: WorkerStoreAccess,
+    preloaded = false,
   ): { attempt: StreamElsewhere; stored: () => Promise<void> | undefined } {
     /** The store write of the last attempt run in a worker (the one that passed, if any). */
     let stored: Promise<void> | undefined;
@@ -163,21 +200,39 @@ export class WorkerDigestPool implements DigestPool {
       if (init.signal.aborted) throw init.signal.reason;
       // A bundle waits for no worker to start: until one has answered, bundles stream on this
       // thread (the first bundles of a cold page), rather than go out a worker's start-up later;
-      // but one with encoded members to decode waits for a worker (SPEC §5a, decoding off the page).
-      if (this.#ready !== true && !decodesLarge(plan)) {
+      // but one with encoded members to decode is decoded in a worker (SPEC §5a, decoding off the
+      // page). Where streams transfer, this thread sends its request now and hands the body to the
+      // first worker that answers; elsewhere it waits for that worker to send it.
+      const large = decodesLarge(plan);
+      // A bundle the page preloads is fetched on this thread, where the preloaded response is;
+      // only one with a large decode then goes to a worker to be read.
+      if (preloaded && !(large && streamsTransfer())) return undefined;
+      if (this.#ready !== true && !large) {
         this.warm();
         return undefined;
       }
-      const worker = this.#fallback ? undefined : await this.#pick(0);
-      if (!worker) return undefined;
+      if (this.#fallback) return undefined;
+      const fetchHere = preloaded || (this.#ready !== true && streamsTransfer());
+      const pageFetch = fetchHere ? fetchOnThisThread(url, init) : undefined;
+      pageFetch?.catch(() => undefined); // awaited below, once a worker answers (or none will)
+      const worker = await this.#pick(0);
+      if (!worker) {
+        // No worker after all (they failed to start): this thread reads what it fetched.
+        return pageFetch ? { here: (await pageFetch).response } : undefined;
+      }
+      const fetched = pageFetch ? await pageFetch : undefined;
       const { id, result } = this.#track<StreamedAnswer>(worker, 1, (data, resolve, reject) => {
         if (data.member !== undefined) return onMember(data.member, new Uint8Array(data.buffer!));
         if (data.progress !== undefined) return init.onProgress(data.progress);
         init.signal.removeEventListener('abort', abort);
-        if (data.failure !== undefined)
-          return reject(data.aborted ? init.signal.reason : new TypeError(`fetch failed in a worker: ${data.failure}`));
+        if (data.failure !== undefined) {
+          fetched?.stop();
+          return reject(data.aborted || init.signal.aborted ? init.signal.reason : new TypeError(`fetch failed in a worker: ${data.failure}`));
+        }
         // A head the worker refused is judged on this thread (bundle-fetcher.ts, stream-check.ts `judgedError`).
         const { head, received, over, refusal } = data.end!;
+        // A body this thread fetched and the worker stopped reading: its request ends here too.
+        if (over || refusal) fetched?.stop();
         resolve({
           status: head.status,
           statusText: head.statusText,
@@ -194,7 +249,20 @@ export class WorkerDigestPool implements DigestPool {
         stored = new Promise<void>((resolve, reject) => this.#stores.set(id, { resolve, reject }));
         stored.catch(() => undefined); // looked at only when the bundle passed
       }
-      worker.worker.postMessage({ id, bundle: { url: absoluteUrl(url), headers: init.headers, plan, ...(store ? { store } : {}) } });
+      const body = fetched?.response.body ? bodyToRead(fetched.response) : null;
+      worker.worker.postMessage(
+        {
+          id,
+          bundle: {
+            url: absoluteUrl(url),
+            headers: init.headers,
+            plan,
+            ...(store ? { store } : {}),
+            ...(fetched ? { fetched: { head: headOf(fetched.response), body } } : {}),
+          },
+        },
+        body ? [body as unknown as Transferable] : [],
+      );
       return result;
     };
     return { attempt, stored: () => stored };

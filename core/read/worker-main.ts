@@ -204,9 +204,20 @@ function wholeBuffer(bytes: Uint8Array): ArrayBuffer {
   return (bytes.byteOffset === 0 && bytes.byteLength === bytes.buffer.byteLength ? bytes.buffer : bytes.slice().buffer) as ArrayBuffer;
 }
 
+/** A response the page fetched and whose body it transferred here (digest-pool.ts, a cold page's large decode). */
+interface PageFetched {
+  head: { status: number; statusText: string; type: ResponseType; headers: [string, string][] };
+  body: ReadableStream<Uint8Array> | null;
+}
+
 interface BundleMessage {
   id: number;
-  bundle: { url: string; headers: Record<string, string>; plan: BundleStreamPlan; store?: WorkerStoreAccess };
+  bundle: { url: string; headers: Record<string, string>; plan: BundleStreamPlan; store?: WorkerStoreAccess; fetched?: PageFetched };
+}
+
+/** The page's response, as much of a `Response` as a bundle job reads: its head and its body (read as it is, see `bodyToRead`). */
+function pageResponse({ head, body }: PageFetched): Response {
+  return { ...head, headers: new Headers(head.headers), body } as unknown as Response;
 }
 
 /**
@@ -220,8 +231,10 @@ async function bundle({ id, bundle: job }: BundleMessage): Promise<void> {
   fetches.set(id, controller);
   let readToEnd = false;
   try {
-    const response = await fetch(job.url, { headers: job.headers, signal: controller.signal });
-    const head = headOf(response);
+    const response = job.fetched
+      ? pageResponse(job.fetched)
+      : await fetch(job.url, { headers: job.headers, signal: controller.signal });
+    const head = job.fetched?.head ?? headOf(response);
     const limit = job.plan.sizeBytes;
     const unstored = () => job.store && post({ id, storeError: 'nothing stored: the bundle did not arrive' });
     if (response.status < 200 || response.status > 299 || !response.body) {
@@ -253,7 +266,8 @@ async function bundle({ id, bundle: job }: BundleMessage): Promise<void> {
     );
     const onProgress = progressPoster(id, declared);
     let refusal: StreamRefusal | undefined;
-    const read = await pumpBody(bodyToRead(response)!, {
+    // The page's body is read as it came: its clone for Chromium's loader was taken there.
+    const read = await pumpBody(job.fetched ? response.body! : bodyToRead(response)!, {
       signal: controller.signal,
       limit,
       onChunk: (chunk) => verifier.push(chunk),
