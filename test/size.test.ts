@@ -31,10 +31,12 @@ const BUDGETS: Record<string, number> = {
   // issue 28's writer side (AWKB version 2 layout, the encoding rule, the index's storedBytes and
   // encoding, MemberDecodeError), which `export *` of the core carries, ~1.1 KB more; its reader
   // (decoding as stored bytes arrive, in the streamed check, the pool and the reader's worker) ~1.9 KB.
-  core: 56.5 * KB,
+  // Issue 27's start (a cold page's request sent before a worker answers, its body handed to the
+  // worker; the first load's chunks asked for early): ~0.1-0.2 KB on each.
+  core: 56.75 * KB,
   // Issue 21 aims at 25 KB; what stands between is in BENCHMARKS.md ("Size"). Issue 28's reader: +2.2 KB.
-  phaser: 40.25 * KB,
-  babylon: 40 * KB,
+  phaser: 40.5 * KB,
+  babylon: 40.25 * KB,
   // Issue 21: the service worker at most 40 KB gzipped.
   sw: 40 * KB,
 };

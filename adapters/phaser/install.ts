@@ -5,6 +5,7 @@
  * the loader's progress monotonic, leaves the index file out of its file counts, and lets Video
  * game objects play videos from bundles. Phaser is always the caller's, never `window.Phaser`.
  */
+import { importFirstLoadParts } from '../../core/read/open-source.js';
 import { defineAwkbIndexFile } from './awkb-index-file.js';
 import { countIndexFilesOut } from './file-counts.js';
 import { gameStateOf } from './game-state.js';
@@ -21,6 +22,8 @@ export function registerAwkb(phaser: PhaserNamespace): void {
   if (installed.has(proto)) return;
   installed.add(proto);
 
+  // The reader's lazily imported parts go out now, while the game boots (open-source.ts).
+  importFirstLoadParts();
   const awkbIndex = defineAwkbIndexFile(phaser);
   phaser.Loader.FileTypesManager.register('awkbIndex', awkbIndex);
   proto.awkbIndex = awkbIndex;

@@ -22,6 +22,28 @@ import type { VerifiedCache } from './verified-cache.js';
 
 type RangesModule = typeof import('./bundle-ranges.js');
 
+let rangesModule: Promise<RangesModule> | undefined;
+
+/**
+ * The range and delta reads' module (bundle-ranges.ts, which carries the delta rule too),
+ * imported once per page, with the transport's range requests (net/transport-ranges.ts, which
+ * `Transport.getRange` and `streamRanges` import) at the same time rather than after. A source
+ * asks for it as its index request goes out (open-source.ts), so that a first load planned by
+ * needed bytes does not wait for the chunk. An import that fails (a chunk gone after a deploy, a
+ * network error) is tried again next time; meanwhile a delta load fetches the whole bundle and a
+ * range read fails with that error, as it would with the network's.
+ */
+export function importRangesModule(): Promise<RangesModule> {
+  rangesModule ??= Promise.all([import('./bundle-ranges.js'), import('../net/transport-ranges.js')]).then(
+    ([module]) => module,
+    (error: unknown) => {
+      rangesModule = undefined;
+      throw error;
+    },
+  );
+  return rangesModule;
+}
+
 export class BundleFetcher {
   readonly #view: IndexView;
   readonly #transport: Transport;
@@ -33,8 +55,6 @@ export class BundleFetcher {
   /** URLs the page preloads (`<link rel="preload" as="fetch">`), read when the source opened. */
   readonly #preloaded: Set<string>;
   readonly #rangeReads: Required<RangeReadOptions>;
-  /** Range and delta reads (bundle-ranges.ts), imported the first time one is needed. */
-  #module: Promise<RangesModule> | undefined;
   #ranges: Promise<BundleRanges> | undefined;
 
   constructor(
@@ -56,23 +76,9 @@ export class BundleFetcher {
     this.#rangeReads = ranges;
   }
 
-  /**
-   * The range and delta reads' module (bundle-ranges.ts, which carries the delta rule too),
-   * imported once, with the transport's range requests (net/transport-ranges.ts, which
-   * `Transport.getRange` and `streamRanges` import) at the same time rather than after. An import
-   * that fails (a chunk gone after a deploy, a network error) is tried again next time; meanwhile a
-   * delta load fetches the whole bundle and a range read fails with that error, as it would with
-   * the network's.
-   */
+  /** The range and delta reads' module (`importRangesModule`). */
   rangesModule(): Promise<RangesModule> {
-    this.#module ??= Promise.all([import('./bundle-ranges.js'), import('../net/transport-ranges.js')]).then(
-      ([module]) => module,
-      (error: unknown) => {
-        this.#module = undefined;
-        throw error;
-      },
-    );
-    return this.#module;
+    return importRangesModule();
   }
 
   #bundleRanges(): Promise<BundleRanges> {

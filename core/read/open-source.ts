@@ -8,6 +8,7 @@ import { IndexTooLargeError, IndexValidationError, InvalidOptionError, ResponseS
 import { parseFetchedIndexJson, parseProjectIndex, parseProjectIndexJson, type ProjectIndex } from '../format/project-index.js';
 import { bindTokenOrigin, needsTokenOrigin } from '../net/token-fetch.js';
 import { checkedSize, Transport } from '../net/transport.js';
+import { importRangesModule } from './bundle-fetcher.js';
 import { deltaReadSettings } from './delta-ranges.js';
 import { InThreadDigests, sharedDigestPool, WorkerDigestPool, workersAvailable, type DigestPool } from './digest-pool.js';
 import { IndexView } from './index-view.js';
@@ -16,6 +17,7 @@ import { networkWaitMs, neededBytesSettings, nowMs, type LineSample } from './ne
 import { DEFAULT_INDEX_ATTEMPTS, DEFAULT_INDEX_TIMEOUT_MS, DEFAULT_MAX_INDEX_BYTES, type OpenOptions } from './options.js';
 import { absoluteUrl, allowedOrigins, checkIndexUrls, documentParsed, httpUrl, pageHref, tokenOrigin } from './origins.js';
 import { rangeReadSettings } from './range-reads.js';
+import { importReferenceReader } from './read-ahead.js';
 
 /** A source's makings, once its index is read and checked. */
 export interface Opened {
@@ -29,6 +31,19 @@ export interface Opened {
   indexLine?: { url: string; sample: LineSample };
 }
 
+/**
+ * Asks for the lazily imported parts a source with the default options uses on its first load
+ * (the range reads with their rule, for needed bytes; the reference reader, for read-ahead), so
+ * that they are in by the time it needs them. An adapter calls this as it is registered: on a
+ * page whose index is preloaded, a source's first load is planned as soon as it opens, before
+ * chunks asked for only then could arrive (issue 27 item 6). Without a bundler they are modules
+ * of this package, imported the same way.
+ */
+export function importFirstLoadParts(): void {
+  importRangesModule().catch(() => undefined);
+  void importReferenceReader();
+}
+
 /** Reads and checks the index (formatVersion 2 or 3; others refused, SPEC §3). */
 export async function openSource(options: OpenOptions): Promise<Opened> {
   const indexUrl = options.indexUrl === undefined ? undefined : httpUrl(absoluteUrl(options.indexUrl), 'indexUrl');
@@ -36,9 +51,9 @@ export async function openSource(options: OpenOptions): Promise<Opened> {
   const allowed = allowedOrigins(indexUrl ?? baseUrl ?? pageHref(), options.allowOrigins ?? []);
   const fetch =
     options.fetch && needsTokenOrigin(options.fetch) ? bindTokenOrigin(options.fetch, tokenOrigin(indexUrl ?? baseUrl)) : options.fetch;
-  deltaReadSettings(options.deltaReads); // checked before any request
+  // Checked before any request.
+  const rangesPlanned = deltaReadSettings(options.deltaReads) !== undefined || rangeReadSettings(options.rangeReads) !== undefined;
   neededBytesSettings(options.neededBytes);
-  rangeReadSettings(options.rangeReads);
   const maxIndexBytes = checkedSize(options.maxIndexBytes ?? DEFAULT_MAX_INDEX_BYTES, 'maxIndexBytes');
   const indexTimeoutMs = options.indexTimeoutMs ?? DEFAULT_INDEX_TIMEOUT_MS;
   if (!(indexTimeoutMs >= 0)) throw new InvalidOptionError('indexTimeoutMs', `indexTimeoutMs must be ≥ 0, got ${indexTimeoutMs}`);
@@ -50,7 +65,13 @@ export async function openSource(options: OpenOptions): Promise<Opened> {
   // which start while the index is fetched (its request waits for none of them). Starting them
   // costs this thread a few ms, so they start once the index request is out.
   const inWorkers = !options.fetch && !options.transport && pool instanceof WorkerDigestPool;
-  const warm = () => pool instanceof WorkerDigestPool && pool.warm();
+  // The range reads' chunk is asked for then too: needed bytes plan a first load's ranges with
+  // it as soon as the index is in (issue 27 item 6: measured, a first load waited ~100-240 ms for
+  // its import on a page that imported it only then).
+  const warm = () => {
+    if (pool instanceof WorkerDigestPool) pool.warm();
+    if (rangesPlanned) importRangesModule().catch(() => undefined);
+  };
   const transport =
     options.transport ??
     new Transport({

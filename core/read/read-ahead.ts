@@ -24,6 +24,13 @@ const READ_AHEAD_EXTENSIONS = new Set(['gltf', 'glb', 'json', 'tmj', 'tsj', 'xml
 
 type References = typeof import('./read-ahead-references.js');
 
+let referenceReader: Promise<References | undefined> | undefined;
+
+/** The reference reader (read-ahead-references.ts), imported once per page; `undefined` if its chunk cannot be imported. */
+export function importReferenceReader(): Promise<References | undefined> {
+  return (referenceReader ??= import('./read-ahead-references.js').catch(() => undefined));
+}
+
 export class ReadAhead {
   readonly #view: IndexView;
   readonly #start: (paths: string[]) => void;
@@ -39,6 +46,18 @@ export class ReadAhead {
   constructor(view: IndexView, start: (paths: string[]) => void) {
     this.#view = view;
     this.#start = start;
+    // The reference reader is imported as the source opens, where its index lists a file it
+    // reads, so that it is in by the time such a file is handed out (while the first bundles
+    // download, not after: issue 27 item 6's tail).
+    for (const path of view.paths()) {
+      if (!READ_AHEAD_EXTENSIONS.has(extensionOf(path))) continue;
+      void this.#import();
+      break;
+    }
+  }
+
+  #import(): Promise<References | undefined> {
+    return (this.#loading ??= importReferenceReader());
   }
 
   /**
@@ -54,8 +73,7 @@ export class ReadAhead {
     if (again || this.#ahead.has(path) || !READ_AHEAD_EXTENSIONS.has(extension)) return;
     if (this.#loaded) return this.#follow(this.#loaded, path, bytes);
     const copy = bytes.slice(0, extension === 'glb' ? glbHead(bytes) : bytes.length);
-    this.#loading ??= import('./read-ahead-references.js').catch(() => undefined);
-    void this.#loading.then((loaded) => {
+    void this.#import().then((loaded) => {
       if (!loaded) return;
       this.#loaded = loaded;
       this.#follow(loaded, path, copy);
