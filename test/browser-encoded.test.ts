@@ -227,7 +227,12 @@ describe.each(TESTED_BROWSERS)('%s: encoded members', (kind) => {
         const small = await hex(await source.read('small/hud.json'));
         // Both requests went out from the page and were answered while no worker had.
         await bigAnswered;
-        const whileCold = { heard: pool.usingWorkers, fetchedOnPage: [...fetchedOnPage].sort(), bigSettled, decodedOnPage: [...decodedOnPage] };
+        const whileCold = {
+          heard: pool.usingWorkers,
+          fetchedOnPage: [...fetchedOnPage].sort(),
+          bigSettled,
+          decodedOnPage: [...decodedOnPage],
+        };
         (globalThis as unknown as { releasePongs: () => void }).releasePongs();
         const bigHash = await big;
         const after = { heard: pool.usingWorkers, fetchedOnPage: [...fetchedOnPage].sort(), decodedOnPage: [...decodedOnPage] };
@@ -310,7 +315,10 @@ describe.each(TESTED_BROWSERS)('%s: encoded members', (kind) => {
       const rangesModule = server.hold('/dist/core/read/bundle-ranges.js');
       const opened = freshPage.evaluate(async () => {
         const core = await harnessImport('awake-bundle');
-        const source = await core.IndexedAssetSource.open({ indexUrl: '/published/cold/project.index.json', cache: new core.MemoryCache() });
+        const source = await core.IndexedAssetSource.open({
+          indexUrl: '/published/cold/project.index.json',
+          cache: new core.MemoryCache(),
+        });
         const bytes = await source.read('small/hud.json');
         source.dispose();
         return bytes.length;

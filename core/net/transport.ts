@@ -302,7 +302,8 @@ export class Transport {
       this.#attempt(url, request, async (controller, progress, arm) => {
         const remote = elsewhere ? await streamElsewhereAttempt(elsewhere, url, headers, controller, progress, limit) : undefined;
         if (remote === true) return;
-        const response = remote?.here ?? (await abortable(this.#fetch(url, { method: 'GET', headers, signal: controller.signal }), controller.signal));
+        const response =
+          remote?.here ?? (await abortable(this.#fetch(url, { method: 'GET', headers, signal: controller.signal }), controller.signal));
         throwIfNotSuccess(response, url);
         const declared = declaredLength(response.headers);
         if (declared !== undefined && declared > limit) {

@@ -15,7 +15,14 @@
  */
 import type { WorkerStoreAccess } from '../cache/idb-store.js';
 import { MemberDecodeError } from '../errors.js';
-import { bodyToRead, type BodyFetcher, type FetchBodyInit, type FetchedBody, type StreamedAnswer, type StreamElsewhere } from '../net/body.js';
+import {
+  bodyToRead,
+  type BodyFetcher,
+  type FetchBodyInit,
+  type FetchedBody,
+  type StreamedAnswer,
+  type StreamElsewhere,
+} from '../net/body.js';
 import { refusalError, type BundleStreamPlan, type DecodeFailure, type StreamFailure } from './stream-check.js';
 import { InThreadDigests, rangesOf, type DigestJob, type DigestPool, type DigestResult } from './digest-jobs.js';
 import { WORKER_SCRIPT } from './worker-script.js';
@@ -227,7 +234,9 @@ export class WorkerDigestPool implements DigestPool {
         init.signal.removeEventListener('abort', abort);
         if (data.failure !== undefined) {
           fetched?.stop();
-          return reject(data.aborted || init.signal.aborted ? init.signal.reason : new TypeError(`fetch failed in a worker: ${data.failure}`));
+          return reject(
+            data.aborted || init.signal.aborted ? init.signal.reason : new TypeError(`fetch failed in a worker: ${data.failure}`),
+          );
         }
         // A head the worker refused is judged on this thread (bundle-fetcher.ts, stream-check.ts `judgedError`).
         const { head, received, over, refusal } = data.end!;

@@ -231,9 +231,7 @@ async function bundle({ id, bundle: job }: BundleMessage): Promise<void> {
   fetches.set(id, controller);
   let readToEnd = false;
   try {
-    const response = job.fetched
-      ? pageResponse(job.fetched)
-      : await fetch(job.url, { headers: job.headers, signal: controller.signal });
+    const response = job.fetched ? pageResponse(job.fetched) : await fetch(job.url, { headers: job.headers, signal: controller.signal });
     const head = job.fetched?.head ?? headOf(response);
     const limit = job.plan.sizeBytes;
     const unstored = () => job.store && post({ id, storeError: 'nothing stored: the bundle did not arrive' });
