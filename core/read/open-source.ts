@@ -52,7 +52,9 @@ export async function openSource(options: OpenOptions): Promise<Opened> {
   const fetch =
     options.fetch && needsTokenOrigin(options.fetch) ? bindTokenOrigin(options.fetch, tokenOrigin(indexUrl ?? baseUrl)) : options.fetch;
   // Checked before any request.
-  const rangesPlanned = deltaReadSettings(options.deltaReads) !== undefined || rangeReadSettings(options.rangeReads) !== undefined;
+  const deltaReads = deltaReadSettings(options.deltaReads);
+  const rangeReads = rangeReadSettings(options.rangeReads);
+  const rangesPlanned = deltaReads !== undefined || rangeReads !== undefined;
   neededBytesSettings(options.neededBytes);
   const maxIndexBytes = checkedSize(options.maxIndexBytes ?? DEFAULT_MAX_INDEX_BYTES, 'maxIndexBytes');
   const indexTimeoutMs = options.indexTimeoutMs ?? DEFAULT_INDEX_TIMEOUT_MS;
