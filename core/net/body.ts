@@ -17,6 +17,19 @@ export function isMultipart(headers: Headers): boolean {
   return /^\s*multipart\/byteranges\s*(;|$)/i.test(headers.get('content-type') ?? '');
 }
 
+/** A response's head as it crosses between the page and the reader's workers (structured-cloneable). */
+export interface ResponseHead {
+  status: number;
+  statusText: string;
+  type: ResponseType;
+  headers: [string, string][];
+}
+
+/** `response`'s head, to post to another thread. */
+export function responseHead(response: Response): ResponseHead {
+  return { status: response.status, statusText: response.statusText, type: response.type, headers: [...response.headers] };
+}
+
 /** Chromium (Blink), see `bodyToRead`: the page's or a worker's `navigator` says so; Node's says Node.js. */
 function cancelsLoadsOnClose(): boolean {
   return typeof navigator !== 'undefined' && /Chrom(?:e|ium)\//.test(navigator.userAgent ?? '');

@@ -76,13 +76,8 @@ export class BundleFetcher {
     this.#rangeReads = ranges;
   }
 
-  /** The range and delta reads' module (`importRangesModule`). */
-  rangesModule(): Promise<RangesModule> {
-    return importRangesModule();
-  }
-
   #bundleRanges(): Promise<BundleRanges> {
-    this.#ranges ??= this.rangesModule().then(
+    this.#ranges ??= importRangesModule().then(
       ({ BundleRanges }) =>
         new BundleRanges({
           view: this.#view,

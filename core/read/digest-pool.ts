@@ -17,9 +17,11 @@ import type { WorkerStoreAccess } from '../cache/idb-store.js';
 import { MemberDecodeError } from '../errors.js';
 import {
   bodyToRead,
+  responseHead,
   type BodyFetcher,
   type FetchBodyInit,
   type FetchedBody,
+  type ResponseHead,
   type StreamedAnswer,
   type StreamElsewhere,
 } from '../net/body.js';
@@ -73,10 +75,6 @@ async function fetchOnThisThread(
   return { response, stop };
 }
 
-function headOf(response: Response): { status: number; statusText: string; type: ResponseType; headers: [string, string][] } {
-  return { status: response.status, statusText: response.statusText, type: response.type, headers: [...response.headers] };
-}
-
 interface Pending {
   resolve: (value: unknown) => void;
   reject: (error: Error) => void;
@@ -88,7 +86,7 @@ interface WorkerReply {
   id: number;
   member?: number;
   end?: {
-    head: { status: number; statusText: string; type: ResponseType; headers: [string, string][] };
+    head: ResponseHead;
     received: number;
     over?: { declaredBytes?: number; receivedBytes?: number };
     refusal?: StreamFailure;
@@ -100,7 +98,7 @@ interface WorkerReply {
   error?: string;
   progress?: number;
   total?: number;
-  head?: { status: number; statusText: string; type: ResponseType; headers: [string, string][] };
+  head?: ResponseHead;
   buffer?: ArrayBuffer;
   failure?: string;
   aborted?: boolean;
@@ -267,7 +265,7 @@ export class WorkerDigestPool implements DigestPool {
             headers: init.headers,
             plan,
             ...(store ? { store } : {}),
-            ...(fetched ? { fetched: { head: headOf(fetched.response), body } } : {}),
+            ...(fetched ? { fetched: { head: responseHead(fetched.response), body } } : {}),
           },
         },
         body ? [body as unknown as Transferable] : [],

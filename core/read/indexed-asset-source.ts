@@ -16,7 +16,7 @@ import { entryKey, type ProjectIndex } from '../format/project-index.js';
 import { mediaTypeOf } from '../format/media-types.js';
 import { linkSignals } from '../net/abort.js';
 import type { LoadsFile } from '../publish/loads.js';
-import { BundleFetcher } from './bundle-fetcher.js';
+import { BundleFetcher, importRangesModule } from './bundle-fetcher.js';
 import { deltaReadSettings } from './delta-ranges.js';
 import { WorkerDigestPool, type DigestPool } from './digest-pool.js';
 import { runRead, typedAbort } from './file-read.js';
@@ -100,15 +100,7 @@ export class IndexedAssetSource {
       view,
       cache,
       fetcher,
-      planner: new LoadPlanner(
-        view,
-        cache,
-        origins,
-        { delta, ranges: rangeSettings },
-        ranges !== undefined,
-        () => fetcher.rangesModule(),
-        lines,
-      ),
+      planner: new LoadPlanner(view, cache, origins, { delta, ranges: rangeSettings }, ranges !== undefined, importRangesModule, lines),
       // The workers write the cache once this source's loads are done (see flushStores).
       registry: new LoadRegistry(this.#lifetime.signal, () => {
         if (this.pool instanceof WorkerDigestPool) this.pool.flushStores();

@@ -13,7 +13,7 @@
  * - `read` / `has`: cached entries, checked here; `open`, `flush`: the store.
  */
 import { getEntries, hasEntries, openStore, putEntries, type WorkerStoreAccess } from '../cache/idb-store.js';
-import { bodyToRead, collectBody, declaredLength, pumpBody } from '../net/body.js';
+import { bodyToRead, collectBody, declaredLength, pumpBody, responseHead, type ResponseHead } from '../net/body.js';
 import { toHex } from '../hash.js';
 import { MemberDecodeError } from '../errors.js';
 import { decodedOrRefusal, type EncodedMemberInfo } from '../format/encoded-member.js';
@@ -132,11 +132,6 @@ async function readStored({ id, read }: { id: number; read: WorkerStoreAccess & 
   }
 }
 
-/** The response's head as the page's transport reads it. */
-function headOf(response: Response) {
-  return { status: response.status, statusText: response.statusText, type: response.type, headers: [...response.headers] };
-}
-
 interface GetMessage {
   id: number;
   url: string;
@@ -164,7 +159,7 @@ async function get(message: GetMessage): Promise<void> {
   let readToEnd = false;
   try {
     const response = await fetch(url, { headers, signal: controller.signal });
-    const head = headOf(response);
+    const head = responseHead(response);
     if (response.status < 200 || response.status > 299 || !response.body) {
       response.body?.cancel().catch(() => undefined);
       return post({ id, head, buffer: new ArrayBuffer(0) });
@@ -206,7 +201,7 @@ function wholeBuffer(bytes: Uint8Array): ArrayBuffer {
 
 /** A response the page fetched and whose body it transferred here (digest-pool.ts, a cold page's large decode). */
 interface PageFetched {
-  head: { status: number; statusText: string; type: ResponseType; headers: [string, string][] };
+  head: ResponseHead;
   body: ReadableStream<Uint8Array> | null;
 }
 
@@ -232,7 +227,7 @@ async function bundle({ id, bundle: job }: BundleMessage): Promise<void> {
   let readToEnd = false;
   try {
     const response = job.fetched ? pageResponse(job.fetched) : await fetch(job.url, { headers: job.headers, signal: controller.signal });
-    const head = job.fetched?.head ?? headOf(response);
+    const head = job.fetched?.head ?? responseHead(response);
     const limit = job.plan.sizeBytes;
     const unstored = () => job.store && post({ id, storeError: 'nothing stored: the bundle did not arrive' });
     if (response.status < 200 || response.status > 299 || !response.body) {
