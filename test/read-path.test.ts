@@ -49,7 +49,7 @@ function emptyLoad(): Load {
 }
 
 /** Steps where nothing is held or cached and every wait ends with nothing: `tick` says how a wait ends (a microtask, or a macrotask). */
-function loopingSteps(path: 'joining' | 'passed-over' | 'deciding' | 'range' | 'load', tick: () => Promise<void>) {
+function loopingSteps(path: 'joining' | 'passed-over' | 'ranging' | 'deciding' | 'range' | 'load', tick: () => Promise<void>) {
   const calls: string[] = [];
   const load = emptyLoad();
   const step =
@@ -68,8 +68,9 @@ function loopingSteps(path: 'joining' | 'passed-over' | 'deciding' | 'range' | '
     deciding: () => (path === 'deciding' ? (calls.push('deciding'), tick()) : undefined),
     fromCache: step('fromCache', () => undefined),
     byRange: () => path === 'range',
+    ranging: () => path === 'ranging',
     asideByRange: () => false,
-    aside: () => Promise.resolve(undefined),
+    aside: step('aside', () => undefined),
     range: step('range', () => undefined),
     startLoad: () => (calls.push('startLoad'), load),
   };
@@ -79,6 +80,7 @@ function loopingSteps(path: 'joining' | 'passed-over' | 'deciding' | 'range' | '
 const PATHS_ROUND = [
   ['joining', 'joining'],
   ['passed-over', 'joining'],
+  ['ranging', 'joining'],
   ['deciding', 'deciding'],
   ['range', 'fetching'],
   ['load', 'fetching'],

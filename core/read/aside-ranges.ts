@@ -3,10 +3,15 @@
  * the members it was planned for; a read (or a read-ahead) of another member of that bundle that
  * comes while it is in flight gets that member by a range of its own at once, rather than wait for
  * the load to end and start another. One range per content at a time, whoever asks: the bytes are
- * held for the files that read that content (pending-members.ts), so no byte comes twice.
+ * held for the files that read that content (pending-members.ts), and its cache write is marked
+ * pending, so no byte comes twice. While it is on its way, a read of that content waits for it
+ * (file-read.ts `ranging`), a load plans without it and a prefetch or read-ahead counts it as
+ * coming (the planner's `held` in loads.ts, prefetch.ts): a needed-bytes load of the same bundle that
+ * starts once the first has ended asks for none of its bytes again.
  */
+import { entryKey } from '../format/project-index.js';
 import type { Entry } from './index-view.js';
-import type { LoadRunner } from './loads.js';
+import { markWrites, type LoadRunner } from './loads.js';
 import { noteBrought } from './needed-bytes.js';
 import type { SourceParts } from './source-parts.js';
 
@@ -17,10 +22,21 @@ export function rangeAside(parts: SourceParts, loads: LoadRunner, entry: Entry, 
   if (inFlight) return inFlight;
   const loadKey = parts.view.loadKeyOf(entry);
   const ranging = parts.fetcher
-    .range(entry, path, parts.lifetime, (accepted, contents) => loads.keepWhole(loadKey, accepted, contents))
+    .range(
+      entry,
+      path,
+      parts.lifetime,
+      (accepted, contents) => loads.keepWhole(loadKey, accepted, contents),
+      // Its cache write is pending until it settles: a read that finds the bytes taken waits for it, not the network.
+      (written) => markWrites(parts, [sha256], written),
+    )
     .then((bytes) => {
       if (bytes) noteBrought(parts.brought, loadKey, [sha256]);
-      if (bytes && !parts.held.has(sha256)) parts.held.put(sha256, bytes, parts.view.filesWith(loadKey, sha256).length, 0, loadKey);
+      if (bytes && !parts.held.has(sha256)) {
+        // Held for the files that read it, those a prefetch asked for meanwhile pinned (it counted the range as coming).
+        const files = parts.view.filesWith(loadKey, sha256);
+        parts.held.put(sha256, bytes, files.length, files.filter((file) => parts.asked.has(entryKey(file))).length, loadKey);
+      }
       return bytes !== undefined;
     })
     .finally(() => parts.ranging.delete(sha256));

@@ -200,8 +200,14 @@ export class BundleFetcher {
    * when the host refused the range, or is known to ignore ranges: the read then goes through a
    * whole-bundle load.
    */
-  async range(entry: Entry, path: string, signal: AbortSignal, onWhole: WholeHandler): Promise<Uint8Array | undefined> {
-    return (await this.#bundleRanges()).range(entry, path, signal, onWhole);
+  async range(
+    entry: Entry,
+    path: string,
+    signal: AbortSignal,
+    onWhole: WholeHandler,
+    onStored?: (written: Promise<void>) => void,
+  ): Promise<Uint8Array | undefined> {
+    return (await this.#bundleRanges()).range(entry, path, signal, onWhole, onStored);
   }
 
   /** Checks bytes this source owns (fetched) against an entry, hashing (and storing, when a worker can) in the pool; on a cold page here (`now`: not kept waiting for a worker to start, issue 22). */

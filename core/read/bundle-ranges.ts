@@ -29,6 +29,8 @@ export { deltaRangesFor } from './delta-plan.js';
 /** A range read as the fetcher queues it. */
 interface RangeReadFor extends RangeRead {
   onWhole: WholeHandler;
+  /** The cache write of its member, once it passed: pending until it settles (SourceParts `writes`). */
+  onStored?: ((written: Promise<void>) => void) | undefined;
 }
 
 /** What the ranges share with the bundle fetcher that made them: its parts, and how it hands contents over. */
@@ -73,10 +75,16 @@ export class BundleRanges {
    * whole bundles from then on. `undefined` when the host refused the range (403, 416, 501), or is
    * known to ignore ranges: the read then goes through a whole-bundle load.
    */
-  range(entry: Entry, path: string, signal: AbortSignal, onWhole: WholeHandler): Promise<Uint8Array | undefined> {
+  range(
+    entry: Entry,
+    path: string,
+    signal: AbortSignal,
+    onWhole: WholeHandler,
+    onStored?: (written: Promise<void>) => void,
+  ): Promise<Uint8Array | undefined> {
     const bundle = this.#view.bundle(entry.bundle!)!;
     const url = this.#view.resolveUrl(bundle.url);
-    return this.#ranges.read(originOf(url), bundle.sha256, url, { entry, path, onWhole }, signal);
+    return this.#ranges.read(originOf(url), bundle.sha256, url, { entry, path, onWhole, onStored }, signal);
   }
 
   /** One shared range request: its span of the bundle, each distinct member checked alone, each read given bytes of its own. */
@@ -135,10 +143,11 @@ export class BundleRanges {
     });
     // The cache gets copies of its own where it needs them: the parts go to the reads.
     const allPassed = passed.size === members.length;
-    void this.#cache.store(
+    const written = this.#cache.store(
       stored && allPassed ? [] : [...passed].map(([sha256, bytes]) => [sha256, this.#cache.needsCopies ? bytes.slice() : bytes]),
       allPassed ? stored : undefined,
     );
+    for (const waiter of waiters) if (passed.has(waiter.read.entry.sha256)) waiter.read.onStored?.(written);
     // Every read owns its bytes: reads of one content get copies, the last one its part.
     const readsOf = new Map<string, RangeWaiter<RangeReadFor>[]>();
     for (const waiter of waiters) pushTo(readsOf, waiter.read.entry.sha256, waiter);

@@ -9,7 +9,8 @@
  *
  *   held ──────────► done           bytes in memory for this read
  *    │
- *   joining ───────► done | again   a load in flight for its bundle: its arrival, or its end
+ *   joining ───────► done | again   its content on its way by a range of its own (aside-ranges.ts):
+ *    │                              that range; else a load in flight for its bundle: its arrival, or its end
  *    │                              (a delta load without this content: passed over, once)
  *    │
  *   deciding ──────► again          a prefetch is deciding where the group comes from
@@ -57,6 +58,8 @@ export interface ReadSteps {
   fromCache(signal: AbortSignal): Promise<Uint8Array | undefined>;
   /** Whether this read goes alone by range request (SPEC §7 "Range reads"). */
   byRange(): boolean;
+  /** Whether this content is on its way by a range of its own (aside-ranges.ts), which this read then shares. */
+  ranging(): boolean;
   /** Whether a read that `load` (a needed-bytes load of its bundle, without its content) passed over goes by a range of its own rather than wait for it to end. */
   asideByRange(load: Load): boolean;
   /** That range (aside-ranges.ts), shared with any other asking for the same content; `undefined` when the host refused it. */
@@ -106,6 +109,14 @@ async function walk(steps: ReadSteps, target: ReadTarget, signal: AbortSignal): 
         break;
       }
       case 'joining': {
+        if (steps.ranging()) {
+          // Its member is on its way by a range of its own: that range, not a load that would ask for it again.
+          const bytes = await steps.aside(signal);
+          if (bytes) return bytes;
+          // Another read of the content took them: its cache write is pending (the cache, next time round).
+          state = again('joining');
+          break;
+        }
         const load = steps.inFlight();
         if (!load) {
           state = 'deciding';

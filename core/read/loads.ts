@@ -92,7 +92,8 @@ export class LoadRunner {
       if (!options.wanted && wanted.size <= 1) wanted = this.#rest(load.key);
     }
     let plan = await planner.plan(load.key, {
-      held: (sha256) => held.has(sha256),
+      // On its way by a range of its own (aside-ranges.ts) counts as held: not asked for twice.
+      held: (sha256) => held.has(sha256) || this.#parts.ranging.has(sha256),
       present: options.present,
       need: options.need,
       wanted,
@@ -123,22 +124,22 @@ export class LoadRunner {
     return result;
   }
 
-  /** The contents of bundle `loadKey` that no needed-bytes load of this source brought; `undefined` (all of them) when none did. */
+  /**
+   * The contents of bundle `loadKey` that no needed-bytes load of this source brought and no range
+   * of its own is bringing; `undefined` (all of them) when none did.
+   */
   #rest(loadKey: string): Set<string> | undefined {
-    const brought = this.#parts.brought.get(loadKey);
+    const { brought: broughtBy, ranging, view } = this.#parts;
+    const brought = broughtBy.get(loadKey);
     if (!brought) return undefined;
     const rest = new Set<string>();
-    for (const entry of this.#parts.view.membersOf(loadKey)) if (!brought.has(entry.sha256)) rest.add(entry.sha256);
+    for (const entry of view.membersOf(loadKey)) if (!brought.has(entry.sha256) && !ranging.has(entry.sha256)) rest.add(entry.sha256);
     return rest;
   }
 
   /** Marks what `load` brought as written by `stored` until it settles (SourceParts `writes`). */
   #pending(load: Load, stored: Promise<void>): void {
-    const { writes } = this.#parts;
-    for (const sha256 of load.arrived) writes.set(sha256, stored);
-    void stored.then(() => {
-      for (const sha256 of load.arrived) if (writes.get(sha256) === stored) writes.delete(sha256);
-    });
+    markWrites(this.#parts, load.arrived, stored);
   }
 
   /**
@@ -167,6 +168,16 @@ export class LoadRunner {
       held.put(sha256, bytes, files.length, files.filter((file) => asked.has(entryKey(file))).length, bundleSha);
     }
   }
+}
+
+/** Marks `contents` as written by `stored` until it settles (SourceParts `writes`): a read that finds them gone from memory waits for it. */
+export function markWrites(parts: Pick<SourceParts, 'writes'>, contents: Iterable<string>, stored: Promise<void>): void {
+  const { writes } = parts;
+  const marked = [...contents];
+  for (const sha256 of marked) writes.set(sha256, stored);
+  void stored.then(() => {
+    for (const sha256 of marked) if (writes.get(sha256) === stored) writes.delete(sha256);
+  });
 }
 
 /** One load's fetch as its line saw it (needed-bytes.ts `LineEstimates`): from the request to its first body bytes, and the body's time. */

@@ -54,11 +54,12 @@ export class Prefetcher {
    * `pendingBytes`, pinned by nothing, so files the engine never asks for cost no memory past it.
    */
   async ahead(files: PrefetchFile[], wanted: (path: string) => boolean): Promise<void> {
-    const { view, held, registry, deciding } = this.#parts;
-    /** Groups with a file still wanted, not held, whose load is neither in flight nor being decided. */
+    const { view, held, registry, deciding, ranging } = this.#parts;
+    /** Groups with a file still wanted, neither held nor on its way by a range, whose load is neither in flight nor being decided. */
     const open = (among: PrefetchFile[]) => {
       const groups = new Map<string, Entry[]>();
-      for (const { path, entry } of among) if (wanted(path) && !held.has(entry.sha256)) pushTo(groups, view.loadKeyOf(entry), entry);
+      for (const { path, entry } of among)
+        if (wanted(path) && !held.has(entry.sha256) && !ranging.has(entry.sha256)) pushTo(groups, view.loadKeyOf(entry), entry);
       let pathOf: Map<Entry, string> | undefined;
       for (const loadKey of [...groups.keys()]) {
         const load = registry.get(loadKey);
@@ -196,11 +197,13 @@ export class Prefetcher {
    * another is still under way, is not in the store yet, and asking the store would fetch it again.
    */
   async #cachedGroups(groups: Map<string, Entry[]>): Promise<{ complete: Set<string>; present?: Set<string> }> {
-    const { held, cache, view, writes } = this.#parts;
+    const { held, cache, view, writes, ranging } = this.#parts;
     const complete = new Set<string>();
     const wanted = new Map<string, Entry[]>();
     for (const [loadKey, group] of groups) {
-      const missing = distinct(group.filter((entry) => !held.has(entry.sha256) && !writes.has(entry.sha256)));
+      // On its way by a range of its own (aside-ranges.ts) counts as there too: `#holdFromCache` waits for it.
+      const coming = (entry: Entry) => held.has(entry.sha256) || writes.has(entry.sha256) || ranging.has(entry.sha256);
+      const missing = distinct(group.filter((entry) => !coming(entry)));
       if (missing.length === 0) complete.add(loadKey);
       else wanted.set(loadKey, missing);
     }
@@ -211,7 +214,7 @@ export class Prefetcher {
     for (const loadKey of wanted.keys()) for (const entry of view.membersOf(loadKey)) shas.add(entry.sha256);
     const present = await cache.contains([...shas]);
     if (!present) return { complete };
-    for (const sha256 of shas) if (writes.has(sha256)) present.add(sha256);
+    for (const sha256 of shas) if (writes.has(sha256) || ranging.has(sha256)) present.add(sha256);
     for (const [loadKey, missing] of wanted) if (missing.every((entry) => present.has(entry.sha256))) complete.add(loadKey);
     return { complete, present };
   }
@@ -222,9 +225,12 @@ export class Prefetcher {
    */
   async #holdFromCache(group: Entry[]): Promise<boolean> {
     const { held, cache } = this.#parts;
-    const wanted = distinct(group.filter((entry) => !held.has(entry.sha256)));
+    const unheld = () => distinct(group.filter((entry) => !held.has(entry.sha256)));
+    if (unheld().length === 0) return true;
+    await this.#written(unheld());
+    // What came by a range of its own meanwhile is held now, pinned for this prefetch's reads (aside-ranges.ts).
+    const wanted = unheld();
     if (wanted.length === 0) return true;
-    await this.#written(wanted);
     const found = await cache.getVerified(wanted);
     const readsOf = new Map<string, number>();
     for (const file of group) readsOf.set(file.sha256, (readsOf.get(file.sha256) ?? 0) + 1);
@@ -235,9 +241,14 @@ export class Prefetcher {
     return found.size === wanted.length;
   }
 
-  /** Once the pending cache writes of `entries` have settled (the workers asked to write now), as a read waits (read-steps.ts `fromCache`). */
+  /**
+   * Once the ranges of their own that bring `entries` (aside-ranges.ts) and their pending cache
+   * writes have settled (the workers asked to write now), as a read waits (read-steps.ts `fromCache`).
+   */
   async #written(entries: Entry[]): Promise<void> {
-    const { writes } = this.#parts;
+    const { writes, ranging } = this.#parts;
+    const coming = entries.flatMap((entry) => ranging.get(entry.sha256) ?? []);
+    if (coming.length > 0) await Promise.all(coming.map((range) => range.catch(() => undefined)));
     const pending = entries.flatMap((entry) => writes.get(entry.sha256) ?? []);
     if (pending.length === 0) return;
     this.#parts.flushWrites();

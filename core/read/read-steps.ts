@@ -102,6 +102,7 @@ export function readSteps(parts: SourceParts, loads: LoadRunner, read: ReadOf): 
       return bytes;
     },
     byRange: () => parts.planner.readsByRange(entry),
+    ranging: () => parts.ranging.has(sha256),
     asideByRange: (load) => parts.lines !== undefined && load.partial && parts.planner.readsByRange(entry, true),
     async aside(signal) {
       doneAsking();
