@@ -22,14 +22,11 @@ export function rangeAside(parts: SourceParts, loads: LoadRunner, entry: Entry, 
   if (inFlight) return inFlight;
   const loadKey = parts.view.loadKeyOf(entry);
   const ranging = parts.fetcher
-    .range(
-      entry,
-      path,
-      parts.lifetime,
-      (accepted, contents) => loads.keepWhole(loadKey, accepted, contents),
+    .range(entry, path, parts.lifetime, {
+      onWhole: (accepted, contents) => loads.keepWhole(loadKey, accepted, contents),
       // Its cache write is pending until it settles: a read that finds the bytes taken waits for it, not the network.
-      (written) => markWrites(parts, [sha256], written),
-    )
+      onStored: (written) => markWrites(parts, [sha256], written),
+    })
     .then((bytes) => {
       if (bytes) noteBrought(parts.brought, loadKey, [sha256]);
       if (bytes && !parts.held.has(sha256)) {

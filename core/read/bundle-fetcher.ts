@@ -10,7 +10,7 @@ import type { BundleEntry } from '../format/project-index.js';
 import { sha256Hex } from '../hash.js';
 import type { BodyConsumer, Transport } from '../net/transport.js';
 import type { BundleRanges } from './bundle-ranges.js';
-import { bundleSizeError, type Accepted, type FetchCallbacks, type Replan, type WholeHandler } from './fetched.js';
+import { bundleSizeError, type Accepted, type FetchCallbacks, type RangeHandlers, type Replan } from './fetched.js';
 import { BundleStreamChecker, deferredJudge, judgedError, refusalError, StreamRefusal, type BundleStreamPlan } from './stream-check.js';
 import { WorkerDigestPool, type DigestPool } from './digest-pool.js';
 import type { Entry, IndexView } from './index-view.js';
@@ -200,14 +200,8 @@ export class BundleFetcher {
    * when the host refused the range, or is known to ignore ranges: the read then goes through a
    * whole-bundle load.
    */
-  async range(
-    entry: Entry,
-    path: string,
-    signal: AbortSignal,
-    onWhole: WholeHandler,
-    onStored?: (written: Promise<void>) => void,
-  ): Promise<Uint8Array | undefined> {
-    return (await this.#bundleRanges()).range(entry, path, signal, onWhole, onStored);
+  async range(entry: Entry, path: string, signal: AbortSignal, handlers: RangeHandlers): Promise<Uint8Array | undefined> {
+    return (await this.#bundleRanges()).range(entry, path, signal, handlers);
   }
 
   /** Checks bytes this source owns (fetched) against an entry, hashing (and storing, when a worker can) in the pool; on a cold page here (`now`: not kept waiting for a worker to start, issue 22). */

@@ -9,7 +9,7 @@ import { entryKey, type BundleEntry } from '../format/project-index.js';
 import { linkSignals } from '../net/abort.js';
 import type { StreamedRanges } from '../net/requests.js';
 import type { Transport } from '../net/transport.js';
-import { bundleSizeError, type Accepted, type FetchCallbacks, type Replan, type WholeHandler } from './fetched.js';
+import { bundleSizeError, type Accepted, type FetchCallbacks, type RangeHandlers, type Replan } from './fetched.js';
 import type { ByteRange } from './delta-ranges.js';
 import type { DigestPool } from './digest-pool.js';
 import { pushTo, type Entry, type IndexView } from './index-view.js';
@@ -27,11 +27,7 @@ import type { VerifiedCache } from './verified-cache.js';
 export { deltaRangesFor } from './delta-plan.js';
 
 /** A range read as the fetcher queues it. */
-interface RangeReadFor extends RangeRead {
-  onWhole: WholeHandler;
-  /** The cache write of its member, once it passed: pending until it settles (SourceParts `writes`). */
-  onStored?: ((written: Promise<void>) => void) | undefined;
-}
+type RangeReadFor = RangeRead & RangeHandlers;
 
 /** What the ranges share with the bundle fetcher that made them: its parts, and how it hands contents over. */
 export interface BundleRangesContext {
@@ -75,16 +71,10 @@ export class BundleRanges {
    * whole bundles from then on. `undefined` when the host refused the range (403, 416, 501), or is
    * known to ignore ranges: the read then goes through a whole-bundle load.
    */
-  range(
-    entry: Entry,
-    path: string,
-    signal: AbortSignal,
-    onWhole: WholeHandler,
-    onStored?: (written: Promise<void>) => void,
-  ): Promise<Uint8Array | undefined> {
+  range(entry: Entry, path: string, signal: AbortSignal, handlers: RangeHandlers): Promise<Uint8Array | undefined> {
     const bundle = this.#view.bundle(entry.bundle!)!;
     const url = this.#view.resolveUrl(bundle.url);
-    return this.#ranges.read(originOf(url), bundle.sha256, url, { entry, path, onWhole, onStored }, signal);
+    return this.#ranges.read(originOf(url), bundle.sha256, url, { entry, path, ...handlers }, signal);
   }
 
   /** One shared range request: its span of the bundle, each distinct member checked alone, each read given bytes of its own. */

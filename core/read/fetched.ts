@@ -32,6 +32,16 @@ export interface Replan {
 /** What the reader does with a whole bundle that came for a range read (a server that ignores ranges): hold and cache its members. */
 export type WholeHandler = (accepted: Accepted, contents: Map<string, Uint8Array>) => void;
 
+/**
+ * What a range read hands over beside its bytes: the whole bundle, when a server sent it for the
+ * range (`onWhole`), and the cache write of its member once it passed (`onStored`: pending until
+ * it settles, SourceParts `writes`).
+ */
+export interface RangeHandlers {
+  onWhole: WholeHandler;
+  onStored?: ((written: Promise<void>) => void) | undefined;
+}
+
 /** A bundle body of the wrong size, as the bundle's integrity error (SPEC §7 "Verified"), naming it (its URL is the error's `url`). */
 export function bundleSizeError(error: unknown, bundle: BundleEntry, url: string): unknown {
   if (!(error instanceof ResponseSizeError)) return error;

@@ -118,7 +118,9 @@ export function readSteps(parts: SourceParts, loads: LoadRunner, read: ReadOf): 
     range(signal) {
       releasePin();
       doneAsking();
-      return parts.fetcher.range(entry, read.path, signal, (accepted, contents) => loads.keepWhole(entry.bundle!, accepted, contents));
+      return parts.fetcher.range(entry, read.path, signal, {
+        onWhole: (accepted, contents) => loads.keepWhole(entry.bundle!, accepted, contents),
+      });
     },
     startLoad() {
       doneAsking();
