@@ -58,6 +58,15 @@ function preloads(html: string): string[] {
     .map((tag) => value(tag, 'href')!);
 }
 
+/** The hrefs of the preload links marked `data-awkb-index`. */
+function marked(html: string): string[] {
+  return [...html.matchAll(/<link\b[^>]*>/g)]
+    .map((match) => match[0])
+    .filter((tag) => /\sdata-awkb-index(?:[\s=>])/.test(tag))
+    .map((tag) => /\shref=(?:"([^"]*)"|([^\s>"]+))/.exec(tag)!)
+    .map((match) => match[1] ?? match[2]!);
+}
+
 let browser: LaunchedBrowser;
 let server: RepoServer;
 
@@ -110,12 +119,14 @@ function expectPreloadsAfterScripts(html: string): void {
   expect(marker).toBeLessThan(html.indexOf('<body'));
 }
 
-function expectPreloadsUsed(requests: string[], prefix: string, built: Built, hrefs: string[]): void {
+function expectPreloadsUsed(requests: string[], prefix: string, built: Built, hrefs: string[], html: string): void {
   const bundle = built.index.bundles.find(
     (b) => b.sha256 === built.index.files.find((file) => file.path === LOADS.loads[0]!.paths[0])!.bundle,
   )!;
   // The index, then the first load's bundle (both files are in it): nothing else, nothing twice.
   expect(hrefs).toEqual([`${prefix}published/project.index.json`, `${prefix}published/${bundle.url}`]);
+  // The index's link alone is marked: the adapters ask for it as the page is parsed (core/read/early-index.ts).
+  expect(marked(html)).toEqual([`${prefix}published/project.index.json`]);
   const counts = new Map<string, number>();
   for (const path of requests) counts.set(path, (counts.get(path) ?? 0) + 1);
   for (const href of hrefs) expect(counts.get(new URL(href, 'http://x/').pathname)).toBe(1);
@@ -138,7 +149,7 @@ test("vite build: the built index.html preloads the index and the first load's b
   };
   const hrefs = preloads(built.html);
   expectPreloadsAfterScripts(built.html);
-  expectPreloadsUsed(await runBuiltPage('vite-game', dist, built), '/vite-game/', built, hrefs);
+  expectPreloadsUsed(await runBuiltPage('vite-game', dist, built), '/vite-game/', built, hrefs, built.html);
 }, 180_000);
 
 // html-webpack-plugin's default (`defer`) runs the game after the page is parsed. A `blocking`
@@ -184,7 +195,7 @@ test.each(['defer', 'blocking'])(
     const hrefs = preloads(built.html);
     expectPreloadsAfterScripts(built.html);
     if (scriptLoading === 'blocking') expect(built.html).toMatch(/<script src=[^>]*main\.js"?><\/script>/);
-    expectPreloadsUsed(await runBuiltPage(name, dist, built), `/${name}/`, built, hrefs);
+    expectPreloadsUsed(await runBuiltPage(name, dist, built), `/${name}/`, built, hrefs, built.html);
   },
   180_000,
 );

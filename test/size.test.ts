@@ -35,8 +35,10 @@ const BUDGETS: Record<string, number> = {
   // worker; the first load's chunks asked for early): ~0.1-0.2 KB on each.
   core: 56.75 * KB,
   // Issue 21 aims at 25 KB; what stands between is in BENCHMARKS.md ("Size"). Issue 28's reader: +2.2 KB.
-  phaser: 40.5 * KB,
-  babylon: 40.25 * KB,
+  // Issue 27's first requests before the engine's first frame (the marked index asked for as the
+  // page is parsed, core/read/early-index.ts; Phaser's first-frame hold): ~0.4 KB on babylon, ~0.55 on phaser.
+  phaser: 41.25 * KB,
+  babylon: 40.75 * KB,
   // Issue 21: the service worker at most 40 KB gzipped.
   sw: 40 * KB,
 };

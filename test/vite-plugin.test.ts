@@ -543,8 +543,10 @@ describe.each(TESTED_VITES)("Vite %s (major %d) as the project's vite", (alias, 
       ...firstLoad.map((sha) => `/game/published/${index.bundles.find((bundle) => bundle.sha256 === sha)!.url}`),
     ];
     const html = readFileSync(join(project.dir, 'dist/index.html'), 'utf8');
-    const preloads = [...html.matchAll(/<link rel="preload" as="fetch" crossorigin(?:="")? href="([^"]+)">/g)].map((match) => match[1]);
-    expect(preloads).toEqual(expected);
+    const links = [...html.matchAll(/<link rel="preload" as="fetch" crossorigin(?:="")? href="([^"]+)"( data-awkb-index(?:="")?)?>/g)];
+    expect(links.map((match) => match[1])).toEqual(expected);
+    // The index's link is marked, for the adapters to ask for it as the page is parsed (core/read/early-index.ts); no other.
+    expect(links.map((match) => match[2] !== undefined)).toEqual(expected.map((_, i) => i === 0));
   });
 
   test('vite (the dev server) answers the loose index under the base, its files, and the recordLoads endpoint', async () => {

@@ -9,6 +9,7 @@ import { openBrowserCache } from '../../core/cache/browser.js';
 import { IndexedAssetSource } from '../../core/read/indexed-asset-source.js';
 import { markAdapterCall } from '../../core/read/user-timing.js';
 import { indexFileAdded, indexFileEnding } from './file-counts.js';
+import { holdFirstFrame } from './first-frame.js';
 import { ensureGameState, type AwkbGameState } from './game-state.js';
 import { LoadRun } from './load-run.js';
 import type { AwkbIndexFileConfig, AwkbIndexOptions } from './options.js';
@@ -52,11 +53,24 @@ export function defineAwkbIndexFile(phaser: PhaserNamespace): AwkbIndexFactory {
           ? folderOf(indexUrl)
           : asFolder(absoluteUrl(String(Loader.GetURL({ url: phaserFileUrl(loader, this.options.root) }, loader.baseURL)))!);
       LoadRun.of(loader, state); // the load serves files from bundles from now on (see LoadRun)
-      this.opening = this.mount(state, loader, indexUrl, root);
+      let mounted!: () => void;
+      const started = new Promise<void>((resolve) => (mounted = resolve));
+      this.opening = this.mount(state, loader, indexUrl, root, mounted).finally(mounted);
       state.waitFor(this.opening);
+      // Before the game's first frame: that frame waits for this index and its first requests (first-frame.ts).
+      const game = loader.systems?.game;
+      const hold = this.options.holdFirstFrame;
+      if (game && hold !== false) holdFirstFrame(game, started, typeof hold === 'number' ? hold : undefined);
     }
 
-    private async mount(state: AwkbGameState, loader: PhaserLoader, indexUrl: URL, root: URL): Promise<IndexedAssetSource | undefined> {
+    /** `mounted` is called once the source serves the game's files (its `prefetch` load started, not ended). */
+    private async mount(
+      state: AwkbGameState,
+      loader: PhaserLoader,
+      indexUrl: URL,
+      root: URL,
+      mounted: () => void,
+    ): Promise<IndexedAssetSource | undefined> {
       const { source: given, cache, fetch, rangeReads, neededBytes, prefetch, allowOrigins } = this.options;
       let source: IndexedAssetSource;
       try {
@@ -88,15 +102,17 @@ export function defineAwkbIndexFile(phaser: PhaserNamespace): AwkbIndexFactory {
         ...(source.indexUrl ? { indexUrl: source.indexUrl } : {}),
         ...(relativeTo ? { relativeTo } : {}),
       });
-      const mounted = { key: this.key, source, root, owned: given === undefined, rangeReads: rangeReads === true, misrooted };
-      state.mount(mounted);
+      const mount = { key: this.key, source, root, owned: given === undefined, rangeReads: rangeReads === true, misrooted };
+      state.mount(mount);
       loader.systems?.game.registry.set(this.key, source);
       if (prefetch && prefetch.length > 0) {
         const paths = prefetch.flatMap((item) =>
           source.has(item) ? [item] : source.paths().filter((path) => path.startsWith(`${item.replace(/\/+$/, '')}/`)),
         );
         // A bundle that fails here fails its files when they load, naming the member; the index itself is fine.
-        await LoadRun.of(loader, state).prefetch(mounted, paths);
+        const prefetched = LoadRun.of(loader, state).prefetch(mount, paths);
+        mounted();
+        await prefetched;
       }
       return source;
     }

@@ -15,6 +15,12 @@ export interface PhaserEmitter {
 export interface PhaserGame {
   registry: { get(key: string): unknown; set(key: string, value: unknown): unknown; has(key: string): boolean };
   events: PhaserEmitter;
+  /** The game's time step (core/TimeStep.js): `running` once Game#start started it, `frame` counts its steps. */
+  loop?: { running?: boolean; frame?: number };
+  /** Null for a headless game. */
+  renderer?: unknown;
+  /** Game#step, one frame: bound into the loop by Game#start. */
+  step?: (...args: unknown[]) => unknown;
 }
 
 export interface PhaserLoader extends PhaserEmitter {

@@ -8,9 +8,11 @@ import { IndexTooLargeError, IndexValidationError, InvalidOptionError, ResponseS
 import { parseFetchedIndexJson, parseProjectIndex, parseProjectIndexJson, type ProjectIndex } from '../format/project-index.js';
 import { bindTokenOrigin, needsTokenOrigin } from '../net/token-fetch.js';
 import { checkedSize, Transport } from '../net/transport.js';
+import { abortable } from '../net/abort.js';
 import { importRangesModule } from './bundle-fetcher.js';
 import { deltaReadSettings } from './delta-ranges.js';
 import { InThreadDigests, sharedDigestPool, WorkerDigestPool, workersAvailable, type DigestPool } from './digest-pool.js';
+import { readMarkedIndexes, takeEarlyIndex } from './early-index.js';
 import { IndexView } from './index-view.js';
 import { loadsEndpointOf, LOADS_ENDPOINT_HEADER } from './load-recorder.js';
 import { networkWaitMs, neededBytesSettings, nowMs, type LineSample } from './needed-bytes.js';
@@ -34,14 +36,20 @@ export interface Opened {
 /**
  * Asks for the lazily imported parts a source with the default options uses on its first load
  * (the range reads with their rule, for needed bytes; the reference reader, for read-ahead), so
- * that they are in by the time it needs them. An adapter calls this as it is registered: on a
- * page whose index is preloaded, a source's first load is planned as soon as it opens, before
- * chunks asked for only then could arrive (issue 27 item 6). Without a bundler they are modules
- * of this package, imported the same way.
+ * that they are in by the time it needs them; and, on a page whose build preloads its index with
+ * a marked link, asks for that index as soon as the page is parsed and starts the shared pool's
+ * workers then (early-index.ts). An adapter calls this as it is imported or registered: a
+ * source's first load is then planned as soon as it opens, before chunks asked for only then
+ * could arrive, and before the engine's first frame (issue 27 item 6). Without a bundler they are
+ * modules of this package, imported the same way.
  */
 export function importFirstLoadParts(): void {
   importRangesModule().catch(() => undefined);
   void importReferenceReader();
+  readMarkedIndexes(() => {
+    const pool = sharedDigestPool();
+    if (pool instanceof WorkerDigestPool) pool.warm();
+  });
 }
 
 /** Reads and checks the index (formatVersion 2 or 3; others refused, SPEC §3). */
@@ -99,22 +107,42 @@ export async function openSource(options: OpenOptions): Promise<Opened> {
     // the index and the bundles come from their preloads, each requested once (origins.ts).
     const parsed = documentParsed(indexUrl, options.signal, indexTimeoutMs);
     if (parsed) await parsed;
-    const asked = nowMs();
-    let answered: number | undefined;
-    const answer = transport
-      .getBytesWithHeaders(indexUrl, {
-        ...(options.signal ? { signal: options.signal } : {}),
-        maxBytes: maxIndexBytes,
-        timeoutMs: indexTimeoutMs,
-        attempts: indexAttempts,
-        // Read in steps, each re-arming the quiet-time limit: a large index on a slow line is not cut at 15 s.
-        onProgress: (received) => {
-          if (received > 0) answered ??= nowMs();
-        },
-      })
-      .catch((error: unknown) => {
-        throw error instanceof ResponseSizeError ? new IndexTooLargeError(indexUrl, maxIndexBytes, error) : error;
-      });
+    // The index the page preloads, asked for by an adapter as the page was parsed (early-index.ts),
+    // if this open asks as that request did; one that failed is asked for again below.
+    const early = options.fetch || options.transport ? undefined : takeEarlyIndex(indexUrl);
+    const earlyAnswer = early
+      ? await abortable(early.answer, options.signal).catch((error: unknown) => {
+          if (options.signal?.aborted) throw error;
+          return undefined;
+        })
+      : undefined;
+    const asked = early && earlyAnswer ? early.askedMs : nowMs();
+    let answered = early && earlyAnswer ? early.answeredMs : undefined;
+    const answer = (
+      earlyAnswer
+        ? Promise.resolve(earlyAnswer).then((got) => {
+            const received = got.bytes.length;
+            if (received > maxIndexBytes)
+              throw new ResponseSizeError(`GET ${indexUrl}: over maxBytes ${maxIndexBytes}, ${received} bytes read`, {
+                url: indexUrl,
+                expectedBytes: maxIndexBytes,
+                receivedBytes: received,
+              });
+            return got;
+          })
+        : transport.getBytesWithHeaders(indexUrl, {
+            ...(options.signal ? { signal: options.signal } : {}),
+            maxBytes: maxIndexBytes,
+            timeoutMs: indexTimeoutMs,
+            attempts: indexAttempts,
+            // Read in steps, each re-arming the quiet-time limit: a large index on a slow line is not cut at 15 s.
+            onProgress: (received) => {
+              if (received > 0) answered ??= nowMs();
+            },
+          })
+    ).catch((error: unknown) => {
+      throw error instanceof ResponseSizeError ? new IndexTooLargeError(indexUrl, maxIndexBytes, error) : error;
+    });
     warm();
     const { bytes, headers } = await answer;
     // The network's wait where Resource Timing has it: a preloaded index was answered long before it was read.

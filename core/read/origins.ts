@@ -150,6 +150,9 @@ export function preloadedFetchUrls(): Set<string> {
  */
 export const PRELOAD_MARKER_NAME = 'awake-bundle-preload';
 
+/** The attribute the build plugins put on the index's preload link: adapters ask for it early (early-index.ts). */
+export const EARLY_INDEX_ATTRIBUTE = 'data-awkb-index';
+
 /**
  * Resolves once the page's HTML is parsed; `undefined` where it is already (or there is no
  * document: a worker, Node), and where nothing is to be waited for: the page has no preload links

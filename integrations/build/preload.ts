@@ -19,7 +19,7 @@
  * `documentParsed`); on a page without links it asks for its index at once.
  */
 import { opaqueId } from '../../core/format/ids.js';
-import { PRELOAD_MARKER_NAME } from '../../core/read/origins.js';
+import { EARLY_INDEX_ATTRIBUTE, PRELOAD_MARKER_NAME } from '../../core/read/origins.js';
 import type { BundledIndex } from '../../core/format/project-index.js';
 import type { NamedLoad } from '../../core/publish/loads.js';
 
@@ -44,9 +44,19 @@ export function preloadHrefs(index: BundledIndex, indexFile: string, prefix: str
   return hrefs;
 }
 
-/** One `<link rel="preload" as="fetch" crossorigin>` as HTML text. */
-export function preloadLinkHtml(href: string): string {
-  return `<link rel="preload" as="fetch" crossorigin href="${href.replace(/&/g, '&amp;').replace(/"/g, '&quot;')}">`;
+/**
+ * The attributes of each href's `<link rel="preload" as="fetch" crossorigin>` (`crossorigin`: its
+ * value, as the HTML tool spells it). The first href, the index, is marked `data-awkb-index`: the
+ * adapters ask for that index as soon as the page is parsed, so that the game's open finds it in
+ * and its first bundle requests go out before the engine's first frame (core/read/early-index.ts).
+ */
+export function preloadLinkAttributes(hrefs: readonly string[], crossorigin: string): Record<string, string>[] {
+  return hrefs.map((href, i) => ({ rel: 'preload', as: 'fetch', crossorigin, href, ...(i === 0 ? { [EARLY_INDEX_ATTRIBUTE]: '' } : {}) }));
+}
+
+/** One `<link rel="preload" as="fetch" crossorigin>` as HTML text; `index`: the index's, marked (see preloadLinkAttributes). */
+export function preloadLinkHtml(href: string, { index = false }: { index?: boolean } = {}): string {
+  return `<link rel="preload" as="fetch" crossorigin href="${href.replace(/&/g, '&amp;').replace(/"/g, '&quot;')}"${index ? ` ${EARLY_INDEX_ATTRIBUTE}` : ''}>`;
 }
 
 /** The head's `<meta>` that tells the reader preload links follow the page's scripts (see the header). */

@@ -7,4 +7,4 @@ export { resolveBuildOptions, type AwakeBundleBuildOptions, type ResolvedBuildOp
 export { publishForBuild, type BuildPublishResult } from './publish-for-build.js';
 export { LooseDevIndex, LOOSE_FILES_PREFIX, type LooseDevIndexOptions, type Middleware } from './loose-dev-index.js';
 export { SERVICE_WORKER_FILE } from '../../core/node/service-worker-file.js';
-export { PRELOAD_MARKER, preloadHrefs, preloadLinkHtml } from './preload.js';
+export { PRELOAD_MARKER, preloadHrefs, preloadLinkAttributes, preloadLinkHtml } from './preload.js';

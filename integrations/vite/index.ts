@@ -29,6 +29,7 @@ import {
   LooseDevIndex,
   PRELOAD_MARKER,
   preloadHrefs,
+  preloadLinkAttributes,
   publishForBuild,
   resolveBuildOptions,
   SERVICE_WORKER_FILE,
@@ -93,9 +94,10 @@ export function awakeBundle(options: AwakeBundleViteOptions): Plugin {
         const published = await publish(outDirOf(undefined)).catch(() => undefined); // closeBundle reports the failure
         if (!published) return undefined;
         const prefix = `${config.base}${resolved.output}/`;
-        const links = preloadHrefs(published.summary.index, 'project.index.json', prefix, published.loads).map((href) => ({
+        const hrefs = preloadHrefs(published.summary.index, 'project.index.json', prefix, published.loads);
+        const links = preloadLinkAttributes(hrefs, '').map((attrs) => ({
           tag: 'link',
-          attrs: { rel: 'preload', as: 'fetch', crossorigin: '', href },
+          attrs,
           injectTo: 'body' as const, // after the page's scripts (integrations/build/preload.ts, "After the scripts")
         }));
         return [{ tag: 'meta', attrs: { ...PRELOAD_MARKER }, injectTo: 'head-prepend' as const }, ...links];

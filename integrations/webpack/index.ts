@@ -27,6 +27,7 @@ import {
   LooseDevIndex,
   PRELOAD_MARKER,
   preloadHrefs,
+  preloadLinkAttributes,
   publishForBuild,
   resolveBuildOptions,
   SERVICE_WORKER_FILE,
@@ -165,12 +166,15 @@ export class AwakeBundlePlugin {
       const published = await this.publishOnce(compilation).catch(() => undefined); // afterEmit reports the failure
       if (!published) return data;
       const { output } = this.resolved(compiler);
-      const links = preloadHrefs(
+      const hrefs = preloadHrefs(
         published.summary.index,
         'project.index.json',
         `${publicPathOf(data.publicPath)}${output}/`,
         published.loads,
-      ).map((href) => HtmlWebpackPlugin.createHtmlTagObject('link', { rel: 'preload', as: 'fetch', crossorigin: 'anonymous', href }));
+      );
+      const links = preloadLinkAttributes(hrefs, 'anonymous').map((attributes) =>
+        HtmlWebpackPlugin.createHtmlTagObject('link', attributes),
+      );
       // At the end of the body, after the page's scripts (integrations/build/preload.ts, "After the scripts"), and the
       // head's first tag saying so.
       const marker = HtmlWebpackPlugin.createHtmlTagObject('meta', { ...PRELOAD_MARKER });
