@@ -157,9 +157,13 @@ describe.each(TESTED_BROWSERS)('%s', (kind) => {
     return gameState(page);
   }
 
+  const framesRendered = (page: Page, count: number) =>
+    page.waitForFunction((n: number) => (globalThis as any).gameState.renders.length >= n, { timeout: 30_000 }, count);
+  const options = (value: object) => `options=${encodeURIComponent(JSON.stringify(value))}`;
+
   test("the game's first frame waits for the first load's bundle requests", async () => {
     // A limit no loaded machine reaches: the order is the hold's, not the clock's.
-    const page = await openGame(`options=${encodeURIComponent(JSON.stringify({ holdFirstFrame: 60_000 }))}`);
+    const page = await openGame(options({ holdFirstFrame: 60_000 }));
     try {
       const state = await created(page);
       expect(state.textures).toEqual(['coin', 'particle']);
@@ -173,51 +177,36 @@ describe.each(TESTED_BROWSERS)('%s', (kind) => {
     }
   }, 60_000);
 
-  test('an index slower than the limit does not hold the first frame past it; the game loads once it comes', async () => {
+  /**
+   * Opens the game with its index held by the server; once `framesBeforeIndex(page, rendered)`
+   * (frames rendered so far) resolves, the index goes, and the game must load its two images.
+   */
+  async function whileIndexHeld(query: string, framesBeforeIndex: (page: Page, rendered: number) => Promise<unknown>): Promise<void> {
     const held = server.hold(INDEX);
-    const page = await openGame(`options=${encodeURIComponent(JSON.stringify({ holdFirstFrame: 200 }))}`);
+    const page = await openGame(query);
     try {
       await held.arrived;
-      // Frames render while the index is still held.
-      await page.waitForFunction(() => (globalThis as any).gameState.renders.length >= 2, { timeout: 30_000 });
+      await framesBeforeIndex(page, (await gameState(page)).renders.length);
       expect((await gameState(page)).created).toBeUndefined();
-      held.release();
-      const state = await created(page);
-      expect(state.textures).toEqual(['coin', 'particle']);
-    } finally {
-      held.release();
-      await page.close();
-    }
-  }, 60_000);
-
-  test('an index added once the game is running holds no frame', async () => {
-    const held = server.hold(INDEX);
-    const page = await openGame('later');
-    try {
-      await held.arrived;
-      const rendered = (await gameState(page)).renders.length;
-      await page.waitForFunction((n: number) => (globalThis as any).gameState.renders.length >= n + 3, { timeout: 30_000 }, rendered);
-      held.release();
-      const state = await created(page);
-      expect(state.textures).toEqual(['coin', 'particle']);
-    } finally {
-      held.release();
-      await page.close();
-    }
-  }, 60_000);
-
-  test('holdFirstFrame: false renders the first frame at once', async () => {
-    const held = server.hold(INDEX);
-    const page = await openGame(`options=${encodeURIComponent(JSON.stringify({ holdFirstFrame: false }))}`);
-    try {
-      await held.arrived;
-      await page.waitForFunction(() => (globalThis as any).gameState.renders.length >= 1, { timeout: 30_000 });
       held.release();
       expect((await created(page)).textures).toEqual(['coin', 'particle']);
     } finally {
       held.release();
       await page.close();
     }
+  }
+
+  test('an index slower than the limit does not hold the first frame past it; the game loads once it comes', async () => {
+    // Frames render while the index is still held.
+    await whileIndexHeld(options({ holdFirstFrame: 200 }), (page) => framesRendered(page, 2));
+  }, 60_000);
+
+  test('an index added once the game is running holds no frame', async () => {
+    await whileIndexHeld('later', (page, rendered) => framesRendered(page, rendered + 3));
+  }, 60_000);
+
+  test('holdFirstFrame: false renders the first frame at once', async () => {
+    await whileIndexHeld(options({ holdFirstFrame: false }), (page) => framesRendered(page, 1));
   }, 60_000);
 
   test("a marked preloaded index is asked for as the page is parsed, and the source's open takes that answer (one request)", async () => {
