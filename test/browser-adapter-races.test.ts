@@ -31,7 +31,7 @@ import { BABYLON_PAGE } from './helpers/babylon-site';
 import { REPO, runCli, temporaryDir } from './helpers/cli';
 import { PHASER_PAGES } from './helpers/phaser-site';
 import { seededBytes } from './helpers/trees';
-import { bytesAskedTwice, startVisitServer, type AskedTwice, type VisitServer } from './helpers/visit-server';
+import { bytesAskedTwice, startVisitServer, type AskedTwice, type VisitRequest, type VisitServer } from './helpers/visit-server';
 
 const QUICK = /^(1|true|yes)$/i.test(process.env.AWKB_QUICK ?? '');
 /**
@@ -159,6 +159,12 @@ function visitLog(visit: number, published: Published) {
   return { requests, twice: bytesAskedTwice(requests, published.bundleSizes) };
 }
 
+/** A visit's finding; where a byte was asked twice, with every bundle request of the visit in the order they came (to tell the race). */
+function finding(visit: number, cold: boolean, requests: VisitRequest[], twice: AskedTwice[]) {
+  const order = requests.filter((r) => r.path.endsWith('.awkb')).map((r) => `${r.path.slice(-16)} ${r.range ?? 'whole'}`);
+  return { visit, cold, twice, ...(twice.length > 0 ? { order } : {}) };
+}
+
 describe.each(TESTED_BROWSERS)('%s', (kind) => {
   let browser: LaunchedBrowser;
   let page: Page;
@@ -236,7 +242,7 @@ describe.each(TESTED_BROWSERS)('%s', (kind) => {
       `${BABYLON_VISITS} page loads of a 9-model scene, cold and return visits: no byte of a bundle is requested twice in one`,
       async () => {
         let loose: Record<string, unknown[]> | undefined;
-        const found: { visit: number; cold: boolean; twice: AskedTwice[] }[] = [];
+        const found: ReturnType<typeof finding>[] = [];
         for (let i = 0; i < BABYLON_VISITS; i++) {
           const cold = i % 2 === 0;
           const visit = await nextVisit(cold);
@@ -260,7 +266,7 @@ describe.each(TESTED_BROWSERS)('%s', (kind) => {
           expect(requests.filter((r) => !r.path.endsWith('.awkb') && !r.path.endsWith('project.index.json'))).toEqual([]);
           if (cold)
             expect(new Set(requests.filter((r) => r.path.endsWith('.awkb')).map((r) => r.path)).size).toBe(babylon.bundleSizes.size);
-          found.push({ visit, cold, twice: bytesAskedTwice(requests, babylon.bundleSizes) });
+          found.push(finding(visit, cold, requests, bytesAskedTwice(requests, babylon.bundleSizes)));
         }
         expect(found.filter((visit) => visit.twice.length > 0)).toEqual([]);
         expect(errors).toEqual([]);
@@ -390,7 +396,7 @@ describe.each(TESTED_BROWSERS)('%s', (kind) => {
     test(
       `${PHASER_VISITS} page loads of a scene preloading 14 files of 11 types from 10 bundles: no byte of a bundle is requested twice in one`,
       async () => {
-        const found: { visit: number; cold: boolean; twice: AskedTwice[] }[] = [];
+        const found: ReturnType<typeof finding>[] = [];
         let bundled = 0;
         for (let i = 0; i < PHASER_VISITS; i++) {
           const cold = i % 2 === 0;
@@ -410,7 +416,7 @@ describe.each(TESTED_BROWSERS)('%s', (kind) => {
           const { requests, twice } = visitLog(visit, phaser);
           const bundles = new Set(requests.filter((r) => r.path.endsWith('.awkb')).map((r) => r.path));
           if (cold) bundled = bundles.size;
-          found.push({ visit, cold, twice });
+          found.push(finding(visit, cold, requests, twice));
         }
         expect(bundled).toBeGreaterThanOrEqual(9);
         expect(found.filter((visit) => visit.twice.length > 0)).toEqual([]);

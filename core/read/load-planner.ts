@@ -28,6 +28,11 @@ export interface RangesPlan {
   bytes: number;
   /** Planned for needed bytes (the load's wanted members), not for what the cache lacks. */
   needed?: boolean;
+  /**
+   * Set where other members of the bundle came already (PlanInputs `fetched`): the widest gap a
+   * range may span, so that it spans none of them; and never the whole, planned again too.
+   */
+  keepOut?: { maxGapBytes: number };
 }
 
 /** What the planner knows of a load's members when it plans. */
@@ -46,6 +51,13 @@ export interface PlanInputs {
   wanted?: ReadonlySet<string> | undefined;
   /** Shared by the bundles of one load (needed-bytes.ts `WholeAllowance`); else each bundle has a round trip's bytes of its own. */
   allowance?: WholeAllowance | undefined;
+  /**
+   * Contents of the bundle this source already has in this page's life: held, on their way by a
+   * range of their own, brought by an earlier needed-bytes load, or written to the cache by a
+   * load whose write is pending. With needed bytes, a bundle one of them is in never comes whole:
+   * the whole would bring those bytes a second time (issue 27 item 5, "no byte twice").
+   */
+  fetched?: ((sha256: string) => boolean) | undefined;
 }
 
 /** Where the delta rule comes from: imported on first use, with the range fetchers (bundle-fetcher.ts `rangesModule`), in one go. */
@@ -119,8 +131,8 @@ export class LoadPlanner {
   async replan(plan: RangesPlan, why: Replan['replan']): Promise<LoadPlan> {
     if (why === 'whole') return this.#whole(plan.bundle);
     const ranges = plan.needed
-      ? await this.#neededRanges(plan.bundle, plan.missing, false)
-      : await this.#rangesOf(plan.bundle, plan.missing, false);
+      ? await this.#neededRanges(plan.bundle, plan.missing, false, plan.keepOut ? false : undefined, plan.keepOut)
+      : await this.#rangesOf(plan.bundle, plan.missing, false, keptOut(this.#delta!, plan.keepOut));
     return ranges ? { ...plan, ranges, multipart: false, bytes: sumOf(ranges) } : this.#whole(plan.bundle);
   }
 
@@ -142,8 +154,18 @@ export class LoadPlanner {
     const missing = [...contents.values()].filter((entry) => entry.sha256 === need || (!cached.has(entry.sha256) && !held(entry.sha256)));
     if (missing.length === contents.size) return undefined;
     const multipart = this.#delta.multipartRanges && this.#origins.servesMultipart(url);
-    const ranges = await this.#rangesOf(bundle, missing, multipart);
-    return ranges && { kind: 'ranges', bundle, ranges, missing, multipart: multipart && ranges.length > 1, bytes: sumOf(ranges) };
+    const keepOut = keepOutOf(contents, missing, inputs.fetched);
+    const ranges = await this.#rangesOf(bundle, missing, multipart, keptOut(this.#delta, keepOut));
+    if (!ranges) return undefined;
+    return {
+      kind: 'ranges',
+      bundle,
+      ranges,
+      missing,
+      multipart: multipart && ranges.length > 1,
+      bytes: sumOf(ranges),
+      ...(keepOut ? { keepOut } : {}),
+    };
   }
 
   /**
@@ -152,33 +174,50 @@ export class LoadPlanner {
    * adds at most one round trip's bytes to them (what is left of them, over a load's bundles).
    */
   async #needed(bundle: BundleEntry, url: string, contents: Map<string, Entry>, inputs: PlanInputs): Promise<RangesPlan | undefined> {
-    const { held, present, need, wanted, allowance } = inputs;
+    const { held, present, need, wanted, allowance, fetched } = inputs;
     const missing = [...contents.values()].filter(
       (entry) => entry.sha256 === need || (wanted!.has(entry.sha256) && !held(entry.sha256) && !present?.has(entry.sha256)),
     );
-    if (missing.length === 0 || missing.length === contents.size) return undefined;
+    // Everything it wanted is held, on its way or cached by now (the load gathered, then planned): nothing to fetch.
+    if (missing.length === 0) return { kind: 'ranges', bundle, ranges: [], missing, multipart: false, bytes: 0, needed: true };
+    if (missing.length === contents.size) return undefined;
     const multipart = this.#settings!.multipartRanges && this.#origins.servesMultipart(url);
-    const ranges = await this.#neededRanges(bundle, missing, multipart, allowance);
-    return (
-      ranges && { kind: 'ranges', bundle, ranges, missing, multipart: multipart && ranges.length > 1, bytes: sumOf(ranges), needed: true }
-    );
+    // The whole bundle is priced only where none of its other members came already: else it would bring them twice.
+    const keepOut = keepOutOf(contents, missing, fetched);
+    const ranges = await this.#neededRanges(bundle, missing, multipart, keepOut ? false : allowance, keepOut);
+    if (!ranges) return undefined;
+    const bytes = sumOf(ranges);
+    return {
+      kind: 'ranges',
+      bundle,
+      ranges,
+      missing,
+      multipart: multipart && ranges.length > 1,
+      bytes,
+      needed: true,
+      ...(keepOut ? { keepOut } : {}),
+    };
   }
 
-  /** The needed members' ranges by the line's price (needed-bytes.ts); `undefined` for the whole bundle. */
+  /**
+   * The needed members' ranges by the line's price (needed-bytes.ts); `undefined` for the whole
+   * bundle. `allowance` false: the whole is not an option (some of its other members came already).
+   */
   async #neededRanges(
     bundle: BundleEntry,
     missing: Entry[],
     multipart: boolean,
-    allowance?: WholeAllowance,
+    allowance?: WholeAllowance | false,
+    keepOut?: RangesPlan['keepOut'],
   ): Promise<ByteRange[] | undefined> {
     const roundTrip = this.#lines!.roundTripBytes(this.#view.resolveUrl(bundle.url));
-    const ranges = await this.#rangesOf(bundle, missing, multipart, {
+    const settings = {
       ...this.#settings!,
-      maxMissingFraction: 1,
       maxGapBytes: roundTrip,
       multipartGapBytes: Math.min(roundTrip, this.#settings!.multipartGapBytes),
-    });
-    if (!ranges) return undefined;
+    };
+    const ranges = await this.#rangesOf(bundle, missing, multipart, { ...keptOut(settings, keepOut), maxMissingFraction: 1 });
+    if (!ranges || allowance === false) return ranges;
     const added = bundle.sizeBytes - sumOf(ranges);
     const left = allowance ? (allowance.bytes ??= roundTrip) : roundTrip;
     if (added > left) return ranges;
@@ -208,3 +247,31 @@ export class LoadPlanner {
 }
 
 const sumOf = (ranges: readonly ByteRange[]) => ranges.reduce((sum, range) => sum + range.length, 0);
+
+/**
+ * Where members of the bundle that the plan does not fetch came already (`fetched`): the widest
+ * gap a range may then span, one byte less than the smallest of them (a gap holding one is at
+ * least that wide), so that no range brings their bytes again; `undefined` where none did.
+ */
+function keepOutOf(contents: Map<string, Entry>, missing: readonly Entry[], fetched: PlanInputs['fetched']): RangesPlan['keepOut'] {
+  if (!fetched) return undefined;
+  const planned = new Set(missing.map((entry) => entry.sha256));
+  let smallest: number | undefined;
+  for (const entry of contents.values()) {
+    if (planned.has(entry.sha256) || !fetched(entry.sha256)) continue;
+    const stored = entry.storedBytes ?? entry.sizeBytes;
+    smallest = smallest === undefined ? stored : Math.min(smallest, stored);
+  }
+  return smallest === undefined ? undefined : { maxGapBytes: Math.max(0, smallest - 1) };
+}
+
+/** Range settings that keep out what came already (`keepOut`): never the whole bundle, no gap as wide as such a member. */
+function keptOut(settings: Required<DeltaReadOptions>, keepOut: RangesPlan['keepOut']): Required<DeltaReadOptions> {
+  if (!keepOut) return settings;
+  return {
+    ...settings,
+    maxMissingFraction: 1,
+    maxGapBytes: Math.min(settings.maxGapBytes, keepOut.maxGapBytes),
+    multipartGapBytes: Math.min(settings.multipartGapBytes, keepOut.maxGapBytes),
+  };
+}

@@ -91,19 +91,25 @@ export class LoadRunner {
       // request per bundle"), or, where loads of this source brought part of it, the rest of it.
       if (!options.wanted && wanted.size <= 1) wanted = this.#rest(load.key);
     }
+    const { ranging, writes, brought } = this.#parts;
     let plan = await planner.plan(load.key, {
-      // On its way by a range of its own (aside-ranges.ts) counts as held: not asked for twice.
-      held: (sha256) => held.has(sha256) || this.#parts.ranging.has(sha256),
+      // On its way by a range of its own (aside-ranges.ts), or being written to the cache by a load
+      // that ended (its reads wait for the write), counts as held: not asked for twice.
+      held: (sha256) => held.has(sha256) || ranging.has(sha256) || writes.has(sha256),
       present: options.present,
       need: options.need,
       wanted,
       allowance: options.allowance,
+      // What this source has of the bundle already, in memory, on its way, or being written: a whole would bring it twice.
+      fetched: (sha256) => held.has(sha256) || ranging.has(sha256) || writes.has(sha256) || brought.get(load.key)?.has(sha256) === true,
     });
     if (plan.kind === 'ranges') {
       load.partial = true;
       load.brings = new Set(plan.missing.map((entry) => entry.sha256));
     }
     decide(plan.bytes);
+    // Nothing left to fetch: what it wanted came meanwhile (no request, and no sample of the line).
+    if (plan.kind === 'ranges' && plan.missing.length === 0) return { forCache: [] };
     line.begin();
     let result = await fetcher.carryOut(plan, callbacks);
     const asPlanned = !('replan' in result);
