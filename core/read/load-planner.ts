@@ -156,16 +156,7 @@ export class LoadPlanner {
     const multipart = this.#delta.multipartRanges && this.#origins.servesMultipart(url);
     const keepOut = keepOutOf(contents, missing, inputs.fetched);
     const ranges = await this.#rangesOf(bundle, missing, multipart, keptOut(this.#delta, keepOut));
-    if (!ranges) return undefined;
-    return {
-      kind: 'ranges',
-      bundle,
-      ranges,
-      missing,
-      multipart: multipart && ranges.length > 1,
-      bytes: sumOf(ranges),
-      ...(keepOut ? { keepOut } : {}),
-    };
+    return ranges && rangesPlan(bundle, ranges, missing, multipart, { ...(keepOut ? { keepOut } : {}) });
   }
 
   /**
@@ -179,24 +170,13 @@ export class LoadPlanner {
       (entry) => entry.sha256 === need || (wanted!.has(entry.sha256) && !held(entry.sha256) && !present?.has(entry.sha256)),
     );
     // Everything it wanted is held, on its way or cached by now (the load gathered, then planned): nothing to fetch.
-    if (missing.length === 0) return { kind: 'ranges', bundle, ranges: [], missing, multipart: false, bytes: 0, needed: true };
+    if (missing.length === 0) return rangesPlan(bundle, [], missing, false, { needed: true });
     if (missing.length === contents.size) return undefined;
     const multipart = this.#settings!.multipartRanges && this.#origins.servesMultipart(url);
     // The whole bundle is priced only where none of its other members came already: else it would bring them twice.
     const keepOut = keepOutOf(contents, missing, fetched);
     const ranges = await this.#neededRanges(bundle, missing, multipart, keepOut ? false : allowance, keepOut);
-    if (!ranges) return undefined;
-    const bytes = sumOf(ranges);
-    return {
-      kind: 'ranges',
-      bundle,
-      ranges,
-      missing,
-      multipart: multipart && ranges.length > 1,
-      bytes,
-      needed: true,
-      ...(keepOut ? { keepOut } : {}),
-    };
+    return ranges && rangesPlan(bundle, ranges, missing, multipart, { needed: true, ...(keepOut ? { keepOut } : {}) });
   }
 
   /**
@@ -247,6 +227,17 @@ export class LoadPlanner {
 }
 
 const sumOf = (ranges: readonly ByteRange[]) => ranges.reduce((sum, range) => sum + range.length, 0);
+
+/** A ranges plan: one multi-range request only where there is more than one range. */
+function rangesPlan(
+  bundle: BundleEntry,
+  ranges: ByteRange[],
+  missing: Entry[],
+  multipart: boolean,
+  extra: Pick<RangesPlan, 'needed' | 'keepOut'>,
+): RangesPlan {
+  return { kind: 'ranges', bundle, ranges, missing, multipart: multipart && ranges.length > 1, bytes: sumOf(ranges), ...extra };
+}
 
 /**
  * Where members of the bundle that the plan does not fetch came already (`fetched`): the widest
