@@ -27,12 +27,12 @@ export interface RangesPlan {
   multipart: boolean;
   bytes: number;
   /** Planned for needed bytes (the load's wanted members), not for what the cache lacks. */
-  needed?: boolean;
+  needed?: boolean | undefined;
   /**
    * Set where other members of the bundle came already (PlanInputs `fetched`): the widest gap a
    * range may span, so that it spans none of them; and never the whole, planned again too.
    */
-  keepOut?: { maxGapBytes: number };
+  keepOut?: number | undefined;
 }
 
 /** What the planner knows of a load's members when it plans. */
@@ -131,7 +131,7 @@ export class LoadPlanner {
   async replan(plan: RangesPlan, why: Replan['replan']): Promise<LoadPlan> {
     if (why === 'whole') return this.#whole(plan.bundle);
     const ranges = plan.needed
-      ? await this.#neededRanges(plan.bundle, plan.missing, false, plan.keepOut ? false : undefined, plan.keepOut)
+      ? await this.#neededRanges(plan.bundle, plan.missing, false, plan.keepOut === undefined ? undefined : false, plan.keepOut)
       : await this.#rangesOf(plan.bundle, plan.missing, false, keptOut(this.#delta!, plan.keepOut));
     return ranges ? { ...plan, ranges, multipart: false, bytes: sumOf(ranges) } : this.#whole(plan.bundle);
   }
@@ -156,7 +156,7 @@ export class LoadPlanner {
     const multipart = this.#delta.multipartRanges && this.#origins.servesMultipart(url);
     const keepOut = keepOutOf(contents, missing, inputs.fetched);
     const ranges = await this.#rangesOf(bundle, missing, multipart, keptOut(this.#delta, keepOut));
-    return ranges && rangesPlan(bundle, ranges, missing, multipart, { ...(keepOut ? { keepOut } : {}) });
+    return ranges && rangesPlan(bundle, ranges, missing, multipart, false, keepOut);
   }
 
   /**
@@ -170,13 +170,13 @@ export class LoadPlanner {
       (entry) => entry.sha256 === need || (wanted!.has(entry.sha256) && !held(entry.sha256) && !present?.has(entry.sha256)),
     );
     // Everything it wanted is held, on its way or cached by now (the load gathered, then planned): nothing to fetch.
-    if (missing.length === 0) return rangesPlan(bundle, [], missing, false, { needed: true });
+    if (missing.length === 0) return rangesPlan(bundle, [], missing, false, true);
     if (missing.length === contents.size) return undefined;
     const multipart = this.#settings!.multipartRanges && this.#origins.servesMultipart(url);
     // The whole bundle is priced only where none of its other members came already: else it would bring them twice.
     const keepOut = keepOutOf(contents, missing, fetched);
-    const ranges = await this.#neededRanges(bundle, missing, multipart, keepOut ? false : allowance, keepOut);
-    return ranges && rangesPlan(bundle, ranges, missing, multipart, { needed: true, ...(keepOut ? { keepOut } : {}) });
+    const ranges = await this.#neededRanges(bundle, missing, multipart, keepOut === undefined ? allowance : false, keepOut);
+    return ranges && rangesPlan(bundle, ranges, missing, multipart, true, keepOut);
   }
 
   /**
@@ -188,7 +188,7 @@ export class LoadPlanner {
     missing: Entry[],
     multipart: boolean,
     allowance?: WholeAllowance | false,
-    keepOut?: RangesPlan['keepOut'],
+    keepOut?: number,
   ): Promise<ByteRange[] | undefined> {
     const roundTrip = this.#lines!.roundTripBytes(this.#view.resolveUrl(bundle.url));
     const settings = {
@@ -234,9 +234,10 @@ function rangesPlan(
   ranges: ByteRange[],
   missing: Entry[],
   multipart: boolean,
-  extra: Pick<RangesPlan, 'needed' | 'keepOut'>,
+  needed: boolean,
+  keepOut?: number,
 ): RangesPlan {
-  return { kind: 'ranges', bundle, ranges, missing, multipart: multipart && ranges.length > 1, bytes: sumOf(ranges), ...extra };
+  return { kind: 'ranges', bundle, ranges, missing, multipart: multipart && ranges.length > 1, bytes: sumOf(ranges), needed, keepOut };
 }
 
 /**
@@ -244,25 +245,21 @@ function rangesPlan(
  * gap a range may then span, one byte less than the smallest of them (a gap holding one is at
  * least that wide), so that no range brings their bytes again; `undefined` where none did.
  */
-function keepOutOf(contents: Map<string, Entry>, missing: readonly Entry[], fetched: PlanInputs['fetched']): RangesPlan['keepOut'] {
-  if (!fetched) return undefined;
-  const planned = new Set(missing.map((entry) => entry.sha256));
-  let smallest: number | undefined;
-  for (const entry of contents.values()) {
-    if (planned.has(entry.sha256) || !fetched(entry.sha256)) continue;
-    const stored = entry.storedBytes ?? entry.sizeBytes;
-    smallest = smallest === undefined ? stored : Math.min(smallest, stored);
-  }
-  return smallest === undefined ? undefined : { maxGapBytes: Math.max(0, smallest - 1) };
+function keepOutOf(contents: Map<string, Entry>, missing: readonly Entry[], fetched: PlanInputs['fetched']): number | undefined {
+  let smallest = Infinity;
+  for (const entry of contents.values())
+    if (!missing.includes(entry) && fetched?.(entry.sha256)) smallest = Math.min(smallest, entry.storedBytes ?? entry.sizeBytes);
+  return smallest < Infinity ? smallest - 1 : undefined;
 }
 
 /** Range settings that keep out what came already (`keepOut`): never the whole bundle, no gap as wide as such a member. */
-function keptOut(settings: Required<DeltaReadOptions>, keepOut: RangesPlan['keepOut']): Required<DeltaReadOptions> {
-  if (!keepOut) return settings;
-  return {
-    ...settings,
-    maxMissingFraction: 1,
-    maxGapBytes: Math.min(settings.maxGapBytes, keepOut.maxGapBytes),
-    multipartGapBytes: Math.min(settings.multipartGapBytes, keepOut.maxGapBytes),
-  };
+function keptOut(settings: Required<DeltaReadOptions>, keepOut: number | undefined): Required<DeltaReadOptions> {
+  return keepOut === undefined
+    ? settings
+    : {
+        ...settings,
+        maxMissingFraction: 1,
+        maxGapBytes: Math.min(settings.maxGapBytes, keepOut),
+        multipartGapBytes: Math.min(settings.multipartGapBytes, keepOut),
+      };
 }

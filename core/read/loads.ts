@@ -92,16 +92,17 @@ export class LoadRunner {
       if (!options.wanted && wanted.size <= 1) wanted = this.#rest(load.key);
     }
     const { ranging, writes, brought } = this.#parts;
+    // On its way by a range of its own (aside-ranges.ts), or being written to the cache by a load
+    // that ended (its reads wait for the write), counts as held: not asked for twice.
+    const has = (sha256: string) => held.has(sha256) || ranging.has(sha256) || writes.has(sha256);
     let plan = await planner.plan(load.key, {
-      // On its way by a range of its own (aside-ranges.ts), or being written to the cache by a load
-      // that ended (its reads wait for the write), counts as held: not asked for twice.
-      held: (sha256) => held.has(sha256) || ranging.has(sha256) || writes.has(sha256),
+      held: has,
       present: options.present,
       need: options.need,
       wanted,
       allowance: options.allowance,
-      // What this source has of the bundle already, in memory, on its way, or being written: a whole would bring it twice.
-      fetched: (sha256) => held.has(sha256) || ranging.has(sha256) || writes.has(sha256) || brought.get(load.key)?.has(sha256) === true,
+      // What this source has of the bundle already, or brought: the whole would bring it twice.
+      fetched: (sha256) => has(sha256) || !!brought.get(load.key)?.has(sha256),
     });
     if (plan.kind === 'ranges') {
       load.partial = true;
