@@ -247,8 +247,11 @@ function rangesPlan(
  */
 function keepOutOf(contents: Map<string, Entry>, missing: readonly Entry[], fetched: PlanInputs['fetched']): number | undefined {
   let smallest = Infinity;
-  for (const entry of contents.values())
-    if (!missing.includes(entry) && fetched?.(entry.sha256)) smallest = Math.min(smallest, entry.storedBytes ?? entry.sizeBytes);
+  for (const entry of contents.values()) {
+    // An empty member has no bytes to bring twice.
+    const bytes = entry.storedBytes ?? entry.sizeBytes;
+    if (bytes && !missing.includes(entry) && fetched?.(entry.sha256)) smallest = Math.min(smallest, bytes);
+  }
   return smallest < Infinity ? smallest - 1 : undefined;
 }
 
