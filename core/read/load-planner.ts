@@ -131,7 +131,7 @@ export class LoadPlanner {
   async replan(plan: RangesPlan, why: Replan['replan']): Promise<LoadPlan> {
     if (why === 'whole') return this.#whole(plan.bundle);
     const ranges = plan.needed
-      ? await this.#neededRanges(plan.bundle, plan.missing, false, plan.keepOut === undefined ? undefined : false, plan.keepOut)
+      ? await this.#neededRanges(plan.bundle, plan.missing, false, undefined, plan.keepOut)
       : await this.#rangesOf(plan.bundle, plan.missing, false, keptOut(this.#delta!, plan.keepOut));
     return ranges ? { ...plan, ranges, multipart: false, bytes: sumOf(ranges) } : this.#whole(plan.bundle);
   }
@@ -175,19 +175,19 @@ export class LoadPlanner {
     const multipart = this.#settings!.multipartRanges && this.#origins.servesMultipart(url);
     // The whole bundle is priced only where none of its other members came already: else it would bring them twice.
     const keepOut = keepOutOf(contents, missing, fetched);
-    const ranges = await this.#neededRanges(bundle, missing, multipart, keepOut === undefined ? allowance : false, keepOut);
+    const ranges = await this.#neededRanges(bundle, missing, multipart, allowance, keepOut);
     return ranges && rangesPlan(bundle, ranges, missing, multipart, true, keepOut);
   }
 
   /**
    * The needed members' ranges by the line's price (needed-bytes.ts); `undefined` for the whole
-   * bundle. `allowance` false: the whole is not an option (some of its other members came already).
+   * bundle, never where `keepOut` is set (some of its other members came already).
    */
   async #neededRanges(
     bundle: BundleEntry,
     missing: Entry[],
     multipart: boolean,
-    allowance?: WholeAllowance | false,
+    allowance?: WholeAllowance,
     keepOut?: number,
   ): Promise<ByteRange[] | undefined> {
     const roundTrip = this.#lines!.roundTripBytes(this.#view.resolveUrl(bundle.url));
@@ -197,7 +197,7 @@ export class LoadPlanner {
       multipartGapBytes: Math.min(roundTrip, this.#settings!.multipartGapBytes),
     };
     const ranges = await this.#rangesOf(bundle, missing, multipart, { ...keptOut(settings, keepOut), maxMissingFraction: 1 });
-    if (!ranges || allowance === false) return ranges;
+    if (!ranges || keepOut !== undefined) return ranges;
     const added = bundle.sizeBytes - sumOf(ranges);
     const left = allowance ? (allowance.bytes ??= roundTrip) : roundTrip;
     if (added > left) return ranges;
@@ -246,11 +246,12 @@ function rangesPlan(
  * least that wide), so that no range brings their bytes again; `undefined` where none did.
  */
 function keepOutOf(contents: Map<string, Entry>, missing: readonly Entry[], fetched: PlanInputs['fetched']): number | undefined {
+  const planned = new Set(missing);
   let smallest = Infinity;
   for (const entry of contents.values()) {
     // An empty member has no bytes to bring twice.
     const bytes = entry.storedBytes ?? entry.sizeBytes;
-    if (bytes && !missing.includes(entry) && fetched?.(entry.sha256)) smallest = Math.min(smallest, bytes);
+    if (bytes && !planned.has(entry) && fetched?.(entry.sha256)) smallest = Math.min(smallest, bytes);
   }
   return smallest < Infinity ? smallest - 1 : undefined;
 }
