@@ -939,7 +939,8 @@ function printPart(part) {
 }
 
 /** How many of the cells met each aim: "met in 5 of 24 cells". */
-function aimCounts(part) {
+/** How many cells of `part` meet each aim, as lines of a list. */
+export function aimCounts(part) {
   const judged = part.cells.map((cell) => judgeCell(part, cell));
   const count = (key) => {
     const known = judged.filter((j) => j[key] !== undefined);
