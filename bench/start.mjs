@@ -9,6 +9,8 @@
 //   node bench/start.mjs --tail [--games phaser,babylon] [--runs 5] [--latency 0,40] [--no-build] [--out part.json]
 //                        [--against <another checkout's .bench/engines> --against-label text]
 //   node bench/start.mjs --report tail-part.json  # a --tail part's table, printed
+//   --publish default                            # the sites as bench:engines publishes them (no loads file:
+//                                                # only the index preloaded), not with their recorded loads
 //
 // --tail (issue 27, item 6): each cell samples three pages in turn: loose, bundled with the build
 // plugin's preload links (the built page) and bundled without them (loose.html, as a game whose
@@ -69,7 +71,7 @@ export async function main(args = process.argv.slice(2)) {
         ...(given('latency') || given('bandwidth') ? [] : ['--latency', tail ? '0,40' : '0,150']),
         ...(given('runs') ? [] : ['--runs', tail ? '5' : '3']),
       ];
-  const options = parseBenchArgs('bench/start.mjs', ['games', 'against', 'against-label'], ['no-build', 'tail'], [...defaults, ...args]);
+  const options = parseBenchArgs('bench/start.mjs', ['games', 'against', 'against-label', 'publish'], ['no-build', 'tail'], [...defaults, ...args]);
   const against = options.values.against;
   if (against && !tail) options.usage('--against goes with --tail');
   if (options.reportFiles.length > 0) {
@@ -81,8 +83,11 @@ export async function main(args = process.argv.slice(2)) {
   }
   const games = (options.values.games ?? (tail ? 'phaser,babylon' : DEFAULT_GAMES)).split(',').map((name) => name.trim());
   for (const name of games) if (!GAMES[name]) options.usage(`unknown game ${name} (${Object.keys(GAMES).join(', ')})`);
-  // The examples as their configs publish them (with their recorded loads: the first load's bundles preloaded).
-  if (!options.values['no-build']) for (const name of games) await buildSite(name, { publish: 'loads' });
+  // The examples as their configs publish them (with their recorded loads: the first load's bundles
+  // preloaded), or with --publish default as bench:engines does.
+  const publish = options.values.publish ?? 'loads';
+  if (!['loads', 'default'].includes(publish)) options.usage(`--publish is loads or default, got ${publish}`);
+  if (!options.values['no-build']) for (const name of games) await buildSite(name, { publish });
   const part = {
     command: commandLine('bench/start.mjs', args),
     label: options.label,
@@ -91,6 +96,7 @@ export async function main(args = process.argv.slice(2)) {
     machine: await machineWithChromium(),
     runs: options.runs,
     tail,
+    publish,
     cells: [],
   };
   const out = options.out ?? join(BENCH_DIR, tail ? 'start-tail.json' : 'start.json');

@@ -34,6 +34,8 @@ describe.each(TESTED_BROWSERS)('%s', (kind) => {
   let server: RepoServer;
   let browser: LaunchedBrowser;
   let page: Page;
+  /** Every path the server was asked for while the test page loaded (the adapter imported, nothing registered). */
+  let askedOnImport: string[] = [];
   let site: BabylonSite;
 
   const MODELS = [
@@ -78,6 +80,7 @@ describe.each(TESTED_BROWSERS)('%s', (kind) => {
     page.on('pageerror', (error) => console.error(`[page error] ${String(error)}`));
     await page.goto(`${server.origin}/page/index.html${WEBGL ? '' : '?engine=null'}`, { waitUntil: 'load' });
     await page.waitForFunction(() => (window as { babylonReady?: boolean }).babylonReady === true, { timeout: 20_000 });
+    askedOnImport = server.requests.map((request) => request.path);
     expect(await call((t) => t.engineKind)).toBe(WEBGL ? 'webgl' : 'null');
     if (WEBGL) {
       // An .env made by Babylon itself from the six loose faces, published with the rest.
@@ -90,6 +93,17 @@ describe.each(TESTED_BROWSERS)('%s', (kind) => {
   afterAll(async () => {
     await browser?.close();
     await server?.close();
+  });
+
+  // Issue 27 item 6: as the adapter is imported, before any registerAwkb, the reader asks for the
+  // parts a first load uses (importFirstLoadParts): asked for only as registerAwkb opened its
+  // source, the range reads' module came ~100 ms after the call on the example's page, and every
+  // bundle its first load took by ranges waited for it.
+  test("importing the adapter asks for the range reads' module and the reference reader, before any registerAwkb", () => {
+    expect(askedOnImport).toEqual(
+      expect.arrayContaining(['/dist/core/read/bundle-ranges.js', '/dist/core/net/transport-ranges.js', '/dist/core/read/read-ahead-references.js']),
+    );
+    expect(askedOnImport.filter((path) => path.startsWith('/site/'))).toEqual([]);
   });
 
   /** Requests below /site/ since the last reset, in order. */

@@ -36,11 +36,13 @@ const OWN: Record<string, Uint8Array> = {
 };
 
 /**
- * A default publish of two folders, so two bundles: one whose encoded member decodes to 1 MB (more
- * than the 256 KiB a cold page may decode on its own thread) and a small one.
+ * A default publish of three folders, so three bundles: one whose encoded member decodes to 3 MB
+ * (more than the 2 MiB a cold page may decode on its own thread; more than the 256 KiB a preloaded
+ * bundle may once a worker is up), one of 1 MB (under the first) and a small one.
  */
 const COLD: Record<string, Uint8Array> = {
-  'big/level.json': text(1_000_000, 11),
+  'big/level.json': text(3_000_000, 11),
+  'mid/map.json': text(1_000_000, 17),
   'small/hud.json': text(20_000, 13),
 };
 
@@ -169,10 +171,12 @@ describe.each(TESTED_BROWSERS)('%s: encoded members', (kind) => {
 
   // SPEC §5a, issue 28: decoding stays off the page's thread. Until a worker has answered its
   // ping (a cold page), bundles stream on the page (issue 22), except one whose encoded members
-  // decode to more than 256 KiB: that one is decoded in a worker. Its request waits for no worker
+  // decode to more than 2 MiB: that one is decoded in a worker. (Until issue 27's tail this was
+  // 256 KiB, and the 1 MB one waited for a worker's start too: 100–200 ms on a busy page.) Its
+  // request waits for no worker
   // (issue 27, item 6): the page sends it and hands the body to the first worker that answers.
   // The page's `fetch` and `DecompressionStream` are watched (a worker's are its own).
-  test('on a cold page a bundle that decodes to more than 256 KiB is requested at once and decoded in a worker; a small one streams on the page', async () => {
+  test('on a cold page a bundle that decodes to more than 2 MiB is requested at once and decoded in a worker; a small one streams on the page', async () => {
     const coldPage = await browser.openHarness(server);
     try {
       await holdWorkerPongs(coldPage);
@@ -198,7 +202,7 @@ describe.each(TESTED_BROWSERS)('%s: encoded members', (kind) => {
           fetchedOnPage.push(path);
           return pageFetch(input, init).then((response) => {
             answeredOnPage.push(path);
-            if (answeredOnPage.length === 2) answered();
+            if (answeredOnPage.length === 3) answered();
             return response;
           });
         };
@@ -224,40 +228,41 @@ describe.each(TESTED_BROWSERS)('%s: encoded members', (kind) => {
         // Both reads start together; the big one first.
         const big = source.read('big/level.json').then(hex);
         void big.finally(() => (bigSettled = true));
-        const small = await hex(await source.read('small/hud.json'));
+        const [small, mid] = await Promise.all([source.read('small/hud.json').then(hex), source.read('mid/map.json').then(hex)]);
         // Both requests went out from the page and were answered while no worker had.
         await bigAnswered;
         const whileCold = {
           heard: pool.usingWorkers,
           fetchedOnPage: [...fetchedOnPage].sort(),
           bigSettled,
-          decodedOnPage: [...decodedOnPage],
+          decodedOnPage: [...decodedOnPage].sort((a, b) => a - b),
         };
         (globalThis as unknown as { releasePongs: () => void }).releasePongs();
         const bigHash = await big;
-        const after = { heard: pool.usingWorkers, fetchedOnPage: [...fetchedOnPage].sort(), decodedOnPage: [...decodedOnPage] };
+        const after = {
+          heard: pool.usingWorkers,
+          fetchedOnPage: [...fetchedOnPage].sort(),
+          decodedOnPage: [...decodedOnPage].sort((a, b) => a - b),
+        };
         source.dispose();
-        return { hashes: { 'big/level.json': bigHash, 'small/hud.json': small }, whileCold, after };
+        return { hashes: { 'big/level.json': bigHash, 'mid/map.json': mid, 'small/hud.json': small }, whileCold, after };
       });
       expect(result.hashes).toEqual(Object.fromEntries(Object.entries(COLD).map(([path, bytes]) => [path, sha256(bytes)])));
-      const [bigBundle, smallBundle] = [coldBundle('big/level.json'), coldBundle('small/hud.json')];
-      const small = COLD['small/hud.json']!.length;
-      // While no worker had answered, both bundles were fetched on the page; only the small one
-      // was decoded there, and the big one could not be read yet: its decoding waits for a worker.
-      expect(result.whileCold).toEqual({
-        heard: undefined,
-        fetchedOnPage: [bigBundle, smallBundle].sort(),
-        bigSettled: false,
-        decodedOnPage: [small],
-      });
+      const [bigBundle, midBundle, smallBundle] = ['big/level.json', 'mid/map.json', 'small/hud.json'].map(coldBundle);
+      const all = [bigBundle, midBundle, smallBundle].sort();
+      const [small, mid] = [COLD['small/hud.json']!.length, COLD['mid/map.json']!.length];
+      // While no worker had answered, the three bundles were fetched on the page; the small one and
+      // the 1 MB one were decoded (and read) there, and the big one could not be read yet: its
+      // decoding waits for a worker.
+      expect(result.whileCold).toEqual({ heard: undefined, fetchedOnPage: all, bigSettled: false, decodedOnPage: [small, mid] });
       // The worker read the big one from the page's response: nothing more decoded on the page, no second request.
-      expect(result.after).toEqual({ heard: true, fetchedOnPage: [bigBundle, smallBundle].sort(), decodedOnPage: [small] });
+      expect(result.after).toEqual({ heard: true, fetchedOnPage: all, decodedOnPage: [small, mid] });
       expect(
         server.requests
           .map((request) => request.path)
           .filter((path) => path.endsWith('.awkb'))
           .sort(),
-      ).toEqual([bigBundle, smallBundle].sort());
+      ).toEqual(all);
     } finally {
       await coldPage.close();
     }
@@ -313,6 +318,9 @@ describe.each(TESTED_BROWSERS)('%s: encoded members', (kind) => {
     try {
       const index = server.hold('/published/cold/project.index.json');
       const rangesModule = server.hold('/dist/core/read/bundle-ranges.js');
+      // The multipart parser comes with them (a static import of the range requests' module): asked
+      // for only once a multipart answer was in, it held up every multipart body of a first load.
+      const multipart = server.hold('/dist/core/net/multipart.js');
       const opened = freshPage.evaluate(async () => {
         const core = await harnessImport('awake-bundle');
         const source = await core.IndexedAssetSource.open({
@@ -325,6 +333,8 @@ describe.each(TESTED_BROWSERS)('%s: encoded members', (kind) => {
       });
       await index.arrived;
       await rangesModule.arrived;
+      await multipart.arrived;
+      multipart.release();
       rangesModule.release();
       index.release();
       expect(await opened).toBe(COLD['small/hud.json']!.length);

@@ -76,7 +76,7 @@ game.events.on('postrender', () => state.renders.push(performance.now()));
 
 /**
  * A page that preloads the index with a marked link after its script, as the built pages do. Its
- * script records the URL of every fetch the page makes, lets the reader ask for what a first load
+ * script records the URL of every fetch the page makes (and each Worker it starts), lets the reader ask for what a first load
  * needs (`importFirstLoadParts`, what an adapter calls as it is imported), then opens the source
  * and reads a file.
  */
@@ -90,13 +90,28 @@ globalThis.fetch = (input, init) => {
   fetches.push(String(input instanceof Request ? input.url : input));
   return platformFetch(input, init);
 };
+// The pool's workers, in the same list: spawned once the first load's requests are out.
+const PlatformWorker = globalThis.Worker;
+globalThis.Worker = class extends PlatformWorker {
+  constructor(...args) {
+    fetches.push('worker');
+    super(...args);
+  }
+};
 const { importFirstLoadParts } = await import('/dist/core/read/open-source.js');
 const { IndexedAssetSource, sha256Hex } = await import('awake-bundle');
 importFirstLoadParts();
 const askedFirst = fetches.filter((url) => url.endsWith('project.index.json')).length;
 const source = await IndexedAssetSource.open({ indexUrl: '${INDEX}', cache: null });
 const coin = await sha256Hex(await source.read('images/kenney/coin.png'));
-window.early = { askedFirst, indexFetches: fetches.filter((url) => url.endsWith('project.index.json')).length, coin };
+const firstBundle = fetches.findIndex((url) => url.endsWith('.awkb'));
+const firstWorker = fetches.indexOf('worker');
+window.early = {
+  askedFirst,
+  indexFetches: fetches.filter((url) => url.endsWith('project.index.json')).length,
+  coin,
+  bundleBeforeWorkers: firstBundle >= 0 && (firstWorker === -1 || firstBundle < firstWorker),
+};
 </script></head>
 <body><link rel="preload" as="fetch" crossorigin href="${INDEX}" data-awkb-index></body></html>
 `;
@@ -216,8 +231,10 @@ describe.each(TESTED_BROWSERS)('%s', (kind) => {
       await page.goto(`${server.origin}/pages/early.html`, { waitUntil: 'load' });
       await page.waitForFunction(() => (globalThis as any).early !== undefined, { timeout: 30_000 });
       const early = await page.evaluate(() => (globalThis as any).early);
-      // Asked for by importFirstLoadParts itself, and never again by the open.
-      expect(early).toEqual({ askedFirst: 1, indexFetches: 1, coin: coinSha });
+      // Asked for by importFirstLoadParts itself, and never again by the open. The pool's workers
+      // were not spawned on the way to the first bundle request (their start costs the page 4–6 ms
+      // each; a cold page's first bundles do not wait for them).
+      expect(early).toEqual({ askedFirst: 1, indexFetches: 1, coin: coinSha, bundleBeforeWorkers: true });
       expect(server.requestCount(INDEX)).toBe(1);
     } finally {
       await page.close();

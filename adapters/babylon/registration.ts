@@ -9,6 +9,7 @@ import { AssetNotFoundError, InvalidOptionError, RequestAbortedError } from '../
 import { IndexedAssetSource, type OpenOptions, type PrefetchProgress } from '../../core/read/indexed-asset-source.js';
 import { linkSignals } from '../../core/net/abort.js';
 import { watchDoubleDownloads } from '../../core/read/double-downloads.js';
+import { importFirstLoadParts } from '../../core/read/open-source.js';
 import { markAdapterCall } from '../../core/read/user-timing.js';
 import { installHooks, removeHooks } from './hooks.js';
 import {
@@ -50,6 +51,14 @@ export interface AwkbTarget {
   /** The absolute URL this path has below the root. */
   url: string;
 }
+
+// As the adapter is imported, while the game boots: the reader's lazily imported parts, and the
+// index the built page preloads (with the pool's workers), are asked for now (open-source.ts).
+// Asked for only as `registerAwkb` opened its source, the range reads' module came ~100 ms after
+// the call on the example's page, and every bundle its first load took by ranges waited for it
+// (traced, issue 27 item 6). (643ee49 had removed this on a guess about a CI race that the
+// planner's RELIABILITY 41 fix explained.)
+importFirstLoadParts();
 
 /** Registrations being opened or open, by what they serve, so registering twice gives the same one. */
 const byKey = new Map<unknown, Promise<AwkbRegistration>>();

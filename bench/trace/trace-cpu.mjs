@@ -4,7 +4,7 @@ const [file, fromArg, toArg, topArg] = process.argv.slice(2);
 const events = JSON.parse(readFileSync(file, 'utf8'));
 const names = new Map();
 for (const e of events) if (e.name === 'thread_name') names.set(`${e.pid}:${e.tid}`, e.args.name);
-const indexSend = events.find((e) => e.name === 'ResourceSendRequest' && e.args.data.url.includes('project.index.json'));
+const indexSend = events.find((e) => e.name === 'ResourceSendRequest' && /project\.index\.json|main\.js/.test(e.args.data.url));
 const mainKey = [...names].find(([k, v]) => v === 'CrRendererMain' && k.startsWith(indexSend.pid + ':'))[0];
 const t0 = Math.min(...events.filter((e) => e.ts > 0 && e.name === 'RunTask' && `${e.pid}:${e.tid}` === mainKey).map((e) => e.ts));
 const from = Number(fromArg) * 1000 + t0,

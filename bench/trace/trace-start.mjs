@@ -51,7 +51,7 @@ await page.tracing.start({
     'gpu',
   ],
 });
-await page.goto(`${server.origin}/${mode === 'links' ? '' : 'loose.html'}`, { waitUntil: 'domcontentloaded' });
+await page.goto(`${server.origin}/${mode === 'links' ? '' : mode === 'loose' ? 'loose.html?loose' : mode.endsWith('.html') ? mode : 'loose.html'}`, { waitUntil: 'domcontentloaded' });
 await page.waitForFunction(() => globalThis.__engineBench.firstFrameAt !== undefined || globalThis.exampleFailed !== undefined, {
   polling: 50,
   timeout: 120000,
@@ -69,7 +69,7 @@ for (const e of events) if (e.name === 'thread_name') names.set(`${e.pid}:${e.ti
 const marks = events.filter(
   (e) => e.cat?.includes('blink.user_timing') && (e.name.startsWith('awake-bundle') || e.name.startsWith('probe:')),
 );
-const indexSend = events.find((e) => e.name === 'ResourceSendRequest' && e.args.data.url.includes('project.index.json'));
+const indexSend = events.find((e) => e.name === 'ResourceSendRequest' && /project\.index\.json|main\.js/.test(e.args.data.url));
 const mainKey = [...names].find(([k, v]) => v === 'CrRendererMain' && k.startsWith(indexSend.pid + ':'))?.[0];
 const sends = events
   .filter((e) => e.name === 'ResourceSendRequest')

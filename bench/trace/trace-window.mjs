@@ -3,7 +3,7 @@ import { readFileSync } from 'node:fs';
 const events = JSON.parse(readFileSync(process.argv[2], 'utf8'));
 const names = new Map();
 for (const e of events) if (e.name === 'thread_name') names.set(`${e.pid}:${e.tid}`, e.args.name);
-const indexSend = events.find((e) => e.name === 'ResourceSendRequest' && e.args.data.url.includes('project.index.json'));
+const indexSend = events.find((e) => e.name === 'ResourceSendRequest' && /project\.index\.json|main\.js/.test(e.args.data.url));
 const pid = indexSend.pid;
 const mainKey = [...names].find(([k, v]) => v === 'CrRendererMain' && k.startsWith(pid + ':'))[0];
 const t0 = Math.min(...events.filter((e) => e.ts > 0 && e.name === 'RunTask' && `${e.pid}:${e.tid}` === mainKey).map((e) => e.ts));

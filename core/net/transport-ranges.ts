@@ -10,6 +10,11 @@ import { InvalidOptionError, RangeResponseError } from '../errors.js';
 import { bodyToRead, declaredLength, isMultipart, pumpBody } from './body.js';
 import { MULTIPART_BODY_ALLOWANCE, MULTIPART_PART_ALLOWANCE, type RangeSink, type StreamedRanges } from './requests.js';
 import { headerPreview, parseContentRange } from './content-range.js';
+// Static, not imported on the first multipart answer: this module is asked for early (with the
+// range reads, at an adapter's registration), and an import started only when a bundle's answer
+// is in made every multipart body of a first load wait for its chunk (~100 ms at 0 ms RTT, traced
+// in the Phaser example: issue 27 item 6's tail).
+import { MultipartStream } from './multipart.js';
 
 /** `Range: bytes=a-b,c-d,…` for `ranges`: sorted, not overlapping, none empty, else `InvalidOptionError`. */
 export function rangesHeader(ranges: readonly { offset: number; length: number }[]): string {
@@ -34,7 +39,7 @@ export interface AnswerErrors {
 
 /**
  * One 206 answer to `ranges` (`Transport.streamRanges`), read into a new sink as it arrives: a
- * `multipart/byteranges` body through its parser (multipart.ts, imported now), or one range, which
+ * `multipart/byteranges` body through its parser (multipart.ts), or one range, which
  * must be the one asked for or, for several, cover them all (else `unsupported`, unread). The body
  * is bounded to what was asked for; one shorter than its Content-Length is the
  * transport's `cutShort` (retried), a malformed one `RangeResponseError`.
@@ -57,7 +62,6 @@ export async function streamRangesAnswer(
   let feed: (chunk: Uint8Array) => void;
   let end = () => {};
   if (isMultipart(response.headers)) {
-    const { MultipartStream } = await import('./multipart.js');
     const span = ranges[ranges.length - 1]!.offset + ranges[ranges.length - 1]!.length - ranges[0]!.offset;
     limit = span + MULTIPART_PART_ALLOWANCE * ranges.length + MULTIPART_BODY_ALLOWANCE;
     exact = false;

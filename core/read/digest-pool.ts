@@ -33,14 +33,21 @@ export type { BodyFetcher, FetchBodyInit, FetchedBody } from '../net/body.js';
 
 export * from './digest-jobs.js';
 
-/** Decoded members up to this size may be decoded on the calling thread while no worker has answered yet (`now`). */
+/**
+ * How many decoded bytes of encoded members a bundle or member may have and still be decoded on
+ * the calling thread: with a worker up (a preloaded bundle; a member a load waits on, which is
+ * also hashed here up to that size), 256 KiB; on a cold page, whose
+ * workers have not answered yet, 2 MiB. A worker's start on a page busy with its engine's first
+ * frame took 100–200 ms (traced in the Phaser example, issue 27 item 6's tail), where inflating and
+ * hashing 2 MiB on the page takes 7–14 ms (`DecompressionStream` in 16 KiB pieces, Chromium).
+ */
 const IN_THREAD_DECODE_BYTES = 256 * 1024;
+const COLD_PAGE_DECODE_BYTES = 2 * 1024 * 1024;
 
-/** Whether a bundle's encoded members decode to more than may be decoded on the page's thread. */
-function decodesLarge(plan: BundleStreamPlan): boolean {
+function decodesOver(plan: BundleStreamPlan, limit: number): boolean {
   let bytes = 0;
   for (const content of plan.contents) if (content.encoding !== undefined) bytes += content.sizeBytes;
-  return bytes > IN_THREAD_DECODE_BYTES;
+  return bytes > limit;
 }
 
 let transferableStreams: boolean | undefined;
@@ -139,6 +146,10 @@ export function workersAvailable(): boolean {
 export class WorkerDigestPool implements DigestPool {
   readonly size: number;
   #workers: PoolWorker[] | undefined;
+  /** The task `warm` started them in, until it runs. */
+  #warming: ReturnType<typeof setTimeout> | undefined;
+  /** Stores to open in the workers once they are started (`prepareStore` before they were). */
+  readonly #opening: WorkerStoreAccess[] = [];
   #fallback: InThreadDigests | undefined;
   #ready: boolean | undefined;
   #nextId = 1;
@@ -158,14 +169,24 @@ export class WorkerDigestPool implements DigestPool {
   }
 
   async digest(job: DigestJob): Promise<DigestResult> {
-    // A large encoded member is decoded in a worker even on a cold page: never on the page's thread.
-    const decodesLarge = job.ranges?.some((range) => range.decode && range.decode.sizeBytes > IN_THREAD_DECODE_BYTES);
-    if (job.now && this.#ready !== true && !this.#fallback && !decodesLarge) {
+    const bytes = job.inputs.reduce((sum, input) => sum + input.length, 0);
+    const decodesMore = (limit: number) => job.ranges?.some((range) => range.decode && range.decode.sizeBytes > limit);
+    // On a cold page, what a load waits on is done here, up to COLD_PAGE_DECODE_BYTES decoded (a
+    // larger encoded member is decoded in a worker even then). With workers up, a small one still
+    // is, unless the worker is to store it: a worker's answer reaches this thread only at its next
+    // free moment, behind the engine's own tasks (a Phaser game's music waited 80 ms behind an
+    // image decode for its digest, traced, issue 27 item 6), where 256 KiB hash here in ~0.3 ms.
+    const here =
+      job.now &&
+      (this.#ready !== true
+        ? !decodesMore(COLD_PAGE_DECODE_BYTES)
+        : !job.store && bytes <= IN_THREAD_DECODE_BYTES && !decodesMore(IN_THREAD_DECODE_BYTES));
+    if (here && !this.#fallback) {
       // Not `#inThread()`: that gives up on workers for good. These start for the next jobs.
       this.warm();
       return new InThreadDigests().digest(job);
     }
-    const worker = this.#fallback ? undefined : await this.#pick(job.inputs.reduce((sum, input) => sum + input.length, 0));
+    const worker = this.#fallback ? undefined : await this.#pick(bytes);
     if (!worker) return this.#inThread().digest(job);
     return this.#sendDigest(worker, job);
   }
@@ -205,10 +226,10 @@ export class WorkerDigestPool implements DigestPool {
       if (init.signal.aborted) throw init.signal.reason;
       // A bundle waits for no worker to start: until one has answered, bundles stream on this
       // thread (the first bundles of a cold page), rather than go out a worker's start-up later;
-      // but one with encoded members to decode is decoded in a worker (SPEC §5a, decoding off the
-      // page). Where streams transfer, this thread sends its request now and hands the body to the
+      // but one with more than 2 MiB of encoded members to decode is decoded in a worker (SPEC §5a,
+      // decoding off the page). Where streams transfer, this thread sends its request now and hands the body to the
       // first worker that answers; elsewhere it waits for that worker to send it.
-      const large = decodesLarge(plan);
+      const large = decodesOver(plan, this.#ready === true ? IN_THREAD_DECODE_BYTES : COLD_PAGE_DECODE_BYTES);
       // A bundle the page preloads is fetched on this thread, where the preloaded response is;
       // only one with a large decode then goes to a worker to be read.
       if (preloaded && !(large && streamsTransfer())) return undefined;
@@ -316,22 +337,39 @@ export class WorkerDigestPool implements DigestPool {
     for (const entry of this.#workers ?? []) void entry.ready.then((ready) => ready && entry.worker.postMessage({ flush: true }));
   }
 
-  /** Starts the workers now (a source calls this as it opens), so that they are up by the time its first bundles are fetched. */
+  /**
+   * Starts the workers soon, in a task of their own (a source calls this as it opens, a first
+   * load as it sends its requests), so that they are up by the time later bundles are fetched.
+   * Not in the caller's task: spawning them costs this thread 4–6 ms each, which lay between a
+   * Babylon page's parse and its first bundle requests (traced, issue 27 item 6); a cold page's
+   * first bundles do not wait for them (they stream on this thread).
+   */
   warm(): void {
-    if (this.#fallback || this.#workers) return;
-    const workers = (this.#workers = this.#start());
-    // Workers that cannot run (a CSP refusing them shows up here): this thread for good, as a job would find.
-    if (workers.length === 0) return void this.#inThread();
-    void Promise.all(workers.map((entry) => entry.ready)).then((up) => {
-      if (!up.some(Boolean) && this.#workers === workers) this.#inThread();
-    });
+    if (this.#fallback || this.#workers || this.#warming !== undefined) return;
+    this.#warming = setTimeout(() => {
+      this.#warming = undefined;
+      if (this.#fallback || this.#workers) return;
+      const workers = (this.#workers = this.#start());
+      // Workers that cannot run (a CSP refusing them shows up here): this thread for good, as a job would find.
+      if (workers.length === 0) return void this.#inThread();
+      void Promise.all(workers.map((entry) => entry.ready)).then((up) => {
+        if (!up.some(Boolean) && this.#workers === workers) this.#inThread();
+      });
+    }, 0);
   }
 
-  /** Lets every worker open the store now, so the first read or write does not wait for it. */
+  /** Lets every worker open the store as soon as it is up, so the first read or write does not wait for it. */
   prepareStore(access: WorkerStoreAccess): void {
     if (this.#fallback) return;
-    this.#workers ??= this.#start();
-    for (const entry of this.#workers) void entry.ready.then((ready) => ready && entry.worker.postMessage({ open: access }));
+    if (!this.#workers) {
+      this.#opening.push(access);
+      return this.warm();
+    }
+    this.#open(this.#workers, access);
+  }
+
+  #open(workers: PoolWorker[], access: WorkerStoreAccess): void {
+    for (const entry of workers) void entry.ready.then((ready) => ready && entry.worker.postMessage({ open: access }));
   }
 
   // The plain Errors of this pool never reach a read: a fetch's failure becomes a NetworkError in
@@ -345,6 +383,9 @@ export class WorkerDigestPool implements DigestPool {
       entry.pending.clear();
     }
     this.#workers = undefined;
+    clearTimeout(this.#warming);
+    this.#warming = undefined;
+    this.#opening.length = 0;
     this.#ready = undefined;
     if (this.#scriptUrl) URL.revokeObjectURL(this.#scriptUrl);
     this.#scriptUrl = undefined;
@@ -381,6 +422,7 @@ export class WorkerDigestPool implements DigestPool {
       for (const entry of workers) entry.worker.terminate();
       return [];
     }
+    for (const access of this.#opening.splice(0)) this.#open(workers, access);
     return workers;
   }
 

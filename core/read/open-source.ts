@@ -37,8 +37,7 @@ export interface Opened {
  * Asks for the lazily imported parts a source with the default options uses on its first load
  * (the range reads with their rule, for needed bytes; the reference reader, for read-ahead), so
  * that they are in by the time it needs them; and, on a page whose build preloads its index with
- * a marked link, asks for that index as soon as the page is parsed and starts the shared pool's
- * workers then (early-index.ts). An adapter calls this as it is imported or registered: a
+ * a marked link, asks for that index as soon as the page is parsed (early-index.ts). An adapter calls this as it is imported or registered: a
  * source's first load is then planned as soon as it opens, before chunks asked for only then
  * could arrive, and before the engine's first frame (issue 27 item 6). Without a bundler they are
  * modules of this package, imported the same way.
@@ -46,10 +45,8 @@ export interface Opened {
 export function importFirstLoadParts(): void {
   importRangesModule().catch(() => undefined);
   void importReferenceReader();
-  readMarkedIndexes(() => {
-    const pool = sharedDigestPool();
-    if (pool instanceof WorkerDigestPool) pool.warm();
-  });
+  // The pool's workers are not started here: a first load starts them once its requests are out.
+  readMarkedIndexes();
 }
 
 /** Reads and checks the index (formatVersion 2 or 3; others refused, SPEC §3). */
