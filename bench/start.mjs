@@ -71,7 +71,12 @@ export async function main(args = process.argv.slice(2)) {
         ...(given('latency') || given('bandwidth') ? [] : ['--latency', tail ? '0,40' : '0,150']),
         ...(given('runs') ? [] : ['--runs', tail ? '5' : '3']),
       ];
-  const options = parseBenchArgs('bench/start.mjs', ['games', 'against', 'against-label', 'publish'], ['no-build', 'tail'], [...defaults, ...args]);
+  const options = parseBenchArgs(
+    'bench/start.mjs',
+    ['games', 'against', 'against-label', 'publish'],
+    ['no-build', 'tail'],
+    [...defaults, ...args],
+  );
   const against = options.values.against;
   if (against && !tail) options.usage('--against goes with --tail');
   if (options.reportFiles.length > 0) {

@@ -101,7 +101,11 @@ describe.each(TESTED_BROWSERS)('%s', (kind) => {
   // bundle its first load took by ranges waited for it.
   test("importing the adapter asks for the range reads' module and the reference reader, before any registerAwkb", () => {
     expect(askedOnImport).toEqual(
-      expect.arrayContaining(['/dist/core/read/bundle-ranges.js', '/dist/core/net/transport-ranges.js', '/dist/core/read/read-ahead-references.js']),
+      expect.arrayContaining([
+        '/dist/core/read/bundle-ranges.js',
+        '/dist/core/net/transport-ranges.js',
+        '/dist/core/read/read-ahead-references.js',
+      ]),
     );
     expect(askedOnImport.filter((path) => path.startsWith('/site/'))).toEqual([]);
   });

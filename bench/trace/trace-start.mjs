@@ -51,7 +51,10 @@ await page.tracing.start({
     'gpu',
   ],
 });
-await page.goto(`${server.origin}/${mode === 'links' ? '' : mode === 'loose' ? 'loose.html?loose' : mode.endsWith('.html') ? mode : 'loose.html'}`, { waitUntil: 'domcontentloaded' });
+await page.goto(
+  `${server.origin}/${mode === 'links' ? '' : mode === 'loose' ? 'loose.html?loose' : mode.endsWith('.html') ? mode : 'loose.html'}`,
+  { waitUntil: 'domcontentloaded' },
+);
 await page.waitForFunction(() => globalThis.__engineBench.firstFrameAt !== undefined || globalThis.exampleFailed !== undefined, {
   polling: 50,
   timeout: 120000,
