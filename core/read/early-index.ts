@@ -35,23 +35,18 @@ const early = /* @__PURE__ */ new Map<string, EarlyIndex>();
 let watching = false;
 
 /**
- * Asks, once the page is parsed, for every index its marked preload links name, then calls
- * `onFound` if there was one. Acts once however often called (an adapter calls it as it is
- * imported); does nothing without a document.
+ * Asks, once the page is parsed, for every index its marked preload links name. Acts once however
+ * often called (an adapter calls it as it is imported); does nothing without a document.
  */
-export function readMarkedIndexes(onFound?: () => void): void {
+export function readMarkedIndexes(): void {
   const document = (globalThis as { document?: Document }).document;
   if (watching || !document?.querySelectorAll) return;
   watching = true;
   const start = (): void => {
-    let found = false;
     for (const link of document.querySelectorAll(`link[rel~="preload"][as="fetch"][${EARLY_INDEX_ATTRIBUTE}]`)) {
       const url = (link as HTMLLinkElement).href; // absolute, as the reader's own indexUrl
       if (/^https?:/.test(url) && !early.has(url)) early.set(url, ask(url));
-      found = true;
     }
-    // A page that will open a source: what it would start as it opens starts now, after the request.
-    if (found) onFound?.();
   };
   // The links follow the page's scripts (the build plugins put them at the end of the body): a
   // request made before they are parsed would not find their preloads and ask a second time.
