@@ -362,6 +362,33 @@ describe('range reads', () => {
     ]);
   });
 
+  test('a member read again while its cache write is pending waits for that write: no second range request', async () => {
+    /** A cache whose writes end only when the test lets them. */
+    class HeldWrites extends MemoryCache {
+      readonly started: string[] = [];
+      release!: () => void;
+      readonly released = new Promise<void>((resolve) => (this.release = resolve));
+      // putMany writes through put.
+      override async put(key: string, bytes: Uint8Array): Promise<void> {
+        this.started.push(key);
+        const copy = bytes.slice();
+        await this.released;
+        return super.put(key, copy);
+      }
+    }
+    const net = countingFetch();
+    const cache = new HeldWrites();
+    const source = await IndexedAssetSource.open({ indexUrl: bundledIndex(), fetch: net.fetch, rangeReads: true, cache });
+    const path = 'assets/sounds/bell.ogg';
+    const { sha256: expected } = source.entry(path)!;
+    expect(sha256(await source.read(path))).toBe(expected);
+    while (!cache.started.includes(expected)) await new Promise((wake) => setTimeout(wake, 5));
+    const again = source.read(path);
+    cache.release();
+    expect(sha256(await again)).toBe(expected);
+    expect(net.bundleRequests()).toBe(1);
+  });
+
   test('a server that ignores Range sends the whole bundle, which is checked and cut', async () => {
     const plain = await startWholeFileServer(root);
     try {
