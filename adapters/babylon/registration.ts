@@ -53,7 +53,7 @@ export interface AwkbTarget {
 }
 
 // As the adapter is imported, while the game boots: the reader's lazily imported parts, and the
-// index the built page preloads (with the pool's workers), are asked for now (open-source.ts).
+// index the built page preloads, are asked for now (open-source.ts).
 // Asked for only as `registerAwkb` opened its source, the range reads' module came ~100 ms after
 // the call on the example's page, and every bundle its first load took by ranges waited for it
 // (traced, issue 27 item 6). (643ee49 had removed this on a guess about a CI race that the

@@ -3,9 +3,10 @@
 //   ROOT=.bench/dev/phaser node bench/trace/trace-start.mjs phaser links 0   # one traced sample, saved as /tmp/trace-phaser-links.json
 //   node bench/trace/trace-window.mjs /tmp/trace-phaser-links.json          # the main thread's tasks and requests after the call
 //   node bench/trace/trace-cpu.mjs /tmp/trace-phaser-links.json FROM TO     # JS time by function in that window (ms)
+//   node bench/trace/trace-start.mjs phaser loose 0                          # the loose files (a bench:engines site, which has them)
 // Probe: trace one sample of a built example (no-links page, or the built page), and summarize the
 // page's main thread between the adapter's call and the first bundle request, and from the last
-// bundle byte to the first frame. node .bench/trace-start.mjs <game> [links|no-links] [latency]
+// bundle byte to the first frame. node bench/trace/trace-start.mjs <game> [links|no-links|loose|page.html] [latency]
 import { launchFreshChromium } from '../chromium.mjs';
 import { startThrottledServer } from '../throttled-server.mjs';
 import { sampleChromiumArgs, FIRST_FRAME } from '../example-page.mjs';
@@ -51,10 +52,9 @@ await page.tracing.start({
     'gpu',
   ],
 });
-await page.goto(
-  `${server.origin}/${mode === 'links' ? '' : mode === 'loose' ? 'loose.html?loose' : mode.endsWith('.html') ? mode : 'loose.html'}`,
-  { waitUntil: 'domcontentloaded' },
-);
+// links: the built page; no-links: it without its preload links; loose: the loose files; a.html: that page of the site.
+const PAGES = { links: '', 'no-links': 'loose.html', loose: 'loose.html?loose' };
+await page.goto(`${server.origin}/${PAGES[mode] ?? mode}`, { waitUntil: 'domcontentloaded' });
 await page.waitForFunction(() => globalThis.__engineBench.firstFrameAt !== undefined || globalThis.exampleFailed !== undefined, {
   polling: 50,
   timeout: 120000,

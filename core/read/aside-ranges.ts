@@ -10,6 +10,7 @@
  * starts once the first has ended asks for none of its bytes again.
  */
 import { entryKey } from '../format/project-index.js';
+import type { RangeHandlers } from './fetched.js';
 import type { Entry } from './index-view.js';
 import { markWrites, type LoadRunner } from './loads.js';
 import { noteBrought } from './needed-bytes.js';
@@ -22,11 +23,7 @@ export function rangeAside(parts: SourceParts, loads: LoadRunner, entry: Entry, 
   if (inFlight) return inFlight;
   const loadKey = parts.view.loadKeyOf(entry);
   const ranging = parts.fetcher
-    .range(entry, path, parts.lifetime, {
-      onWhole: (accepted, contents) => loads.keepWhole(loadKey, accepted, contents),
-      // Its cache write is pending until it settles: a read that finds the bytes taken waits for it, not the network.
-      onStored: (written) => markWrites(parts, [sha256], written),
-    })
+    .range(entry, path, parts.lifetime, rangeHandlers(parts, loads, entry))
     .then((bytes) => {
       if (bytes) noteBrought(parts.brought, loadKey, [sha256]);
       if (bytes && !parts.held.has(sha256)) {
@@ -39,4 +36,17 @@ export function rangeAside(parts: SourceParts, loads: LoadRunner, entry: Entry, 
     .finally(() => parts.ranging.delete(sha256));
   parts.ranging.set(sha256, ranging);
   return ranging;
+}
+
+/**
+ * What a range of one member hands over beside its bytes (an aside range, or a `rangeReads` read):
+ * a whole bundle a host sent instead is held and cached as a load's; the member's cache write is
+ * pending until it settles, so a read that finds the bytes taken waits for it, not the network.
+ */
+export function rangeHandlers(parts: SourceParts, loads: LoadRunner, entry: Entry): RangeHandlers {
+  const loadKey = parts.view.loadKeyOf(entry);
+  return {
+    onWhole: (accepted, contents) => loads.keepWhole(loadKey, accepted, contents),
+    onStored: (written) => markWrites(parts, [entry.sha256], written),
+  };
 }

@@ -35,11 +35,12 @@ export * from './digest-jobs.js';
 
 /**
  * How many decoded bytes of encoded members a bundle or member may have and still be decoded on
- * the calling thread: with a worker up (a preloaded bundle; a member a load waits on, which is
- * also hashed here up to that size), 256 KiB; on a cold page, whose
- * workers have not answered yet, 2 MiB. A worker's start on a page busy with its engine's first
- * frame took 100–200 ms (traced in the Phaser example, issue 27 item 6's tail), where inflating and
- * hashing 2 MiB on the page takes 7–14 ms (`DecompressionStream` in 16 KiB pieces, Chromium).
+ * the calling thread (`WorkerDigestPool` `#decodeLimit`): with a worker up (a preloaded bundle; a
+ * member a load waits on, which is also hashed here up to that size), 256 KiB; on a cold page,
+ * whose workers have not answered yet, 2 MiB. A worker's start on a page busy with its engine's
+ * first frame took 100–200 ms (traced in the Phaser example, issue 27 item 6's tail), where
+ * inflating and hashing 2 MiB on the page takes 7–14 ms (`DecompressionStream` in 16 KiB pieces,
+ * Chromium).
  */
 const IN_THREAD_DECODE_BYTES = 256 * 1024;
 const COLD_PAGE_DECODE_BYTES = 2 * 1024 * 1024;
@@ -170,17 +171,16 @@ export class WorkerDigestPool implements DigestPool {
 
   async digest(job: DigestJob): Promise<DigestResult> {
     const bytes = job.inputs.reduce((sum, input) => sum + input.length, 0);
-    const decodesMore = (limit: number) => job.ranges?.some((range) => range.decode && range.decode.sizeBytes > limit);
-    // On a cold page, what a load waits on is done here, up to COLD_PAGE_DECODE_BYTES decoded (a
-    // larger encoded member is decoded in a worker even then). With workers up, a small one still
-    // is, unless the worker is to store it: a worker's answer reaches this thread only at its next
+    const limit = this.#decodeLimit();
+    // What a load waits on is done here: on a cold page up to COLD_PAGE_DECODE_BYTES decoded (a
+    // larger encoded member is decoded in a worker even then); with workers up, a small one too,
+    // unless the worker is to store it: a worker's answer reaches this thread only at its next
     // free moment, behind the engine's own tasks (a Phaser game's music waited 80 ms behind an
     // image decode for its digest, traced, issue 27 item 6), where 256 KiB hash here in ~0.3 ms.
     const here =
       job.now &&
-      (this.#ready !== true
-        ? !decodesMore(COLD_PAGE_DECODE_BYTES)
-        : !job.store && bytes <= IN_THREAD_DECODE_BYTES && !decodesMore(IN_THREAD_DECODE_BYTES));
+      !job.ranges?.some((range) => range.decode && range.decode.sizeBytes > limit) &&
+      (this.#ready !== true || (!job.store && bytes <= IN_THREAD_DECODE_BYTES));
     if (here && !this.#fallback) {
       // Not `#inThread()`: that gives up on workers for good. These start for the next jobs.
       this.warm();
@@ -226,10 +226,10 @@ export class WorkerDigestPool implements DigestPool {
       if (init.signal.aborted) throw init.signal.reason;
       // A bundle waits for no worker to start: until one has answered, bundles stream on this
       // thread (the first bundles of a cold page), rather than go out a worker's start-up later;
-      // but one with more than 2 MiB of encoded members to decode is decoded in a worker (SPEC §5a,
-      // decoding off the page). Where streams transfer, this thread sends its request now and hands the body to the
-      // first worker that answers; elsewhere it waits for that worker to send it.
-      const large = decodesOver(plan, this.#ready === true ? IN_THREAD_DECODE_BYTES : COLD_PAGE_DECODE_BYTES);
+      // but one with more than 2 MiB of encoded members to decode is decoded in a worker (SPEC
+      // §5a, decoding off the page). Where streams transfer, this thread sends its request now and
+      // hands the body to the first worker that answers; elsewhere it waits for that worker to send it.
+      const large = decodesOver(plan, this.#decodeLimit());
       // A bundle the page preloads is fetched on this thread, where the preloaded response is;
       // only one with a large decode then goes to a worker to be read.
       if (preloaded && !(large && streamsTransfer())) return undefined;
@@ -389,6 +389,11 @@ export class WorkerDigestPool implements DigestPool {
     this.#ready = undefined;
     if (this.#scriptUrl) URL.revokeObjectURL(this.#scriptUrl);
     this.#scriptUrl = undefined;
+  }
+
+  /** The most decoded bytes this thread decodes itself now (see IN_THREAD_DECODE_BYTES). */
+  #decodeLimit(): number {
+    return this.#ready === true ? IN_THREAD_DECODE_BYTES : COLD_PAGE_DECODE_BYTES;
   }
 
   #inThread(): InThreadDigests {

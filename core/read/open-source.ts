@@ -37,10 +37,10 @@ export interface Opened {
  * Asks for the lazily imported parts a source with the default options uses on its first load
  * (the range reads with their rule, for needed bytes; the reference reader, for read-ahead), so
  * that they are in by the time it needs them; and, on a page whose build preloads its index with
- * a marked link, asks for that index as soon as the page is parsed (early-index.ts). An adapter calls this as it is imported or registered: a
- * source's first load is then planned as soon as it opens, before chunks asked for only then
- * could arrive, and before the engine's first frame (issue 27 item 6). Without a bundler they are
- * modules of this package, imported the same way.
+ * a marked link, asks for that index as soon as the page is parsed (early-index.ts). An adapter
+ * calls this as it is imported or registered: a source's first load is then planned as soon as it
+ * opens, before chunks asked for only then could arrive, and before the engine's first frame
+ * (issue 27 item 6). Without a bundler they are modules of this package, imported the same way.
  */
 export function importFirstLoadParts(): void {
   importRangesModule().catch(() => undefined);

@@ -5,12 +5,12 @@
  */
 import { BundleIntegrityError } from '../errors.js';
 import { abortable } from '../net/abort.js';
-import { rangeAside } from './aside-ranges.js';
+import { rangeAside, rangeHandlers } from './aside-ranges.js';
 import type { ReadSteps } from './file-read.js';
 import type { Entry } from './index-view.js';
 import { fileBytesOf } from './load-progress.js';
 import type { Load } from './load-registry.js';
-import { markWrites, type LoadRunner } from './loads.js';
+import type { LoadRunner } from './loads.js';
 import type { SourceParts } from './source-parts.js';
 
 /** A read's own: what it reads, whether a prefetch had asked for it (a pin to take), its progress. */
@@ -118,11 +118,7 @@ export function readSteps(parts: SourceParts, loads: LoadRunner, read: ReadOf): 
     range(signal) {
       releasePin();
       doneAsking();
-      return parts.fetcher.range(entry, read.path, signal, {
-        onWhole: (accepted, contents) => loads.keepWhole(entry.bundle!, accepted, contents),
-        // Its cache write is pending until it settles: a read of it meanwhile waits for the write, not the network.
-        onStored: (written) => markWrites(parts, [sha256], written),
-      });
+      return parts.fetcher.range(entry, read.path, signal, rangeHandlers(parts, loads, entry));
     },
     startLoad() {
       doneAsking();
