@@ -33,6 +33,19 @@ const PATHS: string[] = loose.files.map((file: { path: string }) => file.path);
 const fileBytes = (path: string) => new Uint8Array(readFileSync(join(TREE, path)));
 const sha256 = (bytes: Uint8Array) => createHash('sha256').update(bytes).digest('hex');
 
+/** A cache whose writes start at once (each key noted) and end only when the test lets them (putMany writes through put). */
+class HeldWrites extends MemoryCache {
+  readonly started: string[] = [];
+  release!: () => void;
+  readonly released = new Promise<void>((resolve) => (this.release = resolve));
+  override async put(key: string, bytes: Uint8Array): Promise<void> {
+    this.started.push(key);
+    const copy = bytes.slice(); // taken now, as MemoryCache does, before the caller may change the bytes
+    await this.released;
+    return super.put(key, copy);
+  }
+}
+
 /** A fetch that records each request's URL (path only) and Range header, then sends it for real. */
 function countingFetch(base: typeof fetch = fetch) {
   const requests: { path: string; range: string | null }[] = [];
@@ -179,17 +192,6 @@ describe('prefetch', () => {
   });
 
   test('load waits for the cache write; with waitForCache: false it resolves once its files are verified and held, the write still going on', async () => {
-    /** A cache whose writes start at once and end only when the test lets them. */
-    class HeldWrites extends MemoryCache {
-      readonly started: string[] = [];
-      release!: () => void;
-      readonly released = new Promise<void>((resolve) => (this.release = resolve));
-      override async putMany(entries: readonly (readonly [string, Uint8Array])[]): Promise<void> {
-        for (const [key] of entries) this.started.push(key);
-        await this.released;
-        return super.putMany(entries);
-      }
-    }
     const paths = ['scenes/main.scene.json', 'scenes/pier.scene.json'];
     const waited = new HeldWrites();
     const waiting = await IndexedAssetSource.open({ indexUrl: bundledIndex(), cache: waited });
@@ -363,19 +365,6 @@ describe('range reads', () => {
   });
 
   test('a member read again while its cache write is pending waits for that write: no second range request', async () => {
-    /** A cache whose writes end only when the test lets them. */
-    class HeldWrites extends MemoryCache {
-      readonly started: string[] = [];
-      release!: () => void;
-      readonly released = new Promise<void>((resolve) => (this.release = resolve));
-      // putMany writes through put.
-      override async put(key: string, bytes: Uint8Array): Promise<void> {
-        this.started.push(key);
-        const copy = bytes.slice();
-        await this.released;
-        return super.put(key, copy);
-      }
-    }
     const net = countingFetch();
     const cache = new HeldWrites();
     const source = await IndexedAssetSource.open({ indexUrl: bundledIndex(), fetch: net.fetch, rangeReads: true, cache });
