@@ -30,6 +30,12 @@ import { seededBytes, sha256Hex, writeTree } from './helpers/trees.js';
 const KiB = 1024;
 /** Ranges one request each (as before multi-range requests, and as an origin without them gets). */
 const SEPARATE = { multipartRanges: false };
+/**
+ * A read alone is a load of one (SPEC §7 "Needed bytes"): with needed bytes on (the default) it
+ * asks for its own member only. The delta rule, which brings every member of the bundle the cache
+ * lacks, plans the reads here with needed bytes off; prefetches plan by it either way.
+ */
+const DELTA = { neededBytes: false } as const;
 /** 60 files of 16 KiB in `levels/` (one bundle), and a few small ones in `ui/` (another). */
 const LEVELS = Array.from({ length: 60 }, (_, i) => `levels/chunk-${String(i).padStart(2, '0')}.bin`);
 const UI = ['ui/hud.json', 'ui/menu.json', 'ui/atlas.png'];
@@ -160,7 +166,7 @@ describe('a returning player loads version 2 with version 1 in the cache', () =>
   test('reading v2 asks only for the changed members: adjacent ones in one range, one request per range', async () => {
     const cache = await cacheWithV1(new MemoryCache());
     const net = countingFetch();
-    const source = await IndexedAssetSource.open({ indexUrl: indexUrl('v2'), cache, fetch: net.fetch, deltaReads: SEPARATE });
+    const source = await IndexedAssetSource.open({ ...DELTA, indexUrl: indexUrl('v2'), cache, fetch: net.fetch, deltaReads: SEPARATE });
     await expectEveryFileOf(source, 'v2');
     const [c2, c3, c20, c41] = [2, 3, 20, 41].map((i) => LEVELS[i]!);
     // The ui bundle is unchanged (and cached): no request at all.
@@ -174,7 +180,7 @@ describe('a returning player loads version 2 with version 1 in the cache', () =>
     await source.whenStored();
     // What the ranges brought is cached like any member: a second source needs no request.
     const again = countingFetch();
-    await expectEveryFileOf(await IndexedAssetSource.open({ indexUrl: indexUrl('v2'), cache, fetch: again.fetch }), 'v2');
+    await expectEveryFileOf(await IndexedAssetSource.open({ ...DELTA, indexUrl: indexUrl('v2'), cache, fetch: again.fetch }), 'v2');
     expect(again.bundles()).toEqual([]);
   });
 
@@ -227,7 +233,7 @@ describe('a returning player loads version 2 with version 1 in the cache', () =>
   test('at most maxRangesPerBundle requests per bundle: the smallest gaps are closed first', async () => {
     const cache = await cacheWithV1(new MemoryCache());
     const net = countingFetch();
-    const source = await IndexedAssetSource.open({ indexUrl: indexUrl('spread'), cache, fetch: net.fetch, deltaReads: SEPARATE });
+    const source = await IndexedAssetSource.open({ ...DELTA, indexUrl: indexUrl('spread'), cache, fetch: net.fetch, deltaReads: SEPARATE });
     await expectEveryFileOf(source, 'spread');
     const ranges = net.bundles().map((r) => r.range);
     expect(ranges).toHaveLength(4);
@@ -239,6 +245,7 @@ describe('a returning player loads version 2 with version 1 in the cache', () =>
     const cache2 = await cacheWithV1(new MemoryCache());
     await expectEveryFileOf(
       await IndexedAssetSource.open({
+        ...DELTA,
         indexUrl: indexUrl('spread'),
         cache: cache2,
         fetch: tuned.fetch,
@@ -253,7 +260,7 @@ describe('a returning player loads version 2 with version 1 in the cache', () =>
   test('when more than half the bundle changed, it is fetched whole, one request', async () => {
     const cache = await cacheWithV1(new MemoryCache());
     const net = countingFetch();
-    await expectEveryFileOf(await IndexedAssetSource.open({ indexUrl: indexUrl('most'), cache, fetch: net.fetch }), 'most');
+    await expectEveryFileOf(await IndexedAssetSource.open({ ...DELTA, indexUrl: indexUrl('most'), cache, fetch: net.fetch }), 'most');
     expect(net.bundles()).toEqual([{ path: expect.stringMatching(/\.awkb$/), range: null }]);
   });
 
@@ -404,7 +411,7 @@ describe('several ranges in one request (multipart/byteranges)', () => {
     ] as const) {
       const cache = await cacheWithV1(new MemoryCache());
       const net = countingFetch();
-      const source = await IndexedAssetSource.open({ indexUrl: indexUrl(name), cache, fetch: net.fetch });
+      const source = await IndexedAssetSource.open({ ...DELTA, indexUrl: indexUrl(name), cache, fetch: net.fetch });
       await expectEveryFileOf(source, name);
       expect(net.bundles()).toHaveLength(1);
       expect(net.bundles()[0]!.range!.split(',')).toHaveLength(ranges);
@@ -413,7 +420,7 @@ describe('several ranges in one request (multipart/byteranges)', () => {
       // Each member verified and cached: a second source needs no request.
       await source.whenStored();
       const again = countingFetch();
-      await expectEveryFileOf(await IndexedAssetSource.open({ indexUrl: indexUrl(name), cache, fetch: again.fetch }), name);
+      await expectEveryFileOf(await IndexedAssetSource.open({ ...DELTA, indexUrl: indexUrl(name), cache, fetch: again.fetch }), name);
       expect(again.bundles()).toEqual([]);
     }
   });
@@ -423,7 +430,7 @@ describe('several ranges in one request (multipart/byteranges)', () => {
     try {
       const cache = await cacheWithV1(new MemoryCache());
       const net = countingFetch();
-      const source = await IndexedAssetSource.open({ indexUrl: indexUrl('many', `${nginx.origin}/`), cache, fetch: net.fetch });
+      const source = await IndexedAssetSource.open({ ...DELTA, indexUrl: indexUrl('many', `${nginx.origin}/`), cache, fetch: net.fetch });
       await expectEveryFileOf(source, 'many');
       expect(net.bundles()).toHaveLength(1);
       expect(net.bundles()[0]!.range!.split(',')).toHaveLength(20);
@@ -473,7 +480,13 @@ describe('several ranges in one request (multipart/byteranges)', () => {
         const cache = await cacheWithV1(new MemoryCache());
         const net = countingFetch();
         await expectEveryFileOf(
-          await IndexedAssetSource.open({ indexUrl: indexUrl('spread', host.base), cache, fetch: net.fetch, retry: { baseDelayMs: 1 } }),
+          await IndexedAssetSource.open({
+            ...DELTA,
+            indexUrl: indexUrl('spread', host.base),
+            cache,
+            fetch: net.fetch,
+            retry: { baseDelayMs: 1 },
+          }),
           'spread',
         );
         const ranges = net.bundles().map((r) => r.range);
@@ -493,6 +506,7 @@ describe('several ranges in one request (multipart/byteranges)', () => {
         const later = countingFetch();
         await expectEveryFileOf(
           await IndexedAssetSource.open({
+            ...DELTA,
             indexUrl: indexUrl('spread', host.base),
             cache: await cacheWithV1(new MemoryCache()),
             fetch: later.fetch,
@@ -512,7 +526,7 @@ describe('several ranges in one request (multipart/byteranges)', () => {
     try {
       const cache = await cacheWithV1(new MemoryCache());
       const net = countingFetch();
-      const source = await IndexedAssetSource.open({ indexUrl: indexUrl('spread', host.base), cache, fetch: net.fetch });
+      const source = await IndexedAssetSource.open({ ...DELTA, indexUrl: indexUrl('spread', host.base), cache, fetch: net.fetch });
       await expectEveryFileOf(source, 'spread');
       expect(net.bundles()).toHaveLength(1);
       await source.whenStored();
@@ -531,6 +545,7 @@ describe('several ranges in one request (multipart/byteranges)', () => {
       const cache = await cacheWithV1(new MemoryCache());
       const net = countingFetch();
       const source = await IndexedAssetSource.open({
+        ...DELTA,
         indexUrl: indexUrl('spread', host.base),
         cache,
         fetch: net.fetch,
@@ -554,6 +569,7 @@ describe('several ranges in one request (multipart/byteranges)', () => {
       const before = cache.size;
       const net = countingFetch();
       const source = await IndexedAssetSource.open({
+        ...DELTA,
         indexUrl: indexUrl('spread', host.base),
         cache,
         retry: { attempts: 1 },

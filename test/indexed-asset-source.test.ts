@@ -79,11 +79,44 @@ afterAll(() => server.close());
 
 const bundledIndex = () => `${site}bundled/project.index.json`;
 
+/** Bytes a Range header asks for (a request without one: 0 here, counted apart). */
+const rangeBytes = (range: string | null) =>
+  [...(range ?? '').matchAll(/(\d+)-(\d+)/g)].reduce((sum, [, a, b]) => sum + Number(b) - Number(a) + 1, 0);
+
+/** No bundle byte asked for twice: per bundle, at most one whole request and then no range, or ranges that never overlap. */
+function expectNoByteTwice(requests: { path: string; range: string | null }[]): void {
+  const asked = new Map<string, [number, number][]>();
+  for (const { path, range } of requests.filter((r) => r.path.endsWith('.awkb'))) {
+    const spans = asked.get(path) ?? [];
+    const added: [number, number][] =
+      range === null ? [[0, Number.MAX_SAFE_INTEGER]] : [...range.matchAll(/(\d+)-(\d+)/g)].map(([, a, b]) => [Number(a), Number(b)]);
+    for (const [a, b] of added)
+      for (const [c, d] of spans) if (a <= d && c <= b) throw new Error(`${path}: bytes ${a}-${b} asked for again (had ${c}-${d})`);
+    asked.set(path, [...spans, ...added]);
+  }
+}
+
 describe('reading a bundled index', () => {
-  test('every file reads back verified, with one request per bundle', async () => {
+  test('every file reads back verified; read one at a time, each a load of one: no byte twice, no unrelated member', async () => {
     const net = countingFetch();
     const source = await IndexedAssetSource.open({ indexUrl: bundledIndex(), fetch: net.fetch });
     for (const path of PATHS) expect(Buffer.from(await source.read(path)).equals(Buffer.from(fileBytes(path)))).toBe(true);
+    expectNoByteTwice(net.requests);
+    // The three small bundles come whole (each adds less than a round trip's bytes); the 550 KB
+    // one by its members' ranges, as they are read (SPEC §7 "Needed bytes": a read is a load of one).
+    const big = source.index.formatVersion === 3 ? source.index.bundles.find((bundle) => bundle.sizeBytes > 500_000)! : undefined;
+    const bigRequests = net.requests.filter((r) => big && r.path.endsWith(big.url));
+    expect(bigRequests.every((r) => r.range !== null)).toBe(true);
+    const stored = source.index.files.filter((file) => file.bundle === big?.sha256).reduce((sum, file) => sum + file.sizeBytes, 0);
+    expect(bigRequests.reduce((sum, r) => sum + rangeBytes(r.range), 0)).toBeLessThanOrEqual(stored);
+    expect(net.requests.filter((r) => r.path.endsWith('.awkb') && r.range === null)).toHaveLength(3);
+  });
+
+  test('every file read at once: one request per bundle', async () => {
+    const net = countingFetch();
+    const source = await IndexedAssetSource.open({ indexUrl: bundledIndex(), fetch: net.fetch });
+    const all = await Promise.all(PATHS.map((path) => source.read(path)));
+    all.forEach((bytes, i) => expect(sha256(bytes)).toBe(sha256(fileBytes(PATHS[i]!))));
     expect(net.bundleRequests()).toBe(source.index.formatVersion === 3 ? source.index.bundles.length : -1);
     expect(net.requests).toHaveLength(1 + 4);
   });
@@ -125,7 +158,11 @@ describe('reading a bundled index', () => {
       const cache = new MemoryCache();
       const source = await IndexedAssetSource.open({ indexUrl: `${site}${name}/project.index.json`, fetch: net.fetch, cache });
       for (const path of PATHS) expect(sha256(await source.read(path))).toBe(sha256(fileBytes(path)));
-      expect(net.bundleRequests()).toBe(source.index.formatVersion === 3 ? source.index.bundles.length : -1);
+      expectNoByteTwice(net.requests);
+      const all = await IndexedAssetSource.open({ indexUrl: `${site}${name}/project.index.json`, fetch: net.fetch });
+      net.requests.length = 0;
+      await Promise.all(PATHS.map((path) => all.read(path)));
+      expect(net.bundleRequests()).toBe(all.index.formatVersion === 3 ? all.index.bundles.length : -1);
     },
   );
 

@@ -87,9 +87,8 @@ export class LoadRunner {
       await lookups.quiet(load.key);
       wanted = load.gathering;
       load.gathering = undefined;
-      // A read alone (not a load, not reads asked for together) gets its whole bundle (SPEC §7 "One
-      // request per bundle"), or, where loads of this source brought part of it, the rest of it.
-      if (!options.wanted && wanted.size <= 1) wanted = this.#rest(load.key);
+      // A read alone is a load of one (SPEC §7 "Needed bytes"): the rule decides between its
+      // member's range and the whole bundle, as for any load; no whole bundle of unrelated members.
     }
     const { ranging, writes, brought } = this.#parts;
     // On its way by a range of its own (aside-ranges.ts), or being written to the cache by a load
@@ -129,19 +128,6 @@ export class LoadRunner {
       );
     if (lines && asPlanned && plan.kind !== 'loose') lines.observe(view.resolveUrl(plan.bundle.url), line.sample(plan.bytes));
     return result;
-  }
-
-  /**
-   * The contents of bundle `loadKey` that no needed-bytes load of this source brought and no range
-   * of its own is bringing; `undefined` (all of them) when none did.
-   */
-  #rest(loadKey: string): Set<string> | undefined {
-    const { brought: broughtBy, ranging, view } = this.#parts;
-    const brought = broughtBy.get(loadKey);
-    if (!brought) return undefined;
-    const rest = new Set<string>();
-    for (const entry of view.membersOf(loadKey)) if (!brought.has(entry.sha256) && !ranging.has(entry.sha256)) rest.add(entry.sha256);
-    return rest;
   }
 
   /** Marks what `load` brought as written by `stored` until it settles (SourceParts `writes`). */

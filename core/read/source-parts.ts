@@ -34,7 +34,7 @@ export interface SourceParts {
   readonly pendingBytes: number;
   /** The reads asking the cache, per load key: what a load gathers before it plans (needed bytes). */
   readonly lookups: CacheLookups;
-  /** Per bundle, the contents needed-bytes loads of this source brought: a lone read then asks for the rest, not the whole again. */
+  /** Per bundle, the contents needed-bytes loads of this source brought: a later plan of that bundle never brings them again. */
   readonly brought: Map<string, Set<string>>;
   /** Members being fetched by a range of their own beside a needed-bytes load, by content (aside-ranges.ts). */
   readonly ranging: Map<string, Promise<boolean>>;
