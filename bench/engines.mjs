@@ -266,7 +266,7 @@ async function assetsOf(name) {
  * Every file below `dir` dated to a whole second: `serve`'s ETag has the mtime in ms, and a copy
  * dated from a fractional time may land a float's error below it (a new ETag for the same file).
  */
-function wholeSecondTimes(dir) {
+export function wholeSecondTimes(dir) {
   for (const entry of readdirSync(dir, { withFileTypes: true })) {
     const path = join(dir, entry.name);
     if (entry.isDirectory()) wholeSecondTimes(path);
@@ -441,7 +441,7 @@ function requestKinds(requests) {
 }
 
 /** Loose asks for no index or bundle, bundled for no plain file under published/, the limit visit for no asset; all answered. */
-function checkVisit(what, mode, visit, requests) {
+export function checkVisit(what, mode, visit, requests) {
   const kinds = requestKinds(requests);
   const odd =
     mode === 'bundled'
@@ -467,7 +467,7 @@ function checkVisit(what, mode, visit, requests) {
 }
 
 /** Counts and bytes of a visit's requests, by kind. */
-function countRequests(requests) {
+export function countRequests(requests) {
   const kinds = requestKinds(requests);
   const count = (list) => ({
     requests: list.length,
@@ -540,7 +540,7 @@ async function runChain(game, site, server, mode) {
 }
 
 /** Medians of a visit's samples: time (median, min, max), and each count. */
-function summarizeVisit(list) {
+export function summarizeVisit(list) {
   const countsMedian = {};
   for (const kind of Object.keys(list[0].counts)) {
     countsMedian[kind] = {};
@@ -913,12 +913,12 @@ function updateRows(part) {
   });
 }
 
-function printTable(head, rows) {
+export function printTable(head, rows) {
   const widths = head.map((title, i) => Math.max(title.length, ...rows.map((row) => row[i].length)));
   for (const row of [head, ...rows]) console.log(row.map((text, i) => text.padEnd(widths[i])).join('  '));
 }
 
-const markdownTable = (head, rows) => [
+export const markdownTable = (head, rows) => [
   `| ${head.join(' | ')} |`,
   `|${head.map((_, i) => (i < 2 ? ':--' : '--:')).join('|')}|`,
   ...rows.map((row) => `| ${row.join(' | ')} |`),

@@ -8,7 +8,7 @@
 // `no-cache` on everything else (revalidated on every use). `immutableBelow` (a path prefix such
 // as `/published/`) serves every file below it immutable too: the "assets in memory" visits of
 // bench/engines.mjs, whose assets the browser then takes from its HTTP cache without asking.
-// Requests are counted from nginx's access log (method, target, status, body bytes).
+// Requests are counted from nginx's access log (method, target, status, body bytes, Range header).
 // `gzip` compresses text as common static hosts do (bench/encoded.mjs): gzip level 6 for JSON,
 // glTF, JavaScript, SVG, XML, plain text (.txt, .fnt, .atlas), Markdown, CSS and HTML; everything
 // else (images, audio, .bin, .glb, bundles) raw. The log's bytes are then the compressed bodies.
@@ -61,7 +61,7 @@ pid ${quoted(join(folder, 'nginx.pid'))};
 error_log stderr;
 events { worker_connections 1024; }
 http {
-  log_format bench '$request_method $request_uri $status $body_bytes_sent';
+  log_format bench '$request_method $request_uri $status $body_bytes_sent "$http_range"';
   access_log ${quoted(join(folder, 'access.log'))} bench;
   sendfile on;
   tcp_nopush on;
@@ -132,10 +132,16 @@ function spkiOf(folder) {
   return createHash('sha256').update(der).digest('base64');
 }
 
-/** serve's and this access log's line: "<method> <target> <status> <bytes>". */
+/**
+ * serve's and this access log's line: "<method> <target> <status> <bytes>", here followed by the
+ * request's Range header, quoted ("-" for none): `range` (bench/shapes.mjs counts bundle bytes
+ * asked for twice in a visit from it).
+ */
 function parseLine(line) {
-  const [method, target, status, bytes] = line.split(' ');
-  return { method, target, status, bytes: Number(bytes) || 0 };
+  const [method, target, status, bytes, ...rest] = line.split(' ');
+  const quoted = /^"(.*)"$/.exec(rest.join(' '));
+  const range = quoted && quoted[1] !== '-' && quoted[1] !== '' ? quoted[1] : undefined;
+  return { method, target, status, bytes: Number(bytes) || 0, ...(range ? { range } : {}) };
 }
 
 /**

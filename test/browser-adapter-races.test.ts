@@ -50,7 +50,7 @@ interface Published {
   /** Project path → the URL path of its bundle. */
   bundleOf: Map<string, string>;
   /** Project path → where its bytes are in its bundle. */
-  memberOf: Map<string, { offset: number; sizeBytes: number }>;
+  memberOf: Map<string, { offset: number; sizeBytes: number; storedBytes: number }>;
 }
 
 function publish(site: string, name: string, extra: string[] = []): Published {
@@ -59,13 +59,18 @@ function publish(site: string, name: string, extra: string[] = []): Published {
   if (published.code !== 0) throw new Error(published.stderr);
   const index = JSON.parse(readFileSync(join(site, name, 'published/project.index.json'), 'utf8')) as {
     bundles: { sha256: string; url: string; sizeBytes: number }[];
-    files: { path: string; bundle: string; offset: number; sizeBytes: number }[];
+    files: { path: string; bundle: string; offset: number; sizeBytes: number; storedBytes?: number }[];
   };
   const urlOf = new Map(index.bundles.map((bundle) => [bundle.sha256, `/site/${name}/published/${bundle.url}`]));
   return {
     bundleSizes: new Map(index.bundles.map((bundle) => [urlOf.get(bundle.sha256)!, bundle.sizeBytes])),
     bundleOf: new Map(index.files.map((file) => [file.path, urlOf.get(file.bundle)!])),
-    memberOf: new Map(index.files.map((file) => [file.path, { offset: file.offset, sizeBytes: file.sizeBytes }])),
+    memberOf: new Map(
+      index.files.map((file) => [
+        file.path,
+        { offset: file.offset, sizeBytes: file.sizeBytes, storedBytes: file.storedBytes ?? file.sizeBytes },
+      ]),
+    ),
   };
 }
 
@@ -113,6 +118,26 @@ function stageBabylon(site: string): string[] {
   return models;
 }
 
+/**
+ * A `models/` folder of eleven models, 15.5 MB, published at the CLI's defaults (one bundle): the
+ * milk truck (its .gltf, buffer and JPEG, 0.45 MB) and ten others of 1.5 MB each that the scene
+ * never loads. A glTF scene that loads the truck alone must cost the truck's bytes, not the folder's.
+ */
+function stageFolderOfModels(site: string): void {
+  const models = join(site, 'folder', 'loose', 'models');
+  mkdirSync(models, { recursive: true });
+  for (const file of ['CesiumMilkTruck.gltf', 'CesiumMilkTruck.jpg', 'CesiumMilkTruck_data.bin', 'LICENSE-CesiumMilkTruck.md'])
+    copyFileSync(join(ASSETS, 'gltf/CesiumMilkTruck', file), join(models, file));
+  const box = JSON.parse(readFileSync(join(ASSETS, 'gltf/BoxTextured/BoxTextured.gltf'), 'utf8'));
+  for (let i = 0; i < 10; i++) {
+    const bin = seededBytes(1536 * 1024, 900 + i);
+    const gltf = structuredClone(box);
+    gltf.buffers[0] = { ...gltf.buffers[0], uri: `rock-${i}.bin`, byteLength: bin.length };
+    writeFileSync(join(models, `rock-${i}.gltf`), JSON.stringify(gltf));
+    writeFileSync(join(models, `rock-${i}.bin`), bin);
+  }
+}
+
 /** The example assets and the Phaser fixtures, as the Phaser adapter's tests have them. */
 function stagePhaser(site: string): void {
   const loose = join(site, 'phaser', 'loose');
@@ -138,6 +163,7 @@ let server: VisitServer;
 let babylonModels: string[];
 let babylon: Published;
 let phaser: Published;
+let folder: Published;
 let visits = 0;
 
 beforeAll(async () => {
@@ -146,6 +172,8 @@ beforeAll(async () => {
   babylon = publish(site, 'babylon');
   stagePhaser(site);
   phaser = publish(site, 'phaser', ['--depth', '2']);
+  stageFolderOfModels(site);
+  folder = publish(site, 'folder');
   server = await startVisitServer({ '/site/': site, '/page/': BABYLON_PAGE, '/phaser-page/': PHASER_PAGES });
 }, 120_000);
 
@@ -273,6 +301,31 @@ describe.each(TESTED_BROWSERS)('%s', (kind) => {
       },
       BABYLON_VISITS * 20_000,
     );
+
+    test('one model of a folder of eleven (one 15.5 MB bundle) fetches its own bytes: every read a load of one (SPEC §7 "Needed bytes")', async () => {
+      const visit = await nextVisit(true);
+      await openScenePage();
+      const model = await call(
+        async (t, indexUrl, root, url) => {
+          await t.register({ indexUrl, root });
+          return t.loadModel('ImportMeshAsync', url);
+        },
+        `/visit-${visit}/site/folder/published/project.index.json`,
+        `/visit-${visit}/site/folder/loose/`,
+        `/visit-${visit}/site/folder/loose/models/CesiumMilkTruck.gltf`,
+      );
+      expect(model.meshes.length).toBeGreaterThan(0);
+      const { requests, twice } = visitLog(visit, folder);
+      expect(twice).toEqual([]);
+      const truck = ['CesiumMilkTruck.gltf', 'CesiumMilkTruck.jpg', 'CesiumMilkTruck_data.bin'].map((file) => `models/${file}`);
+      // What the scene uses, as stored (an encoded member's stored bytes: what a range of it costs).
+      const used = truck.reduce((sum, path) => sum + folder.memberOf.get(path)!.storedBytes, 0);
+      const fetched = requests.filter((r) => r.path.endsWith('.awkb')).reduce((sum, r) => sum + r.bodyBytes, 0);
+      // Without it, the .gltf's read took the whole 15.5 MB bundle (34× what the scene uses).
+      const order = requests.filter((r) => r.path.endsWith('.awkb')).map((r) => `${r.range ?? 'whole'}: ${r.bodyBytes}`);
+      expect({ order, fetchedPerUsed: fetched / used <= 1.05 }).toEqual({ order, fetchedPerUsed: true });
+      expect(errors).toEqual([]);
+    });
 
     test('read-ahead: a .gltf’s buffer and image bundles are requested before the glTF loader is handed the .gltf', async () => {
       const visit = await nextVisit(true);

@@ -308,38 +308,4 @@ describe.each(TESTED_BROWSERS)('%s: encoded members', (kind) => {
       await preloadPage.close();
     }
   });
-
-  // Issue 27 item 6: needed bytes plan a first load's ranges with the range reads' module, which
-  // is imported on demand. The source asks for it as its index request goes out, so the index's
-  // answer is here held until that module was asked for: a source that imported it only once it
-  // needed it would wait here for good.
-  test("a source asks for the range reads' module while its index request is out", async () => {
-    const freshPage = await browser.openHarness(server);
-    try {
-      const index = server.hold('/published/cold/project.index.json');
-      const rangesModule = server.hold('/dist/core/read/bundle-ranges.js');
-      // The multipart parser comes with them (a static import of the range requests' module): asked
-      // for only once a multipart answer was in, it held up every multipart body of a first load.
-      const multipart = server.hold('/dist/core/net/multipart.js');
-      const opened = freshPage.evaluate(async () => {
-        const core = await harnessImport('awake-bundle');
-        const source = await core.IndexedAssetSource.open({
-          indexUrl: '/published/cold/project.index.json',
-          cache: new core.MemoryCache(),
-        });
-        const bytes = await source.read('small/hud.json');
-        source.dispose();
-        return bytes.length;
-      });
-      await index.arrived;
-      await rangesModule.arrived;
-      await multipart.arrived;
-      multipart.release();
-      rangesModule.release();
-      index.release();
-      expect(await opened).toBe(COLD['small/hud.json']!.length);
-    } finally {
-      await freshPage.close();
-    }
-  });
 });

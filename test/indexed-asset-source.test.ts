@@ -107,7 +107,9 @@ describe('reading a bundled index', () => {
     const big = source.index.formatVersion === 3 ? source.index.bundles.find((bundle) => bundle.sizeBytes > 500_000)! : undefined;
     const bigRequests = net.requests.filter((r) => big && r.path.endsWith(big.url));
     expect(bigRequests.every((r) => r.range !== null)).toBe(true);
-    const stored = source.index.files.filter((file) => file.bundle === big?.sha256).reduce((sum, file) => sum + file.sizeBytes, 0);
+    const stored = (source.index.files as { bundle?: string; sizeBytes: number }[])
+      .filter((file) => file.bundle === big?.sha256)
+      .reduce((sum, file) => sum + file.sizeBytes, 0);
     expect(bigRequests.reduce((sum, r) => sum + rangeBytes(r.range), 0)).toBeLessThanOrEqual(stored);
     expect(net.requests.filter((r) => r.path.endsWith('.awkb') && r.range === null)).toHaveLength(3);
   });

@@ -1,9 +1,9 @@
 /**
  * What one request of the transport asks for and hands back (SPEC §7 "Retries", "Range reads"):
  * the request options, the bound on a body, the fetched answer, the range answers and the
- * multipart allowances. A module of its own, below both `Transport` (transport.ts) and the range
- * reads it imports on first use (transport-ranges.ts, multipart.ts), so those import downward
- * only; transport.ts re-exports every name here that it exported before.
+ * multipart allowances. A module of its own, below both `Transport` (transport.ts) and its range
+ * requests (transport-ranges.ts, multipart.ts), so those import downward only; transport.ts
+ * re-exports every name here that it exported before.
  */
 import { InvalidOptionError } from '../errors.js';
 

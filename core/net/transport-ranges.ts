@@ -1,19 +1,13 @@
 /**
  * The range requests of `Transport` (SPEC §7 "Range reads", "Needed bytes"): the Range header and
- * the checks of a 206 answer as it streams (`streamRanges`, under `getRange` too). A
- * module of its own, imported by those methods the first time they run (and by the bundle
- * fetcher together with its range reads, read/bundle-fetcher.ts), so a load of whole bundles
- * does not run this code, and a game's first bundle does not carry it. The retries and timeouts
- * stay in transport.ts.
+ * the checks of a 206 answer as it streams (`streamRanges`, under `getRange` too). The retries and
+ * timeouts stay in transport.ts. Part of the entry: with needed bytes on by default, a first
+ * visit's first load asks for ranges, and a chunk imported then would stand in front of it.
  */
 import { InvalidOptionError, RangeResponseError } from '../errors.js';
 import { bodyToRead, declaredLength, isMultipart, pumpBody } from './body.js';
 import { MULTIPART_BODY_ALLOWANCE, MULTIPART_PART_ALLOWANCE, type RangeSink, type StreamedRanges } from './requests.js';
 import { headerPreview, parseContentRange } from './content-range.js';
-// Static, not imported on the first multipart answer: this module is asked for early (with the
-// range reads, at an adapter's registration), and an import started only when a bundle's answer
-// is in made every multipart body of a first load wait for its chunk (~100 ms at 0 ms RTT, traced
-// in the Phaser example: issue 27 item 6's tail).
 import { MultipartStream } from './multipart.js';
 
 /** `Range: bytes=a-b,c-d,…` for `ranges`: sorted, not overlapping, none empty, else `InvalidOptionError`. */

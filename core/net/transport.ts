@@ -17,6 +17,7 @@ import {
 import { bodyToRead, collectBody, declaredLength, pumpBody, type BodyFetcher, type StreamElsewhere } from './body.js';
 import { abortable, linkSignals, sleep as timerSleep } from './abort.js';
 import { parseRetryAfter } from './retry-after.js';
+import { rangesHeader, streamRangesAnswer } from './transport-ranges.js';
 import {
   checkedSize,
   RANGE_REFUSALS,
@@ -29,7 +30,7 @@ import {
 } from './requests.js';
 
 // Exported from here as before (the reader and the tests import them from transport.js); they live in
-// requests.ts, which the range reads (transport-ranges.ts, multipart.ts) import without importing this module.
+// requests.ts, which the range requests (transport-ranges.ts, multipart.ts) import without importing this module.
 export {
   checkedSize,
   MAX_PART_HEADER_BYTES,
@@ -235,7 +236,6 @@ export class Transport {
     options: RequestOptions & { expectedBytes: number },
     sink: () => RangeSink,
   ): Promise<StreamedRanges> {
-    const { rangesHeader, streamRangesAnswer } = await import('./transport-ranges.js');
     const headers = { ...options.headers, Range: rangesHeader(ranges) };
     const limit = checkedSize(options.expectedBytes, 'expectedBytes');
     return this.#retrying(url, options, (request) =>

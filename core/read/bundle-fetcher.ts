@@ -9,7 +9,8 @@ import { FileIntegrityError, ResponseSizeError } from '../errors.js';
 import type { BundleEntry } from '../format/project-index.js';
 import { sha256Hex } from '../hash.js';
 import type { BodyConsumer, Transport } from '../net/transport.js';
-import type { BundleRanges } from './bundle-ranges.js';
+import * as rangesModule from './bundle-ranges.js';
+import { acceptBundle } from './accept.js';
 import { bundleSizeError, type Accepted, type FetchCallbacks, type RangeHandlers, type Replan } from './fetched.js';
 import { BundleStreamChecker, deferredJudge, judgedError, refusalError, StreamRefusal, type BundleStreamPlan } from './stream-check.js';
 import { WorkerDigestPool, type DigestPool } from './digest-pool.js';
@@ -20,28 +21,18 @@ import { DEFAULT_RANGE_READS, type RangeReadOptions } from './range-reads.js';
 import { checkFileDigest, checkFileSize } from './verify.js';
 import type { VerifiedCache } from './verified-cache.js';
 
-type RangesModule = typeof import('./bundle-ranges.js');
-
-let rangesModule: Promise<RangesModule> | undefined;
+type RangesModule = typeof rangesModule;
+type BundleRanges = InstanceType<RangesModule['BundleRanges']>;
 
 /**
- * The range and delta reads' module (bundle-ranges.ts, which carries the delta rule too),
- * imported once per page, with the transport's range requests (net/transport-ranges.ts, which
- * `Transport.getRange` and `streamRanges` import) at the same time rather than after. A source
- * asks for it as its index request goes out (open-source.ts), so that a first load planned by
- * needed bytes does not wait for the chunk. An import that fails (a chunk gone after a deploy, a
- * network error) is tried again next time; meanwhile a delta load fetches the whole bundle and a
- * range read fails with that error, as it would with the network's.
+ * The range and delta reads' module (bundle-ranges.ts, which carries the delta rule too) with the
+ * transport's range requests: part of the entry, not a chunk imported on first use. With needed
+ * bytes on by default, a first visit's first load plans and asks for ranges; a chunk asked for
+ * then (or as the page starts) could only arrive in front of that first request, never beside it.
+ * A promise, as the planner takes its rule.
  */
 export function importRangesModule(): Promise<RangesModule> {
-  rangesModule ??= Promise.all([import('./bundle-ranges.js'), import('../net/transport-ranges.js')]).then(
-    ([module]) => module,
-    (error: unknown) => {
-      rangesModule = undefined;
-      throw error;
-    },
-  );
-  return rangesModule;
+  return Promise.resolve(rangesModule);
 }
 
 export class BundleFetcher {
@@ -55,6 +46,8 @@ export class BundleFetcher {
   /** URLs the page preloads (`<link rel="preload" as="fetch">`), read when the source opened. */
   readonly #preloaded: Set<string>;
   readonly #rangeReads: Required<RangeReadOptions>;
+  /** Whether this page has a bundle's content already, or on its way (loads.ts `hadAlready`): range requests never span it. */
+  readonly #had: ((bundleSha: string, sha256: string) => boolean) | undefined;
   #ranges: Promise<BundleRanges> | undefined;
 
   constructor(
@@ -65,7 +58,9 @@ export class BundleFetcher {
     origins: OriginCapabilities,
     inWorkers: boolean,
     ranges: Required<RangeReadOptions> = DEFAULT_RANGE_READS,
+    had?: (bundleSha: string, sha256: string) => boolean,
   ) {
+    this.#had = had;
     this.#view = view;
     this.#transport = transport;
     this.#pool = pool;
@@ -77,22 +72,18 @@ export class BundleFetcher {
   }
 
   #bundleRanges(): Promise<BundleRanges> {
-    this.#ranges ??= importRangesModule().then(
-      ({ BundleRanges }) =>
-        new BundleRanges({
-          view: this.#view,
-          transport: this.#transport,
-          pool: this.#pool,
-          cache: this.#cache,
-          origins: this.#origins,
-          ranges: this.#rangeReads,
-          handOver: (accepted, callbacks) => this.#handOver(accepted, callbacks),
-          forCache: (accepted) => this.#forCache(accepted),
-        }),
-      (error: unknown) => {
-        this.#ranges = undefined;
-        throw error;
-      },
+    this.#ranges ??= Promise.resolve(
+      new rangesModule.BundleRanges({
+        view: this.#view,
+        transport: this.#transport,
+        pool: this.#pool,
+        cache: this.#cache,
+        origins: this.#origins,
+        ranges: this.#rangeReads,
+        handOver: (accepted, callbacks) => this.#handOver(accepted, callbacks),
+        forCache: (accepted) => this.#forCache(accepted),
+        had: this.#had,
+      }),
     );
     return this.#ranges;
   }
@@ -157,8 +148,6 @@ export class BundleFetcher {
   /** A bundle read whole, then checked (a layout other than the canonical one). */
   async #wholeUnstreamed(bundle: BundleEntry, url: string, callbacks: FetchCallbacks): Promise<Accepted> {
     // The whole-bundle check (accept.ts) is imported with the bundle's request, not after its body.
-    const accepting = import('./accept.js');
-    accepting.catch(() => undefined); // awaited below; not an unhandled rejection if the request fails first
     const bytes = await this.#transport
       .getBytes(url, {
         signal: callbacks.signal,
@@ -168,7 +157,6 @@ export class BundleFetcher {
       .catch((error: unknown) => {
         throw bundleSizeError(error, bundle, url);
       });
-    const { acceptBundle } = await accepting;
     return this.#handOver(
       await acceptBundle(bytes, bundle, this.#view.expectedMembers(bundle.sha256), this.#pool, url, this.#cache.workerStore()),
       callbacks,

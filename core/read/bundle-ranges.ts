@@ -22,8 +22,7 @@ import { RangeMembers } from './range-members.js';
 import { checkFileDigest, spanOf } from './verify.js';
 import type { VerifiedCache } from './verified-cache.js';
 
-// The delta rule, for the load planner: it imports this module (with the transport's range
-// requests) the first time a cache holds part of a bundle, and the rule with it.
+// The delta rule, for the load planner.
 export { deltaRangesFor } from './delta-plan.js';
 
 /** A range read as the fetcher queues it. */
@@ -41,6 +40,8 @@ export interface BundleRangesContext {
   handOver(accepted: { contents: Map<string, Uint8Array>; stored?: Promise<void> }, callbacks: FetchCallbacks): Accepted;
   /** What the cache should keep of contents checked all at once. */
   forCache(accepted: { contents: Map<string, Uint8Array>; stored?: Promise<void> }): Accepted;
+  /** Whether this page has bundle `bundleSha`'s content `sha256` already, or has it on its way (loads.ts `hadAlready`). */
+  had?: ((bundleSha: string, sha256: string) => boolean) | undefined;
 }
 
 export class BundleRanges {
@@ -60,7 +61,37 @@ export class BundleRanges {
     this.#cache = shared.cache;
     this.#origins = shared.origins;
     this.#shared = shared;
-    this.#ranges = new RangeScheduler(shared.ranges, (batch) => this.#rangeBatch(batch));
+    const had = shared.had;
+    this.#ranges = new RangeScheduler(
+      shared.ranges,
+      (batch) => this.#rangeBatch(batch),
+      had && ((bundleSha, from, to) => this.#membersWithin(bundleSha, from, to).some((entry) => had(bundleSha, entry.sha256))),
+    );
+  }
+
+  /** Members of a bundle by offset, sorted once per bundle (for `#membersWithin`). */
+  readonly #byOffset = new Map<string, Entry[]>();
+
+  /** The members of `bundleSha` with a byte in `[from, to)`: a binary search, then those in the span. */
+  #membersWithin(bundleSha: string, from: number, to: number): Entry[] {
+    let sorted = this.#byOffset.get(bundleSha);
+    if (!sorted) {
+      sorted = [...this.#view.membersOf(bundleSha)].sort((a, b) => a.offset! - b.offset!);
+      this.#byOffset.set(bundleSha, sorted);
+    }
+    const endOf = (entry: Entry) => entry.offset! + (entry.storedBytes ?? entry.sizeBytes);
+    let low = 0;
+    let high = sorted.length;
+    while (low < high) {
+      const middle = (low + high) >> 1;
+      if (sorted[middle]!.offset! < from) low = middle + 1;
+      else high = middle;
+    }
+    // The member before may reach into the span (members do not overlap: one before is enough).
+    if (low > 0 && endOf(sorted[low - 1]!) > from) low--;
+    const within: Entry[] = [];
+    for (let i = low; i < sorted.length && sorted[i]!.offset! < to; i++) if (endOf(sorted[i]!) > from) within.push(sorted[i]!);
+    return within;
   }
 
   /**

@@ -24,7 +24,7 @@ import type { Entry, IndexView } from './index-view.js';
 import { LoadPlanner } from './load-planner.js';
 import { LoadRecorder } from './load-recorder.js';
 import { LoadRegistry } from './load-registry.js';
-import { LoadRunner } from './loads.js';
+import { hadAlready, LoadRunner } from './loads.js';
 import { CacheLookups, LineEstimates, neededBytesSettings } from './needed-bytes.js';
 import { openSource, type Opened } from './open-source.js';
 import {
@@ -94,7 +94,9 @@ export class IndexedAssetSource {
     const lines = needed && new LineEstimates(needed);
     if (lines && indexLine) lines.observe(indexLine.url, indexLine.sample);
     const origins = new OriginCapabilities();
-    const fetcher = new BundleFetcher(view, transport, pool, cache, origins, inWorkers, ranges);
+    const fetcher = new BundleFetcher(view, transport, pool, cache, origins, inWorkers, ranges, (bundleSha, sha256) =>
+      hadAlready(this.#parts, bundleSha, sha256),
+    );
     this.#lifetime = linkSignals([options.signal, this.#disposal.signal]);
     this.#parts = {
       view,

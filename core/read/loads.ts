@@ -90,7 +90,7 @@ export class LoadRunner {
       // A read alone is a load of one (SPEC §7 "Needed bytes"): the rule decides between its
       // member's range and the whole bundle, as for any load; no whole bundle of unrelated members.
     }
-    const { ranging, writes, brought } = this.#parts;
+    const { ranging, writes } = this.#parts;
     // On its way by a range of its own (aside-ranges.ts), or being written to the cache by a load
     // that ended (its reads wait for the write), counts as held: not asked for twice.
     const has = (sha256: string) => held.has(sha256) || ranging.has(sha256) || writes.has(sha256);
@@ -101,7 +101,7 @@ export class LoadRunner {
       wanted,
       allowance: options.allowance,
       // What this source has of the bundle already, or brought: the whole would bring it twice.
-      fetched: (sha256) => has(sha256) || !!brought.get(load.key)?.has(sha256),
+      fetched: (sha256) => hadAlready(this.#parts, load.key, sha256),
     });
     if (plan.kind === 'ranges') {
       load.partial = true;
@@ -161,6 +161,19 @@ export class LoadRunner {
       held.put(sha256, bytes, files.length, files.filter((file) => asked.has(entryKey(file))).length, bundleSha);
     }
   }
+}
+
+/**
+ * Whether this page has content `sha256` of bundle `loadKey` already, or has it on its way: held,
+ * on its way by a range of its own, being written to the cache, brought by an earlier load of this
+ * source, or brought by the load of that bundle in flight (planned with it, or arrived). A range
+ * that spans such a member would ask for its bytes twice (SPEC §7 "One request per bundle").
+ */
+export function hadAlready(parts: SourceParts, loadKey: string, sha256: string): boolean {
+  const { held, ranging, writes, brought, registry } = parts;
+  if (held.has(sha256) || ranging.has(sha256) || writes.has(sha256) || brought.get(loadKey)?.has(sha256)) return true;
+  const load = registry.get(loadKey);
+  return !!load && (load.arrived.has(sha256) || (load.decided && (load.brings === undefined || load.brings.has(sha256))));
 }
 
 /** Marks `contents` as written by `stored` until it settles (SourceParts `writes`): a read that finds them gone from memory waits for it. */

@@ -9,7 +9,6 @@ import { parseFetchedIndexJson, parseProjectIndex, parseProjectIndexJson, type P
 import { bindTokenOrigin, needsTokenOrigin } from '../net/token-fetch.js';
 import { checkedSize, Transport } from '../net/transport.js';
 import { abortable } from '../net/abort.js';
-import { importRangesModule } from './bundle-fetcher.js';
 import { deltaReadSettings } from './delta-ranges.js';
 import { InThreadDigests, sharedDigestPool, WorkerDigestPool, workersAvailable, type DigestPool } from './digest-pool.js';
 import { readMarkedIndexes, takeEarlyIndex } from './early-index.js';
@@ -19,7 +18,6 @@ import { networkWaitMs, neededBytesSettings, nowMs, type LineSample } from './ne
 import { DEFAULT_INDEX_ATTEMPTS, DEFAULT_INDEX_TIMEOUT_MS, DEFAULT_MAX_INDEX_BYTES, type OpenOptions } from './options.js';
 import { absoluteUrl, allowedOrigins, checkIndexUrls, documentParsed, httpUrl, pageHref, tokenOrigin } from './origins.js';
 import { rangeReadSettings } from './range-reads.js';
-import { importReferenceReader } from './read-ahead.js';
 
 /** A source's makings, once its index is read and checked. */
 export interface Opened {
@@ -34,18 +32,13 @@ export interface Opened {
 }
 
 /**
- * Asks for the lazily imported parts a source with the default options uses on its first load
- * (the range reads with their rule, for needed bytes; the reference reader, for read-ahead), so
- * that they are in by the time it needs them; and, on a page whose build preloads its index with
- * a marked link, asks for that index as soon as the page is parsed (early-index.ts). An adapter
- * calls this as it is imported or registered: a source's first load is then planned as soon as it
- * opens, before chunks asked for only then could arrive, and before the engine's first frame
- * (issue 27 item 6). Without a bundler they are modules of this package, imported the same way.
+ * What an adapter calls as it is imported: on a page whose build preloads its index with a marked
+ * link, asks for that index as soon as the page is parsed (early-index.ts), so a source's first
+ * load is planned as soon as it opens. The parts a first load uses (the range requests with their
+ * rule, the reference reader) are in the entry: no chunk of this package stands in front of a
+ * first visit's first request.
  */
 export function importFirstLoadParts(): void {
-  importRangesModule().catch(() => undefined);
-  void importReferenceReader();
-  // The pool's workers are not started here: a first load starts them once its requests are out.
   readMarkedIndexes();
 }
 
@@ -57,9 +50,8 @@ export async function openSource(options: OpenOptions): Promise<Opened> {
   const fetch =
     options.fetch && needsTokenOrigin(options.fetch) ? bindTokenOrigin(options.fetch, tokenOrigin(indexUrl ?? baseUrl)) : options.fetch;
   // Checked before any request.
-  const deltaReads = deltaReadSettings(options.deltaReads);
-  const rangeReads = rangeReadSettings(options.rangeReads);
-  const rangesPlanned = deltaReads !== undefined || rangeReads !== undefined;
+  deltaReadSettings(options.deltaReads);
+  rangeReadSettings(options.rangeReads);
   neededBytesSettings(options.neededBytes);
   const maxIndexBytes = checkedSize(options.maxIndexBytes ?? DEFAULT_MAX_INDEX_BYTES, 'maxIndexBytes');
   const indexTimeoutMs = options.indexTimeoutMs ?? DEFAULT_INDEX_TIMEOUT_MS;
@@ -72,12 +64,8 @@ export async function openSource(options: OpenOptions): Promise<Opened> {
   // which start while the index is fetched (its request waits for none of them). Starting them
   // costs this thread a few ms, so they start once the index request is out.
   const inWorkers = !options.fetch && !options.transport && pool instanceof WorkerDigestPool;
-  // The range reads' chunk is asked for then too: needed bytes plan a first load's ranges with
-  // it as soon as the index is in (issue 27 item 6: measured, a first load waited ~100-240 ms for
-  // its import on a page that imported it only then).
   const warm = () => {
     if (pool instanceof WorkerDigestPool) pool.warm();
-    if (rangesPlanned) importRangesModule().catch(() => undefined);
   };
   const transport =
     options.transport ??

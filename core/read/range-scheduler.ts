@@ -1,8 +1,8 @@
 /**
  * The range reads' scheduler (range-reads.ts has the option): each origin has at most
  * `maxRequestsPerOrigin` range requests in flight, the other reads wait their turn, and reads of
- * members of one bundle that wait together share one request. Imported with bundle-ranges.ts,
- * on demand.
+ * members of one bundle that wait together share one request, unless the gap between them holds
+ * a member this page has already.
  */
 import { RequestAbortedError } from '../errors.js';
 import type { Entry } from './index-view.js';
@@ -63,10 +63,18 @@ export class RangeScheduler<R extends RangeRead = RangeRead> {
   readonly #listeners = new Map<AbortSignal, () => void>();
   #flushing = false;
 
+  /** Whether bytes `[from, to)` of a bundle hold a member this page has already or has on its way: a span never joins across them. */
+  readonly #keepOut: (bundleSha: string, from: number, to: number) => boolean;
+
   /** `run` makes one batch's request and settles each of its reads; the slot frees when it settles. */
-  constructor(settings: Required<RangeReadOptions>, run: (batch: RangeBatch<R>) => Promise<void>) {
+  constructor(
+    settings: Required<RangeReadOptions>,
+    run: (batch: RangeBatch<R>) => Promise<void>,
+    keepOut: (bundleSha: string, from: number, to: number) => boolean = () => false,
+  ) {
     this.#settings = settings;
     this.#run = run;
+    this.#keepOut = keepOut;
   }
 
   /** Queues `read` (a member of `bundleSha` at `url`); resolves with bytes it owns, or `undefined`. */
@@ -157,7 +165,10 @@ export class RangeScheduler<R extends RangeRead = RangeRead> {
     while (queue.active < this.#settings.maxRequestsPerOrigin && queue.waiting.size > 0) {
       const [bundleSha, { url, reads }] = queue.waiting.entries().next().value!;
       queue.waiting.delete(bundleSha);
-      const spans = this.#spansOf(reads.filter((read) => !read.done));
+      const spans = this.#spansOf(
+        bundleSha,
+        reads.filter((read) => !read.done),
+      );
       while (spans.length > 0 && queue.active < this.#settings.maxRequestsPerOrigin)
         this.#send(queue, origin, bundleSha, url, spans.shift()!);
       // What did not fit waits behind the other bundles' reads (a turn each).
@@ -166,8 +177,12 @@ export class RangeScheduler<R extends RangeRead = RangeRead> {
     if (queue.active === 0 && queue.waiting.size === 0) this.#origins.delete(origin);
   }
 
-  /** Reads sorted by offset, cut into spans: the next member joins while it starts within `maxGapBytes` and the span stays within `maxRequestBytes`. */
-  #spansOf(reads: Waiting<R>[]): Span<R>[] {
+  /**
+   * Reads sorted by offset, cut into spans: the next member joins while it starts within
+   * `maxGapBytes`, the span stays within `maxRequestBytes`, and the gap holds no member this page
+   * has already (SPEC §7 "One request per bundle": no byte of it twice).
+   */
+  #spansOf(bundleSha: string, reads: Waiting<R>[]): Span<R>[] {
     reads.sort((a, b) => a.read.entry.offset! - b.read.entry.offset!);
     const spans: Span<R>[] = [];
     for (const read of reads) {
@@ -177,7 +192,8 @@ export class RangeScheduler<R extends RangeRead = RangeRead> {
       if (
         last &&
         start <= last.end + this.#settings.maxGapBytes &&
-        Math.max(last.end, end) - last.offset <= this.#settings.maxRequestBytes
+        Math.max(last.end, end) - last.offset <= this.#settings.maxRequestBytes &&
+        (start <= last.end || !this.#keepOut(bundleSha, last.end, start))
       ) {
         last.end = Math.max(last.end, end);
         last.reads.push(read);

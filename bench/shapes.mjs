@@ -1,0 +1,652 @@
+// Games shaped like third-party ones, loose against bundled with the default publish, on a first
+// and a return visit, as bench/engines.mjs measures the example games (its header says how; this
+// script runs its visits, checks and counts): four games under bench/shapes/<game>/ (their own
+// src/main.ts, index.html and webpack.config.cjs), each built for production with the awake-bundle
+// webpack plugin at its defaults (`loads: false`: `--group auto`, what a new user gets), its
+// assets staged at build time from examples/assets (bench/shapes/stage.mjs, licences kept):
+//
+//   babylon-folder   a Babylon scene whose models/ folder holds eleven models (16 MB): it loads
+//                    the milk truck (.gltf, .bin, 2048² JPEG: 0.45 MB) with ImportMeshAsync and
+//                    never the ten 1.5 MB rocks (BoxTextured's glTF, a seeded 1.5 MB buffer each);
+//   phaser-pack      a Phaser game whose first scene loads assets/pack.json, 19 entries in two
+//                    sections (images, spritesheets, an atlas, a bitmap font, JSON, sounds; 0.4 MB);
+//   phaser-audio     a Phaser game whose first scene's preload loads 38 sounds (Ogg, MP3, WAV;
+//                    8 MB) and 4 images, create() running once Phaser's loader decoded them all;
+//   babylon-gallery  nine glTF and GLB models (6.5 MB: six milk trucks with distinct buffers and
+//                    textures, Cesium Man, the truck GLB, the box) loaded at once.
+// Each Babylon scene's one added call is `registerAwkb({ indexUrl })`, each Phaser game's
+// `this.load.awkbIndex(…)`; `?loose` leaves it out (the page without the plugin's preload links,
+// loose.html, loading the same files as plain files copied under published/).
+//
+//   node bench/shapes.mjs [--games babylon-folder,phaser-pack,phaser-audio,babylon-gallery]
+//                         [--protocols http/1.1,h2] [--runs 5] [--latency 0,40,150] [--bandwidth 0,20]
+//                         [--label text] [--no-build] [--out part.json] [--report] [--write]
+//   node bench/shapes.mjs --report part1.json part2.json …   # those results as a markdown section
+//
+// Cells as bench/engines.mjs's (without --latency and --bandwidth: 0, 40 and 150 ms RTT without a
+// cap and 20 Mbit/s at 40 ms), each at each protocol; 0 ms cells first. --report prints the
+// markdown section (after a run, or of the given results, runs of one label merged); --write also
+// puts it in BENCHMARKS.md.
+//
+// The host: nginx (bench/nginx-backend.mjs) with gzip on, as static hosts serve files: gzip 6 for
+// JSON, glTF, JavaScript, XML, text, CSS, HTML (the page, main.js, the index and the loose .json
+// and .gltf files come compressed), everything else raw; Range (single and multiple); ETag,
+// Last-Modified and 304; bundles immutable, everything else `no-cache`. Over HTTP/1.1 plain HTTP,
+// over h2 TLS 1.3; both through bench/throttled-server.mjs's relay. Loose and bundled visits meet
+// the same server (the site's one folder); the limit chain the same folder served with every file
+// below published/ immutable too. (bench/engines.mjs serves HTTP/1.1 by the repository's `serve`,
+// which compresses nothing.)
+//
+// A round of a cell: three chains, each a player (a profile of its own, a Chromium launched on it
+// per visit, HTTP cache on), in an order that rotates from round to round:
+//   loose    first visit (empty profile), return visit (the same profile: every file revalidated, 304);
+//   bundled  first and return visit of the page as shipped; after each, the bench waits for the
+//            source's whenStored() (window.exampleStored) so that the return visit finds it;
+//   limit    a loose visit from the all-immutable server, then the measured one, which asks for
+//            no asset: the engine's time with every asset byte in the browser, plus the page's own
+//            round trips at that cell (at 0 ms, the engine's time alone: "engine").
+// Time: navigation start → the first frame after loading (Phaser: the first postrender after the
+// first scene's create(); Babylon: the end of the first animation frame after whenReadyAsync and
+// runRenderLoop), bench/example-page.mjs. Each visit is checked: the game's ready report (every
+// file it loads in the engine's cache, the index's file count when bundled), loose asks for no
+// index or bundle, bundled for no plain file under published/, the limit visit for no asset, every
+// answer 200, 206 or 304 (bench/engines.mjs checkVisit).
+//
+// Per cell:
+//   b/l             bundled ÷ loose, first and return visits (medians);
+//   used            the bytes of the first visit's loose answers (bodies as sent: gzip'd where the
+//                   host compresses), what the first scene loads; beside it those files' raw bytes
+//                   and their members' stored bytes in the bundles (deflate-raw where that saved);
+//   fetched         the bundled first visit's bundle bodies (206 ranges or 200 whole); fetched ÷
+//                   used (the aim of bench/engines.mjs: ≤ 1.1), and fetched ÷ stored (the reader's
+//                   own overhead over the members the scene needs);
+//   bytes twice     bundle bytes a visit asked for more than once (from the access log's Range
+//                   headers, answers with a body only: test/helpers/visit-server.ts bytesAskedTwice,
+//                   counted in bytes): the median and the most of any visit, first and return;
+//   limit, engine   the game's limit at the cell and at 0 ms; return aim: ≤ 1.1 × (limit + 1 RTT).
+// Medians of --runs rounds (5), or 3 where a visit of the first round took over 20 s.
+import { createHash } from 'node:crypto';
+import { cpSync, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { dirname, join } from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import { createProfile, launchChromium, removeProfile } from './chromium.mjs';
+import {
+  checkVisit,
+  countRequests,
+  describeSite,
+  markdownTable,
+  printTable,
+  summarizeVisit,
+  wholeSecondTimes,
+} from './engines.mjs';
+import { FIRST_FRAME, runWebpack, sampleChromiumArgs, visitExamplePage, withoutPreload } from './example-page.mjs';
+import {
+  codeLine,
+  codeMeasured,
+  commandLine,
+  loadLine,
+  loadNow,
+  machineLine,
+  machineWithChromium,
+  MB,
+  median,
+  parseBenchArgs,
+  ratio,
+  ROOT,
+  runRounds,
+  saveResults,
+  seconds,
+  where,
+  writeBenchmarksSection,
+} from './harness.mjs';
+import { audioList, GALLERY_MODELS, packEntries, STAGES } from './shapes/stage.mjs';
+import { startThrottledServer } from './throttled-server.mjs';
+
+const SECTION_TITLE = '## Engines: games shaped like third-party ones, default publish, gzipping host (node bench/shapes.mjs)';
+export const SHAPES_DIR = join(ROOT, '.bench', 'shapes');
+const HERE = dirname(fileURLToPath(import.meta.url));
+const require = createRequire(import.meta.url);
+const PROTOCOLS = ['http/1.1', 'h2'];
+/** bench/engines.mjs's aims: first visit b/l ≤ 1.0 (≤ 0.8 at 150 ms), fetched / used ≤ 1.1, return ≤ 1.1 × (limit + RTT). */
+const AIMS = { firstRatio: 1.0, firstRatioAt150: 0.8, fetchedPerUsed: 1.1, slack: 1.1 };
+
+// ---------------------------------------------------------------------------------------------
+// The games
+
+/** What is wrong with the game's ready report: `ok` (its own counts), and `indexFiles` (the index's file count bundled, 0 loose). */
+function problem(ready, ok, mode, index) {
+  if (!ok) return `exampleReady ${JSON.stringify(ready)}`;
+  const expected = mode === 'bundled' ? index.files.length : 0;
+  return ready.indexFiles === expected ? undefined : `exampleReady ${JSON.stringify(ready)}: indexFiles, expected ${expected}`;
+}
+
+export const SHAPES = {
+  'babylon-folder': {
+    label: 'Babylon: one model of a folder of eleven',
+    firstFrame: FIRST_FRAME.babylon,
+    check: (ready, mode, index) => problem(ready, ready?.models === 1 && ready?.meshes > 0 && ready?.textures > 0, mode, index),
+  },
+  'phaser-pack': {
+    label: 'Phaser: a pack file of 19 small files',
+    firstFrame: FIRST_FRAME.phaser,
+    check: (ready, mode, index) => {
+      const entries = packEntries().length;
+      return problem(ready, ready?.packEntries === entries && ready?.loaded === entries, mode, index);
+    },
+  },
+  'phaser-audio': {
+    label: 'Phaser: 38 sounds decoded in preload',
+    firstFrame: FIRST_FRAME.phaser,
+    check: (ready, mode, index) => {
+      const { audio, images } = audioList();
+      return problem(ready, ready?.sounds === audio.length && ready?.textures === images.length, mode, index);
+    },
+  },
+  'babylon-gallery': {
+    label: 'Babylon: a gallery of nine models loaded at once',
+    firstFrame: FIRST_FRAME.babylon,
+    check: (ready, mode, index) =>
+      problem(ready, ready?.models === GALLERY_MODELS.length && ready?.meshes >= GALLERY_MODELS.length, mode, index),
+  },
+};
+const GAME_NAMES = Object.keys(SHAPES);
+
+// ---------------------------------------------------------------------------------------------
+// The sites: .bench/shapes/<game>/ (index.html, main.js, loose.html, published/: the index, the
+// bundles and every file of the index as a plain file), from the assets staged in <game>-assets/
+
+const siteDir = (name) => join(SHAPES_DIR, name);
+const assetsDir = (name) => join(SHAPES_DIR, `${name}-assets`);
+
+/** Stages the game's assets and builds its site (see above). */
+export async function buildShape(name) {
+  const started = Date.now();
+  const assets = assetsDir(name);
+  const out = siteDir(name);
+  STAGES[name](assets);
+  rmSync(out, { recursive: true, force: true });
+  mkdirSync(out, { recursive: true });
+  const config = await require(join(HERE, 'shapes', name, 'webpack.config.cjs'))({ production: true, out, assets });
+  await runWebpack(require('webpack'), config, `bench/shapes/${name}`);
+  writeFileSync(join(out, 'loose.html'), withoutPreload(readFileSync(join(out, 'index.html'), 'utf8')));
+  const index = JSON.parse(readFileSync(join(out, 'published', 'project.index.json'), 'utf8'));
+  for (const file of index.files) cpSync(join(assets, ...file.path.split('/')), join(out, 'published', ...file.path.split('/')));
+  wholeSecondTimes(out);
+  console.error(`${name}: built in ${((Date.now() - started) / 1000).toFixed(0)} s into ${out}`);
+}
+
+/** What the results keep of a site: bench/engines.mjs describeSite's figures, and what the files are as a gzipping host sends them. */
+function siteSummary(site) {
+  const { index, dir, ...rest } = site;
+  return {
+    ...rest,
+    storedBytes: index.files.reduce((sum, file) => sum + (file.storedBytes ?? file.sizeBytes), 0),
+    digest: createHash('sha256').update(JSON.stringify(index)).digest('hex').slice(0, 16),
+    bundleSizes: index.bundles.map((bundle) => bundle.sizeBytes),
+  };
+}
+
+// ---------------------------------------------------------------------------------------------
+// One visit's bundle bytes
+
+let requestedRanges;
+
+/**
+ * Bundle bytes `requests` asked for more than once (answers with a body only: 200 whole, 206 its
+ * Range header's ranges), as test/helpers/visit-server.ts bytesAskedTwice reads a visit, but
+ * counted: the bytes covered twice or more, and the first such overlap.
+ */
+function bytesTwice(requests, sizeOf) {
+  const spans = new Map();
+  for (const request of requests) {
+    const size = sizeOf.get(request.target);
+    if (size === undefined || !/^(200|206)$/.test(request.status)) continue;
+    const asked = request.status === '206' && request.range ? requestedRanges(request.range, size) : undefined;
+    if (asked === 'unsatisfiable') continue;
+    const list = spans.get(request.target) ?? [];
+    for (const { start, end } of asked ?? [{ start: 0, end: size - 1 }]) list.push({ start, end: end + 1, header: request.range ?? 'whole' });
+    spans.set(request.target, list);
+  }
+  let bytes = 0;
+  let first;
+  for (const [target, list] of spans) {
+    // Sweep: +1 at each start, −1 at each end; bytes where two or more spans are open.
+    const edges = list.flatMap((span) => [
+      [span.start, 1],
+      [span.end, -1],
+    ]);
+    edges.sort((a, b) => a[0] - b[0] || a[1] - b[1]);
+    let open = 0;
+    let at = 0;
+    for (const [position, step] of edges) {
+      if (open >= 2) bytes += position - at;
+      open += step;
+      at = position;
+    }
+    if (!first) {
+      list.sort((a, b) => a.start - b.start);
+      for (let i = 1; i < list.length && !first; i++) {
+        const before = list.slice(0, i).find((span) => span.end > list[i].start);
+        if (before) first = `${target.slice(-21)} byte ${list[i].start}: ${before.header} then ${list[i].header}`;
+      }
+    }
+  }
+  return { bytes, first };
+}
+
+/** The visit's bundle bytes asked twice, and what its loose answers were: their files' raw bytes and their members' stored bytes. */
+function visitBytes(site, requests) {
+  const sizeOf = new Map(site.index.bundles.map((bundle) => [`/published/${bundle.url}`, bundle.sizeBytes]));
+  const files = new Map(site.index.files.map((file) => [`/published/${file.path}`, file]));
+  const looseFiles = requests.map((entry) => files.get(entry.target.split('?')[0])).filter(Boolean);
+  return {
+    twice: bytesTwice(requests, sizeOf),
+    looseRawBytes: looseFiles.reduce((sum, file) => sum + file.sizeBytes, 0),
+    looseStoredBytes: looseFiles.reduce((sum, file) => sum + (file.storedBytes ?? file.sizeBytes), 0),
+  };
+}
+
+// ---------------------------------------------------------------------------------------------
+// A cell
+
+const CHAINS = {
+  loose: [
+    { visit: 'first', root: 'site' },
+    { visit: 'return', root: 'site' },
+  ],
+  bundled: [
+    { visit: 'first', root: 'site' },
+    { visit: 'return', root: 'site' },
+  ],
+  limit: [
+    { visit: 'fill', root: 'limit' },
+    { visit: 'limit', root: 'limit' },
+  ],
+};
+
+/** One chain: a new profile, a Chromium launched on it for each visit. Resolves to { [visit]: sample }. */
+async function runChain(game, site, server, mode) {
+  const profile = createProfile();
+  const samples = {};
+  try {
+    for (const { visit, root } of CHAINS[mode]) {
+      server.use(root);
+      const chromium = await launchChromium({ profile, args: sampleChromiumArgs(server) });
+      try {
+        const what = `${site.name} ${server.protocol} ${mode} ${visit}`;
+        const { requests, ...measured } = await visitExamplePage({
+          browser: chromium.browser,
+          server,
+          path: mode === 'bundled' ? '/' : '/loose.html?loose',
+          firstFrame: game.firstFrame,
+          what,
+          check: (ready) => game.check(ready, mode === 'bundled' ? 'bundled' : 'loose', site.index),
+          waitStored: mode === 'bundled',
+        });
+        checkVisit(what, mode, visit, requests);
+        samples[visit] = {
+          ms: measured.ms,
+          protocol: measured.protocol,
+          start: measured.start,
+          counts: countRequests(requests),
+          ...visitBytes(site, requests),
+          pageErrors: measured.pageErrors.length,
+        };
+      } finally {
+        await chromium.close();
+      }
+    }
+  } finally {
+    server.use('site');
+    removeProfile(profile);
+  }
+  return samples;
+}
+
+/** bench/engines.mjs's summary of a visit's samples, with the bytes asked twice and the loose files' raw and stored bytes. */
+function summarize(list) {
+  const firsts = list.map((s) => s.twice.first).filter(Boolean);
+  return {
+    ...summarizeVisit(list),
+    twiceBytes: median(list.map((s) => s.twice.bytes)),
+    twiceMaxBytes: Math.max(...list.map((s) => s.twice.bytes)),
+    twiceVisits: list.filter((s) => s.twice.bytes > 0).length,
+    ...(firsts.length ? { twiceFirst: firsts[0] } : {}),
+    looseRawBytes: median(list.map((s) => s.looseRawBytes)),
+    looseStoredBytes: median(list.map((s) => s.looseStoredBytes)),
+    pageErrors: Math.max(...list.map((s) => s.pageErrors)),
+  };
+}
+
+/** One game under one condition and protocol: every chain, --runs rounds (3 if a visit of the first took over 20 s). */
+export async function runShapeCell(name, site, condition, protocol, runs) {
+  const game = SHAPES[name];
+  const roots = {
+    site: { root: site.dir, gzip: true },
+    limit: { root: site.dir, immutableBelow: '/published/', gzip: true },
+  };
+  const server = await startThrottledServer({ roots, protocol, ...condition });
+  const modes = Object.keys(CHAINS);
+  const samples = Object.fromEntries(modes.map((mode) => [mode, []]));
+  const started = Date.now();
+  const loadAtStart = loadNow();
+  try {
+    const { rounds, reduced } = await runRounds(runs, async (round, total) => {
+      const order = modes.map((_, i) => modes[(i + round) % modes.length]);
+      const times = [];
+      for (const mode of order) {
+        const chain = await runChain(game, site, server, mode);
+        samples[mode].push(chain);
+        times.push(...Object.values(chain).map((s) => s.ms));
+        process.stderr.write(
+          `  ${name} ${protocol} ${where(condition).replace(' | ', ' ')} round ${round + 1}/${total} ${mode}: ${Object.entries(chain)
+            .map(
+              ([visit, s]) =>
+                `${visit} ${seconds(s.ms)} s (${s.counts.all.requests} req, ${(s.counts.all.bytes / 1e3).toFixed(0)} kB${s.counts.bundles.requests ? `, bundles ${(s.counts.bundles.bytes / 1e3).toFixed(0)} kB in ${s.counts.bundles.requests}, twice ${s.twice.bytes} B` : ''})`,
+            )
+            .join(', ')}\n`,
+        );
+      }
+      return times;
+    });
+    const visits = Object.fromEntries(
+      modes.map((mode) => [
+        mode,
+        Object.fromEntries(CHAINS[mode].map(({ visit }) => [visit, summarize(samples[mode].map((chain) => chain[visit]))])),
+      ]),
+    );
+    return {
+      game: name,
+      protocol,
+      ...condition,
+      rounds,
+      reduced,
+      seconds: (Date.now() - started) / 1000,
+      load: [loadAtStart, loadNow()],
+      ...visits,
+    };
+  } finally {
+    await server.close();
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Figures and aims
+
+const atLineRate = (bytes, cell) => (cell.mbit ? (bytes * 8) / (cell.mbit * 1000) : 0);
+
+/** The figures of a cell (see the header). */
+export function judgeShape(part, cell) {
+  const limit = cell.limit.limit.median;
+  const zero = part.cells.find((other) => other.game === cell.game && other.protocol === cell.protocol && other.latencyMs === 0 && !other.mbit);
+  const used = cell.loose.first.counts.loose.bytes;
+  const fetched = cell.bundled.first.counts.bundles.bytes;
+  const firstRatio = cell.bundled.first.median / cell.loose.first.median;
+  const firstAim = cell.latencyMs === 150 && !cell.mbit ? AIMS.firstRatioAt150 : AIMS.firstRatio;
+  const returnAimMs = AIMS.slack * (limit + cell.latencyMs);
+  return {
+    limitMs: limit,
+    engineMs: zero?.limit.limit.median,
+    usedBytes: used,
+    usedRawBytes: cell.loose.first.looseRawBytes,
+    usedStoredBytes: cell.loose.first.looseStoredBytes,
+    usedAtRateMs: atLineRate(used, cell),
+    fetchedBytes: fetched,
+    fetchedPerUsed: fetched / used,
+    fetchedPerStored: fetched / cell.loose.first.looseStoredBytes,
+    fetchedMet: fetched / used <= AIMS.fetchedPerUsed,
+    firstRatio,
+    firstAim,
+    firstMet: firstRatio <= firstAim,
+    returnRatio: cell.bundled.return.median / cell.loose.return.median,
+    returnAimMs,
+    returnMet: cell.bundled.return.median <= returnAimMs,
+  };
+}
+
+// ---------------------------------------------------------------------------------------------
+// Tables
+
+const s2 = (value) => (value === undefined || !Number.isFinite(value) ? '–' : seconds(value));
+const kB = (bytes) => (bytes === undefined || !Number.isFinite(bytes) ? '–' : (bytes / 1000).toFixed(1));
+const range = (visit) => `${seconds(visit.median)} (${seconds(visit.min)}–${seconds(visit.max)})`;
+const network = (cell) => [cell.protocol === 'h2' ? 'HTTP/2' : 'HTTP/1.1', `${cell.latencyMs} ms`, cell.mbit ? `${cell.mbit} Mbit/s` : '∞'];
+const met = (ok, text) => `${ok ? 'met' : 'missed'}${text ? ` (${text})` : ''}`;
+const runsText = (cell) => `${cell.rounds}${cell.reduced ? ' (3: a visit over 20 s)' : ''}`;
+const requestsText = (counts) =>
+  `${counts.all.requests} (${counts.all.notModified} × 304${counts.all.partial ? `, ${counts.all.partial} × 206` : ''})`;
+/** Bytes asked twice: the median visit's, and the most of any (of how many visits had any). */
+const twiceText = (visit) =>
+  visit.twiceMaxBytes === 0 ? '0' : `${visit.twiceBytes} (max ${visit.twiceMaxBytes}; ${visit.twiceVisits} of ${visit.samplesMs.length} visits)`;
+
+const FIRST_HEAD = [
+  'game',
+  'protocol',
+  'RTT',
+  'bandwidth',
+  'loose s (min–max)',
+  'bundled s (min–max)',
+  'b/l',
+  'aim b/l',
+  'kB used (sent, raw, stored)',
+  'kB fetched',
+  'fetched / used (≤ 1.1)',
+  'fetched / stored',
+  'bytes twice',
+  'requests l → b',
+  'runs',
+  'load',
+];
+function firstRows(part) {
+  return part.cells.map((cell) => {
+    const judged = judgeShape(part, cell);
+    return [
+      cell.game,
+      ...network(cell),
+      range(cell.loose.first),
+      range(cell.bundled.first),
+      ratio(cell.bundled.first.median, cell.loose.first.median),
+      met(judged.firstMet, `≤ ${judged.firstAim.toFixed(1)}`),
+      `${kB(judged.usedBytes)}, ${kB(judged.usedRawBytes)}, ${kB(judged.usedStoredBytes)}`,
+      kB(judged.fetchedBytes),
+      met(judged.fetchedMet, judged.fetchedPerUsed.toFixed(2)),
+      judged.fetchedPerStored.toFixed(2),
+      twiceText(cell.bundled.first),
+      `${cell.loose.first.counts.all.requests} → ${cell.bundled.first.counts.all.requests}`,
+      runsText(cell),
+      cell.load.join('–'),
+    ];
+  });
+}
+
+const LIMIT_HEAD = ['game', 'protocol', 'RTT', 'bandwidth', 'limit s: every asset in memory (min–max)', 'engine s (limit at 0 ms)', 'used at line rate s', 'limit + RTT s'];
+function limitRows(part) {
+  return part.cells.map((cell) => {
+    const judged = judgeShape(part, cell);
+    return [cell.game, ...network(cell), range(cell.limit.limit), s2(judged.engineMs), s2(judged.usedAtRateMs), s2(judged.limitMs + cell.latencyMs)];
+  });
+}
+
+const RETURN_HEAD = [
+  'game',
+  'protocol',
+  'RTT',
+  'bandwidth',
+  'loose s (min–max)',
+  'bundled s (min–max)',
+  'b/l',
+  'aim: 1.1 × (limit + RTT) s',
+  'bundled ≤ aim?',
+  'requests loose',
+  'requests bundled',
+  'bundled kB (index + bundles)',
+  'bytes twice',
+];
+function returnRows(part) {
+  return part.cells.map((cell) => {
+    const judged = judgeShape(part, cell);
+    const bundled = cell.bundled.return.counts;
+    return [
+      cell.game,
+      ...network(cell),
+      range(cell.loose.return),
+      range(cell.bundled.return),
+      ratio(cell.bundled.return.median, cell.loose.return.median),
+      s2(judged.returnAimMs),
+      met(judged.returnMet, `${(cell.bundled.return.median / judged.returnAimMs).toFixed(2)}×`),
+      requestsText(cell.loose.return.counts),
+      requestsText(bundled),
+      `${kB(bundled.index.bytes)} + ${kB(bundled.bundles.bytes)}`,
+      twiceText(cell.bundled.return),
+    ];
+  });
+}
+
+const TABLES = [
+  ['First visit (an empty profile)', FIRST_HEAD, firstRows],
+  ["Each game's limit", LIMIT_HEAD, limitRows],
+  ['Return visit (the same profile)', RETURN_HEAD, returnRows],
+];
+
+function aimCounts(part) {
+  const judged = part.cells.map((cell) => judgeShape(part, cell));
+  const count = (key) => `${judged.filter((j) => j[key]).length} of ${judged.length}`;
+  const twice = part.cells.filter((cell) => cell.bundled.first.twiceMaxBytes > 0 || cell.bundled.return.twiceMaxBytes > 0).length;
+  return [
+    `- first visit, bundled / loose ≤ 1.0 (≤ 0.8 at 150 ms): met in ${count('firstMet')} cells;`,
+    `- first scene, bundle bytes fetched / used (as the gzipping host sent the loose files) ≤ 1.1: met in ${count('fetchedMet')};`,
+    `- return visit, bundled ≤ 1.1 × (limit + RTT): met in ${count('returnMet')};`,
+    `- bundle bytes asked for twice in a visit: in ${twice} of ${part.cells.length} cells.`,
+  ];
+}
+
+function renderPart(part) {
+  const sites = Object.values(part.sites);
+  return [
+    `### ${part.label ? `${part.label}: ` : ''}code ${codeLine(part.code)}`,
+    '',
+    `${machineLine(part.machine)} Measured ${part.startedAt.slice(0, 16).replace('T', ' ')} UTC. ${loadLine(part.cells)}`.trimEnd(),
+    '',
+    'Sites: ' +
+      sites
+        .map(
+          (s) =>
+            `**${s.name}** main.js ${(s.mainJsBytes / MB).toFixed(2)} MB, ${s.files} files (${(s.fileBytes / MB).toFixed(2)} MB; stored ${(s.storedBytes / MB).toFixed(2)} MB) in ${s.bundles} bundles (${(s.bundleBytes / MB).toFixed(2)} MB), index ${kB(s.indexBytes)} kB`,
+        )
+        .join('; ') +
+      '.',
+    '',
+    '```sh',
+    part.command,
+    '```',
+    '',
+    ...aimCounts(part),
+    '',
+    ...TABLES.flatMap(([title, head, rows]) => [`${title}, medians:`, '', ...markdownTable(head, rows(part)), '']),
+  ];
+}
+
+/** Results of one label run in pieces (`--protocols h2 --no-build --out b.json` after `--protocols http/1.1 --out a.json`) are one part; their sites must be the same. */
+function mergeParts(parts) {
+  const merged = [];
+  for (const part of parts) {
+    const same = merged.find((other) => (other.label ?? '') === (part.label ?? ''));
+    if (!same) {
+      merged.push({ ...part, code: { ...part.code }, commands: [part.command], cells: [...part.cells], sites: { ...part.sites } });
+      continue;
+    }
+    for (const [name, site] of Object.entries(part.sites))
+      if (same.sites[name] && same.sites[name].digest !== site.digest)
+        throw new Error(`${part.label ?? 'unlabelled'}: ${name} was measured on two different sites; give the runs their own labels`);
+    same.commands.push(part.command);
+    same.cells.push(...part.cells);
+    Object.assign(same.sites, part.sites);
+    if (part.startedAt < same.startedAt) same.startedAt = part.startedAt;
+    if (!same.code.commit.split(', ').includes(part.code.commit)) same.code.commit += `, ${part.code.commit}`;
+    same.code.dirty ||= part.code.dirty;
+  }
+  const condition = (cell) => (cell.mbit ? 1e6 : 0) + cell.latencyMs;
+  for (const part of merged) {
+    part.command = part.commands.join('\n');
+    part.cells.sort(
+      (a, b) =>
+        PROTOCOLS.indexOf(a.protocol) - PROTOCOLS.indexOf(b.protocol) ||
+        condition(a) - condition(b) ||
+        GAME_NAMES.indexOf(a.game) - GAME_NAMES.indexOf(b.game),
+    );
+  }
+  return merged;
+}
+
+function renderSection(parts) {
+  return [
+    SECTION_TITLE,
+    '',
+    '`node bench/shapes.mjs` (its header says it all) builds four games shaped like third-party ones (bench/shapes/) with the **default publish** (the awake-bundle webpack plugin at its defaults, `loads: false`: `--group auto`): **babylon-folder** (one milk truck, 0.45 MB, of a `models/` folder of eleven models, 16 MB), **phaser-pack** (a pack file of 19 small files, 0.4 MB), **phaser-audio** (38 sounds, 8 MB, decoded in preload), **babylon-gallery** (nine glTF/GLB models, 6.5 MB, at once). Host: nginx with gzip on (JSON, glTF, JS, XML, text, HTML) and Range, over HTTP/1.1 and HTTP/2 through bench/throttled-server.mjs; visits, limit and times as bench/engines.mjs\'s section says. **used** = the first visit\'s loose answers as sent (gzip\'d where the host compresses), then those files raw, then their members as stored in the bundles; **fetched** = the bundled first visit\'s bundle bodies; **bytes twice** = bundle bytes a visit asked for more than once (median visit, and the most of any).',
+    '',
+    ...mergeParts(parts).flatMap(renderPart),
+  ].join('\n');
+}
+
+function printPart(part) {
+  for (const [title, head, rows] of TABLES) {
+    console.log(`\n${title} (medians)\n`);
+    printTable(head, rows(part));
+  }
+  console.log(['', ...aimCounts(part)].join('\n'));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Main
+
+export async function main(args = process.argv.slice(2)) {
+  const options = parseBenchArgs('bench/shapes.mjs', ['games', 'protocols'], ['no-build', 'write'], args);
+  const section = (parts) => {
+    const text = renderSection(parts);
+    console.log(`\n${text}`);
+    if (options.values.write) writeBenchmarksSection(SECTION_TITLE, text);
+  };
+  if (options.reportFiles.length > 0) return section(options.reportFiles.map((file) => JSON.parse(readFileSync(file, 'utf8'))));
+  const games = (options.values.games ?? GAME_NAMES.join(',')).split(',').map((name) => name.trim());
+  for (const name of games) if (!SHAPES[name]) options.usage(`unknown game ${name} (${GAME_NAMES.join(', ')})`);
+  const protocols = (options.values.protocols ?? PROTOCOLS.join(',')).split(',').map((name) => name.trim());
+  for (const name of protocols) if (!PROTOCOLS.includes(name)) options.usage(`unknown protocol ${name} (${PROTOCOLS.join(', ')})`);
+  if (!existsSync(join(ROOT, 'dist', 'core', 'node', 'index.js'))) throw new Error('dist/ is missing: run `npm run build` first');
+  ({ requestedRanges } = await import(pathToFileURL(join(ROOT, 'dist', 'core', 'format', 'range-header.js')).href));
+  if (!options.values['no-build']) for (const name of games) await buildShape(name);
+  const sites = Object.fromEntries(games.map((name) => [name, describeSite(name, SHAPES_DIR)]));
+  const part = {
+    command: commandLine('bench/shapes.mjs', options.args),
+    label: options.label,
+    code: codeMeasured(),
+    startedAt: new Date().toISOString(),
+    machine: await machineWithChromium(),
+    sites: Object.fromEntries(Object.entries(sites).map(([name, site]) => [name, siteSummary(site)])),
+    cells: [],
+  };
+  const out = options.out ?? join(SHAPES_DIR, 'last.json');
+  const conditions = [...options.conditions].sort((a, b) => Number(b.latencyMs === 0 && !b.mbit) - Number(a.latencyMs === 0 && !a.mbit));
+  for (const condition of conditions)
+    for (const protocol of protocols)
+      for (const name of games) {
+        const cell = await runShapeCell(name, sites[name], condition, protocol, options.runs);
+        part.cells.push(cell);
+        saveResults(out, part);
+        const judged = judgeShape(part, cell);
+        console.error(
+          `${name} ${protocol} ${where(condition).replace(' | ', ' ')}: first ${seconds(cell.loose.first.median)} → ${seconds(cell.bundled.first.median)} s (${judged.firstRatio.toFixed(2)}), fetched/used ${judged.fetchedPerUsed.toFixed(2)} (stored ${judged.fetchedPerStored.toFixed(2)}), bytes twice ${cell.bundled.first.twiceMaxBytes}/${cell.bundled.return.twiceMaxBytes}; return ${seconds(cell.loose.return.median)} → ${seconds(cell.bundled.return.median)} s (aim ${s2(judged.returnAimMs)}); limit ${seconds(judged.limitMs)} s; ${cell.seconds.toFixed(0)} s; load ${cell.load.join('–')}`,
+        );
+      }
+  printPart(part);
+  console.error(`results in ${out}${options.report ? '' : `; print the markdown section with: node bench/shapes.mjs --report ${out}`}`);
+  if (options.report) section([part]);
+  return part;
+}
+
+if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {
+  main().catch((error) => {
+    console.error(error);
+    process.exitCode = 1;
+  });
+}

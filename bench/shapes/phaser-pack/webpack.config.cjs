@@ -1,0 +1,1 @@
+module.exports = require('../webpack.shared.cjs')(__dirname);
