@@ -308,4 +308,54 @@ describe.each(TESTED_BROWSERS)('%s: encoded members', (kind) => {
       await preloadPage.close();
     }
   });
+  // The workers' cache writes wait until the page is idle once its loads are over: the engine then
+  // decodes and builds what came (a first scene), and IndexedDB's work would compete with it for
+  // the cores. The page's idle callbacks are held here, and the workers' messages watched.
+  test('once the loads are over, the cache writes are asked for when the page is idle; whenStored asks at once', async () => {
+    const idlePage = await browser.openHarness(server);
+    try {
+      const result = await idlePage.evaluate(async () => {
+        const flushes: number[] = [];
+        const post = Worker.prototype.postMessage;
+        Worker.prototype.postMessage = function (this: Worker, message: unknown, ...rest: unknown[]) {
+          if ((message as { flush?: boolean } | null)?.flush) flushes.push(1);
+          return (post as (...args: unknown[]) => void).call(this, message, ...rest);
+        };
+        const idle: (() => void)[] = [];
+        (window as unknown as { requestIdleCallback: (callback: () => void) => number }).requestIdleCallback = (callback) =>
+          idle.push(callback);
+        const core = await harnessImport('awake-bundle');
+        const cache = await core.openBrowserCache({ name: 'idle-writes' });
+        const source = await core.IndexedAssetSource.open({ indexUrl: '/published/cold/project.index.json', cache, hashWorkers: 1 });
+        await source.read('small/hud.json');
+        await source.read('mid/map.json');
+        // The loads are over once the source has none in flight (bounded: 10 s of frames).
+        for (let frame = 0; frame < 600 && (source.stats().loadsInFlight > 0 || idle.length === 0); frame++)
+          await new Promise(requestAnimationFrame);
+        const beforeIdle = { asked: idle.length > 0, flushes: flushes.length };
+        for (const callback of idle.splice(0)) callback();
+        // The flush goes to each worker once it is up (a promise's turn): bounded, 1 s of frames.
+        for (let frame = 0; frame < 60 && flushes.length === 0; frame++) await new Promise(requestAnimationFrame);
+        const onIdle = flushes.length;
+        await source.whenStored();
+        source.dispose();
+        // Written: another source with the same cache reads with no request.
+        const pageFetch = globalThis.fetch;
+        const requested: string[] = [];
+        globalThis.fetch = (input: RequestInfo | URL, init?: RequestInit) => {
+          const url = String(input instanceof Request ? input.url : input);
+          if (url.endsWith('.awkb')) requested.push(url);
+          return pageFetch(input, init);
+        };
+        const again = await core.IndexedAssetSource.open({ indexUrl: '/published/cold/project.index.json', cache, hashWorkers: 0 });
+        await again.read('small/hud.json');
+        await again.read('mid/map.json');
+        globalThis.fetch = pageFetch;
+        return { beforeIdle, onIdle: onIdle > 0, requested };
+      });
+      expect(result).toEqual({ beforeIdle: { asked: true, flushes: 0 }, onIdle: true, requested: [] });
+    } finally {
+      await idlePage.close();
+    }
+  });
 });

@@ -123,14 +123,22 @@ describe.each(TESTED_BROWSERS)('%s', (kind) => {
         for (const path of paths) hashes.push(core.toHex(new Uint8Array(await crypto.subtle.digest('SHA-256', await source.read(path)))));
         return hashes;
       }, paths);
-    // a/one.bin brings the whole a/ bundle; its other members are let go at once (pendingBytes 1).
-    const hashes = await readAll(SPLIT_A.slice(0, 1));
+    // a/'s members read together: one load, the whole a/ bundle (every member wanted); each taken
+    // by its read and let go (pendingBytes 1).
+    const first = await page.evaluate(async (paths: string[]) => {
+      const core = await harnessImport('awake-bundle');
+      const source = (window as unknown as { source: InstanceType<typeof core.IndexedAssetSource> }).source;
+      const read = async (path: string) => core.toHex(new Uint8Array(await crypto.subtle.digest('SHA-256', await source.read(path))));
+      return Promise.all(paths.map(read));
+    }, SPLIT_A);
+    expect(first).toEqual(SPLIT_A.map((_, i) => sha256Hex(seededBytes(16 * 1024, 900 + i))));
     // a/'s load is over (only b/'s is in flight), its members' writes wait for the loads to end.
     await server.answered(bundleOf('a/one.bin'), 1);
     await page.waitForFunction(
       () => (window as unknown as { source: { stats(): { loadsInFlight: number } } }).source.stats().loadsInFlight === 1,
     );
-    hashes.push(...(await readAll(SPLIT_A.slice(1))));
+    // Read again, one by one: gone from memory, read from their pending writes.
+    const hashes = await readAll(SPLIT_A);
     held.release();
     await page.evaluate(async () => {
       await (window as unknown as { other: Promise<Uint8Array> }).other;

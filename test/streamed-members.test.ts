@@ -94,21 +94,24 @@ describe.each(TESTED_BROWSERS)('%s', (kind) => {
   test("the first member arrives before the bundle's end", async () => {
     const first = site.entry(FIRST);
     const gate = gated.gate(site.bundlePath('good'), first.offset + first.sizeBytes + 4 * KiB);
-    // While the server holds the rest of the bundle, the first read resolves, verified.
+    // A load of every file brings the whole bundle, one request (its reads join it); while the
+    // server holds the rest of it, the first read resolves, verified.
     const firstSha = await inPage<string>(
-      `async (core, { indexUrl, path }) => {
+      `async (core, { indexUrl, path, paths }) => {
       const source = await core.IndexedAssetSource.open({ indexUrl, cache: null });
       globalThis.streamSource = source;
+      globalThis.streamLoad = source.load(paths, { waitForCache: false });
       return core.sha256Hex(await source.read(path));
     }`,
-      { indexUrl: `${gated.origin}/good/project.index.json`, path: FIRST },
+      { indexUrl: `${gated.origin}/good/project.index.json`, path: FIRST, paths: PATHS },
     );
     expect(firstSha).toBe(first.sha256);
     await gate.reached;
     gate.release();
-    const last = await inPage<string>(`async (core, { path }) => core.sha256Hex(await globalThis.streamSource.read(path))`, {
-      path: BIG.at(-1),
-    });
+    const last = await inPage<string>(
+      `async (core, { path }) => { await globalThis.streamLoad; return core.sha256Hex(await globalThis.streamSource.read(path)); }`,
+      { path: BIG.at(-1) },
+    );
     expect(last).toBe(site.entry(BIG.at(-1)!).sha256);
     expect(gated.requests.filter((path) => path === site.bundlePath('good'))).toHaveLength(1);
   });

@@ -51,6 +51,9 @@ export { DEFAULT_LOAD_NAME, LOADS_ENDPOINT_HEADER } from './load-recorder.js';
 export { DEFAULT_RANGE_READS, type RangeReadOptions } from './range-reads.js';
 export { MAX_READ_RESTARTS, type ReadState } from './file-read.js';
 
+/** How long the workers' cache writes wait at most for the page to be idle once its loads are over. */
+const IDLE_WRITE_WAIT_MS = 1000;
+
 export class IndexedAssetSource {
   readonly index: ProjectIndex;
   readonly indexUrl: string | undefined;
@@ -103,10 +106,14 @@ export class IndexedAssetSource {
       cache,
       fetcher,
       planner: new LoadPlanner(view, cache, origins, { delta, ranges: rangeSettings }, ranges !== undefined, importRangesModule, lines),
-      // The workers write the cache once this source's loads are done (see flushStores).
-      registry: new LoadRegistry(this.#lifetime.signal, () => {
-        if (this.pool instanceof WorkerDigestPool) this.pool.flushStores();
-      }),
+      // The workers write the cache once this source's loads are done and the page is idle (the
+      // engine then decodes and builds what the loads brought: the writes would compete with it
+      // for the cores), or at once where a read waits for a write.
+      registry: new LoadRegistry(
+        this.#lifetime.signal,
+        () => this.#flushWhenIdle(),
+        () => this.#parts.flushWrites(),
+      ),
       held: new HeldMembers(pendingBytes),
       asked: new Set(),
       deciding: new Map(),
@@ -135,6 +142,24 @@ export class IndexedAssetSource {
     this.#readAhead = readAhead;
     const store = cache.workerStore();
     if (store) (this.pool as WorkerDigestPool).prepareStore(store);
+  }
+
+  /** A flush of the workers' cache writes asked for once the page is idle (at most `IDLE_WRITE_WAIT_MS` later). */
+  #idleFlush = false;
+
+  /**
+   * Asks the workers for their cache writes once the page is idle: the last load ended, so the
+   * engine is now decoding and building what came (a first scene); IndexedDB's work waits for that.
+   */
+  #flushWhenIdle(): void {
+    if (!(this.pool instanceof WorkerDigestPool) || this.#idleFlush) return;
+    this.#idleFlush = true;
+    const flush = () => {
+      this.#idleFlush = false;
+      this.#parts.flushWrites();
+    };
+    if (typeof requestIdleCallback === 'function') requestIdleCallback(flush, { timeout: IDLE_WRITE_WAIT_MS });
+    else setTimeout(flush, 0);
   }
 
   /** Reads and checks the index (formatVersion 2 or 3; others refused, SPEC §3). */
@@ -361,6 +386,8 @@ export class IndexedAssetSource {
    */
   async whenStored(): Promise<void> {
     await this.#parts.registry.settled();
+    // Asked for: the writes go now, not when the page is next idle.
+    this.#parts.flushWrites();
     await this.#parts.cache.whenStored();
   }
 

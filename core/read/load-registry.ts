@@ -63,10 +63,17 @@ export class LoadRegistry {
   /** Waiters woken and listeners called so far: the work the registry did, for tests that bound it. */
   wakeups = 0;
 
-  /** `onIdle` (the cache writes asked for) runs whenever the last load in flight ends, and once a load that a read settles on ends. */
-  constructor(lifetime: AbortSignal, onIdle: () => void) {
+  /** Asks for the cache writes now: once a load that a read settles on ends (the read waits for its write). */
+  readonly #writeNow: () => void;
+
+  /**
+   * `onIdle` runs whenever the last load in flight ends (the writes may wait for the page to be
+   * idle); `writeNow` once a load that a read settles on ends.
+   */
+  constructor(lifetime: AbortSignal, onIdle: () => void, writeNow: () => void = onIdle) {
     this.#lifetime = lifetime;
     this.#onIdle = onIdle;
+    this.#writeNow = writeNow;
     lifetime.addEventListener(
       'abort',
       () => {
@@ -181,7 +188,7 @@ export class LoadRegistry {
         // postpone for as long as it is held (RELIABILITY.md 35).
         if (!this.#writesAsked.has(load)) {
           this.#writesAsked.add(load);
-          this.#onIdle();
+          this.#writeNow();
         }
         return load.stored;
       }),
