@@ -358,4 +358,43 @@ describe.each(TESTED_BROWSERS)('%s: encoded members', (kind) => {
       await idlePage.close();
     }
   });
+  // A worker writes what it was given once it is asked to: a load's end asks. A range of its own
+  // with no load in flight (range reads; the read-ahead's, once the glTF's load has ended) has no
+  // load to ask for it: without an ask its member stayed unwritten, and a page that waited for
+  // its writes (whenStored) waited for good (the 9-model gallery bench, 3 visits in 6).
+  test('what a range brings with no load in flight is written to the cache without being asked (no whenStored)', async () => {
+    const rangePage = await browser.openHarness(server);
+    try {
+      const result = await rangePage.evaluate(async () => {
+        const core = await harnessImport('awake-bundle');
+        const cache = await core.openBrowserCache({ name: 'range-writes' });
+        const source = await core.IndexedAssetSource.open({
+          indexUrl: '/published/cold/project.index.json',
+          cache,
+          hashWorkers: 1,
+          rangeReads: true,
+          neededBytes: false,
+        });
+        const sha256 = source.entry('mid/map.json').sha256;
+        // Once the workers are up: a cold page's first reads are written here, not by a worker.
+        await source.read('small/hud.json');
+        const pool = (source as unknown as { pool: { usingWorkers: boolean | undefined } }).pool;
+        for (let frame = 0; frame < 600 && pool.usingWorkers !== true; frame++) await new Promise(requestAnimationFrame);
+        await source.read('mid/map.json');
+        // Bounded: 10 s of frames.
+        let written = false;
+        for (let frame = 0; frame < 600 && !written; frame++) {
+          written = (await cache.hasMany([sha256]))[0] === true;
+          if (!written) await new Promise(requestAnimationFrame);
+        }
+        const stats = source.stats();
+        const workers = pool.usingWorkers;
+        source.dispose();
+        return { workers, written, loadsInFlight: stats.loadsInFlight };
+      });
+      expect(result).toEqual({ workers: true, written: true, loadsInFlight: 0 });
+    } finally {
+      await rangePage.close();
+    }
+  });
 });

@@ -41,12 +41,18 @@ export function rangeAside(parts: SourceParts, loads: LoadRunner, entry: Entry, 
 /**
  * What a range of one member hands over beside its bytes (an aside range, or a `rangeReads` read):
  * a whole bundle a host sent instead is held and cached as a load's; the member's cache write is
- * pending until it settles, so a read that finds the bytes taken waits for it, not the network.
+ * pending until it settles, so a read that finds the bytes taken waits for it, not the network,
+ * and asked for once no load is in flight (a load's end asks for it otherwise).
  */
 export function rangeHandlers(parts: SourceParts, loads: LoadRunner, entry: Entry): RangeHandlers {
   const loadKey = parts.view.loadKeyOf(entry);
   return {
     onWhole: (accepted, contents) => loads.keepWhole(loadKey, accepted, contents),
-    onStored: (written) => markWrites(parts, [entry.sha256], written),
+    onStored: (written) => {
+      markWrites(parts, [entry.sha256], written);
+      // A worker writes once it is asked: when the last load in flight ends, and for a range
+      // with none in flight (the read-ahead's, or range reads'), once the page is idle.
+      if (parts.registry.size === 0) parts.flushWhenIdle();
+    },
   };
 }

@@ -124,6 +124,7 @@ export class IndexedAssetSource {
       ranging: new Map(),
       brought: new Map(),
       lines,
+      flushWhenIdle: () => this.#flushWhenIdle(),
       flushWrites: () => {
         if (this.pool instanceof WorkerDigestPool) this.pool.flushStores();
       },

@@ -154,8 +154,9 @@ export class LoadRunner {
 
   /** A whole bundle that came for a range read: its members held and cached as a load's. */
   keepWhole(bundleSha: string, accepted: Accepted, contents: Map<string, Uint8Array>): void {
-    const { cache, view, held, asked } = this.#parts;
+    const { cache, view, held, asked, registry } = this.#parts;
     void cache.store(accepted.forCache, accepted.stored);
+    if (accepted.stored && registry.size === 0) this.#parts.flushWhenIdle();
     for (const [sha256, bytes] of contents) {
       const files = view.filesWith(bundleSha, sha256);
       held.put(sha256, bytes, files.length, files.filter((file) => asked.has(entryKey(file))).length, bundleSha);

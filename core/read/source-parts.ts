@@ -31,6 +31,8 @@ export interface SourceParts {
   readonly writes: Map<string, Promise<void>>;
   /** Asks for the pending writes now (the workers' wait for the loads to end). */
   flushWrites(): void;
+  /** Asks for the pending writes once the page is idle: what a range of its own brought, with no load in flight to ask when it ends. */
+  flushWhenIdle(): void;
   readonly pendingBytes: number;
   /** The reads asking the cache, per load key: what a load gathers before it plans (needed bytes). */
   readonly lookups: CacheLookups;
