@@ -191,7 +191,8 @@ export async function sampleExamplePage(options) {
  * default) the tab keeps Chromium's HTTP cache on, as a player's browser has it. With `waitStored`,
  * after the first frame and the quiet time it also waits for `window.exampleStored` (the
  * examples set it to their source's `whenStored()`), so that what the page stored is there when
- * the browser closes: the next visit is a return visit. Not timed.
+ * the browser closes: the next visit is a return visit. Not timed. With `storedTimeoutMs` it waits
+ * at most that long and says how it went (`stored`: see waitForStored).
  */
 export async function visitExamplePage({
   browser,
@@ -203,6 +204,7 @@ export async function visitExamplePage({
   published = '/published/',
   cache = true,
   waitStored = false,
+  storedTimeoutMs,
 }) {
   const errors = [];
   const page = await browser.newPage();
@@ -236,7 +238,7 @@ export async function visitExamplePage({
     })),
     protocol: performance.getEntriesByType('navigation')[0]?.nextHopProtocol,
   }));
-  if (waitStored) await page.evaluate(() => globalThis.exampleStored);
+  const stored = waitStored ? await waitForStored(page, storedTimeoutMs) : undefined;
   return {
     ms: result.firstFrameAt,
     readyAtMs: result.readyAt,
@@ -244,5 +246,32 @@ export async function visitExamplePage({
     start: startTimes(timing, workerRequests, published, result.firstFrameAt),
     protocol: timing.protocol,
     pageErrors: errors,
+    ...(stored ? { stored } : {}),
   };
+}
+
+/**
+ * Waits for `window.exampleStored`; with `timeoutMs`, at most that long, and resolves with how it
+ * went: `{ outcome: 'stored' | 'rejected: …' | 'timeout', ms }`, and on a timeout the page's
+ * `window.exampleSource.stats()` where it has one (what the source still holds and loads).
+ */
+async function waitForStored(page, timeoutMs) {
+  if (timeoutMs === undefined) {
+    await page.evaluate(() => globalThis.exampleStored);
+    return undefined;
+  }
+  const started = Date.now();
+  const outcome = await page.evaluate(
+    (ms) =>
+      Promise.race([
+        Promise.resolve(globalThis.exampleStored).then(
+          () => 'stored',
+          (error) => `rejected: ${error}`,
+        ),
+        new Promise((done) => setTimeout(() => done('timeout'), ms)),
+      ]),
+    timeoutMs,
+  );
+  const stats = outcome === 'timeout' ? await page.evaluate(() => globalThis.exampleSource?.stats?.()) : undefined;
+  return { outcome, ms: Date.now() - started, ...(stats ? { stats } : {}) };
 }

@@ -41,7 +41,9 @@
 // per visit, HTTP cache on), in an order that rotates from round to round:
 //   loose    first visit (empty profile), return visit (the same profile: every file revalidated, 304);
 //   bundled  first and return visit of the page as shipped; after each, the bench waits for the
-//            source's whenStored() (window.exampleStored) so that the return visit finds it;
+//            source's whenStored() (window.exampleStored) so that the return visit finds it, at
+//            most 20 s (then the browser closes all the same, as a player leaves: "stored" counts
+//            the visits whose writes settled, and the results keep the source's stats() of the others);
 //   limit    a loose visit from the all-immutable server, then the measured one, which asks for
 //            no asset: the engine's time with every asset byte in the browser, plus the page's own
 //            round trips at that cell (at 0 ms, the engine's time alone: "engine").
@@ -71,15 +73,7 @@ import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { createProfile, launchChromium, removeProfile } from './chromium.mjs';
-import {
-  checkVisit,
-  countRequests,
-  describeSite,
-  markdownTable,
-  printTable,
-  summarizeVisit,
-  wholeSecondTimes,
-} from './engines.mjs';
+import { checkVisit, countRequests, describeSite, markdownTable, printTable, summarizeVisit, wholeSecondTimes } from './engines.mjs';
 import { FIRST_FRAME, runWebpack, sampleChromiumArgs, visitExamplePage, withoutPreload } from './example-page.mjs';
 import {
   codeLine,
@@ -101,6 +95,7 @@ import {
   writeBenchmarksSection,
 } from './harness.mjs';
 import { audioList, GALLERY_MODELS, packEntries, STAGES } from './shapes/stage.mjs';
+import { requestedRanges } from '../dist/core/format/range-header.js';
 import { startThrottledServer } from './throttled-server.mjs';
 
 const SECTION_TITLE = '## Engines: games shaped like third-party ones, default publish, gzipping host (node bench/shapes.mjs)';
@@ -110,6 +105,8 @@ const require = createRequire(import.meta.url);
 const PROTOCOLS = ['http/1.1', 'h2'];
 /** bench/engines.mjs's aims: first visit b/l ≤ 1.0 (≤ 0.8 at 150 ms), fetched / used ≤ 1.1, return ≤ 1.1 × (limit + RTT). */
 const AIMS = { firstRatio: 1.0, firstRatioAt150: 0.8, fetchedPerUsed: 1.1, slack: 1.1 };
+/** How long a bundled visit waits for the source's whenStored() before the browser closes (it is then a player who left before the cache writes ended). */
+const STORED_TIMEOUT_MS = 20_000;
 
 // ---------------------------------------------------------------------------------------------
 // The games
@@ -190,14 +187,12 @@ function siteSummary(site) {
 // ---------------------------------------------------------------------------------------------
 // One visit's bundle bytes
 
-let requestedRanges;
-
 /**
  * Bundle bytes `requests` asked for more than once (answers with a body only: 200 whole, 206 its
  * Range header's ranges), as test/helpers/visit-server.ts bytesAskedTwice reads a visit, but
  * counted: the bytes covered twice or more, and the first such overlap.
  */
-function bytesTwice(requests, sizeOf) {
+export function bytesTwice(requests, sizeOf) {
   const spans = new Map();
   for (const request of requests) {
     const size = sizeOf.get(request.target);
@@ -205,7 +200,8 @@ function bytesTwice(requests, sizeOf) {
     const asked = request.status === '206' && request.range ? requestedRanges(request.range, size) : undefined;
     if (asked === 'unsatisfiable') continue;
     const list = spans.get(request.target) ?? [];
-    for (const { start, end } of asked ?? [{ start: 0, end: size - 1 }]) list.push({ start, end: end + 1, header: request.range ?? 'whole' });
+    for (const { start, end } of asked ?? [{ start: 0, end: size - 1 }])
+      list.push({ start, end: end + 1, header: request.range ?? 'whole' });
     spans.set(request.target, list);
   }
   let bytes = 0;
@@ -283,6 +279,7 @@ async function runChain(game, site, server, mode) {
           what,
           check: (ready) => game.check(ready, mode === 'bundled' ? 'bundled' : 'loose', site.index),
           waitStored: mode === 'bundled',
+          storedTimeoutMs: STORED_TIMEOUT_MS,
         });
         checkVisit(what, mode, visit, requests);
         samples[visit] = {
@@ -292,7 +289,12 @@ async function runChain(game, site, server, mode) {
           counts: countRequests(requests),
           ...visitBytes(site, requests),
           pageErrors: measured.pageErrors.length,
+          ...(measured.stored ? { stored: measured.stored } : {}),
         };
+        if (measured.stored && measured.stored.outcome !== 'stored')
+          process.stderr.write(
+            `  ${what}: whenStored() ${measured.stored.outcome} after ${(measured.stored.ms / 1000).toFixed(0)} s${measured.stored.stats ? `, source stats ${JSON.stringify(measured.stored.stats)}` : ''}\n`,
+          );
       } finally {
         await chromium.close();
       }
@@ -316,6 +318,16 @@ function summarize(list) {
     looseRawBytes: median(list.map((s) => s.looseRawBytes)),
     looseStoredBytes: median(list.map((s) => s.looseStoredBytes)),
     pageErrors: Math.max(...list.map((s) => s.pageErrors)),
+    // Bundled visits: how many saw whenStored() settle within STORED_TIMEOUT_MS, and the slowest that did.
+    ...(list.some((s) => s.stored)
+      ? {
+          storedVisits: list.filter((s) => s.stored?.outcome === 'stored').length,
+          storedMaxMs: Math.max(0, ...list.filter((s) => s.stored?.outcome === 'stored').map((s) => s.stored.ms)),
+          notStored: list
+            .filter((s) => s.stored && s.stored.outcome !== 'stored')
+            .map((s) => ({ outcome: s.stored.outcome, stats: s.stored.stats })),
+        }
+      : {}),
   };
 }
 
@@ -379,7 +391,9 @@ const atLineRate = (bytes, cell) => (cell.mbit ? (bytes * 8) / (cell.mbit * 1000
 /** The figures of a cell (see the header). */
 export function judgeShape(part, cell) {
   const limit = cell.limit.limit.median;
-  const zero = part.cells.find((other) => other.game === cell.game && other.protocol === cell.protocol && other.latencyMs === 0 && !other.mbit);
+  const zero = part.cells.find(
+    (other) => other.game === cell.game && other.protocol === cell.protocol && other.latencyMs === 0 && !other.mbit,
+  );
   const used = cell.loose.first.counts.loose.bytes;
   const fetched = cell.bundled.first.counts.bundles.bytes;
   const firstRatio = cell.bundled.first.median / cell.loose.first.median;
@@ -417,8 +431,12 @@ const runsText = (cell) => `${cell.rounds}${cell.reduced ? ' (3: a visit over 20
 const requestsText = (counts) =>
   `${counts.all.requests} (${counts.all.notModified} × 304${counts.all.partial ? `, ${counts.all.partial} × 206` : ''})`;
 /** Bytes asked twice: the median visit's, and the most of any (of how many visits had any). */
+/** Bundled visits whose whenStored() settled within STORED_TIMEOUT_MS, of all. */
+const storedText = (visit) => (visit.storedVisits === undefined ? '–' : `${visit.storedVisits} of ${visit.samplesMs.length}`);
 const twiceText = (visit) =>
-  visit.twiceMaxBytes === 0 ? '0' : `${visit.twiceBytes} (max ${visit.twiceMaxBytes}; ${visit.twiceVisits} of ${visit.samplesMs.length} visits)`;
+  visit.twiceMaxBytes === 0
+    ? '0'
+    : `${visit.twiceBytes} (max ${visit.twiceMaxBytes}; ${visit.twiceVisits} of ${visit.samplesMs.length} visits)`;
 
 const FIRST_HEAD = [
   'game',
@@ -434,6 +452,7 @@ const FIRST_HEAD = [
   'fetched / used (≤ 1.1)',
   'fetched / stored',
   'bytes twice',
+  'stored (≤ 20 s)',
   'requests l → b',
   'runs',
   'load',
@@ -453,6 +472,7 @@ function firstRows(part) {
       met(judged.fetchedMet, judged.fetchedPerUsed.toFixed(2)),
       judged.fetchedPerStored.toFixed(2),
       twiceText(cell.bundled.first),
+      storedText(cell.bundled.first),
       `${cell.loose.first.counts.all.requests} → ${cell.bundled.first.counts.all.requests}`,
       runsText(cell),
       cell.load.join('–'),
@@ -460,11 +480,27 @@ function firstRows(part) {
   });
 }
 
-const LIMIT_HEAD = ['game', 'protocol', 'RTT', 'bandwidth', 'limit s: every asset in memory (min–max)', 'engine s (limit at 0 ms)', 'used at line rate s', 'limit + RTT s'];
+const LIMIT_HEAD = [
+  'game',
+  'protocol',
+  'RTT',
+  'bandwidth',
+  'limit s: every asset in memory (min–max)',
+  'engine s (limit at 0 ms)',
+  'used at line rate s',
+  'limit + RTT s',
+];
 function limitRows(part) {
   return part.cells.map((cell) => {
     const judged = judgeShape(part, cell);
-    return [cell.game, ...network(cell), range(cell.limit.limit), s2(judged.engineMs), s2(judged.usedAtRateMs), s2(judged.limitMs + cell.latencyMs)];
+    return [
+      cell.game,
+      ...network(cell),
+      range(cell.limit.limit),
+      s2(judged.engineMs),
+      s2(judged.usedAtRateMs),
+      s2(judged.limitMs + cell.latencyMs),
+    ];
   });
 }
 
@@ -482,6 +518,7 @@ const RETURN_HEAD = [
   'requests bundled',
   'bundled kB (index + bundles)',
   'bytes twice',
+  'stored (≤ 20 s)',
 ];
 function returnRows(part) {
   return part.cells.map((cell) => {
@@ -499,6 +536,7 @@ function returnRows(part) {
       requestsText(bundled),
       `${kB(bundled.index.bytes)} + ${kB(bundled.bundles.bytes)}`,
       twiceText(cell.bundled.return),
+      storedText(cell.bundled.return),
     ];
   });
 }
@@ -513,11 +551,15 @@ function aimCounts(part) {
   const judged = part.cells.map((cell) => judgeShape(part, cell));
   const count = (key) => `${judged.filter((j) => j[key]).length} of ${judged.length}`;
   const twice = part.cells.filter((cell) => cell.bundled.first.twiceMaxBytes > 0 || cell.bundled.return.twiceMaxBytes > 0).length;
+  const bundledVisits = part.cells.flatMap((cell) => [cell.bundled.first, cell.bundled.return]);
+  const stored = bundledVisits.reduce((sum, visit) => sum + (visit.storedVisits ?? 0), 0);
+  const visits = bundledVisits.reduce((sum, visit) => sum + visit.samplesMs.length, 0);
   return [
     `- first visit, bundled / loose ≤ 1.0 (≤ 0.8 at 150 ms): met in ${count('firstMet')} cells;`,
     `- first scene, bundle bytes fetched / used (as the gzipping host sent the loose files) ≤ 1.1: met in ${count('fetchedMet')};`,
     `- return visit, bundled ≤ 1.1 × (limit + RTT): met in ${count('returnMet')};`,
-    `- bundle bytes asked for twice in a visit: in ${twice} of ${part.cells.length} cells.`,
+    `- bundle bytes asked for twice in a visit: in ${twice} of ${part.cells.length} cells;`,
+    `- bundled visits whose cache writes (whenStored) settled within 20 s: ${stored} of ${visits}.`,
   ];
 }
 
@@ -583,7 +625,7 @@ function renderSection(parts) {
   return [
     SECTION_TITLE,
     '',
-    '`node bench/shapes.mjs` (its header says it all) builds four games shaped like third-party ones (bench/shapes/) with the **default publish** (the awake-bundle webpack plugin at its defaults, `loads: false`: `--group auto`): **babylon-folder** (one milk truck, 0.45 MB, of a `models/` folder of eleven models, 16 MB), **phaser-pack** (a pack file of 19 small files, 0.4 MB), **phaser-audio** (38 sounds, 8 MB, decoded in preload), **babylon-gallery** (nine glTF/GLB models, 6.5 MB, at once). Host: nginx with gzip on (JSON, glTF, JS, XML, text, HTML) and Range, over HTTP/1.1 and HTTP/2 through bench/throttled-server.mjs; visits, limit and times as bench/engines.mjs\'s section says. **used** = the first visit\'s loose answers as sent (gzip\'d where the host compresses), then those files raw, then their members as stored in the bundles; **fetched** = the bundled first visit\'s bundle bodies; **bytes twice** = bundle bytes a visit asked for more than once (median visit, and the most of any).',
+    "`node bench/shapes.mjs` (its header says it all) builds four games shaped like third-party ones (bench/shapes/) with the **default publish** (the awake-bundle webpack plugin at its defaults, `loads: false`: `--group auto`): **babylon-folder** (one milk truck, 0.45 MB, of a `models/` folder of eleven models, 16 MB), **phaser-pack** (a pack file of 19 small files, 0.4 MB), **phaser-audio** (38 sounds, 8 MB, decoded in preload), **babylon-gallery** (nine glTF/GLB models, 6.5 MB, at once). Host: nginx with gzip on (JSON, glTF, JS, XML, text, HTML) and Range, over HTTP/1.1 and HTTP/2 through bench/throttled-server.mjs; visits, limit and times as bench/engines.mjs's section says. **used** = the first visit's loose answers as sent (gzip'd where the host compresses), then those files raw, then their members as stored in the bundles; **fetched** = the bundled first visit's bundle bodies; **bytes twice** = bundle bytes a visit asked for more than once (median visit, and the most of any).",
     '',
     ...mergeParts(parts).flatMap(renderPart),
   ].join('\n');
@@ -613,7 +655,6 @@ export async function main(args = process.argv.slice(2)) {
   const protocols = (options.values.protocols ?? PROTOCOLS.join(',')).split(',').map((name) => name.trim());
   for (const name of protocols) if (!PROTOCOLS.includes(name)) options.usage(`unknown protocol ${name} (${PROTOCOLS.join(', ')})`);
   if (!existsSync(join(ROOT, 'dist', 'core', 'node', 'index.js'))) throw new Error('dist/ is missing: run `npm run build` first');
-  ({ requestedRanges } = await import(pathToFileURL(join(ROOT, 'dist', 'core', 'format', 'range-header.js')).href));
   if (!options.values['no-build']) for (const name of games) await buildShape(name);
   const sites = Object.fromEntries(games.map((name) => [name, describeSite(name, SHAPES_DIR)]));
   const part = {

@@ -83,7 +83,7 @@ function oggCrc(bytes) {
 /** The Ogg file `bytes` with every page's stream serial number `serial` and its CRC recomputed (checked against the original's first). */
 export function withOggSerial(bytes, serial) {
   const out = Buffer.from(bytes);
-  for (let at = 0; at < out.length; ) {
+  for (let at = 0; at < out.length;) {
     if (out.toString('latin1', at, at + 4) !== 'OggS') throw new Error(`not an Ogg page at byte ${at}`);
     const segments = out[at + 26];
     let body = 0;
@@ -113,10 +113,16 @@ export function withId3v1(bytes, title) {
 function pcmOf(bytes, what) {
   if (bytes.toString('latin1', 0, 4) !== 'RIFF' || bytes.toString('latin1', 8, 12) !== 'WAVE') throw new Error(`${what}: not a WAV`);
   let format;
-  for (let at = 12; at + 8 <= bytes.length; ) {
+  for (let at = 12; at + 8 <= bytes.length;) {
     const id = bytes.toString('latin1', at, at + 4);
     const size = bytes.readUInt32LE(at + 4);
-    if (id === 'fmt ') format = { tag: bytes.readUInt16LE(at + 8), channels: bytes.readUInt16LE(at + 10), rate: bytes.readUInt32LE(at + 12), bits: bytes.readUInt16LE(at + 22) };
+    if (id === 'fmt ')
+      format = {
+        tag: bytes.readUInt16LE(at + 8),
+        channels: bytes.readUInt16LE(at + 10),
+        rate: bytes.readUInt32LE(at + 12),
+        bits: bytes.readUInt16LE(at + 22),
+      };
     if (id === 'data') {
       if (!format || format.tag !== 1 || format.channels !== 1 || format.rate !== 44100 || format.bits !== 16)
         throw new Error(`${what}: not 16-bit mono PCM at 44.1 kHz (${JSON.stringify(format)})`);
@@ -160,7 +166,8 @@ export function ambienceWav(clips, bytes, seed) {
   for (let k = 0; at < length; k++) {
     const clip = clips[k % clips.length];
     const gain = 0.3 + (0.7 * random[(length * 2 + k) % random.length]) / 255;
-    for (let i = 0; i < clip.length && at + i < length; i++) out[at + i] = Math.max(-32768, Math.min(32767, Math.round(out[at + i] + clip[i] * gain)));
+    for (let i = 0; i < clip.length && at + i < length; i++)
+      out[at + i] = Math.max(-32768, Math.min(32767, Math.round(out[at + i] + clip[i] * gain)));
     at += clip.length + Math.round(44.1 * (20 + (100 * random[(length * 2 + 2048 + k) % random.length]) / 255));
   }
   return wavOf(out);
@@ -222,7 +229,11 @@ const PACK_DATA = {
       id: i + 1,
       name: `Level ${i + 1}`,
       par: 30 + i * 7,
-      spawns: Array.from({ length: 4 }, (_, j) => ({ x: 40 + ((i * 97 + j * 53) % 560), y: 60 + ((i * 31 + j * 71) % 220), kind: ['coin', 'slime', 'chest', 'emoji'][j] })),
+      spawns: Array.from({ length: 4 }, (_, j) => ({
+        x: 40 + ((i * 97 + j * 53) % 560),
+        y: 60 + ((i * 31 + j * 71) % 220),
+        kind: ['coin', 'slime', 'chest', 'emoji'][j],
+      })),
     })),
   },
   'assets/data/strings.json': {

@@ -12,32 +12,37 @@ const HtmlWebpackPlugin = require('html-webpack-plugin');
 const repo = path.resolve(__dirname, '../..');
 
 /** The config of the game in `dir` (its src/main.ts and index.html). */
-module.exports = (dir) => async (env = {}) => {
-  if (!env.assets || !env.out) throw new Error(`${path.basename(dir)}: env.assets and env.out are needed (node bench/shapes.mjs builds it)`);
-  // awake-bundle is ESM; a CommonJS config imports it (in a game: `await import('awake-bundle/webpack')`).
-  const { AwakeBundlePlugin } = await import(pathToFileURL(path.join(repo, 'dist/integrations/webpack/index.js')).href);
-  return {
-    mode: env.production ? 'production' : 'development',
-    devtool: env.production ? false : 'source-map',
-    context: dir,
-    entry: './src/main.ts',
-    output: { path: path.resolve(env.out), filename: 'main.js' },
-    resolve: {
-      extensions: ['.ts', '.js'],
-      alias: {
-        'awake-bundle/phaser$': path.join(repo, 'dist/adapters/phaser/index.js'),
-        'awake-bundle/babylon$': path.join(repo, 'dist/adapters/babylon/index.js'),
-        'awake-bundle$': path.join(repo, 'dist/core/index.js'),
+module.exports =
+  (dir) =>
+  async (env = {}) => {
+    if (!env.assets || !env.out)
+      throw new Error(`${path.basename(dir)}: env.assets and env.out are needed (node bench/shapes.mjs builds it)`);
+    // awake-bundle is ESM; a CommonJS config imports it (in a game: `await import('awake-bundle/webpack')`).
+    const { AwakeBundlePlugin } = await import(pathToFileURL(path.join(repo, 'dist/integrations/webpack/index.js')).href);
+    return {
+      mode: env.production ? 'production' : 'development',
+      devtool: env.production ? false : 'source-map',
+      context: dir,
+      entry: './src/main.ts',
+      output: { path: path.resolve(env.out), filename: 'main.js' },
+      resolve: {
+        extensions: ['.ts', '.js'],
+        alias: {
+          'awake-bundle/phaser$': path.join(repo, 'dist/adapters/phaser/index.js'),
+          'awake-bundle/babylon$': path.join(repo, 'dist/adapters/babylon/index.js'),
+          'awake-bundle$': path.join(repo, 'dist/core/index.js'),
+        },
       },
-    },
-    module: {
-      rules: [{ test: /\.ts$/, loader: 'ts-loader', options: { configFile: path.join(__dirname, 'tsconfig.json'), transpileOnly: true } }],
-    },
-    plugins: [
-      new AwakeBundlePlugin({ assets: env.assets, output: 'published', loads: false }),
-      new HtmlWebpackPlugin({ template: './index.html', inject: 'body', scriptLoading: 'blocking' }),
-    ],
-    performance: { hints: false },
-    stats: 'errors-warnings',
+      module: {
+        rules: [
+          { test: /\.ts$/, loader: 'ts-loader', options: { configFile: path.join(__dirname, 'tsconfig.json'), transpileOnly: true } },
+        ],
+      },
+      plugins: [
+        new AwakeBundlePlugin({ assets: env.assets, output: 'published', loads: false }),
+        new HtmlWebpackPlugin({ template: './index.html', inject: 'body', scriptLoading: 'blocking' }),
+      ],
+      performance: { hints: false },
+      stats: 'errors-warnings',
+    };
   };
-};

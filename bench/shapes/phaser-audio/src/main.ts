@@ -12,7 +12,7 @@ import list from '../audio-list.json';
 
 const LOOSE = new URLSearchParams(location.search).has('loose');
 
-type BenchWindow = { exampleReady?: unknown; exampleStored?: Promise<unknown> };
+type BenchWindow = { exampleReady?: unknown; exampleStored?: Promise<unknown>; exampleSource?: unknown };
 
 class Boot extends Phaser.Scene {
   constructor() {
@@ -42,6 +42,8 @@ class Boot extends Phaser.Scene {
       const source = awkbSource(this, 'assets');
       // Settles when the cache has stored this load's bundles (bench/shapes.mjs waits for it before a return visit).
       (window as BenchWindow).exampleStored = source?.whenStored();
+      // Its stats() (held bytes, loads in flight), which bench/shapes.mjs reads when whenStored() takes too long.
+      (window as BenchWindow).exampleSource = source;
       (window as BenchWindow).exampleReady = {
         textures: list.images.filter((image) => this.textures.exists(image.key)).length,
         sounds: list.audio.filter((sound) => this.cache.audio.exists(sound.key)).length,

@@ -11,7 +11,7 @@ import { AwkbPlugin, awkbSource } from 'awake-bundle/phaser';
 const LOOSE = new URLSearchParams(location.search).has('loose');
 
 type PackEntry = { type: string; key: string };
-type BenchWindow = { exampleReady?: unknown; exampleStored?: Promise<unknown> };
+type BenchWindow = { exampleReady?: unknown; exampleStored?: Promise<unknown>; exampleSource?: unknown };
 
 /** Whether the pack's entry is in its cache (a texture, a sound, JSON, a font). */
 function loaded(scene: Phaser.Scene, entry: PackEntry): boolean {
@@ -41,7 +41,10 @@ class Title extends Phaser.Scene {
   create(): void {
     const { width, height } = this.scale;
     this.add.image(0, 0, 'background').setOrigin(0).setDisplaySize(width, height).setAlpha(0.6);
-    this.add.image(width / 2, height / 2, 'splash').setScale(0.25).setAlpha(0.5);
+    this.add
+      .image(width / 2, height / 2, 'splash')
+      .setScale(0.25)
+      .setAlpha(0.5);
     const strings = this.cache.json.get('strings') as { title: string; hints: string[] };
     this.add.bitmapText(16, 12, 'retro', strings.title);
     this.add.image(520, 90, 'preview').setScale(0.35);
@@ -67,6 +70,8 @@ class Title extends Phaser.Scene {
       const source = awkbSource(this, 'assets');
       // Settles when the cache has stored this load's bundles (bench/shapes.mjs waits for it before a return visit).
       (window as BenchWindow).exampleStored = source?.whenStored();
+      // Its stats() (held bytes, loads in flight), which bench/shapes.mjs reads when whenStored() takes too long.
+      (window as BenchWindow).exampleSource = source;
       (window as BenchWindow).exampleReady = {
         packEntries: entries.length,
         loaded: entries.filter((entry) => loaded(this, entry)).length,
