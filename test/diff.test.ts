@@ -149,6 +149,42 @@ describe('planDeltaRanges', () => {
       expect((caught as InvalidOptionError).option).toBe(option);
     }
   });
+  test('past maxRanges, the same ranges as merging the closest neighbours pair by pair, ties included, in O(n log n)', () => {
+    // The rule as first written: the pair with the smallest gap (the first on a tie), merged again and again.
+    const pairByPair = (ranges: { start: number; end: number }[], maxRanges: number) => {
+      const capped = ranges.map((range) => ({ ...range }));
+      while (capped.length > maxRanges) {
+        let smallest = 0;
+        for (let i = 1; i < capped.length - 1; i++)
+          if (capped[i + 1]!.start - capped[i]!.end < capped[smallest + 1]!.start - capped[smallest]!.end) smallest = i;
+        capped[smallest]!.end = capped[smallest + 1]!.end;
+        capped.splice(smallest + 1, 1);
+      }
+      return capped;
+    };
+    let seed = 7;
+    const random = (n: number) => ((seed = (seed * 1103515245 + 12345) % 2 ** 31), seed % n);
+    for (let round = 0; round < 200; round++) {
+      const members: { offset: number; sizeBytes: number; sha256: string }[] = [];
+      let offset = 0;
+      const count = 2 + random(60);
+      // Gaps from a few values, so that ties are common.
+      for (let i = 0; i < count; i++) {
+        members.push({ offset, sizeBytes: 1 + random(50), sha256: `m${i}` });
+        offset += members[i]!.sizeBytes + [1, 2, 3, 5, 8][random(5)]!;
+      }
+      const missing = new Set(members.map((member) => member.sha256));
+      const maxRanges = 1 + random(count + 2);
+      const plan = planDeltaRanges(offset * 4, members, missing, { maxGapBytes: 0, maxRanges });
+      const spans = members.map((member) => ({ start: member.offset, end: member.offset + member.sizeBytes }));
+      expect(plan.ranges).toEqual(pairByPair(spans, maxRanges));
+    }
+    // 100k spans to 4 ranges: pair by pair, ~5·10⁹ gap comparisons (minutes); now a sort.
+    const many = Array.from({ length: 100_000 }, (_, i) => ({ offset: i * 10, sizeBytes: 5, sha256: `x${i}` }));
+    const plan = planDeltaRanges(2_000_000, many, new Set(many.map((member) => member.sha256)), { maxGapBytes: 0, maxRanges: 4 });
+    expect(plan.ranges).toHaveLength(4);
+    expect(plan.ranges.at(-1)!.end).toBe(999_995);
+  });
 });
 
 // ---------------------------------------------------------------------------------------------

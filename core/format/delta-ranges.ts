@@ -6,7 +6,7 @@
  * The rule: the missing members' spans, in offset order; spans closer than `maxGapBytes` merged
  * into one range (a small gap costs less than a request); the whole bundle when the missing
  * bytes are more than `maxMissingFraction` of it; and when more than `maxRanges` ranges remain,
- * the two neighbours with the smallest gap between them merged, again and again.
+ * the two neighbours with the smallest gap between them merged, again and again (`capRanges`).
  */
 import { InvalidOptionError } from '../errors.js';
 import { DEFAULT_DELTA_RANGE_OPTIONS, type DeltaRangeOptions } from './delta-range-options.js';
@@ -88,16 +88,21 @@ function mergeCloseRanges(spans: DeltaByteRange[], maxGapBytes: number): DeltaBy
   return merged;
 }
 
-/** Merges the two neighbours with the smallest gap (the first such pair on a tie) until at most `maxRanges` remain. */
+/**
+ * Merges the two neighbours with the smallest gap (the first such pair on a tie), again and
+ * again, until at most `maxRanges` remain. A merge removes one gap and leaves the others as they
+ * were, so that is: cut at the `maxRanges − 1` widest gaps (of equal ones, the later), join the
+ * rest. O(n log n), where merging pair by pair was O(n²).
+ */
 function capRanges(ranges: DeltaByteRange[], maxRanges: number): DeltaByteRange[] {
-  const capped = ranges.map((range) => ({ ...range }));
-  while (capped.length > maxRanges) {
-    let smallest = 0;
-    for (let i = 1; i < capped.length - 1; i++) {
-      if (capped[i + 1]!.start - capped[i]!.end < capped[smallest + 1]!.start - capped[smallest]!.end) smallest = i;
-    }
-    capped[smallest]!.end = capped[smallest + 1]!.end;
-    capped.splice(smallest + 1, 1);
+  if (ranges.length <= maxRanges) return ranges.map((range) => ({ ...range }));
+  const gaps = Array.from({ length: ranges.length - 1 }, (_, i) => i);
+  gaps.sort((a, b) => ranges[b + 1]!.start - ranges[b]!.end - (ranges[a + 1]!.start - ranges[a]!.end) || b - a);
+  const cuts = new Set(gaps.slice(0, maxRanges - 1));
+  const capped: DeltaByteRange[] = [{ ...ranges[0]! }];
+  for (let i = 1; i < ranges.length; i++) {
+    if (cuts.has(i - 1)) capped.push({ ...ranges[i]! });
+    else capped[capped.length - 1]!.end = ranges[i]!.end;
   }
   return capped;
 }
