@@ -540,6 +540,38 @@ test('the read-ahead of a glTF between its buffer and image asks for both withou
   }
 });
 
+test("a return visit: the read-ahead reads what the cache holds of a glTF's references in one batch; the engine's reads take it from memory", async () => {
+  /** A cache that notes every content it is asked to read, by batch. */
+  class NotingCache extends MemoryCache {
+    readonly asked: string[][] = [];
+    override async getMany(keys: string[]): Promise<(Uint8Array | undefined)[]> {
+      this.asked.push([...keys]);
+      return Promise.all(keys.map((key) => super.get(key)));
+    }
+  }
+  const cache = new NotingCache();
+  const first = await open({ cache });
+  await first.load(['truck/truck.gltf', 'truck/truck.bin', 'truck/truck.jpg']);
+  await first.whenStored();
+  first.dispose();
+  const { fetch, ranges } = recordingFetch();
+  const source = await open({ fetch, cache });
+  await source.read('truck/truck.gltf');
+  // The read-ahead's batch in memory (bounded: 1,000 turns of the event loop).
+  const references = TRUCK_BIN.length + TRUCK_JPG.length;
+  for (let turn = 0; turn < 1000 && source.stats().heldBytes < references; turn++) await new Promise(setImmediate);
+  expect(source.stats()).toMatchObject({ heldBytes: references, protectedBytes: 0 });
+  const batches = cache.asked.length;
+  const [bin, jpg] = await Promise.all([source.read('truck/truck.bin'), source.read('truck/truck.jpg')]);
+  expect([sha256Hex(bin!), sha256Hex(jpg!)]).toEqual([sha256Hex(TRUCK_BIN), sha256Hex(TRUCK_JPG)]);
+  // Without it, the engine's reads asked the cache again (another batch) when they came.
+  expect(cache.asked.length).toBe(batches);
+  expect(cache.asked.at(-1)!.sort()).toEqual([entry('truck/truck.bin').sha256, entry('truck/truck.jpg').sha256].sort());
+  expect(ranges).toEqual([]);
+  expect(source.stats().heldBytes).toBe(0);
+  source.dispose();
+});
+
 test('a member that came by range is cached whole even when the game detaches its buffer as soon as it has it', async () => {
   const { fetch, ranges } = recordingFetch();
   const cache = new MemoryCache();

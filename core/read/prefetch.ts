@@ -74,9 +74,16 @@ export class Prefetcher {
     // One load over its bundles (needed-bytes.ts `WholeAllowance`).
     const allowance: WholeAllowance = {};
     // While the cache answered, the game may have read them, or a load of theirs started: asked again.
-    for (const loadKey of open(files).keys())
+    const still = open(files);
+    for (const loadKey of still.keys())
       if (groups.has(loadKey) && !complete.has(loadKey) && !this.#parts.lifetime.aborted)
         this.#loads.start(loadKey, { ...(present ? { present } : {}), wanted: shasOf(groups.get(loadKey)!), allowance });
+    // A return visit: what the cache holds is read now, in one batch, while the engine parses the
+    // referrer, and held (unpinned) for its reads, rather than read when each asks.
+    const cached = [...still].filter(([loadKey]) => complete.has(loadKey)).flatMap(([, entries]) => entries);
+    if (cached.length === 0 || this.#parts.lifetime.aborted) return;
+    const wantedContents = () => new Set(files.filter((file) => wanted(file.path)).map((file) => file.entry.sha256));
+    await this.#holdFromCache(cached, wantedContents);
   }
 
   /**
@@ -221,9 +228,11 @@ export class Prefetcher {
 
   /**
    * Reads a group that the cache holds whole into `held` for the prefetch's reads (one batch,
-   * checked in a worker where there is one); false when an entry was gone or bad after all.
+   * checked in a worker where there is one), pinned for them; for a read-ahead (`stillWanted`),
+   * the contents whose files are still unread, held unpinned within the memory budget like what a
+   * load brings. False when an entry was gone or bad after all.
    */
-  async #holdFromCache(group: Entry[]): Promise<boolean> {
+  async #holdFromCache(group: Entry[], stillWanted?: () => Set<string>): Promise<boolean> {
     const { held, cache } = this.#parts;
     const unheld = () => distinct(group.filter((entry) => !held.has(entry.sha256)));
     if (unheld().length === 0) return true;
@@ -232,11 +241,13 @@ export class Prefetcher {
     const wanted = unheld();
     if (wanted.length === 0) return true;
     const found = await cache.getVerified(wanted);
+    const unread = stillWanted?.();
     const readsOf = new Map<string, number>();
     for (const file of group) readsOf.set(file.sha256, (readsOf.get(file.sha256) ?? 0) + 1);
     for (const [sha256, bytes] of found) {
       const reads = readsOf.get(sha256) ?? 0;
-      held.put(sha256, bytes, reads, reads, 'cache');
+      if (unread && (!unread.has(sha256) || held.has(sha256))) continue; // read, or brought, meanwhile
+      held.put(sha256, bytes, reads, unread ? 0 : reads, 'cache');
     }
     return found.size === wanted.length;
   }
