@@ -156,6 +156,32 @@ function startTimes(timing, workerRequests, published, firstFrameMs) {
   };
 }
 
+/**
+ * What a page's per-file hand-off record needs besides itself (bench/shapes/phaser-handoff.ts:
+ * `handed`, `done`): each file's path below `published` (its src resolved against the page), and
+ * the responses below `published` ({ path, start, end } in ms from navigation start), the page's
+ * Resource Timing and the bundles its workers fetched (CDP: see logWorkerRequests).
+ */
+function handoffTimes(timing, workerRequests, published) {
+  const pathOf = (url) => decodeURIComponent(new URL(url, timing.href).pathname);
+  const below = (path) => path.startsWith(published);
+  return {
+    handed: timing.handoff.handed.map(([type, key, src, ms]) => ({ type, key, path: pathOf(src).slice(published.length), ms })),
+    done: timing.handoff.done.map(([type, key, ms]) => ({ type, key, ms })),
+    responses: [
+      ...timing.resources.map((entry) => ({ path: pathOf(entry.url), start: entry.startTime, end: entry.responseEnd, by: 'page' })),
+      ...workerRequests.map((entry) => ({
+        path: pathOf(entry.url),
+        start: entry.wallTimeMs - timing.timeOrigin,
+        end: entry.endWallTimeMs - timing.timeOrigin,
+        by: 'worker',
+      })),
+    ]
+      .filter((entry) => below(entry.path))
+      .map((entry) => ({ ...entry, path: entry.path.slice(published.length) })),
+  };
+}
+
 /** The server's log entries since `mark`, once QUIET_MS passed without a new one (at most 10 s). */
 async function quietRequests(server, mark) {
   const deadline = Date.now() + 10_000;
@@ -237,6 +263,9 @@ export async function visitExamplePage({
       responseEnd: entry.responseEnd,
     })),
     protocol: performance.getEntriesByType('navigation')[0]?.nextHopProtocol,
+    // Per-file hand-off times, where the page records them (bench/shapes/phaser-handoff.ts).
+    handoff: globalThis.exampleHandoff,
+    href: location.href,
   }));
   const stored = waitStored ? await waitForStored(page, storedTimeoutMs) : undefined;
   return {
@@ -245,6 +274,7 @@ export async function visitExamplePage({
     requests,
     start: startTimes(timing, workerRequests, published, result.firstFrameAt),
     protocol: timing.protocol,
+    ...(timing.handoff ? { handoff: handoffTimes(timing, workerRequests, published) } : {}),
     pageErrors: errors,
     ...(stored ? { stored } : {}),
   };

@@ -65,7 +65,14 @@
 //   bytes twice     bundle bytes a visit asked for more than once (from the access log's Range
 //                   headers, answers with a body only: test/helpers/visit-server.ts bytesAskedTwice,
 //                   counted in bytes): the median and the most of any visit, first and return;
-//   limit, engine   the game's limit at the cell and at 0 ms; return aim: ≤ 1.1 × (limit + 1 RTT).
+//   limit, engine   the game's limit at the cell and at 0 ms; return aim: ≤ 1.1 × (limit + 1 RTT);
+//   hand-off        the Phaser games, per file (bench/shapes/phaser-handoff.ts records it in the
+//                   page: a timestamp per event, read after the first frame): bytes in (loose: its
+//                   response's end; bundled: the latest end of its bundle's responses by the
+//                   hand-off), handed to Phaser (File#onLoad), done (`filecomplete`: a sound
+//                   decoded); per visit the median and last of each, and the lags' medians and
+//                   90th percentiles; first visits, done bundled − loose of the five largest sounds
+//                   and of each format (fileHandoffs).
 // Medians of --runs rounds (5), or 3 where a visit of the first round took over 20 s.
 import { createHash } from 'node:crypto';
 import { cpSync, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -244,6 +251,133 @@ function visitBytes(site, requests) {
 }
 
 // ---------------------------------------------------------------------------------------------
+// Per-file hand-off (the Phaser games: bench/shapes/phaser-handoff.ts records it in the page)
+
+const round1 = (ms) => (Number.isFinite(ms) ? Math.round(ms * 10) / 10 : undefined);
+/** The q-quantile of `values` (linear between ranks); undefined when there are none. */
+function quantile(values, q) {
+  const sorted = values.filter(Number.isFinite).sort((a, b) => a - b);
+  if (!sorted.length) return undefined;
+  const at = (sorted.length - 1) * q;
+  const low = Math.floor(at);
+  return sorted[low] + (sorted[Math.min(low + 1, sorted.length - 1)] - sorted[low]) * (at - low);
+}
+
+/** The median of `values` (undefined when there are none). */
+const middle = (values) => quantile(values, 0.5);
+
+/**
+ * One visit's files, each { id: 'type:key', path, bytes (raw), bundle, bytesIn, handed, done } in
+ * ms from navigation start: `handed` when Phaser's File#onLoad ran (the XHR's load loose, the
+ * adapter's finished XHR bundled), `done` its `filecomplete` (a sound: decoded), `bytesIn` the
+ * last byte of what brought it: loose, the file's own response (its Resource Timing responseEnd);
+ * bundled, the latest end among its bundle's responses (page or worker, a range each when ranges
+ * are used) that ended by the hand-off (which response held the member is not known: the lag it
+ * gives is the smallest it can be); none when no response of its bundle had ended by then
+ * (`whileStreaming`: handed while its bundle was still arriving, or from the cache on a return
+ * visit). Files not in the index (the adapter's own index file) are left out. Also the bundles'
+ * responses (the first 12 hex digits of each bundle's name, start, end, page or worker).
+ */
+function fileHandoffs(site, record) {
+  const files = new Map(site.index.files.map((file) => [file.path, file]));
+  const bundleUrl = new Map(site.index.bundles.map((bundle) => [bundle.sha256, bundle.url]));
+  const doneAt = new Map();
+  for (const { type, key, ms } of record.done) if (!doneAt.has(`${type}:${key}`)) doneAt.set(`${type}:${key}`, ms);
+  const handed = new Map();
+  for (const entry of record.handed) handed.set(`${entry.type}:${entry.key}`, entry);
+  const list = [];
+  for (const [id, { path, ms }] of handed) {
+    const file = files.get(path);
+    if (!file) continue;
+    const own = record.responses.filter((response) => response.path === path && Number.isFinite(response.end));
+    const bundle = record.responses.filter((response) => response.path === bundleUrl.get(file.bundle) && Number.isFinite(response.end));
+    const from = own.length ? own : bundle;
+    const ended = from.filter((response) => response.start <= ms && response.end <= ms).map((response) => response.end);
+    list.push({
+      id,
+      path,
+      bytes: file.sizeBytes,
+      ...(own.length ? {} : { bundle: file.bundle.slice(0, 12) }),
+      bytesIn: round1(ended.length ? Math.max(...ended) : undefined),
+      ...(!own.length && !ended.length && from.length ? { whileStreaming: true } : {}),
+      handed: round1(ms),
+      done: round1(doneAt.get(id)),
+    });
+  }
+  const bundles = record.responses
+    .filter((response) => /^bundles\/[0-9a-f]{64}\.awkb$/.test(response.path))
+    .map((response) => ({ bundle: response.path.slice(8, 20), start: round1(response.start), end: round1(response.end), by: response.by }));
+  return { files: list, bundles };
+}
+
+/** A visit's hand-off figures: medians and the last of bytes in, handed and done over its files, the lags' medians and 90th percentiles. */
+function handoffStats(files) {
+  const of = (pick) => files.map(pick).filter(Number.isFinite);
+  const last = (values) => (values.length ? Math.max(...values) : undefined);
+  const lagIn = of((file) => (file.bytesIn === undefined ? undefined : file.handed - file.bytesIn));
+  const lagDone = of((file) => (file.done === undefined ? undefined : file.done - file.handed));
+  return {
+    files: files.length,
+    bytesInMedian: middle(of((file) => file.bytesIn)),
+    bytesInMax: last(of((file) => file.bytesIn)),
+    handedMedian: middle(of((file) => file.handed)),
+    handedMax: last(of((file) => file.handed)),
+    doneMedian: middle(of((file) => file.done)),
+    doneMax: last(of((file) => file.done)),
+    inToHandedMedian: middle(lagIn),
+    inToHandedP90: quantile(lagIn, 0.9),
+    handedToDoneMedian: middle(lagDone),
+    handedToDoneP90: quantile(lagDone, 0.9),
+    whileStreaming: files.filter((file) => file.whileStreaming).length,
+  };
+}
+
+/** The hand-off of a visit's samples: handoffStats' figures (medians of the samples') and each file's median times (`perFile`). */
+function summarizeHandoff(list) {
+  const samples = list.map((sample) => sample.handoff).filter(Boolean);
+  if (!samples.length) return undefined;
+  const stats = samples.map((sample) => handoffStats(sample.files));
+  const figures = Object.fromEntries(Object.keys(stats[0]).map((key) => [key, middle(stats.map((stat) => stat[key]))]));
+  const ids = [...new Set(samples.flatMap((sample) => sample.files.map((file) => file.id)))];
+  const perFile = ids.map((id) => {
+    const all = samples.map((sample) => sample.files.find((file) => file.id === id)).filter(Boolean);
+    const mid = (key) => round1(middle(all.map((file) => file[key])));
+    return { id, path: all[0].path, bytes: all[0].bytes, bytesIn: mid('bytesIn'), handed: mid('handed'), done: mid('done') };
+  });
+  return { ...figures, samples: samples.length, perFile };
+}
+
+/**
+ * First visits, bundled against loose, file by file: `done` bundled − loose (the median of the
+ * rounds', each round's bundled visit against its loose one) of the five largest sounds, and the
+ * median of that over each format's sounds.
+ */
+function handoffAgainstLoose(loose, bundled) {
+  const pairs = loose.map((chain, i) => [chain.first.handoff, bundled[i]?.first.handoff]).filter(([l, b]) => l && b);
+  if (!pairs.length) return undefined;
+  const diff = (id) =>
+    middle(pairs.map(([l, b]) => b.files.find((file) => file.id === id)?.done - l.files.find((file) => file.id === id)?.done));
+  const doneOf = (handoff, id) => middle(pairs.map((pair) => pair[handoff].files.find((file) => file.id === id)?.done));
+  const sounds = pairs[0][0].files.filter((file) => file.id.startsWith('audio:'));
+  const largest = [...sounds]
+    .sort((a, b) => b.bytes - a.bytes || a.handed - b.handed)
+    .slice(0, 5)
+    .map((file) => ({
+      id: file.id,
+      path: file.path,
+      bytes: file.bytes,
+      looseDone: round1(doneOf(0, file.id)),
+      bundledDone: round1(doneOf(1, file.id)),
+      bundledMinusLoose: round1(diff(file.id)),
+    }));
+  const formats = [...new Set(sounds.map((file) => file.path.split('.').pop()))].map((format) => {
+    const ids = sounds.filter((file) => file.path.endsWith(`.${format}`)).map((file) => file.id);
+    return { format, files: ids.length, bundledMinusLoose: round1(middle(ids.map(diff))) };
+  });
+  return { rounds: pairs.length, largest, formats };
+}
+
+// ---------------------------------------------------------------------------------------------
 // A cell
 
 const CHAINS = {
@@ -290,6 +424,7 @@ async function runChain(game, site, server, mode) {
           ...visitBytes(site, requests),
           pageErrors: measured.pageErrors.length,
           ...(measured.stored ? { stored: measured.stored } : {}),
+          ...(measured.handoff ? { handoff: fileHandoffs(site, measured.handoff) } : {}),
         };
         if (measured.stored && measured.stored.outcome !== 'stored')
           process.stderr.write(
@@ -309,6 +444,7 @@ async function runChain(game, site, server, mode) {
 /** bench/engines.mjs's summary of a visit's samples, with the bytes asked twice and the loose files' raw and stored bytes. */
 function summarize(list) {
   const firsts = list.map((s) => s.twice.first).filter(Boolean);
+  const handoff = summarizeHandoff(list);
   return {
     ...summarizeVisit(list),
     twiceBytes: median(list.map((s) => s.twice.bytes)),
@@ -328,6 +464,8 @@ function summarize(list) {
             .map((s) => ({ outcome: s.stored.outcome, stats: s.stored.stats })),
         }
       : {}),
+    // The Phaser games: per-file hand-off (see fileHandoffs), the samples' own in `handoffSamples`.
+    ...(handoff ? { handoff, handoffSamples: list.map((s) => s.handoff) } : {}),
   };
 }
 
@@ -368,6 +506,7 @@ export async function runShapeCell(name, site, condition, protocol, runs) {
         Object.fromEntries(CHAINS[mode].map(({ visit }) => [visit, summarize(samples[mode].map((chain) => chain[visit]))])),
       ]),
     );
+    const handoff = handoffAgainstLoose(samples.loose, samples.bundled);
     return {
       game: name,
       protocol,
@@ -377,6 +516,7 @@ export async function runShapeCell(name, site, condition, protocol, runs) {
       seconds: (Date.now() - started) / 1000,
       load: [loadAtStart, loadNow()],
       ...visits,
+      ...(handoff ? { handoff } : {}),
     };
   } finally {
     await server.close();
@@ -547,6 +687,90 @@ const TABLES = [
   ['Return visit (the same profile)', RETURN_HEAD, returnRows],
 ];
 
+// Per-file hand-off (the Phaser games): first visits and the limit visit (every byte in the HTTP cache)
+const HANDOFF_VISITS = [
+  ['loose first', (cell) => cell.loose.first],
+  ['bundled first', (cell) => cell.bundled.first],
+  ['limit', (cell) => cell.limit.limit],
+];
+const ms0 = (value) => (value === undefined || value === null || !Number.isFinite(value) ? '–' : value.toFixed(0));
+const lagText = (median, p90) => `${ms0(median)} (${ms0(p90)})`;
+const HANDOFF_HEAD = [
+  'game',
+  'protocol',
+  'RTT',
+  'bandwidth',
+  'visit',
+  'files',
+  'bytes in s: median, last',
+  'handed s: median, last',
+  'done s: median, last',
+  'in → handed ms: median (p90)',
+  'handed → done ms: median (p90)',
+  'handed mid-bundle',
+];
+function handoffRows(part) {
+  return part.cells
+    .filter((cell) => cell.loose.first.handoff)
+    .flatMap((cell) =>
+      HANDOFF_VISITS.map(([visit, of]) => {
+        const h = of(cell).handoff;
+        if (!h) return [cell.game, ...network(cell), visit, '–', '–', '–', '–', '–', '–', '–'];
+        return [
+          cell.game,
+          ...network(cell),
+          visit,
+          String(h.files),
+          `${s2(h.bytesInMedian)}, ${s2(h.bytesInMax)}`,
+          `${s2(h.handedMedian)}, ${s2(h.handedMax)}`,
+          `${s2(h.doneMedian)}, ${s2(h.doneMax)}`,
+          lagText(h.inToHandedMedian, h.inToHandedP90),
+          lagText(h.handedToDoneMedian, h.handedToDoneP90),
+          String(h.whileStreaming ?? 0),
+        ];
+      }),
+    );
+}
+const HANDOFF_FILE_HEAD = ['game', 'protocol', 'RTT', 'bandwidth', 'sound (kB)', 'done loose s', 'done bundled s', 'bundled − loose ms'];
+function handoffFileRows(part) {
+  return part.cells
+    .filter((cell) => cell.handoff)
+    .flatMap((cell) => [
+      ...cell.handoff.largest.map((file) => [
+        cell.game,
+        ...network(cell),
+        `${file.id.slice('audio:'.length)} (${kB(file.bytes)})`,
+        s2(file.looseDone),
+        s2(file.bundledDone),
+        ms0(file.bundledMinusLoose),
+      ]),
+      ...cell.handoff.formats.map((format) => [
+        cell.game,
+        ...network(cell),
+        `every .${format.format} (${format.files}), median`,
+        '',
+        '',
+        ms0(format.bundledMinusLoose),
+      ]),
+    ]);
+}
+const HANDOFF_NOTE =
+  "Per file (Phaser's file key), ms from navigation start, medians of the rounds: **bytes in** = the last byte of what brought the file (loose: its own response's Resource Timing responseEnd; bundled: the latest end among its bundle's responses, a range each, that ended by the hand-off: the smallest lag it can be; *handed mid-bundle* counts the files handed before any response of their bundle had ended), **handed** = when Phaser's File#onLoad ran (loose: the XHR's load; bundled: the adapter's finished XHR), **done** = its `filecomplete` (a sound: decoded by decodeAudioData). Recorded in the page by bench/shapes/phaser-handoff.ts (a timestamp per event), read after the first frame. *limit* = the limit visit (every file from the HTTP cache).";
+
+/** The hand-off tables, where the part has any (the Phaser games). */
+function handoffTables(part, table) {
+  const rows = handoffRows(part);
+  if (!rows.length) return [];
+  return [
+    ['Per-file hand-off (phaser-audio, phaser-pack): first visits and the limit visit, medians', HANDOFF_HEAD, rows],
+    [
+      'Per-file hand-off: the five largest sounds and each format, first visits, done bundled − loose',
+      HANDOFF_FILE_HEAD,
+      handoffFileRows(part),
+    ],
+  ].flatMap(([title, head, body]) => table(title, head, body));
+}
+
 function aimCounts(part) {
   const judged = part.cells.map((cell) => judgeShape(part, cell));
   const count = (key) => `${judged.filter((j) => j[key]).length} of ${judged.length}`;
@@ -586,6 +810,8 @@ function renderPart(part) {
     ...aimCounts(part),
     '',
     ...TABLES.flatMap(([title, head, rows]) => [`${title}, medians:`, '', ...markdownTable(head, rows(part)), '']),
+    ...(handoffRows(part).length ? ['#### Per-file hand-off (phaser-audio)', '', HANDOFF_NOTE, ''] : []),
+    ...handoffTables(part, (title, head, body) => [`${title}:`, '', ...markdownTable(head, body), '']),
   ];
 }
 
@@ -636,6 +862,11 @@ function printPart(part) {
     console.log(`\n${title} (medians)\n`);
     printTable(head, rows(part));
   }
+  handoffTables(part, (title, head, body) => {
+    console.log(`\n${title}\n`);
+    printTable(head, body);
+    return [];
+  });
   console.log(['', ...aimCounts(part)].join('\n'));
 }
 

@@ -8,6 +8,8 @@
  */
 import * as Phaser from 'phaser';
 import { AwkbPlugin, awkbSource } from 'awake-bundle/phaser';
+// Per-file hand-off times for the bench (bench/shapes/phaser-handoff.ts): before the game starts.
+import { recordCompletes } from '../../phaser-handoff';
 import list from '../audio-list.json';
 
 const LOOSE = new URLSearchParams(location.search).has('loose');
@@ -20,6 +22,7 @@ class Boot extends Phaser.Scene {
   }
 
   preload(): void {
+    recordCompletes(this.load);
     this.load.setPath('published/');
     if (!LOOSE) this.load.awkbIndex('assets', 'project.index.json');
     for (const image of list.images) this.load.image(image.key, image.url);

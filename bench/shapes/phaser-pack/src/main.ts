@@ -7,6 +7,8 @@
  */
 import * as Phaser from 'phaser';
 import { AwkbPlugin, awkbSource } from 'awake-bundle/phaser';
+// Per-file hand-off times for the bench (bench/shapes/phaser-handoff.ts): before the game starts.
+import { recordCompletes } from '../../phaser-handoff';
 
 const LOOSE = new URLSearchParams(location.search).has('loose');
 
@@ -33,6 +35,7 @@ class Title extends Phaser.Scene {
   }
 
   preload(): void {
+    recordCompletes(this.load);
     this.load.setPath('published/');
     if (!LOOSE) this.load.awkbIndex('assets', 'project.index.json');
     this.load.pack('pack', 'assets/pack.json');
