@@ -202,6 +202,7 @@ export class IndexedAssetSource {
   async read(path: string, options: ReadOptions = {}): Promise<Uint8Array> {
     const entry = this.#view.require(path);
     this.#recorder.record(options.loadName, [path]);
+    this.#readAhead?.asking(path);
     const { signal, release } = this.#signalFor(options.signal);
     const steps = readSteps(this.#parts, this.#loads, {
       path,

@@ -8,7 +8,7 @@ import { rangeAside } from './aside-ranges.js';
 import { pushTo, type Entry } from './index-view.js';
 import { PrefetchReport } from './load-progress.js';
 import { ByteBudget, type Load } from './load-registry.js';
-import type { LoadRunner } from './loads.js';
+import { hadAlready, type LoadRunner } from './loads.js';
 import type { WholeAllowance } from './needed-bytes.js';
 import type { PrefetchOptions } from './options.js';
 import type { SourceParts } from './source-parts.js';
@@ -54,12 +54,19 @@ export class Prefetcher {
    * `pendingBytes`, pinned by nothing, so files the engine never asks for cost no memory past it.
    */
   async ahead(files: PrefetchFile[], wanted: (path: string) => boolean): Promise<void> {
-    const { view, held, registry, deciding, ranging } = this.#parts;
-    /** Groups with a file still wanted, neither held nor on its way by a range, whose load is neither in flight nor being decided. */
+    const { view, registry, deciding } = this.#parts;
+    /**
+     * Groups with a file still wanted, that this page neither has nor has on its way (held, by a
+     * range, being written, brought, or brought by the load in flight: `hadAlready`; a file the
+     * engine has just taken, before it is marked handed out, is one), whose load is neither in
+     * flight nor being decided. A read-ahead never asks for bytes the page has had.
+     */
     const open = (among: PrefetchFile[]) => {
       const groups = new Map<string, Entry[]>();
-      for (const { path, entry } of among)
-        if (wanted(path) && !held.has(entry.sha256) && !ranging.has(entry.sha256)) pushTo(groups, view.loadKeyOf(entry), entry);
+      for (const { path, entry } of among) {
+        const loadKey = view.loadKeyOf(entry);
+        if (wanted(path) && !hadAlready(this.#parts, loadKey, entry.sha256)) pushTo(groups, loadKey, entry);
+      }
       let pathOf: Map<Entry, string> | undefined;
       for (const loadKey of [...groups.keys()]) {
         const load = registry.get(loadKey);

@@ -27,6 +27,8 @@ export class ReadAhead {
   readonly #start: (paths: string[]) => void;
   /** Files handed out (and so read for references, where they may name others), by path. */
   readonly #read = new Set<string>();
+  /** Files the game has asked for (its reads started): a read-ahead leaves them to those reads. */
+  readonly #asked = new Set<string>();
   /** Files started ahead: not read ahead of in turn. */
   readonly #ahead = new Set<string>();
   #listed: Set<string> | undefined;
@@ -49,9 +51,14 @@ export class ReadAhead {
     if (ahead.length > 0) this.#start(ahead);
   }
 
-  /** Whether `path` is still worth starting ahead: not handed out by this source yet. */
+  /** The game asks for `path`: its read fetches or joins what it needs, the read-ahead no longer starts it. */
+  asking(path: string): void {
+    this.#asked.add(path);
+  }
+
+  /** Whether `path` is still worth starting ahead: neither asked for nor handed out by this source yet. */
   wanted(path: string): boolean {
-    return !this.#read.has(path);
+    return !this.#asked.has(path) && !this.#read.has(path);
   }
 }
 
