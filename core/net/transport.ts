@@ -240,7 +240,11 @@ export class Transport {
     const limit = checkedSize(options.expectedBytes, 'expectedBytes');
     return this.#retrying(url, options, (request) =>
       this.#attempt(url, request, async (controller, progress, arm): Promise<StreamedRanges> => {
-        const response = await abortable(this.#fetch(url, { method: 'GET', headers, signal: controller.signal }), controller.signal);
+        // Past the browser's HTTP cache: Chromium's cache, holding other ranges of the same bundle
+        // (an immutable one), sent an identical second request for a member's range (the bench's
+        // gallery: each truck's JPEG twice). The reader caches what a range brings itself.
+        const init: RequestInit = { method: 'GET', headers, signal: controller.signal, cache: 'no-store' };
+        const response = await abortable(this.#fetch(url, init), controller.signal);
         if (RANGE_REFUSALS.has(response.status)) {
           response.body?.cancel().catch(() => undefined);
           return {

@@ -158,7 +158,9 @@ async function get(message: GetMessage): Promise<void> {
   fetches.set(id, controller);
   let readToEnd = false;
   try {
-    const response = await fetch(url, { headers, signal: controller.signal });
+    // A range past the HTTP cache, as the page's transport asks for it (net/transport.ts `streamRanges`).
+    const ranged = Object.keys(headers ?? {}).some((name) => name.toLowerCase() === 'range');
+    const response = await fetch(url, { headers, signal: controller.signal, ...(ranged ? { cache: 'no-store' as const } : {}) });
     const head = responseHead(response);
     if (response.status < 200 || response.status > 299 || !response.body) {
       response.body?.cancel().catch(() => undefined);
