@@ -19,6 +19,7 @@ import {
   type LaunchedBrowser,
   type RepoServer,
 } from './helpers/browser';
+import { requestedRanges } from '../core/format/range-header.js';
 import { runCli, temporaryDir } from './helpers/cli';
 import { seededBytes, writeTree } from './helpers/trees';
 import { startWebpackServe, writeWebpackProject, type RunningDevServer } from './helpers/webpack-project';
@@ -192,11 +193,28 @@ describe.each(TESTED_BROWSERS)('%s: the service worker', (kind) => {
       }
       expect((await fetchInPage(page, 'published/images/coin.png')).type).toBe('image/png');
       expect((await fetchInPage(page, 'published/text/hello%20world.txt')).type).toBe('text/plain; charset=utf-8');
-      // Since the page opened: the index once (the worker starting), then each bundle once (a
-      // second read of a member comes from the cache); the published folder holds no loose files.
-      const seen = server.requests.map((request) => request.path).filter((path) => path.startsWith('/site/published/'));
-      expect(seen[0]).toBe('/site/published/project.index.json');
-      expect(seen.slice(1).sort()).toEqual(index.bundles.map((bundle) => `/site/published/${bundle.url}`).sort());
+      // Since the page opened: the index once (the worker starting), then each bundle, whole or
+      // by its members' ranges (one read at a time is a load of one, SPEC §7 "Needed bytes"),
+      // never a byte of it twice (a second read of a member comes from the cache); the published
+      // folder holds no loose files.
+      const seen = server.requests.filter((request) => request.path.startsWith('/site/published/'));
+      expect(seen[0]!.path).toBe('/site/published/project.index.json');
+      const sizeOf = new Map(index.bundles.map((bundle) => [`/site/published/${bundle.url}`, bundle.sizeBytes]));
+      expect([...new Set(seen.slice(1).map((request) => request.path))].sort()).toEqual([...sizeOf.keys()].sort());
+      const asked = new Map<string, { start: number; end: number }[]>();
+      for (const { path, range } of seen.slice(1)) {
+        const spans = requestedRanges(range, sizeOf.get(path)!);
+        expect(spans).not.toBe('unsatisfiable');
+        const added = spans === 'unsatisfiable' ? [] : (spans ?? [{ start: 0, end: sizeOf.get(path)! - 1 }]);
+        const before = asked.get(path) ?? [];
+        for (const span of added)
+          expect({ path, span, twice: before.some((other) => span.start <= other.end && other.start <= span.end) }).toEqual({
+            path,
+            span,
+            twice: false,
+          });
+        asked.set(path, [...before, ...added]);
+      }
     });
 
     test('a stylesheet and its background-image, and an <audio> that seeks, come from the bundles', async () => {
