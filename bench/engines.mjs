@@ -505,12 +505,27 @@ const CHAINS = {
   ],
 };
 
+/**
+ * What runGridCell runs, here and in bench/shapes.mjs (its own): `chains` (mode → visits),
+ * `roots(site)` the server's sites by name, `home` the one it returns to after a chain,
+ * `storedTimeoutMs` how long a bundled visit waits for whenStored() (unbounded without it),
+ * `keep(site, measured, requests, what)` what a sample keeps beyond its time, protocol, start
+ * times and counts, `summarize(samples)` a visit's summary, `note(sample)` more for the progress
+ * line, and `extra(samples)` more for the cell (samples: mode → the rounds' chains).
+ */
+const GRID = {
+  chains: CHAINS,
+  roots: (site) => ({ v1: site.dir, v2: site.v2dir, limit: { root: site.dir, immutableBelow: '/published/' } }),
+  home: 'v1',
+  summarize: summarizeVisit,
+};
+
 /** One chain: a new profile, a Chromium launched on it for each visit. Resolves to { [visit]: sample }. */
-async function runChain(game, site, server, mode) {
+async function runChain(game, site, server, mode, grid) {
   const profile = createProfile();
   const samples = {};
   try {
-    for (const { visit, root } of CHAINS[mode]) {
+    for (const { visit, root } of grid.chains[mode]) {
       server.use(root);
       const chromium = await launchChromium({ profile, args: sampleChromiumArgs(server) });
       try {
@@ -525,15 +540,22 @@ async function runChain(game, site, server, mode) {
           what,
           check: (ready) => game.check(ready, mode, index),
           waitStored: mode === 'bundled',
+          storedTimeoutMs: grid.storedTimeoutMs,
         });
         checkVisit(what, mode, visit, requests);
-        samples[visit] = { ms: measured.ms, protocol: measured.protocol, start: measured.start, counts: countRequests(requests) };
+        samples[visit] = {
+          ms: measured.ms,
+          protocol: measured.protocol,
+          start: measured.start,
+          counts: countRequests(requests),
+          ...grid.keep?.(site, measured, requests, what),
+        };
       } finally {
         await chromium.close();
       }
     }
   } finally {
-    server.use('v1');
+    server.use(grid.home);
     removeProfile(profile);
   }
   return samples;
@@ -557,11 +579,13 @@ export function summarizeVisit(list) {
   };
 }
 
-/** One game under one condition and protocol: every chain, --runs rounds (3 if a visit of the first took over 20 s). */
-export async function runGridCell(game, site, condition, protocol, runs) {
-  const roots = { v1: site.dir, v2: site.v2dir, limit: { root: site.dir, immutableBelow: '/published/' } };
-  const server = await startThrottledServer({ roots, protocol, ...condition });
-  const modes = Object.keys(CHAINS);
+/**
+ * One game under one condition and protocol: every chain of `grid` (GRID: this bench's; see
+ * there), --runs rounds (3 if a visit of the first took over 20 s).
+ */
+export async function runGridCell(game, site, condition, protocol, runs, grid = GRID) {
+  const server = await startThrottledServer({ roots: grid.roots(site), protocol, ...condition });
+  const modes = Object.keys(grid.chains);
   const samples = Object.fromEntries(modes.map((mode) => [mode, []]));
   const started = Date.now();
   const loadAtStart = loadNow();
@@ -570,12 +594,15 @@ export async function runGridCell(game, site, condition, protocol, runs) {
       const order = modes.map((_, i) => modes[(i + round) % modes.length]);
       const times = [];
       for (const mode of order) {
-        const chain = await runChain(game, site, server, mode);
+        const chain = await runChain(game, site, server, mode, grid);
         samples[mode].push(chain);
         times.push(...Object.values(chain).map((s) => s.ms));
         process.stderr.write(
           `  ${site.name} ${protocol} ${where(condition).replace(' | ', ' ')} round ${round + 1}/${total} ${mode}: ${Object.entries(chain)
-            .map(([visit, s]) => `${visit} ${seconds(s.ms)} s (${s.counts.all.requests} req, ${(s.counts.all.bytes / 1e3).toFixed(0)} kB)`)
+            .map(
+              ([visit, s]) =>
+                `${visit} ${seconds(s.ms)} s (${s.counts.all.requests} req, ${(s.counts.all.bytes / 1e3).toFixed(0)} kB${grid.note?.(s) ?? ''})`,
+            )
             .join(', ')}\n`,
         );
       }
@@ -584,7 +611,7 @@ export async function runGridCell(game, site, condition, protocol, runs) {
     const visits = Object.fromEntries(
       modes.map((mode) => [
         mode,
-        Object.fromEntries(CHAINS[mode].map(({ visit }) => [visit, summarizeVisit(samples[mode].map((chain) => chain[visit]))])),
+        Object.fromEntries(grid.chains[mode].map(({ visit }) => [visit, grid.summarize(samples[mode].map((chain) => chain[visit]))])),
       ]),
     );
     return {
@@ -596,6 +623,7 @@ export async function runGridCell(game, site, condition, protocol, runs) {
       seconds: (Date.now() - started) / 1000,
       load: [loadAtStart, loadNow()],
       ...visits,
+      ...grid.extra?.(samples),
     };
   } finally {
     await server.close();
@@ -733,18 +761,14 @@ function engineMs(part, cell) {
   return zero?.limit.limit.median;
 }
 
-/** Each figure the aims need, and the verdicts (see the header). */
-export function judgeCell(part, cell) {
-  const site = part.sites[cell.game];
+/** The figures of a cell's limit, first and return visits, and the aims' verdicts on them (bench/shapes.mjs's cells have these visits too). */
+export function judgeVisits(part, cell) {
   const limit = cell.limit.limit.median;
   const used = cell.loose.first.counts.loose.bytes;
   const fetched = cell.bundled.first.counts.bundles.bytes;
   const firstRatio = cell.bundled.first.median / cell.loose.first.median;
   const firstAim = cell.latencyMs === 150 && !cell.mbit ? AIMS.firstRatioAt150 : AIMS.firstRatio;
   const returnAimMs = AIMS.slack * (limit + cell.latencyMs);
-  const changedAtRateMs = atLineRate(site.changedBytes ?? 0, cell);
-  const updateAimMs = AIMS.slack * (limit + cell.latencyMs + changedAtRateMs);
-  const returnRatio = cell.bundled.return.median / cell.loose.return.median;
   return {
     limitMs: limit,
     engineMs: engineMs(part, cell),
@@ -758,8 +782,18 @@ export function judgeCell(part, cell) {
     firstMet: firstRatio <= firstAim,
     returnAimMs,
     returnMet: cell.bundled.return.median <= returnAimMs,
-    returnRatio,
-    returnRatioMet: cell.latencyMs === 150 && !cell.mbit ? returnRatio <= AIMS.returnRatioAt150 : undefined,
+    returnRatio: cell.bundled.return.median / cell.loose.return.median,
+  };
+}
+
+/** Each figure the aims need, and the verdicts (see the header). */
+export function judgeCell(part, cell) {
+  const judged = judgeVisits(part, cell);
+  const changedAtRateMs = atLineRate(part.sites[cell.game].changedBytes ?? 0, cell);
+  const updateAimMs = AIMS.slack * (judged.limitMs + cell.latencyMs + changedAtRateMs);
+  return {
+    ...judged,
+    returnRatioMet: cell.latencyMs === 150 && !cell.mbit ? judged.returnRatio <= AIMS.returnRatioAt150 : undefined,
     changedAtRateMs,
     updateAimMs,
     updateMet: cell.bundled.update.median <= updateAimMs,
@@ -770,23 +804,36 @@ export function judgeCell(part, cell) {
 // ---------------------------------------------------------------------------------------------
 // Printing and BENCHMARKS.md
 
-const s2 = (value) => (value === undefined || !Number.isFinite(value) ? '–' : seconds(value));
-const kB = (bytes) => (bytes === undefined ? '–' : (bytes / 1000).toFixed(1));
-const range = (visit) => `${seconds(visit.median)} (${seconds(visit.min)}–${seconds(visit.max)})`;
-const network = (cell) => [cell.protocol === 'h2' ? 'HTTP/2' : 'HTTP/1.1', `${cell.latencyMs} ms`, cell.mbit ? `${cell.mbit} Mbit/s` : '∞'];
-const met = (ok, text) => (ok === undefined ? '–' : `${ok ? 'met' : 'missed'}${text ? ` (${text})` : ''}`);
-const runsText = (cell) => `${cell.rounds}${cell.reduced ? ' (3: a visit over 20 s)' : ''}`;
-const requestsText = (counts) =>
+// The cells' figures as table text (bench/shapes.mjs's tables too)
+export const s2 = (value) => (value === undefined || !Number.isFinite(value) ? '–' : seconds(value));
+export const kB = (bytes) => (bytes === undefined || !Number.isFinite(bytes) ? '–' : (bytes / 1000).toFixed(1));
+export const range = (visit) => `${seconds(visit.median)} (${seconds(visit.min)}–${seconds(visit.max)})`;
+export const network = (cell) => [
+  cell.protocol === 'h2' ? 'HTTP/2' : 'HTTP/1.1',
+  `${cell.latencyMs} ms`,
+  cell.mbit ? `${cell.mbit} Mbit/s` : '∞',
+];
+export const met = (ok, text) => (ok === undefined ? '–' : `${ok ? 'met' : 'missed'}${text ? ` (${text})` : ''}`);
+export const runsText = (cell) => `${cell.rounds}${cell.reduced ? ' (3: a visit over 20 s)' : ''}`;
+export const requestsText = (counts) =>
   `${counts.all.requests} (${counts.all.notModified} × 304${counts.all.partial ? `, ${counts.all.partial} × 206` : ''})`;
 
+/** The columns that name a cell: its game and network. */
+export const CELL_HEAD = ['game', 'protocol', 'RTT', 'bandwidth'];
+export const cellName = (cell) => [cell.game, ...network(cell)];
+/** A visit's times loose and bundled, and bundled / loose: the columns of visitTimes. */
+export const VISIT_HEAD = ['loose s (min–max)', 'bundled s (min–max)', 'b/l'];
+export const visitTimes = (cell, visit) => [
+  range(cell.loose[visit]),
+  range(cell.bundled[visit]),
+  ratio(cell.bundled[visit].median, cell.loose[visit].median),
+];
+/** A row per cell of `part`: the cell (CELL_HEAD), then `columns(cell, judge(part, cell))`. */
+export const cellRows = (part, judge, columns) => part.cells.map((cell) => [...cellName(cell), ...columns(cell, judge(part, cell))]);
+
 const FIRST_HEAD = [
-  'game',
-  'protocol',
-  'RTT',
-  'bandwidth',
-  'loose s (min–max)',
-  'bundled s (min–max)',
-  'b/l',
+  ...CELL_HEAD,
+  ...VISIT_HEAD,
   'aim b/l',
   'kB used',
   'kB fetched',
@@ -795,123 +842,83 @@ const FIRST_HEAD = [
   'runs',
   'load',
 ];
-function firstRows(part) {
-  return part.cells.map((cell) => {
-    const judged = judgeCell(part, cell);
-    return [
-      cell.game,
-      ...network(cell),
-      range(cell.loose.first),
-      range(cell.bundled.first),
-      ratio(cell.bundled.first.median, cell.loose.first.median),
-      met(judged.firstMet, `≤ ${judged.firstAim.toFixed(1)}`),
-      kB(judged.usedBytes),
-      kB(judged.fetchedBytes),
-      met(judged.fetchedMet, judged.fetchedPerUsed.toFixed(2)),
-      `${cell.loose.first.counts.all.requests} → ${cell.bundled.first.counts.all.requests}`,
-      runsText(cell),
-      cell.load.join('–'),
-    ];
-  });
-}
+const firstRows = (part) =>
+  cellRows(part, judgeCell, (cell, judged) => [
+    ...visitTimes(cell, 'first'),
+    met(judged.firstMet, `≤ ${judged.firstAim.toFixed(1)}`),
+    kB(judged.usedBytes),
+    kB(judged.fetchedBytes),
+    met(judged.fetchedMet, judged.fetchedPerUsed.toFixed(2)),
+    `${cell.loose.first.counts.all.requests} → ${cell.bundled.first.counts.all.requests}`,
+    runsText(cell),
+    cell.load.join('–'),
+  ]);
 
-const LIMIT_HEAD = [
-  'game',
-  'protocol',
-  'RTT',
-  'bandwidth',
+/** The columns of a cell's limit (LIMIT_HEAD's, with the cell's first ones), here and in bench/shapes.mjs. */
+export const limitColumns = (cell, judged) => [
+  range(cell.limit.limit),
+  s2(judged.engineMs),
+  s2(judged.usedAtRateMs),
+  s2(judged.limitMs + cell.latencyMs),
+];
+export const LIMIT_HEAD = [
+  ...CELL_HEAD,
   'limit s: every asset in memory (min–max)',
   'engine s (limit at 0 ms)',
   'used at line rate s',
   'limit + RTT s',
-  'changed kB',
-  'changed at line rate s',
 ];
-function limitRows(part) {
-  return part.cells.map((cell) => {
-    const judged = judgeCell(part, cell);
-    const site = part.sites[cell.game];
-    return [
-      cell.game,
-      ...network(cell),
-      range(cell.limit.limit),
-      s2(judged.engineMs),
-      s2(judged.usedAtRateMs),
-      s2(judged.limitMs + cell.latencyMs),
-      kB(site.changedBytes),
-      s2(judged.changedAtRateMs),
-    ];
-  });
-}
+const LIMIT_UPDATE_HEAD = [...LIMIT_HEAD, 'changed kB', 'changed at line rate s'];
+const limitRows = (part) =>
+  cellRows(part, judgeCell, (cell, judged) => [
+    ...limitColumns(cell, judged),
+    kB(part.sites[cell.game].changedBytes),
+    s2(judged.changedAtRateMs),
+  ]);
 
-const RETURN_HEAD = [
-  'game',
-  'protocol',
-  'RTT',
-  'bandwidth',
-  'loose s (min–max)',
-  'bundled s (min–max)',
-  'b/l',
-  'aim: 1.1 × (limit + RTT) s',
-  'bundled ≤ aim?',
-  'b/l ≤ 0.8 at 150 ms?',
-  'requests loose',
-  'requests bundled',
-  'bundled kB (index + bundles)',
+/** The first columns of a cell's return visit, after VISIT_HEAD's (RETURN_HEAD's), here and in bench/shapes.mjs. */
+export const RETURN_AIM_HEAD = ['aim: 1.1 × (limit + RTT) s', 'bundled ≤ aim?'];
+export const returnAimColumns = (cell, judged) => [
+  s2(judged.returnAimMs),
+  met(judged.returnMet, `${(cell.bundled.return.median / judged.returnAimMs).toFixed(2)}×`),
 ];
-function returnRows(part) {
-  return part.cells.map((cell) => {
-    const judged = judgeCell(part, cell);
-    const bundled = cell.bundled.return.counts;
-    return [
-      cell.game,
-      ...network(cell),
-      range(cell.loose.return),
-      range(cell.bundled.return),
-      ratio(cell.bundled.return.median, cell.loose.return.median),
-      s2(judged.returnAimMs),
-      met(judged.returnMet, `${(cell.bundled.return.median / judged.returnAimMs).toFixed(2)}×`),
-      met(judged.returnRatioMet),
-      requestsText(cell.loose.return.counts),
-      requestsText(bundled),
-      `${kB(bundled.index.bytes)} + ${kB(bundled.bundles.bytes)}`,
-    ];
-  });
-}
+/** The return visit's requests and bundled bytes (RETURN_BYTES_HEAD's). */
+export const RETURN_BYTES_HEAD = ['requests loose', 'requests bundled', 'bundled kB (index + bundles)'];
+export const returnBytesColumns = (cell) => [
+  requestsText(cell.loose.return.counts),
+  requestsText(cell.bundled.return.counts),
+  `${kB(cell.bundled.return.counts.index.bytes)} + ${kB(cell.bundled.return.counts.bundles.bytes)}`,
+];
+const RETURN_HEAD = [...CELL_HEAD, ...VISIT_HEAD, ...RETURN_AIM_HEAD, 'b/l ≤ 0.8 at 150 ms?', ...RETURN_BYTES_HEAD];
+const returnRows = (part) =>
+  cellRows(part, judgeCell, (cell, judged) => [
+    ...visitTimes(cell, 'return'),
+    ...returnAimColumns(cell, judged),
+    met(judged.returnRatioMet),
+    ...returnBytesColumns(cell),
+  ]);
 
 const UPDATE_HEAD = [
-  'game',
-  'protocol',
-  'RTT',
-  'bandwidth',
-  'loose s (min–max)',
-  'bundled s (min–max)',
-  'b/l',
+  ...CELL_HEAD,
+  ...VISIT_HEAD,
   'aim: 1.1 × (limit + RTT + changed at rate) s',
   'bundled ≤ aim?',
   'loose kB (files)',
   'bundled kB (index + bundles)',
   'bundle requests (206)',
 ];
-function updateRows(part) {
-  return part.cells.map((cell) => {
-    const judged = judgeCell(part, cell);
-    const loose = cell.loose.update.counts;
+const updateRows = (part) =>
+  cellRows(part, judgeCell, (cell, judged) => {
     const bundled = cell.bundled.update.counts;
     return [
-      cell.game,
-      ...network(cell),
-      range(cell.loose.update),
-      range(cell.bundled.update),
-      ratio(cell.bundled.update.median, cell.loose.update.median),
+      ...visitTimes(cell, 'update'),
       s2(judged.updateAimMs),
       met(judged.updateMet, `${(cell.bundled.update.median / judged.updateAimMs).toFixed(2)}×`),
-      kB(loose.loose.bytes),
+      kB(cell.loose.update.counts.loose.bytes),
       `${kB(bundled.index.bytes)} + ${kB(bundled.bundles.bytes)}`,
       `${bundled.bundles.requests} (${bundled.bundles.partial})`,
     ];
   });
-}
 
 export function printTable(head, rows) {
   const widths = head.map((title, i) => Math.max(title.length, ...rows.map((row) => row[i].length)));
@@ -926,13 +933,14 @@ export const markdownTable = (head, rows) => [
 
 const TABLES = [
   ['First visit (an empty profile)', FIRST_HEAD, firstRows],
-  ["Each game's limit", LIMIT_HEAD, limitRows],
+  ["Each game's limit", LIMIT_UPDATE_HEAD, limitRows],
   ['Return visit (v1 again, the same profile)', RETURN_HEAD, returnRows],
   ['Update visit (v2: 3 files changed, the same profile)', UPDATE_HEAD, updateRows],
 ];
 
-function printPart(part) {
-  for (const [title, head, rows] of TABLES) {
+/** `tables` ([title, head, rows(part)], medians every figure) of `part`, printed. */
+export function printTables(part, tables) {
+  for (const [title, head, rows] of tables) {
     console.log(`\n${title} (medians)\n`);
     printTable(head, rows(part));
   }
@@ -954,40 +962,45 @@ export function aimCounts(part) {
   ];
 }
 
-function renderPart(part) {
-  const sites = Object.values(part.sites);
+/**
+ * A part's lines in BENCHMARKS.md (here and in bench/shapes.mjs): its code, machine and time, the
+ * `sites` line, the command, the `aims` lines and `tables` ([title, head, rows(part)]) of medians.
+ */
+export function partLines(part, { sites, aims, tables }) {
   return [
     `### ${part.label ? `${part.label}: ` : ''}code ${codeLine(part.code)}`,
     '',
     `${machineLine(part.machine)} Measured ${part.startedAt.slice(0, 16).replace('T', ' ')} UTC. ${loadLine(part.cells)}`.trimEnd(),
     '',
-    'Sites (v1): ' +
-      sites
-        .map(
-          (s) =>
-            `**${s.name}** main.js ${(s.mainJsBytes / MB).toFixed(2)} MB, ${s.files} files (${(s.fileBytes / MB).toFixed(2)} MB) in ${s.bundles} bundles, index ${kB(s.indexBytes)} kB; v2 changes ${s.changed?.map((file) => `\`${file.path}\``).join(', ')} (${kB(s.changedBytes)} kB): ${s.newBundles} new bundles (${kB(s.newBundleBytes)} kB)`,
-        )
-        .join('; ') +
-      '.',
+    sites,
     '',
     '```sh',
     part.command,
     '```',
     '',
-    ...aimCounts(part),
+    ...aims,
     '',
-    ...TABLES.flatMap(([title, head, rows]) => [`${title}, medians:`, '', ...markdownTable(head, rows(part)), '']),
+    ...tables.flatMap(([title, head, rows]) => [`${title}, medians:`, '', ...markdownTable(head, rows(part)), '']),
   ];
 }
+
+const renderPart = (part) =>
+  partLines(part, {
+    sites: `Sites (v1): ${Object.values(part.sites)
+      .map(
+        (s) =>
+          `**${s.name}** main.js ${(s.mainJsBytes / MB).toFixed(2)} MB, ${s.files} files (${(s.fileBytes / MB).toFixed(2)} MB) in ${s.bundles} bundles, index ${kB(s.indexBytes)} kB; v2 changes ${s.changed?.map((file) => `\`${file.path}\``).join(', ')} (${kB(s.changedBytes)} kB): ${s.newBundles} new bundles (${kB(s.newBundleBytes)} kB)`,
+      )
+      .join('; ')}.`,
+    aims: aimCounts(part),
+    tables: TABLES,
+  });
 
 /** The bundled medians of two parts side by side (a change of the reader between them). */
 function renderComparison(before, after) {
   const name = (part) => part.label ?? part.code.commit;
   const head = [
-    'game',
-    'protocol',
-    'RTT',
-    'bandwidth',
+    ...CELL_HEAD,
     'visit',
     `bundled s, ${name(before)}`,
     `bundled s, ${name(after)}`,
@@ -1006,8 +1019,7 @@ function renderComparison(before, after) {
     for (const visit of ['first', 'return', 'update']) {
       const fetched = (c) => kB(c.bundled[visit].counts.index.bytes + c.bundled[visit].counts.bundles.bytes);
       rows.push([
-        cell.game,
-        ...network(cell),
+        ...cellName(cell),
         visit,
         seconds(old.bundled[visit].median),
         seconds(cell.bundled[visit].median),
@@ -1032,9 +1044,10 @@ function renderComparison(before, after) {
  * The parts of one run, merged: results of the same label that were run in pieces
  * (`--protocols h2 --no-build --out b.json` after `--protocols http/1.1 --out a.json`) are one
  * part. Their sites must be the same (the digests of their indexes); their commits may differ
- * (a commit of BENCHMARKS.md between them), and the part names each.
+ * (a commit of BENCHMARKS.md between them), and the part names each. Cells in the grid's order:
+ * protocol, then the condition as a run takes them, then the game in `games`' order (bench/shapes.mjs's too).
  */
-function mergeParts(parts) {
+export function mergeParts(parts, games = [...DEFAULT_GAMES, ...Object.keys(GAMES)]) {
   const merged = [];
   for (const part of parts) {
     const same = merged.find((other) => (other.label ?? '') === (part.label ?? ''));
@@ -1052,9 +1065,8 @@ function mergeParts(parts) {
     if (!same.code.commit.split(', ').includes(part.code.commit)) same.code.commit += `, ${part.code.commit}`;
     same.code.dirty ||= part.code.dirty;
   }
-  // Cells in the grid's order: protocol, then the condition as a run takes them, then the game.
   const condition = (cell) => (cell.mbit ? 1e6 : 0) + cell.latencyMs;
-  const game = (cell) => [...DEFAULT_GAMES, ...Object.keys(GAMES)].indexOf(cell.game);
+  const game = (cell) => games.indexOf(cell.game);
   for (const part of merged) {
     part.command = part.commands.join('\n');
     part.cells.sort(
@@ -1092,16 +1104,31 @@ function siteDigest(site) {
     .slice(0, 16);
 }
 
+/**
+ * A grid's `--games` (of `known`, `defaults` without it) and `--protocols`, each a comma-separated
+ * list, and its conditions, 0 ms first: the engine's time (the limit at 0 ms) is then known when
+ * later cells print (bench/shapes.mjs's grid too).
+ */
+export function gridOptions(options, known, defaults) {
+  const list = (key, names, fallback) => {
+    const chosen = (options.values[key] ?? fallback.join(',')).split(',').map((name) => name.trim());
+    for (const name of chosen) if (!names.includes(name)) options.usage(`unknown ${key.slice(0, -1)} ${name} (${names.join(', ')})`);
+    return chosen;
+  };
+  return {
+    games: list('games', known, defaults),
+    protocols: list('protocols', PROTOCOLS, PROTOCOLS),
+    conditions: [...options.conditions].sort((a, b) => Number(b.latencyMs === 0 && !b.mbit) - Number(a.latencyMs === 0 && !a.mbit)),
+  };
+}
+
 export async function main(args = process.argv.slice(2)) {
   const options = parseBenchArgs('bench/engines.mjs', ['games', 'protocols'], ['no-build'], args);
   if (options.reportFiles.length > 0) {
     writeBenchmarksSection(SECTION_TITLE, renderSection(options.reportFiles.map((file) => JSON.parse(readFileSync(file, 'utf8')))));
     return;
   }
-  const games = (options.values.games ?? DEFAULT_GAMES.join(',')).split(',').map((name) => name.trim());
-  for (const name of games) if (!GAMES[name]) options.usage(`unknown game ${name} (${Object.keys(GAMES).join(', ')})`);
-  const protocols = (options.values.protocols ?? PROTOCOLS.join(',')).split(',').map((name) => name.trim());
-  for (const name of protocols) if (!PROTOCOLS.includes(name)) options.usage(`unknown protocol ${name} (${PROTOCOLS.join(', ')})`);
+  const { games, protocols, conditions } = gridOptions(options, Object.keys(GAMES), DEFAULT_GAMES);
   if (!existsSync(join(ROOT, 'dist', 'core', 'node', 'index.js')))
     throw new Error('dist/ is missing: run `npm run build` first (npm run bench:engines does)');
   if (!options.values['no-build'])
@@ -1121,8 +1148,6 @@ export async function main(args = process.argv.slice(2)) {
     cells: [],
   };
   const out = options.out ?? join(BENCH_DIR, 'last.json');
-  // 0 ms first: the engine's time (the limit at 0 ms) is then known when later cells print.
-  const conditions = [...options.conditions].sort((a, b) => Number(b.latencyMs === 0 && !b.mbit) - Number(a.latencyMs === 0 && !a.mbit));
   for (const condition of conditions)
     for (const protocol of protocols)
       for (const name of games) {
@@ -1134,7 +1159,7 @@ export async function main(args = process.argv.slice(2)) {
           `${name} ${protocol} ${where(condition).replace(' | ', ' ')}: first ${seconds(cell.loose.first.median)} → ${seconds(cell.bundled.first.median)} s (${judged.firstRatio.toFixed(2)}), fetched/used ${judged.fetchedPerUsed.toFixed(2)}; return ${seconds(cell.loose.return.median)} → ${seconds(cell.bundled.return.median)} s (aim ${s2(judged.returnAimMs)}); update ${seconds(cell.loose.update.median)} → ${seconds(cell.bundled.update.median)} s (aim ${s2(judged.updateAimMs)}); limit ${seconds(judged.limitMs)} s; load ${cell.load.join('–')}`,
         );
       }
-  printPart(part);
+  printTables(part, TABLES);
   console.log(['', ...aimCounts(part)].join('\n'));
   console.error(`results in ${out}${options.report ? '' : `; write BENCHMARKS.md's section with: node bench/engines.mjs --report ${out}`}`);
   if (options.report) writeBenchmarksSection(SECTION_TITLE, renderSection([part]));

@@ -1,9 +1,11 @@
 // Games shaped like third-party ones, loose against bundled with the default publish, on a first
 // and a return visit, as bench/engines.mjs measures the example games (its header says how; this
-// script runs its visits, checks and counts): four games under bench/shapes/<game>/ (their own
-// src/main.ts, index.html and webpack.config.cjs), each built for production with the awake-bundle
-// webpack plugin at its defaults (`loads: false`: `--group auto`, what a new user gets), its
-// assets staged at build time from examples/assets (bench/shapes/stage.mjs, licences kept):
+// script runs its cells: runGridCell's visits, checks and counts, and its tables' columns): four
+// games under bench/shapes/<game>/ (their own src/main.ts and webpack.config.cjs; the page and the
+// scene or game around their loads shared by engine: babylon.html and babylon-scene.ts,
+// phaser.html and phaser-game.ts), each built for production with the awake-bundle webpack plugin
+// at its defaults (`loads: false`: `--group auto`, what a new user gets), its assets staged at
+// build time from examples/assets (bench/shapes/stage.mjs, licences kept):
 //
 //   babylon-folder   a Babylon scene whose models/ folder holds eleven models (16 MB): it loads
 //                    the milk truck (.gltf, .bin, 2048² JPEG: 0.45 MB) with ImportMeshAsync and
@@ -79,23 +81,43 @@ import { cpSync, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } fr
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import { createProfile, launchChromium, removeProfile } from './chromium.mjs';
-import { checkVisit, countRequests, describeSite, markdownTable, printTable, summarizeVisit, wholeSecondTimes } from './engines.mjs';
-import { FIRST_FRAME, runWebpack, sampleChromiumArgs, visitExamplePage, withoutPreload } from './example-page.mjs';
 import {
-  codeLine,
+  CELL_HEAD,
+  cellName,
+  cellRows,
+  describeSite,
+  gridOptions,
+  judgeVisits,
+  kB,
+  LIMIT_HEAD,
+  limitColumns,
+  markdownTable,
+  mergeParts,
+  met,
+  partLines,
+  printTable,
+  printTables,
+  RETURN_AIM_HEAD,
+  RETURN_BYTES_HEAD,
+  returnAimColumns,
+  returnBytesColumns,
+  runGridCell,
+  runsText,
+  s2,
+  summarizeVisit,
+  VISIT_HEAD,
+  visitTimes,
+  wholeSecondTimes,
+} from './engines.mjs';
+import { FIRST_FRAME, runWebpack, withoutPreload } from './example-page.mjs';
+import {
   codeMeasured,
   commandLine,
-  loadLine,
-  loadNow,
-  machineLine,
   machineWithChromium,
   MB,
   median,
   parseBenchArgs,
-  ratio,
   ROOT,
-  runRounds,
   saveResults,
   seconds,
   where,
@@ -103,15 +125,11 @@ import {
 } from './harness.mjs';
 import { audioList, GALLERY_MODELS, packEntries, STAGES } from './shapes/stage.mjs';
 import { requestedRanges } from '../dist/core/format/range-header.js';
-import { startThrottledServer } from './throttled-server.mjs';
 
 const SECTION_TITLE = '## Engines: games shaped like third-party ones, default publish, gzipping host (node bench/shapes.mjs)';
 export const SHAPES_DIR = join(ROOT, '.bench', 'shapes');
 const HERE = dirname(fileURLToPath(import.meta.url));
 const require = createRequire(import.meta.url);
-const PROTOCOLS = ['http/1.1', 'h2'];
-/** bench/engines.mjs's aims: first visit b/l ≤ 1.0 (≤ 0.8 at 150 ms), fetched / used ≤ 1.1, return ≤ 1.1 × (limit + RTT). */
-const AIMS = { firstRatio: 1.0, firstRatioAt150: 0.8, fetchedPerUsed: 1.1, slack: 1.1 };
 /** How long a bundled visit waits for the source's whenStored() before the browser closes (it is then a player who left before the cache writes ended). */
 const STORED_TIMEOUT_MS = 20_000;
 
@@ -380,65 +398,22 @@ function handoffAgainstLoose(loose, bundled) {
 // ---------------------------------------------------------------------------------------------
 // A cell
 
-const CHAINS = {
-  loose: [
-    { visit: 'first', root: 'site' },
-    { visit: 'return', root: 'site' },
-  ],
-  bundled: [
-    { visit: 'first', root: 'site' },
-    { visit: 'return', root: 'site' },
-  ],
-  limit: [
-    { visit: 'fill', root: 'limit' },
-    { visit: 'limit', root: 'limit' },
-  ],
-};
-
-/** One chain: a new profile, a Chromium launched on it for each visit. Resolves to { [visit]: sample }. */
-async function runChain(game, site, server, mode) {
-  const profile = createProfile();
-  const samples = {};
-  try {
-    for (const { visit, root } of CHAINS[mode]) {
-      server.use(root);
-      const chromium = await launchChromium({ profile, args: sampleChromiumArgs(server) });
-      try {
-        const what = `${site.name} ${server.protocol} ${mode} ${visit}`;
-        const { requests, ...measured } = await visitExamplePage({
-          browser: chromium.browser,
-          server,
-          path: mode === 'bundled' ? '/' : '/loose.html?loose',
-          firstFrame: game.firstFrame,
-          what,
-          check: (ready) => game.check(ready, mode === 'bundled' ? 'bundled' : 'loose', site.index),
-          waitStored: mode === 'bundled',
-          storedTimeoutMs: STORED_TIMEOUT_MS,
-        });
-        checkVisit(what, mode, visit, requests);
-        samples[visit] = {
-          ms: measured.ms,
-          protocol: measured.protocol,
-          start: measured.start,
-          counts: countRequests(requests),
-          ...visitBytes(site, requests),
-          pageErrors: measured.pageErrors.length,
-          ...(measured.stored ? { stored: measured.stored } : {}),
-          ...(measured.handoff ? { handoff: fileHandoffs(site, measured.handoff) } : {}),
-        };
-        if (measured.stored && measured.stored.outcome !== 'stored')
-          process.stderr.write(
-            `  ${what}: whenStored() ${measured.stored.outcome} after ${(measured.stored.ms / 1000).toFixed(0)} s${measured.stored.stats ? `, source stats ${JSON.stringify(measured.stored.stats)}` : ''}\n`,
-          );
-      } finally {
-        await chromium.close();
-      }
-    }
-  } finally {
-    server.use('site');
-    removeProfile(profile);
-  }
-  return samples;
+/**
+ * What a sample keeps beyond bench/engines.mjs's (time, protocol, start times, counts): the bytes
+ * asked twice, its loose files' raw and stored bytes, page errors, how whenStored() went (said
+ * when it did not settle) and the hand-off (the Phaser games).
+ */
+function keepSample(site, measured, requests, what) {
+  if (measured.stored && measured.stored.outcome !== 'stored')
+    process.stderr.write(
+      `  ${what}: whenStored() ${measured.stored.outcome} after ${(measured.stored.ms / 1000).toFixed(0)} s${measured.stored.stats ? `, source stats ${JSON.stringify(measured.stored.stats)}` : ''}\n`,
+    );
+  return {
+    ...visitBytes(site, requests),
+    pageErrors: measured.pageErrors.length,
+    ...(measured.stored ? { stored: measured.stored } : {}),
+    ...(measured.handoff ? { handoff: fileHandoffs(site, measured.handoff) } : {}),
+  };
 }
 
 /** bench/engines.mjs's summary of a visit's samples, with the bytes asked twice and the loose files' raw and stored bytes. */
@@ -469,123 +444,75 @@ function summarize(list) {
   };
 }
 
-/** One game under one condition and protocol: every chain, --runs rounds (3 if a visit of the first took over 20 s). */
-export async function runShapeCell(name, site, condition, protocol, runs) {
-  const game = SHAPES[name];
-  const roots = {
+/**
+ * A cell's chains, as bench/engines.mjs runGridCell runs them (see there): loose, bundled (each a
+ * first and a return visit of the site) and limit (a fill and the limit visit, from the server
+ * that sends every file below published/ immutable), every site served gzip'd.
+ */
+const GRID = {
+  chains: {
+    loose: [
+      { visit: 'first', root: 'site' },
+      { visit: 'return', root: 'site' },
+    ],
+    bundled: [
+      { visit: 'first', root: 'site' },
+      { visit: 'return', root: 'site' },
+    ],
+    limit: [
+      { visit: 'fill', root: 'limit' },
+      { visit: 'limit', root: 'limit' },
+    ],
+  },
+  roots: (site) => ({
     site: { root: site.dir, gzip: true },
     limit: { root: site.dir, immutableBelow: '/published/', gzip: true },
-  };
-  const server = await startThrottledServer({ roots, protocol, ...condition });
-  const modes = Object.keys(CHAINS);
-  const samples = Object.fromEntries(modes.map((mode) => [mode, []]));
-  const started = Date.now();
-  const loadAtStart = loadNow();
-  try {
-    const { rounds, reduced } = await runRounds(runs, async (round, total) => {
-      const order = modes.map((_, i) => modes[(i + round) % modes.length]);
-      const times = [];
-      for (const mode of order) {
-        const chain = await runChain(game, site, server, mode);
-        samples[mode].push(chain);
-        times.push(...Object.values(chain).map((s) => s.ms));
-        process.stderr.write(
-          `  ${name} ${protocol} ${where(condition).replace(' | ', ' ')} round ${round + 1}/${total} ${mode}: ${Object.entries(chain)
-            .map(
-              ([visit, s]) =>
-                `${visit} ${seconds(s.ms)} s (${s.counts.all.requests} req, ${(s.counts.all.bytes / 1e3).toFixed(0)} kB${s.counts.bundles.requests ? `, bundles ${(s.counts.bundles.bytes / 1e3).toFixed(0)} kB in ${s.counts.bundles.requests}, twice ${s.twice.bytes} B` : ''})`,
-            )
-            .join(', ')}\n`,
-        );
-      }
-      return times;
-    });
-    const visits = Object.fromEntries(
-      modes.map((mode) => [
-        mode,
-        Object.fromEntries(CHAINS[mode].map(({ visit }) => [visit, summarize(samples[mode].map((chain) => chain[visit]))])),
-      ]),
-    );
+  }),
+  home: 'site',
+  storedTimeoutMs: STORED_TIMEOUT_MS,
+  keep: keepSample,
+  summarize,
+  note: (s) =>
+    s.counts.bundles.requests
+      ? `, bundles ${(s.counts.bundles.bytes / 1e3).toFixed(0)} kB in ${s.counts.bundles.requests}, twice ${s.twice.bytes} B`
+      : '',
+  extra: (samples) => {
     const handoff = handoffAgainstLoose(samples.loose, samples.bundled);
-    return {
-      game: name,
-      protocol,
-      ...condition,
-      rounds,
-      reduced,
-      seconds: (Date.now() - started) / 1000,
-      load: [loadAtStart, loadNow()],
-      ...visits,
-      ...(handoff ? { handoff } : {}),
-    };
-  } finally {
-    await server.close();
-  }
-}
+    return handoff ? { handoff } : {};
+  },
+};
+
+/** One game under one condition and protocol: every chain, --runs rounds (3 if a visit of the first took over 20 s). */
+export const runShapeCell = (name, site, condition, protocol, runs) => runGridCell(SHAPES[name], site, condition, protocol, runs, GRID);
 
 // ---------------------------------------------------------------------------------------------
 // Figures and aims
 
-const atLineRate = (bytes, cell) => (cell.mbit ? (bytes * 8) / (cell.mbit * 1000) : 0);
-
-/** The figures of a cell (see the header). */
+/** The figures of a cell (see the header): bench/engines.mjs judgeVisits' (its aims), and the used files' raw and stored bytes. */
 export function judgeShape(part, cell) {
-  const limit = cell.limit.limit.median;
-  const zero = part.cells.find(
-    (other) => other.game === cell.game && other.protocol === cell.protocol && other.latencyMs === 0 && !other.mbit,
-  );
-  const used = cell.loose.first.counts.loose.bytes;
-  const fetched = cell.bundled.first.counts.bundles.bytes;
-  const firstRatio = cell.bundled.first.median / cell.loose.first.median;
-  const firstAim = cell.latencyMs === 150 && !cell.mbit ? AIMS.firstRatioAt150 : AIMS.firstRatio;
-  const returnAimMs = AIMS.slack * (limit + cell.latencyMs);
+  const judged = judgeVisits(part, cell);
   return {
-    limitMs: limit,
-    engineMs: zero?.limit.limit.median,
-    usedBytes: used,
+    ...judged,
     usedRawBytes: cell.loose.first.looseRawBytes,
     usedStoredBytes: cell.loose.first.looseStoredBytes,
-    usedAtRateMs: atLineRate(used, cell),
-    fetchedBytes: fetched,
-    fetchedPerUsed: fetched / used,
-    fetchedPerStored: fetched / cell.loose.first.looseStoredBytes,
-    fetchedMet: fetched / used <= AIMS.fetchedPerUsed,
-    firstRatio,
-    firstAim,
-    firstMet: firstRatio <= firstAim,
-    returnRatio: cell.bundled.return.median / cell.loose.return.median,
-    returnAimMs,
-    returnMet: cell.bundled.return.median <= returnAimMs,
+    fetchedPerStored: judged.fetchedBytes / cell.loose.first.looseStoredBytes,
   };
 }
 
 // ---------------------------------------------------------------------------------------------
-// Tables
+// Tables (bench/engines.mjs's columns, and these)
 
-const s2 = (value) => (value === undefined || !Number.isFinite(value) ? '–' : seconds(value));
-const kB = (bytes) => (bytes === undefined || !Number.isFinite(bytes) ? '–' : (bytes / 1000).toFixed(1));
-const range = (visit) => `${seconds(visit.median)} (${seconds(visit.min)}–${seconds(visit.max)})`;
-const network = (cell) => [cell.protocol === 'h2' ? 'HTTP/2' : 'HTTP/1.1', `${cell.latencyMs} ms`, cell.mbit ? `${cell.mbit} Mbit/s` : '∞'];
-const met = (ok, text) => `${ok ? 'met' : 'missed'}${text ? ` (${text})` : ''}`;
-const runsText = (cell) => `${cell.rounds}${cell.reduced ? ' (3: a visit over 20 s)' : ''}`;
-const requestsText = (counts) =>
-  `${counts.all.requests} (${counts.all.notModified} × 304${counts.all.partial ? `, ${counts.all.partial} × 206` : ''})`;
 /** Bytes asked twice: the median visit's, and the most of any (of how many visits had any). */
-/** Bundled visits whose whenStored() settled within STORED_TIMEOUT_MS, of all. */
-const storedText = (visit) => (visit.storedVisits === undefined ? '–' : `${visit.storedVisits} of ${visit.samplesMs.length}`);
 const twiceText = (visit) =>
   visit.twiceMaxBytes === 0
     ? '0'
     : `${visit.twiceBytes} (max ${visit.twiceMaxBytes}; ${visit.twiceVisits} of ${visit.samplesMs.length} visits)`;
+/** Bundled visits whose whenStored() settled within STORED_TIMEOUT_MS, of all. */
+const storedText = (visit) => (visit.storedVisits === undefined ? '–' : `${visit.storedVisits} of ${visit.samplesMs.length}`);
 
 const FIRST_HEAD = [
-  'game',
-  'protocol',
-  'RTT',
-  'bandwidth',
-  'loose s (min–max)',
-  'bundled s (min–max)',
-  'b/l',
+  ...CELL_HEAD,
+  ...VISIT_HEAD,
   'aim b/l',
   'kB used (sent, raw, stored)',
   'kB fetched',
@@ -597,89 +524,32 @@ const FIRST_HEAD = [
   'runs',
   'load',
 ];
-function firstRows(part) {
-  return part.cells.map((cell) => {
-    const judged = judgeShape(part, cell);
-    return [
-      cell.game,
-      ...network(cell),
-      range(cell.loose.first),
-      range(cell.bundled.first),
-      ratio(cell.bundled.first.median, cell.loose.first.median),
-      met(judged.firstMet, `≤ ${judged.firstAim.toFixed(1)}`),
-      `${kB(judged.usedBytes)}, ${kB(judged.usedRawBytes)}, ${kB(judged.usedStoredBytes)}`,
-      kB(judged.fetchedBytes),
-      met(judged.fetchedMet, judged.fetchedPerUsed.toFixed(2)),
-      judged.fetchedPerStored.toFixed(2),
-      twiceText(cell.bundled.first),
-      storedText(cell.bundled.first),
-      `${cell.loose.first.counts.all.requests} → ${cell.bundled.first.counts.all.requests}`,
-      runsText(cell),
-      cell.load.join('–'),
-    ];
-  });
-}
+const firstRows = (part) =>
+  cellRows(part, judgeShape, (cell, judged) => [
+    ...visitTimes(cell, 'first'),
+    met(judged.firstMet, `≤ ${judged.firstAim.toFixed(1)}`),
+    `${kB(judged.usedBytes)}, ${kB(judged.usedRawBytes)}, ${kB(judged.usedStoredBytes)}`,
+    kB(judged.fetchedBytes),
+    met(judged.fetchedMet, judged.fetchedPerUsed.toFixed(2)),
+    judged.fetchedPerStored.toFixed(2),
+    twiceText(cell.bundled.first),
+    storedText(cell.bundled.first),
+    `${cell.loose.first.counts.all.requests} → ${cell.bundled.first.counts.all.requests}`,
+    runsText(cell),
+    cell.load.join('–'),
+  ]);
 
-const LIMIT_HEAD = [
-  'game',
-  'protocol',
-  'RTT',
-  'bandwidth',
-  'limit s: every asset in memory (min–max)',
-  'engine s (limit at 0 ms)',
-  'used at line rate s',
-  'limit + RTT s',
-];
-function limitRows(part) {
-  return part.cells.map((cell) => {
-    const judged = judgeShape(part, cell);
-    return [
-      cell.game,
-      ...network(cell),
-      range(cell.limit.limit),
-      s2(judged.engineMs),
-      s2(judged.usedAtRateMs),
-      s2(judged.limitMs + cell.latencyMs),
-    ];
-  });
-}
+const limitRows = (part) => cellRows(part, judgeShape, limitColumns);
 
-const RETURN_HEAD = [
-  'game',
-  'protocol',
-  'RTT',
-  'bandwidth',
-  'loose s (min–max)',
-  'bundled s (min–max)',
-  'b/l',
-  'aim: 1.1 × (limit + RTT) s',
-  'bundled ≤ aim?',
-  'requests loose',
-  'requests bundled',
-  'bundled kB (index + bundles)',
-  'bytes twice',
-  'stored (≤ 20 s)',
-];
-function returnRows(part) {
-  return part.cells.map((cell) => {
-    const judged = judgeShape(part, cell);
-    const bundled = cell.bundled.return.counts;
-    return [
-      cell.game,
-      ...network(cell),
-      range(cell.loose.return),
-      range(cell.bundled.return),
-      ratio(cell.bundled.return.median, cell.loose.return.median),
-      s2(judged.returnAimMs),
-      met(judged.returnMet, `${(cell.bundled.return.median / judged.returnAimMs).toFixed(2)}×`),
-      requestsText(cell.loose.return.counts),
-      requestsText(bundled),
-      `${kB(bundled.index.bytes)} + ${kB(bundled.bundles.bytes)}`,
-      twiceText(cell.bundled.return),
-      storedText(cell.bundled.return),
-    ];
-  });
-}
+const RETURN_HEAD = [...CELL_HEAD, ...VISIT_HEAD, ...RETURN_AIM_HEAD, ...RETURN_BYTES_HEAD, 'bytes twice', 'stored (≤ 20 s)'];
+const returnRows = (part) =>
+  cellRows(part, judgeShape, (cell, judged) => [
+    ...visitTimes(cell, 'return'),
+    ...returnAimColumns(cell, judged),
+    ...returnBytesColumns(cell),
+    twiceText(cell.bundled.return),
+    storedText(cell.bundled.return),
+  ]);
 
 const TABLES = [
   ['First visit (an empty profile)', FIRST_HEAD, firstRows],
@@ -696,10 +566,7 @@ const HANDOFF_VISITS = [
 const ms0 = (value) => (value === undefined || value === null || !Number.isFinite(value) ? '–' : value.toFixed(0));
 const lagText = (median, p90) => `${ms0(median)} (${ms0(p90)})`;
 const HANDOFF_HEAD = [
-  'game',
-  'protocol',
-  'RTT',
-  'bandwidth',
+  ...CELL_HEAD,
   'visit',
   'files',
   'bytes in s: median, last',
@@ -715,38 +582,35 @@ function handoffRows(part) {
     .flatMap((cell) =>
       HANDOFF_VISITS.map(([visit, of]) => {
         const h = of(cell).handoff;
-        if (!h) return [cell.game, ...network(cell), visit, '–', '–', '–', '–', '–', '–', '–'];
-        return [
-          cell.game,
-          ...network(cell),
-          visit,
-          String(h.files),
-          `${s2(h.bytesInMedian)}, ${s2(h.bytesInMax)}`,
-          `${s2(h.handedMedian)}, ${s2(h.handedMax)}`,
-          `${s2(h.doneMedian)}, ${s2(h.doneMax)}`,
-          lagText(h.inToHandedMedian, h.inToHandedP90),
-          lagText(h.handedToDoneMedian, h.handedToDoneP90),
-          String(h.whileStreaming ?? 0),
-        ];
+        const figures = h
+          ? [
+              String(h.files),
+              `${s2(h.bytesInMedian)}, ${s2(h.bytesInMax)}`,
+              `${s2(h.handedMedian)}, ${s2(h.handedMax)}`,
+              `${s2(h.doneMedian)}, ${s2(h.doneMax)}`,
+              lagText(h.inToHandedMedian, h.inToHandedP90),
+              lagText(h.handedToDoneMedian, h.handedToDoneP90),
+              String(h.whileStreaming ?? 0),
+            ]
+          : Array(7).fill('–');
+        return [...cellName(cell), visit, ...figures];
       }),
     );
 }
-const HANDOFF_FILE_HEAD = ['game', 'protocol', 'RTT', 'bandwidth', 'sound (kB)', 'done loose s', 'done bundled s', 'bundled − loose ms'];
+const HANDOFF_FILE_HEAD = [...CELL_HEAD, 'sound (kB)', 'done loose s', 'done bundled s', 'bundled − loose ms'];
 function handoffFileRows(part) {
   return part.cells
     .filter((cell) => cell.handoff)
     .flatMap((cell) => [
       ...cell.handoff.largest.map((file) => [
-        cell.game,
-        ...network(cell),
+        ...cellName(cell),
         `${file.id.slice('audio:'.length)} (${kB(file.bytes)})`,
         s2(file.looseDone),
         s2(file.bundledDone),
         ms0(file.bundledMinusLoose),
       ]),
       ...cell.handoff.formats.map((format) => [
-        cell.game,
-        ...network(cell),
+        ...cellName(cell),
         `every .${format.format} (${format.files}), median`,
         '',
         '',
@@ -757,8 +621,8 @@ function handoffFileRows(part) {
 const HANDOFF_NOTE =
   "Per file (Phaser's file key), ms from navigation start, medians of the rounds: **bytes in** = the last byte of what brought the file (loose: its own response's Resource Timing responseEnd; bundled: the latest end among its bundle's responses, a range each, that ended by the hand-off: the smallest lag it can be; *handed mid-bundle* counts the files handed before any response of their bundle had ended), **handed** = when Phaser's File#onLoad ran (loose: the XHR's load; bundled: the adapter's finished XHR), **done** = its `filecomplete` (a sound: decoded by decodeAudioData). Recorded in the page by bench/shapes/phaser-handoff.ts (a timestamp per event), read after the first frame. *limit* = the limit visit (every file from the HTTP cache).";
 
-/** The hand-off tables, where the part has any (the Phaser games). */
-function handoffTables(part, table) {
+/** The hand-off tables ([title, head, rows]), where the part has any (the Phaser games). */
+function handoffTables(part) {
   const rows = handoffRows(part);
   if (!rows.length) return [];
   return [
@@ -768,7 +632,7 @@ function handoffTables(part, table) {
       HANDOFF_FILE_HEAD,
       handoffFileRows(part),
     ],
-  ].flatMap(([title, head, body]) => table(title, head, body));
+  ];
 }
 
 function aimCounts(part) {
@@ -788,63 +652,21 @@ function aimCounts(part) {
 }
 
 function renderPart(part) {
-  const sites = Object.values(part.sites);
+  const handoff = handoffTables(part);
   return [
-    `### ${part.label ? `${part.label}: ` : ''}code ${codeLine(part.code)}`,
-    '',
-    `${machineLine(part.machine)} Measured ${part.startedAt.slice(0, 16).replace('T', ' ')} UTC. ${loadLine(part.cells)}`.trimEnd(),
-    '',
-    'Sites: ' +
-      sites
+    ...partLines(part, {
+      sites: `Sites: ${Object.values(part.sites)
         .map(
           (s) =>
             `**${s.name}** main.js ${(s.mainJsBytes / MB).toFixed(2)} MB, ${s.files} files (${(s.fileBytes / MB).toFixed(2)} MB; stored ${(s.storedBytes / MB).toFixed(2)} MB) in ${s.bundles} bundles (${(s.bundleBytes / MB).toFixed(2)} MB), index ${kB(s.indexBytes)} kB`,
         )
-        .join('; ') +
-      '.',
-    '',
-    '```sh',
-    part.command,
-    '```',
-    '',
-    ...aimCounts(part),
-    '',
-    ...TABLES.flatMap(([title, head, rows]) => [`${title}, medians:`, '', ...markdownTable(head, rows(part)), '']),
-    ...(handoffRows(part).length ? ['#### Per-file hand-off (phaser-audio)', '', HANDOFF_NOTE, ''] : []),
-    ...handoffTables(part, (title, head, body) => [`${title}:`, '', ...markdownTable(head, body), '']),
+        .join('; ')}.`,
+      aims: aimCounts(part),
+      tables: TABLES,
+    }),
+    ...(handoff.length ? ['#### Per-file hand-off (phaser-audio)', '', HANDOFF_NOTE, ''] : []),
+    ...handoff.flatMap(([title, head, rows]) => [`${title}:`, '', ...markdownTable(head, rows), '']),
   ];
-}
-
-/** Results of one label run in pieces (`--protocols h2 --no-build --out b.json` after `--protocols http/1.1 --out a.json`) are one part; their sites must be the same. */
-function mergeParts(parts) {
-  const merged = [];
-  for (const part of parts) {
-    const same = merged.find((other) => (other.label ?? '') === (part.label ?? ''));
-    if (!same) {
-      merged.push({ ...part, code: { ...part.code }, commands: [part.command], cells: [...part.cells], sites: { ...part.sites } });
-      continue;
-    }
-    for (const [name, site] of Object.entries(part.sites))
-      if (same.sites[name] && same.sites[name].digest !== site.digest)
-        throw new Error(`${part.label ?? 'unlabelled'}: ${name} was measured on two different sites; give the runs their own labels`);
-    same.commands.push(part.command);
-    same.cells.push(...part.cells);
-    Object.assign(same.sites, part.sites);
-    if (part.startedAt < same.startedAt) same.startedAt = part.startedAt;
-    if (!same.code.commit.split(', ').includes(part.code.commit)) same.code.commit += `, ${part.code.commit}`;
-    same.code.dirty ||= part.code.dirty;
-  }
-  const condition = (cell) => (cell.mbit ? 1e6 : 0) + cell.latencyMs;
-  for (const part of merged) {
-    part.command = part.commands.join('\n');
-    part.cells.sort(
-      (a, b) =>
-        PROTOCOLS.indexOf(a.protocol) - PROTOCOLS.indexOf(b.protocol) ||
-        condition(a) - condition(b) ||
-        GAME_NAMES.indexOf(a.game) - GAME_NAMES.indexOf(b.game),
-    );
-  }
-  return merged;
 }
 
 function renderSection(parts) {
@@ -853,20 +675,16 @@ function renderSection(parts) {
     '',
     "`node bench/shapes.mjs` (its header says it all) builds four games shaped like third-party ones (bench/shapes/) with the **default publish** (the awake-bundle webpack plugin at its defaults, `loads: false`: `--group auto`): **babylon-folder** (one milk truck, 0.45 MB, of a `models/` folder of eleven models, 16 MB), **phaser-pack** (a pack file of 19 small files, 0.4 MB), **phaser-audio** (38 sounds, 8 MB, decoded in preload), **babylon-gallery** (nine glTF/GLB models, 6.5 MB, at once). Host: nginx with gzip on (JSON, glTF, JS, XML, text, HTML) and Range, over HTTP/1.1 and HTTP/2 through bench/throttled-server.mjs; visits, limit and times as bench/engines.mjs's section says. **used** = the first visit's loose answers as sent (gzip'd where the host compresses), then those files raw, then their members as stored in the bundles; **fetched** = the bundled first visit's bundle bodies; **bytes twice** = bundle bytes a visit asked for more than once (median visit, and the most of any).",
     '',
-    ...mergeParts(parts).flatMap(renderPart),
+    ...mergeParts(parts, GAME_NAMES).flatMap(renderPart),
   ].join('\n');
 }
 
 function printPart(part) {
-  for (const [title, head, rows] of TABLES) {
-    console.log(`\n${title} (medians)\n`);
-    printTable(head, rows(part));
-  }
-  handoffTables(part, (title, head, body) => {
+  printTables(part, TABLES);
+  for (const [title, head, rows] of handoffTables(part)) {
     console.log(`\n${title}\n`);
-    printTable(head, body);
-    return [];
-  });
+    printTable(head, rows);
+  }
   console.log(['', ...aimCounts(part)].join('\n'));
 }
 
@@ -881,10 +699,7 @@ export async function main(args = process.argv.slice(2)) {
     if (options.values.write) writeBenchmarksSection(SECTION_TITLE, text);
   };
   if (options.reportFiles.length > 0) return section(options.reportFiles.map((file) => JSON.parse(readFileSync(file, 'utf8'))));
-  const games = (options.values.games ?? GAME_NAMES.join(',')).split(',').map((name) => name.trim());
-  for (const name of games) if (!SHAPES[name]) options.usage(`unknown game ${name} (${GAME_NAMES.join(', ')})`);
-  const protocols = (options.values.protocols ?? PROTOCOLS.join(',')).split(',').map((name) => name.trim());
-  for (const name of protocols) if (!PROTOCOLS.includes(name)) options.usage(`unknown protocol ${name} (${PROTOCOLS.join(', ')})`);
+  const { games, protocols, conditions } = gridOptions(options, GAME_NAMES, GAME_NAMES);
   if (!existsSync(join(ROOT, 'dist', 'core', 'node', 'index.js'))) throw new Error('dist/ is missing: run `npm run build` first');
   if (!options.values['no-build']) for (const name of games) await buildShape(name);
   const sites = Object.fromEntries(games.map((name) => [name, describeSite(name, SHAPES_DIR)]));
@@ -898,7 +713,6 @@ export async function main(args = process.argv.slice(2)) {
     cells: [],
   };
   const out = options.out ?? join(SHAPES_DIR, 'last.json');
-  const conditions = [...options.conditions].sort((a, b) => Number(b.latencyMs === 0 && !b.mbit) - Number(a.latencyMs === 0 && !a.mbit));
   for (const condition of conditions)
     for (const protocol of protocols)
       for (const name of games) {

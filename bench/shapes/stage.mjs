@@ -301,18 +301,8 @@ export function stagePhaserAudio(dir) {
 // ---------------------------------------------------------------------------------------------
 // (d) babylon-gallery
 
-/** The gallery's nine models, as test/browser-adapter-races.test.ts stageBabylon lays them out. */
-export const GALLERY_MODELS = [
-  'truck-1/truck.gltf',
-  'truck-2/truck.gltf',
-  'truck-3/truck.gltf',
-  'truck-4.gltf',
-  'truck-5.gltf',
-  'ship.gltf',
-  'glb/CesiumMan.glb',
-  'glb/CesiumMilkTruck.glb',
-  'box/BoxTextured.gltf',
-];
+/** The gallery's nine models, as test/browser-adapter-races.test.ts stageBabylon lays them out: babylon-gallery/models.json, which its page loads. */
+export const GALLERY_MODELS = JSON.parse(readFileSync(join(HERE, 'babylon-gallery', 'models.json'), 'utf8'));
 
 /**
  * Nine models, 6.5 MB (stageBabylon's): six copies of the milk truck, each with its buffer padded

@@ -1,6 +1,7 @@
 // The webpack config of each of bench/shapes.mjs's games (bench/shapes/<game>/webpack.config.cjs),
 // built as examples/phaser and examples/babylon are: TypeScript through ts-loader, one bundle
-// (main.js), index.html by html-webpack-plugin (so the awake-bundle plugin adds its preload links),
+// (main.js), index.html by html-webpack-plugin (so the awake-bundle plugin adds its preload links)
+// from its engine's page (bench/shapes/babylon.html or phaser.html, the game's name filled in),
 // and the game's assets folder (`env.assets`: staged by bench/shapes/stage.mjs) published into
 // published/ by the awake-bundle webpack plugin at its defaults, what a new user gets: given only
 // its folders, `loads: false` (no recorded loads: `--group auto`).
@@ -11,9 +12,9 @@ const HtmlWebpackPlugin = require('html-webpack-plugin');
 
 const repo = path.resolve(__dirname, '../..');
 
-/** The config of the game in `dir` (its src/main.ts and index.html). */
+/** The config of the game in `dir` (its src/main.ts), its page made from `page` (a file beside this one). */
 module.exports =
-  (dir) =>
+  (dir, page) =>
   async (env = {}) => {
     if (!env.assets || !env.out)
       throw new Error(`${path.basename(dir)}: env.assets and env.out are needed (node bench/shapes.mjs builds it)`);
@@ -40,7 +41,12 @@ module.exports =
       },
       plugins: [
         new AwakeBundlePlugin({ assets: env.assets, output: 'published', loads: false }),
-        new HtmlWebpackPlugin({ template: './index.html', inject: 'body', scriptLoading: 'blocking' }),
+        new HtmlWebpackPlugin({
+          template: path.join(__dirname, page),
+          templateParameters: { game: path.basename(dir) },
+          inject: 'body',
+          scriptLoading: 'blocking',
+        }),
       ],
       performance: { hints: false },
       stats: 'errors-warnings',

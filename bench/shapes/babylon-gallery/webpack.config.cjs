@@ -1,2 +1,2 @@
-// bench/shapes.mjs's babylon-gallery: built as bench/shapes/webpack.shared.cjs says (the awake-bundle plugin at its defaults, `loads: false`).
-module.exports = require('../webpack.shared.cjs')(__dirname);
+// bench/shapes.mjs's babylon-gallery: built as bench/shapes/webpack.shared.cjs says (the awake-bundle plugin at its defaults, `loads: false`), its page from bench/shapes/babylon.html.
+module.exports = require('../webpack.shared.cjs')(__dirname, 'babylon.html');

@@ -2,51 +2,17 @@
  * bench/shapes.mjs's babylon-gallery: nine glTF and GLB models (6.5 MB) loaded at once, shown in a
  * row: six milk trucks (each its own buffer and texture; three in folders of their own, three whose
  * buffers and images are in shared `buffers/` and `textures/` folders), Cesium Man, the milk truck
- * GLB and the textured box. Its one added call is `registerAwkb` with only the index's URL (every
- * other option at its default); `?loose` leaves it out (the same files as plain files under
- * published/). Assets: bench/shapes/stage.mjs (GALLERY_MODELS, the same list).
+ * GLB and the textured box. Its one added call, `registerAwkb` with only the index's URL (every
+ * other option at its default), and the scene around the loads are bench/shapes/babylon-scene.ts's;
+ * `?loose` leaves the call out (the same files as plain files under published/). Assets:
+ * bench/shapes/stage.mjs, from the same list (models.json).
  */
-import { ArcRotateCamera } from '@babylonjs/core/Cameras/arcRotateCamera.js';
-import { Engine } from '@babylonjs/core/Engines/engine.js';
-import { HemisphericLight } from '@babylonjs/core/Lights/hemisphericLight.js';
-import '@babylonjs/core/Loading/loadingScreen.js';
 import { ImportMeshAsync } from '@babylonjs/core/Loading/sceneLoader.js';
-import { Color4 } from '@babylonjs/core/Maths/math.color.js';
 import { Vector3 } from '@babylonjs/core/Maths/math.vector.js';
-import { Scene } from '@babylonjs/core/scene.js';
-import '@babylonjs/loaders/glTF/index.js';
-import { registerAwkb } from 'awake-bundle/babylon';
+import { runScene } from '../../babylon-scene';
+import MODELS from '../models.json';
 
-const LOOSE = new URLSearchParams(location.search).has('loose');
-
-const MODELS = [
-  'truck-1/truck.gltf',
-  'truck-2/truck.gltf',
-  'truck-3/truck.gltf',
-  'truck-4.gltf',
-  'truck-5.gltf',
-  'ship.gltf',
-  'glb/CesiumMan.glb',
-  'glb/CesiumMilkTruck.glb',
-  'box/BoxTextured.gltf',
-];
-
-type BenchWindow = { exampleReady?: unknown; exampleStored?: Promise<unknown>; exampleSource?: unknown; exampleFailed?: unknown };
-
-function status(text: string): void {
-  document.getElementById('text')!.textContent = text;
-}
-
-async function main(): Promise<void> {
-  const canvas = document.getElementById('scene') as HTMLCanvasElement;
-  const engine = new Engine(canvas, true, { preserveDrawingBuffer: true });
-  const scene = new Scene(engine);
-  scene.clearColor = new Color4(0.11, 0.12, 0.14, 1);
-  const camera = new ArcRotateCamera('camera', -Math.PI / 2, Math.PI / 2.6, 24, new Vector3(0, 1, 0), scene);
-  camera.attachControl(canvas, true);
-  new HemisphericLight('light', new Vector3(0.3, 1, 0.2), scene);
-
-  const registration = LOOSE ? undefined : await registerAwkb({ indexUrl: 'published/project.index.json' });
+runScene({ alpha: -Math.PI / 2, radius: 24 }, async (scene) => {
   const models = await Promise.all(
     MODELS.map(async (model, i) => {
       const result = await ImportMeshAsync(`published/${model}`, scene);
@@ -55,26 +21,9 @@ async function main(): Promise<void> {
       return result;
     }),
   );
-
-  await scene.whenReadyAsync();
-  engine.runRenderLoop(() => scene.render());
-  window.addEventListener('resize', () => engine.resize());
-  status(`${models.length} models`);
-  // Settles when the cache has stored what the scene read (bench/shapes.mjs waits for it before a return visit).
-  (window as BenchWindow).exampleStored = registration?.source.whenStored();
-  // Its stats() (held bytes, loads in flight), which bench/shapes.mjs reads when whenStored() takes too long.
-  (window as BenchWindow).exampleSource = registration?.source;
-  (window as BenchWindow).exampleReady = {
+  return {
+    status: `${models.length} models`,
     models: models.filter((model) => model.meshes.length > 0).length,
     meshes: scene.meshes.length,
-    animations: scene.animationGroups.length,
-    textures: scene.textures.length,
-    indexFiles: registration?.source.index.files.length ?? 0,
   };
-}
-
-main().catch((error: unknown) => {
-  status(`failed: ${error instanceof Error ? error.message : String(error)}`);
-  (window as BenchWindow).exampleFailed = String(error);
-  throw error;
 });

@@ -2,19 +2,14 @@
  * bench/shapes.mjs's phaser-audio: a game whose first scene's preload loads 38 sounds (8 music
  * tracks in Ogg Vorbis, 14 ambience loops in WAV, sound effects in Ogg, MP3 and WAV; 8 MB) and 4
  * images. Phaser decodes every sound in its loader (Web Audio's decodeAudioData), so the scene's
- * create() runs once all are decoded. The one awake-bundle line is `this.load.awkbIndex`; `?loose`
- * leaves it out (the same files as plain files under published/). The list is audio-list.json,
- * which bench/shapes/stage.mjs stages the files from (examples/assets/SOURCES.md).
+ * create() runs once all are decoded. The one awake-bundle line, `this.load.awkbIndex`, is
+ * bench/shapes/phaser-game.ts's preloadPublished; `?loose` leaves it out (the same files as plain
+ * files under published/). The list is audio-list.json, which bench/shapes/stage.mjs stages the
+ * files from (examples/assets/SOURCES.md).
  */
 import * as Phaser from 'phaser';
-import { AwkbPlugin, awkbSource } from 'awake-bundle/phaser';
-// Per-file hand-off times for the bench (bench/shapes/phaser-handoff.ts): before the game starts.
-import { recordCompletes } from '../../phaser-handoff';
+import { preloadPublished, reportAtFirstFrame, startGame } from '../../phaser-game';
 import list from '../audio-list.json';
-
-const LOOSE = new URLSearchParams(location.search).has('loose');
-
-type BenchWindow = { exampleReady?: unknown; exampleStored?: Promise<unknown>; exampleSource?: unknown };
 
 class Boot extends Phaser.Scene {
   constructor() {
@@ -22,9 +17,7 @@ class Boot extends Phaser.Scene {
   }
 
   preload(): void {
-    recordCompletes(this.load);
-    this.load.setPath('published/');
-    if (!LOOSE) this.load.awkbIndex('assets', 'project.index.json');
+    preloadPublished(this);
     for (const image of list.images) this.load.image(image.key, image.url);
     for (const sound of list.audio) this.load.audio(sound.key, sound.url);
   }
@@ -41,28 +34,12 @@ class Boot extends Phaser.Scene {
       this.sound.play(list.audio[Math.floor(Math.random() * list.audio.length)]!.key);
     });
 
-    this.game.events.once('postrender', () => {
-      const source = awkbSource(this, 'assets');
-      // Settles when the cache has stored this load's bundles (bench/shapes.mjs waits for it before a return visit).
-      (window as BenchWindow).exampleStored = source?.whenStored();
-      // Its stats() (held bytes, loads in flight), which bench/shapes.mjs reads when whenStored() takes too long.
-      (window as BenchWindow).exampleSource = source;
-      (window as BenchWindow).exampleReady = {
-        textures: list.images.filter((image) => this.textures.exists(image.key)).length,
-        sounds: list.audio.filter((sound) => this.cache.audio.exists(sound.key)).length,
-        missing: list.audio.filter((sound) => !this.cache.audio.exists(sound.key)).map((sound) => sound.key),
-        indexFiles: source?.index.files.length ?? 0,
-      };
-    });
+    reportAtFirstFrame(this, () => ({
+      textures: list.images.filter((image) => this.textures.exists(image.key)).length,
+      sounds: list.audio.filter((sound) => this.cache.audio.exists(sound.key)).length,
+      missing: list.audio.filter((sound) => !this.cache.audio.exists(sound.key)).map((sound) => sound.key),
+    }));
   }
 }
 
-new Phaser.Game({
-  type: Phaser.AUTO,
-  parent: 'game',
-  width: 640,
-  height: 320,
-  backgroundColor: '#14161a',
-  plugins: { global: [{ key: 'awkb', plugin: AwkbPlugin, start: true }] },
-  scene: [Boot],
-});
+startGame(Boot);

@@ -2,18 +2,14 @@
  * bench/shapes.mjs's phaser-pack: a game shaped like a Phaser 3 template's, whose first scene
  * loads a pack file (`this.load.pack`) that lists 19 small files in two sections (images,
  * spritesheets, an atlas, a bitmap font, JSON, sounds; 0.4 MB): start-up, not bytes, dominates.
- * The one awake-bundle line is `this.load.awkbIndex`; `?loose` leaves it out (the same files as
- * plain files under published/). Assets: bench/shapes/stage.mjs (examples/assets/SOURCES.md).
+ * The one awake-bundle line, `this.load.awkbIndex`, is bench/shapes/phaser-game.ts's
+ * preloadPublished; `?loose` leaves it out (the same files as plain files under published/).
+ * Assets: bench/shapes/stage.mjs (examples/assets/SOURCES.md).
  */
 import * as Phaser from 'phaser';
-import { AwkbPlugin, awkbSource } from 'awake-bundle/phaser';
-// Per-file hand-off times for the bench (bench/shapes/phaser-handoff.ts): before the game starts.
-import { recordCompletes } from '../../phaser-handoff';
-
-const LOOSE = new URLSearchParams(location.search).has('loose');
+import { preloadPublished, reportAtFirstFrame, startGame } from '../../phaser-game';
 
 type PackEntry = { type: string; key: string };
-type BenchWindow = { exampleReady?: unknown; exampleStored?: Promise<unknown>; exampleSource?: unknown };
 
 /** Whether the pack's entry is in its cache (a texture, a sound, JSON, a font). */
 function loaded(scene: Phaser.Scene, entry: PackEntry): boolean {
@@ -35,9 +31,7 @@ class Title extends Phaser.Scene {
   }
 
   preload(): void {
-    recordCompletes(this.load);
-    this.load.setPath('published/');
-    if (!LOOSE) this.load.awkbIndex('assets', 'project.index.json');
+    preloadPublished(this);
     this.load.pack('pack', 'assets/pack.json');
   }
 
@@ -67,31 +61,16 @@ class Title extends Phaser.Scene {
       .forEach((frame, i) => this.add.image(60 + i * 60, 120, 'emoji', frame).setScale(0.5));
     this.add.particles(0, 0, 'particle', { speed: 80, lifespan: 500, emitting: false });
 
-    this.game.events.once('postrender', () => {
+    reportAtFirstFrame(this, () => {
       const pack = this.cache.json.get('pack') as Record<string, { files: PackEntry[] }>;
       const entries = Object.values(pack).flatMap((section) => section.files);
-      const source = awkbSource(this, 'assets');
-      // Settles when the cache has stored this load's bundles (bench/shapes.mjs waits for it before a return visit).
-      (window as BenchWindow).exampleStored = source?.whenStored();
-      // Its stats() (held bytes, loads in flight), which bench/shapes.mjs reads when whenStored() takes too long.
-      (window as BenchWindow).exampleSource = source;
-      (window as BenchWindow).exampleReady = {
+      return {
         packEntries: entries.length,
         loaded: entries.filter((entry) => loaded(this, entry)).length,
         missing: entries.filter((entry) => !loaded(this, entry)).map((entry) => entry.key),
-        indexFiles: source?.index.files.length ?? 0,
       };
     });
   }
 }
 
-new Phaser.Game({
-  type: Phaser.AUTO,
-  parent: 'game',
-  width: 640,
-  height: 320,
-  backgroundColor: '#14161a',
-  pixelArt: true,
-  plugins: { global: [{ key: 'awkb', plugin: AwkbPlugin, start: true }] },
-  scene: [Title],
-});
+startGame(Title, { pixelArt: true });
