@@ -29,13 +29,13 @@ module.exports = {
   },
   // A service worker has no Web Workers: the reader's pool there is the calling thread's
   // (adapters/service-worker/digest-pool.ts), not core/read/digest-pool.ts's worker pool. It reads
-  // no references ahead either (adapters/service-worker/no-references.ts).
+  // no references ahead either (adapters/service-worker/no-read-ahead.ts).
   plugins: [
     new NormalModuleReplacementPlugin(/^\.\/digest-pool\.js$/, (resource) => {
       if (resource.context === path.join(repo, 'core/read')) resource.request = path.join(__dirname, 'digest-pool.ts');
     }),
-    new NormalModuleReplacementPlugin(/^\.\/read-ahead-references\.js$/, (resource) => {
-      if (resource.context === path.join(repo, 'core/read')) resource.request = path.join(__dirname, 'no-references.ts');
+    new NormalModuleReplacementPlugin(/^\.\/read-ahead\.js$/, (resource) => {
+      if (resource.context === path.join(repo, 'core/read')) resource.request = path.join(__dirname, 'no-read-ahead.ts');
     }),
   ],
   optimization: { minimize: true, splitChunks: false, runtimeChunk: false },
