@@ -142,7 +142,7 @@ describe('which requests the handler answers', () => {
     expect(asked[0]).toEqual([`${site}bundled/project.index.json`, 'no-cache', null]);
     const bundles = asked.slice(1);
     expect(bundles.every(([url]) => url.endsWith('.awkb'))).toBe(true);
-    // The reader caches what a range brings itself; Chromium's HTTP cache sent some ranges twice (RELIABILITY.md 45).
+    // The reader caches what a range brings itself; Chromium's HTTP cache, holding other ranges of an immutable bundle, sent some twice.
     expect(bundles.map(([, cache, range]) => [range !== null, cache])).toEqual(
       bundles.map(([, , range]) => (range === null ? [false, undefined] : [true, 'no-store'])),
     );

@@ -35,19 +35,20 @@ const BUDGETS: Record<string, number> = {
   // worker; the first load's chunks asked for early): ~0.1-0.2 KB on each. RELIABILITY 41 (the
   // planner keeps out what this page has already: never the whole bundle then): ~0.25 KB. Issue 27's
   // tail (the pool's deferred start, the stores opened once it has, small digests kept here): ~0.1 KB.
-  // Issue 37 item 4: what a first visit runs (the range requests and multipart parser, the whole
-  // bundle's acceptance, the reference reader) is in the entry, not chunks in front of the first
-  // request: +4.4 KB here, +8.3 KB on the game entries, whose on-demand part fell from 18.5 to 7.9 KB
-  // (a first visit loads about as many bytes as before, none of them after the adapter's call).
+  // What a first visit runs (the range requests and multipart parser, the whole bundle's
+  // acceptance, the reference reader) is in the entry, not chunks in front of the first request:
+  // +4.4 KB here, +8.3 KB on the game entries, whose on-demand part fell from 18.5 to 7.9 KB (a
+  // first visit loads about as many bytes as before, none of them after the adapter's call).
   core: 62 * KB,
   // Issue 21 aims at 25 KB; what stands between is in BENCHMARKS.md ("Size"). Issue 28's reader: +2.2 KB.
   // Issue 27's first requests before the engine's first frame (the marked index asked for as the
   // page is parsed, core/read/early-index.ts; Phaser's first-frame hold): ~0.4 KB on babylon, ~0.55 on phaser.
-  // RELIABILITY 41's planner: ~0.05 KB. Issue 37 item 4 (see core): +8.3 KB; its writes after the
-  // first scene, the read-ahead's keep-out and return-visit batch, ranges past the HTTP cache: ~0.5 KB.
+  // The planner's keep-out of members the page has: ~0.05 KB. The first visit's code in the entry
+  // (see core): +8.3 KB; the cache writes after the first scene, the read-ahead's keep-out and
+  // return-visit batch, ranges past the HTTP cache: ~0.5 KB.
   phaser: 50.5 * KB,
   // Issue 27's tail: the Babylon adapter asks for a first load's parts (and the marked index) as it is
-  // imported, as the Phaser one does: ~0.35 KB. Issue 37 item 4 (see core): +8.3 KB.
+  // imported, as the Phaser one does: ~0.35 KB. The first visit's code in the entry (see core): +8.3 KB.
   babylon: 49.75 * KB,
   // Issue 21: the service worker at most 40 KB gzipped.
   sw: 40 * KB,
