@@ -126,7 +126,7 @@ import {
 import { audioList, GALLERY_MODELS, packEntries, STAGES } from './shapes/stage.mjs';
 import { requestedRanges } from '../dist/core/format/range-header.js';
 
-const SECTION_TITLE = '## Engines: games shaped like third-party ones, default publish, gzipping host (node bench/shapes.mjs)';
+const SECTION_TITLE = '## Real-game shapes: every read exact, loose from a gzipping host (node bench/shapes.mjs)';
 export const SHAPES_DIR = join(ROOT, '.bench', 'shapes');
 const HERE = dirname(fileURLToPath(import.meta.url));
 const require = createRequire(import.meta.url);
