@@ -11,6 +11,11 @@ import { MemoryCache, NetworkError, sha256HexSync } from '../core/index.js';
 import { IndexedAssetSource } from '../core/read/indexed-asset-source.js';
 import { BundleStreamVerifier, bundleStreamPlan, StreamRefusal, type BundleStreamPlan } from '../core/read/bundle-stream.js';
 import { sha256Hex } from '../core/hash.js';
+import { encodeBundle } from '../core/format/awkb.js';
+import { decodeBundle } from '../core/format/awkb-decode.js';
+import { registerMemberDecoder, StreamMemberDecoder } from '../core/format/encoded-member.js';
+import { deflateRawSync } from 'node:zlib';
+import { text } from './helpers/encoded-sites';
 import { FIXTURES } from './helpers/cli';
 import { publishSite, startScriptedServer, type ScriptedServer } from './helpers/scripted-site';
 
@@ -96,6 +101,67 @@ describe('BundleStreamVerifier', () => {
     expect(outcome).toMatchObject({ ok: false, part: 'members', damaged: ['b/three.bin'] });
     expect((outcome as { message: string }).message).toContain(`the body ended after ${expected.members[2].offset + 10} of 422 bytes`);
     expect(outcome.handed.map((member) => member.index)).toEqual([0, 1]);
+  });
+
+  test('encoded members decode in turn: a body pushed in one go hands out its first member before the later ones have decoded', async () => {
+    // Five deflate-raw members (SPEC §5a). A body that arrived while the page was busy is pushed
+    // at once; decoders fed side by side would all finish at its end. In turn, when the first
+    // member is handed out, no member after the next has had a byte decoded.
+    const inputs = [0, 1, 2, 3, 4].map((seed) => {
+      const bytes = text(60_000, 40 + seed);
+      return {
+        key: `sounds/loop-${seed}.wav`,
+        bytes,
+        sha256: sha256HexSync(bytes),
+        stored: deflateRawSync(bytes),
+        encoding: 'deflate-raw' as const,
+      };
+    });
+    const bundle = encodeBundle(inputs);
+    const records = decodeBundle(bundle).records;
+    const encodedPlan = bundleStreamPlan(
+      { sha256: sha256HexSync(bundle), sizeBytes: bundle.length },
+      records.map((record) => ({
+        key: record.key,
+        offset: record.offset,
+        sizeBytes: record.sizeBytes,
+        sha256: record.sha256,
+        storedBytes: record.storedBytes,
+        encoding: record.encoding,
+      })),
+    )!;
+    const written = new Map<string, number>();
+    registerMemberDecoder((member) => {
+      const inner = new StreamMemberDecoder(member);
+      return {
+        write(chunk) {
+          written.set(member.key, (written.get(member.key) ?? 0) + chunk.length);
+          inner.write(chunk);
+        },
+        end: () => inner.end(),
+        abort: () => inner.abort(),
+      };
+    });
+    try {
+      const writtenAtHandOut: number[][] = [];
+      const handed: string[] = [];
+      const verifier = new BundleStreamVerifier(encodedPlan, sha256Hex, {
+        member(index, bytes) {
+          writtenAtHandOut.push(encodedPlan.contents.map((content) => written.get(content.keys[0]!) ?? 0));
+          handed.push(`${encodedPlan.contents[index]!.keys[0]}:${sha256HexSync(bytes)}`);
+        },
+      });
+      verifier.push(bundle);
+      await verifier.finish();
+      expect(handed).toEqual(encodedPlan.contents.map((content) => `${content.keys[0]}:${content.sha256}`));
+      expect(writtenAtHandOut[0]!.slice(2)).toEqual([0, 0, 0]);
+      // Every member's stored bytes reached its decoder once.
+      expect(encodedPlan.contents.map((content) => written.get(content.keys[0]!))).toEqual(
+        encodedPlan.contents.map((content) => content.storedBytes),
+      );
+    } finally {
+      registerMemberDecoder((member) => new StreamMemberDecoder(member));
+    }
   });
 });
 

@@ -76,6 +76,47 @@ export function decoderFor(content: Pick<StreamedContent, 'keys' | 'sizeBytes' |
   }
 }
 
+/**
+ * A content's decoder that takes its bytes only once the encoded content before it has decoded
+ * (`turn` settled): one content decodes at a time, in data order. Decoders fed side by side on
+ * one thread (a body that arrived while the page was busy is pushed in one go) advance together
+ * through the microtask queue and all finish at the end; in turn, the first member is handed
+ * over once its own bytes have decoded, the next after it, as they arrived (SPEC §7 "Streamed
+ * members"). Bytes that come before the turn wait here, as the decoder's own pieces wait for it.
+ */
+class DecoderInTurn implements MemberDecoder {
+  #inner: MemberDecoder | undefined;
+  #waiting: Uint8Array[] = [];
+  #aborted = false;
+  readonly #started: Promise<MemberDecoder>;
+
+  constructor(content: Pick<StreamedContent, 'keys' | 'sizeBytes' | 'encoding'>, turn: Promise<unknown>) {
+    this.#started = turn.then(() => {
+      const inner = decoderFor(content);
+      if (this.#aborted) inner.abort();
+      else for (const piece of this.#waiting) inner.write(piece);
+      this.#waiting = [];
+      this.#inner = inner;
+      return inner;
+    });
+  }
+
+  write(chunk: Uint8Array): void {
+    if (this.#inner) this.#inner.write(chunk);
+    else if (!this.#aborted) this.#waiting.push(chunk);
+  }
+
+  end(): Promise<Uint8Array> {
+    return this.#started.then((inner) => inner.end());
+  }
+
+  abort(): void {
+    this.#aborted = true;
+    this.#waiting = [];
+    this.#inner?.abort();
+  }
+}
+
 /** A `MemberDecodeError` as plain data, to post from a worker. */
 export function decodeFailure(error: MemberDecodeError): DecodeFailure {
   return { key: error.key, encoding: error.encoding, problem: error.problem, message: error.message };
@@ -144,6 +185,8 @@ export class BundleStreamChecker {
   #current = 0;
   #buffer: Uint8Array | undefined;
   #decoder: MemberDecoder | undefined;
+  /** Settles once the last encoded content so far has decoded (or failed to): the next one's turn. */
+  #decodeTurn: Promise<unknown> = Promise.resolve();
   /** Why each content that did not decode was refused, by index. */
   readonly #decode = new Map<number, DecodeFailure>();
   #filled = 0;
@@ -188,7 +231,7 @@ export class BundleStreamChecker {
         this.#buffer.set(chunk.subarray(at, at + take), this.#filled);
       } else {
         // SPEC §5a: decoded as the stored bytes arrive; the decoder holds what it is given.
-        (this.#decoder ??= decoderFor(content)).write(chunk.subarray(at, at + take));
+        (this.#decoder ??= new DecoderInTurn(content, this.#decodeTurn)).write(chunk.subarray(at, at + take));
       }
       this.#filled += take;
       this.received += take;
@@ -295,7 +338,8 @@ export class BundleStreamChecker {
     const index = this.#current;
     const content = this.#plan.contents[index]!;
     // An encoded content: its decoded bytes (SPEC §5a), or why they are refused.
-    const decoded = content.encoding === undefined ? undefined : (this.#decoder ?? decoderFor(content)).end();
+    const decoded = content.encoding === undefined ? undefined : (this.#decoder ?? new DecoderInTurn(content, this.#decodeTurn)).end();
+    if (decoded) this.#decodeTurn = decoded.catch(() => undefined);
     const stored = this.#buffer;
     this.#current++;
     this.#buffer = undefined;
