@@ -1,4 +1,4 @@
-// Delta downloads benchmark (`npm run bench:delta`, issue 11): a returning player's load.
+// Delta downloads benchmark (`npm run bench:delta`): a returning player's load.
 //
 // The 4,000-file project of bench/reader.mjs (small4k, same seed, same bytes) is published as
 // v1; 1% of its files (every 100th, so spread over the folders) get new bytes and sizes (±20%)
@@ -229,7 +229,7 @@ function table(results) {
       .filter((c) => c.id !== 'whole')
       .map(
         (c) =>
-          `- Aim (issue 11), ${c.label}: at most 1.1 × the changed files' bytes + the index (${mb(aimBytes)} MB): ${mb(c.bytes)} MB, ${c.bytes <= aimBytes ? 'met' : 'NOT met'}; at most 4 requests per changed bundle: ${c.maxPerBundle}, ${c.maxPerBundle <= 4 ? 'met' : 'NOT met'}.`,
+          `- Aim, ${c.label}: at most 1.1 × the changed files' bytes + the index (${mb(aimBytes)} MB): ${mb(c.bytes)} MB, ${c.bytes <= aimBytes ? 'met' : 'NOT met'}; at most 4 requests per changed bundle: ${c.maxPerBundle}, ${c.maxPerBundle <= 4 ? 'met' : 'NOT met'}.`,
       ),
   ].join('\n');
 }
@@ -290,7 +290,7 @@ async function writeBenchmarks(resultsList) {
     ),
     `node bench/delta.mjs --report ${resultsList.map((_, k) => `.bench/delta-${k + 1}.json`).join(' ')}`,
   ].join('\n');
-  const section = `${SECTION}\n\nA returning player's load (issue 11), \`npm run bench:delta\` (= build, then \`node bench/delta.mjs\`: 3 runs, 40 ms, no rate limit). The tables below were made by\n\n\`\`\`sh\n${commands}\n\`\`\`\n\nThe small4k project (the same 4,000 files as above) is published as v1; every 100th file gets new bytes and a size within ±20% and the project is published again as v2. In headless Chromium, a fresh profile per sample, an unmeasured load fills \`openBrowserCache()\` (IndexedDB) with v1, the page reloads, and v2 is loaded (\`open\` + \`prefetch(all)\` + \`read(every path)\`, until every file is in hand) from \`serve\` (\`startStaticServer\`, Range supported). Requests and bytes as the server's access log counted them (body bytes sent). \`serve\` answers several ranges in one request as \`multipart/byteranges\` (the bytes counted include its part headers). Machine: ${cpus().length} cores of an \`${cpu}\`.\n\n${resultsList.map(table).join('\n\n')}\n\n${await breakdown()}\n\n${TRADE}\n`;
+  const section = `${SECTION}\n\nA returning player's load, \`npm run bench:delta\` (= build, then \`node bench/delta.mjs\`: 3 runs, 40 ms, no rate limit). The tables below were made by\n\n\`\`\`sh\n${commands}\n\`\`\`\n\nThe small4k project (the same 4,000 files as above) is published as v1; every 100th file gets new bytes and a size within ±20% and the project is published again as v2. In headless Chromium, a fresh profile per sample, an unmeasured load fills \`openBrowserCache()\` (IndexedDB) with v1, the page reloads, and v2 is loaded (\`open\` + \`prefetch(all)\` + \`read(every path)\`, until every file is in hand) from \`serve\` (\`startStaticServer\`, Range supported). Requests and bytes as the server's access log counted them (body bytes sent). \`serve\` answers several ranges in one request as \`multipart/byteranges\` (the bytes counted include its part headers). Machine: ${cpus().length} cores of an \`${cpu}\`.\n\n${resultsList.map(table).join('\n\n')}\n\n${await breakdown()}\n\n${TRADE}\n`;
   const start = text.indexOf(SECTION);
   let next = start === -1 ? -1 : text.indexOf('\n## ', start + SECTION.length);
   const updated =

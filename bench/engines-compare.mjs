@@ -7,7 +7,7 @@
 // names a BENCHMARKS.md section whose table has a row for the cell), the first scene's bundle
 // bytes fetched and their ratio to the bytes loose used, return and update bundled / loose, the
 // game's limit, the adapter's call → the first bundle request (ms, median of the bundled first
-// visits), runs and load; then how many cells meet each aim (issue 27 item 7).
+// visits), runs and load; then how many cells meet each aim.
 import { readFileSync } from 'node:fs';
 import { aimCounts, judgeCell } from './engines.mjs';
 

@@ -56,7 +56,7 @@
 // Each visit is checked: the game's ready report; loose asks for no index or bundle, bundled for
 // no plain file under published/, the limit visit for no asset; every answer 200, 206 or 304.
 //
-// What is set against the aims (issue 27 item 7), per cell:
+// What is set against the aims, per cell:
 //   first visit    bundled / loose ≤ 1.0, and ≤ 0.8 at 150 ms; the first scene's bundle bytes
 //                  fetched / the bytes it uses ≤ 1.1 (used = the bytes of the loose files the
 //                  same scene asked for, the index not counted);
@@ -124,7 +124,7 @@ const FIRST_VISIT_MODES = ['loose', 'bundled'];
  * page without them (loose.html without `?loose`), as a game whose page has no such links.
  */
 export const ALL_MODES = [...FIRST_VISIT_MODES, 'no-links'];
-/** The video phaser-video preloads: about the size of the one that added 2.3 MB to a game's start (issue 22). */
+/** The video phaser-video preloads: about the size of the one that added 2.3 MB to a game's start. */
 const VIDEO_BYTES = 2_300_000;
 const VIDEO_FILE = join(BENCH_DIR, 'intro.webm');
 const EXAMPLE_ASSETS = join(ROOT, 'examples', 'assets');
@@ -1085,7 +1085,7 @@ function renderSection(given) {
     '',
     "- **Network:** `bench/throttled-server.mjs`, throttled on the server's side: each direction delayed RTT/2, a new connection's first bytes one RTT more (its TCP handshake), one token bucket for the downstream of every connection at once. **HTTP/1.1**: the repository's `serve`, plain HTTP (Chromium's 6 connections per host). **HTTP/2**: Debian's nginx 1.22, TLS 1.3 (a self-signed certificate Chromium trusts by `--ignore-certificate-errors-spki-list`, with which it caches as for any valid one), one connection; its TLS handshake is one more round trip through the relay. Both send ETag and Last-Modified, answer 304 to conditional requests, bundles `immutable`, everything else `no-cache` (revalidated on every use).",
     "- **Visits:** each chain is a player: a profile of its own, a Chromium launched on it for each visit (HTTP cache on) and closed after it. **Loose** (`?loose`: the same build, each file under published/ as a plain file): first visit (empty profile), **return** (v1 again: the HTTP cache revalidates each file, 304), **update** (v2: the 3 changed files come whole, the rest 304). **Bundled** (the page as shipped: index, bundles or the ranges a load needs, verified, the adapters' default browser cache): the same three; the bench waits for the source's `whenStored()` before closing. **Limit**: a loose visit from a server that sends every asset immutable, then the measured one, which asks for no asset (every asset byte already in the browser) and revalidates only the page and its scripts as any return visit does: the engine's time with every asset in memory plus the page's own round trips at that cell; at 0 ms, the engine's time alone (**engine**).",
-    "- **Aims** (issue 27 item 7): first visit bundled / loose ≤ 1.0 in every cell, ≤ 0.8 at 150 ms; the first scene's bundle bytes fetched / used ≤ 1.1 (**used** = the bytes of the plain files loose asked for: what the scene loads; the index not counted, shown in the return and update tables); return visit ≤ 1.1 × (limit + 1 RTT for the index), and ≤ 0.8 × loose at 150 ms; update visit ≤ 1.1 × (limit + 1 RTT + the changed files' bytes at the line's rate). **used at line rate** = those bytes at the cap (0 without one): with the limit, a first visit's floor.",
+    "- **Aims**: first visit bundled / loose ≤ 1.0 in every cell, ≤ 0.8 at 150 ms; the first scene's bundle bytes fetched / used ≤ 1.1 (**used** = the bytes of the plain files loose asked for: what the scene loads; the index not counted, shown in the return and update tables); return visit ≤ 1.1 × (limit + 1 RTT for the index), and ≤ 0.8 × loose at 150 ms; update visit ≤ 1.1 × (limit + 1 RTT + the changed files' bytes at the line's rate). **used at line rate** = those bytes at the cap (0 without one): with the limit, a first visit's floor.",
     '- Times: navigation start → the first frame after loading (Phaser: first `postrender` after the first scene\'s `create`; Babylon: the end of the first animation frame after `whenReadyAsync` and `runRenderLoop`), medians of 5 rounds, or 3 where a visit of the first round took over 20 s ("runs"); the chains of a cell take turns in an order that rotates each round. Requests and kB: the servers\' access logs (bodies), medians. Load: the 1-minute `uptime` load average at the start and end of each cell (2 cores: above 2, something else wanted the CPU too).',
     '',
     ...parts.flatMap(renderPart),

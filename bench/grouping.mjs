@@ -30,7 +30,7 @@
 // so every bundle the sample fetched is the first scene's, and each sample is checked for that:
 // its bundles must be the ones `awake-bundle report <published> --loads <file> --json` says the
 // first load fetches (`loads[0].alone`), each once. Bytes used = that report's `usedBytes`: the
-// sizes of the files the recorded first load lists (SPEC §6 "Loads"). The aims (issue 19):
+// sizes of the files the recorded first load lists (SPEC §6 "Loads"). The aims:
 // fetched / used ≤ 1.05 with recorded loads, ≤ 1.25 with auto and no loads file.
 // Preload: at --preload-latency (default 150 ms, no cap), auto (the index preloaded) and loads
 // (the index and the first load's bundles) are also opened without their preload links; "saved"
@@ -73,7 +73,7 @@ const CONDITIONS = [
 ];
 const PRELOAD_LATENCY_MS = 150;
 
-/** The plugin options of each grouping (see the header), and the aim for fetched / used (issue 19). */
+/** The plugin options of each grouping (see the header), and the aim for fetched / used. */
 const GROUPINGS = {
   folder: { label: 'by folder', plugin: { grouping: 'folder', loads: false } },
   auto: { label: 'auto, no loads file', plugin: { loads: false }, aim: 1.25 },
@@ -402,7 +402,7 @@ function renderSection(parts) {
     "`npm run bench:grouping` (= `npm run build && node bench/grouping.mjs`; the header of bench/grouping.mjs says it all) builds each example game for production three times, the awake-bundle webpack plugin grouping its assets **by folder** (`grouping: 'folder'`), **auto** with no loads file (`--group auto`, the plugins' default without one), and by its **recorded loads** (`examples/<game>/awkb-loads.json`, recorded by `npm run record-loads`: Phaser, one load `preload`, 12 files; Babylon, one load `main`, 8 files), html-webpack-plugin making the page so the plugin adds its preload links. Each sample: a fresh headless Chromium opens the page over `bench/throttled-server.mjs` (the RTT and cap on the server's side, as bench:engines) and takes navigation start → the first frame after loading (as bench:engines).",
     '',
     "- **kB fetched** = the body bytes of the bundle requests in the server's access log for the sample (median; each sample checked to fetch exactly the bundles that `awake-bundle report <published> --loads <file> --json` says the first load fetches, each once). Both games have one load, which the first frame waits for. **kB used** = the report's `usedBytes` for that load: the files the recorded load lists (SPEC §6 \"Loads\"). **report** = the report's own fetched / used (`loads[0].alone`), the same number computed from the index. The index (not counted) is one more request.",
-    '- **Aims** (issue 19): fetched / used ≤ 1.05 with recorded loads; ≤ 1.25 with `auto` and no loads file; by folder has none (the baseline).',
+    '- **Aims**: fetched / used ≤ 1.05 with recorded loads; ≤ 1.25 with `auto` and no loads file; by folder has none (the baseline).',
     `- Medians of ${part.runs} runs, or 3 where a sample of the first round took over 20 s ("runs"); the variants of a cell take turns, in a rotated order each round. Load average: the 1-minute \`uptime\` at the start and end of the cell (2 cores).`,
     '',
     `Code ${codeLine(part.code)}. ${machineLine(part.machine)} Measured ${part.startedAt.slice(0, 10)}. ${loadLine(part.cells)}`.trimEnd(),

@@ -47,7 +47,7 @@
 //       (import 'awake-bundle/phaser'); aim: d ≤ 1.2× its bound, d ≤ 1/12 of a on small at 40 ms
 //   dc  d with the adapter's default cache (openBrowserCache) on fresh storage
 //   bl  Babylon 9 (Engine on a canvas, WebGL by SwiftShader), `ImportMeshAsync(url, scene)` of
-//       every .glb of the glb project at once, loose: until every mesh is imported (issue 8)
+//       every .glb of the glb project at once, loose: until every mesh is imported
 //   ba  the same after `registerAwkb({ indexUrl, root, cache: null })`; aim: ba ≤ 1.2× its bound
 //   bm  the same models fetched first (untimed), then imported from memory: Babylon's own parse
 //       and WebGL uploads, the part of bl and ba that no network or bundle can take away
@@ -153,7 +153,7 @@ const CASES = {
   },
   // Babylon's own work alone: no network in the time, so no bound.
   bm: { label: 'Babylon, .glb already in memory', kind: 'babylon', page: 'babylon', bound: 'none', protocol: 'h1', fromMemory: true },
-  // The service worker (issue 12): the page's plain fetches of the project's URLs, answered by it.
+  // The service worker: the page's plain fetches of the project's URLs, answered by it.
   sw: { label: 'service worker, cold, HTTP/1.1', kind: 'sw', worker: true, bound: 'reader', protocol: 'h1', cache: true },
   sww: { label: 'service worker, warm, HTTP/1.1', kind: 'sw', worker: true, warm: true, bound: 'warm', protocol: 'h1' },
 };
@@ -1524,7 +1524,7 @@ function aims(merged) {
     }));
     const met = values.every((v) => v.bound <= 1.2 && v.loose <= 1 / 12);
     lines.push(
-      `- Phaser (issue 7), many small files at 40 ms: the adapter (d) within 1.2× of its bound and ≤ 1/12 (0.083) of Phaser's loose load (a): ${verdict(met)} — ${values.map((v) => `${where(v.cell)}: ${v.bound.toFixed(2)}× bound, d/a ${v.loose.toFixed(3)}`).join('; ')}.`,
+      `- Phaser, many small files at 40 ms: the adapter (d) within 1.2× of its bound and ≤ 1/12 (0.083) of Phaser's loose load (a): ${verdict(met)} — ${values.map((v) => `${where(v.cell)}: ${v.bound.toFixed(2)}× bound, d/a ${v.loose.toFixed(3)}`).join('; ')}.`,
     );
   }
   const babylon = each(['ba'], (cell, id) => ({ cell, id, value: cell.cases[id].medianMs / cell.cases[id].boundMs }));
@@ -1535,7 +1535,7 @@ function aims(merged) {
         ? `, ba/(bound + Babylon alone, bm) ${ratio(cell.cases.ba.medianMs, cell.cases.ba.boundMs + cell.cases.bm.medianMs)}`
         : '';
     lines.push(
-      `- Babylon (issue 8), the glb project as a scene: the adapter (ba) within 1.2× of its bound: ${verdict(worst.value <= 1.2)} — worst ${worst.value.toFixed(2)}× (${where(worst.cell)}); ${babylon.map((b) => `${where(b.cell)}: ba/bl ${ratio(b.cell.cases.ba.medianMs, b.cell.cases.bl?.medianMs)}${alone(b.cell)}`).join('; ')}.`,
+      `- Babylon, the glb project as a scene: the adapter (ba) within 1.2× of its bound: ${verdict(worst.value <= 1.2)} — worst ${worst.value.toFixed(2)}× (${where(worst.cell)}); ${babylon.map((b) => `${where(b.cell)}: ba/bl ${ratio(b.cell.cases.ba.medianMs, b.cell.cases.bl?.medianMs)}${alone(b.cell)}`).join('; ')}.`,
     );
   }
   const verification = Object.values(merged.verification);
@@ -1696,7 +1696,7 @@ function renderEngines(merged) {
       (merged.machine?.phaser ?? '4') +
       " (`Phaser.HEADLESS`, no rendering), one scene whose `preload` queues `this.load.binary(path, path)` for every file of the project, so nothing is decoded; loose files through Phaser's loader (its default `maxParallelDownloads`, 32). Time: from `preload` until the loader's `complete`.",
     "- **d** (issue 7, case (d); aim: within 1.2× of its bound and ≤ 1/12 of a, many small files at 40 ms): the same scene with `this.load.awkbIndex('assets', indexUrl, { root, cache: null })` queued first (`import 'awake-bundle/phaser'`); the URLs stay the loose ones. **dc**: d with the adapter's default cache (`openBrowserCache()`, fresh storage); \"cache writes after\" = `whenStored()` after `complete`.",
-    '- **bl** (issue 8): Babylon ' +
+    '- **bl**: Babylon ' +
       (merged.machine?.babylon ?? '9') +
       ", a real `Engine` on a canvas (WebGL by SwiftShader, `--disable-gpu --enable-unsafe-swiftshader`), `ImportMeshAsync(url, scene)` of every .glb of the glb project at once, loose; time until every mesh is imported (vertex buffers are uploaded to WebGL as each mesh is made). Before the load, unmeasured, the page imports a tiny model until its scene is ready, so the modules Babylon imports on first use are in. **ba** (aim: within 1.2× of its bound): the same after `registerAwkb({ indexUrl, root, cache: null })`, which is inside the time. **bm**: the same models fetched first, untimed, then imported from memory (`ImportMeshAsync(bytes, scene, { pluginExtension: '.glb' })`): Babylon's own work, which no network or bundle takes away; no bound.",
     "- **glb project:** the big project's 200 sizes (same seed), each a valid glTF 2.0 binary: one node, one mesh, one non-indexed triangle list whose POSITION buffer holds random float32 in [-1, 1] (xorshift32) with exact min/max; a 1 KiB JSON chunk. glb20 is its first 20 files scaled to 25 MB, for trying.",

@@ -1,8 +1,8 @@
 // `npm run bench`: the benchmark's parts, one after another, each a script of its own that can
 // also run alone (their headers give their options and how long they take):
 //   reader    bench/reader.mjs: every file of a generated project in hand, loose, bundled and zipped (hours: run it in parts)
-//   start     bench/start.mjs: the example games' first requests from navigation start, loose against bundled (issue 22)
-//   grouping  bench/grouping.mjs: the example games grouped by folder, auto and recorded loads: bytes fetched against used, first frame (issue 19)
+//   start     bench/start.mjs: the example games' first requests from navigation start, loose against bundled
+//   grouping  bench/grouping.mjs: the example games grouped by folder, auto and recorded loads: bytes fetched against used, first frame
 //
 //   npm run bench                                  # build, then every part with its defaults
 //   node bench/run.mjs --parts start,grouping      # some parts (after `npm run build`)

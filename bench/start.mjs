@@ -12,7 +12,7 @@
 //   --publish default                            # the sites as bench:engines publishes them (no loads file:
 //                                                # only the index preloaded), not with their recorded loads
 //
-// --tail (issue 27, item 6): each cell samples three pages in turn: loose, bundled with the build
+// --tail: each cell samples three pages in turn: loose, bundled with the build
 // plugin's preload links (the built page) and bundled without them (loose.html, as a game whose
 // page has none), and prints the medians of two gaps: from the end of the index response to the
 // first bundle request (aim ≤ 20 ms; without links, nothing but the reader's and the game's own
@@ -228,7 +228,7 @@ function renderSection(part) {
     '',
     "`npm run bench:start` (= `npm run build && node bench/start.mjs`) runs the samples of `npm run bench:engines` (see that section: the example games built for production, a fresh headless Chromium per sample, HTTP cache off, the throttled server; loose = `?loose`, plain files; bundled = the adapters with their default browser cache on fresh storage), by default at 0 and 150 ms RTT without a bandwidth cap, 3 runs (each part below says what it ran), and reports when the first requests went out, in ms from navigation start (medians): loose, the first asset request; bundled, the adapter's first call (its User Timing mark), the index request, the index request less the call (and the largest over the samples), the end of the index response, the first bundle request, that less the end of the index response, and which thread sent the first bundle request (samples). Page requests are Resource Timing `startTime`; a bundle a reader worker fetched is timed by CDP (`Network.requestWillBeSent` wall time less `timeOrigin`). Then the first frame after loading, loose against bundled.",
     '',
-    `Aims (issue 22): the index request goes out within ${INDEX_AFTER_CALL_AIM_MS} ms of the adapter's first call, in every sample; a game with a video in its preload (${VIDEO_GAME}) starts as fast as loose (bundled's median first frame ≤ loose's).`,
+    `Aims: the index request goes out within ${INDEX_AFTER_CALL_AIM_MS} ms of the adapter's first call, in every sample; a game with a video in its preload (${VIDEO_GAME}) starts as fast as loose (bundled's median first frame ≤ loose's).`,
     '',
     `### ${part.label ? `${part.label}: ` : ''}code ${codeLine(part.code)}`,
     '',

@@ -57,7 +57,7 @@ export class AwakeError extends Error {
   }
 }
 
-/** Problems an `IndexValidationError` message shows; the rest are counted (issue 9: a million bad entries must not build a 400 MB message). */
+/** Problems an `IndexValidationError` message shows; the rest are counted (a million bad entries must not build a 400 MB message). */
 export const MAX_PROBLEMS_IN_MESSAGE = 20;
 /** Problems an `IndexValidationError` keeps in `problems` (then only the first of each rule not met yet); `problemCount` counts them all. */
 export const MAX_PROBLEMS_KEPT = 1000;
@@ -386,7 +386,7 @@ export class RequestAbortedError extends AwakeError {
 }
 
 /**
- * A read that went back to its start more often than `MAX_READ_RESTARTS` (issue 26): each time,
+ * A read that went back to its start more often than `MAX_READ_RESTARTS`: each time,
  * the load it waited for ended without bringing its content, or a decision it waited on changed
  * course. Never expected: it names the path and the state the read was in, so that a read
  * resolves, fails typed, or waits on something named, and never spins.

@@ -1,4 +1,4 @@
-// Import circles between the project's own TypeScript modules (issue 26): reads every .ts file
+// Import circles between the project's own TypeScript modules: reads every .ts file
 // under core/, adapters/, cli/ and integrations/, takes the relative specifiers of
 // `import … from`, `import '…'`, `export … from` and `import('…')` (a `.js` specifier names the
 // `.ts` file beside it), and prints each circle that passes through a file in the folders asked

@@ -24,7 +24,7 @@ function measure(path: string, text: string, listed: ReadonlySet<string> = new S
   return { steps: work.steps, found };
 }
 
-/** Files a regular expression over the whole text took quadratic time on (issue 26), by the size of the file. */
+/** Files a regular expression over the whole text took quadratic time on, by the size of the file. */
 const HOSTILE: [kind: string, path: string, make: (size: number) => string][] = [
   ['unclosed <!--', 'maps/a.xml', (size) => repeatTo('<!--', size)],
   ['<tileset without >', 'maps/a.tmx', (size) => repeatTo('<tileset a ', size)],

@@ -1,5 +1,5 @@
 /**
- * No byte twice (issue 27, item 5), through the real adapters in headless Chromium and Firefox
+ * No byte twice, through the real adapters in headless Chromium and Firefox
  * ESR, with the default browser cache (`openBrowserCache()`, no `cache` option) and the reader's
  * workers on: a member that arrived is never requested again while the page holds it or its
  * cache write is pending. A user saw a bundle that had arrived whole requested again as a Range

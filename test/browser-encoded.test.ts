@@ -169,12 +169,10 @@ describe.each(TESTED_BROWSERS)('%s: encoded members', (kind) => {
     ]);
   });
 
-  // SPEC §5a, issue 28: decoding stays off the page's thread. Until a worker has answered its
-  // ping (a cold page), bundles stream on the page (issue 22), except one whose encoded members
-  // decode to more than 2 MiB: that one is decoded in a worker. (Until issue 27's tail this was
-  // 256 KiB, and the 1 MB one waited for a worker's start too: 100–200 ms on a busy page.) Its
-  // request waits for no worker
-  // (issue 27, item 6): the page sends it and hands the body to the first worker that answers.
+  // SPEC §5a: decoding stays off the page's thread. Until a worker has answered its ping (a cold
+  // page), bundles stream on the page, except one whose encoded members decode to more than
+  // 2 MiB: that one is decoded in a worker. Its request waits for no worker: the page sends it
+  // and hands the body to the first worker that answers.
   // The page's `fetch` and `DecompressionStream` are watched (a worker's are its own).
   test('on a cold page a bundle that decodes to more than 2 MiB is requested at once and decoded in a worker; a small one streams on the page', async () => {
     const coldPage = await browser.openHarness(server);

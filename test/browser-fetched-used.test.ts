@@ -1,5 +1,5 @@
 /**
- * Needed bytes (issue 27, item 2) through the real adapters in headless Chromium and Firefox ESR:
+ * Needed bytes through the real adapters in headless Chromium and Firefox ESR:
  * with the DEFAULT publish (the CLI's defaults, no loads file: a bundle per top folder), a game's
  * first scene fetches at most 1.1× the bytes of the files it uses, although its bundles hold files
  * it never loads.

@@ -1,5 +1,5 @@
 /**
- * A game's first requests go out before the engine's first frame (issue 27 item 6), in real
+ * A game's first requests go out before the engine's first frame, in real
  * Chromium and Firefox ESR with the real Phaser, against a server on 127.0.0.1:
  * - the Phaser adapter holds the game's first frame until its index has opened and the files of
  *   that first load have asked for their bundles (adapters/phaser/first-frame.ts), at most for its

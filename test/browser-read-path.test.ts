@@ -1,5 +1,5 @@
 /**
- * The read path in real headless Chromium and Firefox ESR (issue 26, defect 1): a returning
+ * The read path in real headless Chromium and Firefox ESR: a returning
  * player whose IndexedDB holds version 1 reads version 2 (3 of 20 members of one bundle changed)
  * on the page thread (`hashWorkers: 0`), a changed file twice in a row. Before the read path was
  * a bounded machine, the second read spun in microtasks while the cache write waited for a

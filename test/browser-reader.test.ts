@@ -285,7 +285,7 @@ describe.each(TESTED_BROWSERS)('%s', (kind) => {
   // scripts (as the build plugins' pages do), so the reader waits for the parse (documentParsed)
   // before it asks for the index. That wait ends on the caller's signal, typed as every abort is,
   // and lasts at most indexTimeoutMs: past it the index is fetched, the HTML still held. A page
-  // without that meta has no links to wait for: the index request goes out at once (issue 27).
+  // without that meta has no links to wait for: the index request goes out at once.
   describe('opened by a blocking script while the HTML still streams', () => {
     const HELD_AT = '<!-- the server holds the page here -->';
     /** A page whose classic script opens the source with `options` (aborting it at once when `abort`) and logs how that ended. */
@@ -827,7 +827,7 @@ ${HELD_AT}
 
     // With the persistent cache (the adapters' default) the index is fetched and read all the
     // same; a load asks the store what it holds on the page until a worker has answered (one
-    // key-only transaction), so its bundle requests wait for no worker either (issue 22).
+    // key-only transaction), so its bundle requests wait for no worker either.
     test("with the persistent cache the index request goes out, the source opens and a load fetches its bundles, while every worker's ping answer is held back", async () => {
       const { result: opened, requests } = await onHeldPongsPage((coldPage) =>
         coldPage.evaluate(async (paths: string[]) => {
@@ -853,7 +853,7 @@ ${HELD_AT}
 
     // A single read, with the persistent cache, on a page whose workers have not answered: it
     // asks the store on the page (one read transaction) and, the file not being there, sends its
-    // bundle request at once, streamed on the page (issue 22).
+    // bundle request at once, streamed on the page.
     test("with the persistent cache a read of an uncached file fetches its bundle and resolves with verified bytes while every worker's ping answer is held back", async () => {
       const { result, requests } = await onHeldPongsPage((coldPage) =>
         coldPage.evaluate(async (name: string) => {
@@ -984,7 +984,7 @@ ${HELD_AT}
       expect(warm.workerReads).toHaveLength(warm.bundles);
       // The page reads no entry: the workers read them. Only while no worker has answered yet
       // (a page just loaded) does the page ask the store which keys it holds, in one read-only
-      // transaction, so the first bundle requests wait for no worker (issue 22).
+      // transaction, so the first bundle requests wait for no worker.
       expect(warm.transactions.length).toBeLessThanOrEqual(1);
       expect(warm.transactions.every((mode) => mode === 'readonly')).toBe(true);
     });

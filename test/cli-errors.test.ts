@@ -138,7 +138,7 @@ describe('terminal escape sequences in names', () => {
   });
 });
 
-describe('an index that is not UTF-8 (issue 20)', () => {
+describe('an index that is not UTF-8', () => {
   /** `text` with `@@` replaced by the bytes FF FE. */
   const withFFFE = (text: string) => {
     const [before, after] = text.split('@@') as [string, string];

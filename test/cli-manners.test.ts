@@ -1,5 +1,5 @@
 /**
- * The CLI's manners (issue 10): --version, a mistyped command named as one (exit 2, "did you
+ * The CLI's manners: --version, a mistyped command named as one (exit 2, "did you
  * mean"), a busy port said as such (serve and the npm scripts' PORT), counts in agreement.
  */
 import { spawnSync } from 'node:child_process';

@@ -1,5 +1,5 @@
 /**
- * What the CLI and the reader say when something is wrong (issue 21): a message that names the
+ * What the CLI and the reader say when something is wrong: a message that names the
  * thing at fault, its cause first and each thing once, and the help to read next. The CLI runs as
  * users run it (dist/cli/main.js, a child process); the reader's messages are checked in Node.
  */

@@ -1,5 +1,5 @@
 /**
- * Delta reads (issue 11): a returning player has version 1 of a project in the cache; version 2
+ * Delta reads: a returning player has version 1 of a project in the cache; version 2
  * changes a few files. Reading or prefetching v2 asks only for the changed members, as `Range`
  * requests merged over small gaps, at most `maxRangesPerBundle` per bundle, each member verified
  * alone. Against the project's own server (Range support) and a plain node:http server that
@@ -328,7 +328,7 @@ describe('a returning player loads version 2 with version 1 in the cache', () =>
       await source.whenStored();
       for (const path of LEVELS) expect(await cache.has(sha256Hex(versions.v2![path]!))).toBe(true);
 
-      // What an origin serves is learnt per source (issue 18): a new source asks for ranges again, and uses the whole answer.
+      // What an origin serves is learnt per source: a new source asks for ranges again, and uses the whole answer.
       const before = net.bundles().length;
       await expectEveryFileOf(await IndexedAssetSource.open({ indexUrl: indexUrl('spread', base), cache, fetch: net.fetch }), 'spread');
       expect(net.bundles()[before]!.range).not.toBeNull();
@@ -502,7 +502,7 @@ describe('several ranges in one request (multipart/byteranges)', () => {
             .every((a) => a.status === 206),
         ).toBe(true);
 
-        // What an origin serves is learnt per source (issue 18): a new source asks in one request again.
+        // What an origin serves is learnt per source: a new source asks in one request again.
         const later = countingFetch();
         await expectEveryFileOf(
           await IndexedAssetSource.open({
@@ -670,7 +670,7 @@ describe('a host that refuses Range (403, 416, 501): whole bundles, verified', (
         await source.whenStored();
         for (const path of LEVELS) expect(await cache.has(sha256Hex(versions.v2![path]!))).toBe(true);
 
-        // What an origin serves is learnt per source (issue 18): a new source asks for ranges again, then goes whole.
+        // What an origin serves is learnt per source: a new source asks for ranges again, then goes whole.
         const later = countingFetch();
         await expectEveryFileOf(
           await IndexedAssetSource.open({

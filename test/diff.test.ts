@@ -1,5 +1,5 @@
 /**
- * `diffProjectIndexes`, `planDeltaRanges` and `awake-bundle diff` (issue 11): what changed
+ * `diffProjectIndexes`, `planDeltaRanges` and `awake-bundle diff`: what changed
  * between two published versions, what a host uploads, and what a returning player downloads —
  * whole bundles, or only the missing members' ranges by the reader's rule.
  */

@@ -7,7 +7,7 @@
  * byte is named exactly; sizes claimed by a tiny buffer allocate nothing; messages stay small;
  * no run hangs (async runs have a time limit) and no promise is left rejected unhandled (see below).
  *
- * Also (issue 20) the parsers of what a client or a server sends: the `Range` header parsers
+ * Also the parsers of what a client or a server sends: the `Range` header parsers
  * (`requestedRange`, `requestedRanges`, the Babylon adapter's `parseRange`) and the transport's
  * `multipart/byteranges` parser (`multipartOffsets`), on inputs up to 64 KB with long runs of
  * their grammar's characters, each call under a work bound (`guarded`, below).
@@ -684,7 +684,7 @@ describe.each(['verifyBundle', 'acceptBundle'] as const)('fuzz: %s (SPEC §7 "Ve
 });
 
 // ---------------------------------------------------------------------------------------------
-// Range headers and multipart/byteranges bodies (issue 20): the parsers `serve`, the service
+// Range headers and multipart/byteranges bodies: the parsers `serve`, the service
 // worker, the Babylon adapter and the transport run on what a client or a server sends. Inputs go
 // up to 64 KB, with long runs of the characters their grammars are made of.
 //

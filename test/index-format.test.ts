@@ -192,7 +192,7 @@ describe('serializeIndex', () => {
 });
 
 /**
- * Hostile indexes (issue 9, defect 7): a value nested 10⁵ levels deep, or a million broken
+ * Hostile indexes: a value nested 10⁵ levels deep, or a million broken
  * entries, is refused with the typed error, and the error's message stays small.
  */
 describe('hostile indexes', () => {

@@ -492,7 +492,7 @@ describe('tokens, retries, aborts', () => {
   });
 });
 
-describe('the index: its own timeout and attempts (issue 20)', () => {
+describe('the index: its own timeout and attempts', () => {
   test('a host that accepts and never answers the index: open fails with RequestTimeoutError after indexAttempts attempts of indexTimeoutMs', async () => {
     const host = await startHeldServer(root);
     host.stall('/bundled/project.index.json');
@@ -546,7 +546,7 @@ describe('the index: its own timeout and attempts (issue 20)', () => {
   });
 });
 
-describe('an index that is not UTF-8 (issue 20)', () => {
+describe('an index that is not UTF-8', () => {
   /** The loose index with `files[1].path` holding the bytes FF FE, as a server would send them. */
   function indexWithBadPath(): Buffer {
     const index = JSON.parse(JSON.stringify(loose));

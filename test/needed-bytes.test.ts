@@ -1,5 +1,5 @@
 /**
- * Needed bytes (SPEC §7 "Needed bytes", issue 27 item 2), on by default: a load fetches, per
+ * Needed bytes (SPEC §7 "Needed bytes"), on by default: a load fetches, per
  * bundle, only the members it needs that are not cached, as ranges, unless the whole bundle adds
  * at most one round trip's bytes (core/read/needed-bytes.ts). Against the project's own server
  * (`serve`: single and multi-range requests), a node:http server that answers one range per

@@ -79,7 +79,7 @@ test('npx awake-bundle sw writes the prebuilt worker from the installed package'
   expect(() => new Script(worker)).not.toThrow();
   const code = worker.split('\n').filter((line) => !/^\s*(\*|\/\/|\/\*)/.test(line));
   expect(code.filter((line) => /\bimport\s*\(|\bimportScripts\s*\(/.test(line))).toEqual([]);
-  // Minified (issue 21): its messages to pages are strings, kept as written.
+  // Minified: its messages to pages are strings, kept as written.
   expect(worker).toContain('awkb:refresh');
   expect(worker.split('\n').length).toBeLessThan(5);
 });

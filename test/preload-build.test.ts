@@ -1,5 +1,5 @@
 /**
- * Preload at build (issue 19): the webpack and Vite plugins add `<link rel="preload" as="fetch"
+ * Preload at build: the webpack and Vite plugins add `<link rel="preload" as="fetch"
  * crossorigin>` for the index and the first load's bundles to the built HTML (Vite's
  * `transformIndexHtml`; html-webpack-plugin's hooks when it is in the build), and the browser hands
  * the reader the preloaded responses: the server sees one request for each. The links come after

@@ -1,5 +1,5 @@
 /**
- * Publishing to object storage (issue 11) against a real S3 protocol server: s3rver, run in this
+ * Publishing to object storage against a real S3 protocol server: s3rver, run in this
  * process on 127.0.0.1. The CLI runs as a child process with async `execFile` (a synchronous
  * spawn would block the event loop s3rver answers on). Incremental uploads, the index last,
  * an interrupted upload completed by a rerun, `--dry-run`, the stored headers, and a reader

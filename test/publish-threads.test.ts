@@ -1,6 +1,6 @@
 /**
  * Several `worker_threads` of one process publishing into one out folder, and putting into one
- * `NodeFolderCache` (issue 20). Temporary names must not collide across threads, and no thread
+ * `NodeFolderCache`. Temporary names must not collide across threads, and no thread
  * may take another live thread's temporary file for a killed publish's leftover: before the fix,
  * one thread deleted another's `.incoming.awkb.tmp-<pid>-<n>`, made the same name again, and the
  * other's rename moved the wrong bytes under its SHA-256 name.

@@ -1,5 +1,5 @@
 /**
- * `rangeReads` when many reads come at once (SPEC §7 "Range reads", issue 20): at most
+ * `rangeReads` when many reads come at once (SPEC §7 "Range reads"): at most
  * `maxRequestsPerOrigin` range requests in flight, reads of one bundle waiting together share a
  * request for their span, each member is still checked alone, and the event loop keeps turning.
  * Against a real local server that counts requests, connections and requests in flight.

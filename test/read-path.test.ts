@@ -1,5 +1,5 @@
 /**
- * The read path as a bounded machine (issue 26): a read resolves, fails typed, or waits on
+ * The read path as a bounded machine: a read resolves, fails typed, or waits on
  * something named; it never spins. The machine with steps that always send it round again; the
  * defects a hostile probe found (a returning reader's livelock, the abort-join race, raw aborts,
  * a cross-bundle forget, quadratic wake-ups), each against the project's own server.
@@ -345,7 +345,7 @@ describe('defect 10: work is linear in the reads waiting', () => {
   });
 });
 
-// ---- read-ahead of references (issue 27, item 3) ----------------------------------------------
+// ---- read-ahead of references ----------------------------------------------
 
 describe('read-ahead: a file that names others starts their loads as it is handed out', () => {
   const gltf = (images: string[], buffer = '../buffers/ship.bin') =>

@@ -1,5 +1,5 @@
 /**
- * `awake-bundle report` (issue 19 item 4): per load, the bytes fetched against the bytes used;
+ * `awake-bundle report`: per load, the bytes fetched against the bytes used;
  * per bundle, the loads that touch it; the files no load uses; `--json`; the `--html` page,
  * looked at in Chromium; and the errors.
  *

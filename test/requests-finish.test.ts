@@ -1,5 +1,5 @@
 /**
- * Every request the reader makes ends as the network ends it (issue 22, item 3): DevTools, and the
+ * Every request the reader makes ends as the network ends it: DevTools, and the
  * DevTools protocol, see each index and bundle request finish (`Network.loadingFinished`), none
  * canceled (`net::ERR_ABORTED`) after its bytes arrived. Chromium cancels a fetch whose body
  * stream closes before its loader heard the network finish (see core/net/body.ts `bodyToRead`);
@@ -103,7 +103,7 @@ describeChromium('chromium: index and bundle requests end finished, none cancele
       const page = await browser.openHarness(chunked);
       const log = await logNetwork(page);
       // Until a worker has answered, loose files too are fetched on the page (their requests wait
-      // for no worker, issue 22): let the shared pool's workers answer first, as above.
+      // for no worker): let the shared pool's workers answer first, as above.
       expect(await workersAnswered(page)).toBe(true);
       await loadAll(page, '/site/dev/project.index.json');
       await loadAll(page, '/site/published/project.index.json');

@@ -1,5 +1,5 @@
 /**
- * `serve` while a file is renamed over (issue 20): a deploy, an editor's save or a build writes
+ * `serve` while a file is renamed over: a deploy, an editor's save or a build writes
  * the new file beside the old and renames it into place. Every answer must be one file whole:
  * its Content-Length, ETag, Content-Range and bytes all from the same file. Before the fix the
  * server took the headers from a stat and the bytes from a later open by path.

@@ -251,7 +251,7 @@ function indexAt(rootPath: string): string {
   return JSON.stringify({ ...JSON.parse(readFileSync(join(FIXTURES, 'expected/small-default/project.index.json'), 'utf8')), rootPath });
 }
 
-describe('index versions (issue 20)', () => {
+describe('index versions', () => {
   let host: HeldServer;
   let folder: string;
   const INDEX = '/project.index.json';

@@ -1,5 +1,5 @@
 /**
- * The service worker (issue 12) in real headless Chromium and Firefox ESR (`TESTED_BROWSERS`):
+ * The service worker in real headless Chromium and Firefox ESR (`TESTED_BROWSERS`):
  * `npx awake-bundle sw` writes the prebuilt worker into a site beside a published project, a page
  * registers it, and the page's ordinary loads (`<img>`, `fetch`, a Range request) of indexed URLs
  * are answered with verified bytes from the bundles; the server sees only the index and bundle
@@ -408,7 +408,7 @@ describe.each(TESTED_BROWSERS)('%s: the service worker', (kind) => {
       ]);
     });
 
-    test('refreshes that overlap (issue 20): the one started last wins, an older index answered late is neither served nor kept; a restart serves the kept index while the index host stalls', async () => {
+    test('refreshes that overlap: the one started last wins, an older index answered late is neither served nor kept; a restart serves the kept index while the index host stalls', async () => {
       const INDEX = '/site/published/project.index.json';
       const older = readFileSync(join(site, 'published/project.index.json'), 'utf8');
       const changed = { 'levels/a.bin': seededBytes(40 * 1024, 11) };

@@ -56,8 +56,7 @@ export interface AwkbTarget {
 // index the built page preloads, are asked for now (open-source.ts).
 // Asked for only as `registerAwkb` opened its source, the range reads' module came ~100 ms after
 // the call on the example's page, and every bundle its first load took by ranges waited for it
-// (traced, issue 27 item 6). (643ee49 had removed this on a guess about a CI race that the
-// planner's RELIABILITY 41 fix explained.)
+// (traced).
 importFirstLoadParts();
 
 /** Registrations being opened or open, by what they serve, so registering twice gives the same one. */

@@ -1,5 +1,5 @@
 /**
- * The game's first frame waits for its first load's requests (issue 27 item 6). Phaser boots a
+ * The game's first frame waits for its first load's requests. Phaser boots a
  * scene's `preload` in the task that starts its loop, and the loop's first frame follows at once:
  * measured in Chromium (BENCHMARKS.md, "Start"), that frame is a 170–240 ms task (shaders, the
  * first upload), and the index's answer, even one already preloaded, is read only after it. So a

@@ -1,5 +1,5 @@
 /**
- * Which version of the index the service worker serves (issue 20). At start the index kept from
+ * Which version of the index the service worker serves. At start the index kept from
  * an earlier run serves at once while the index is fetched again (stale-while-revalidate, as
  * workbox's strategy of that name): a stalled host no longer holds the game's requests. Every
  * read of the index is numbered when it starts, and the newest one read wins: an older read that

@@ -1,5 +1,5 @@
 /**
- * Publishing to a store other than the out folder (issue 11): the project is published into a
+ * Publishing to a store other than the out folder: the project is published into a
  * local staging folder first (`publishToDirectory`, so every check and the incremental writing
  * stay in one place), then the staging folder is synced to a `PublishTarget`: bundles the target
  * lacks are uploaded, a few at a time, and the index goes last — a reader never sees an index

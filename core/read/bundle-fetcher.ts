@@ -1,7 +1,7 @@
 /**
  * Fetching what a load brings, verified (SPEC §7): a whole bundle, streamed so that each member
  * is handed over as soon as it passes ("Streamed members"); a loose file; one member by range
- * ("Range reads"); or only the members a cache lacks, by ranges (delta reads, issue 11). Every
+ * ("Range reads"); or only the members a cache lacks, by ranges (delta reads). Every
  * content goes to `onContent` once it passed, as bytes the receiver owns; what the cache should
  * keep comes back once the whole load passed, never before (nothing of a failed bundle is cached).
  */
@@ -192,7 +192,7 @@ export class BundleFetcher {
     return (await this.#bundleRanges()).range(entry, path, signal, handlers);
   }
 
-  /** Checks bytes this source owns (fetched) against an entry, hashing (and storing, when a worker can) in the pool; on a cold page here (`now`: not kept waiting for a worker to start, issue 22). */
+  /** Checks bytes this source owns (fetched) against an entry, hashing (and storing, when a worker can) in the pool; on a cold page here (`now`: not kept waiting for a worker to start). */
   async #verifyOwned(
     bytes: Uint8Array,
     entry: Entry,

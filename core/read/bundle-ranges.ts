@@ -1,6 +1,6 @@
 /**
  * A bundle's bytes by ranges: one member by range (SPEC §7 "Range reads", off by default) and
- * the members a cache lacks (delta reads, issue 11), each member verified alone. bundle-fetcher.ts
+ * the members a cache lacks (delta reads), each member verified alone. bundle-fetcher.ts
  * imports this module on demand, the first time a source reads by range or a cache holds part of
  * a bundle: a game whose loads are whole bundles loads none of it (BENCHMARKS.md, "Size").
  */
@@ -142,7 +142,7 @@ export class BundleRanges {
     const members = [...new Map(waiters.map(({ read }) => [read.entry.sha256, read.entry])).values()];
     const store = this.#cache.workerStore();
     // `now`: on a cold page the bytes came on this thread and are hashed here, not kept waiting
-    // for a worker to start (issue 22); once one has answered, in a worker as before.
+    // for a worker to start; once one has answered, in a worker as before.
     const { digests, parts, stored, decodeErrors } = await this.#pool.digest({
       inputs: [answer.bytes],
       split: true,

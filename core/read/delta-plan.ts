@@ -1,5 +1,5 @@
 /**
- * The ranges of a bundle that bring the members a cache lacks (delta reads, issue 11), by the
+ * The ranges of a bundle that bring the members a cache lacks (delta reads), by the
  * one rule the `diff` command prices updates with (`planDeltaRanges` in core/format/delta-ranges.ts).
  * The load planner imports this module the first time a cache holds part of a bundle: a game
  * whose loads are whole bundles loads none of it (BENCHMARKS.md, "Size").

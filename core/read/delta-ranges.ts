@@ -1,5 +1,5 @@
 /**
- * Delta reads (issue 11): which byte ranges of a bundle to ask for when the cache already holds
+ * Delta reads: which byte ranges of a bundle to ask for when the cache already holds
  * some of its members (from an earlier version of the project: the cache is keyed by member
  * SHA-256, so contents carry over): the option and its defaults. The planning is
  * `deltaRangesFor` in delta-plan.ts, which the load planner imports (through bundle-ranges.ts) once a cache holds part of a bundle.

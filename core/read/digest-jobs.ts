@@ -43,7 +43,7 @@ export interface DigestJob {
   store?: WorkerStoreAccess & { keys: string[] };
   /**
    * Hash on this thread rather than wait for a worker to start: a worker takes the job only if
-   * one has already answered. For work on the path to a game's first bytes (issue 22).
+   * one has already answered. For work on the path to a game's first bytes.
    */
   now?: boolean;
 }

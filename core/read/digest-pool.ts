@@ -38,7 +38,7 @@ export * from './digest-jobs.js';
  * the calling thread (`WorkerDigestPool` `#decodeLimit`): with a worker up (a preloaded bundle; a
  * member a load waits on, which is also hashed here up to that size), 256 KiB; on a cold page,
  * whose workers have not answered yet, 2 MiB. A worker's start on a page busy with its engine's
- * first frame took 100–200 ms (traced in the Phaser example, issue 27 item 6's tail), where
+ * first frame took 100–200 ms (traced in the Phaser example), where
  * inflating and hashing 2 MiB on the page takes 7–14 ms (`DecompressionStream` in 16 KiB pieces,
  * Chromium).
  */
@@ -176,7 +176,7 @@ export class WorkerDigestPool implements DigestPool {
     // larger encoded member is decoded in a worker even then); with workers up, a small one too,
     // unless the worker is to store it: a worker's answer reaches this thread only at its next
     // free moment, behind the engine's own tasks (a Phaser game's music waited 80 ms behind an
-    // image decode for its digest, traced, issue 27 item 6), where 256 KiB hash here in ~0.3 ms.
+    // image decode for its digest, traced), where 256 KiB hash here in ~0.3 ms.
     const here =
       job.now &&
       !job.ranges?.some((range) => range.decode && range.decode.sizeBytes > limit) &&
@@ -194,7 +194,7 @@ export class WorkerDigestPool implements DigestPool {
   /** A `BodyFetcher` that reads bodies in this pool's workers (see `BodyFetcher`). */
   readonly fetchBody: BodyFetcher = async (url, init) => {
     if (init.signal.aborted) throw init.signal.reason;
-    // A request waits for no worker to start (issue 22): until one has answered, this thread
+    // A request waits for no worker to start: until one has answered, this thread
     // fetches and reads the body (a cold page's loose files, ranges and delta reads), as bundles
     // stream here (see streamBundle).
     if (this.#ready !== true) {
@@ -341,7 +341,7 @@ export class WorkerDigestPool implements DigestPool {
    * Starts the workers soon, in a task of their own (a source calls this as it opens, a first
    * load as it sends its requests), so that they are up by the time later bundles are fetched.
    * Not in the caller's task: spawning them costs this thread 4–6 ms each, which lay between a
-   * Babylon page's parse and its first bundle requests (traced, issue 27 item 6); a cold page's
+   * Babylon page's parse and its first bundle requests (traced); a cold page's
    * first bundles do not wait for them (they stream on this thread).
    */
   warm(): void {

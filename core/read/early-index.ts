@@ -1,5 +1,5 @@
 /**
- * The index a page preloads, read before the game opens it (issue 27 item 6). The build plugins
+ * The index a page preloads, read before the game opens it. The build plugins
  * preload the index with a link marked `data-awkb-index` (integrations/build/preload.ts). An
  * adapter, as it is imported, asks for that link's URL once the page is parsed, on the page's
  * thread as the reader would (the same request, so the browser hands over the preloaded

@@ -1,11 +1,11 @@
 /**
- * One read of one file, as a small machine with named states (issue 26; shared/STYLE.md, after
+ * One read of one file, as a small machine with named states (shared/STYLE.md, after
  * query-core's Retryer). Each step awaits a real event: a cache answer, an arrival, a load's end,
  * a prefetch's decision, a response, an abort. A read that must start over (the load it joined
  * did not bring its content, a decision it waited on ended, a host refused its range) first
  * waits for what made it, and counts: past `MAX_READ_RESTARTS` it fails with `ReadStalledError`
  * naming its path and state. So a read resolves, fails typed, or waits on something named; it
- * never re-enters itself in microtasks (the livelock of issue 26, defect 1).
+ * never re-enters itself in microtasks (a livelock once: a read that started over at once, forever).
  *
  *   held ──────────► done           bytes in memory for this read
  *    │
@@ -184,7 +184,7 @@ async function walk(steps: ReadSteps, target: ReadTarget, signal: AbortSignal): 
 
 /**
  * An abort by the caller (or `dispose`), as `RequestAbortedError` whatever the signal's reason
- * was (docs/reader.md "Errors"; issue 26, defect 5: the raw `DOMException` leaked out of most
+ * was (docs/reader.md "Errors"; the raw `DOMException` leaked out of most
  * aborted reads). Other errors, the library's own abort errors among them, pass as they are.
  */
 export function typedAbort(error: unknown, signal: AbortSignal, target: ReadTarget): unknown {

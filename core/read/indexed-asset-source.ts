@@ -294,7 +294,7 @@ export class IndexedAssetSource {
     return wanted.length;
   }
 
-  /** A prefetch under its signal and the source's lifetime; an abort by the caller is `RequestAbortedError` (issue 26, defect 5). */
+  /** A prefetch under its signal and the source's lifetime; an abort by the caller is `RequestAbortedError`. */
   async #prefetching(files: PrefetchFile[], options: PrefetchOptions, callerSignal: AbortSignal | undefined): Promise<void> {
     const { signal, release } = this.#signalFor(callerSignal);
     try {

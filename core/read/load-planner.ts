@@ -1,6 +1,6 @@
 /**
- * The one place that decides what a load fetches (issue 26): per load and per bundle, the whole
- * bundle, or ranges of the members the cache lacks (delta reads, issue 11); per read, whether it
+ * The one place that decides what a load fetches: per load and per bundle, the whole
+ * bundle, or ranges of the members the cache lacks (delta reads); per read, whether it
  * goes alone by range request (SPEC §7 "Range reads") or through a load. The fetchers
  * (bundle-fetcher.ts, bundle-ranges.ts) only carry plans out; when a host cannot serve a plan
  * (it refused ranges, it does not answer multi-range requests) they say so (`Replan`) and the
@@ -55,7 +55,7 @@ export interface PlanInputs {
    * Contents of the bundle this source already has in this page's life: held, on their way by a
    * range of their own, brought by an earlier needed-bytes load, or written to the cache by a
    * load whose write is pending. With needed bytes, a bundle one of them is in never comes whole:
-   * the whole would bring those bytes a second time (issue 27 item 5, "no byte twice").
+   * the whole would bring those bytes a second time (no byte twice).
    */
   fetched?: ((sha256: string) => boolean) | undefined;
 }

@@ -2,12 +2,11 @@
  * Loads in flight (SPEC §7 "One request per bundle"): one per bundle or loose file, shared by
  * every read and prefetch that needs it. A load counts the parties waiting for it and stops only
  * when all of them gave up; a load every party gave up on leaves the registry at once, so a read
- * that comes next starts a load of its own rather than join one that is being stopped (issue 26,
- * defect 4). It tells each waiting read when its own content has arrived (a streamed bundle hands
+ * that comes next starts a load of its own rather than join one that is being stopped. It tells each waiting read when its own content has arrived (a streamed bundle hands
  * members out one by one), and reports bytes as they arrive, on the scale it planned when it
  * started (SPEC §7 "Byte progress").
  *
- * Work is linear in the reads (issue 26, defect 10): a read waiting for one content is woken by
+ * Work is linear in the reads: a read waiting for one content is woken by
  * that content's arrival alone (waiters are kept per content), and only progress watchers hear
  * progress.
  */
@@ -220,7 +219,7 @@ export class LoadRegistry {
     } finally {
       if (--load.interest === 0 && signal.aborted) {
         load.controller.abort(signal.reason);
-        // Stopped: what comes next starts anew (defect 4: a read one microtask later joined it and failed aborted).
+        // Stopped: what comes next starts anew (a read one microtask later would join it and fail aborted).
         this.#leave(load);
       }
     }

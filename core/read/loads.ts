@@ -64,7 +64,7 @@ export class LoadRunner {
         if (!accepted.stored) await load.stored;
       } catch (error) {
         // SPEC §7: a bundle that fails is rejected whole; what it brought and no read took yet goes
-        // too, unless something else brought the same bytes (issue 26, defect 9).
+        // too, unless something else brought the same bytes.
         for (const sha256 of load.arrived) this.#parts.held.forget(sha256, load.key);
         throw error;
       }

@@ -1,5 +1,5 @@
 /**
- * Needed bytes (SPEC §7 "Needed bytes", issue 27): a load fetches, per bundle it touches, only
+ * Needed bytes (SPEC §7 "Needed bytes"): a load fetches, per bundle it touches, only
  * the members it needs that are not cached, as ranges, where that costs less than the whole
  * bundle. The price of a byte against a request comes from the line to the bundle's origin: its
  * round trip (RTT) times its throughput is what one more request costs in bytes (`roundTripBytes`).

@@ -103,7 +103,7 @@ export function checkIndexUrls(index: ProjectIndex, base: string | undefined, al
 /**
  * What this source learnt of each origin it read from: one that answered a range request with
  * the whole file (200) or refused ranges gets whole bundles from then on, rather than risk a
- * whole body per range (issue 11); one that did not answer several ranges in one request gets
+ * whole body per range; one that did not answer several ranges in one request gets
  * ranges one by one (RFC 9110 §14.6). Per source: another source, or another page, asks afresh.
  */
 export class OriginCapabilities {

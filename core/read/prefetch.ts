@@ -206,7 +206,7 @@ export class Prefetcher {
   /**
    * What the cache holds of each prefetch group, in one `hasMany` call for all of them (counts,
    * no bytes): per load key, whether every content the group needs and `held` lacks is there.
-   * A content whose cache write is pending counts as there (issue 27, "no byte twice"): a
+   * A content whose cache write is pending counts as there (SPEC §7 "Needed bytes": no byte twice): a
    * worker writes once no load is in flight, so a load of its bundle that just ended, while
    * another is still under way, is not in the store yet, and asking the store would fetch it again.
    */

@@ -6,7 +6,7 @@
  * over at once, before the rest of its ranges arrive, and a copy kept for the cache. A damaged
  * member fails the load, naming it, once every answer is in; what passed was handed over (each
  * member is checked alone), but nothing of the load is cached (as for a bundle, SPEC §7
- * "Streamed members", and delta reads since issue 11).
+ * "Streamed members", and delta reads).
  */
 import { BundleIntegrityError, type MemberDecodeError } from '../errors.js';
 import { entryKey, type BundleEntry } from '../format/project-index.js';

@@ -1,5 +1,5 @@
 /**
- * Range reads when many come at once (SPEC §7 "Range reads", issue 20): each origin has at most
+ * Range reads when many come at once (SPEC §7 "Range reads"): each origin has at most
  * `maxRequestsPerOrigin` range requests in flight and the other reads wait their turn, and reads
  * of members of one bundle that wait together, adjacent or within `maxGapBytes` of each other, go
  * in one range request. Without it, 10,000 concurrent reads made 10,627 requests over up to 4,973

@@ -1,5 +1,5 @@
 /**
- * Read-ahead of references (issue 27, item 3): when the reader hands out a file that references
+ * Read-ahead of references: when the reader hands out a file that references
  * others (a glTF's buffers and images, a .glb's JSON chunk, an atlas's or bitmap font's pages, a
  * Tiled map's tilesets and images), it starts the loads of those files at once, before the engine
  * has parsed the file and asked for them: a model costs one round trip instead of two, something

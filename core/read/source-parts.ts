@@ -26,7 +26,7 @@ export interface SourceParts {
   /**
    * Cache writes not yet settled, by content: what a load brought and the cache does not hold yet
    * (a worker's writes wait until the loads in flight are over). A read that finds nothing held
-   * waits for its content's write rather than fetch it again (issue 27, "no byte twice").
+   * waits for its content's write rather than fetch it again (SPEC §7 "Needed bytes": no byte twice).
    */
   readonly writes: Map<string, Promise<void>>;
   /** Asks for the pending writes now (the workers' wait for the loads to end). */

@@ -89,7 +89,7 @@ export class VerifiedCache {
     const here = () => (cache.hasMany ? cache.hasMany(shas) : Promise.all(shas.map((sha256) => hasOne(cache, sha256))));
     // Asked in a worker where one can see the store: the page then touches no store at all. Until
     // a worker has answered (a cold page), on this thread: one key-only transaction, so that the
-    // first bundle requests wait for no worker to start (issue 22).
+    // first bundle requests wait for no worker to start.
     const pool = this.#pool as WorkerDigestPool;
     const ask = store && pool.usingWorkers === true ? async () => (await pool.hasStored(store, shas)) ?? here() : here;
     const answers = await this.#call('has', shas, ask);
@@ -99,7 +99,7 @@ export class VerifiedCache {
   /**
    * Cached contents that still match their entries, by SHA-256; a bad entry is dropped (SPEC §7
    * "Cache"). With `waitForWorkers: false` (reads), a page whose workers have not answered yet
-   * reads and checks the entries on this thread instead of waiting for one (issue 22).
+   * reads and checks the entries on this thread instead of waiting for one.
    */
   async getVerified(wanted: Entry[], options: { waitForWorkers?: boolean } = {}): Promise<Map<string, Uint8Array>> {
     if (!this.#cache || wanted.length === 0 || this.#cache.holdsNothing === true) return new Map();

@@ -1,5 +1,5 @@
 /**
- * Preload at build (issue 19): the links the plugins add to the built HTML so that the index
+ * Preload at build: the links the plugins add to the built HTML so that the index
  * request, and the first load's bundle requests, start with the page instead of after the game's
  * JavaScript. `<link rel="preload" as="fetch" crossorigin>` matches the reader's own `fetch` of
  * the same URL (mode `cors`, credentials `same-origin`), so the browser hands it the preloaded

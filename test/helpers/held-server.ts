@@ -1,5 +1,5 @@
 /**
- * A server that answers when the test says (issue 20): it serves a folder on 127.0.0.1 (one
+ * A server that answers when the test says: it serves a folder on 127.0.0.1 (one
  * `bytes=a-b` range when asked), and can hold the next answer for a path until the test releases
  * it (with the bytes the test gives), or stall a path for good (the connection accepted, no
  * answer ever). It counts requests, connections, and the most requests in flight at once; every

@@ -1,5 +1,5 @@
 /**
- * A server for "no byte twice" tests (issue 27, item 5): what a page asks for, visit by visit.
+ * A server for "no byte twice" tests: what a page asks for, visit by visit.
  *
  * It serves the built package, node_modules and test pages as cacheable files (a page load after
  * the first costs a few requests, not Babylon's hundreds of modules again), and published sites
