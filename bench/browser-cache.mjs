@@ -35,7 +35,7 @@ const SMALL_COUNT = Number(option('small', '2000'));
 const BROWSER_CACHE_CHROMIUM_ARGS = [...CHROMIUM_ARGS, '--enable-unsafe-swiftshader']; // the benches' flags (bench/chromium.mjs)
 
 const HARNESS_HTML = `<!doctype html><meta charset="utf-8"><title>bench</title>
-<script type="importmap">${JSON.stringify({ imports: { '@noble/hashes/': '/node_modules/@noble/hashes/', 'awake-bundle': '/dist/core/index.js' } })}</script>`;
+<script type="importmap">${JSON.stringify({ imports: { '@noble/hashes/': '/node_modules/@noble/hashes/', 'awake-bundle': '/dist/core/internal.js' } })}</script>`;
 
 /** The same small server as test/helpers/browser.ts: dist/, node_modules/ and the page. */
 async function startServer() {
@@ -79,7 +79,7 @@ async function openPage(browser, origin) {
   // The entries, made once per page: same seed, same sizes, same bytes, same keys every time.
   await page.evaluate(
     async (totalBytes, smallCount, seed) => {
-      const core = await import('/dist/core/index.js');
+      const core = await import('/dist/core/internal.js');
       let state = seed >>> 0;
       const next = () => ((state ^= state << 13), (state ^= state >>> 17), (state ^= state << 5), state >>> 0);
       // log-uniform sizes: as many 4–40 KB entries as 400 KB–4 MB ones, most bytes in the large ones.
@@ -116,7 +116,7 @@ async function openPage(browser, origin) {
 async function timeWrites(page, backend, name, set = 'mix') {
   return page.evaluate(
     async (backend, name, set) => {
-      const core = await import('/dist/core/index.js');
+      const core = await import('/dist/core/internal.js');
       const cache = core.createBrowserCache(backend, { name });
       await cache.open();
       const started = performance.now();
@@ -134,7 +134,7 @@ async function timeWrites(page, backend, name, set = 'mix') {
 async function timeReads(page, backend, name, set = 'mix') {
   return page.evaluate(
     async (backend, name, set) => {
-      const core = await import('/dist/core/index.js');
+      const core = await import('/dist/core/internal.js');
       const cache = core.createBrowserCache(backend, { name });
       await cache.open();
       const started = performance.now();
@@ -157,7 +157,7 @@ async function timeReads(page, backend, name, set = 'mix') {
 async function dropStorage(page, backend, name) {
   await page.evaluate(
     async (backend, name) => {
-      const core = await import('/dist/core/index.js');
+      const core = await import('/dist/core/internal.js');
       const cache = core.createBrowserCache(backend, { name });
       await cache.clear();
       if (backend === 'cache-storage') await caches.delete(name);

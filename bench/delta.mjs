@@ -92,7 +92,7 @@ function publish(version) {
 }
 
 const PAGE = `<!doctype html><meta charset="utf-8"><title>delta bench</title><link rel="icon" href="data:,">
-<script type="importmap">${JSON.stringify({ imports: { '@noble/hashes/': '/node_modules/@noble/hashes/', 'awake-bundle': '/dist/core/index.js' } })}</script>
+<script type="importmap">${JSON.stringify({ imports: { '@noble/hashes/': '/node_modules/@noble/hashes/', 'awake-bundle': '/dist/core/internal.js' } })}</script>
 <script type="module">
 globalThis.load = async ({ indexUrl, deltaReads }) => {
   const core = await import('awake-bundle');

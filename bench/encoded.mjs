@@ -270,7 +270,7 @@ async function startSite() {
   return { origin: `http://127.0.0.1:${server.port}`, close: () => server.close() };
 }
 
-const IMPORTS = { '@noble/hashes/': '/node_modules/@noble/hashes/', 'awake-bundle': '/dist/core/index.js' };
+const IMPORTS = { '@noble/hashes/': '/node_modules/@noble/hashes/', 'awake-bundle': '/dist/core/internal.js' };
 
 // ---------------------------------------------------------------------------------------------
 // Part 2: decode throughput in a dedicated worker

@@ -64,7 +64,7 @@ const QUIET_MS = 500;
 const ANSWER_WAIT_MS = 60_000;
 
 const PAGE_HTML = `<!doctype html><meta charset="utf-8"><title>first member</title><link rel="icon" href="data:,">
-<script type="importmap">${JSON.stringify({ imports: { 'awake-bundle': '/dist/core/index.js', '@noble/hashes/': '/node_modules/@noble/hashes/' } })}</script>
+<script type="importmap">${JSON.stringify({ imports: { 'awake-bundle': '/dist/core/internal.js', '@noble/hashes/': '/node_modules/@noble/hashes/' } })}</script>
 <script type="module">globalThis.benchReady = import('awake-bundle').then((core) => (globalThis.awakeBundle = core));</script>
 `;
 

@@ -9,7 +9,7 @@ import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { IndexedAssetSource } from '../dist/core/index.js';
+import { IndexedAssetSource } from '../dist/core/internal.js';
 import { startStaticServer } from '../dist/core/node/index.js';
 
 const ROOT = new URL('..', import.meta.url).pathname;

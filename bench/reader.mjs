@@ -409,7 +409,7 @@ function copyPageFiles(dir, spec) {
 
 const PAGE_IMPORTS = {
   '@noble/hashes/': '/node_modules/@noble/hashes/',
-  'awake-bundle': '/dist/core/index.js',
+  'awake-bundle': '/dist/core/internal.js',
   fflate: '/node_modules/fflate/esm/browser.js',
 };
 // No favicon request (a 404 in every page's console).

@@ -1,32 +1,76 @@
-/** awake-bundle core: the AWKB format, project indexes, opaque ids, the bundle writer, reading. */
-export * from './errors.js';
-export * from './format/paths.js';
-export * from './format/ids.js';
-export * from './format/awkb.js';
-export * from './format/awkb-decode.js';
-export * from './format/encoded-member.js';
-export * from './format/project-index.js';
-export { decodeIndexText, type DecodeIndexOptions } from './format/index-text.js';
-export * from './format/delta-ranges.js';
-export * from './format/index-diff.js';
-export { sha256Hex, toHex, fromHex } from './hash.js';
-export { sha256HexSync, createSha256, type IncrementalSha256 } from './hash-noble.js';
-export * from './publish/grouping.js';
-export * from './publish/loads.js';
-export * from './publish/load-report.js';
-export * from './format/references.js';
-export * from './publish/references.js';
-export * from './publish/plan.js';
-export * from './publish/bundle-writer.js';
-export * from './publish/member-encoding.js';
-export * from './read/verify.js';
-export * from './read/accept.js';
-export { structuralProblem } from './read/structure.js';
-export * from './read/digest-pool.js';
-export * from './net/index.js';
-export * from './cache/index.js';
-export * from './read/indexed-asset-source.js';
-export { DEFAULT_DELTA_READS, type ByteRange, type DeltaReadOptions } from './read/delta-ranges.js';
-export { mediaTypeOf, contentTypeOf } from './format/media-types.js';
-export * from './read/project-urls.js';
+/**
+ * awake-bundle: what a game's code uses to read a published project (SPEC §7). The reader and
+ * its options, the caches, token-authorized fetch, and the errors it may throw. The AWKB format,
+ * index and publish helpers are `awake-bundle/format`; Node's publishing, server and cache are
+ * `awake-bundle/node`. test/public-api.test.ts pins this list.
+ */
+export { IndexedAssetSource } from './read/indexed-asset-source.js';
+export type {
+  OpenOptions,
+  ReadOptions,
+  LoadOptions,
+  PrefetchOptions,
+  PrefetchProgress,
+  FileProgress,
+  SourceStats,
+} from './read/options.js';
+export type { RangeReadOptions } from './read/range-reads.js';
+export type { DeltaReadOptions } from './read/delta-ranges.js';
+export type { NeededBytesOptions } from './read/needed-bytes.js';
+export type { ReadState } from './read/file-read.js';
+export type { CacheErrorDetail } from './read/verified-cache.js';
+export type { RetryOptions, RetryEvent, TransportOptions } from './net/transport.js';
+export { tokenAuthorizedFetch, bindTokenOrigin, type TokenAuthorizedFetchOptions } from './net/token-fetch.js';
 export { watchDoubleDownloads, type DoubleDownloadsOptions } from './read/double-downloads.js';
+export { sha256Hex } from './hash.js';
+
+// Caches (SPEC §7 "Cache"): contents kept by SHA-256.
+export type { ContentCache } from './cache/content-cache.js';
+export { MemoryCache, type MemoryCacheOptions } from './cache/memory.js';
+export {
+  openBrowserCache,
+  IndexedDBCache,
+  FallbackCache,
+  DEFAULT_BROWSER_CACHE_NAME,
+  type OpenBrowserCacheOptions,
+  type BrowserCacheOptions,
+  type BrowserCacheBackend,
+  type BrowserStorageCache,
+  type ClearableContentCache,
+  type FallbackCacheOptions,
+} from './cache/browser.js';
+export { CacheStorageCache, OpfsCache, createBrowserCache } from './cache/browser-stores.js';
+
+// The project index as the reader gives it (`source.index`).
+export type { ProjectIndex, BundledIndex, LooseIndex, BundleEntry, BundledFileEntry, LooseFileEntry } from './format/project-index.js';
+
+// Errors (SPEC §7 "Errors"): typed, with a stable `code`.
+export {
+  AwakeError,
+  isAwakeError,
+  AssetNotFoundError,
+  BundleFormatError,
+  BundleIntegrityError,
+  FileIntegrityError,
+  MemberDecodeError,
+  HttpError,
+  NetworkError,
+  RequestAbortedError,
+  RequestTimeoutError,
+  ResponseSizeError,
+  RangeResponseError,
+  ReadStalledError,
+  IndexValidationError,
+  IndexTooLargeError,
+  UnsupportedIndexVersionError,
+  UnsupportedOperationError,
+  InvalidOptionError,
+  OriginNotAllowedError,
+  TokenOriginError,
+  UnsafePathError,
+  type AnyAwakeError,
+  type AwakeErrorCode,
+  type AwakeErrorDetails,
+  type BundlePart,
+  type MemberDecodeProblem,
+} from './errors.js';

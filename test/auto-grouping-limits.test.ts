@@ -8,7 +8,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { collectReferences, groupByReferences, referencesOf, REFERRER_READ_LIMIT_BYTES, type ReferenceWork } from '../core/index.js';
+import { collectReferences, groupByReferences, referencesOf, REFERRER_READ_LIMIT_BYTES, type ReferenceWork } from '../core/internal.js';
 import { publishFolder } from '../core/node/index.js';
 import { CLI, temporaryDir } from './helpers/cli.js';
 

@@ -7,7 +7,7 @@
  */
 import { copyFileSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { collectReferences, groupByFolder, groupByReferences, mayReference, referencesOf } from '../core/index.js';
+import { collectReferences, groupByFolder, groupByReferences, mayReference, referencesOf } from '../core/internal.js';
 import { listFolderFiles, publishFolder, readReferrerFile } from '../core/node/index.js';
 import { REPO, runCli, temporaryDir } from './helpers/cli.js';
 import { sha256Hex } from './helpers/trees.js';

@@ -14,7 +14,7 @@ import {
   layoutBundle,
   memberBytes,
   type BundleMemberInput,
-} from '../core/index.js';
+} from '../core/internal.js';
 
 const sha256 = (bytes: Uint8Array) => createHash('sha256').update(bytes).digest('hex');
 
@@ -203,7 +203,7 @@ describe('decodeBundle on hostile bytes', () => {
 });
 
 test('fromHex reads hex of either case and refuses anything else', async () => {
-  const { fromHex, toHex } = await import('../core/index.js');
+  const { fromHex, toHex } = await import('../core/internal.js');
   expect([...fromHex('00ff7A')]).toEqual([0, 255, 122]);
   expect(toHex(fromHex('DEADbeef'))).toBe('deadbeef');
   expect(fromHex('')).toHaveLength(0);

@@ -12,7 +12,7 @@ import { Scene } from '@babylonjs/core/scene.js';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { registerAwkb, type AwkbRegistration } from '../adapters/babylon/index.js';
-import { MemoryCache } from '../core/index.js';
+import { MemoryCache } from '../core/internal.js';
 import { startStaticServer, type StaticServer } from '../core/node/index.js';
 import { babylonSiteDir, publishSite, stageLoose } from './helpers/babylon-site';
 

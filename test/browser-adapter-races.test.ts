@@ -423,7 +423,7 @@ describe.each(TESTED_BROWSERS)('%s', (kind) => {
           options(visit, { queue: ['image'], background: [level], secondScene: { queue: ['imageAgain'] } }),
         );
         await index.arrived;
-        await page.waitForFunction("import('/dist/core/index.js').then((core) => core.sharedDigestPool().usingWorkers === true)");
+        await page.waitForFunction("import('/dist/core/internal.js').then((core) => core.sharedDigestPool().usingWorkers === true)");
         index.release();
         await tail.arrived;
         await background.arrived;

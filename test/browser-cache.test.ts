@@ -40,7 +40,7 @@ describe.each(TESTED_BROWSERS)('%s', (kind) => {
   describe.each(BACKENDS)('%s', (backend) => {
     test('returns exactly the bytes put: a 0-byte entry, a view into a larger buffer, 300 KB', async () => {
       const result = await page.evaluate(async (backend) => {
-        const core = await harnessImport('/dist/core/index.js');
+        const core = await harnessImport('/dist/core/internal.js');
         const cache = core.createBrowserCache(backend, { name: 'round-trip' });
         const larger = Uint8Array.from({ length: 5000 }, (_, i) => (i * 13) & 0xff);
         const view = larger.subarray(1000, 1100);
@@ -75,7 +75,7 @@ describe.each(TESTED_BROWSERS)('%s', (kind) => {
 
     test('has, delete and clear', async () => {
       const result = await page.evaluate(async (backend) => {
-        const core = await harnessImport('/dist/core/index.js');
+        const core = await harnessImport('/dist/core/internal.js');
         const cache = core.createBrowserCache(backend, { name: 'has-delete' });
         // undefined inside an array comes back from the page as null, so say it in words.
         const read = async (key: string) => ((await cache.get(key)) === undefined ? 'missing' : 'present');
@@ -102,7 +102,7 @@ describe.each(TESTED_BROWSERS)('%s', (kind) => {
 
     test('refuses a key that is not a lowercase hex SHA-256', async () => {
       const message = await page.evaluate(async (backend) => {
-        const core = await harnessImport('/dist/core/index.js');
+        const core = await harnessImport('/dist/core/internal.js');
         const cache = core.createBrowserCache(backend, { name: 'keys' });
         return cache.put('../escape', new Uint8Array(1)).then(
           () => 'stored',
@@ -116,7 +116,7 @@ describe.each(TESTED_BROWSERS)('%s', (kind) => {
       const key = 'd4'.repeat(32);
       await page.evaluate(
         async (backend, key) => {
-          const core = await harnessImport('/dist/core/index.js');
+          const core = await harnessImport('/dist/core/internal.js');
           await core.createBrowserCache(backend, { name: 'reload' }).put(key, new Uint8Array([4, 5, 6]));
         },
         backend,
@@ -125,7 +125,7 @@ describe.each(TESTED_BROWSERS)('%s', (kind) => {
       await reloadHarness(page);
       const got = await page.evaluate(
         async (backend, key) => {
-          const core = await harnessImport('/dist/core/index.js');
+          const core = await harnessImport('/dist/core/internal.js');
           return Array.from(await core.createBrowserCache(backend, { name: 'reload' }).get(key));
         },
         backend,
@@ -139,7 +139,7 @@ describe.each(TESTED_BROWSERS)('%s', (kind) => {
     const key = 'e5'.repeat(32);
     await page.evaluate(
       async (backends, key) => {
-        const core = await harnessImport('/dist/core/index.js');
+        const core = await harnessImport('/dist/core/internal.js');
         for (const backend of backends)
           await core.createBrowserCache(backend, { name: 'restart' }).put(key, new TextEncoder().encode(backend));
       },
@@ -151,7 +151,7 @@ describe.each(TESTED_BROWSERS)('%s', (kind) => {
     page = await browser.openHarness(server); // same server, same origin, same storage
     const got = await page.evaluate(
       async (backends, key) => {
-        const core = await harnessImport('/dist/core/index.js');
+        const core = await harnessImport('/dist/core/internal.js');
         const texts: string[] = [];
         for (const backend of backends)
           texts.push(new TextDecoder().decode(await core.createBrowserCache(backend, { name: 'restart' }).get(key)));
@@ -165,7 +165,7 @@ describe.each(TESTED_BROWSERS)('%s', (kind) => {
 
   test('a put refused with QuotaExceededError goes to memory, and get still returns the bytes', async () => {
     const result = await page.evaluate(async () => {
-      const core = await harnessImport('/dist/core/index.js');
+      const core = await harnessImport('/dist/core/internal.js');
       const full = {
         get: async () => undefined,
         put: async () => {
@@ -186,7 +186,7 @@ describe.each(TESTED_BROWSERS)('%s', (kind) => {
 
   test('a get or has that fails in storage is a miss, not an error', async () => {
     const result = await page.evaluate(async () => {
-      const core = await harnessImport('/dist/core/index.js');
+      const core = await harnessImport('/dist/core/internal.js');
       const broken = {
         get: async () => {
           throw new DOMException('backing store gone', 'UnknownError');
@@ -205,7 +205,7 @@ describe.each(TESTED_BROWSERS)('%s', (kind) => {
   /** In `on`: a 2 MB put through openBrowserCache over a 1 MB quota, and what came of it. */
   const putOverQuota = (on: Page, backend: string) =>
     on.evaluate(async (backend) => {
-      const core = await harnessImport('/dist/core/index.js');
+      const core = await harnessImport('/dist/core/internal.js');
       const reported: string[] = [];
       const cache = await core.openBrowserCache({
         name: 'quota',
@@ -283,7 +283,7 @@ describe.each(TESTED_BROWSERS)('%s', (kind) => {
 
   test('openBrowserCache uses the first backend that opens, and memory alone when none does', async () => {
     const result = await page.evaluate(async () => {
-      const core = await harnessImport('/dist/core/index.js');
+      const core = await harnessImport('/dist/core/internal.js');
       const preferred = await core.openBrowserCache();
       const chosen = await core.openBrowserCache({ backends: ['opfs', 'indexeddb'] });
       const none = await core.openBrowserCache({ backends: [] });
@@ -414,7 +414,7 @@ describe.each(TESTED_BROWSERS)('%s', (kind) => {
   describe('batches (every backend, and FallbackCache over IndexedDB)', () => {
     test('putMany, getMany and hasMany: one call for many entries, answers in the keys order, copies taken at once', async () => {
       const result = await page.evaluate(async () => {
-        const core = await harnessImport('/dist/core/index.js');
+        const core = await harnessImport('/dist/core/internal.js');
         const caches: [string, any][] = ['indexeddb', 'cache-storage', 'opfs'].map((backend) => [
           backend,
           core.createBrowserCache(backend, { name: 'batches' }),

@@ -19,7 +19,7 @@ const INDEX = '/site/published/project.index.json';
 const IMPORTS = {
   imports: {
     phaser: '/node_modules/phaser/dist/phaser.esm.js',
-    'awake-bundle': '/dist/core/index.js',
+    'awake-bundle': '/dist/core/internal.js',
     '@noble/hashes/': '/node_modules/@noble/hashes/',
   },
 };

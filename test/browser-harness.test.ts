@@ -32,7 +32,7 @@ describe.each(TESTED_BROWSERS)('%s', (kind) => {
   test('the page computes sha256Hex with the built core, equal to node:crypto', async () => {
     const bytes = Array.from({ length: 1000 }, (_, i) => (i * 31 + 7) & 0xff);
     const inPage = await page.evaluate(async (values) => {
-      const core = await harnessImport('/dist/core/index.js');
+      const core = await harnessImport('/dist/core/internal.js');
       return core.sha256Hex(new Uint8Array(values));
     }, bytes);
     expect(inPage).toBe(createHash('sha256').update(Uint8Array.from(bytes)).digest('hex'));
@@ -46,7 +46,7 @@ describe.each(TESTED_BROWSERS)('%s', (kind) => {
   test('served files carry their content type; ranges answer 206; requests are counted', async () => {
     server.resetRequests();
     const answers = await page.evaluate(async () => {
-      const js = await fetch('/dist/core/index.js');
+      const js = await fetch('/dist/core/internal.js');
       const range = await fetch('/published/digits.bin', { headers: { Range: 'bytes=2-4' } });
       const whole = await fetch('/published/digits.bin');
       const missing = await fetch('/published/nothing.bin');

@@ -39,7 +39,7 @@ beforeAll(async () => {
   // The page, the package and the bundles on one origin, as a game ships them.
   cpSync(join(REPO, 'dist'), join(root, 'dist'), { recursive: true });
   cpSync(join(REPO, 'node_modules/@noble'), join(root, 'node_modules/@noble'), { recursive: true });
-  const imports = { 'awake-bundle': '/dist/core/index.js', '@noble/hashes/': '/node_modules/@noble/hashes/' };
+  const imports = { 'awake-bundle': '/dist/core/internal.js', '@noble/hashes/': '/node_modules/@noble/hashes/' };
   writeFileSync(
     join(root, 'index.html'),
     `<!doctype html><meta charset="utf-8"><script type="importmap">${JSON.stringify({ imports })}</script><title>range cache</title>`,

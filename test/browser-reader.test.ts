@@ -291,7 +291,7 @@ describe.each(TESTED_BROWSERS)('%s', (kind) => {
     /** A page whose classic script opens the source with `options` (aborting it at once when `abort`) and logs how that ended. */
     const streamedPage = (options: string, abort: boolean, marker = true) => `<!doctype html>
 <html><head><meta charset="utf-8"><title>streamed</title>${marker ? '\n<meta name="awake-bundle-preload" content="links-after-scripts">' : ''}
-<script type="importmap">${JSON.stringify({ imports: { '@noble/hashes/': '/node_modules/@noble/hashes/', 'awake-bundle': '/dist/core/index.js' } })}</script>
+<script type="importmap">${JSON.stringify({ imports: { '@noble/hashes/': '/node_modules/@noble/hashes/', 'awake-bundle': '/dist/core/internal.js' } })}</script>
 </head><body>
 <script>
 const controller = new AbortController();

@@ -15,7 +15,7 @@ import {
   serializeIndex,
   verifyBundle,
   type BundledIndex,
-} from '../core/index.js';
+} from '../core/internal.js';
 import { sha256Hex } from '../core/hash.js';
 import { BundleStreamVerifier, bundleStreamPlan, StreamRefusal } from '../core/read/bundle-stream.js';
 import { CLI, FIXTURES, REPO, runCli, temporaryDir } from './helpers/cli.js';

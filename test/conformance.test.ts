@@ -4,7 +4,7 @@
  */
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { BundleFormatError, BundleIntegrityError, decodeBundle, verifyBundle } from '../core/index.js';
+import { BundleFormatError, BundleIntegrityError, decodeBundle, verifyBundle } from '../core/internal.js';
 import { FIXTURES, runCli, temporaryDir } from './helpers/cli.js';
 
 interface ConformanceCase {

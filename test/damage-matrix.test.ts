@@ -27,7 +27,7 @@ import {
   type BundleEntry,
   type ExpectedMember,
   type LooseIndex,
-} from '../core/index.js';
+} from '../core/internal.js';
 import { diskReader, looseIndexFromFolder, publishToDirectory, startStaticServer, type StaticServer } from '../core/node/index.js';
 import { temporaryDir } from './helpers/cli.js';
 import { RecordingCache } from './helpers/recording-cache.js';

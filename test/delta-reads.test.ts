@@ -19,7 +19,7 @@ import {
   DEFAULT_DELTA_READS,
   type ContentCache,
   type PrefetchProgress,
-} from '../core/index.js';
+} from '../core/internal.js';
 import { NodeFolderCache, startStaticServer, type StaticServer } from '../core/node/index.js';
 import { MAX_PART_HEADER_BYTES, MULTIPART_BODY_ALLOWANCE, MULTIPART_PART_ALLOWANCE, Transport } from '../core/net/transport.js';
 import { getRanges } from './helpers/get-ranges.js';

@@ -17,7 +17,7 @@ import {
   type BundledIndex,
   type DeltaMember,
   type ProjectIndex,
-} from '../core/index.js';
+} from '../core/internal.js';
 import { diskReader, looseIndexFromFolder, publishToDirectory, startStaticServer } from '../core/node/index.js';
 import { CLI, runCli, temporaryDir } from './helpers/cli.js';
 import { seededBytes, writeTree } from './helpers/trees.js';

@@ -18,7 +18,7 @@ import {
   registerMemberDecoder,
   StreamMemberDecoder,
   type MemberDecodeProblem,
-} from '../core/index.js';
+} from '../core/internal.js';
 import { nodeMemberDecoder, publishFolder, startStaticServer, type StaticServer } from '../core/node/index.js';
 import { temporaryDir } from './helpers/cli.js';
 import { BAD_MEMBER_BYTES, BAD_STORED_CASES, badMembers, craftedSite, pseudoRandom, sha256, text } from './helpers/encoded-sites.js';

@@ -25,7 +25,7 @@ import {
   type FinishedBundle,
   type LooseIndex,
   type MemberCompressor,
-} from '../core/index.js';
+} from '../core/internal.js';
 import {
   COMPRESS_BY_DEFAULT,
   decodeMemberNode,

@@ -20,7 +20,7 @@ import {
   RangeResponseError,
   Transport,
   type OpenOptions,
-} from '../core/index.js';
+} from '../core/internal.js';
 import { NodeFolderCache } from '../core/node/index.js';
 import { temporaryDir } from './helpers/cli';
 import { publishSite, startScriptedServer, type Fault, type PublishedSite, type ScriptedServer } from './helpers/scripted-site';

@@ -44,7 +44,7 @@ import {
   type BundleEntry,
   type BundleMemberInput,
   type ExpectedMember,
-} from '../core/index.js';
+} from '../core/internal.js';
 import { MAX_RANGE_HEADER_LENGTH, requestedRange, requestedRanges } from '../core/format/range-header.js';
 import { MultipartStream } from '../core/net/multipart.js';
 import { bundleStreamPlan, BundleStreamVerifier, refusalError, StreamRefusal } from '../core/read/bundle-stream.js';

@@ -11,7 +11,7 @@ import { readFileSync } from 'node:fs';
 import { createServer, type ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import { join } from 'node:path';
-import { AwakeError, IndexedAssetSource } from '../core/index.js';
+import { AwakeError, IndexedAssetSource } from '../core/internal.js';
 import { RecordingCache } from './helpers/recording-cache.js';
 import { runCli, temporaryDir } from './helpers/cli.js';
 import { seededBytes, writeTree } from './helpers/trees.js';

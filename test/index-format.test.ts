@@ -14,7 +14,7 @@ import {
   UnsupportedIndexVersionError,
   type BundledIndex,
   type LooseIndex,
-} from '../core/index.js';
+} from '../core/internal.js';
 import { invalidUtf8At } from '../core/format/index-text.js';
 
 const hex = (c: string) => c.repeat(64);

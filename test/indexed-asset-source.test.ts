@@ -21,7 +21,7 @@ import {
   UnsupportedIndexVersionError,
   type BodyRequestOptions,
   type ContentCache,
-} from '../core/index.js';
+} from '../core/internal.js';
 import { NodeFolderCache, startStaticServer, type StaticServer } from '../core/node/index.js';
 import { FIXTURES, temporaryDir } from './helpers/cli.js';
 import { startHeldServer } from './helpers/held-server.js';

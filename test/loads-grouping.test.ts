@@ -20,7 +20,7 @@ import {
   parseLoadsFile,
   PublishInputError,
   type LoadsFile,
-} from '../core/index.js';
+} from '../core/internal.js';
 import { looseIndexFromFolder, publishFolder, publishToDirectory, readLoadsFile } from '../core/node/index.js';
 import { runCli, temporaryDir } from './helpers/cli.js';
 import { seededBytes, sha256Hex, writeTree } from './helpers/trees.js';

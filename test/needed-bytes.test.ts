@@ -10,7 +10,7 @@ import { createReadStream, readFileSync, statSync } from 'node:fs';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import { join } from 'node:path';
-import { BundleIntegrityError, IndexedAssetSource, MemoryCache, type ContentCache } from '../core/index.js';
+import { BundleIntegrityError, IndexedAssetSource, MemoryCache, type ContentCache } from '../core/internal.js';
 import { startStaticServer, type StaticServer } from '../core/node/index.js';
 import { runCli, temporaryDir } from './helpers/cli.js';
 import { seededBytes, sha256Hex, writeTree } from './helpers/trees.js';

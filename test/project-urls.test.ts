@@ -1,5 +1,5 @@
 /** How an adapter turns the URL an engine would fetch into its index path, and back (core/read/project-urls.ts). */
-import { asFolder, folderOf, MisrootedFiles, projectPathOf, relativeRoot, rootThatWouldMatch, urlOfPath } from '../core/index';
+import { asFolder, folderOf, MisrootedFiles, projectPathOf, relativeRoot, rootThatWouldMatch, urlOfPath } from '../core/internal.js';
 
 const root = new URL('https://games.example/harbor/published/');
 const path = (url: string) => projectPathOf(new URL(url, 'https://games.example/harbor/index.html'), root);

@@ -5,7 +5,7 @@
  */
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { InvalidOptionError } from '../core/index.js';
+import { InvalidOptionError } from '../core/internal.js';
 import {
   looseFileLocator,
   looseIndexFromFolder,

@@ -9,7 +9,7 @@ import { execFile, spawn, spawnSync } from 'node:child_process';
 import { cpSync, mkdirSync, readdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { HeadObjectCommand, ListObjectsV2Command, S3Client } from '@aws-sdk/client-s3';
-import { IndexedAssetSource, UnsupportedOperationError, PublishOutputError, type BundledIndex, type LooseIndex } from '../core/index.js';
+import { IndexedAssetSource, UnsupportedOperationError, PublishOutputError, type BundledIndex, type LooseIndex } from '../core/internal.js';
 import {
   DirectoryPublishTarget,
   diskReader,

@@ -14,7 +14,7 @@ import {
   serializeIndex,
   type FinishedBundle,
   type LooseIndex,
-} from '../core/index.js';
+} from '../core/internal.js';
 import { looseIndexFromFolder } from '../core/node/index.js';
 import { FIXTURES, runCli, temporaryDir } from './helpers/cli.js';
 

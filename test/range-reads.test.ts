@@ -6,7 +6,7 @@
  */
 import { cpSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { FileIntegrityError, IndexedAssetSource, InvalidOptionError, MemoryCache, RequestAbortedError } from '../core/index.js';
+import { FileIntegrityError, IndexedAssetSource, InvalidOptionError, MemoryCache, RequestAbortedError } from '../core/internal.js';
 import { DEFAULT_RANGE_READS } from '../core/read/range-reads.js';
 import { FIXTURES, runCli, temporaryDir } from './helpers/cli.js';
 import { startHeldServer, type HeldServer } from './helpers/held-server.js';

@@ -8,7 +8,7 @@ import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Worker } from 'node:worker_threads';
-import { IndexedAssetSource, ReadStalledError, RequestAbortedError } from '../core/index.js';
+import { IndexedAssetSource, ReadStalledError, RequestAbortedError } from '../core/internal.js';
 import { MAX_READ_RESTARTS, runRead, type ReadSteps } from '../core/read/file-read.js';
 import { LoadRegistry, type Load } from '../core/read/load-registry.js';
 import { abortable } from '../core/net/abort.js';

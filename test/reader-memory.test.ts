@@ -7,7 +7,7 @@
 import { createHash } from 'node:crypto';
 import { cpSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { acceptBundle, IndexedAssetSource, InThreadDigests, MemoryCache, BundleIntegrityError, type ContentCache } from '../core/index.js';
+import { acceptBundle, IndexedAssetSource, InThreadDigests, MemoryCache, BundleIntegrityError, type ContentCache } from '../core/internal.js';
 import { startStaticServer, type StaticServer } from '../core/node/index.js';
 import { FIXTURES, temporaryDir } from './helpers/cli.js';
 
@@ -209,7 +209,7 @@ test('a bundle laid out otherwise than §5 (data in another order) is still acce
   const encoder = new TextEncoder();
   const x = encoder.encode('first content');
   const y = encoder.encode('second, longer content');
-  const { layoutBundle } = await import('../core/index.js');
+  const { layoutBundle } = await import('../core/internal.js');
   const members = [
     { key: 'a', sizeBytes: x.length, sha256: sha256(x) },
     { key: 'b', sizeBytes: y.length, sha256: sha256(y) },

@@ -15,7 +15,7 @@ import {
   InvalidOptionError,
   LOADS_ENDPOINT_HEADER,
   parseLoadsFile,
-} from '../core/index.js';
+} from '../core/internal.js';
 import { startStaticServer, type StaticServer } from '../core/node/index.js';
 import { resolveBuildOptions } from '../integrations/build/options.js';
 import { FIXTURES, temporaryDir } from './helpers/cli.js';

@@ -11,7 +11,7 @@ import { execFile } from 'node:child_process';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { opaqueId } from '../core/index.js';
+import { opaqueId } from '../core/internal.js';
 import { startStaticServer } from '../core/node/index.js';
 import { launchBrowser, TESTED_BROWSERS, testIf } from './helpers/browser.js';
 import { CLI, runCli, temporaryDir } from './helpers/cli.js';

@@ -44,7 +44,7 @@ describeChromium('chromium: index and bundle requests end finished, none cancele
   async function loadAll(page: Page, indexUrl: string, options: { hashWorkers?: number } = {}): Promise<number> {
     return page.evaluate(
       async (url, opts) => {
-        const core = await harnessImport('/dist/core/index.js');
+        const core = await harnessImport('/dist/core/internal.js');
         const source = await core.IndexedAssetSource.open({ indexUrl: url, cache: new core.MemoryCache(), ...opts });
         const paths: string[] = source.paths();
         await Promise.all(paths.map((path) => source.read(path)));
@@ -61,7 +61,7 @@ describeChromium('chromium: index and bundle requests end finished, none cancele
   /** Whether the shared pool's workers answered a digest job (it waits for their answer). */
   async function workersAnswered(page: Page): Promise<boolean | undefined> {
     return page.evaluate(async () => {
-      const pool = (await harnessImport('/dist/core/index.js')).sharedDigestPool();
+      const pool = (await harnessImport('/dist/core/internal.js')).sharedDigestPool();
       await pool.digest({ inputs: [new Uint8Array(1)] });
       return pool.usingWorkers;
     });

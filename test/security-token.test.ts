@@ -12,7 +12,7 @@ import {
   bindTokenOrigin,
   tokenAuthorizedFetch,
   type BundledIndex,
-} from '../core/index.js';
+} from '../core/internal.js';
 import { publishSite, startScriptedServer, type PublishedSite, type ScriptedServer } from './helpers/scripted-site';
 
 let site: PublishedSite;

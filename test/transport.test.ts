@@ -23,7 +23,7 @@ import {
   tokenAuthorizedFetch,
   type RangeResult,
   type RetryEvent,
-} from '../core/index.js';
+} from '../core/internal.js';
 import type { BodyFetcher } from '../core/read/digest-pool.js';
 import { startNginx, type RunningNginx } from './helpers/nginx.js';
 

@@ -4,7 +4,7 @@
  * using after a load (HTML5 audio; videos, made when first played), revoked when their cache
  * entry goes or the game does.
  */
-import type { IndexedAssetSource, MisrootedFiles } from '../../core/index.js';
+import type { IndexedAssetSource, MisrootedFiles } from '../../core/internal.js';
 import type { PhaserEmitter, PhaserGame, PhaserLoader } from './phaser-shapes.js';
 import { projectPathOf } from '../../core/read/project-urls.js';
 import { watchDoubleDownloads } from '../../core/read/double-downloads.js';

@@ -1,4 +1,4 @@
-import type { ContentCache, IndexedAssetSource } from '../../core/index.js';
+import type { ContentCache, IndexedAssetSource } from '../../core/internal.js';
 
 /** Options of `this.load.awkbIndex(key, url, options)`, also the fields of its config-object and pack-file forms. */
 export interface AwkbIndexOptions {

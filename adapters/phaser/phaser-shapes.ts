@@ -3,7 +3,7 @@
  * (src/loader/File.js, LoaderPlugin.js: the same structure in both). Typed structurally so one
  * build serves both majors; `Phaser` itself always comes from the caller's import, never a global.
  */
-import type { IndexedAssetSource } from '../../core/index.js';
+import type { IndexedAssetSource } from '../../core/internal.js';
 
 export interface PhaserEmitter {
   on(event: string, listener: (...args: any[]) => void, context?: unknown): unknown;

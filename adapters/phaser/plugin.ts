@@ -8,7 +8,7 @@
  * progress of every load (`this.awkb.on('awkbprogress', ({ loadedBytes, totalBytes }, loader) => …)`).
  */
 import * as Phaser from 'phaser';
-import type { IndexedAssetSource } from '../../core/index.js';
+import type { IndexedAssetSource } from '../../core/internal.js';
 import { ensureGameState, type AwkbGameState, type ByteProgressListener } from './game-state.js';
 import type { PhaserGame, PhaserNamespace } from './phaser-shapes.js';
 import { registerAwkb } from './install.js';

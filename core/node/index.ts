@@ -15,5 +15,6 @@ export { NodeFolderCache } from './folder-cache.js';
 export * from './verify-published.js';
 export * from './publish-folder.js';
 export * from './publish-target.js';
+export * from '../format-entry.js';
 export { S3PublishTarget, parseS3Url, BUNDLE_CACHE_CONTROL, INDEX_CACHE_CONTROL, type S3PublishTargetOptions } from './s3-target.js';
 export { publishGrouping, readLoadsFile, readReferrerFile, type GroupingInput, type PublishGroupingOptions } from './publish-grouping.js';

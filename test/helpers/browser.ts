@@ -8,7 +8,7 @@
  *   const browser = await launchBrowser({ kind: 'firefox' });
  *   const page = await browser.openHarness(server);
  *   const hex = await page.evaluate(async () => {
- *     const core = await harnessImport('/dist/core/index.js');
+ *     const core = await harnessImport('/dist/core/internal.js');
  *     return core.sha256Hex(new Uint8Array([1, 2, 3]));
  *   });
  *   expect(server.requestCount('/published/project.index.json')).toBe(1);
@@ -292,7 +292,7 @@ export const HARNESS_HTML = `<!doctype html>
 <meta charset="utf-8">
 <title>awake-bundle harness</title>
 <script type="importmap">
-${JSON.stringify({ imports: { '@noble/hashes/': '/node_modules/@noble/hashes/', 'awake-bundle': '/dist/core/index.js' } }, null, 2)}
+${JSON.stringify({ imports: { '@noble/hashes/': '/node_modules/@noble/hashes/', 'awake-bundle': '/dist/core/internal.js' } }, null, 2)}
 </script>
 <script type="module">
 globalThis.harnessImport = (specifier) => import(specifier);

@@ -8,7 +8,7 @@ import { createHash } from 'node:crypto';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { deflateRawSync } from 'node:zlib';
-import { decodeBundle, encodeBundle, type BundleMemberInput, type MemberDecodeProblem } from '../../core/index.js';
+import { decodeBundle, encodeBundle, type BundleMemberInput, type MemberDecodeProblem } from '../../core/internal.js';
 import { temporaryDir } from './cli.js';
 
 export const sha256 = (bytes: Uint8Array): string => createHash('sha256').update(bytes).digest('hex');

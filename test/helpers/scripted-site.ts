@@ -8,7 +8,7 @@ import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { createServer, type IncomingHttpHeaders, type ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import { join } from 'node:path';
-import type { BundledIndex } from '../../core/index.js';
+import type { BundledIndex } from '../../core/internal.js';
 import { looseFileLocator, looseIndexFromFolder, publishToDirectory } from '../../core/node/index.js';
 import { temporaryDir } from './cli';
 
