@@ -14,32 +14,30 @@ export type {
   FileProgress,
   SourceStats,
 } from './read/options.js';
-export type { RangeReadOptions } from './read/range-reads.js';
-export type { DeltaReadOptions } from './read/delta-ranges.js';
-export type { NeededBytesOptions } from './read/needed-bytes.js';
-export type { ReadState } from './read/file-read.js';
-export type { CacheErrorDetail } from './read/verified-cache.js';
+export type { RangeReadOptions } from './read/plan/range-reads.js';
+export type { DeltaReadOptions } from './read/plan/delta-ranges.js';
+export type { NeededBytesOptions } from './read/plan/needed-bytes.js';
+export type { ReadState } from './read/load/file-read.js';
+export type { CacheErrorDetail } from './read/state/verified-cache.js';
 export type { RetryOptions, RetryEvent, TransportOptions } from './net/transport.js';
 export { tokenAuthorizedFetch, bindTokenOrigin, type TokenAuthorizedFetchOptions } from './net/token-fetch.js';
-export { watchDoubleDownloads, type DoubleDownloadsOptions } from './read/double-downloads.js';
+export { watchDoubleDownloads, type DoubleDownloadsOptions } from './page/double-downloads.js';
 export { sha256Hex } from './hash.js';
 
 // Caches (SPEC §7 "Cache"): contents kept by SHA-256.
 export type { ContentCache } from './cache/content-cache.js';
 export { MemoryCache, type MemoryCacheOptions } from './cache/memory.js';
 export {
-  openBrowserCache,
   IndexedDBCache,
   FallbackCache,
   DEFAULT_BROWSER_CACHE_NAME,
-  type OpenBrowserCacheOptions,
   type BrowserCacheOptions,
   type BrowserCacheBackend,
-  type BrowserStorageCache,
   type ClearableContentCache,
   type FallbackCacheOptions,
 } from './cache/browser.js';
-export { CacheStorageCache, OpfsCache, createBrowserCache } from './cache/browser-stores.js';
+export { CacheStorageCache, OpfsCache, createBrowserCache, type BrowserStorageCache } from './cache/browser-stores.js';
+export { openBrowserCache, type OpenBrowserCacheOptions } from './cache/open-browser-cache.js';
 
 // The project index as the reader gives it (`source.index`).
 export type { ProjectIndex, BundledIndex, LooseIndex, BundleEntry, BundledFileEntry, LooseFileEntry } from './format/project-index.js';

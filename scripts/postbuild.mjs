@@ -1,6 +1,6 @@
 // After tsc: makes the compiled CLI entry executable, so `npx awake-bundle` runs it directly,
-// builds the reader's Web Worker from core/read/worker-main.ts into the text of
-// dist/core/read/worker-script.js, and builds the self-contained service worker
+// builds the reader's Web Worker from core/read/workers/worker-main.ts into the text of
+// dist/core/read/workers/worker-script.js, and builds the self-contained service worker
 // (dist/sw/awake-bundle-sw.js), both with webpack.
 import { chmodSync, existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
@@ -23,9 +23,9 @@ await build(require('./reader-worker.webpack.config.cjs'));
 const workerDir = new URL('../dist/.reader-worker/', import.meta.url);
 const workerScript = readFileSync(new URL('worker.js', workerDir), 'utf8');
 writeFileSync(
-  new URL('../dist/core/read/worker-script.js', import.meta.url),
+  new URL('../dist/core/read/workers/worker-script.js', import.meta.url),
   [
-    '// Built by scripts/postbuild.mjs from core/read/worker-main.ts (see core/read/worker-script.ts).',
+    '// Built by scripts/postbuild.mjs from core/read/workers/worker-main.ts (see core/read/workers/worker-script.ts).',
     `export const WORKER_SCRIPT = ${JSON.stringify(workerScript)};`,
     '',
   ].join('\n'),

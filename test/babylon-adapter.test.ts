@@ -100,9 +100,9 @@ describe.each(TESTED_BROWSERS)('%s', (kind) => {
   test("importing the adapter asks for the range reads' module and the reference reader, before any registerAwkb", () => {
     expect(askedOnImport).toEqual(
       expect.arrayContaining([
-        '/dist/core/read/bundle-ranges.js',
+        '/dist/core/read/fetch/bundle-ranges.js',
         '/dist/core/net/transport-ranges.js',
-        '/dist/core/read/read-ahead-references.js',
+        '/dist/core/read/load/read-ahead-references.js',
       ]),
     );
     expect(askedOnImport.filter((path) => path.startsWith('/site/'))).toEqual([]);

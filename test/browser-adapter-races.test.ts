@@ -17,7 +17,7 @@
  * and the scene's `source.load` asked the store, not the pending writes). That test holds the
  * server's answers to make the order certain.
  *
- * Then the read-ahead of references (core/read/read-ahead.ts, on by default): a .gltf whose
+ * Then the read-ahead of references (core/read/load/read-ahead.ts, on by default): a .gltf whose
  * buffer and image live in other bundles has those bundles requested before the glTF loader is
  * handed the .gltf at all, so a model costs one round trip, not two.
  *

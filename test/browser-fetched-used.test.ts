@@ -24,7 +24,7 @@
  * These tests found that the reader took its round-trip estimate from the time it spent reading
  * the preloaded index (local work on a busy main thread, 18–450 ms, not the line: on 127.0.0.1 a
  * round trip is under a millisecond) and so fetched level 1's bundles whole in about half the
- * runs (1.549×); it now takes the index's wait from Resource Timing (core/read/needed-bytes.ts
+ * runs (1.549×); it now takes the index's wait from Resource Timing (core/read/plan/needed-bytes.ts
  * `networkWaitMs`).
  */
 import { spawnSync } from 'node:child_process';

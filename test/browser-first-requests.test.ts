@@ -6,7 +6,7 @@
  *   limit, and never holds a frame of a game already running;
  * - an index the page preloads with a marked link (`data-awkb-index`, as the build plugins write
  *   it) is asked for by the reader as the page is parsed, and the source's open takes that answer
- *   instead of asking again (core/read/early-index.ts).
+ *   instead of asking again (core/read/open/early-index.ts).
  */
 import { spawnSync } from 'node:child_process';
 import { cpSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
@@ -98,7 +98,7 @@ globalThis.Worker = class extends PlatformWorker {
     super(...args);
   }
 };
-const { importFirstLoadParts } = await import('/dist/core/read/open-source.js');
+const { importFirstLoadParts } = await import('/dist/core/read/open/open-source.js');
 const { IndexedAssetSource, sha256Hex } = await import('awake-bundle');
 importFirstLoadParts();
 const askedFirst = fetches.filter((url) => url.endsWith('project.index.json')).length;

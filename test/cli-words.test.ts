@@ -17,7 +17,7 @@ import {
   type BundledIndex,
 } from '../core/internal.js';
 import { sha256Hex } from '../core/hash.js';
-import { BundleStreamVerifier, bundleStreamPlan, StreamRefusal } from '../core/read/bundle-stream.js';
+import { BundleStreamVerifier, bundleStreamPlan, StreamRefusal } from '../core/read/verify/bundle-stream.js';
 import { CLI, FIXTURES, REPO, runCli, temporaryDir } from './helpers/cli.js';
 import { writeTree } from './helpers/trees.js';
 

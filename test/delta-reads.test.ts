@@ -10,7 +10,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { startWholeFileServer } from './helpers/whole-file-server.js';
-import { deltaRangesFor } from '../core/read/delta-plan.js';
+import { deltaRangesFor } from '../core/read/plan/delta-plan.js';
 import {
   BundleIntegrityError,
   IndexedAssetSource,

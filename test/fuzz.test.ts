@@ -47,7 +47,7 @@ import {
 } from '../core/internal.js';
 import { MAX_RANGE_HEADER_LENGTH, requestedRange, requestedRanges } from '../core/format/range-header.js';
 import { MultipartStream } from '../core/net/multipart.js';
-import { bundleStreamPlan, BundleStreamVerifier, refusalError, StreamRefusal } from '../core/read/bundle-stream.js';
+import { bundleStreamPlan, BundleStreamVerifier, refusalError, StreamRefusal } from '../core/read/verify/bundle-stream.js';
 import { decodeMemberNode } from '../core/node/inflate.js';
 import { multipartOffsets } from './helpers/multipart-offsets.js';
 import { FIXTURES } from './helpers/cli.js';

@@ -1,7 +1,7 @@
 /**
  * Needed bytes (SPEC §7 "Needed bytes"), on by default: a load fetches, per
  * bundle, only the members it needs that are not cached, as ranges, unless the whole bundle adds
- * at most one round trip's bytes (core/read/needed-bytes.ts). Against the project's own server
+ * at most one round trip's bytes (core/read/plan/needed-bytes.ts). Against the project's own server
  * (`serve`: single and multi-range requests), a node:http server that answers one range per
  * request and can hold one, and one that ignores ranges; requests are seen by wrapping the real
  * fetch (every request still goes to the server).

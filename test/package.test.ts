@@ -155,6 +155,6 @@ test('every file the README and FORMAT.md link to is in the package', () => {
 });
 
 test("source maps carry their sources, so a bundler's source-map-loader needs no .ts files", () => {
-  const map = JSON.parse(readFileSync(join(project, 'node_modules/awake-bundle/dist/core/read/verify.js.map'), 'utf8'));
+  const map = JSON.parse(readFileSync(join(project, 'node_modules/awake-bundle/dist/core/read/verify/verify.js.map'), 'utf8'));
   expect(map.sourcesContent?.[0]).toContain('export');
 });

@@ -101,7 +101,7 @@ async function runBuiltPage(name: string, dist: string, built: Built) {
  * The links come after the page's scripts (at the end of the body): the browser asks for the
  * script first, which has to run before anything uses the index or a bundle; over HTTP/1.1 a link
  * ahead of it took a connection the browser had open and made the script wait for a new one. A
- * meta in the head says the links follow (core/read/origins.ts `documentParsed`).
+ * meta in the head says the links follow (core/read/open/origins.ts `documentParsed`).
  */
 function expectPreloadsAfterScripts(html: string): void {
   const scripts = [...html.matchAll(/<script\b/g)].map((match) => match.index!);
@@ -125,7 +125,7 @@ function expectPreloadsUsed(requests: string[], prefix: string, built: Built, hr
   )!;
   // The index, then the first load's bundle (both files are in it): nothing else, nothing twice.
   expect(hrefs).toEqual([`${prefix}published/project.index.json`, `${prefix}published/${bundle.url}`]);
-  // The index's link alone is marked: the adapters ask for it as the page is parsed (core/read/early-index.ts).
+  // The index's link alone is marked: the adapters ask for it as the page is parsed (core/read/open/early-index.ts).
   expect(marked(html)).toEqual([`${prefix}published/project.index.json`]);
   const counts = new Map<string, number>();
   for (const path of requests) counts.set(path, (counts.get(path) ?? 0) + 1);

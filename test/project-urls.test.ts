@@ -1,4 +1,4 @@
-/** How an adapter turns the URL an engine would fetch into its index path, and back (core/read/project-urls.ts). */
+/** How an adapter turns the URL an engine would fetch into its index path, and back (core/page/project-urls.ts). */
 import { asFolder, folderOf, MisrootedFiles, projectPathOf, relativeRoot, rootThatWouldMatch, urlOfPath } from '../core/internal.js';
 
 const root = new URL('https://games.example/harbor/published/');

@@ -7,7 +7,7 @@
 import { cpSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { FileIntegrityError, IndexedAssetSource, InvalidOptionError, MemoryCache, RequestAbortedError } from '../core/internal.js';
-import { DEFAULT_RANGE_READS } from '../core/read/range-reads.js';
+import { DEFAULT_RANGE_READS } from '../core/read/plan/range-reads.js';
 import { FIXTURES, runCli, temporaryDir } from './helpers/cli.js';
 import { startHeldServer, type HeldServer } from './helpers/held-server.js';
 import { seededBytes, sha256Hex, writeTree } from './helpers/trees.js';

@@ -9,10 +9,10 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Worker } from 'node:worker_threads';
 import { IndexedAssetSource, ReadStalledError, RequestAbortedError } from '../core/internal.js';
-import { MAX_READ_RESTARTS, runRead, type ReadSteps } from '../core/read/file-read.js';
-import { LoadRegistry, type Load } from '../core/read/load-registry.js';
+import { MAX_READ_RESTARTS, runRead, type ReadSteps } from '../core/read/load/file-read.js';
+import { LoadRegistry, type Load } from '../core/read/load/load-registry.js';
 import { abortable } from '../core/net/abort.js';
-import { MAX_READ_AHEAD, ReadAhead } from '../core/read/read-ahead.js';
+import { MAX_READ_AHEAD, ReadAhead } from '../core/read/load/read-ahead.js';
 import { startStaticServer } from '../core/node/index.js';
 import { REPO, runCli, temporaryDir } from './helpers/cli.js';
 import { startHeldServer } from './helpers/held-server.js';
@@ -419,7 +419,7 @@ describe('read-ahead: a file that names others starts their loads as it is hande
     try {
       const source = await IndexedAssetSource.open({ indexUrl: `${host.origin}/site/project.index.json`, hashWorkers: 0 });
       await source.read('packs/game.json');
-      await import('../core/read/read-ahead-references.js'); // what read-ahead imports, in hand: it would have started by the next task
+      await import('../core/read/load/read-ahead-references.js'); // what read-ahead imports, in hand: it would have started by the next task
       await new Promise((resolve) => setImmediate(resolve));
       await source.whenStored();
       expect(host.count(bundleOf('textures/ship.png'))).toBe(0);

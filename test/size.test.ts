@@ -42,7 +42,7 @@ const BUDGETS: Record<string, number> = {
   core: 62 * KB,
   // Issue 21 aims at 25 KB; what stands between is in BENCHMARKS.md ("Size"). Issue 28's reader: +2.2 KB.
   // Issue 27's first requests before the engine's first frame (the marked index asked for as the
-  // page is parsed, core/read/early-index.ts; Phaser's first-frame hold): ~0.4 KB on babylon, ~0.55 on phaser.
+  // page is parsed, core/read/open/early-index.ts; Phaser's first-frame hold): ~0.4 KB on babylon, ~0.55 on phaser.
   // The planner's keep-out of members the page has: ~0.05 KB. The first visit's code in the entry
   // (see core): +8.3 KB; the cache writes after the first scene, the read-ahead's keep-out and
   // return-visit batch, ranges past the HTTP cache: ~0.5 KB.
@@ -99,12 +99,12 @@ test.each(['phaser', 'babylon'])('a game importing awake-bundle/%s loads no Java
 test.each(['phaser', 'babylon'])('what a first visit runs loads with awake-bundle/%s, not as a chunk on demand', (name) => {
   const loaded = measureOf(name).inputs.map(({ input }) => input);
   for (const module of [
-    'core/read/bundle-ranges.js',
-    'core/read/delta-plan.js',
+    'core/read/fetch/bundle-ranges.js',
+    'core/read/plan/delta-plan.js',
     'core/net/transport-ranges.js',
     'core/net/multipart.js',
-    'core/read/accept.js',
-    'core/read/read-ahead-references.js',
+    'core/read/verify/accept.js',
+    'core/read/load/read-ahead-references.js',
     'core/format/references.js',
   ])
     expect({ module, loadsWithTheGame: loaded.some((input) => input.endsWith(module)) }).toEqual({ module, loadsWithTheGame: true });

@@ -9,7 +9,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { MemoryCache, NetworkError, sha256HexSync } from '../core/internal.js';
 import { IndexedAssetSource } from '../core/read/indexed-asset-source.js';
-import { BundleStreamVerifier, bundleStreamPlan, StreamRefusal, type BundleStreamPlan } from '../core/read/bundle-stream.js';
+import { BundleStreamVerifier, bundleStreamPlan, StreamRefusal, type BundleStreamPlan } from '../core/read/verify/bundle-stream.js';
 import { sha256Hex } from '../core/hash.js';
 import { encodeBundle } from '../core/format/awkb.js';
 import { decodeBundle } from '../core/format/awkb-decode.js';

@@ -24,7 +24,7 @@ import {
   type RangeResult,
   type RetryEvent,
 } from '../core/internal.js';
-import type { BodyFetcher } from '../core/read/digest-pool.js';
+import type { BodyFetcher } from '../core/read/workers/digest-pool.js';
 import { startNginx, type RunningNginx } from './helpers/nginx.js';
 
 // ---- a tiny real server per test -------------------------------------------------------------

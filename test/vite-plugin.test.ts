@@ -545,7 +545,7 @@ describe.each(TESTED_VITES)("Vite %s (major %d) as the project's vite", (alias, 
     const html = readFileSync(join(project.dir, 'dist/index.html'), 'utf8');
     const links = [...html.matchAll(/<link rel="preload" as="fetch" crossorigin(?:="")? href="([^"]+)"( data-awkb-index(?:="")?)?>/g)];
     expect(links.map((match) => match[1])).toEqual(expected);
-    // The index's link is marked, for the adapters to ask for it as the page is parsed (core/read/early-index.ts); no other.
+    // The index's link is marked, for the adapters to ask for it as the page is parsed (core/read/open/early-index.ts); no other.
     expect(links.map((match) => match[2] !== undefined)).toEqual(expected.map((_, i) => i === 0));
   });
 

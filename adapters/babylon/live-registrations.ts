@@ -5,7 +5,7 @@
  * not registration.ts, which adds and removes registrations: imports run one way, registration.ts
  * → hooks.ts → bundle-request.ts and scene-loader-plugin.ts → this module.
  */
-import { absoluteUrl } from '../../core/read/project-urls.js';
+import { absoluteUrl } from '../../core/page/project-urls.js';
 
 export interface AwkbReadOptions {
   signal?: AbortSignal;

@@ -4,13 +4,13 @@
  * Everything that reads, verifies, caches or retries is the core reader's (SPEC §7); this file
  * only decides which URL is which path.
  */
-import { openBrowserCache } from '../../core/cache/browser.js';
+import { openBrowserCache } from '../../core/cache/open-browser-cache.js';
 import { AssetNotFoundError, InvalidOptionError, RequestAbortedError } from '../../core/errors.js';
 import { IndexedAssetSource, type OpenOptions, type PrefetchProgress } from '../../core/read/indexed-asset-source.js';
 import { linkSignals } from '../../core/net/abort.js';
-import { watchDoubleDownloads } from '../../core/read/double-downloads.js';
-import { importFirstLoadParts } from '../../core/read/open-source.js';
-import { markAdapterCall } from '../../core/read/user-timing.js';
+import { watchDoubleDownloads } from '../../core/page/double-downloads.js';
+import { importFirstLoadParts } from '../../core/read/open/open-source.js';
+import { markAdapterCall } from '../../core/page/user-timing.js';
 import { installHooks, removeHooks } from './hooks.js';
 import {
   addLiveRegistration,
@@ -19,7 +19,7 @@ import {
   type AwkbReadOptions,
   type LiveRegistration,
 } from './live-registrations.js';
-import { absoluteUrl, asFolder, folderOf, MisrootedFiles, pageBase, projectPathOf, urlOfPath } from '../../core/read/project-urls.js';
+import { absoluteUrl, asFolder, folderOf, MisrootedFiles, pageBase, projectPathOf, urlOfPath } from '../../core/page/project-urls.js';
 
 export interface AwkbOptions extends Omit<OpenOptions, 'index' | 'baseUrl'> {
   /** Where verified contents are kept: `openBrowserCache()` (persistent) by default, as in the Phaser adapter; `null` for none. */
@@ -89,7 +89,7 @@ export class AwkbRegistration implements LiveRegistration {
   prefetched: Promise<void> = Promise.resolve();
   /** @internal warns once when loose URLs would be index paths below another root */
   readonly misrooted: MisrootedFiles;
-  /** Stops telling of the page's own downloads of files its bundles hold (core/read/double-downloads.ts). */
+  /** Stops telling of the page's own downloads of files its bundles hold (core/page/double-downloads.ts). */
   readonly #stopWatching: () => void;
 
   /** @internal use `registerAwkb` */

@@ -5,16 +5,16 @@
  * the source in the game registry under `key`, and fetches the `prefetch` list with it. It is
  * left out of the loader's file counts (file-counts.ts).
  */
-import { openBrowserCache } from '../../core/cache/browser.js';
+import { openBrowserCache } from '../../core/cache/open-browser-cache.js';
 import { IndexedAssetSource } from '../../core/read/indexed-asset-source.js';
-import { markAdapterCall } from '../../core/read/user-timing.js';
+import { markAdapterCall } from '../../core/page/user-timing.js';
 import { indexFileAdded, indexFileEnding } from './file-counts.js';
 import { holdFirstFrame } from './first-frame.js';
 import { ensureGameState, type AwkbGameState } from './game-state.js';
 import { LoadRun } from './load-run.js';
 import type { AwkbIndexFileConfig, AwkbIndexOptions } from './options.js';
 import type { PhaserLoader, PhaserNamespace } from './phaser-shapes.js';
-import { absoluteUrl, asFolder, folderOf, MisrootedFiles } from '../../core/read/project-urls.js';
+import { absoluteUrl, asFolder, folderOf, MisrootedFiles } from '../../core/page/project-urls.js';
 
 export type AwkbIndexFactory = (
   this: PhaserLoader,

@@ -6,8 +6,8 @@
  */
 import type { IndexedAssetSource, MisrootedFiles } from '../../core/internal.js';
 import type { PhaserEmitter, PhaserGame, PhaserLoader } from './phaser-shapes.js';
-import { projectPathOf } from '../../core/read/project-urls.js';
-import { watchDoubleDownloads } from '../../core/read/double-downloads.js';
+import { projectPathOf } from '../../core/page/project-urls.js';
+import { watchDoubleDownloads } from '../../core/page/double-downloads.js';
 import { BundledVideos } from './video.js';
 
 export interface MountedIndex {
@@ -39,7 +39,7 @@ export class AwkbGameState {
   /** Videos from bundles, read when a Video first loads them. */
   readonly videos = new BundledVideos(this);
   readonly #opening = new Set<Promise<unknown>>();
-  /** Stop telling of the page's own downloads of files the mounted bundles hold (core/read/double-downloads.ts). */
+  /** Stop telling of the page's own downloads of files the mounted bundles hold (core/page/double-downloads.ts). */
   readonly #stopWatching: (() => void)[] = [];
   /** Object URLs kept for a cache entry: cache → key → URL. */
   readonly #kept = new Map<PhaserEmitter, Map<string, string>>();

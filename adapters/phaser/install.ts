@@ -5,7 +5,7 @@
  * the loader's progress monotonic, leaves the index file out of its file counts, and lets Video
  * game objects play videos from bundles. Phaser is always the caller's, never `window.Phaser`.
  */
-import { importFirstLoadParts } from '../../core/read/open-source.js';
+import { importFirstLoadParts } from '../../core/read/open/open-source.js';
 import { defineAwkbIndexFile } from './awkb-index-file.js';
 import { countIndexFilesOut } from './file-counts.js';
 import { gameStateOf } from './game-state.js';

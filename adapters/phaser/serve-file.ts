@@ -14,7 +14,7 @@
  * the member when it first loads it (video.ts).
  */
 import { mediaTypeOf } from '../../core/format/media-types.js';
-import { absoluteUrl } from '../../core/read/project-urls.js';
+import { absoluteUrl } from '../../core/page/project-urls.js';
 import { gameStateOf, type AwkbGameState, type MountedIndex } from './game-state.js';
 import { LoadRun, reportFileBytes } from './load-run.js';
 import type { PhaserFile, PhaserNamespace } from './phaser-shapes.js';

@@ -14,7 +14,7 @@
  * URL at once. (A MediaSource URL, the other way to hand out a URL before the bytes, needs the
  * codecs named and, for MP4, fragmented files.)
  */
-import { absoluteUrl } from '../../core/read/project-urls.js';
+import { absoluteUrl } from '../../core/page/project-urls.js';
 import type { IndexedAssetSource } from '../../core/read/indexed-asset-source.js';
 import type { PhaserEmitter, PhaserNamespace, PhaserVideo } from './phaser-shapes.js';
 

@@ -14,14 +14,14 @@
  * lists that path. Other requests are not touched: `handleFetch` returns false without calling
  * `respondWith`, so the browser fetches them as if there were no worker.
  */
-import { openBrowserCache } from '../../core/cache/browser.js';
+import { openBrowserCache } from '../../core/cache/open-browser-cache.js';
 import { AwakeError, BundleIntegrityError, FileIntegrityError, InvalidOptionError } from '../../core/errors.js';
 import { decodeIndexText } from '../../core/format/index-text.js';
 import { contentTypeOf } from '../../core/format/media-types.js';
 import { requestedRange } from '../../core/format/range-header.js';
 import { sleep } from '../../core/net/abort.js';
 import { IndexedAssetSource, type OpenOptions } from '../../core/read/indexed-asset-source.js';
-import { asFolder, folderOf, projectPathOf } from '../../core/read/project-urls.js';
+import { asFolder, folderOf, projectPathOf } from '../../core/page/project-urls.js';
 import { IndexVersions, type IndexStore, type IndexUpdate } from './index-versions.js';
 
 export interface AwkbFetchHandlerOptions extends Omit<OpenOptions, 'index' | 'baseUrl' | 'indexUrl' | 'signal' | 'readAhead'> {

@@ -8,6 +8,14 @@ const { NormalModuleReplacementPlugin } = require('webpack');
 
 const repo = path.resolve(__dirname, '../..');
 
+/** Every import of the repository's `module` (a `.js` specifier, as core writes them) gets `file` of this folder instead. */
+function standIn(module, file) {
+  const target = path.join(repo, module);
+  return new NormalModuleReplacementPlugin(new RegExp(`/${path.basename(module).replace('.', '\\.')}$`), (resource) => {
+    if (path.resolve(resource.context, resource.request) === target) resource.request = path.join(__dirname, file);
+  });
+}
+
 module.exports = {
   mode: 'production',
   target: 'webworker',
@@ -28,15 +36,11 @@ module.exports = {
     ],
   },
   // A service worker has no Web Workers: the reader's pool there is the calling thread's
-  // (adapters/service-worker/digest-pool.ts), not core/read/digest-pool.ts's worker pool. It reads
+  // (adapters/service-worker/digest-pool.ts), not core/read/workers/digest-pool.ts's worker pool. It reads
   // no references ahead either (adapters/service-worker/no-read-ahead.ts).
   plugins: [
-    new NormalModuleReplacementPlugin(/^\.\/digest-pool\.js$/, (resource) => {
-      if (resource.context === path.join(repo, 'core/read')) resource.request = path.join(__dirname, 'digest-pool.ts');
-    }),
-    new NormalModuleReplacementPlugin(/^\.\/read-ahead\.js$/, (resource) => {
-      if (resource.context === path.join(repo, 'core/read')) resource.request = path.join(__dirname, 'no-read-ahead.ts');
-    }),
+    standIn('core/read/workers/digest-pool.js', 'digest-pool.ts'),
+    standIn('core/read/load/read-ahead.js', 'no-read-ahead.ts'),
   ],
   optimization: { minimize: true, splitChunks: false, runtimeChunk: false },
   performance: { hints: false },

@@ -9,7 +9,6 @@ import {
   IndexedDBCache,
   type BrowserCacheBackend,
   type BrowserCacheOptions,
-  type BrowserStorageCache,
   type ClearableContentCache,
 } from './browser.js';
 import { checkKey } from './cache-key.js';
@@ -127,6 +126,9 @@ export class CacheStorageCache extends UnbatchedStore {
  * through `createWritable()` (which writes a swap file and swaps it in on close, so no reader
  * ever sees half a file). Works on the main thread and in workers alike.
  */
+/** The backends `openBrowserCache` may choose. */
+export type BrowserStorageCache = IndexedDBCache | CacheStorageCache | OpfsCache;
+
 export class OpfsCache extends UnbatchedStore {
   readonly backend = 'opfs' as const;
   readonly name: string;

@@ -6,4 +6,5 @@ export type { ContentCache } from './content-cache.js';
 export * from './memory.js';
 export * from './browser.js';
 export * from './browser-stores.js';
+export * from './open-browser-cache.js';
 export * from './idb-store.js';

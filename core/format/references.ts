@@ -1,7 +1,7 @@
 /**
  * Which project files a file references (SPEC §6 "Groups", §8 `--group auto`), as far as the
  * formats below can be read: the one reference reader of the writer's `--group auto`
- * (core/publish/references.ts groups by it) and of the reader's read-ahead (core/read/read-ahead.ts
+ * (core/publish/references.ts groups by it) and of the reader's read-ahead (core/read/load/read-ahead.ts
  * imports it on demand), so the browser build carries this and never the writer.
  * FORMAT.md "`--group auto` (§6, §8)" documents every format read here and every rule.
  *

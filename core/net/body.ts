@@ -1,6 +1,6 @@
 /**
  * Reading response bodies, once for every place that reads them: the transport on the page or
- * in Node, and the reader's Web Workers (core/read/worker-main.ts), which import this module.
+ * in Node, and the reader's Web Workers (core/read/workers/worker-main.ts), which import this module.
  * Also the contract of a body read elsewhere (`BodyFetcher`, `StreamElsewhere`): the transport
  * owns it, a worker pool implements it. Browser-safe: no `node:` imports, no DOM at import time.
  */

@@ -17,8 +17,8 @@ import {
   type BundleEntry,
   type ProjectIndex,
 } from '../format/project-index.js';
-import { verifyBundle } from '../read/accept.js';
-import { cutShort, type ExpectedMember } from '../read/verify.js';
+import { verifyBundle } from '../read/verify/accept.js';
+import { cutShort, type ExpectedMember } from '../read/verify/verify.js';
 import { sha256HexNode } from './hash.js';
 import { INDEX_FILE_NAME } from './publish.js';
 import { encodedBundleProblems } from './verify-encoded.js';

@@ -16,17 +16,17 @@ import { entryKey, type ProjectIndex } from '../format/project-index.js';
 import { mediaTypeOf } from '../format/media-types.js';
 import { linkSignals } from '../net/abort.js';
 import type { LoadsFile } from '../publish/loads.js';
-import { BundleFetcher, importRangesModule } from './bundle-fetcher.js';
-import { deltaReadSettings } from './delta-ranges.js';
-import { WorkerDigestPool, type DigestPool } from './digest-pool.js';
-import { runRead, typedAbort } from './file-read.js';
-import type { Entry, IndexView } from './index-view.js';
-import { LoadPlanner } from './load-planner.js';
-import { LoadRecorder } from './load-recorder.js';
-import { LoadRegistry } from './load-registry.js';
-import { hadAlready, LoadRunner } from './loads.js';
-import { CacheLookups, LineEstimates, neededBytesSettings } from './needed-bytes.js';
-import { openSource, type Opened } from './open-source.js';
+import { BundleFetcher, importRangesModule } from './fetch/bundle-fetcher.js';
+import { deltaReadSettings } from './plan/delta-ranges.js';
+import { WorkerDigestPool, type DigestPool } from './workers/digest-pool.js';
+import { runRead, typedAbort } from './load/file-read.js';
+import type { Entry, IndexView } from './open/index-view.js';
+import { LoadPlanner } from './plan/load-planner.js';
+import { LoadRecorder } from './load/load-recorder.js';
+import { LoadRegistry } from './load/load-registry.js';
+import { hadAlready, LoadRunner } from './load/loads.js';
+import { CacheLookups, LineEstimates, neededBytesSettings } from './plan/needed-bytes.js';
+import { openSource, type Opened } from './open/open-source.js';
 import {
   DEFAULT_PENDING_BYTES,
   type FileProgress,
@@ -36,20 +36,20 @@ import {
   type ReadOptions,
   type SourceStats,
 } from './options.js';
-import { OriginCapabilities } from './origins.js';
-import { HeldMembers } from './pending-members.js';
-import { Prefetcher, type PrefetchFile } from './prefetch.js';
-import { ReadAhead } from './read-ahead.js';
-import { rangeReadSettings } from './range-reads.js';
-import { readSteps } from './read-steps.js';
-import type { SourceParts } from './source-parts.js';
-import { VerifiedCache } from './verified-cache.js';
+import { OriginCapabilities } from './open/origins.js';
+import { HeldMembers } from './state/held-members.js';
+import { Prefetcher, type PrefetchFile } from './load/prefetch.js';
+import { ReadAhead } from './load/read-ahead.js';
+import { rangeReadSettings } from './plan/range-reads.js';
+import { readSteps } from './load/read-steps.js';
+import type { SourceParts } from './state/source-parts.js';
+import { VerifiedCache } from './state/verified-cache.js';
 
 export * from './options.js';
-export type { CacheErrorDetail } from './verified-cache.js';
-export { DEFAULT_LOAD_NAME, LOADS_ENDPOINT_HEADER } from './load-recorder.js';
-export { DEFAULT_RANGE_READS, type RangeReadOptions } from './range-reads.js';
-export { MAX_READ_RESTARTS, type ReadState } from './file-read.js';
+export type { CacheErrorDetail } from './state/verified-cache.js';
+export { DEFAULT_LOAD_NAME, LOADS_ENDPOINT_HEADER } from './load/load-recorder.js';
+export { DEFAULT_RANGE_READS, type RangeReadOptions } from './plan/range-reads.js';
+export { MAX_READ_RESTARTS, type ReadState } from './load/file-read.js';
 
 /** How long the workers' cache writes wait at most for the page to be idle once its loads are over. */
 const IDLE_WRITE_WAIT_MS = 1000;

@@ -5,11 +5,11 @@
 import type { ContentCache } from '../cache/content-cache.js';
 import type { ProjectIndex } from '../format/project-index.js';
 import type { RetryOptions, Transport } from '../net/transport.js';
-import type { DeltaReadOptions } from './delta-ranges.js';
-import type { NeededBytesOptions } from './needed-bytes.js';
-import type { DigestPool } from './digest-pool.js';
-import type { RangeReadOptions } from './range-reads.js';
-import type { CacheErrorDetail } from './verified-cache.js';
+import type { DeltaReadOptions } from './plan/delta-ranges.js';
+import type { NeededBytesOptions } from './plan/needed-bytes.js';
+import type { DigestPool } from './workers/digest-pool.js';
+import type { RangeReadOptions } from './plan/range-reads.js';
+import type { CacheErrorDetail } from './state/verified-cache.js';
 
 export const DEFAULT_PENDING_BYTES = 64 * 1024 * 1024;
 export const DEFAULT_MAX_INDEX_BYTES = 64 * 1024 * 1024;

@@ -21,11 +21,11 @@ import { InvalidOptionError } from '../../core/errors.js';
 import { looseFileUrl } from '../../core/format/paths.js';
 import { serializeIndex, type LooseFileEntry, type LooseIndex } from '../../core/format/project-index.js';
 import { hashFile, listFolderFiles, type FolderFile } from '../../core/node/loose-index.js';
-import { projectPathOf } from '../../core/read/project-urls.js';
+import { projectPathOf } from '../../core/page/project-urls.js';
 import { checkPathCollisions, INDEX_FILE_NAME } from '../../core/node/publish.js';
 import { sendFile } from '../../core/node/server.js';
 import { SERVICE_WORKER_FILE, serviceWorkerSource } from '../../core/node/service-worker-file.js';
-import { LOADS_ENDPOINT_HEADER } from '../../core/read/load-recorder.js';
+import { LOADS_ENDPOINT_HEADER } from '../../core/read/load/load-recorder.js';
 import { LoadsEndpoint, LOADS_ENDPOINT_PATH } from './loads-endpoint.js';
 import type { ResolvedBuildOptions } from './options.js';
 

@@ -15,11 +15,11 @@
  *
  * And a `<meta name="awake-bundle-preload">` in the head, before any script, that says so: a
  * reader opened by a blocking script waits for the page's parse only where that meta is (so that
- * it takes the links' responses rather than fetch their URLs a second time, core/read/origins.ts
+ * it takes the links' responses rather than fetch their URLs a second time, core/read/open/origins.ts
  * `documentParsed`); on a page without links it asks for its index at once.
  */
 import { opaqueId } from '../../core/format/ids.js';
-import { EARLY_INDEX_ATTRIBUTE, PRELOAD_MARKER_NAME } from '../../core/read/origins.js';
+import { EARLY_INDEX_ATTRIBUTE, PRELOAD_MARKER_NAME } from '../../core/read/open/origins.js';
 import type { BundledIndex } from '../../core/format/project-index.js';
 import type { NamedLoad } from '../../core/publish/loads.js';
 
@@ -48,7 +48,7 @@ export function preloadHrefs(index: BundledIndex, indexFile: string, prefix: str
  * The attributes of each href's `<link rel="preload" as="fetch" crossorigin>` (`crossorigin`: its
  * value, as the HTML tool spells it). The first href, the index, is marked `data-awkb-index`: the
  * adapters ask for that index as soon as the page is parsed, so that the game's open finds it in
- * and its first bundle requests go out before the engine's first frame (core/read/early-index.ts).
+ * and its first bundle requests go out before the engine's first frame (core/read/open/early-index.ts).
  */
 export function preloadLinkAttributes(hrefs: readonly string[], crossorigin: string): Record<string, string>[] {
   return hrefs.map((href, i) => ({ rel: 'preload', as: 'fetch', crossorigin, href, ...(i === 0 ? { [EARLY_INDEX_ATTRIBUTE]: '' } : {}) }));
