@@ -78,11 +78,21 @@ function missingSpans(members: readonly DeltaMember[], missing: ReadonlySet<stri
   return joined;
 }
 
+/**
+ * The one rule for joining two ranges of a bundle across the bytes between them, wherever ranges
+ * are planned (delta and needed-bytes plans, range reads waiting together): touching or
+ * overlapping ranges always join; others when the gap is closer than `maxGapBytes` (its bytes
+ * cost less than a request of their own). A gap of exactly `maxGapBytes` does not join.
+ */
+export function gapJoins(gapBytes: number, maxGapBytes: number): boolean {
+  return gapBytes <= 0 || gapBytes < maxGapBytes;
+}
+
 function mergeCloseRanges(spans: DeltaByteRange[], maxGapBytes: number): DeltaByteRange[] {
   const merged: DeltaByteRange[] = [];
   for (const span of spans) {
     const last = merged[merged.length - 1];
-    if (last && span.start - last.end < maxGapBytes) last.end = span.end;
+    if (last && gapJoins(span.start - last.end, maxGapBytes)) last.end = span.end;
     else merged.push({ ...span });
   }
   return merged;

@@ -5,6 +5,7 @@
  * a member this page has already.
  */
 import { RequestAbortedError } from '../../errors.js';
+import { gapJoins } from '../../format/delta-ranges.js';
 import type { Entry } from '../open/index-view.js';
 import type { RangeReadOptions } from '../plan/range-reads.js';
 
@@ -178,8 +179,8 @@ export class RangeScheduler<R extends RangeRead = RangeRead> {
   }
 
   /**
-   * Reads sorted by offset, cut into spans: the next member joins while it starts within
-   * `maxGapBytes`, the span stays within `maxRequestBytes`, and the gap holds no member this page
+   * Reads sorted by offset, cut into spans: the next member joins while the gap before it joins
+   * (`gapJoins`, the rule every range plan uses: closer than `maxGapBytes`), the span stays within `maxRequestBytes`, and the gap holds no member this page
    * has already (SPEC §7 "One request per bundle": no byte of it twice).
    */
   #spansOf(bundleSha: string, reads: Waiting<R>[]): Span<R>[] {
@@ -191,7 +192,7 @@ export class RangeScheduler<R extends RangeRead = RangeRead> {
       const last = spans[spans.length - 1];
       if (
         last &&
-        start <= last.end + this.#settings.maxGapBytes &&
+        gapJoins(start - last.end, this.#settings.maxGapBytes) &&
         Math.max(last.end, end) - last.offset <= this.#settings.maxRequestBytes &&
         (start <= last.end || !this.#keepOut(bundleSha, last.end, start))
       ) {

@@ -1,11 +1,11 @@
 /**
  * Range reads when many come at once (SPEC §7 "Range reads"): each origin has at most
  * `maxRequestsPerOrigin` range requests in flight and the other reads wait their turn, and reads
- * of members of one bundle that wait together, adjacent or within `maxGapBytes` of each other, go
- * in one range request. Without it, 10,000 concurrent reads made 10,627 requests over up to 4,973
+ * of members of one bundle that wait together, adjacent or closer than `maxGapBytes`, go in one
+ * range request. Without it, 10,000 concurrent reads made 10,627 requests over up to 4,973
  * connections. Scheduling only: the bundle fetcher makes each request and checks each member alone.
  * Here the option and its defaults; the scheduler is range-scheduler.ts, imported with the range
- * reads themselves (bundle-ranges.ts), on demand.
+ * reads themselves (bundle-ranges.ts).
  */
 import { InvalidOptionError } from '../../errors.js';
 
@@ -16,8 +16,8 @@ export interface RangeReadOptions {
    */
   maxRequestsPerOrigin?: number;
   /**
-   * Members of one bundle read at the same time whose bytes are at most this far apart go in one
-   * range request; the bytes between are fetched and dropped (default 64 KiB, as `deltaReads`'
+   * Members of one bundle read at the same time whose bytes are closer than this go in one range
+   * request (the rule of every range plan, `gapJoins`); the bytes between are fetched and dropped (default 64 KiB, as `deltaReads`'
    * `maxGapBytes`: about what one more request costs in time on a common line).
    */
   maxGapBytes?: number;
