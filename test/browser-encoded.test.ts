@@ -171,10 +171,12 @@ describe.each(TESTED_BROWSERS)('%s: encoded members', (kind) => {
 
   // SPEC §5a: decoding stays off the page's thread. Until a worker has answered its ping (a cold
   // page), bundles stream on the page, except one whose encoded members decode to more than
-  // 2 MiB: that one is decoded in a worker. Its request waits for no worker: the page sends it
-  // and hands the body to the first worker that answers.
+  // 2 MiB: that one is decoded in a worker. Its request waits for no worker: the page sends it,
+  // gives the job to a worker still starting, and feeds it the body as it arrives, without
+  // waiting for its answer (which a page busy with its engine hears late): the big bundle is
+  // read while every pong is still held.
   // The page's `fetch` and `DecompressionStream` are watched (a worker's are its own).
-  test('on a cold page a bundle that decodes to more than 2 MiB is requested at once and decoded in a worker; a small one streams on the page', async () => {
+  test('on a cold page a bundle that decodes to more than 2 MiB is requested at once and decoded in a worker, before the page hears it started; a small one streams on the page', async () => {
     const coldPage = await browser.openHarness(server);
     try {
       await holdWorkerPongs(coldPage);
@@ -221,24 +223,20 @@ describe.each(TESTED_BROWSERS)('%s: encoded members', (kind) => {
             Object.defineProperty(this, 'readable', { value: readable });
           }
         };
-        let bigSettled = false;
         const hex = async (bytes: Uint8Array) => core.toHex(new Uint8Array(await crypto.subtle.digest('SHA-256', bytes as BufferSource)));
-        // Both reads start together; the big one first.
-        const big = source.read('big/level.json').then(hex);
-        void big.finally(() => (bigSettled = true));
-        const [small, mid] = await Promise.all([source.read('small/hud.json').then(hex), source.read('mid/map.json').then(hex)]);
-        // Both requests went out from the page and were answered while no worker had.
+        // The reads start together; the big one first. All three are read while every worker's
+        // answer to its ping is held from the page.
+        const [bigHash, small, mid] = await Promise.all(
+          ['big/level.json', 'small/hud.json', 'mid/map.json'].map((path) => source.read(path).then(hex)),
+        );
         await bigAnswered;
         const whileCold = {
           heard: pool.usingWorkers,
           fetchedOnPage: [...fetchedOnPage].sort(),
-          bigSettled,
           decodedOnPage: [...decodedOnPage].sort((a, b) => a - b),
         };
         (globalThis as unknown as { releasePongs: () => void }).releasePongs();
-        const bigHash = await big;
         const after = {
-          heard: pool.usingWorkers,
           fetchedOnPage: [...fetchedOnPage].sort(),
           decodedOnPage: [...decodedOnPage].sort((a, b) => a - b),
         };
@@ -249,18 +247,71 @@ describe.each(TESTED_BROWSERS)('%s: encoded members', (kind) => {
       const [bigBundle, midBundle, smallBundle] = ['big/level.json', 'mid/map.json', 'small/hud.json'].map(coldBundle);
       const all = [bigBundle, midBundle, smallBundle].sort();
       const [small, mid] = [COLD['small/hud.json']!.length, COLD['mid/map.json']!.length];
-      // While no worker had answered, the three bundles were fetched on the page; the small one and
-      // the 1 MB one were decoded (and read) there, and the big one could not be read yet: its
-      // decoding waits for a worker.
-      expect(result.whileCold).toEqual({ heard: undefined, fetchedOnPage: all, bigSettled: false, decodedOnPage: [small, mid] });
+      // While no worker's answer had reached the page, the three bundles were fetched on the page;
+      // the small one and the 1 MB one were decoded (and read) there, the big one in a worker.
+      expect(result.whileCold).toEqual({ heard: undefined, fetchedOnPage: all, decodedOnPage: [small, mid] });
       // The worker read the big one from the page's response: nothing more decoded on the page, no second request.
-      expect(result.after).toEqual({ heard: true, fetchedOnPage: all, decodedOnPage: [small, mid] });
+      expect(result.after).toEqual({ fetchedOnPage: all, decodedOnPage: [small, mid] });
       expect(
         server.requests
           .map((request) => request.path)
           .filter((path) => path.endsWith('.awkb'))
           .sort(),
       ).toEqual(all);
+    } finally {
+      await coldPage.close();
+    }
+  });
+
+  // The job went to a worker still starting; one that never starts (its script refused, as a CSP
+  // would) leaves the page to read the copy of the body it kept: the read succeeds, decoded on
+  // the page, from the one request.
+  test('on a cold page whose workers fail to start, the big bundle given to one is read from the copy the page kept', async () => {
+    const coldPage = await browser.openHarness(server);
+    try {
+      server.resetRequests();
+      const result = await coldPage.evaluate(async () => {
+        const core = await harnessImport('awake-bundle');
+        globalThis.Worker = class extends Worker {
+          constructor(_url: string | URL, options?: WorkerOptions) {
+            super(URL.createObjectURL(new Blob(['throw new Error("refused")'], { type: 'text/javascript' })), options);
+          }
+        };
+        const decodedOnPage: number[] = [];
+        const PageDecompression = globalThis.DecompressionStream;
+        globalThis.DecompressionStream = class extends PageDecompression {
+          constructor(format: CompressionFormat) {
+            super(format);
+            const index = decodedOnPage.push(0) - 1;
+            const counted = new TransformStream<Uint8Array, Uint8Array>({
+              transform(chunk, controller) {
+                decodedOnPage[index]! += chunk.byteLength;
+                controller.enqueue(chunk);
+              },
+            });
+            Object.defineProperty(this, 'readable', { value: super.readable.pipeThrough(counted) });
+          }
+        };
+        const source = await core.IndexedAssetSource.open({
+          indexUrl: '/published/cold/project.index.json',
+          cache: new core.MemoryCache(),
+          hashWorkers: 2,
+          neededBytes: false,
+        });
+        const pool = (source as unknown as { pool: { usingWorkers: boolean | undefined } }).pool;
+        const bytes = await source.read('big/level.json');
+        const hash = core.toHex(new Uint8Array(await crypto.subtle.digest('SHA-256', bytes as BufferSource)));
+        source.dispose();
+        return { hash, decodedOnPage, usingWorkers: pool.usingWorkers };
+      });
+      expect(result).toEqual({
+        hash: sha256(COLD['big/level.json']!),
+        decodedOnPage: [COLD['big/level.json']!.length],
+        usingWorkers: false,
+      });
+      expect(server.requests.map((request) => request.path).filter((path) => path.endsWith('.awkb'))).toEqual([
+        coldBundle('big/level.json'),
+      ]);
     } finally {
       await coldPage.close();
     }

@@ -112,15 +112,16 @@ test('awake-bundle/vite imports by its package name in a project without Vite (a
   expect(runModule(script)).toEqual({ stderr: '', stdout: 'function awake-bundle' });
 });
 
-test('the core and the node entry import from ESM by their package names', () => {
+test('the core, format and node entries import from ESM by their package names', () => {
   const script = [
-    "import { IndexedAssetSource, BundleWriter, sha256Hex } from 'awake-bundle';",
-    "import { publishToDirectory, startStaticServer } from 'awake-bundle/node';",
-    'console.log(typeof IndexedAssetSource.open, typeof BundleWriter, typeof publishToDirectory, typeof startStaticServer, await sha256Hex(new Uint8Array()));',
+    "import { IndexedAssetSource, sha256Hex } from 'awake-bundle';",
+    "import { BundleWriter, decodeBundle } from 'awake-bundle/format';",
+    "import { publishToDirectory, startStaticServer, BundleWriter as NodeWriter } from 'awake-bundle/node';",
+    'console.log(typeof IndexedAssetSource.open, typeof BundleWriter, typeof decodeBundle, NodeWriter === BundleWriter, typeof publishToDirectory, typeof startStaticServer, await sha256Hex(new Uint8Array()));',
   ].join('\n');
   expect(runModule(script)).toEqual({
     stderr: '',
-    stdout: 'function function function function e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855',
+    stdout: 'function function function true function function e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855',
   });
 });
 
@@ -131,6 +132,8 @@ test('the package ships compiled JavaScript with type declarations, and no tests
     expect.arrayContaining([
       'dist/core/index.js',
       'dist/core/index.d.ts',
+      'dist/core/format-entry.js',
+      'dist/core/format-entry.d.ts',
       'dist/cli/main.js',
       'dist/core/node/index.js',
       'dist/integrations/vite/index.js',

@@ -22,35 +22,19 @@ interface Measure {
 
 const KB = 1024;
 
-/** Min+gzip bytes that load with the game, per entry. */
-// Issue 26's read path (a bounded machine per read, the load planner, the parts split out of the
-// façade) and issue 27's read-ahead hook cost ~2.3 KB on the game entries; the core entry also
-// exports the reference reader now in core/format (BENCHMARKS.md "Size").
+/**
+ * Min+gzip bytes that load with the game, per entry: guards against growth, set a little above
+ * what each measures (BENCHMARKS.md "Size" has the figures and what each part costs). What a first
+ * visit runs (the range requests and multipart parser, the whole bundle's acceptance, the
+ * reference reader) is in the entries, not chunks in front of the first request. The game entries
+ * last grew for encoded members decoded in turn (~0.2 KB) and a cold page's large bundle fed to a
+ * worker still starting, with the copy kept should it never start (~0.35 KB).
+ */
 const BUDGETS: Record<string, number> = {
-  // Issue 27's needed bytes (the planner's rule, the line measure, gathering, aside ranges) added ~2.6 KB;
-  // issue 28's writer side (AWKB version 2 layout, the encoding rule, the index's storedBytes and
-  // encoding, MemberDecodeError), which `export *` of the core carries, ~1.1 KB more; its reader
-  // (decoding as stored bytes arrive, in the streamed check, the pool and the reader's worker) ~1.9 KB.
-  // Issue 27's start (a cold page's request sent before a worker answers, its body handed to the
-  // worker; the first load's chunks asked for early): ~0.1-0.2 KB on each. RELIABILITY 41 (the
-  // planner keeps out what this page has already: never the whole bundle then): ~0.25 KB. Issue 27's
-  // tail (the pool's deferred start, the stores opened once it has, small digests kept here): ~0.1 KB.
-  // What a first visit runs (the range requests and multipart parser, the whole bundle's
-  // acceptance, the reference reader) is in the entry, not chunks in front of the first request:
-  // +4.4 KB here, +8.3 KB on the game entries, whose on-demand part fell from 18.5 to 7.9 KB (a
-  // first visit loads about as many bytes as before, none of them after the adapter's call).
-  core: 62 * KB,
-  // Issue 21 aims at 25 KB; what stands between is in BENCHMARKS.md ("Size"). Issue 28's reader: +2.2 KB.
-  // Issue 27's first requests before the engine's first frame (the marked index asked for as the
-  // page is parsed, core/read/open/early-index.ts; Phaser's first-frame hold): ~0.4 KB on babylon, ~0.55 on phaser.
-  // The planner's keep-out of members the page has: ~0.05 KB. The first visit's code in the entry
-  // (see core): +8.3 KB; the cache writes after the first scene, the read-ahead's keep-out and
-  // return-visit batch, ranges past the HTTP cache: ~0.5 KB.
-  phaser: 50.5 * KB,
-  // Issue 27's tail: the Babylon adapter asks for a first load's parts (and the marked index) as it is
-  // imported, as the Phaser one does: ~0.35 KB. The first visit's code in the entry (see core): +8.3 KB.
-  babylon: 49.75 * KB,
-  // Issue 21: the service worker at most 40 KB gzipped.
+  core: 49 * KB,
+  phaser: 50.75 * KB,
+  babylon: 50.25 * KB,
+  // The service worker at most 40 KB gzipped; it reads no references ahead and records no loads.
   sw: 40 * KB,
 };
 

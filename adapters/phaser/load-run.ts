@@ -8,7 +8,7 @@
  * Phaser's `progress` moves while a bundle arrives. A bundle that failed stays failed for the
  * rest of the run, so its later files fail without asking again.
  */
-import { DEFAULT_LOAD_NAME } from '../../core/read/load/load-recorder.js';
+import { DEFAULT_LOAD_NAME } from '../../core/read/load/load-names.js';
 import type { AwkbGameState, ByteProgress, MountedIndex } from './game-state.js';
 import type { PhaserFile, PhaserLoader } from './phaser-shapes.js';
 

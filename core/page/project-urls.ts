@@ -5,7 +5,7 @@
  * Engines hand `XMLHttpRequest`/`fetch` URLs relative to the page (Phaser: `baseURL + path +
  * url`; Babylon: `rootUrl + uri` for glTF externals, so a percent-encoded uri stays encoded);
  * the browser resolves them against the document. We do the same, then decode each segment, so
- * `../read`, `..`, `%20` and a query string land on the path the publish step wrote (SPEC §1:
+ * `./`, `../`, `%20` and a query string land on the path the publish step wrote (SPEC §1:
  * relative, `/`-separated, no `.`/`..` segments).
  */
 
@@ -97,7 +97,7 @@ export function rootThatWouldMatch(url: URL, has: (path: string) => boolean): UR
 /** `root` as a `root` option would spell it relative to `base` (a folder URL), else as an absolute path on the same origin. */
 export function relativeRoot(root: URL, base: URL | undefined): string | undefined {
   if (!base || root.origin !== base.origin) return undefined;
-  if (root.href.startsWith(base.href)) return root.href.slice(base.href.length) || '../read';
+  if (root.href.startsWith(base.href)) return root.href.slice(base.href.length) || './';
   return root.pathname;
 }
 

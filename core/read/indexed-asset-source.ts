@@ -47,7 +47,7 @@ import { VerifiedCache } from './state/verified-cache.js';
 
 export * from './options.js';
 export type { CacheErrorDetail } from './state/verified-cache.js';
-export { DEFAULT_LOAD_NAME, LOADS_ENDPOINT_HEADER } from './load/load-recorder.js';
+export { DEFAULT_LOAD_NAME, LOADS_ENDPOINT_HEADER } from './load/load-names.js';
 export { DEFAULT_RANGE_READS, type RangeReadOptions } from './plan/range-reads.js';
 export { MAX_READ_RESTARTS, type ReadState } from './load/file-read.js';
 

@@ -2,6 +2,7 @@
 // the README claims (test/types.test.ts). It is compiled, never run.
 import { IndexedAssetSource, MemoryCache, sha256Hex } from 'awake-bundle';
 import { publishToDirectory, startStaticServer } from 'awake-bundle/node';
+import { BundleWriter, decodeBundle } from 'awake-bundle/format';
 import * as Phaser from 'phaser';
 import { awkbSource, registerAwkb as registerPhaser, type ByteProgress } from 'awake-bundle/phaser';
 import { registerAwkb as registerBabylon } from 'awake-bundle/babylon';
@@ -17,7 +18,7 @@ export async function load(): Promise<Uint8Array> {
   return bytes;
 }
 
-export const entries = [publishToDirectory, startStaticServer, registerPhaser, registerBabylon, installAwkbServiceWorker];
+export const entries = [publishToDirectory, startStaticServer, registerPhaser, registerBabylon, installAwkbServiceWorker, BundleWriter, decodeBundle];
 
 /** A worker of one's own: the handler answers what maps into the index, the rest falls through. */
 export function onFetch(event: FetchEventLike): boolean {

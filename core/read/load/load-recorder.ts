@@ -8,11 +8,9 @@
 import { InvalidOptionError } from '../../errors.js';
 import type { LoadsFile } from '../../publish/loads.js';
 
-/** The load a read, load or prefetch is recorded under when it names none. */
-export const DEFAULT_LOAD_NAME = 'main';
+import { DEFAULT_LOAD_NAME } from './load-names.js';
 
-/** The header of a development index's answer that asks for the recorded loads: where to post them (relative to the index). */
-export const LOADS_ENDPOINT_HEADER = 'X-Awake-Bundle-Loads';
+export { DEFAULT_LOAD_NAME, LOADS_ENDPOINT_HEADER, loadsEndpointOf } from './load-names.js';
 
 /** A `keepalive` request may carry at most 64 KiB of body (Fetch standard); a larger post goes without it. */
 const KEEPALIVE_MAX_BYTES = 64 * 1024;
@@ -81,19 +79,5 @@ export class LoadRecorder {
       this.#warned = true;
       return false;
     }
-  }
-}
-
-/**
- * The URL a development index asked the recorded loads to be posted to (its header, resolved
- * against the index URL), when it is on the index's own origin; anything else is not an ask.
- */
-export function loadsEndpointOf(headerValue: string | null, indexUrl: string): string | undefined {
-  if (!headerValue) return undefined;
-  try {
-    const endpoint = new URL(headerValue, indexUrl);
-    return endpoint.origin === new URL(indexUrl).origin && /^https?:$/.test(endpoint.protocol) ? endpoint.href : undefined;
-  } catch {
-    return undefined;
   }
 }

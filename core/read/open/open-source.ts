@@ -13,7 +13,7 @@ import { deltaReadSettings } from '../plan/delta-ranges.js';
 import { InThreadDigests, sharedDigestPool, WorkerDigestPool, workersAvailable, type DigestPool } from '../workers/digest-pool.js';
 import { readMarkedIndexes, takeEarlyIndex } from './early-index.js';
 import { IndexView } from './index-view.js';
-import { loadsEndpointOf, LOADS_ENDPOINT_HEADER } from '../load/load-recorder.js';
+import { loadsEndpointOf, LOADS_ENDPOINT_HEADER } from '../load/load-names.js';
 import { networkWaitMs, neededBytesSettings, nowMs, type LineSample } from '../plan/needed-bytes.js';
 import { DEFAULT_INDEX_ATTEMPTS, DEFAULT_INDEX_TIMEOUT_MS, DEFAULT_MAX_INDEX_BYTES, type OpenOptions } from '../options.js';
 import { absoluteUrl, allowedOrigins, checkIndexUrls, documentParsed, httpUrl, pageHref, tokenOrigin } from './origins.js';

@@ -84,37 +84,29 @@ export function decoderFor(content: Pick<StreamedContent, 'keys' | 'sizeBytes' |
  * over once its own bytes have decoded, the next after it, as they arrived (SPEC §7 "Streamed
  * members"). Bytes that come before the turn wait here, as the decoder's own pieces wait for it.
  */
-class DecoderInTurn implements MemberDecoder {
-  #inner: MemberDecoder | undefined;
-  #waiting: Uint8Array[] = [];
-  #aborted = false;
-  readonly #started: Promise<MemberDecoder>;
-
-  constructor(content: Pick<StreamedContent, 'keys' | 'sizeBytes' | 'encoding'>, turn: Promise<unknown>) {
-    this.#started = turn.then(() => {
-      const inner = decoderFor(content);
-      if (this.#aborted) inner.abort();
-      else for (const piece of this.#waiting) inner.write(piece);
-      this.#waiting = [];
-      this.#inner = inner;
-      return inner;
-    });
-  }
-
-  write(chunk: Uint8Array): void {
-    if (this.#inner) this.#inner.write(chunk);
-    else if (!this.#aborted) this.#waiting.push(chunk);
-  }
-
-  end(): Promise<Uint8Array> {
-    return this.#started.then((inner) => inner.end());
-  }
-
-  abort(): void {
-    this.#aborted = true;
-    this.#waiting = [];
-    this.#inner?.abort();
-  }
+function decoderInTurn(content: Pick<StreamedContent, 'keys' | 'sizeBytes' | 'encoding'>, turn: Promise<unknown>): MemberDecoder {
+  const waiting: Uint8Array[] = [];
+  let inner: MemberDecoder | undefined;
+  let aborted = false;
+  const started = turn.then(() => {
+    inner = decoderFor(content);
+    if (aborted) inner.abort();
+    else for (const piece of waiting) inner.write(piece);
+    waiting.length = 0;
+    return inner;
+  });
+  return {
+    write(chunk) {
+      if (inner) inner.write(chunk);
+      else if (!aborted) waiting.push(chunk);
+    },
+    end: () => started.then((decoder) => decoder.end()),
+    abort() {
+      aborted = true;
+      waiting.length = 0;
+      inner?.abort();
+    },
+  };
 }
 
 /** A `MemberDecodeError` as plain data, to post from a worker. */
@@ -231,7 +223,7 @@ export class BundleStreamChecker {
         this.#buffer.set(chunk.subarray(at, at + take), this.#filled);
       } else {
         // SPEC §5a: decoded as the stored bytes arrive; the decoder holds what it is given.
-        (this.#decoder ??= new DecoderInTurn(content, this.#decodeTurn)).write(chunk.subarray(at, at + take));
+        (this.#decoder ??= decoderInTurn(content, this.#decodeTurn)).write(chunk.subarray(at, at + take));
       }
       this.#filled += take;
       this.received += take;
@@ -338,7 +330,7 @@ export class BundleStreamChecker {
     const index = this.#current;
     const content = this.#plan.contents[index]!;
     // An encoded content: its decoded bytes (SPEC §5a), or why they are refused.
-    const decoded = content.encoding === undefined ? undefined : (this.#decoder ?? new DecoderInTurn(content, this.#decodeTurn)).end();
+    const decoded = content.encoding === undefined ? undefined : (this.#decoder ?? decoderInTurn(content, this.#decodeTurn)).end();
     if (decoded) this.#decodeTurn = decoded.catch(() => undefined);
     const stored = this.#buffer;
     this.#current++;

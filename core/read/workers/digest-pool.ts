@@ -51,22 +51,6 @@ function decodesOver(plan: BundleStreamPlan, limit: number): boolean {
   return bytes > limit;
 }
 
-let transferableStreams: boolean | undefined;
-
-/** Whether a `ReadableStream` can be transferred to a worker here (Chromium, Firefox; not Safari). */
-function streamsTransfer(): boolean {
-  if (transferableStreams === undefined) {
-    try {
-      const stream = new ReadableStream();
-      structuredClone(stream, { transfer: [stream as unknown as Transferable] });
-      transferableStreams = true;
-    } catch {
-      transferableStreams = false;
-    }
-  }
-  return transferableStreams;
-}
-
 /**
  * A bundle's request sent from this thread, for a worker to read (see `streamBundle`): its own
  * abort, tied to the attempt's, so that a body the worker stops reading ends its request here.
@@ -81,6 +65,39 @@ async function fetchOnThisThread(
   init.signal.addEventListener('abort', stop, { once: true });
   const response = await fetch(absoluteUrl(url), { headers: init.headers, signal: controller.signal });
   return { response, stop };
+}
+
+/**
+ * Reads `body` on this thread and posts each chunk to job `id` of `worker` as it comes, its buffer
+ * transferred (worker-main.ts `PageFetched`): each free moment of this thread sends what arrived,
+ * with no round trip per chunk. Stops once the job has settled (it read what it needed).
+ */
+function feedBody(worker: Worker, id: number, body: ReadableStream<Uint8Array>, settled: Promise<unknown>): void {
+  const reader = body.getReader();
+  let done = false;
+  const stop = () => {
+    if (done) return;
+    done = true;
+    reader.cancel().catch(() => undefined);
+  };
+  settled.then(stop, stop);
+  void (async () => {
+    try {
+      for (;;) {
+        const { done: ended, value } = await reader.read();
+        if (done) return;
+        if (ended) return worker.postMessage({ id, fedEnd: true });
+        const buffer = (
+          value.byteOffset === 0 && value.byteLength === value.buffer.byteLength ? value.buffer : value.slice().buffer
+        ) as ArrayBuffer;
+        worker.postMessage({ id, fed: buffer }, [buffer]);
+      }
+    } catch (error) {
+      if (!done) worker.postMessage({ id, fedError: error instanceof Error ? error.message : String(error) });
+    } finally {
+      done = true;
+    }
+  })();
 }
 
 interface Pending {
@@ -227,26 +244,32 @@ export class WorkerDigestPool implements DigestPool {
       // A bundle waits for no worker to start: until one has answered, bundles stream on this
       // thread (the first bundles of a cold page), rather than go out a worker's start-up later;
       // but one with more than 2 MiB of encoded members to decode is decoded in a worker (SPEC
-      // §5a, decoding off the page). Where streams transfer, this thread sends its request now and
-      // hands the body to the first worker that answers; elsewhere it waits for that worker to send it.
+      // §5a, decoding off the page): this thread sends its request now and feeds the body, chunk
+      // by chunk as it arrives, to the first worker that answers (`feedBody`).
       const large = decodesOver(plan, this.#decodeLimit());
       // A bundle the page preloads is fetched on this thread, where the preloaded response is;
       // only one with a large decode then goes to a worker to be read.
-      if (preloaded && !(large && streamsTransfer())) return undefined;
+      if (preloaded && !large) return undefined;
       if (this.#ready !== true && !large) {
         this.warm();
         return undefined;
       }
       if (this.#fallback) return undefined;
-      const fetchHere = preloaded || (this.#ready !== true && streamsTransfer());
+      const fetchHere = preloaded || this.#ready !== true;
       const pageFetch = fetchHere ? fetchOnThisThread(url, init) : undefined;
       pageFetch?.catch(() => undefined); // awaited below, once a worker answers (or none will)
-      const worker = await this.#pick(0);
+      // A worker still starting gets the job at once, queued until it runs: this thread then feeds
+      // it the body as it arrives, rather than first wait for its answer, which reaches a page
+      // busy with its engine's first frames only at its next free moment (traced: 180 ms after
+      // the worker had started). Should it never start, this thread reads a copy it kept.
+      const starting = pageFetch && this.#ready !== true ? this.#pickStarting() : undefined;
+      const worker = starting ?? (await this.#pick(0));
       if (!worker) {
         // No worker after all (they failed to start): this thread reads what it fetched.
         return pageFetch ? { here: (await pageFetch).response } : undefined;
       }
       const fetched = pageFetch ? await pageFetch : undefined;
+      const spare = starting && fetched?.response.body ? fetched.response.clone() : undefined;
       const { id, result } = this.#track<StreamedAnswer>(worker, 1, (data, resolve, reject) => {
         if (data.member !== undefined) return onMember(data.member, new Uint8Array(data.buffer!));
         if (data.progress !== undefined) return init.onProgress(data.progress);
@@ -278,20 +301,37 @@ export class WorkerDigestPool implements DigestPool {
         stored.catch(() => undefined); // looked at only when the bundle passed
       }
       const body = fetched?.response.body ? bodyToRead(fetched.response) : null;
-      worker.worker.postMessage(
-        {
-          id,
-          bundle: {
-            url: absoluteUrl(url),
-            headers: init.headers,
-            plan,
-            ...(store ? { store } : {}),
-            ...(fetched ? { fetched: { head: responseHead(fetched.response), body } } : {}),
-          },
+      worker.worker.postMessage({
+        id,
+        bundle: {
+          url: absoluteUrl(url),
+          headers: init.headers,
+          plan,
+          ...(store ? { store } : {}),
+          ...(fetched ? { fetched: { head: responseHead(fetched.response), fed: body !== null } } : {}),
         },
-        body ? [body as unknown as Transferable] : [],
-      );
-      return result;
+      });
+      if (!spare) {
+        if (body) feedBody(worker.worker, id, body, result);
+        return result;
+      }
+      const answer = new Promise<Awaited<typeof result> | { here: Response }>((resolve, reject) => {
+        // It never started (its script refused, no WebCrypto there): no store write comes from
+        // it, and whatever it said of the job does not count; this thread reads the copy.
+        const readSpare = () => {
+          this.#inThread();
+          stored = undefined;
+          resolve({ here: spare });
+        };
+        result.then(resolve, (error: unknown) => void worker.ready.then((up) => (up ? reject(error) : readSpare())));
+        void worker.ready.then((up) => {
+          if (!up) return readSpare();
+          this.#ready = true;
+          void spare.body?.cancel().catch(() => undefined);
+        });
+      });
+      if (body) feedBody(worker.worker, id, body, answer);
+      return answer;
     };
     return { attempt, stored: () => stored };
   }
@@ -414,6 +454,14 @@ export class WorkerDigestPool implements DigestPool {
     if (!ready) return void this.#inThread();
     this.#ready = true;
     return entry;
+  }
+
+  /** The least loaded worker, started now if none was, without waiting for its answer; none where workers cannot run. */
+  #pickStarting(): PoolWorker | undefined {
+    if (this.#fallback) return undefined;
+    this.#workers ??= this.#start();
+    if (this.#workers.length === 0) return undefined;
+    return this.#workers.reduce((best, next) => (next.load < best.load ? next : best));
   }
 
   #start(): PoolWorker[] {

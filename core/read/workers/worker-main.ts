@@ -201,10 +201,41 @@ function wholeBuffer(bytes: Uint8Array): ArrayBuffer {
   return (bytes.byteOffset === 0 && bytes.byteLength === bytes.buffer.byteLength ? bytes.buffer : bytes.slice().buffer) as ArrayBuffer;
 }
 
-/** A response the page fetched and whose body it transferred here (digest-pool.ts, a cold page's large decode). */
+/**
+ * A response the page fetched (digest-pool.ts: a cold page's large decode, a preloaded bundle):
+ * its head, and its body as the page posts it here chunk by chunk (`fed`, `fedEnd`, `fedError`
+ * messages), each chunk's buffer transferred as the page reads it. Not a transferred stream: that
+ * takes one round trip to the page per chunk, each waiting for a free moment of a page busy with
+ * its engine, so a whole bundle arrived here only after its last byte had reached the page.
+ */
 interface PageFetched {
   head: ResponseHead;
-  body: ReadableStream<Uint8Array> | null;
+  fed: boolean;
+}
+
+/** The bodies the page is feeding, by job id. */
+const feeds = new Map<number, ReadableStreamDefaultController<Uint8Array>>();
+
+/** The body the page feeds to job `id`. A body this job stops reading drops what the page still sends. */
+function fedBody(id: number): ReadableStream<Uint8Array> {
+  return new ReadableStream<Uint8Array>({
+    start(controller) {
+      feeds.set(id, controller);
+    },
+    cancel() {
+      feeds.delete(id);
+    },
+  });
+}
+
+/** One message of a fed body: a chunk, its end, or why the page could not read on. */
+function feed(data: { id: number; fed?: ArrayBuffer; fedEnd?: boolean; fedError?: string }): void {
+  const controller = feeds.get(data.id);
+  if (!controller) return;
+  if (data.fed !== undefined) return controller.enqueue(new Uint8Array(data.fed));
+  feeds.delete(data.id);
+  if (data.fedEnd) controller.close();
+  else controller.error(new TypeError(data.fedError ?? 'the page stopped reading the body'));
 }
 
 interface BundleMessage {
@@ -212,9 +243,9 @@ interface BundleMessage {
   bundle: { url: string; headers: Record<string, string>; plan: BundleStreamPlan; store?: WorkerStoreAccess; fetched?: PageFetched };
 }
 
-/** The page's response, as much of a `Response` as a bundle job reads: its head and its body (read as it is, see `bodyToRead`). */
-function pageResponse({ head, body }: PageFetched): Response {
-  return { ...head, headers: new Headers(head.headers), body } as unknown as Response;
+/** The page's response, as much of a `Response` as a bundle job reads: its head and the body it feeds. */
+function pageResponse(id: number, { head, fed }: PageFetched): Response {
+  return { ...head, headers: new Headers(head.headers), body: fed ? fedBody(id) : null } as unknown as Response;
 }
 
 /**
@@ -228,7 +259,9 @@ async function bundle({ id, bundle: job }: BundleMessage): Promise<void> {
   fetches.set(id, controller);
   let readToEnd = false;
   try {
-    const response = job.fetched ? pageResponse(job.fetched) : await fetch(job.url, { headers: job.headers, signal: controller.signal });
+    const response = job.fetched
+      ? pageResponse(id, job.fetched)
+      : await fetch(job.url, { headers: job.headers, signal: controller.signal });
     const head = job.fetched?.head ?? responseHead(response);
     const limit = job.plan.sizeBytes;
     const unstored = () => job.store && post({ id, storeError: 'nothing stored: the bundle did not arrive' });
@@ -261,7 +294,7 @@ async function bundle({ id, bundle: job }: BundleMessage): Promise<void> {
     );
     const onProgress = progressPoster(id, declared);
     let refusal: StreamRefusal | undefined;
-    // The page's body is read as it came: its clone for Chromium's loader was taken there.
+    // The page's body is read as it comes: its clone for Chromium's loader was taken there.
     const read = await pumpBody(job.fetched ? response.body! : bodyToRead(response)!, {
       signal: controller.signal,
       limit,
@@ -300,6 +333,7 @@ async function bundle({ id, bundle: job }: BundleMessage): Promise<void> {
 self.onmessage = ({ data }: MessageEvent) => {
   if (data.ping) return post({ pong: true, subtle: Boolean(self.crypto?.subtle?.digest), fetch: typeof fetch === 'function' });
   if (data.abort) return void fetches.get(data.abort)?.abort();
+  if (data.fed !== undefined || data.fedEnd || data.fedError !== undefined) return feed(data);
   if (data.bundle) return void bundle(data);
   if (data.url) return void get(data);
   if (data.read) return void readStored(data);
