@@ -7,7 +7,14 @@
 import { createHash } from 'node:crypto';
 import { cpSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { acceptBundle, IndexedAssetSource, InThreadDigests, MemoryCache, BundleIntegrityError, type ContentCache } from '../core/internal.js';
+import {
+  acceptBundle,
+  IndexedAssetSource,
+  InThreadDigests,
+  MemoryCache,
+  BundleIntegrityError,
+  type ContentCache,
+} from '../core/internal.js';
 import { startStaticServer, type StaticServer } from '../core/node/index.js';
 import { FIXTURES, temporaryDir } from './helpers/cli.js';
 

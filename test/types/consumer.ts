@@ -18,7 +18,15 @@ export async function load(): Promise<Uint8Array> {
   return bytes;
 }
 
-export const entries = [publishToDirectory, startStaticServer, registerPhaser, registerBabylon, installAwkbServiceWorker, BundleWriter, decodeBundle];
+export const entries = [
+  publishToDirectory,
+  startStaticServer,
+  registerPhaser,
+  registerBabylon,
+  installAwkbServiceWorker,
+  BundleWriter,
+  decodeBundle,
+];
 
 /** A worker of one's own: the handler answers what maps into the index, the rest falls through. */
 export function onFetch(event: FetchEventLike): boolean {

@@ -12,7 +12,14 @@ import type { BodyConsumer, Transport } from '../../net/transport.js';
 import * as rangesModule from './bundle-ranges.js';
 import { acceptBundle } from '../verify/accept.js';
 import { bundleSizeError, type Accepted, type FetchCallbacks, type RangeHandlers, type Replan } from './fetched.js';
-import { BundleStreamChecker, deferredJudge, judgedError, refusalError, StreamRefusal, type BundleStreamPlan } from '../verify/stream-check.js';
+import {
+  BundleStreamChecker,
+  deferredJudge,
+  judgedError,
+  refusalError,
+  StreamRefusal,
+  type BundleStreamPlan,
+} from '../verify/stream-check.js';
 import { WorkerDigestPool, type DigestPool } from '../workers/digest-pool.js';
 import type { Entry, IndexView } from '../open/index-view.js';
 import type { LoadPlan } from '../plan/load-planner.js';
