@@ -206,6 +206,17 @@ test('neededBytes: false (and deltaReads: false) fetch whole bundles, as before'
   }
 });
 
+test('neededBytes asked for by name with deltaReads: false is refused at open, saying why, before any request', async () => {
+  const { fetch, ranges } = recordingFetch();
+  for (const neededBytes of [true, { roundTripBytes: 1000 }] as const)
+    await expect(open({ fetch, deltaReads: false, neededBytes })).rejects.toMatchObject({
+      code: 'E_OPTION',
+      option: 'neededBytes',
+      message: expect.stringMatching(/neededBytes fetches by the ranges deltaReads tunes, and deltaReads is false/),
+    });
+  expect(ranges).toEqual([]);
+});
+
 test('an invalid neededBytes option is refused at open, naming it, before any request', async () => {
   const { fetch, ranges } = recordingFetch();
   await expect(open({ fetch, neededBytes: { roundTripBytes: -1 } })).rejects.toThrow(

@@ -86,18 +86,22 @@ export class IndexedAssetSource {
     this.indexUrl = view.indexUrl;
     this.pool = pool;
     this.#ownsPool = typeof options.hashWorkers === 'number';
-    const ranges = rangeReadSettings(options.rangeReads);
+    const rangeReads = rangeReadSettings(options.rangeReads);
     const pendingBytes = options.pendingBytes ?? DEFAULT_PENDING_BYTES;
     const cache = new VerifiedCache(options.cache ?? undefined, pool, options.onCacheError, (sha256) => view.contentEntry(sha256));
     // Delta reads only with a cache that can say what it holds without reading it (has, hasMany, or a worker's view).
-    const rangeSettings = deltaReadSettings(options.deltaReads);
-    const delta = cache.counts ? rangeSettings : undefined;
+    // How ranges of a bundle go (one multi-range request or one per range, the gaps): delta reads
+    // and needed bytes both fetch by them.
+    const deltaSettings = deltaReadSettings(options.deltaReads);
+    const delta = cache.counts ? deltaSettings : undefined;
     // Needed bytes (SPEC §7) need no cache that counts: the load's own reads say what is needed.
-    const needed = rangeSettings && neededBytesSettings(options.neededBytes);
+    // They go by the ranges `deltaReads` tunes: `deltaReads: false` turns them off too (open-source.ts
+    // refuses the two together where needed bytes were asked for by name).
+    const needed = deltaSettings && neededBytesSettings(options.neededBytes);
     const lines = needed && new LineEstimates(needed);
     if (lines && indexLine) lines.observe(indexLine.url, indexLine.sample);
     const origins = new OriginCapabilities();
-    const fetcher = new BundleFetcher(view, transport, pool, cache, origins, inWorkers, ranges, (bundleSha, sha256) =>
+    const fetcher = new BundleFetcher(view, transport, pool, cache, origins, inWorkers, rangeReads, (bundleSha, sha256) =>
       hadAlready(this.#parts, bundleSha, sha256),
     );
     this.#lifetime = linkSignals([options.signal, this.#disposal.signal]);
@@ -105,7 +109,7 @@ export class IndexedAssetSource {
       view,
       cache,
       fetcher,
-      planner: new LoadPlanner(view, cache, origins, { delta, ranges: rangeSettings }, ranges !== undefined, importRangesModule, lines),
+      planner: new LoadPlanner(view, cache, origins, { delta, ranges: deltaSettings }, rangeReads !== undefined, importRangesModule, lines),
       // The workers write the cache once this source's loads are done and the page is idle (the
       // engine then decodes and builds what the loads brought: the writes would compete with it
       // for the cores), or at once where a read waits for a write.

@@ -83,7 +83,8 @@ export interface OpenOptions {
    * `deltaReads` says (one multi-range request where the host answers it, else single ranges); a
    * host that refuses or ignores ranges gets whole bundles from then on. `false` fetches whole
    * bundles, as before; `{ roundTripBytes }` fixes the price of a request instead of measuring
-   * it. Off too with `deltaReads: false`.
+   * it. Off too with `deltaReads: false` (given with `neededBytes` other than `false`, an
+   * `InvalidOptionError`: the two together ask for ranges tuned by nothing).
    */
   neededBytes?: boolean | NeededBytesOptions;
   /**

@@ -104,7 +104,7 @@ export class BundleFetcher {
     if (plan.kind === 'loose') return this.loose(plan.entry, callbacks);
     if (plan.kind === 'whole') return this.whole(plan.bundle, callbacks);
     const ranges = await this.#bundleRanges().catch(() => undefined);
-    return ranges ? ranges.delta(plan, callbacks) : { replan: 'whole' };
+    return ranges ? ranges.fetchRanges(plan, callbacks) : { replan: 'whole' };
   }
 
   /**

@@ -203,7 +203,7 @@ export class BundleRanges {
    * are stopped, and its origin gets whole bundles from then on. A host that refused a range (403,
    * 416, 501) is marked and `whole` said.
    */
-  async delta(plan: RangesPlan, callbacks: FetchCallbacks): Promise<Accepted | Replan> {
+  async fetchRanges(plan: RangesPlan, callbacks: FetchCallbacks): Promise<Accepted | Replan> {
     const { bundle, missing, multipart, ranges } = plan;
     const url = this.#view.resolveUrl(bundle.url);
     const planned = ranges.reduce((sum, range) => sum + range.length, 0);

@@ -50,9 +50,16 @@ export async function openSource(options: OpenOptions): Promise<Opened> {
   const fetch =
     options.fetch && needsTokenOrigin(options.fetch) ? bindTokenOrigin(options.fetch, tokenOrigin(indexUrl ?? baseUrl)) : options.fetch;
   // Checked before any request.
-  deltaReadSettings(options.deltaReads);
+  const deltaSettings = deltaReadSettings(options.deltaReads);
   rangeReadSettings(options.rangeReads);
   neededBytesSettings(options.neededBytes);
+  // Needed bytes fetch by the ranges `deltaReads` tunes: `deltaReads: false` turns them off, which
+  // is an error where they were asked for by name, not a silence.
+  if (!deltaSettings && options.neededBytes !== undefined && options.neededBytes !== false)
+    throw new InvalidOptionError(
+      'neededBytes',
+      'neededBytes fetches by the ranges deltaReads tunes, and deltaReads is false: leave deltaReads out (or tune it), or set neededBytes: false',
+    );
   const maxIndexBytes = checkedSize(options.maxIndexBytes ?? DEFAULT_MAX_INDEX_BYTES, 'maxIndexBytes');
   const indexTimeoutMs = options.indexTimeoutMs ?? DEFAULT_INDEX_TIMEOUT_MS;
   if (!(indexTimeoutMs >= 0)) throw new InvalidOptionError('indexTimeoutMs', `indexTimeoutMs must be ≥ 0, got ${indexTimeoutMs}`);
