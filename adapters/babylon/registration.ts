@@ -4,11 +4,10 @@
  * Everything that reads, verifies, caches or retries is the core reader's (SPEC §7); this file
  * only decides which URL is which path.
  */
-import { openBrowserCache } from '../../core/cache/open-browser-cache.js';
 import { AssetNotFoundError, InvalidOptionError, RequestAbortedError } from '../../core/errors.js';
-import { IndexedAssetSource, type OpenOptions, type PrefetchProgress } from '../../core/read/indexed-asset-source.js';
+import type { IndexedAssetSource, OpenOptions, PrefetchProgress } from '../../core/read/indexed-asset-source.js';
 import { linkSignals } from '../../core/net/abort.js';
-import { watchDoubleDownloads } from '../../core/page/double-downloads.js';
+import { MountedSource, openMountedSource } from '../../core/page/mount.js';
 import { importFirstLoadParts } from '../../core/read/open/open-source.js';
 import { markAdapterCall } from '../../core/page/user-timing.js';
 import { installHooks, removeHooks } from './hooks.js';
@@ -19,7 +18,7 @@ import {
   type AwkbReadOptions,
   type LiveRegistration,
 } from './live-registrations.js';
-import { absoluteUrl, asFolder, folderOf, MisrootedFiles, pageBase, projectPathOf, urlOfPath } from '../../core/page/project-urls.js';
+import { absoluteUrl, asFolder, folderOf, pageBase, urlOfPath } from '../../core/page/project-urls.js';
 
 export interface AwkbOptions extends Omit<OpenOptions, 'index' | 'baseUrl'> {
   /** Where verified contents are kept: `openBrowserCache()` (persistent) by default, as in the Phaser adapter; `null` for none. */
@@ -69,7 +68,6 @@ export class AwkbRegistration implements LiveRegistration {
   readonly source: IndexedAssetSource;
   /** The folder URL that maps to the project root. */
   readonly root: string;
-  readonly #rootUrl: URL;
   readonly #ownsSource: boolean;
   readonly #lifetime = new AbortController();
   /** Paths this registration made object URLs for (streaming sounds), to release. */
@@ -87,27 +85,23 @@ export class AwkbRegistration implements LiveRegistration {
    * takes its file as soon as it passed, and one that failed is read again on its own.
    */
   prefetched: Promise<void> = Promise.resolve();
-  /** @internal warns once when loose URLs would be index paths below another root */
-  readonly misrooted: MisrootedFiles;
-  /** Stops telling of the page's own downloads of files its bundles hold (core/page/double-downloads.ts). */
-  readonly #stopWatching: () => void;
+  /** @internal the source at its root (core/page/mount.ts): paths ↔ URLs, the wrong-root warning, the double-download watch */
+  readonly mounted: MountedSource;
 
   /** @internal use `registerAwkb` */
   constructor(source: IndexedAssetSource, root: URL, ownsSource: boolean, key: unknown) {
     this.source = source;
-    this.#rootUrl = root;
     this.root = root.href;
     this.#ownsSource = ownsSource;
     this.#key = key;
     const page = pageBase();
     const relativeTo = page === undefined ? undefined : absoluteUrl('./', page);
-    this.misrooted = new MisrootedFiles({
-      root,
-      has: (path) => source.has(path),
-      ...(source.indexUrl ? { indexUrl: source.indexUrl } : {}),
-      ...(relativeTo ? { relativeTo } : {}),
-    });
-    this.#stopWatching = watchDoubleDownloads({ root, inBundle: (path) => source.entry(path)?.bundle !== undefined });
+    this.mounted = new MountedSource(source, { root, owned: ownsSource, ...(relativeTo ? { relativeTo } : {}) });
+  }
+
+  /** @internal warns once when loose URLs would be index paths below another root */
+  get misrooted(): { notice(url: URL): void } {
+    return this.mounted.misrooted;
   }
 
   /**
@@ -136,13 +130,12 @@ export class AwkbRegistration implements LiveRegistration {
   /** The project path that `url` (absolute, or relative to the page) maps to, when this index lists it. */
   pathOf(url: string): string | undefined {
     const absolute = absoluteUrl(url);
-    const path = absolute && projectPathOf(absolute, this.#rootUrl);
-    return path !== undefined && this.source.has(path) ? path : undefined;
+    return absolute && this.mounted.pathOf(absolute);
   }
 
   /** The URL that maps to a project path. */
   urlOf(path: string): string {
-    return urlOfPath(path, this.#rootUrl);
+    return urlOfPath(path, this.mounted.root);
   }
 
   /**
@@ -218,7 +211,6 @@ export class AwkbRegistration implements LiveRegistration {
   dispose(): void {
     if (this.#disposed) return;
     this.#disposed = true;
-    this.#stopWatching();
     void this.flushRecordedLoads();
     this.#lifetime.abort(
       new RequestAbortedError(
@@ -228,8 +220,8 @@ export class AwkbRegistration implements LiveRegistration {
     );
     removeLiveRegistration(this);
     if (byKey.get(this.#key) !== undefined) byKey.delete(this.#key);
-    if (this.#ownsSource) this.source.dispose();
-    else for (const path of this.#objectUrls.keys()) this.source.release(path);
+    if (!this.#ownsSource) for (const path of this.#objectUrls.keys()) this.source.release(path);
+    this.mounted.unmount();
     this.#objectUrls.clear();
     if (!anyRegistration()) removeHooks();
   }
@@ -265,12 +257,7 @@ async function open(options: AwkbOptions, root: URL, key: unknown): Promise<Awkb
   const { source: given, root: _root, prefetch, onPrefetchProgress, waitForPrefetch, cache, ...openOptions } = options;
   // The store opens while the reader fetches the index (a promise is awaited there).
   // The store opens a microtask later, once the index request is out (open sends it at once).
-  const source =
-    given ??
-    (await IndexedAssetSource.open({
-      ...openOptions,
-      cache: cache === undefined ? Promise.resolve().then(() => openBrowserCache()) : cache,
-    }));
+  const source = given ?? (await openMountedSource({ ...openOptions, ...(cache !== undefined ? { cache } : {}) }));
   const registration = new AwkbRegistration(source, root, !given, key);
   try {
     if (prefetch) {

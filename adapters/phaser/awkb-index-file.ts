@@ -5,16 +5,16 @@
  * the source in the game registry under `key`, and fetches the `prefetch` list with it. It is
  * left out of the loader's file counts (file-counts.ts).
  */
-import { openBrowserCache } from '../../core/cache/open-browser-cache.js';
-import { IndexedAssetSource } from '../../core/read/indexed-asset-source.js';
+import type { IndexedAssetSource } from '../../core/read/indexed-asset-source.js';
+import { MountedSource, openMountedSource } from '../../core/page/mount.js';
 import { markAdapterCall } from '../../core/page/user-timing.js';
 import { indexFileAdded, indexFileEnding } from './file-counts.js';
 import { holdFirstFrame } from './first-frame.js';
-import { ensureGameState, type AwkbGameState } from './game-state.js';
+import { ensureGameState, type AwkbGameState, type MountedIndex } from './game-state.js';
 import { LoadRun } from './load-run.js';
 import type { AwkbIndexFileConfig, AwkbIndexOptions } from './options.js';
 import type { PhaserLoader, PhaserNamespace } from './phaser-shapes.js';
-import { absoluteUrl, asFolder, folderOf, MisrootedFiles } from '../../core/page/project-urls.js';
+import { absoluteUrl, asFolder, folderOf } from '../../core/page/project-urls.js';
 
 export type AwkbIndexFactory = (
   this: PhaserLoader,
@@ -76,11 +76,9 @@ export function defineAwkbIndexFile(phaser: PhaserNamespace): AwkbIndexFactory {
       try {
         source =
           given ??
-          (await IndexedAssetSource.open({
+          (await openMountedSource({
             indexUrl: indexUrl.href,
-            // Opened a microtask later, once the index request is out (open sends it at once); the
-            // reader opens the store while it fetches the index.
-            cache: cache === undefined ? Promise.resolve().then(() => openBrowserCache()) : cache,
+            ...(cache !== undefined ? { cache } : {}),
             ...(fetch ? { fetch } : {}),
             ...(rangeReads !== undefined ? { rangeReads } : {}),
             ...(neededBytes !== undefined ? { neededBytes } : {}),
@@ -96,13 +94,13 @@ export function defineAwkbIndexFile(phaser: PhaserNamespace): AwkbIndexFactory {
       }
       // A relative `root` resolves against the loader's baseURL and path: the warning suggests one that way.
       const relativeTo = absoluteUrl('./', absoluteUrl(loader.baseURL + loader.path)?.href);
-      const misrooted = new MisrootedFiles({
-        root,
-        has: (path) => source.has(path),
-        ...(source.indexUrl ? { indexUrl: source.indexUrl } : {}),
-        ...(relativeTo ? { relativeTo } : {}),
-      });
-      const mount = { key: this.key, source, root, owned: given === undefined, rangeReads: rangeReads === true, misrooted };
+      const mount: MountedIndex = Object.assign(
+        new MountedSource(source, { root, owned: given === undefined, ...(relativeTo ? { relativeTo } : {}) }),
+        {
+          key: this.key,
+          rangeReads: rangeReads === true,
+        },
+      );
       state.mount(mount);
       loader.systems?.game.registry.set(this.key, source);
       if (prefetch && prefetch.length > 0) {

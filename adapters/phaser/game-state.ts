@@ -4,25 +4,18 @@
  * using after a load (HTML5 audio; videos, made when first played), revoked when their cache
  * entry goes or the game does.
  */
-import type { IndexedAssetSource, MisrootedFiles } from '../../core/internal.js';
+import type { IndexedAssetSource } from '../../core/internal.js';
+import type { MountedSource } from '../../core/page/mount.js';
 import type { PhaserEmitter, PhaserGame, PhaserLoader } from './phaser-shapes.js';
-import { projectPathOf } from '../../core/page/project-urls.js';
-import { watchDoubleDownloads } from '../../core/page/double-downloads.js';
 import { BundledVideos } from './video.js';
 
-export interface MountedIndex {
+/** An index mounted in a game (core/page/mount.ts: its root, the wrong-root warning, the double-download watch), by registry key. */
+export type MountedIndex = MountedSource & {
   /** The registry key the source is kept under. */
-  key: string;
-  source: IndexedAssetSource;
-  /** The folder URL that maps to the project root. */
-  root: URL;
-  /** Opened by the adapter (disposed with the game), or handed in through `source`. */
-  owned: boolean;
+  readonly key: string;
   /** Files read their own member with a range request, not their whole bundle. */
-  rangeReads: boolean;
-  /** Warns once when loose files' URLs would be index paths below another root. */
-  misrooted: MisrootedFiles;
-}
+  readonly rangeReads: boolean;
+};
 
 export interface ByteProgress {
   loadedBytes: number;
@@ -39,8 +32,6 @@ export class AwkbGameState {
   /** Videos from bundles, read when a Video first loads them. */
   readonly videos = new BundledVideos(this);
   readonly #opening = new Set<Promise<unknown>>();
-  /** Stop telling of the page's own downloads of files the mounted bundles hold (core/page/double-downloads.ts). */
-  readonly #stopWatching: (() => void)[] = [];
   /** Object URLs kept for a cache entry: cache → key → URL. */
   readonly #kept = new Map<PhaserEmitter, Map<string, string>>();
 
@@ -64,23 +55,20 @@ export class AwkbGameState {
 
   mount(mounted: MountedIndex): void {
     this.mounts.push(mounted);
-    this.#stopWatching.push(
-      watchDoubleDownloads({ root: mounted.root, inBundle: (path) => mounted.source.entry(path)?.bundle !== undefined }),
-    );
   }
 
   /** The index holding the file at `url`, and its project path there. */
   find(url: URL): { mounted: MountedIndex; path: string } | undefined {
     for (const mounted of this.mounts) {
-      const path = projectPathOf(url, mounted.root);
-      if (path !== undefined && mounted.source.has(path)) return { mounted, path };
+      const path = mounted.pathOf(url);
+      if (path !== undefined) return { mounted, path };
     }
     return undefined;
   }
 
   /** A file at `url` loads loose: each index hears of it, to warn of a `root` that would serve it. */
   noticeLoose(url: URL): void {
-    for (const mounted of this.mounts) mounted.misrooted.notice(url);
+    for (const mounted of this.mounts) mounted.noticeLoose(url);
   }
 
   /** A load of the game completed: each source posts its recorded loads, when a development server asked for them. */
@@ -124,8 +112,7 @@ export class AwkbGameState {
     for (const urls of this.#kept.values()) for (const url of urls.values()) URL.revokeObjectURL(url);
     this.#kept.clear();
     this.videos.dispose();
-    for (const stop of this.#stopWatching.splice(0)) stop();
-    for (const mounted of this.mounts) if (mounted.owned) mounted.source.dispose();
+    for (const mounted of this.mounts) mounted.unmount();
     this.mounts.length = 0;
     this.progressListeners.clear();
     states.delete(this.#game);
