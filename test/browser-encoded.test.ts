@@ -11,6 +11,7 @@ import { cpSync, mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Page } from 'puppeteer-core';
 import {
+  countPageDecoding,
   holdWorkerPongs,
   launchBrowser,
   reloadHarness,
@@ -180,6 +181,7 @@ describe.each(TESTED_BROWSERS)('%s: encoded members', (kind) => {
     const coldPage = await browser.openHarness(server);
     try {
       await holdWorkerPongs(coldPage);
+      await countPageDecoding(coldPage);
       server.resetRequests();
       const result = await coldPage.evaluate(async () => {
         const core = await harnessImport('awake-bundle');
@@ -206,23 +208,8 @@ describe.each(TESTED_BROWSERS)('%s: encoded members', (kind) => {
             return response;
           });
         };
-        // Decoding on the page: the members each DecompressionStream made here, by their sizes.
-        const decodedOnPage: number[] = [];
-        const PageDecompression = globalThis.DecompressionStream;
-        globalThis.DecompressionStream = class extends PageDecompression {
-          constructor(format: CompressionFormat) {
-            super(format);
-            const index = decodedOnPage.push(0) - 1;
-            const counted = new TransformStream<Uint8Array, Uint8Array>({
-              transform(chunk, controller) {
-                decodedOnPage[index]! += chunk.byteLength;
-                controller.enqueue(chunk);
-              },
-            });
-            const readable = super.readable.pipeThrough(counted);
-            Object.defineProperty(this, 'readable', { value: readable });
-          }
-        };
+        // Decoding on the page: the members each DecompressionStream made here, by their sizes (countPageDecoding).
+        const { decodedOnPage } = globalThis as unknown as { decodedOnPage: number[] };
         const hex = async (bytes: Uint8Array) => core.toHex(new Uint8Array(await crypto.subtle.digest('SHA-256', bytes as BufferSource)));
         // The reads start together; the big one first. All three are read while every worker's
         // answer to its ping is held from the page.
@@ -269,6 +256,7 @@ describe.each(TESTED_BROWSERS)('%s: encoded members', (kind) => {
   test('on a cold page whose workers fail to start, the big bundle given to one is read from the copy the page kept', async () => {
     const coldPage = await browser.openHarness(server);
     try {
+      await countPageDecoding(coldPage);
       server.resetRequests();
       const result = await coldPage.evaluate(async () => {
         const core = await harnessImport('awake-bundle');
@@ -277,21 +265,7 @@ describe.each(TESTED_BROWSERS)('%s: encoded members', (kind) => {
             super(URL.createObjectURL(new Blob(['throw new Error("refused")'], { type: 'text/javascript' })), options);
           }
         };
-        const decodedOnPage: number[] = [];
-        const PageDecompression = globalThis.DecompressionStream;
-        globalThis.DecompressionStream = class extends PageDecompression {
-          constructor(format: CompressionFormat) {
-            super(format);
-            const index = decodedOnPage.push(0) - 1;
-            const counted = new TransformStream<Uint8Array, Uint8Array>({
-              transform(chunk, controller) {
-                decodedOnPage[index]! += chunk.byteLength;
-                controller.enqueue(chunk);
-              },
-            });
-            Object.defineProperty(this, 'readable', { value: super.readable.pipeThrough(counted) });
-          }
-        };
+        const { decodedOnPage } = globalThis as unknown as { decodedOnPage: number[] };
         const source = await core.IndexedAssetSource.open({
           indexUrl: '/published/cold/project.index.json',
           cache: new core.MemoryCache(),

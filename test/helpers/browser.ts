@@ -234,6 +234,31 @@ export async function holdWorkerPongs(page: Page): Promise<void> {
   });
 }
 
+/**
+ * Counts, on `page`, the bytes each `DecompressionStream` made there (a worker's are its own), in
+ * `globalThis.decodedOnPage`: one entry per stream, in the order they were made.
+ */
+export async function countPageDecoding(page: Page): Promise<void> {
+  await page.evaluate(() => {
+    const decodedOnPage: number[] = [];
+    (globalThis as unknown as { decodedOnPage: number[] }).decodedOnPage = decodedOnPage;
+    const PageDecompression = globalThis.DecompressionStream;
+    globalThis.DecompressionStream = class extends PageDecompression {
+      constructor(format: CompressionFormat) {
+        super(format);
+        const index = decodedOnPage.push(0) - 1;
+        const counted = new TransformStream<Uint8Array, Uint8Array>({
+          transform(chunk, controller) {
+            decodedOnPage[index]! += chunk.byteLength;
+            controller.enqueue(chunk);
+          },
+        });
+        Object.defineProperty(this, 'readable', { value: super.readable.pipeThrough(counted) });
+      }
+    };
+  });
+}
+
 /** For the page's type: `harnessImport` as test code sees it inside `page.evaluate`. */
 declare global {
   var harnessImport: (specifier: string) => Promise<any>;
