@@ -576,11 +576,11 @@ const HANDOFF_HEAD = [
   'handed → done ms: median (p90)',
   'handed mid-bundle',
 ];
-function handoffRows(part) {
+function handoffRows(part, brief = false) {
   return part.cells
-    .filter((cell) => cell.loose.first.handoff)
+    .filter((cell) => cell.loose.first.handoff && (!brief || cell.game === 'phaser-audio'))
     .flatMap((cell) =>
-      HANDOFF_VISITS.map(([visit, of]) => {
+      HANDOFF_VISITS.slice(0, brief ? 2 : undefined).map(([visit, of]) => {
         const h = of(cell).handoff;
         const figures = h
           ? [
@@ -618,13 +618,36 @@ function handoffFileRows(part) {
       ]),
     ]);
 }
+const HANDOFF_FORMAT_HEAD = [...CELL_HEAD, '.ogg ms', '.mp3 ms', '.wav ms'];
+/** Per cell of phaser-audio, each format's median done bundled − loose. */
+function handoffFormatRows(part) {
+  return part.cells
+    .filter((cell) => cell.handoff && cell.game === 'phaser-audio')
+    .map((cell) => [
+      ...cellName(cell),
+      ...['ogg', 'mp3', 'wav'].map((name) => ms0(cell.handoff.formats.find((format) => format.format === name)?.bundledMinusLoose)),
+    ]);
+}
 const HANDOFF_NOTE =
   "Per file (Phaser's file key), ms from navigation start, medians of the rounds: **bytes in** = the last byte of what brought the file (loose: its own response's Resource Timing responseEnd; bundled: the latest end among its bundle's responses, a range each, that ended by the hand-off: the smallest lag it can be; *handed mid-bundle* counts the files handed before any response of their bundle had ended), **handed** = when Phaser's File#onLoad ran (loose: the XHR's load; bundled: the adapter's finished XHR), **done** = its `filecomplete` (a sound: decoded by decodeAudioData). Recorded in the page by bench/shapes/phaser-handoff.ts (a timestamp per event), read after the first frame. *limit* = the limit visit (every file from the HTTP cache).";
 
-/** The hand-off tables ([title, head, rows]), where the part has any (the Phaser games). */
-function handoffTables(part) {
-  const rows = handoffRows(part);
+/**
+ * The hand-off tables ([title, head, rows]), where the part has any (the Phaser games). `brief`
+ * (BENCHMARKS.md, a current page): phaser-audio's first visits, loose and bundled, and each
+ * format's median done bundled − loose; the console has every visit and file.
+ */
+function handoffTables(part, brief = false) {
+  const rows = handoffRows(part, brief);
   if (!rows.length) return [];
+  if (brief)
+    return [
+      ['Per-file hand-off (phaser-audio): first visits, medians', HANDOFF_HEAD, rows],
+      [
+        'Per-file hand-off: each format, first visits, done bundled − loose (median of its sounds)',
+        HANDOFF_FORMAT_HEAD,
+        handoffFormatRows(part),
+      ],
+    ];
   return [
     ['Per-file hand-off (phaser-audio, phaser-pack): first visits and the limit visit, medians', HANDOFF_HEAD, rows],
     [
@@ -651,8 +674,11 @@ function aimCounts(part) {
   ];
 }
 
+/** The first and return visits on the page (the limit is in the return table's aim); the console prints the limit table too. */
+const PAGE_TABLES = TABLES.filter(([title]) => title !== "Each game's limit");
+
 function renderPart(part) {
-  const handoff = handoffTables(part);
+  const handoff = handoffTables(part, true);
   return [
     ...partLines(part, {
       sites: `Sites: ${Object.values(part.sites)
@@ -662,7 +688,7 @@ function renderPart(part) {
         )
         .join('; ')}.`,
       aims: aimCounts(part),
-      tables: TABLES,
+      tables: PAGE_TABLES,
     }),
     ...(handoff.length ? ['#### Per-file hand-off (phaser-audio)', '', HANDOFF_NOTE, ''] : []),
     ...handoff.flatMap(([title, head, rows]) => [`${title}:`, '', ...markdownTable(head, rows), '']),
