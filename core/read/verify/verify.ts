@@ -4,21 +4,11 @@
  * checks of a bundle read whole (`acceptBundle`, `verifyBundle`) are in accept.ts.
  */
 import { FileIntegrityError, KEY_PREVIEW_CHARACTERS, MAX_PROBLEMS_IN_MESSAGE, previewValue } from '../../errors.js';
-import { canonicalBundleLayout, type BundleLayout, type MemberEncoding } from '../../format/awkb.js';
+import { canonicalBundleLayout, type BundleLayout, type BundleRecord } from '../../format/awkb.js';
 import { sha256Hex } from '../../hash.js';
 
-/** What the index says of one member of a bundle. */
-export interface ExpectedMember {
-  /** The table key: path, or id when ids replace paths. */
-  key: string;
-  offset: number;
-  /** The decoded size. */
-  sizeBytes: number;
-  sha256: string;
-  /** An encoded member's stored size and encoding (SPEC §5a): its bytes in the bundle are `storedBytes` long. */
-  storedBytes?: number;
-  encoding?: MemberEncoding;
-}
+/** What the index says of one member of a bundle: the table record it must match (key, offset, sizes, SHA-256, encoding). */
+export type ExpectedMember = BundleRecord;
 
 /** The bytes a member takes in its bundle: its stored size when encoded (SPEC §5a), else its size. */
 export function spanOf(member: { sizeBytes: number; storedBytes?: number }): number {

@@ -443,9 +443,8 @@ export class WorkerDigestPool implements DigestPool {
 
   /** The least loaded worker that answered its ping; none (and the fallback set) when workers fail. */
   async #pick(bytes: number): Promise<PoolWorker | undefined> {
-    this.#workers ??= this.#start();
-    if (this.#workers.length === 0) return void this.#inThread();
-    const entry = this.#workers.reduce((best, next) => (next.load < best.load ? next : best));
+    const entry = this.#pickStarting();
+    if (!entry) return void this.#inThread();
     // Reserve it while waiting for readiness, so that concurrent jobs spread out.
     const reserved = bytes + 1;
     entry.load += reserved;
