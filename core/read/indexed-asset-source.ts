@@ -18,7 +18,7 @@ import { linkSignals } from '../net/abort.js';
 import type { LoadsFile } from '../publish/loads.js';
 import { BundleFetcher, importRangesModule } from './fetch/bundle-fetcher.js';
 import { deltaReadSettings } from './plan/delta-ranges.js';
-import { WorkerDigestPool, type DigestPool } from './workers/digest-pool.js';
+import type { DigestPool } from './workers/digest-pool.js';
 import { runRead, typedAbort } from './load/file-read.js';
 import type { Entry, IndexView } from './open/index-view.js';
 import { LoadPlanner } from './plan/load-planner.js';
@@ -130,7 +130,7 @@ export class IndexedAssetSource {
       lines,
       flushWhenIdle: () => this.#flushWhenIdle(),
       flushWrites: () => {
-        if (this.pool instanceof WorkerDigestPool) this.pool.flushStores();
+        this.pool.flushStores?.();
       },
     };
     this.#loads = new LoadRunner(this.#parts);
@@ -146,7 +146,7 @@ export class IndexedAssetSource {
         .catch(() => undefined);
     this.#readAhead = readAhead;
     const store = cache.workerStore();
-    if (store) (this.pool as WorkerDigestPool).prepareStore(store);
+    if (store) this.pool.prepareStore?.(store);
   }
 
   /** A flush of the workers' cache writes asked for once the page is idle (at most `IDLE_WRITE_WAIT_MS` later). */
@@ -157,7 +157,7 @@ export class IndexedAssetSource {
    * engine is now decoding and building what came (a first scene); IndexedDB's work waits for that.
    */
   #flushWhenIdle(): void {
-    if (!(this.pool instanceof WorkerDigestPool) || this.#idleFlush) return;
+    if (!this.pool.flushStores || this.#idleFlush) return;
     this.#idleFlush = true;
     const flush = () => {
       this.#idleFlush = false;
@@ -351,7 +351,7 @@ export class IndexedAssetSource {
     for (const path of [...this.#objectUrls.keys()]) this.release(path);
     this.#parts.asked.clear();
     this.#parts.held.clear();
-    if (this.pool instanceof WorkerDigestPool) this.pool.flushStores();
+    this.pool.flushStores?.();
     if (this.#ownsPool) this.pool.terminate();
   }
 

@@ -20,12 +20,12 @@ import {
   StreamRefusal,
   type BundleStreamPlan,
 } from '../verify/stream-check.js';
-import { WorkerDigestPool, type DigestPool } from '../workers/digest-pool.js';
+import type { DigestPool } from '../workers/digest-pool.js';
 import type { Entry, IndexView } from '../open/index-view.js';
 import type { LoadPlan } from '../plan/load-planner.js';
 import { preloadedFetchUrls, type OriginCapabilities } from '../open/origins.js';
 import { DEFAULT_RANGE_READS, type RangeReadOptions } from '../plan/range-reads.js';
-import { checkFileDigest, checkFileSize } from '../verify/verify.js';
+import { checkFileBytes, checkFileSize } from '../verify/verify.js';
 import type { VerifiedCache } from '../state/verified-cache.js';
 
 type RangesModule = typeof rangesModule;
@@ -126,9 +126,8 @@ export class BundleFetcher {
     };
     // A worker that writes the store itself keeps its own copies; any other cache gets them here.
     // A bundle the page preloads is fetched here, where the preloaded response is (streamBundle).
-    const inWorker = this.#inWorkers && this.#pool instanceof WorkerDigestPool;
-    const remote = inWorker
-      ? (this.#pool as WorkerDigestPool).streamBundle(plan, deliver(this.#cache.enabled && !store), store, this.#preloaded.has(url))
+    const remote = this.#inWorkers
+      ? this.#pool.streamBundle?.(plan, deliver(this.#cache.enabled && !store), store, this.#preloaded.has(url))
       : undefined;
     const consumer = (): BodyConsumer => streamConsumer(plan, url, deliver(this.#cache.enabled));
     await this.#transport
@@ -213,7 +212,7 @@ export class BundleFetcher {
       now: true,
       ...(store ? { store: { ...store, keys: [entry.sha256] } } : {}),
     });
-    checkFileDigest(digests[0]!, entry, where);
+    checkFileBytes(inputs[0], digests[0], entry, where);
     return { bytes: inputs[0]!, ...(stored ? { stored } : {}) };
   }
 

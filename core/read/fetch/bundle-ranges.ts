@@ -19,8 +19,9 @@ import type { RangeReadOptions } from '../plan/range-reads.js';
 import { RangeScheduler, type RangeBatch, type RangeRead, type RangeWaiter } from './range-scheduler.js';
 import { acceptBundle } from '../verify/accept.js';
 import { RangeMembers } from './range-members.js';
-import { checkFileDigest, spanOf } from '../verify/verify.js';
+import { checkFileBytes, spanOf } from '../verify/verify.js';
 import type { VerifiedCache } from '../state/verified-cache.js';
+import { checkMember } from '../verify/check-member.js';
 
 // The delta rule, for the load planner.
 export { deltaRangesFor } from '../plan/delta-plan.js';
@@ -160,7 +161,7 @@ export class BundleRanges {
     });
     const passed = new Map<string, Uint8Array>();
     members.forEach((entry, i) => {
-      if (digests[i] === entry.sha256) passed.set(entry.sha256, parts![i]!);
+      if (checkMember(entry, parts![i], digests[i]) === undefined) passed.set(entry.sha256, parts![i]!);
     });
     // The cache gets copies of its own where it needs them: the parts go to the reads.
     const allPassed = passed.size === members.length;
@@ -181,7 +182,7 @@ export class BundleRanges {
           const refused = decodeErrors?.[failed];
           if (refused) return void waiter.reject(refused);
           try {
-            checkFileDigest(digests[failed]!, entry, { url, ...this.#view.where(path, entry) });
+            checkFileBytes(parts![failed], digests[failed], entry, { url, ...this.#view.where(path, entry) });
           } catch (error) {
             waiter.reject(error);
           }

@@ -17,6 +17,7 @@ import type { Accepted, FetchCallbacks } from './fetched.js';
 import type { Entry, IndexView } from '../open/index-view.js';
 import type { VerifiedCache } from '../state/verified-cache.js';
 import { spanOf } from '../verify/verify.js';
+import { checkMember } from '../verify/check-member.js';
 
 /** A member being cut from one attempt's answer: its buffer, and how many of its bytes came. */
 interface Cut {
@@ -113,11 +114,11 @@ export class RangeMembers {
     const check = this.#pool.digest(job).then(({ inputs, digests, parts, decodeErrors }) => {
       const refused = decodeErrors?.[0];
       if (refused) this.#decodeErrors.set(entry.sha256, refused);
-      if (digests[0] !== entry.sha256) return void this.#damaged.add(entry.sha256);
+      const member = decode ? parts![0]! : inputs[0]!;
+      if (checkMember(entry, member, digests[0]) !== undefined) return void this.#damaged.add(entry.sha256);
       // A retried answer may bring a content again: it was handed over once.
       if (this.#passed.has(entry.sha256)) return;
       this.#passed.add(entry.sha256);
-      const member = decode ? parts![0]! : inputs[0]!;
       // The cache's copy is taken now, before the member is handed over: the load writes it only
       // once every answer is in, and a game may have detached the buffer by then (Phaser gives
       // audio to decodeAudioData), which left the cache an empty copy and the next visit a refetch.

@@ -70,17 +70,15 @@ export async function openSource(options: OpenOptions): Promise<Opened> {
   // With the platform's own fetch, bodies are read (and bundles streamed) in the pool's workers,
   // which start while the index is fetched (its request waits for none of them). Starting them
   // costs this thread a few ms, so they start once the index request is out.
-  const inWorkers = !options.fetch && !options.transport && pool instanceof WorkerDigestPool;
-  const warm = () => {
-    if (pool instanceof WorkerDigestPool) pool.warm();
-  };
+  const bodyFetcher = !options.fetch && !options.transport ? pool.fetchBody : undefined;
+  const warm = () => pool.warm?.();
   const transport =
     options.transport ??
     new Transport({
       ...(fetch ? { fetch } : {}),
       ...(options.retry ? { retry: options.retry } : {}),
       ...(options.timeoutMs !== undefined ? { timeoutMs: options.timeoutMs } : {}),
-      ...(inWorkers ? { bodyFetcher: (pool as WorkerDigestPool).fetchBody } : {}),
+      ...(bodyFetcher ? { bodyFetcher } : {}),
     });
   // Opening a persistent store and fetching the index happen together.
   const cache = Promise.resolve(options.cache);
@@ -153,7 +151,7 @@ export async function openSource(options: OpenOptions): Promise<Opened> {
     view: await IndexView.open(index, indexUrl, base),
     transport,
     pool,
-    inWorkers,
+    inWorkers: bodyFetcher !== undefined,
     options: { ...options, ...(fetch ? { fetch } : {}), cache: await cache, loadsEndpoint },
     ...(indexLine ? { indexLine } : {}),
   };

@@ -6,8 +6,9 @@
  */
 import type { WorkerStoreAccess } from '../../cache/idb-store.js';
 import type { ContentCache } from '../../cache/content-cache.js';
-import { WorkerDigestPool, type DigestPool } from '../workers/digest-pool.js';
+import type { DigestPool } from '../workers/digest-pool.js';
 import { pushTo, type Entry } from '../open/index-view.js';
+import { checkMember } from '../verify/check-member.js';
 
 /** What `onCacheError` hears besides the error. */
 export interface CacheErrorDetail {
@@ -52,7 +53,7 @@ export class VerifiedCache {
 
   /** The IndexedDB store the pool's workers may write and read themselves, when there is one. */
   workerStore(): WorkerStoreAccess | undefined {
-    return this.#pool instanceof WorkerDigestPool && this.#pool.usingWorkers !== false ? this.#cache?.workerAccess : undefined;
+    return this.#pool.readStored && this.#pool.usingWorkers !== false ? this.#cache?.workerAccess : undefined;
   }
 
   /** The verified cached bytes of one entry, asked together with the other reads of this microtask. */
@@ -90,8 +91,8 @@ export class VerifiedCache {
     // Asked in a worker where one can see the store: the page then touches no store at all. Until
     // a worker has answered (a cold page), on this thread: one key-only transaction, so that the
     // first bundle requests wait for no worker to start.
-    const pool = this.#pool as WorkerDigestPool;
-    const ask = store && pool.usingWorkers === true ? async () => (await pool.hasStored(store, shas)) ?? here() : here;
+    const pool = this.#pool;
+    const ask = store && pool.hasStored && pool.usingWorkers === true ? async () => (await pool.hasStored!(store, shas)) ?? here() : here;
     const answers = await this.#call('has', shas, ask);
     return answers ? new Set(shas.filter((_, i) => answers[i])) : undefined;
   }
@@ -111,12 +112,12 @@ export class VerifiedCache {
     // "Cache": re-checked when read). Unlike a load, which asks for keys only (`contains`) and
     // reads what it holds later in a worker, a read wants the bytes now: one transaction, not two.
     // A prefetch's bulk reads still wait for a worker: they keep copying and hashing off this thread.
-    if (store && !(now && (this.#pool as WorkerDigestPool).usingWorkers !== true)) {
+    if (store && !(now && this.#pool.usingWorkers !== true)) {
       // Read and checked in a worker.
       const answer = await this.#call(
         'get',
         wanted.map((entry) => entry.sha256),
-        () => (this.#pool as WorkerDigestPool).readStored(store, wanted),
+        () => this.#pool.readStored!(store, wanted),
       );
       // The store is the whole cache when it offers worker access (see ContentCache.workerAccess).
       if (answer) {
@@ -139,7 +140,7 @@ export class VerifiedCache {
     wanted.forEach((entry, i) => {
       const bytes = answers[i];
       if (bytes === undefined) return;
-      if (bytes.length !== entry.sizeBytes) bad.push(entry.sha256);
+      if (checkMember(entry, bytes, entry.sha256) === 'size') bad.push(entry.sha256);
       // Bytes a cache may still hold are copied before they are ours to give away.
       else candidates.push({ entry, bytes: cache.copiesBytes ? bytes : bytes.slice() });
     });
@@ -150,7 +151,7 @@ export class VerifiedCache {
         ...(now ? { now } : {}),
       });
       candidates.forEach(({ entry }, i) => {
-        if (digests[i] === entry.sha256) found.set(entry.sha256, inputs[i]!);
+        if (checkMember(entry, inputs[i], digests[i]) === undefined) found.set(entry.sha256, inputs[i]!);
         else bad.push(entry.sha256);
       });
     }

@@ -12,6 +12,7 @@ import type { BundleEntry } from '../../format/project-index.js';
 import { sha256Hex } from '../../hash.js';
 import { InThreadDigests, type DigestPool, type WorkerStoreAccess } from '../workers/digest-pool.js';
 import { canonicalLayoutFor, cutShort, describeDamaged, spanOf, type ExpectedMember } from './verify.js';
+import { checkMember } from './check-member.js';
 
 export interface VerifiedMember extends ExpectedMember {
   /** A view into the bundle bytes. */
@@ -28,7 +29,7 @@ export async function verifyBundle(
   members: readonly ExpectedMember[],
   url?: string,
 ): Promise<VerifiedMember[]> {
-  const wholeMatches = bytes.length === listing.sizeBytes && (await sha256Hex(bytes)) === listing.sha256;
+  const wholeMatches = bytes.length === listing.sizeBytes && checkMember(listing, bytes, await sha256Hex(bytes)) === undefined;
   const verified: VerifiedMember[] = [];
   const damaged: string[] = [];
   let refusal: MemberDecodeError | undefined;
@@ -39,7 +40,7 @@ export async function verifyBundle(
     // An encoded member (SPEC §5a): its stored bytes decoded; the SHA-256 is of what they decode to.
     if (memberBytes && member.encoding !== undefined) memberBytes = await decodedOrRefusal(memberBytes, member);
     if (memberBytes instanceof MemberDecodeError) refusal ??= memberBytes;
-    if (memberBytes instanceof Uint8Array && (await sha256Hex(memberBytes)) === member.sha256)
+    if (memberBytes instanceof Uint8Array && checkMember(member, memberBytes, await sha256Hex(memberBytes)) === undefined)
       verified.push({ ...member, bytes: memberBytes });
     else damaged.push(member.key);
   }
@@ -129,7 +130,7 @@ export async function acceptBundle(
       // The store gets only contents that match (the worker compares each digest with its key).
       ...(store ? { store: { ...store, keys: written.map((record) => record.sha256) } } : {}),
     });
-    if (written.every((record, i) => digests[i] === record.sha256)) {
+    if (written.every((record, i) => checkMember(record, parts![i], digests[i]) === undefined)) {
       return { contents: new Map(written.map((record, i) => [record.sha256, parts![i]!])), ...(stored ? { stored } : {}) };
     }
     bytes = inputs[0]!;

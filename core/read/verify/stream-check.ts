@@ -15,6 +15,7 @@ import { BundleIntegrityError, MemberDecodeError } from '../../errors.js';
 import { createMemberDecoder, type MemberDecoder } from '../../format/encoded-member.js';
 import type { BundleStreamPlan, DecodeFailure, StreamedContent, StreamFailure } from './stream-plan.js';
 import { canonicalLayoutFor, describeDamaged, spanOf, type ExpectedMember } from './verify.js';
+import { checkMember } from './check-member.js';
 
 export type { BundleStreamPlan, DecodeFailure, StreamedContent, StreamFailure } from './stream-plan.js';
 
@@ -352,7 +353,7 @@ export class BundleStreamChecker {
       .then(() => digest)
       .then((outcome) => {
         if ('error' in outcome) this.#decode.set(index, decodeFailure(outcome.error!));
-        if (outcome.digest !== content.sha256) {
+        if (checkMember(content, outcome.bytes, outcome.digest) !== undefined) {
           this.#damaged.add(index);
           return;
         }

@@ -6,6 +6,7 @@
 import { FileIntegrityError, KEY_PREVIEW_CHARACTERS, MAX_PROBLEMS_IN_MESSAGE, previewValue } from '../../errors.js';
 import { canonicalBundleLayout, type BundleLayout, type BundleRecord } from '../../format/awkb.js';
 import { sha256Hex } from '../../hash.js';
+import { checkMember } from './check-member.js';
 
 /** What the index says of one member of a bundle: the table record it must match (key, offset, sizes, SHA-256, encoding). */
 export type ExpectedMember = BundleRecord;
@@ -37,20 +38,26 @@ export async function verifyFileBytes(
   where: { url?: string; path?: string; id?: string },
 ): Promise<void> {
   checkFileSize(bytes.length, expected, where);
-  checkFileDigest(await sha256Hex(bytes), expected, where);
+  checkFileBytes(bytes, await sha256Hex(bytes), expected, where);
 }
 
-/** The size half of `verifyFileBytes`, for callers that hash elsewhere (a worker). */
+/** The size check of `verifyFileBytes`, made before hashing (a file of the wrong size is not hashed). */
 export function checkFileSize(length: number, expected: { sizeBytes: number }, where: { url?: string; path?: string; id?: string }): void {
   if (length !== expected.sizeBytes) {
     throw new FileIntegrityError(`${nameOf(where)}: got ${length} bytes, the index says ${expected.sizeBytes}`, where);
   }
 }
 
-/** The SHA-256 half of `verifyFileBytes`. */
-export function checkFileDigest(actual: string, expected: { sha256: string }, where: { url?: string; path?: string; id?: string }): void {
-  if (actual !== expected.sha256)
-    throw new FileIntegrityError(`${nameOf(where)}: SHA-256 ${actual} differs from the index's ${expected.sha256}`, where);
+/** Bytes hashed elsewhere (a worker, the pool) checked against their entry (`checkMember`): a typed error naming the file. */
+export function checkFileBytes(
+  bytes: Uint8Array | undefined,
+  digest: string | undefined,
+  expected: { sizeBytes: number; sha256: string },
+  where: { url?: string; path?: string; id?: string },
+): void {
+  const fault = checkMember(expected, bytes, digest);
+  if (fault === 'size') checkFileSize(bytes!.length, expected, where);
+  else if (fault) throw new FileIntegrityError(`${nameOf(where)}: SHA-256 ${digest} differs from the index's ${expected.sha256}`, where);
 }
 
 function nameOf(where: { url?: string; path?: string; id?: string }): string {

@@ -9,6 +9,8 @@ import type { WorkerStoreAccess } from '../../cache/idb-store.js';
 import { MemberDecodeError } from '../../errors.js';
 import { decodedOrRefusal, type EncodedMemberInfo } from '../../format/encoded-member.js';
 import { sha256Hex } from '../../hash.js';
+import type { BodyFetcher, StreamElsewhere } from '../../net/body.js';
+import type { BundleStreamPlan } from '../verify/stream-plan.js';
 
 /** A range of one of a job's inputs: `input` indexes `DigestJob.inputs`. */
 export interface DigestRange {
@@ -63,10 +65,40 @@ export interface DigestResult {
   decodeErrors?: (MemberDecodeError | undefined)[];
 }
 
+/**
+ * What the reader asks of a pool. `digest` and `terminate` are all a pool must do (a pool of your
+ * own, `hashWorkers`); the rest is what a pool of Web Workers can do besides, each optional: a pool
+ * without it (`InThreadDigests`, the service worker's) leaves that work to the reader on its own
+ * thread. A method that is there may still answer `undefined` (no worker up): the same fallback.
+ */
 export interface DigestPool {
   digest(job: DigestJob): Promise<DigestResult>;
   /** Stops the pool's workers (jobs in flight reject). */
   terminate(): void;
+  /** Whether jobs go to workers: undefined until the first job has found out, false once they cannot. */
+  readonly usingWorkers?: boolean | undefined;
+  /** Starts the workers soon, in a task of their own. */
+  warm?(): void;
+  /** Lets the workers open this store as soon as they are up. */
+  prepareStore?(access: WorkerStoreAccess): void;
+  /** Lets the workers write what they hold for their stores (they wait for the loads in flight). */
+  flushStores?(): void;
+  /** Reads bodies in the workers (`undefined` from a call: this thread reads it). */
+  readonly fetchBody?: BodyFetcher;
+  /** One bundle fetched, checked and cut in a worker, each member posted as it passes (SPEC §7 "Streamed members"). */
+  streamBundle?(
+    plan: BundleStreamPlan,
+    onMember: (index: number, bytes: Uint8Array) => void,
+    store?: WorkerStoreAccess,
+    preloaded?: boolean,
+  ): { attempt: StreamElsewhere; stored: () => Promise<void> | undefined };
+  /** Cached entries read and checked in a worker: the ones that passed and the ones that failed. */
+  readStored?(
+    access: WorkerStoreAccess,
+    wanted: readonly { sha256: string; sizeBytes: number }[],
+  ): Promise<{ found: Map<string, Uint8Array>; bad: string[] } | undefined>;
+  /** Which of `keys` a store holds, asked in a worker. */
+  hasStored?(access: WorkerStoreAccess, keys: readonly string[]): Promise<boolean[] | undefined>;
 }
 
 export function rangesOf(job: DigestJob): DigestRange[] {

@@ -18,6 +18,7 @@ import { toHex } from '../../hash.js';
 import { MemberDecodeError } from '../../errors.js';
 import { decodedOrRefusal, type EncodedMemberInfo } from '../../format/encoded-member.js';
 import { BundleStreamChecker, decodeFailure, deferredJudge, StreamRefusal, type BundleStreamPlan } from '../verify/stream-check.js';
+import { checkMember } from '../verify/check-member.js';
 
 declare const self: {
   postMessage(message: unknown, transfer?: Transferable[]): void;
@@ -119,7 +120,7 @@ async function readStored({ id, read }: { id: number; read: WorkerStoreAccess & 
       values.map(async (bytes, i) => {
         const key = read.keys[i]!;
         if (bytes === undefined) return;
-        if (bytes.length !== read.sizes[i] || (await digestHex(bytes)) !== key) return void bad.push(key);
+        if (checkMember({ sha256: key, sizeBytes: read.sizes[i]! }, bytes, await digestHex(bytes)) !== undefined) return void bad.push(key);
         found.push([key, bytes.buffer as ArrayBuffer]);
       }),
     );
