@@ -39,7 +39,7 @@ function emptyLoad(): Load {
     stored: Promise.resolve(),
     fetchBytes: 1,
     planned: Promise.resolve(1),
-    decided: true,
+    status: 'fetching',
     partial: false,
     receivedBytes: 0,
     arrived: new Set(),

@@ -37,7 +37,7 @@ import {
   type SourceStats,
 } from './options.js';
 import { OriginCapabilities } from './open/origins.js';
-import { HeldMembers } from './state/held-members.js';
+import { ContentLedger } from './state/content-ledger.js';
 import { Prefetcher, type PrefetchFile } from './load/prefetch.js';
 import { ReadAhead } from './load/read-ahead.js';
 import { rangeReadSettings } from './plan/range-reads.js';
@@ -118,15 +118,10 @@ export class IndexedAssetSource {
         () => this.#flushWhenIdle(),
         () => this.#parts.flushWrites(),
       ),
-      held: new HeldMembers(pendingBytes),
-      asked: new Set(),
-      deciding: new Map(),
+      ledger: new ContentLedger(pendingBytes),
       lifetime: this.#lifetime.signal,
       pendingBytes,
-      writes: new Map(),
       lookups: new CacheLookups(),
-      ranging: new Map(),
-      brought: new Map(),
       lines,
       flushWhenIdle: () => this.#flushWhenIdle(),
       flushWrites: () => {
@@ -211,7 +206,7 @@ export class IndexedAssetSource {
     const steps = readSteps(this.#parts, this.#loads, {
       path,
       entry,
-      pinned: this.#parts.asked.delete(entryKey(entry)),
+      pinned: this.#parts.ledger.asked.delete(entryKey(entry)),
       onProgress: options.onProgress,
     });
     try {
@@ -341,7 +336,7 @@ export class IndexedAssetSource {
       this.#objectUrls.delete(path);
     }
     const entry = this.#view.entry(path);
-    if (entry && this.#parts.asked.delete(entryKey(entry))) this.#parts.held.unpin(entry.sha256);
+    if (entry && this.#parts.ledger.asked.delete(entryKey(entry))) this.#parts.ledger.held.unpin(entry.sha256);
   }
 
   /** Aborts requests in flight, revokes every object URL and drops members held in memory. */
@@ -349,8 +344,7 @@ export class IndexedAssetSource {
     this.#disposal.abort(new RequestAbortedError('the IndexedAssetSource was disposed', this.indexUrl ? { url: this.indexUrl } : {}));
     this.#lifetime.release();
     for (const path of [...this.#objectUrls.keys()]) this.release(path);
-    this.#parts.asked.clear();
-    this.#parts.held.clear();
+    this.#parts.ledger.clear();
     this.pool.flushStores?.();
     if (this.#ownsPool) this.pool.terminate();
   }
@@ -377,8 +371,8 @@ export class IndexedAssetSource {
   /** What this source holds in memory now: for monitoring, and for tests that check memory stays bounded. */
   stats(): SourceStats {
     return {
-      heldBytes: this.#parts.held.sizeBytes,
-      protectedBytes: this.#parts.held.protectedBytes,
+      heldBytes: this.#parts.ledger.held.sizeBytes,
+      protectedBytes: this.#parts.ledger.held.protectedBytes,
       loadsInFlight: this.#parts.registry.size,
       loadBytesInFlight: this.#parts.registry.bytesInFlight(),
     };

@@ -3,39 +3,33 @@
  * the members it was planned for; a read (or a read-ahead) of another member of that bundle that
  * comes while it is in flight gets that member by a range of its own at once, rather than wait for
  * the load to end and start another. One range per content at a time, whoever asks: the bytes are
- * held for the files that read that content (pending-members.ts), and its cache write is marked
+ * held for the files that read that content (held-members.ts), and its cache write is marked
  * pending, so no byte comes twice. While it is on its way, a read of that content waits for it
  * (file-read.ts `ranging`), a load plans without it and a prefetch or read-ahead counts it as
  * coming (the planner's `held` in loads.ts, prefetch.ts): a needed-bytes load of the same bundle that
  * starts once the first has ended asks for none of its bytes again.
  */
-import { entryKey } from '../../format/project-index.js';
 import type { RangeHandlers } from './fetched.js';
 import type { Entry } from '../open/index-view.js';
-import { markWrites, type LoadRunner } from '../load/loads.js';
-import { noteBrought } from '../plan/needed-bytes.js';
+import type { LoadRunner } from '../load/loads.js';
 import type { SourceParts } from '../state/source-parts.js';
 
 /** Fetches `entry`'s member by range and holds it for its reads; false when the host refused the range (its origin then gets whole bundles). */
 export function rangeAside(parts: SourceParts, loads: LoadRunner, entry: Entry, path: string): Promise<boolean> {
   const { sha256 } = entry;
-  const inFlight = parts.ranging.get(sha256);
+  const { ledger } = parts;
+  const inFlight = ledger.ranging(sha256);
   if (inFlight) return inFlight;
   const loadKey = parts.view.loadKeyOf(entry);
-  const ranging = parts.fetcher
-    .range(entry, path, parts.lifetime, rangeHandlers(parts, loads, entry))
-    .then((bytes) => {
-      if (bytes) noteBrought(parts.brought, loadKey, [sha256]);
-      if (bytes && !parts.held.has(sha256)) {
-        // Held for the files that read it, those a prefetch asked for meanwhile pinned (it counted the range as coming).
-        const files = parts.view.filesWith(loadKey, sha256);
-        parts.held.put(sha256, bytes, files.length, files.filter((file) => parts.asked.has(entryKey(file))).length, loadKey);
-      }
+  return ledger.range(
+    sha256,
+    parts.fetcher.range(entry, path, parts.lifetime, rangeHandlers(parts, loads, entry)).then((bytes) => {
+      if (bytes) ledger.noteBrought(loadKey, [sha256]);
+      // Held for the files that read it, those a prefetch asked for meanwhile pinned (it counted the range as coming).
+      if (bytes && !ledger.held.has(sha256)) ledger.holdFor(sha256, bytes, parts.view.filesWith(loadKey, sha256), loadKey);
       return bytes !== undefined;
-    })
-    .finally(() => parts.ranging.delete(sha256));
-  parts.ranging.set(sha256, ranging);
-  return ranging;
+    }),
+  );
 }
 
 /**
@@ -49,7 +43,7 @@ export function rangeHandlers(parts: SourceParts, loads: LoadRunner, entry: Entr
   return {
     onWhole: (accepted, contents) => loads.keepWhole(loadKey, accepted, contents),
     onStored: (written) => {
-      markWrites(parts, [entry.sha256], written);
+      parts.ledger.markWrites([entry.sha256], written);
       // A worker writes once it is asked: when the last load in flight ends, and for a range
       // with none in flight (the read-ahead's, or range reads'), once the page is idle.
       if (parts.registry.size === 0) parts.flushWhenIdle();

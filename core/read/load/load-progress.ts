@@ -5,7 +5,7 @@
  */
 import type { PrefetchOptions } from '../options.js';
 import { pushTo, type Entry, type IndexView } from '../open/index-view.js';
-import type { Load, LoadRegistry } from './load-registry.js';
+import { over, type Load, type LoadRegistry } from './load-registry.js';
 
 /**
  * A prefetch's byte progress (SPEC §7 "Byte progress") and its files': the total is the planned
@@ -89,7 +89,7 @@ export class PrefetchReport {
  */
 export function fileBytesOf(load: Load, entry: Entry): number {
   if (load.arrived.has(entry.sha256)) return entry.sizeBytes;
-  if (load.outcome) return load.outcome.error === undefined ? entry.sizeBytes : 0;
+  if (over(load)) return load.status === 'done' ? entry.sizeBytes : 0;
   const size = entry.sizeBytes;
   if (!load.partial && entry.offset !== undefined && load.key === entry.bundle) {
     const came = load.receivedBytes - entry.offset;

@@ -12,8 +12,16 @@
  */
 import { abortable } from '../../net/abort.js';
 
+/**
+ * Where a load is: `gathering` the reads asked for with it (a needed-bytes load, before it plans),
+ * `planning` what to fetch, `fetching` what it planned (`fetchBytes` is final from here on),
+ * `storing` what arrived in the cache (every content has passed), then `done` or `failed`.
+ */
+export type LoadStatus = 'gathering' | 'planning' | 'fetching' | 'storing' | 'done' | 'failed';
+
 export interface Load {
   readonly key: string;
+  status: LoadStatus;
   /** Aborted when every party waiting for the load has given up, or the source is disposed. */
   readonly controller: AbortController;
   /** Settles when the load is over: every content it brings arrived and passed, or it failed. */
@@ -24,26 +32,34 @@ export interface Load {
   fetchBytes: number;
   /** Settles with `fetchBytes` once the load has decided between the whole bundle and ranges. */
   planned: Promise<number>;
-  decided: boolean;
   /** A delta load: it brings only the members the cache lacked; the others are read from the cache. */
   partial: boolean;
   /** A delta load's contents, once decided; `undefined` for a load that brings every member. */
   brings?: Set<string>;
   /**
-   * The contents a load planning for needed bytes is for, while it gathers the reads asked for
-   * with it (needed-bytes.ts `CacheLookups`): a read that joins then adds its own. `undefined`
-   * once it planned, and for a load that is not gathering.
+   * The contents a load planning for needed bytes is for: while it is `gathering` the reads asked
+   * for with it (needed-bytes.ts `CacheLookups`), a read that joins adds its own.
    */
-  gathering?: Set<string>;
+  wanted?: Set<string>;
   /** Bytes received so far on the `fetchBytes` scale: never lower than before, never past it. */
   receivedBytes: number;
   /** Contents that arrived, verified. */
   readonly arrived: Set<string>;
-  /** Whether the load is over, and how. */
-  outcome?: { error?: unknown };
+  /** Why a `failed` load failed. */
+  error?: unknown;
   interest: number;
   /** Called on every change of progress or arrivals (byte progress only: reads wait in `#arrivals`). */
   readonly listeners: Set<() => void>;
+}
+
+/** Whether the load has decided what it fetches (its `fetchBytes` are final). */
+export function decided(load: Load): boolean {
+  return load.status !== 'gathering' && load.status !== 'planning';
+}
+
+/** Whether the load is over, however. */
+export function over(load: Load): boolean {
+  return load.status === 'done' || load.status === 'failed';
 }
 
 interface Waiter {
@@ -112,8 +128,8 @@ export class LoadRegistry {
       controller,
       fetchBytes,
       interest: 0,
+      status: 'planning',
       partial: false,
-      decided: false,
       receivedBytes: 0,
       done: Promise.resolve(),
       stored: Promise.resolve(),
@@ -122,8 +138,8 @@ export class LoadRegistry {
       planned: new Promise<number>((resolve) => (decideWith = resolve)),
     };
     const decide = (bytes: number) => {
-      if (load.decided) return;
-      load.decided = true;
+      if (decided(load)) return;
+      load.status = 'fetching';
       load.fetchBytes = bytes;
       decideWith(bytes);
     };
@@ -132,8 +148,9 @@ export class LoadRegistry {
     load.done = run(load, decide);
     load.done.catch(() => decide(load.fetchBytes));
     const finish = (outcome: { error?: unknown }) => {
-      load.outcome = outcome;
-      if (!outcome.error) load.receivedBytes = load.fetchBytes;
+      load.status = outcome.error === undefined ? 'done' : 'failed';
+      if (outcome.error === undefined) load.receivedBytes = load.fetchBytes;
+      else load.error = outcome.error;
       this.#settleWaiters(load);
       this.#notify(load);
       this.#leave(load);
@@ -227,7 +244,7 @@ export class LoadRegistry {
 
   #arrivalOf(load: Load, sha256: string): Promise<void> {
     if (load.arrived.has(sha256)) return Promise.resolve();
-    if (load.outcome) return load.outcome.error === undefined ? Promise.resolve() : Promise.reject(load.outcome.error);
+    if (over(load)) return load.status === 'done' ? Promise.resolve() : Promise.reject(load.error);
     return new Promise<void>((resolve, reject) => {
       const waiters = this.#arrivals.get(load)!;
       const waiting = waiters.get(sha256);
@@ -239,12 +256,11 @@ export class LoadRegistry {
   /** The load is over: every read still waiting gets its outcome (once each). */
   #settleWaiters(load: Load): void {
     const waiters = this.#arrivals.get(load)!;
-    const error = load.outcome!.error;
     for (const waiting of waiters.values()) {
       this.wakeups += waiting.length;
       for (const waiter of waiting)
-        if (error === undefined) waiter.resolve();
-        else waiter.reject(error);
+        if (load.status === 'done') waiter.resolve();
+        else waiter.reject(load.error);
     }
     waiters.clear();
   }

@@ -3,10 +3,9 @@
  * planner decides what each fetches (load-planner.ts), the fetcher carries that out, and each
  * verified content is held for the reads that will need it as soon as it passed.
  */
-import { entryKey } from '../../format/project-index.js';
 import type { Accepted, FetchCallbacks } from '../fetch/fetched.js';
-import type { Load } from './load-registry.js';
-import { noteBrought, nowMs, type LineSample, type WholeAllowance } from '../plan/needed-bytes.js';
+import { decided, type Load } from './load-registry.js';
+import { nowMs, type LineSample, type WholeAllowance } from '../plan/needed-bytes.js';
 import type { SourceParts } from '../state/source-parts.js';
 
 /** Plans a load may go through when its host cannot serve one: multi-range → one range per request → whole. */
@@ -43,7 +42,10 @@ export class LoadRunner {
         ? new Set([...(options.wanted ?? []), ...(options.need ? [options.need] : [])])
         : undefined;
     const load = registry.start(loadKey, view.sizeOfLoad(loadKey), async (load, decide) => {
-      if (gathering) load.gathering = gathering;
+      if (gathering) {
+        load.status = 'gathering';
+        load.wanted = gathering;
+      }
       const line = new LineTiming();
       const callbacks: FetchCallbacks = {
         signal: load.controller.signal,
@@ -55,9 +57,10 @@ export class LoadRunner {
       };
       try {
         const accepted = await this.#carryOut(load, options, decide, callbacks, line);
+        load.status = 'storing';
         load.stored = this.#parts.cache.store(accepted.forCache, accepted.stored);
         // A worker's write waits for the loads in flight to end, after this load has left: marked pending.
-        if (accepted.stored) this.#pending(load, load.stored);
+        if (accepted.stored) this.#parts.ledger.markWrites(load.arrived, load.stored);
         // The load stays in flight until the cache holds what it brought, so that a read coming
         // meanwhile joins it (or finds the cache filled) rather than fetch the bundle again. Not a
         // worker's write: workers write once the loads are over (see flushStores).
@@ -65,7 +68,7 @@ export class LoadRunner {
       } catch (error) {
         // SPEC §7: a bundle that fails is rejected whole; what it brought and no read took yet goes
         // too, unless something else brought the same bytes.
-        for (const sha256 of load.arrived) this.#parts.held.forget(sha256, load.key);
+        for (const sha256 of load.arrived) this.#parts.ledger.held.forget(sha256, load.key);
         throw error;
       }
     });
@@ -80,22 +83,20 @@ export class LoadRunner {
     callbacks: FetchCallbacks,
     line: LineTiming,
   ): Promise<Accepted> {
-    const { planner, fetcher, held, lookups, lines, view } = this.#parts;
+    const { planner, fetcher, ledger, lookups, lines, view } = this.#parts;
     let wanted: Set<string> | undefined;
-    if (load.gathering) {
+    if (load.status === 'gathering') {
       // The reads asked for with this one that are still asking the cache: those that miss join it (needed-bytes.ts).
       await lookups.quiet(load.key);
-      wanted = load.gathering;
-      load.gathering = undefined;
+      wanted = load.wanted;
+      load.status = 'planning';
       // A read alone is a load of one (SPEC §7 "Needed bytes"): the rule decides between its
       // member's range and the whole bundle, as for any load; no whole bundle of unrelated members.
     }
-    const { ranging, writes } = this.#parts;
-    // On its way by a range of its own (aside-ranges.ts), or being written to the cache by a load
-    // that ended (its reads wait for the write), counts as held: not asked for twice.
-    const has = (sha256: string) => held.has(sha256) || ranging.has(sha256) || writes.has(sha256);
     let plan = await planner.plan(load.key, {
-      held: has,
+      // On its way by a range of its own (aside-ranges.ts), or being written to the cache by a load
+      // that ended (its reads wait for the write), counts as held: not asked for twice.
+      held: (sha256) => ledger.has(sha256),
       present: options.present,
       need: options.need,
       wanted,
@@ -121,18 +122,12 @@ export class LoadRunner {
       result = await fetcher.carryOut(plan, callbacks);
     }
     if (plan.kind === 'ranges')
-      noteBrought(
-        this.#parts.brought,
+      ledger.noteBrought(
         load.key,
         plan.missing.map((entry) => entry.sha256),
       );
     if (lines && asPlanned && plan.kind !== 'loose') lines.observe(view.resolveUrl(plan.bundle.url), line.sample(plan.bytes));
     return result;
-  }
-
-  /** Marks what `load` brought as written by `stored` until it settles (SourceParts `writes`). */
-  #pending(load: Load, stored: Promise<void>): void {
-    markWrites(this.#parts, load.arrived, stored);
   }
 
   /**
@@ -142,24 +137,17 @@ export class LoadRunner {
    */
   #arrive(load: Load, sha256: string, bytes: Uint8Array, hold: boolean): void {
     if (load.arrived.has(sha256)) return; // again, from a retry
-    let reads = 0;
-    let pins = 0;
-    for (const file of hold ? this.#parts.view.filesWith(load.key, sha256) : []) {
-      reads++;
-      if (this.#parts.asked.has(entryKey(file))) pins++;
-    }
-    this.#parts.held.put(sha256, bytes, reads, pins, load.key);
+    this.#parts.ledger.holdFor(sha256, bytes, hold ? this.#parts.view.filesWith(load.key, sha256) : [], load.key);
     this.#parts.registry.arrive(load, sha256);
   }
 
   /** A whole bundle that came for a range read: its members held and cached as a load's. */
   keepWhole(bundleSha: string, accepted: Accepted, contents: Map<string, Uint8Array>): void {
-    const { cache, view, held, asked, registry } = this.#parts;
+    const { cache, view, ledger, registry } = this.#parts;
     void cache.store(accepted.forCache, accepted.stored);
     if (accepted.stored && registry.size === 0) this.#parts.flushWhenIdle();
     for (const [sha256, bytes] of contents) {
-      const files = view.filesWith(bundleSha, sha256);
-      held.put(sha256, bytes, files.length, files.filter((file) => asked.has(entryKey(file))).length, bundleSha);
+      ledger.holdFor(sha256, bytes, view.filesWith(bundleSha, sha256), bundleSha);
     }
   }
 }
@@ -171,20 +159,9 @@ export class LoadRunner {
  * that spans such a member would ask for its bytes twice (SPEC §7 "One request per bundle").
  */
 export function hadAlready(parts: SourceParts, loadKey: string, sha256: string): boolean {
-  const { held, ranging, writes, brought, registry } = parts;
-  if (held.has(sha256) || ranging.has(sha256) || writes.has(sha256) || brought.get(loadKey)?.has(sha256)) return true;
-  const load = registry.get(loadKey);
-  return !!load && (load.arrived.has(sha256) || (load.decided && (load.brings === undefined || load.brings.has(sha256))));
-}
-
-/** Marks `contents` as written by `stored` until it settles (SourceParts `writes`): a read that finds them gone from memory waits for it. */
-export function markWrites(parts: Pick<SourceParts, 'writes'>, contents: Iterable<string>, stored: Promise<void>): void {
-  const { writes } = parts;
-  const marked = [...contents];
-  for (const sha256 of marked) writes.set(sha256, stored);
-  void stored.then(() => {
-    for (const sha256 of marked) if (writes.get(sha256) === stored) writes.delete(sha256);
-  });
+  if (parts.ledger.had(loadKey, sha256)) return true;
+  const load = parts.registry.get(loadKey);
+  return !!load && (load.arrived.has(sha256) || (decided(load) && (load.brings === undefined || load.brings.has(sha256))));
 }
 
 /** One load's fetch as its line saw it (needed-bytes.ts `LineEstimates`): from the request to its first body bytes, and the body's time. */

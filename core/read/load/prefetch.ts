@@ -7,7 +7,7 @@ import { entryKey, type ProjectIndex } from '../../format/project-index.js';
 import { rangeAside } from '../fetch/aside-ranges.js';
 import { pushTo, type Entry } from '../open/index-view.js';
 import { PrefetchReport } from './load-progress.js';
-import { ByteBudget, type Load } from './load-registry.js';
+import { ByteBudget, decided, type Load } from './load-registry.js';
 import { hadAlready, type LoadRunner } from './loads.js';
 import type { WholeAllowance } from '../plan/needed-bytes.js';
 import type { PrefetchOptions } from '../options.js';
@@ -28,7 +28,8 @@ export class Prefetcher {
   }
 
   async prefetch(files: PrefetchFile[], options: PrefetchOptions, signal: AbortSignal): Promise<void> {
-    const { view, cache, asked, held } = this.#parts;
+    const { view, cache, ledger } = this.#parts;
+    const { asked, held } = ledger;
     const keep = options.keep !== false || !cache.enabled;
     const groups = new Map<string, Entry[]>();
     for (const { entry } of files) pushTo(groups, view.loadKeyOf(entry), entry);
@@ -40,7 +41,7 @@ export class Prefetcher {
         held.pin(entry.sha256);
       }
     }
-    const decided = this.#beginDeciding(groups.keys());
+    const decided = ledger.beginDeciding(groups.keys());
     try {
       await this.#prefetchGroups(groups, files, keep, signal, decided, options);
     } finally {
@@ -54,7 +55,7 @@ export class Prefetcher {
    * `pendingBytes`, pinned by nothing, so files the engine never asks for cost no memory past it.
    */
   async ahead(files: PrefetchFile[], wanted: (path: string) => boolean): Promise<void> {
-    const { view, registry, deciding } = this.#parts;
+    const { view, registry, ledger } = this.#parts;
     /**
      * Groups with a file still wanted, that this page neither has nor has on its way (held, by a
      * range, being written, brought, or brought by the load in flight: `hadAlready`; a file the
@@ -71,7 +72,7 @@ export class Prefetcher {
       for (const loadKey of [...groups.keys()]) {
         const load = registry.get(loadKey);
         if (load) this.#besideLoad(load, groups.get(loadKey)!, (pathOf ??= new Map(among.map((file) => [file.entry, file.path]))));
-        if (load || deciding.has(loadKey)) groups.delete(loadKey);
+        if (load || ledger.deciding(loadKey)) groups.delete(loadKey);
       }
       return groups;
     };
@@ -100,8 +101,8 @@ export class Prefetcher {
    */
   #besideLoad(load: Load, entries: Entry[], pathOf: Map<Entry, string>): void {
     if (!this.#parts.lines) return;
-    if (load.gathering) return void entries.forEach((entry) => load.gathering!.add(entry.sha256));
-    if (!load.decided || !load.brings) return;
+    if (load.status === 'gathering') return void entries.forEach((entry) => load.wanted!.add(entry.sha256));
+    if (!decided(load) || !load.brings) return;
     for (const entry of distinct(entries))
       if (!load.brings.has(entry.sha256) && this.#parts.planner.readsByRange(entry, true))
         void rangeAside(this.#parts, this.#loads, entry, pathOf.get(entry) ?? entryKey(entry)).catch(() => undefined);
@@ -133,7 +134,8 @@ export class Prefetcher {
     decided: (loadKey: string) => void,
     options: PrefetchOptions,
   ): Promise<void> {
-    const { view, registry, asked, pendingBytes } = this.#parts;
+    const { view, registry, ledger, pendingBytes } = this.#parts;
+    const { asked } = ledger;
     // What the cache holds (one call), then the network for the rest at once, while the groups
     // the cache holds whole are read from it (one batch each) when this prefetch keeps them.
     const { complete: cached, present } = await this.#cachedGroups(groups);
@@ -186,23 +188,6 @@ export class Prefetcher {
     report.end();
   }
 
-  /** Marks groups as being decided by a prefetch; returns the function that ends one group's wait. */
-  #beginDeciding(loadKeys: Iterable<string>): (loadKey: string) => void {
-    const deciding = this.#parts.deciding;
-    const ends = new Map<string, () => void>();
-    for (const loadKey of loadKeys) {
-      if (deciding.has(loadKey)) continue;
-      let end!: () => void;
-      const decision = new Promise<void>((resolve) => (end = resolve));
-      deciding.set(loadKey, decision);
-      ends.set(loadKey, () => {
-        if (deciding.get(loadKey) === decision) deciding.delete(loadKey);
-        end();
-      });
-    }
-    return (loadKey) => ends.get(loadKey)?.();
-  }
-
   /**
    * What the cache holds of each prefetch group, in one `hasMany` call for all of them (counts,
    * no bytes): per load key, whether every content the group needs and `held` lacks is there.
@@ -211,13 +196,12 @@ export class Prefetcher {
    * another is still under way, is not in the store yet, and asking the store would fetch it again.
    */
   async #cachedGroups(groups: Map<string, Entry[]>): Promise<{ complete: Set<string>; present?: Set<string> }> {
-    const { held, cache, view, writes, ranging } = this.#parts;
+    const { ledger, cache, view } = this.#parts;
     const complete = new Set<string>();
     const wanted = new Map<string, Entry[]>();
     for (const [loadKey, group] of groups) {
       // On its way by a range of its own (aside-ranges.ts) counts as there too: `#holdFromCache` waits for it.
-      const coming = (entry: Entry) => held.has(entry.sha256) || writes.has(entry.sha256) || ranging.has(entry.sha256);
-      const missing = distinct(group.filter((entry) => !coming(entry)));
+      const missing = distinct(group.filter((entry) => !ledger.has(entry.sha256)));
       if (missing.length === 0) complete.add(loadKey);
       else wanted.set(loadKey, missing);
     }
@@ -228,7 +212,7 @@ export class Prefetcher {
     for (const loadKey of wanted.keys()) for (const entry of view.membersOf(loadKey)) shas.add(entry.sha256);
     const present = await cache.contains([...shas]);
     if (!present) return { complete };
-    for (const sha256 of shas) if (writes.has(sha256) || ranging.has(sha256)) present.add(sha256);
+    for (const sha256 of shas) if (ledger.onItsWay(sha256)) present.add(sha256);
     for (const [loadKey, missing] of wanted) if (missing.every((entry) => present.has(entry.sha256))) complete.add(loadKey);
     return { complete, present };
   }
@@ -240,7 +224,8 @@ export class Prefetcher {
    * load brings. False when an entry was gone or bad after all.
    */
   async #holdFromCache(group: Entry[], stillWanted?: () => Set<string>): Promise<boolean> {
-    const { held, cache } = this.#parts;
+    const { ledger, cache } = this.#parts;
+    const { held } = ledger;
     const unheld = () => distinct(group.filter((entry) => !held.has(entry.sha256)));
     if (unheld().length === 0) return true;
     await this.#written(unheld());
@@ -264,10 +249,10 @@ export class Prefetcher {
    * writes have settled (the workers asked to write now), as a read waits (read-steps.ts `fromCache`).
    */
   async #written(entries: Entry[]): Promise<void> {
-    const { writes, ranging } = this.#parts;
-    const coming = entries.flatMap((entry) => ranging.get(entry.sha256) ?? []);
+    const { ledger } = this.#parts;
+    const coming = entries.flatMap((entry) => ledger.ranging(entry.sha256) ?? []);
     if (coming.length > 0) await Promise.all(coming.map((range) => range.catch(() => undefined)));
-    const pending = entries.flatMap((entry) => writes.get(entry.sha256) ?? []);
+    const pending = entries.flatMap((entry) => ledger.writing(entry.sha256) ?? []);
     if (pending.length === 0) return;
     this.#parts.flushWrites();
     await Promise.all(pending);

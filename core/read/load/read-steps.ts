@@ -9,7 +9,7 @@ import { rangeAside, rangeHandlers } from '../fetch/aside-ranges.js';
 import type { ReadSteps } from './file-read.js';
 import type { Entry } from '../open/index-view.js';
 import { fileBytesOf } from './load-progress.js';
-import type { Load } from './load-registry.js';
+import { decided, type Load } from './load-registry.js';
 import type { LoadRunner } from './loads.js';
 import type { SourceParts } from '../state/source-parts.js';
 
@@ -22,7 +22,8 @@ export interface ReadOf {
 }
 
 export function readSteps(parts: SourceParts, loads: LoadRunner, read: ReadOf): ReadSteps & { releasePin(): void; doneAsking(): void } {
-  const { held, registry, view, cache } = parts;
+  const { ledger, registry, view, cache } = parts;
+  const { held } = ledger;
   const { entry, onProgress } = read;
   const { sha256 } = entry;
   const loadKey = view.loadKeyOf(entry);
@@ -51,16 +52,16 @@ export function readSteps(parts: SourceParts, loads: LoadRunner, read: ReadOf): 
     takeHeld: () => take(false),
     inFlight: () => registry.get(loadKey),
     brings(load, signal) {
-      if (load.gathering) {
+      if (load.status === 'gathering') {
         // A load gathering the reads asked for with it (needed bytes): it will bring this content too.
-        load.gathering.add(sha256);
+        load.wanted!.add(sha256);
         doneAsking();
         return true;
       }
       doneAsking();
       const answer = () => load.brings === undefined || load.brings.has(sha256);
       // Answered at once once the load has decided (so a read joins a load before it can finish), else when it decides, before any request.
-      return load.decided ? answer() : until(load.planned, signal).then(answer);
+      return decided(load) ? answer() : until(load.planned, signal).then(answer);
     },
     async arrival(load: Load, signal) {
       held.expect(sha256);
@@ -82,10 +83,10 @@ export function readSteps(parts: SourceParts, loads: LoadRunner, read: ReadOf): 
         if (signal.aborted) throw error; // how the load ended is not this read's concern: only that it is over
       });
     },
-    deciding: () => parts.deciding.get(loadKey),
+    deciding: () => ledger.deciding(loadKey),
     async fromCache(signal) {
       // Arrived, let go under the memory budget, its cache write still pending: wait for the write, not the network.
-      const writing = parts.writes.get(sha256);
+      const writing = ledger.writing(sha256);
       if (writing) {
         parts.flushWrites();
         await until(writing, signal);
@@ -102,7 +103,7 @@ export function readSteps(parts: SourceParts, loads: LoadRunner, read: ReadOf): 
       return bytes;
     },
     byRange: () => parts.planner.readsByRange(entry),
-    ranging: () => parts.ranging.has(sha256),
+    ranging: () => ledger.ranging(sha256) !== undefined,
     asideByRange: (load) => parts.lines !== undefined && load.partial && parts.planner.readsByRange(entry, true),
     async aside(signal) {
       doneAsking();

@@ -118,13 +118,6 @@ export class LineEstimates {
   }
 }
 
-/** Notes contents of bundle `loadKey` that a needed-bytes load or an aside range of this source brought (SourceParts `brought`). */
-export function noteBrought(brought: Map<string, Set<string>>, loadKey: string, contents: Iterable<string>): void {
-  const set = brought.get(loadKey) ?? new Set<string>();
-  for (const sha256 of contents) set.add(sha256);
-  brought.set(loadKey, set);
-}
-
 /** How long a load waits at most for the reads of its bundle still asking the cache (a cache that hangs holds no load back for long). */
 export const GATHER_LIMIT_MS = 50;
 
