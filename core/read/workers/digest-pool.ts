@@ -103,6 +103,8 @@ function feedBody(worker: Worker, id: number, body: ReadableStream<Uint8Array>, 
 interface Pending {
   resolve: (value: unknown) => void;
   reject: (error: Error) => void;
+  /** How the job is answered should its worker be lost (default: `reject`). */
+  lost?: (error: WorkerLostError) => void;
   onMessage?: (data: WorkerReply) => void;
   bytes: number;
 }
@@ -140,13 +142,43 @@ interface PoolWorker {
   worker: Worker;
   ready: Promise<boolean>;
   pending: Map<number, Pending>;
+  /** Store writes of its jobs not answered yet (ids in the pool's `#stores`). */
+  stores: Set<number>;
   /** Bytes sent and not answered yet, plus requests in flight: the next job goes to the least loaded worker. */
   load: number;
+  /** When it last said anything (`performance.now()`), and when it was last pinged for want of it. */
+  heard: number;
+  pinged?: number;
+  /** It answered its first ping (its script runs). */
+  started?: boolean;
+  /** It died, was stopped, or stopped answering: out of the pool, its jobs answered without it. */
+  lost?: boolean;
+  resolveReady?: (up: boolean) => void;
 }
+
+const now = (): number => (typeof performance !== 'undefined' ? performance.now() : Date.now());
 
 export interface WorkerDigestPoolOptions {
   /** How many workers; default min(4, navigator.hardwareConcurrency). */
   size?: number;
+  /**
+   * How long a worker with jobs may stay silent before it counts as dead (default 10 s): after half
+   * of it the pool pings it, and a live worker answers between any two steps of its work (its
+   * hashing, decoding and IndexedDB calls all yield). A worker that dies without an `error`
+   * event (stopped, or out of memory in Firefox) is found so.
+   */
+  livenessMs?: number;
+}
+
+/** Default `livenessMs`. */
+const LIVENESS_MS = 10_000;
+
+/** Why a job a lost worker held failed: the pool goes on without that worker. */
+export class WorkerLostError extends Error {
+  constructor(why: string) {
+    super(`a reader worker was lost (${why}): the pool goes on without it`);
+    this.name = 'WorkerLostError';
+  }
 }
 
 /** Whether this platform can run the worker pool at all (browsers; not Node 20). */
@@ -163,6 +195,9 @@ export function workersAvailable(): boolean {
  */
 export class WorkerDigestPool implements DigestPool {
   readonly size: number;
+  readonly #livenessMs: number;
+  /** The watchdog's next look at the workers with jobs, while there are any. */
+  #watch: ReturnType<typeof setTimeout> | undefined;
   #workers: PoolWorker[] | undefined;
   /** The task `warm` started them in, until it runs. */
   #warming: ReturnType<typeof setTimeout> | undefined;
@@ -178,6 +213,7 @@ export class WorkerDigestPool implements DigestPool {
   constructor(options: WorkerDigestPoolOptions = {}) {
     const cores = (globalThis as { navigator?: { hardwareConcurrency?: number } }).navigator?.hardwareConcurrency ?? 2;
     this.size = Math.max(1, Math.floor(options.size ?? Math.min(4, cores)));
+    this.#livenessMs = Math.max(1, options.livenessMs ?? LIVENESS_MS);
   }
 
   /** Whether jobs go to workers: undefined until the first job has found out, false after a fallback. */
@@ -270,34 +306,44 @@ export class WorkerDigestPool implements DigestPool {
       }
       const fetched = pageFetch ? await pageFetch : undefined;
       const spare = starting && fetched?.response.body ? fetched.response.clone() : undefined;
-      const { id, result } = this.#track<StreamedAnswer>(worker, 1, (data, resolve, reject) => {
-        if (data.member !== undefined) return onMember(data.member, new Uint8Array(data.buffer!));
-        if (data.progress !== undefined) return init.onProgress(data.progress);
-        init.signal.removeEventListener('abort', abort);
-        if (data.failure !== undefined) {
+      const { id, result } = this.#track<StreamedAnswer>(
+        worker,
+        1,
+        (data, resolve, reject) => {
+          if (data.member !== undefined) return onMember(data.member, new Uint8Array(data.buffer!));
+          if (data.progress !== undefined) return init.onProgress(data.progress);
+          init.signal.removeEventListener('abort', abort);
+          if (data.failure !== undefined) {
+            fetched?.stop();
+            return reject(
+              data.aborted || init.signal.aborted ? init.signal.reason : new TypeError(`fetch failed in a worker: ${data.failure}`),
+            );
+          }
+          // A head the worker refused is judged on this thread (bundle-fetcher.ts, stream-check.ts `judgedError`).
+          const { head, received, over, refusal } = data.end!;
+          // A body this thread fetched and the worker stopped reading: its request ends here too.
+          if (over || refusal) fetched?.stop();
+          resolve({
+            status: head.status,
+            statusText: head.statusText,
+            type: head.type,
+            headers: new Headers(head.headers),
+            receivedBytes: received,
+            ...(over ? { overLimit: over } : {}),
+            ...(refusal ? { refusal: refusalError(refusal, url) } : {}),
+          });
+        },
+        (lost, _, reject) => {
+          // As a failed fetch: the transport tries again, with a worker left or on this thread.
+          init.signal.removeEventListener('abort', abort);
           fetched?.stop();
-          return reject(
-            data.aborted || init.signal.aborted ? init.signal.reason : new TypeError(`fetch failed in a worker: ${data.failure}`),
-          );
-        }
-        // A head the worker refused is judged on this thread (bundle-fetcher.ts, stream-check.ts `judgedError`).
-        const { head, received, over, refusal } = data.end!;
-        // A body this thread fetched and the worker stopped reading: its request ends here too.
-        if (over || refusal) fetched?.stop();
-        resolve({
-          status: head.status,
-          statusText: head.statusText,
-          type: head.type,
-          headers: new Headers(head.headers),
-          receivedBytes: received,
-          ...(over ? { overLimit: over } : {}),
-          ...(refusal ? { refusal: refusalError(refusal, url) } : {}),
-        });
-      });
+          reject(init.signal.aborted ? init.signal.reason : new TypeError(`fetch failed in a worker: ${lost.message}`));
+        },
+      );
       const abort = () => worker.worker.postMessage({ abort: id });
       init.signal.addEventListener('abort', abort, { once: true });
       if (store) {
-        stored = new Promise<void>((resolve, reject) => this.#stores.set(id, { resolve, reject }));
+        stored = this.#storeOf(worker, id);
         stored.catch(() => undefined); // looked at only when the bundle passed
       }
       const body = fetched?.response.body ? bodyToRead(fetched.response) : null;
@@ -347,10 +393,15 @@ export class WorkerDigestPool implements DigestPool {
   ): Promise<{ found: Map<string, Uint8Array>; bad: string[] } | undefined> {
     const worker = this.#fallback ? undefined : await this.#pick(0);
     if (!worker) return undefined;
-    const { id, result } = this.#track<{ found: Map<string, Uint8Array>; bad: string[] }>(worker, 1, (data, resolve, reject) => {
-      if (data.readError !== undefined) return reject(new Error(data.readError));
-      resolve({ found: new Map(data.found!.map(([key, buffer]) => [key, new Uint8Array(buffer)])), bad: data.bad! });
-    });
+    const { id, result } = this.#track<{ found: Map<string, Uint8Array>; bad: string[] } | undefined>(
+      worker,
+      1,
+      (data, resolve, reject) => {
+        if (data.readError !== undefined) return reject(new Error(data.readError));
+        resolve({ found: new Map(data.found!.map(([key, buffer]) => [key, new Uint8Array(buffer)])), bad: data.bad! });
+      },
+      (_, resolve) => resolve(undefined),
+    );
     worker.worker.postMessage({ id, read: { ...access, keys: wanted.map((w) => w.sha256), sizes: wanted.map((w) => w.sizeBytes) } });
     return result;
   }
@@ -362,8 +413,11 @@ export class WorkerDigestPool implements DigestPool {
   async hasStored(access: WorkerStoreAccess, keys: readonly string[]): Promise<boolean[] | undefined> {
     const worker = this.#fallback ? undefined : await this.#pick(0);
     if (!worker) return undefined;
-    const { id, result } = this.#track<boolean[]>(worker, 1, (data, resolve, reject) =>
-      data.readError !== undefined ? reject(new Error(data.readError)) : resolve(data.present!),
+    const { id, result } = this.#track<boolean[] | undefined>(
+      worker,
+      1,
+      (data, resolve, reject) => (data.readError !== undefined ? reject(new Error(data.readError)) : resolve(data.present!)),
+      (_, resolve) => resolve(undefined),
     );
     worker.worker.postMessage({ id, has: { ...access, keys } });
     return result;
@@ -443,23 +497,27 @@ export class WorkerDigestPool implements DigestPool {
 
   /** The least loaded worker that answered its ping; none (and the fallback set) when workers fail. */
   async #pick(bytes: number): Promise<PoolWorker | undefined> {
-    const entry = this.#pickStarting();
-    if (!entry) return void this.#inThread();
-    // Reserve it while waiting for readiness, so that concurrent jobs spread out.
-    const reserved = bytes + 1;
-    entry.load += reserved;
-    const ready = await entry.ready;
-    entry.load -= reserved;
-    if (!ready) return void this.#inThread();
-    this.#ready = true;
-    return entry;
+    for (;;) {
+      const entry = this.#pickStarting();
+      if (!entry) return void this.#inThread();
+      // Reserve it while waiting for readiness, so that concurrent jobs spread out.
+      const reserved = bytes + 1;
+      entry.load += reserved;
+      const ready = await entry.ready;
+      entry.load -= reserved;
+      // Lost meanwhile (it is out of the pool now): the next live one, or this thread.
+      if (entry.lost) continue;
+      if (!ready) return void this.#inThread();
+      this.#ready = true;
+      return entry;
+    }
   }
 
   /** The least loaded worker, started now if none was, without waiting for its answer; none where workers cannot run. */
   #pickStarting(): PoolWorker | undefined {
     if (this.#fallback) return undefined;
     this.#workers ??= this.#start();
-    if (this.#workers.length === 0) return undefined;
+    if (this.#workers.length === 0) return void this.#inThread();
     return this.#workers.reduce((best, next) => (next.load < best.load ? next : best));
   }
 
@@ -480,17 +538,22 @@ export class WorkerDigestPool implements DigestPool {
 
   #spawn(scriptUrl: string): PoolWorker {
     const worker = new Worker(scriptUrl);
-    const entry: PoolWorker = { worker, pending: new Map(), load: 0, ready: Promise.resolve(false) };
+    const entry: PoolWorker = { worker, pending: new Map(), stores: new Set(), load: 0, ready: Promise.resolve(false), heard: now() };
     entry.ready = new Promise<boolean>((resolve) => {
+      entry.resolveReady = resolve;
       worker.onmessage = ({ data }: MessageEvent) => {
+        entry.heard = now();
+        entry.pinged = undefined;
         if (data?.pong) {
           const up = Boolean(data.subtle && data.fetch);
           if (up && !this.#fallback) this.#ready = true;
+          entry.started = true;
           return resolve(up);
         }
         if (data.stored !== undefined || data.storeError !== undefined) {
           const waiter = this.#stores.get(data.id);
           this.#stores.delete(data.id);
+          entry.stores.delete(data.id);
           return data.storeError === undefined ? waiter?.resolve() : waiter?.reject(new Error(data.storeError));
         }
         const pending = entry.pending.get(data.id);
@@ -502,35 +565,110 @@ export class WorkerDigestPool implements DigestPool {
         }
         pending.onMessage?.(data);
       };
-      // A worker that cannot load (a CSP refusing it shows up here) or dies: its jobs fail.
+      // A worker that cannot load (a CSP refusing it shows up here) or dies: out of the pool, its
+      // jobs answered without it. So is one whose answer could not be read.
       worker.onerror = (event: ErrorEvent) => {
         event.preventDefault?.();
-        resolve(false);
-        for (const pending of entry.pending.values()) pending.reject(new Error(`worker failed: ${event.message ?? 'error'}`));
-        entry.pending.clear();
+        this.#lose(entry, `error: ${event.message || 'no message'}`);
       };
+      worker.onmessageerror = () => this.#lose(entry, 'an answer that could not be read');
     });
     worker.postMessage({ ping: true });
+    this.#watchSoon();
     return entry;
+  }
+
+  /**
+   * A worker is gone: stopped, out of the pool, every job it held answered without it (a cache
+   * read or check comes back `undefined`, for this thread to do; a fetch fails as a network
+   * failure would, for the transport to try again; a digest whose bytes went with it rejects).
+   * Later jobs go to the workers left, or to this thread once none is.
+   */
+  #lose(entry: PoolWorker, why: string): void {
+    if (entry.lost) return;
+    entry.lost = true;
+    entry.worker.terminate();
+    entry.resolveReady?.(false);
+    if (this.#workers) {
+      this.#workers = this.#workers.filter((other) => other !== entry);
+      if (this.#workers.length === 0) this.#inThread();
+    }
+    const error = new WorkerLostError(why);
+    for (const pending of entry.pending.values()) (pending.lost ?? pending.reject)(error);
+    entry.pending.clear();
+    entry.load = 0;
+    for (const id of entry.stores) {
+      this.#stores.get(id)?.reject(error);
+      this.#stores.delete(id);
+    }
+    entry.stores.clear();
+  }
+
+  /** Has the watchdog look at the workers soon, unless it is already to. */
+  #watchSoon(): void {
+    if (this.#watch !== undefined) return;
+    this.#watch = setTimeout(() => {
+      this.#watch = undefined;
+      this.#watchWorkers();
+    }, this.#livenessMs / 4);
+  }
+
+  /**
+   * The watchdog: a worker with jobs (or still starting) that has said nothing for half the
+   * liveness time is pinged; one still silent a half later is lost. Looks again while any has work.
+   */
+  #watchWorkers(): void {
+    const at = now();
+    let busy = false;
+    for (const entry of [...(this.#workers ?? [])]) {
+      const waiting = entry.pending.size > 0 || entry.stores.size > 0 || !entry.started;
+      if (!waiting) continue;
+      if (entry.pinged !== undefined && at - entry.pinged >= this.#livenessMs / 2) {
+        this.#lose(entry, `silent for ${Math.round(at - entry.heard)} ms`);
+        continue;
+      }
+      busy = true;
+      if (entry.pinged === undefined && at - entry.heard >= this.#livenessMs / 2) {
+        entry.pinged = at;
+        entry.worker.postMessage({ ping: true });
+      }
+    }
+    if (busy) this.#watchSoon();
   }
 
   #track<T>(
     entry: PoolWorker,
     bytes: number,
     onMessage: (data: WorkerReply, resolve: (value: T) => void, reject: (error: Error) => void) => void,
+    lost?: (error: WorkerLostError, resolve: (value: T) => void, reject: (error: Error) => void) => void,
   ): { id: number; result: Promise<T> } {
     const id = this.#nextId++;
     const result = new Promise<T>((resolve, reject) => {
+      // A worker lost before the job was sent: answered at once, as if lost with it.
+      if (entry.lost)
+        return lost
+          ? lost(new WorkerLostError('before the job was sent'), resolve, reject)
+          : reject(new WorkerLostError('before the job was sent'));
       const pending: Pending = {
         resolve: resolve as (value: unknown) => void,
         reject,
         bytes,
         onMessage: (data) => onMessage(data, resolve, reject),
+        ...(lost ? { lost: (error: WorkerLostError) => lost(error, resolve, reject) } : {}),
       };
       entry.pending.set(id, pending);
       entry.load += bytes;
     });
+    this.#watchSoon();
     return { id, result };
+  }
+
+  /** The store write of job `id` on `entry`: settles when the worker says how it went, or rejects if it is lost. */
+  #storeOf(entry: PoolWorker, id: number): Promise<void> {
+    if (entry.lost) return Promise.reject(new WorkerLostError('before the job was sent'));
+    const stored = new Promise<void>((resolve, reject) => this.#stores.set(id, { resolve, reject }));
+    entry.stores.add(id);
+    return stored;
   }
 
   #sendDigest(entry: PoolWorker, job: DigestJob): Promise<DigestResult> {
@@ -551,18 +689,27 @@ export class WorkerDigestPool implements DigestPool {
     const rebuild = (returned: ArrayBuffer[]) =>
       where.map(({ buffer, byteOffset, length }) => new Uint8Array(returned[buffer]!, byteOffset, length));
     const bytes = job.inputs.reduce((sum, input) => sum + input.length, 0);
-    const { id, result } = this.#track<DigestResult>(entry, bytes, (data, resolve, reject) => {
-      const inputs = rebuild(data.buffers!);
-      // The bytes came back: hash them here rather than fail a load over a worker's trouble.
-      if (data.error !== undefined) return void new InThreadDigests().digest({ ...job, inputs }).then(resolve, reject);
-      const decodeErrors = data.decodeErrors?.map((failure) => (failure ? new MemberDecodeError(failure.message, failure) : undefined));
-      resolve({
-        inputs,
-        digests: data.digests!,
-        ...(data.parts ? { parts: data.parts.map((part) => new Uint8Array(part)) } : {}),
-        ...(decodeErrors ? { decodeErrors } : {}),
-      });
-    });
+    const { id, result } = this.#track<DigestResult>(
+      entry,
+      bytes,
+      (data, resolve, reject) => {
+        const inputs = rebuild(data.buffers!);
+        // The bytes came back: hash them here rather than fail a load over a worker's trouble.
+        if (data.error !== undefined) return void new InThreadDigests().digest({ ...job, inputs }).then(resolve, reject);
+        const decodeErrors = data.decodeErrors?.map((failure) => (failure ? new MemberDecodeError(failure.message, failure) : undefined));
+        resolve({
+          inputs,
+          digests: data.digests!,
+          ...(data.parts ? { parts: data.parts.map((part) => new Uint8Array(part)) } : {}),
+          ...(decodeErrors ? { decodeErrors } : {}),
+        });
+      },
+      (lost, resolve, reject) => {
+        // Bytes sent as copies are still here: hashed here instead. Transferred ones went with it.
+        if (job.transfer) reject(lost);
+        else void new InThreadDigests().digest(job).then(resolve, reject);
+      },
+    );
     const message = {
       id,
       buffers,
@@ -571,29 +718,37 @@ export class WorkerDigestPool implements DigestPool {
       ...(ranges.some((range) => range.decode) ? { decode: ranges.map((range) => range.decode ?? null) } : {}),
       ...(job.store ? { store: job.store } : {}),
     };
-    const stored = job.store ? new Promise<void>((resolve, reject) => this.#stores.set(id, { resolve, reject })) : undefined;
+    const stored = job.store ? this.#storeOf(entry, id) : undefined;
     stored?.catch(() => undefined); // the caller may never look
     entry.worker.postMessage(message, buffers);
     return stored ? result.then((answer) => ({ ...answer, stored })) : result;
   }
 
   #sendFetch(entry: PoolWorker, url: string, init: FetchBodyInit): Promise<FetchedBody> {
-    const { id, result } = this.#track<FetchedBody>(entry, 1, (data, resolve, reject) => {
-      if (data.progress !== undefined) return init.onProgress?.(data.progress, data.total);
-      init.signal.removeEventListener('abort', abort);
-      // Rejects as fetch would (a TypeError); Transport turns it into a NetworkError for the caller.
-      if (data.failure !== undefined)
-        return reject(data.aborted ? init.signal.reason : new TypeError(`fetch failed in a worker: ${data.failure}`));
-      const head = data.head!;
-      resolve({
-        status: head.status,
-        statusText: head.statusText,
-        type: head.type,
-        headers: new Headers(head.headers),
-        bytes: new Uint8Array(data.buffer!),
-        ...(data.over ? { overLimit: data.over } : {}),
-      });
-    });
+    const { id, result } = this.#track<FetchedBody>(
+      entry,
+      1,
+      (data, resolve, reject) => {
+        if (data.progress !== undefined) return init.onProgress?.(data.progress, data.total);
+        init.signal.removeEventListener('abort', abort);
+        // Rejects as fetch would (a TypeError); Transport turns it into a NetworkError for the caller.
+        if (data.failure !== undefined)
+          return reject(data.aborted ? init.signal.reason : new TypeError(`fetch failed in a worker: ${data.failure}`));
+        const head = data.head!;
+        resolve({
+          status: head.status,
+          statusText: head.statusText,
+          type: head.type,
+          headers: new Headers(head.headers),
+          bytes: new Uint8Array(data.buffer!),
+          ...(data.over ? { overLimit: data.over } : {}),
+        });
+      },
+      (lost, _, reject) => {
+        init.signal.removeEventListener('abort', abort);
+        reject(init.signal.aborted ? init.signal.reason : new TypeError(`fetch failed in a worker: ${lost.message}`));
+      },
+    );
     const abort = () => entry.worker.postMessage({ abort: id });
     init.signal.addEventListener('abort', abort, { once: true });
     const absolute = absoluteUrl(url);
