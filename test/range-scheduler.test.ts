@@ -153,3 +153,39 @@ test('at most maxRequestsPerOrigin requests in flight; the others wait their tur
   await Promise.all(reads);
   expect(most).toBe(2);
 });
+
+describe('the cap on ranges never joins across bytes kept out', () => {
+  // 12 members of 1000 bytes back to back; the even ones missing, the odd ones had already.
+  const members = Array.from({ length: 12 }, (_, i) => ({ offset: i * 1000, sizeBytes: 1000, sha256: `${i}`.padStart(64, '0') }));
+  const missing = new Set(members.filter((_, i) => i % 2 === 0).map((member) => member.sha256));
+
+  test('without keepOutGapBytes, 6 spans are joined down to 4 ranges, across had members', () => {
+    const plan = planDeltaRanges(12_000, members, missing, { maxGapBytes: 0, maxMissingFraction: 1, maxRanges: 4 });
+    expect(plan.ranges).toHaveLength(4);
+    expect(plan.bytes).toBeGreaterThan(6000);
+  });
+
+  test('with keepOutGapBytes no larger than a had member, every gap is a cut: 6 ranges of exactly the missing bytes', () => {
+    const plan = planDeltaRanges(12_000, members, missing, { maxGapBytes: 0, maxMissingFraction: 1, maxRanges: 4, keepOutGapBytes: 999 });
+    expect(plan.ranges).toEqual(members.filter((_, i) => i % 2 === 0).map(({ offset }) => ({ start: offset, end: offset + 1000 })));
+    expect(plan.bytes).toBe(6000);
+  });
+
+  test('gaps under keepOutGapBytes still join to keep to the cap', () => {
+    // Five missing members 10 bytes apart, but for a had member of 1000 bytes between the third and fourth.
+    const at = [0, 1010, 2020, 4020, 5030];
+    const spaced = at.map((offset, i) => ({ offset, sizeBytes: 1000, sha256: `m${i}`.padStart(64, '0') }));
+    const had = { offset: 3020, sizeBytes: 1000, sha256: 'had'.padStart(64, '0') };
+    const wanted = new Set(spaced.map((member) => member.sha256));
+    const plan = planDeltaRanges(6030, [...spaced, had], wanted, {
+      maxGapBytes: 0,
+      maxMissingFraction: 1,
+      maxRanges: 2,
+      keepOutGapBytes: 999,
+    });
+    expect(plan.ranges).toEqual([
+      { start: 0, end: 3020 },
+      { start: 4020, end: 6030 },
+    ]);
+  });
+});

@@ -7,9 +7,15 @@ export interface DeltaRangeOptions {
   maxMissingFraction?: number;
   /** At most this many range requests per bundle (default 4). */
   maxRanges?: number;
+  /**
+   * Gaps of this many bytes or more are never joined, not even to keep to `maxRanges`: they may
+   * hold bytes the reader has already, which are never asked for twice (SPEC §7 "Needed bytes").
+   * Default: no such limit.
+   */
+  keepOutGapBytes?: number;
 }
 
-export const DEFAULT_DELTA_RANGE_OPTIONS: Readonly<Required<DeltaRangeOptions>> = Object.freeze({
+export const DEFAULT_DELTA_RANGE_OPTIONS: Readonly<Required<Omit<DeltaRangeOptions, 'keepOutGapBytes'>>> = Object.freeze({
   maxGapBytes: 64 * 1024,
   maxMissingFraction: 0.5,
   maxRanges: 4,
@@ -20,7 +26,7 @@ export const DEFAULT_DELTA_RANGE_OPTIONS: Readonly<Required<DeltaRangeOptions>> 
  * default where the server answers them: a range costs a part header (~130 bytes), not a
  * request, so gaps close only below 512 bytes and up to 64 ranges share the request.
  */
-export const DEFAULT_MULTIPART_RANGE_OPTIONS: Readonly<Required<DeltaRangeOptions>> = Object.freeze({
+export const DEFAULT_MULTIPART_RANGE_OPTIONS: Readonly<Required<Omit<DeltaRangeOptions, 'keepOutGapBytes'>>> = Object.freeze({
   maxGapBytes: 512,
   maxMissingFraction: 0.5,
   maxRanges: 64,

@@ -45,7 +45,7 @@ export interface DeltaRangePlan {
   missingBytes: number;
 }
 
-function resolveOptions(options: DeltaRangeOptions): Required<DeltaRangeOptions> {
+function resolveOptions(options: DeltaRangeOptions): Required<Omit<DeltaRangeOptions, 'keepOutGapBytes'>> {
   const resolved = {
     maxGapBytes: options.maxGapBytes ?? DEFAULT_DELTA_RANGE_OPTIONS.maxGapBytes,
     maxMissingFraction: options.maxMissingFraction ?? DEFAULT_DELTA_RANGE_OPTIONS.maxMissingFraction,
@@ -102,13 +102,16 @@ function mergeCloseRanges(spans: DeltaByteRange[], maxGapBytes: number): DeltaBy
  * Merges the two neighbours with the smallest gap (the first such pair on a tie), again and
  * again, until at most `maxRanges` remain. A merge removes one gap and leaves the others as they
  * were, so that is: cut at the `maxRanges − 1` widest gaps (of equal ones, the later), join the
- * rest. O(n log n), where merging pair by pair was O(n²).
+ * rest. O(n log n), where merging pair by pair was O(n²). A gap of `keepOutGapBytes` or more is
+ * always a cut, even where that leaves more than `maxRanges` ranges: it may hold bytes already had.
  */
-function capRanges(ranges: DeltaByteRange[], maxRanges: number): DeltaByteRange[] {
+function capRanges(ranges: DeltaByteRange[], maxRanges: number, keepOutGapBytes = Infinity): DeltaByteRange[] {
   if (ranges.length <= maxRanges) return ranges.map((range) => ({ ...range }));
+  const gapOf = (i: number) => ranges[i + 1]!.start - ranges[i]!.end;
   const gaps = Array.from({ length: ranges.length - 1 }, (_, i) => i);
-  gaps.sort((a, b) => ranges[b + 1]!.start - ranges[b]!.end - (ranges[a + 1]!.start - ranges[a]!.end) || b - a);
-  const cuts = new Set(gaps.slice(0, maxRanges - 1));
+  gaps.sort((a, b) => gapOf(b) - gapOf(a) || b - a);
+  const kept = gaps.filter((i) => gapOf(i) >= keepOutGapBytes).length;
+  const cuts = new Set(gaps.slice(0, Math.max(kept, maxRanges - 1)));
   const capped: DeltaByteRange[] = [{ ...ranges[0]! }];
   for (let i = 1; i < ranges.length; i++) {
     if (cuts.has(i - 1)) capped.push({ ...ranges[i]! });
@@ -136,6 +139,6 @@ export function planDeltaRanges(
   if (missingBytes > maxMissingFraction * bundleSizeBytes) {
     return { none: false, whole: true, ranges: [{ start: 0, end: bundleSizeBytes }], bytes: bundleSizeBytes, missingBytes };
   }
-  const ranges = capRanges(mergeCloseRanges(spans, maxGapBytes), maxRanges);
+  const ranges = capRanges(mergeCloseRanges(spans, maxGapBytes), maxRanges, options.keepOutGapBytes);
   return { none: false, whole: false, ranges, bytes: sumOf(ranges), missingBytes };
 }

@@ -15,13 +15,14 @@ import type { ByteRange, DeltaReadOptions } from './delta-ranges.js';
 export function deltaRangesFor(
   missing: readonly { offset: number; sizeBytes: number; sha256: string }[],
   bundleBytes: number,
-  settings: Required<DeltaReadOptions>,
+  settings: Required<DeltaReadOptions> & { keepOutGapBytes?: number | undefined },
   multipart = false,
 ): ByteRange[] | undefined {
   const plan = planDeltaRanges(bundleBytes, missing, new Set(missing.map((member) => member.sha256)), {
     maxGapBytes: multipart ? settings.multipartGapBytes : settings.maxGapBytes,
     maxMissingFraction: settings.maxMissingFraction,
     maxRanges: multipart ? settings.maxRangesPerRequest : settings.maxRangesPerBundle,
+    ...(settings.keepOutGapBytes !== undefined ? { keepOutGapBytes: settings.keepOutGapBytes } : {}),
   });
   if (plan.whole) return undefined;
   return plan.ranges.map(({ start, end }) => ({ offset: start, length: end - start }));

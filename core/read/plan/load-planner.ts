@@ -213,7 +213,7 @@ export class LoadPlanner {
     bundle: BundleEntry,
     missing: Entry[],
     multipart: boolean,
-    settings: Required<DeltaReadOptions> = this.#delta!,
+    settings: Required<DeltaReadOptions> & { keepOutGapBytes?: number | undefined } = this.#delta!,
   ): Promise<ByteRange[] | undefined> {
     const rule = await this.#rule().catch(() => undefined);
     return rule?.deltaRangesFor(
@@ -256,8 +256,14 @@ function keepOutOf(contents: Map<string, Entry>, missing: readonly Entry[], fetc
   return smallest < Infinity ? smallest - 1 : undefined;
 }
 
-/** Range settings that keep out what came already (`keepOut`): never the whole bundle, no gap as wide as such a member. */
-function keptOut(settings: Required<DeltaReadOptions>, keepOut: number | undefined): Required<DeltaReadOptions> {
+/**
+ * Range settings that keep out what came already (`keepOut`): never the whole bundle, no gap as
+ * wide as such a member joined, not even to keep to the most ranges a bundle may take.
+ */
+function keptOut(
+  settings: Required<DeltaReadOptions>,
+  keepOut: number | undefined,
+): Required<DeltaReadOptions> & { keepOutGapBytes?: number | undefined } {
   return keepOut === undefined
     ? settings
     : {
@@ -265,5 +271,6 @@ function keptOut(settings: Required<DeltaReadOptions>, keepOut: number | undefin
         maxMissingFraction: 1,
         maxGapBytes: Math.min(settings.maxGapBytes, keepOut),
         multipartGapBytes: Math.min(settings.multipartGapBytes, keepOut),
+        keepOutGapBytes: keepOut,
       };
 }
