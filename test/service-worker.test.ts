@@ -618,3 +618,53 @@ describe.each(TESTED_BROWSERS)('%s: the worker on webpack serve (loose index)', 
     await page.close();
   });
 });
+
+// The worker computes opaque ids (SPEC §4) with its own synchronous HMAC-SHA256 (hash-sync.ts, in
+// place of @noble/hashes in its build): a project whose index lists ids, not paths, is served
+// from its bundles by the URLs of its paths, and URLs it does not list still pass through.
+describe.each(TESTED_BROWSERS)('%s: the worker on a project with opaque ids', (kind) => {
+  let server: RepoServer;
+  let browser: LaunchedBrowser;
+  let site: string;
+  const files = {
+    'text/hello world.txt': Buffer.from('hello from a bundle whose index lists no paths\n'),
+    'levels/ünïcödé-マップ.bin': seededBytes(30 * 1024, 7),
+    'levels/a.bin': seededBytes(20 * 1024, 8),
+  };
+
+  beforeAll(async () => {
+    site = temporaryDir('awkb-sw-ids-');
+    const loose = temporaryDir('awkb-sw-ids-loose-');
+    writeTree(loose, files);
+    const published = runCli([loose, '--out', join(site, 'published'), '--opaque-ids', '--salt', 'a salt of the project']);
+    if (published.code !== 0) throw new Error(published.stderr);
+    expect(runCli(['sw', '--out', site]).code).toBe(0);
+    writeFileSync(join(site, 'page.html'), PAGE);
+    server = await startRepoServer({ mounts: { '/ids/': site } });
+    browser = await launchBrowser({ kind });
+  });
+
+  afterAll(async () => {
+    await browser?.close();
+    await server?.close();
+  });
+
+  test('files are served verified by their paths; the index names none of them', async () => {
+    const index = readFileSync(join(site, 'published/project.index.json'), 'utf8');
+    for (const path of Object.keys(files)) expect(index).not.toContain(path.split('/').pop()!);
+    const page = await browser.browser.newPage();
+    try {
+      await page.goto(`${server.origin}/ids/page.html`);
+      await registerWorker(page, 'published/project.index.json');
+      server.resetRequests();
+      for (const [path, bytes] of Object.entries(files)) {
+        const got = await fetchInPage(page, `published/${path.split('/').map(encodeURIComponent).join('/')}`);
+        expect({ path, status: got.status, sha256: got.sha256 }).toEqual({ path, status: 200, sha256: sha256(bytes) });
+      }
+      expect(server.requests.filter((request) => !request.path.endsWith('.awkb'))).toEqual([]);
+      expect((await fetchInPage(page, 'published/levels/b.bin')).status).toBe(404);
+    } finally {
+      await page.close();
+    }
+  });
+});
