@@ -97,7 +97,8 @@ describe.each(TESTED_BROWSERS)('%s: a dead worker never hangs a read', (kind) =>
               cache: await core.openBrowserCache({ name }),
               hashWorkers: pool,
             });
-            const hex = async (bytes: Uint8Array) => core.toHex(new Uint8Array(await crypto.subtle.digest('SHA-256', bytes)));
+            const hex = async (bytes: Uint8Array) =>
+              core.toHex(new Uint8Array(await crypto.subtle.digest('SHA-256', bytes as BufferSource)));
             const out: Record<string, string> = {};
             for (const path of ['first/a.bin', 'first/b.bin', 'second/c.bin']) out[path] = await hex(await source.read(path));
             await source.whenStored();
@@ -151,7 +152,7 @@ describe.each(TESTED_BROWSERS)('%s: a dead worker never hangs a read', (kind) =>
         const made = (globalThis as unknown as { madeWorkers: Worker[] }).madeWorkers;
         const pool = new core.WorkerDigestPool({ size: 2, livenessMs: 400 });
         const source = await core.IndexedAssetSource.open({ indexUrl: '/published/site/project.index.json', hashWorkers: pool });
-        const hex = async (bytes: Uint8Array) => core.toHex(new Uint8Array(await crypto.subtle.digest('SHA-256', bytes)));
+        const hex = async (bytes: Uint8Array) => core.toHex(new Uint8Array(await crypto.subtle.digest('SHA-256', bytes as BufferSource)));
         const out: Record<string, string> = {};
         out['first/a.bin'] = await hex(await source.read('first/a.bin'));
         // Workers up first (a cold page's first bundle streams on the page): a job that waits for one.
@@ -169,7 +170,7 @@ describe.each(TESTED_BROWSERS)('%s: a dead worker never hangs a read', (kind) =>
       hold.release();
       const result = await page.evaluate(async () => {
         const core = await harnessImport('/dist/core/internal.js');
-        const hex = async (bytes: Uint8Array) => core.toHex(new Uint8Array(await crypto.subtle.digest('SHA-256', bytes)));
+        const hex = async (bytes: Uint8Array) => core.toHex(new Uint8Array(await crypto.subtle.digest('SHA-256', bytes as BufferSource)));
         const pending = (globalThis as unknown as { pending: Promise<Uint8Array> }).pending;
         return pending.then(hex, (error: Error) => `${error.name}: ${error.message}`);
       });
