@@ -28,6 +28,15 @@ export class VerifiedCache {
   readonly #writes = new Set<Promise<void>>();
   /** Cache reads asked for in the current microtask, answered together by one `getMany`. */
   #batch: Map<string, CacheWaiter[]> | undefined;
+  /**
+   * Contents a read found missing or bad, though the cache may still count them (another tab
+   * cleared it between a `has` and a `get`): not cached, whatever `contains` hears, until this
+   * source writes them again. A plan that trusted the count would leave them out of every load.
+   */
+  readonly #gone = new Set<string>();
+  /** When each content was last given to `store`, counted in stores: a read that began before does not mark it gone. */
+  readonly #storedAt = new Map<string, number>();
+  #stores = 0;
 
   constructor(
     cache: ContentCache | undefined,
@@ -94,7 +103,7 @@ export class VerifiedCache {
     const pool = this.#pool;
     const ask = store && pool.hasStored && pool.usingWorkers === true ? async () => (await pool.hasStored!(store, shas)) ?? here() : here;
     const answers = await this.#call('has', shas, ask);
-    return answers ? new Set(shas.filter((_, i) => answers[i])) : undefined;
+    return answers ? new Set(shas.filter((sha256, i) => answers[i] && !this.#gone.has(sha256))) : undefined;
   }
 
   /**
@@ -104,6 +113,13 @@ export class VerifiedCache {
    */
   async getVerified(wanted: Entry[], options: { waitForWorkers?: boolean } = {}): Promise<Map<string, Uint8Array>> {
     if (!this.#cache || wanted.length === 0 || this.#cache.holdsNothing === true) return new Map();
+    const began = this.#stores;
+    const found = await this.#getVerified(this.#cache, wanted, options);
+    for (const { sha256 } of wanted) if (!found.has(sha256) && !((this.#storedAt.get(sha256) ?? 0) > began)) this.#gone.add(sha256);
+    return found;
+  }
+
+  async #getVerified(cache: ContentCache, wanted: Entry[], options: { waitForWorkers?: boolean }): Promise<Map<string, Uint8Array>> {
     const store = this.workerStore();
     const now = options.waitForWorkers === false;
     // A read on a cold page waits for no worker: one read transaction on this thread says at once
@@ -125,7 +141,7 @@ export class VerifiedCache {
         return answer.found;
       }
     }
-    return this.#getVerifiedHere(this.#cache, wanted, now);
+    return this.#getVerifiedHere(cache, wanted, now);
   }
 
   async #getVerifiedHere(cache: ContentCache, wanted: Entry[], now: boolean): Promise<Map<string, Uint8Array>> {
@@ -175,6 +191,11 @@ export class VerifiedCache {
     if (!cache || (contents.length === 0 && !byWorker)) return Promise.resolve();
     cache.expectWrites?.(); // before a worker's write too: from now on the cache is asked
     const shas = contents.map(([sha256]) => sha256);
+    this.#stores++;
+    for (const sha256 of shas) {
+      this.#gone.delete(sha256);
+      this.#storedAt.set(sha256, this.#stores);
+    }
     if (byWorker) return this.#track(this.#call('put', shas, () => byWorker).then(() => undefined));
     const put = async (): Promise<void> => {
       if (cache.putMany) await cache.putMany(contents);
