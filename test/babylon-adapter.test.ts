@@ -267,6 +267,45 @@ describe.each(TESTED_BROWSERS)('%s', (kind) => {
     }
   });
 
+  test('a mistyped URL below the root loads loose with one warning naming the listed path it is a slip from; none with warnNearMisses: false', async () => {
+    const warnings: string[] = [];
+    const listen = (message: { type(): string; text(): string }) => {
+      if (message.text().includes('did you mean')) warnings.push(`${message.type()}: ${message.text()}`);
+    };
+    page.on('console', listen);
+    const loadSlip = () =>
+      call(
+        (t, url) =>
+          t.loadModel('ImportMeshAsync', url).then((result: { error?: string }) => (result.error === undefined ? 'loaded' : 'failed')),
+        `${LOOSE}glb/CesiumMilkTruk.glb`,
+      );
+    try {
+      await register();
+      server.resetRequests();
+      try {
+        expect(await loadSlip()).toMatch(/^"?failed/);
+        expect(await loadSlip()).toMatch(/^"?failed/);
+      } finally {
+        await dispose();
+      }
+      expect(siteRequests().filter((path) => path.endsWith('CesiumMilkTruk.glb')).length).toBeGreaterThanOrEqual(1);
+      const origin = server.origin;
+      expect(warnings).toEqual([
+        `warn: awake-bundle: glb/CesiumMilkTruk.glb is below the root ${origin}${LOOSE} but not in the index ${origin}${INDEX}; did you mean glb/CesiumMilkTruck.glb? Loading it loose`,
+      ]);
+      warnings.length = 0;
+      await register({ warnNearMisses: false });
+      try {
+        await loadSlip();
+      } finally {
+        await dispose();
+      }
+      expect(warnings).toEqual([]);
+    } finally {
+      page.off('console', listen);
+    }
+  });
+
   test('URLs that miss the index while it lists their tails: one warning naming the root that would serve them; none with that root', async () => {
     const warnings: string[] = [];
     const listen = (message: { type(): string; text(): string }) => {

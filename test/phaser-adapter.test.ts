@@ -295,6 +295,23 @@ describe.each(TESTED_BROWSERS)('%s', (kind) => {
       expect(rooted.recordedLoads!.loads.map((load) => load.name)).toEqual(['first']);
     });
 
+    test('a mistyped path below the root loads loose with one warning naming the listed path it is a slip from; none with warnNearMisses: false', async () => {
+      const log: string[] = [];
+      const index = (options: Record<string, unknown>) => ({ url: 'project.index.json', options: { cache: 'memory', ...options } });
+      server.resetRequests();
+      const slipped = await run(version, { baseURL: '/site/published/', index: index({}), queue: ['image', 'typo', 'typo'] }, log);
+      // The slip went loose (and failed there, as it would without the adapter); the rest came from bundles.
+      expect(siteRequests().filter((path) => path.endsWith('/coni.png'))).toEqual(['/site/published/images/kenney/coni.png']);
+      expect(slipped.events.loaderror.length).toBeGreaterThan(0);
+      const origin = server.origin;
+      expect(log.filter((line) => line.includes('did you mean'))).toEqual([
+        `warn: awake-bundle: images/kenney/coni.png is below the root ${origin}/site/published/ but not in the index ${origin}/site/published/project.index.json; did you mean images/kenney/coin.png? Loading it loose`,
+      ]);
+      log.length = 0;
+      await run(version, { baseURL: '/site/published/', index: index({ warnNearMisses: false }), queue: ['image', 'typo'] }, log);
+      expect(log.filter((line) => line.includes('did you mean'))).toEqual([]);
+    });
+
     test('`type: "awkbIndex"` in a pack file: the files after it come from bundles, with ./, .. and a query', async () => {
       server.resetRequests();
       const result = await run(version, { baseURL: '/site/published/', queue: ['packWithIndex'] });

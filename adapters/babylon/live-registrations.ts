@@ -16,8 +16,8 @@ export interface AwkbReadOptions {
 /** What the hooks and the plugin use of a registration (an `AwkbRegistration`). */
 export interface LiveRegistration {
   readonly source: { has(path: string): boolean };
-  /** Warns once when loose URLs would be index paths below another root. */
-  readonly misrooted: { notice(url: URL): void };
+  /** A URL loaded loose: warns of a root that would serve it, or of the listed path it is a slip from. */
+  noticeLoose(url: URL): void;
   pathOf(url: string): string | undefined;
   urlOf(path: string): string;
   read(path: string, options?: AwkbReadOptions): Promise<Uint8Array>;
@@ -47,11 +47,11 @@ export function removeLiveRegistration(registration: LiveRegistration): void {
   if (at >= 0) active.splice(at, 1);
 }
 
-/** A URL Babylon asks for loads loose: each registration hears of it, to warn of a `root` that would serve it. */
+/** A URL Babylon asks for loads loose: each registration hears of it, to warn of a `root` that would serve it or a path it is a slip from. */
 export function noticeLoose(url: string): void {
   if (active.length === 0) return;
   const absolute = absoluteUrl(url);
-  if (absolute) for (const registration of active) registration.misrooted.notice(absolute);
+  if (absolute) for (const registration of active) registration.noticeLoose(absolute);
 }
 
 /** The registration and path that a URL Babylon asks for maps to, newest registration first. */

@@ -41,6 +41,12 @@ export interface AwkbOptions extends Omit<OpenOptions, 'index' | 'baseUrl'> {
   onPrefetchProgress?: (progress: PrefetchProgress) => void;
   /** Resolve `registerAwkb` only once the prefetch is verified and held (a loading screen that waits for every byte); default false. */
   waitForPrefetch?: boolean;
+  /**
+   * Warn (once per path) when a URL below `root` that the index does not list loads loose while a
+   * listed path is a slip away (`CesiumMilkTruk.gltf` for `CesiumMilkTruck.gltf`, another letter
+   * case, the same name in another folder), naming it. Default true; `false` for none.
+   */
+  warnNearMisses?: boolean;
 }
 
 /** A URL's place in one registration's index. */
@@ -89,19 +95,19 @@ export class AwkbRegistration implements LiveRegistration {
   readonly mounted: MountedSource;
 
   /** @internal use `registerAwkb` */
-  constructor(source: IndexedAssetSource, root: URL, ownsSource: boolean, key: unknown) {
+  constructor(source: IndexedAssetSource, root: URL, ownsSource: boolean, key: unknown, warnNearMisses?: boolean) {
     this.source = source;
     this.root = root.href;
     this.#ownsSource = ownsSource;
     this.#key = key;
     const page = pageBase();
     const relativeTo = page === undefined ? undefined : absoluteUrl('./', page);
-    this.mounted = new MountedSource(source, { root, owned: ownsSource, ...(relativeTo ? { relativeTo } : {}) });
+    this.mounted = new MountedSource(source, { root, owned: ownsSource, warnNearMisses, ...(relativeTo ? { relativeTo } : {}) });
   }
 
-  /** @internal warns once when loose URLs would be index paths below another root */
-  get misrooted(): { notice(url: URL): void } {
-    return this.mounted.misrooted;
+  /** @internal a URL loaded loose: the wrong-root and near-miss warnings (core/page/mount.ts) */
+  noticeLoose(url: URL): void {
+    this.mounted.noticeLoose(url);
   }
 
   /**
@@ -254,11 +260,11 @@ export async function registerAwkb(options: AwkbOptions): Promise<AwkbRegistrati
 }
 
 async function open(options: AwkbOptions, root: URL, key: unknown): Promise<AwkbRegistration> {
-  const { source: given, root: _root, prefetch, onPrefetchProgress, waitForPrefetch, cache, ...openOptions } = options;
+  const { source: given, root: _root, prefetch, onPrefetchProgress, waitForPrefetch, cache, warnNearMisses, ...openOptions } = options;
   // The store opens while the reader fetches the index (a promise is awaited there).
   // The store opens a microtask later, once the index request is out (open sends it at once).
   const source = given ?? (await openMountedSource({ ...openOptions, ...(cache !== undefined ? { cache } : {}) }));
-  const registration = new AwkbRegistration(source, root, !given, key);
+  const registration = new AwkbRegistration(source, root, !given, key, warnNearMisses);
   try {
     if (prefetch) {
       // A path the index does not list is the caller's mistake: refused before anything is fetched.

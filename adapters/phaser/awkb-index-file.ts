@@ -95,7 +95,12 @@ export function defineAwkbIndexFile(phaser: PhaserNamespace): AwkbIndexFactory {
       // A relative `root` resolves against the loader's baseURL and path: the warning suggests one that way.
       const relativeTo = absoluteUrl('./', absoluteUrl(loader.baseURL + loader.path)?.href);
       const mount: MountedIndex = Object.assign(
-        new MountedSource(source, { root, owned: given === undefined, ...(relativeTo ? { relativeTo } : {}) }),
+        new MountedSource(source, {
+          root,
+          owned: given === undefined,
+          warnNearMisses: this.options.warnNearMisses,
+          ...(relativeTo ? { relativeTo } : {}),
+        }),
         {
           key: this.key,
           rangeReads: rangeReads === true,

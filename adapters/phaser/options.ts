@@ -43,6 +43,12 @@ export interface AwkbIndexOptions {
   holdFirstFrame?: boolean | number;
   /** An already open source: no index request, and the game does not dispose it. */
   source?: IndexedAssetSource;
+  /**
+   * Warn (once per path) when a file below `root` that the index does not list loads loose while a
+   * listed path is a slip away (`backgrond.png` for `background.png`, another letter case, the
+   * same name in another folder), naming it. Default true; `false` for none.
+   */
+  warnNearMisses?: boolean;
 }
 
 export interface AwkbIndexFileConfig extends AwkbIndexOptions {

@@ -12,6 +12,7 @@ import type { ContentCache } from '../cache/content-cache.js';
 import { IndexedAssetSource } from '../read/indexed-asset-source.js';
 import type { OpenOptions } from '../read/options.js';
 import { watchDoubleDownloads } from './double-downloads.js';
+import { NearMisses } from './near-misses.js';
 import { MisrootedFiles, projectPathOf } from './project-urls.js';
 
 /**
@@ -33,6 +34,8 @@ export interface MountOptions {
   owned: boolean;
   /** What a relative `root` in the wrong-root warning is relative to (the loader's path, the page). */
   relativeTo?: URL;
+  /** Warn of loose files below the root whose paths are near listed ones (`NearMisses`); default true. */
+  warnNearMisses?: boolean | undefined;
 }
 
 export class MountedSource {
@@ -43,9 +46,11 @@ export class MountedSource {
   readonly owned: boolean;
   /** Warns once when loose files' URLs would be index paths below another root. */
   readonly misrooted: MisrootedFiles;
+  /** Warns once per path of a loose file below the root whose path is a slip from a listed one. */
+  readonly #nearMisses: NearMisses | undefined;
   readonly #stopWatching: () => void;
 
-  constructor(source: IndexedAssetSource, { root, owned, relativeTo }: MountOptions) {
+  constructor(source: IndexedAssetSource, { root, owned, relativeTo, warnNearMisses }: MountOptions) {
     this.source = source;
     this.root = root;
     this.owned = owned;
@@ -55,6 +60,15 @@ export class MountedSource {
       ...(source.indexUrl ? { indexUrl: source.indexUrl } : {}),
       ...(relativeTo ? { relativeTo } : {}),
     });
+    this.#nearMisses =
+      warnNearMisses === false
+        ? undefined
+        : new NearMisses({
+            root,
+            has: (path) => source.has(path),
+            paths: () => source.paths(),
+            ...(source.indexUrl ? { indexUrl: source.indexUrl } : {}),
+          });
     this.#stopWatching = watchDoubleDownloads({ root, inBundle: (path) => source.entry(path)?.bundle !== undefined });
   }
 
@@ -64,9 +78,13 @@ export class MountedSource {
     return path !== undefined && this.source.has(path) ? path : undefined;
   }
 
-  /** A file at `url` loads loose: warns (once) of a root that would serve it from bundles. */
+  /**
+   * A file at `url` loads loose: warns (once) of a root that would serve it from bundles, or (once
+   * per path) of the listed path a path below the root is a slip from.
+   */
   noticeLoose(url: URL): void {
     this.misrooted.notice(url);
+    this.#nearMisses?.notice(url);
   }
 
   /** Stops watching the page's downloads; disposes the source when the adapter opened it. */
