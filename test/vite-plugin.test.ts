@@ -222,11 +222,27 @@ describe('vite build', () => {
     expect(index.files.map((file) => file.path).sort()).toEqual([...EXAMPLE_FILES].sort());
   });
 
-  test('an assets folder inside public/ is published, with a warning that Vite copies it loose as well', () => {
+  test("an assets folder inside public/ is published, with a warning after Vite's own lines that Vite copies it loose as well", () => {
     const project = createViteProject({ plugin: { assets: 'public/assets' }, files: { 'public/assets/images/coin.png': 'a coin' } });
     const build = expectBuilt(project);
-    expect(build.output).toContain("lies inside Vite's publicDir");
+    const warning = build.output.indexOf("awake-bundle: warning: the assets folder public/assets lies inside Vite's publicDir (public)");
+    expect(warning).toBeGreaterThanOrEqual(0);
+    // Where it is seen: after Vite's banner and the list of what it built, beside the publish summary.
+    expect(build.output.lastIndexOf('building')).toBeLessThan(warning);
+    expect(build.output.indexOf('awake-bundle: published public/assets into dist/published')).toBeLessThan(warning);
+    expect(build.output).toContain("or set assetsInPublicDir: 'fail' to fail the build");
     expect(existsSync(join(project.dir, 'dist/published/project.index.json'))).toBe(true);
+  });
+
+  test("assetsInPublicDir: 'fail' fails the build at once, naming the folder, with nothing written", () => {
+    const project = createViteProject({
+      plugin: { assets: 'public/assets', assetsInPublicDir: 'fail' },
+      files: { 'public/assets/images/coin.png': 'a coin' },
+    });
+    const build = runVite(project.dir, ['build']);
+    expect(build.code).not.toBe(0);
+    expect(build.output).toContain("awake-bundle: the assets folder public/assets lies inside Vite's publicDir (public)");
+    expect(existsSync(join(project.dir, 'dist/published/project.index.json'))).toBe(false);
   });
 
   test("a link that leaves the assets folder fails the build with the CLI's message naming it", () => {

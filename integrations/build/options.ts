@@ -143,7 +143,7 @@ export function resolveBuildOptions(options: AwakeBundleBuildOptions, root: stri
   if (options === null || typeof options !== 'object') throw new InvalidOptionError('options', 'awake-bundle: expected an options object such as { assets: "public/assets" }');
   const unknown = Object.keys(options).find((name) => !OPTION_NAMES.has(name));
   if (unknown !== undefined) fail(unknown, `unknown option; the options are ${[...OPTION_NAMES].join(', ')}`);
-  if (typeof options.assets !== 'string' || options.assets === '') fail('assets', 'the asset folder is required, such as "public/assets"');
+  if (typeof options.assets !== 'string' || options.assets === '') fail('assets', 'the asset folder is required, such as "assets"');
   const loadsFile = loadsOption(options.loads, root);
   const grouping = eitherName<string>(options, 'grouping', 'group') ?? (loadsFile !== undefined ? 'folder' : 'auto');
   if (grouping !== 'folder' && grouping !== 'one' && grouping !== 'auto') fail(options.group !== undefined ? 'group' : 'grouping', `must be "auto", "folder" or "one", got ${JSON.stringify(grouping)}`);

@@ -1,7 +1,7 @@
 /**
  * `awake-bundle/vite`: publish a game's assets as part of the Vite build it already runs.
  *
- *   // vite.config.js
+ *   // vite.config.mjs
  *   import { awakeBundle } from 'awake-bundle/vite';
  *   export default { plugins: [awakeBundle({ assets: 'assets', output: 'published' })] };
  *
@@ -22,6 +22,7 @@
  */
 import { join, relative, resolve } from 'node:path';
 import type { Plugin, ResolvedConfig } from 'vite';
+import { InvalidOptionError } from '../../core/errors.js';
 import { isInside } from '../../core/node/inside.js';
 import { listFolderFiles } from '../../core/node/loose-index.js';
 import { serviceWorkerSource } from '../../core/node/service-worker-file.js';
@@ -41,12 +42,25 @@ import { buildCacheFolder, placePublished, pruneCache } from './build-cache.js';
 
 export type { AwakeBundleBuildOptions } from '../build/shared.js';
 
-/** The asset folder, `output`, the CLI's publish options, `serviceWorker` (integrations/build/options.ts). */
-export type AwakeBundleViteOptions = AwakeBundleBuildOptions;
+/** The asset folder, `output`, the CLI's publish options, `serviceWorker` (integrations/build/options.ts), and one of Vite's own. */
+export interface AwakeBundleViteOptions extends AwakeBundleBuildOptions {
+  /**
+   * An assets folder inside Vite's `publicDir` (`public/assets`) is copied by Vite into the build
+   * as it is, so its files ship loose beside the bundles. `'warn'` (the default) says so in the
+   * build's summary; `'fail'` fails `vite build` at once, before anything is built.
+   */
+  assetsInPublicDir?: 'warn' | 'fail';
+}
 
 export const PLUGIN_NAME = 'awake-bundle';
 
-export function awakeBundle(options: AwakeBundleViteOptions): Plugin {
+export function awakeBundle(viteOptions: AwakeBundleViteOptions): Plugin {
+  const { assetsInPublicDir = 'warn', ...options } = viteOptions ?? ({} as AwakeBundleViteOptions);
+  if (assetsInPublicDir !== 'warn' && assetsInPublicDir !== 'fail')
+    throw new InvalidOptionError(
+      'assetsInPublicDir',
+      `${PLUGIN_NAME}: assetsInPublicDir must be "warn" or "fail", got ${JSON.stringify(assetsInPublicDir)}`,
+    );
   let config: ResolvedConfig;
   let resolved: ResolvedBuildOptions;
   /** This build's publish into the build cache: started by the HTML (for its preload links) or by closeBundle. */
@@ -62,7 +76,8 @@ export function awakeBundle(options: AwakeBundleViteOptions): Plugin {
       resolved = resolveBuildOptions(options, config.root);
       const onWarning = resolved.onWarning ?? ((message: string) => config.logger.warn(`${PLUGIN_NAME}: warning: ${message}`));
       resolved = { ...resolved, onWarning };
-      warnAboutPublicDir(config, resolved);
+      if (assetsInPublicDir === 'fail' && inPublicDir(config, resolved))
+        throw new InvalidOptionError('assetsInPublicDir', publicDirMessage(config, resolved, 'fail'));
     },
     configureServer(server) {
       // Also answers the worker's URL with `serviceWorker`, so the page registers it in both modes.
@@ -109,6 +124,8 @@ export function awakeBundle(options: AwakeBundleViteOptions): Plugin {
       if (config.command !== 'build' || build.write === false || !isClientBuild(config, this.environment)) return;
       const outDir = outDirOf(this.environment);
       await placeIntoOutDir(config, outDir, resolved, await publish(outDir));
+      // Said with the build's summary, after Vite's banner and its list of files, where it is seen.
+      if (inPublicDir(config, resolved)) config.logger.warn(publicDirMessage(config, resolved, 'warn'));
     },
   };
 }
@@ -155,11 +172,17 @@ async function placeIntoOutDir(
 const plural = (count: number, noun: string) => `${count} ${noun}${count === 1 ? '' : 's'}`;
 
 /** Vite copies `publicDir` into the out folder as it is: assets kept there ship loose as well. */
-function warnAboutPublicDir(config: ResolvedConfig, options: ResolvedBuildOptions): void {
-  if (config.command !== 'build' || !config.publicDir) return;
-  if (isInside(options.assets, resolve(config.publicDir))) {
-    config.logger.warn(
-      `${PLUGIN_NAME}: the assets folder ${options.assets} lies inside Vite's publicDir, so Vite also copies its files loose into the build; keep it outside publicDir (e.g. assets/ beside public/)`,
-    );
-  }
+function inPublicDir(config: ResolvedConfig, options: ResolvedBuildOptions): boolean {
+  return config.command === 'build' && Boolean(config.publicDir) && isInside(options.assets, resolve(config.publicDir));
+}
+
+function publicDirMessage(config: ResolvedConfig, options: ResolvedBuildOptions, mode: 'warn' | 'fail'): string {
+  const assets = relative(config.root, options.assets) || '.';
+  const publicDir = relative(config.root, config.publicDir) || '.';
+  const said =
+    `the assets folder ${assets} lies inside Vite's publicDir (${publicDir}), so Vite also copies its files loose into the build; ` +
+    `move it outside publicDir (e.g. assets/ beside public/, docs/phaser.md "The layout to use")`;
+  return mode === 'fail'
+    ? `${PLUGIN_NAME}: ${said}`
+    : `${PLUGIN_NAME}: warning: ${said}, or set assetsInPublicDir: 'fail' to fail the build`;
 }
