@@ -24,22 +24,11 @@ import { VerifiedCache } from '../core/read/state/verified-cache.js';
 import { spanOf } from '../core/read/verify/verify.js';
 import { InThreadDigests, type DigestJob, type DigestPool } from '../core/read/workers/digest-jobs.js';
 import { temporaryDir } from './helpers/cli.js';
-import { text } from './helpers/encoded-sites.js';
-import { seededBytes, sha256Hex, writeTree } from './helpers/trees.js';
+import { sha256Hex, writeTree } from './helpers/trees.js';
+import { MIXED_FILES } from './helpers/mixed-files.js';
 
-/**
- * One bundle (one group) of: an empty file, a content listed twice, two text files the writer
- * stores deflate-raw (SPEC §5a), a tiny file and a larger incompressible one.
- */
-const FILES: Record<string, Uint8Array> = {
-  'a/empty.txt': new Uint8Array(0),
-  'a/noise.bin': seededBytes(5000, 1),
-  'b/copy.bin': seededBytes(5000, 1),
-  'b/level.json': text(30_000, 3),
-  'c/map.json': text(12_000, 7),
-  'c/tiny.txt': new TextEncoder().encode('hello'),
-  'd/big.bin': seededBytes(70_000, 9),
-};
+/** One bundle (one group) of every kind of member (helpers/mixed-files.ts). */
+const FILES = MIXED_FILES;
 const URL_OF_BUNDLE = 'https://cdn.example/bundles/x.awkb';
 
 let index: BundledIndex;
