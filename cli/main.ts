@@ -14,7 +14,16 @@ import { reportCommand } from './commands/report.js';
 import { serveCommand } from './commands/serve.js';
 import { swCommand } from './commands/sw.js';
 import { verifyCommand } from './commands/verify.js';
-import { CommandFailure, editDistance, printable, UsageError, type Command, type CommandContext } from './usage.js';
+import {
+  CommandFailure,
+  editDistance,
+  nearestName,
+  OptionValueError,
+  printable,
+  UsageError,
+  type Command,
+  type CommandContext,
+} from './usage.js';
 
 const commands: Command[] = [
   publishCommand,
@@ -55,19 +64,22 @@ function packageVersion(): string {
 /**
  * The rule for a first argument that is not a command (publish is the default command, so
  * `awake-bundle assets` publishes the folder assets): when it is not an existing path and is
- * within edit distance 2 of a command's name, it is a mistyped command, a wrong command line.
+ * close to a command's name (or to help) by nearestName, the rule the options' "did you mean"
+ * follows, it is a mistyped command, a wrong command line. A one-letter word, or one with a
+ * slash, is a path that is not there: no command is meant by `x` or `assets/`.
  */
 function mistypedCommand(first: string): UsageError | undefined {
-  if (first.startsWith('-') || existsSync(first)) return undefined;
-  const [nearest] = commands
-    .map((command) => ({ name: command.name, distance: editDistance(first.toLowerCase(), command.name) }))
-    .filter(({ distance }) => distance <= 2)
-    .sort((x, y) => x.distance - y.distance);
-  return (
-    nearest &&
-    new UsageError(
-      `unknown command ${JSON.stringify(first)}: did you mean \`${nearest.name}\`? (and there is no file or folder of that name to publish)`,
-    )
+  if (first.startsWith('-') || first.length < 2 || /[/\\]/.test(first) || existsSync(first)) return undefined;
+  const typed = first.toLowerCase();
+  const nearest = nearestName(typed, [...commands.map((command) => command.name), 'help']);
+  if (nearest === undefined) return undefined;
+  // nearestName lets an option's name be typed longer or shorter (--dry, --out-dir); a path is
+  // not a command for that (swatches is no sw), so the plain distance must be small too, and keep
+  // some of what was typed (two edits to a two-letter word leave nothing of it).
+  const distance = editDistance(typed, nearest);
+  if (distance > Math.max(2, Math.floor(nearest.length / 3)) || distance >= typed.length) return undefined;
+  return new UsageError(
+    `unknown command ${JSON.stringify(first)}: did you mean \`${nearest}\`? (and there is no file or folder of that name to publish)`,
   );
 }
 
@@ -93,6 +105,7 @@ export async function runCli(argv: string[], context: CommandContext): Promise<n
   // Messages name paths and keys from the input: escaped, so they cannot drive the terminal.
   const fail = (message: string) => context.stderr.write(`awake-bundle: ${printable(message, { keepNewlines: true })}\n`);
   let helpCommand = 'awake-bundle --help';
+  let command: Command | undefined;
   try {
     if (isHelp(first)) {
       (first === undefined ? context.stderr : context.stdout).write(`${mainHelp()}\n`);
@@ -102,7 +115,7 @@ export async function runCli(argv: string[], context: CommandContext): Promise<n
       context.stdout.write(`${packageVersion()}\n`);
       return 0;
     }
-    const command = commandFor(argv)!;
+    command = commandFor(argv)!;
     if (command === publishCommand && first !== 'publish') {
       const mistyped = mistypedCommand(first!);
       if (mistyped) throw mistyped;
@@ -112,7 +125,9 @@ export async function runCli(argv: string[], context: CommandContext): Promise<n
     return await command.run(command === publishCommand && first !== 'publish' ? argv : rest, context);
   } catch (error) {
     if (error instanceof UsageError) {
-      fail(`${error.message}\nRun ${helpCommand} for usage.`);
+      // A flag without its value is told what the command's help says it takes.
+      const message = error instanceof OptionValueError && command ? error.explainedBy(command.help) : error.message;
+      fail(`${message}\nRun ${helpCommand} for usage.`);
       return 2;
     }
     if (error instanceof CommandFailure || error instanceof AwakeError || isSystemError(error)) {

@@ -50,8 +50,134 @@ export function parseCommandLine<T extends Options>(argv: string[], options: T):
         : undefined;
     // Node's own text for this one ends in an unbalanced quote and says nothing of the flags there are.
     if (unknown !== undefined) throw new UsageError(unknownOptionMessage(unknown, Object.keys(all)));
+    if ((error as NodeJS.ErrnoException).code === 'ERR_PARSE_ARGS_INVALID_OPTION_VALUE') {
+      const wrong = optionValueError((error as Error).message, argv, all);
+      if (wrong) throw wrong;
+    }
     throw new UsageError((error as Error).message);
   }
+}
+
+/**
+ * A flag without its value (`--out` last, or followed by another option), or a switch given one
+ * (`--json=1`). Node says `Option '--out <value>' argument missing`; the entry (main.ts) says
+ * what the flag expects from the command's help, `--out needs a folder: --out <dir>`.
+ */
+export class OptionValueError extends UsageError {
+  constructor(
+    message: string,
+    /** The flag as the help lists it, `--out`. */
+    readonly flag: string,
+    /** The word after the flag when it was taken for another option (`--json` in `--out --json`). */
+    readonly followedBy?: string,
+    /** True for a switch given a value: the help has nothing to add. */
+    readonly takesNoValue = false,
+  ) {
+    super(message);
+  }
+
+  /** The message in full: what the flag expects, by its entry in `help` (its placeholder and description). */
+  explainedBy(help: string): string {
+    if (this.takesNoValue) return this.message;
+    const entry = optionHelp(help, this.flag);
+    if (entry === undefined) return this.message;
+    const expects = `${this.flag} needs ${valueNoun(entry.placeholder)}: ${this.flag} ${entry.placeholder}`;
+    const followed =
+      this.followedBy === undefined
+        ? ''
+        : ` (it is followed by ${this.followedBy}, taken for an option; a value that begins with "-" is written ${this.flag}=<value>)`;
+    return `${expects}${followed}${entry.lines.length > 0 ? `\n${entry.lines.join('\n')}` : ''}`;
+  }
+}
+
+/** Node's complaint about an option's value (ERR_PARSE_ARGS_INVALID_OPTION_VALUE) as an OptionValueError, when its text is one known. */
+function optionValueError(message: string, argv: string[], options: Options): OptionValueError | undefined {
+  const longName = (written: string) => {
+    if (written.startsWith('--')) return written;
+    const name = Object.entries(options).find(([, option]) => option.short === written.slice(1))?.[0];
+    return name === undefined ? written : `--${name}`;
+  };
+  // `Option '--out <value>' argument missing`, `Option '-o, --out <value>' argument missing`.
+  const missing = /^Option '(?:-\w, )?(--[^ ']+) <value>' argument missing/.exec(message);
+  if (missing) return new OptionValueError(`${missing[1]} needs a value`, missing[1]!);
+  // `Option '--out' argument is ambiguous.` for `--out --json`: the next word looked like a flag.
+  const ambiguous = /^Option '(-[^']+)' argument is ambiguous/.exec(message);
+  if (ambiguous) {
+    const written = ambiguous[1]!;
+    const next = argv[argv.indexOf(written) + 1];
+    const flag = longName(written);
+    return new OptionValueError(
+      `${flag} needs a value, and is followed by ${next ?? 'another option'} (a value that begins with "-" is written ${flag}=<value>)`,
+      flag,
+      next,
+    );
+  }
+  // `Option '--json' does not take an argument` for `--json=1`.
+  const noValue = /^Option '(?:-\w, )?(--[^ ']+)' does not take an argument/.exec(message);
+  if (noValue) {
+    const flag = noValue[1]!;
+    const given = argv.find((arg) => arg.startsWith(`${flag}=`));
+    return new OptionValueError(
+      `${flag} takes no value${given === undefined ? '' : ` (found ${given})`}: give ${flag} alone`,
+      flag,
+      undefined,
+      true,
+    );
+  }
+  return undefined;
+}
+
+/**
+ * A flag's entry in a command's help: its placeholder (`<dir>`, `folder|one|auto`) and the help's
+ * lines for it, the option's line and those that carry on its description. A flag that only the
+ * usage line shows (`[--max-gap <bytes>]`) has a placeholder and no lines.
+ */
+function optionHelp(help: string, flag: string): { placeholder: string; lines: string[] } | undefined {
+  const lines = help.split('\n');
+  const escaped = flag.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+  const at = lines.findIndex((line) => new RegExp(`^\\s+(?:-\\w, )?${escaped} \\S`).test(line));
+  if (at >= 0) {
+    const line = lines[at]!;
+    const indent = line.length - line.trimStart().length;
+    const placeholder = line
+      .trimStart()
+      .replace(/^(?:-\w, )?\S+ /, '')
+      .split(/\s{2,}/)[0]!;
+    const more: string[] = [];
+    for (const next of lines.slice(at + 1)) {
+      const nextIndent = next.length - next.trimStart().length;
+      if (next.trim() === '' || nextIndent <= indent || next.trimStart().startsWith('-')) break;
+      more.push(next);
+    }
+    return { placeholder, lines: [line, ...more] };
+  }
+  const inUsage = new RegExp(`${escaped}[ =](<[^>]+>)`).exec(help);
+  return inUsage ? { placeholder: inUsage[1]!, lines: [] } : undefined;
+}
+
+/** What a placeholder stands for, in words: `<dir>` → `a folder`; one it does not know → `a value`. */
+function valueNoun(placeholder: string): string {
+  if (placeholder.includes('://')) return 'a URL';
+  const name = /^<([^>]+)>$/.exec(placeholder)?.[1];
+  if (name === undefined) {
+    // `folder|one|auto`: a choice.
+    return /^[\w-]+(\|[\w-]+)+$/.test(placeholder) ? `one of ${placeholder.split('|').join(', ')}` : 'a value';
+  }
+  if (/(^|-)(dir|folder)$/.test(name)) return 'a folder';
+  const nouns: Record<string, string> = {
+    file: 'a file name',
+    n: 'a number',
+    bytes: 'a number of bytes',
+    fraction: 'a fraction',
+    ms: 'a number of milliseconds',
+    text: 'some text',
+    url: 'a URL',
+    address: 'an address',
+    name: 'a name',
+    t: 'a token',
+    'origin|*': 'an origin (or *)',
+  };
+  return nouns[name] ?? 'a value';
 }
 
 /** `unknown option --jsn: did you mean --json?`, when a flag of the command is close enough to be the one meant. */

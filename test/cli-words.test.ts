@@ -20,6 +20,7 @@ import { sha256Hex } from '../core/hash.js';
 import { BundleStreamVerifier, bundleStreamPlan, StreamRefusal } from '../core/read/verify/bundle-stream.js';
 import { CLI, FIXTURES, REPO, runCli, temporaryDir } from './helpers/cli.js';
 import { writeTree } from './helpers/trees.js';
+import { fileKind } from '../cli/file-kind.js';
 
 const DAMAGED = join(FIXTURES, 'damaged');
 const expected = JSON.parse(readFileSync(join(DAMAGED, 'expected.json'), 'utf8'));
@@ -325,3 +326,200 @@ function runCliWhileServing(args: string[]): Promise<{ code: number | null; stde
     );
   });
 }
+
+describe('a flag without its value', () => {
+  // Every option that takes a value: what it says it needs, by the command's help.
+  test.each([
+    [['x', '--out'], '--out needs a folder: --out <dir>'],
+    [['x', '--group'], '--group needs one of folder, one, auto: --group folder|one|auto'],
+    [['x', '--depth'], '--depth needs a number: --depth <n>'],
+    [['x', '--loads'], '--loads needs a file name: --loads <file>'],
+    [['x', '--target-mb'], '--target-mb needs a number: --target-mb <n>'],
+    [['x', '--salt'], '--salt needs some text: --salt <text>'],
+    [['x', '--url-prefix'], '--url-prefix needs a folder: --url-prefix <dir>'],
+    [['x', '--root'], '--root needs a folder: --root <folder>'],
+    [['x', '--root-path'], '--root-path needs some text: --root-path <text>'],
+    [['x', '--to'], '--to needs a URL: --to s3://bucket/prefix'],
+    [['x', '--endpoint'], '--endpoint needs a URL: --endpoint <url>'],
+    [['x', '--region'], '--region needs a name: --region <name>'],
+    [['index', 'x', '--out'], '--out needs a file name: --out <file>'],
+    [['index', 'x', '--url-prefix'], '--url-prefix needs a folder: --url-prefix <dir>'],
+    [['index', 'x', '--root-path'], '--root-path needs some text: --root-path <text>'],
+    [['diff', 'a', 'b', '--max-gap'], '--max-gap needs a number of bytes: --max-gap <bytes>'],
+    [['diff', 'a', 'b', '--max-missing'], '--max-missing needs a fraction: --max-missing <fraction>'],
+    [['diff', 'a', 'b', '--max-ranges'], '--max-ranges needs a number: --max-ranges <n>'],
+    [['serve', 'x', '--port'], '--port needs a number: --port <n>'],
+    [['serve', 'x', '--host'], '--host needs an address: --host <address>'],
+    [['serve', 'x', '--latency'], '--latency needs a number of milliseconds: --latency <ms>'],
+    [['serve', 'x', '--token'], '--token needs a token: --token <t>'],
+    [['serve', 'x', '--fail'], '--fail needs a value: --fail <kind>:<p>'],
+    [['serve', 'x', '--seed'], '--seed needs a number: --seed <n>'],
+    [['serve', 'x', '--cors'], '--cors needs an origin (or *): --cors <origin|*>'],
+    [['report', 'x', '--loads'], '--loads needs a file name: --loads <file>'],
+    [['report', 'x', '--html'], '--html needs a file name: --html <file>'],
+    [['sw', '--out'], '--out needs a folder: --out <site-folder>'],
+    [['sw', '--out', 'site', '--index'], '--index needs a URL: --index <url>'],
+  ])("%j: says what the flag needs, in the CLI's words", (args, says) => {
+    const result = runCli(args, { cwd: temporaryDir('awkb-words-') });
+    expect(result.code).toBe(2);
+    expect(result.stderr.split('\n')[0]).toBe(`awake-bundle: ${says}`);
+    expect(result.stderr).not.toContain('argument missing');
+    expect(result.stderr).not.toContain('<value>');
+  });
+
+  test("the help's lines for the flag follow, then where to read more", () => {
+    const result = runCli(['x', '--out']);
+    expect(result.stderr).toBe(
+      'awake-bundle: --out needs a folder: --out <dir>\n' +
+        '  --out <dir>          output folder (default build/published)\n' +
+        'Run awake-bundle publish --help for usage.\n',
+    );
+  });
+
+  test('followed by another option: that option is named, and how to give a value that begins with "-"', () => {
+    const result = runCli(['x', '--out', '--json']);
+    expect(result.code).toBe(2);
+    expect(result.stderr.split('\n')[0]).toBe(
+      'awake-bundle: --out needs a folder: --out <dir> (it is followed by --json, taken for an option; a value that begins with "-" is written --out=<value>)',
+    );
+    expect(result.stderr).not.toContain('ambiguous');
+  });
+
+  test('a switch given a value says it takes none', () => {
+    const result = runCli(['verify', 'x', '--json=1']);
+    expect(result.code).toBe(2);
+    expect(result.stderr).toBe(
+      'awake-bundle: --json takes no value (found --json=1): give --json alone\nRun awake-bundle verify --help for usage.\n',
+    );
+  });
+});
+
+describe('a folder with no files, only empty folders', () => {
+  function emptyFolders(): string {
+    const dir = temporaryDir('awkb-words-');
+    for (const sub of ['art/tiles', 'sounds']) mkdirSync(join(dir, sub), { recursive: true });
+    return dir;
+  }
+
+  test('publish and index say so, naming the folder and its subfolders, not "the folder is empty"', () => {
+    const dir = emptyFolders();
+    for (const [args, verb] of [
+      [[dir, '--out', temporaryDir('awkb-words-out-')], 'publish'],
+      [['index', dir, '--out', '-'], 'index'],
+    ] as const) {
+      const result = runCli([...args]);
+      expect(result.code).toBe(1);
+      expect(result.stderr).toBe(
+        `awake-bundle: ${dir}: no files to ${verb}: the folder holds only empty folders (3 subfolders: art/, art/tiles/, sounds/)\n`,
+      );
+    }
+  });
+
+  test('many subfolders: how many, and the first few', () => {
+    const dir = temporaryDir('awkb-words-');
+    for (let i = 1; i <= 5; i++) mkdirSync(join(dir, `level${i}`));
+    expect(runCli([dir]).stderr).toContain(
+      `${dir}: no files to publish: the folder holds only empty folders (5 subfolders, such as level1/, level2/, level3/)`,
+    );
+  });
+
+  test('files that publish leaves out are counted apart', () => {
+    const dir = temporaryDir('awkb-words-');
+    writeTree(dir, { 'art/.DS_Store': 'x', 'published/project.index.json': '{}' });
+    const result = runCli([dir, '--out', join(dir, 'published')]);
+    expect(result.code).toBe(1);
+    expect(result.stderr).toBe(
+      `awake-bundle: ${dir}: no files to publish: the folder holds only 1 subfolder (art/), 1 .DS_Store or Thumbs.db file (left out by name) and 1 file in the out folder (left out of the input)\n`,
+    );
+  });
+
+  test('an empty folder is still "the folder is empty"', () => {
+    const dir = temporaryDir('awkb-words-');
+    expect(runCli([dir]).stderr).toBe(`awake-bundle: ${dir}: no files to publish (the folder is empty)\n`);
+  });
+
+  test('verify does not say it "has files"', () => {
+    const dir = emptyFolders();
+    const result = runCli(['verify', dir]);
+    expect(result.code).toBe(1);
+    expect(result.stderr).toBe(
+      `awake-bundle: ${dir} is not a published folder: it has no project.index.json, and holds only empty folders (3 subfolders: art/, art/tiles/, sounds/)\n`,
+    );
+  });
+});
+
+describe('inspect of a file that is not a bundle', () => {
+  const PNG = Buffer.from('89504e470d0a1a0a0000000d49484452', 'hex');
+
+  test('says "not an AWKB bundle", what the file looks like, and its first bytes', () => {
+    const file = join(temporaryDir('awkb-words-'), 'hero.png');
+    writeFileSync(file, PNG);
+    const result = runCli(['inspect', file]);
+    expect(result.code).toBe(1);
+    expect(result.stderr).toBe(
+      `awake-bundle: ${file} is not an AWKB bundle: it looks like a PNG image; its first bytes are 89 50 4e 47 0d 0a 1a 0a, where a bundle's are 41 57 4b 42 ("AWKB")\n`,
+    );
+  });
+
+  test('a project index: and what checks one', () => {
+    const result = runCli(['inspect', join(FIXTURES, 'expected/small-default/project.index.json')]);
+    expect(result.code).toBe(1);
+    expect(result.stderr).toContain('is not an AWKB bundle: it looks like a project index (JSON text); its first bytes are 7b');
+    expect(result.stderr).toContain('To check an index and its bundles: awake-bundle verify <project.index.json>');
+  });
+
+  test('bytes of no kind known: their hex alone; an empty file: empty', () => {
+    const dir = temporaryDir('awkb-words-');
+    writeFileSync(join(dir, 'x.bin'), Buffer.from([0, 1, 2, 3, 4, 5, 6, 7, 8, 9]));
+    writeFileSync(join(dir, 'empty.awkb'), '');
+    expect(runCli(['inspect', join(dir, 'x.bin')]).stderr).toBe(
+      `awake-bundle: ${join(dir, 'x.bin')} is not an AWKB bundle: its first bytes are 00 01 02 03 04 05 06 07, where a bundle's are 41 57 4b 42 ("AWKB")\n`,
+    );
+    expect(runCli(['inspect', join(dir, 'empty.awkb')]).stderr).toBe(
+      `awake-bundle: ${join(dir, 'empty.awkb')} is not an AWKB bundle: the file is empty\n`,
+    );
+  });
+
+  test("fileKind knows the common kinds of a game's files by their first bytes", () => {
+    const riff = (form: string) => Buffer.concat([Buffer.from('RIFF'), Buffer.alloc(4), Buffer.from(form)]);
+    const cases: [Uint8Array, string | undefined][] = [
+      [PNG, 'a PNG image'],
+      [Buffer.from('ffd8ffe000104a464946', 'hex'), 'a JPEG image'],
+      [Buffer.from('GIF89a\x01\x00'), 'a GIF image'],
+      [riff('WAVEfmt '), 'a WAV audio file'],
+      [riff('WEBPVP8 '), 'a WebP image'],
+      [riff('AVI LIST'), 'a RIFF file'],
+      [Buffer.from('OggS\x00\x02'), 'an Ogg file (audio or video)'],
+      [Buffer.from('glTF\x02\x00\x00\x00'), 'a binary glTF model (.glb)'],
+      [Buffer.from('PK\x03\x04\x14\x00'), 'a ZIP archive'],
+      [Buffer.from('\uFEFF  {"asset": {"version": "2.0"}}'), 'JSON text'],
+      [Buffer.from('[1, 2]'), 'JSON text'],
+      [Buffer.from('<!doctype html><title>game</title>'), 'an HTML page'],
+      [Buffer.from('hello'), 'text'],
+      [Buffer.from([0, 1, 2, 3]), undefined],
+      [Buffer.from([0xc3]), undefined],
+    ];
+    for (const [bytes, kind] of cases)
+      expect({ bytes: Buffer.from(bytes).toString('hex'), kind: fileKind(bytes) }).toEqual({
+        bytes: Buffer.from(bytes).toString('hex'),
+        kind,
+      });
+  });
+});
+
+describe('a mistyped command that names no path', () => {
+  test('hlep: unknown command, did you mean help', () => {
+    const result = runCli(['hlep'], { cwd: temporaryDir('awkb-words-') });
+    expect(result.code).toBe(2);
+    expect(result.stderr).toContain('unknown command "hlep": did you mean `help`?');
+    expect(result.stderr).not.toContain('no such file or folder');
+  });
+
+  test('a short or far word stays a missing input: x is not sw, swatches is not sw', () => {
+    for (const word of ['x', 'se', 'swatches', 'assets/']) {
+      const result = runCli([word], { cwd: temporaryDir('awkb-words-') });
+      expect(result.code).toBe(1);
+      expect(result.stderr).toContain(`${word}: no such file or folder`);
+    }
+  });
+});

@@ -531,8 +531,8 @@ describe('report errors', () => {
       [['report'], 'report takes one index (a published folder, an index file or an http(s) URL), found 0'],
       [['report', 'published', 'published'], 'found 2'],
       [['report', 'published', '--colour'], 'unknown option --colour'],
-      [['report', 'published', '--loads'], "Option '--loads <value>' argument missing"],
-      [['report', 'published', '--html'], "Option '--html <value>' argument missing"],
+      [['report', 'published', '--loads'], '--loads needs a file name: --loads <file>'],
+      [['report', 'published', '--html'], '--html needs a file name: --html <file>'],
       [['report', 'published', '--html='], '--html needs a file name'],
     ];
     for (const [args, says] of cases) {

@@ -3,7 +3,18 @@ import { dirname } from 'node:path';
 import { serializeIndex } from '../../core/format/project-index.js';
 import { looseIndexFromFolder } from '../../core/node/loose-index.js';
 import { removeOwnTemporaryFilesSync, writeFileAtomic } from '../../core/node/publish.js';
-import { formatBytes, makeFolder, parseCommandLine, plural, printable, progressLine, UsageError, type Command } from '../usage.js';
+import { noFilesReason } from '../empty-input.js';
+import {
+  CommandFailure,
+  formatBytes,
+  makeFolder,
+  parseCommandLine,
+  plural,
+  printable,
+  progressLine,
+  UsageError,
+  type Command,
+} from '../usage.js';
 
 const HELP = `Usage: awake-bundle index <folder> [options]
 
@@ -36,11 +47,19 @@ export const indexCommand: Command = {
     if (values['root-path'] !== undefined && values['root-path'].trim() === '') throw new UsageError('--root-path must not be blank');
     const out = values.out ?? 'build/project.index.json';
     const progress = progressLine(stderr, !values.json && out !== '-');
-    const { index } = await looseIndexFromFolder(positionals[0]!, {
-      ...(out !== '-' ? { exclude: [out] } : {}),
+    const folder = positionals[0]!;
+    const exclude = out !== '-' ? [out] : [];
+    const { index } = await looseIndexFromFolder(folder, {
+      exclude,
       ...(values['url-prefix'] !== undefined ? { urlPrefix: values['url-prefix'] } : {}),
       ...(values['root-path'] !== undefined ? { rootPath: values['root-path'] } : {}),
       onProgress: ({ files, bytes }) => progress.update(`indexing: ${plural(files, 'file')}, ${formatBytes(bytes)}`),
+    }).catch(async (error: unknown) => {
+      // "the folder is empty" is wrong for a folder of empty folders: say what it holds. Only that
+      // refusal is replaced; any other (an unsafe name, an unreadable folder) names its own cause.
+      const empty = error instanceof Error && error.message === `${folder}: no files to publish (the folder is empty)`;
+      const reason = empty ? await noFilesReason(folder, exclude, 'index') : undefined;
+      throw reason === undefined ? error : new CommandFailure(reason);
     });
     progress.clear();
     const text = serializeIndex(index);

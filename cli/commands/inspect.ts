@@ -2,10 +2,11 @@
 import { readFile } from 'node:fs/promises';
 import { basename } from 'node:path';
 import { BundleFormatError, MemberDecodeError } from '../../core/errors.js';
-import { memberBytes, storedSizeOf, type BundleRecord } from '../../core/format/awkb.js';
+import { AWKB_MAGIC, memberBytes, storedSizeOf, type BundleRecord } from '../../core/format/awkb.js';
 import { decodeBundle } from '../../core/format/awkb-decode.js';
 import { sha256HexNode } from '../../core/node/hash.js';
 import { decodeMemberNode } from '../../core/node/inflate.js';
+import { fileKind, hexStart } from '../file-kind.js';
 import { CommandFailure, parseCommandLine, plural, printable, UsageError, type Command } from '../usage.js';
 
 const HELP = `Usage: awake-bundle inspect <file.awkb> [--json]
@@ -33,6 +34,8 @@ export const inspectCommand: Command = {
     } catch (error) {
       throw new CommandFailure(`${file}: cannot read: ${(error as Error).message}`);
     }
+    const notABundle = notABundleReason(bytes);
+    if (notABundle !== undefined) throw new CommandFailure(`${file} is not an AWKB bundle: ${notABundle}`);
     const sha256 = sha256HexNode(bytes);
     let decoded;
     try {
@@ -122,4 +125,21 @@ async function memberProblem(bundle: Uint8Array, record: BundleRecord): Promise<
     }
   }
   return sha256HexNode(bytes) === record.sha256 ? undefined : 'SHA-256 differs from its record';
+}
+
+/**
+ * Why `bytes` are no bundle at all, when they do not begin "AWKB": what the file looks like
+ * (a PNG image, JSON text…) or its first bytes, rather than the decoder's "bad magic 89504e47".
+ * Undefined for bytes that begin as a bundle does (the decoder names what is wrong past that),
+ * a file cut within the magic included.
+ */
+function notABundleReason(bytes: Uint8Array): string | undefined {
+  if (bytes.length === 0) return 'the file is empty';
+  const head = bytes.subarray(0, AWKB_MAGIC.length);
+  if (head.every((byte, i) => byte === AWKB_MAGIC[i])) return undefined;
+  const detail = `its first bytes are ${hexStart(bytes)}, where a bundle's are 41 57 4b 42 ("AWKB")`;
+  const kind = fileKind(bytes);
+  if (kind === undefined) return detail;
+  const hint = kind.startsWith('a project index') ? '. To check an index and its bundles: awake-bundle verify <project.index.json>' : '';
+  return `it looks like ${kind}; ${detail}${hint}`;
 }

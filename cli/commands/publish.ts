@@ -15,6 +15,7 @@ import { DEFAULT_BUNDLE_URL_PREFIX, DEFAULT_TARGET_BUNDLE_BYTES } from '../../co
 import { looseIndexFromFolder } from '../../core/node/loose-index.js';
 import { parseTargetArguments, removeOwnStagingFoldersSync, runPublishToTarget, TARGET_HELP, TARGET_OPTIONS } from './publish-to.js';
 import { writerOptionsFrom, type PublishArguments } from './publish-arguments.js';
+import { noFilesReason } from '../empty-input.js';
 
 const HELP = `Usage: awake-bundle <loose-index.json | assets-folder> [options]
 
@@ -156,7 +157,11 @@ async function loadInput(args: PublishArguments): Promise<Input> {
   if (info.isDirectory()) {
     if (args.root !== undefined) throw new UsageError('--root applies to a loose index input, not a folder');
     await checkOutIsNotInput(args);
-    return { folder: args.input, files: await listFolderFiles(args.input, { exclude: [args.out] }) };
+    const files = await listFolderFiles(args.input, { exclude: [args.out] });
+    // The writer's own "the folder is empty" is wrong for a folder of empty folders: say what it holds.
+    const reason = files.length === 0 ? await noFilesReason(args.input, [args.out]) : undefined;
+    if (reason !== undefined) throw new CommandFailure(reason);
+    return { folder: args.input, files };
   }
   if (args.rootPath !== undefined) throw new UsageError('--root-path applies to a folder input; a loose index has its own rootPath');
   const parsed = await readIndexInput(args.input);

@@ -7,6 +7,7 @@ import { readdir, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { INDEX_FILE_NAME } from '../../core/node/publish.js';
 import { verifyPublished } from '../../core/node/verify-published.js';
+import { folderCensus, noFilesContents } from '../empty-input.js';
 import { CommandFailure, parseCommandLine, plural, printable, UsageError, type Command } from '../usage.js';
 
 const HELP = `Usage: awake-bundle verify <published-dir | project.index.json> [--json]
@@ -52,6 +53,10 @@ async function checkTarget(target: string): Promise<void> {
   if (!info.isDirectory() || (await stat(join(target, INDEX_FILE_NAME)).catch(() => undefined))) return;
   const entries = await readdir(target).catch(() => []);
   if (entries.length === 0) throw new CommandFailure(`${target} is an empty folder, not a published folder (no ${INDEX_FILE_NAME})`);
+  // Not "it has files" when all it has is empty folders.
+  const contents = noFilesContents(await folderCensus(target));
+  if (contents !== undefined)
+    throw new CommandFailure(`${target} is not a published folder: it has no ${INDEX_FILE_NAME}, and holds ${contents}`);
   const out = 'build/published';
   throw new CommandFailure(
     `${target} is not a published folder: it has no ${INDEX_FILE_NAME}, but it has files. To publish it and verify the result:\n` +
