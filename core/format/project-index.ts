@@ -99,7 +99,25 @@ class Problems {
 export interface ParseIndexOptions {
   /** Named in errors: where the index came from. */
   url?: string;
+  /**
+   * The most bytes a file (its `sizeBytes`, an encoded member's `storedBytes`) or a bundle may
+   * list, for a reader that holds each in one buffer (`MAX_READ_BYTES`): a larger one is a
+   * problem naming it. Without it sizes are bounded by the format alone (SPEC §2: 2^53 − 1), as
+   * for publishing and checking an index, which hold no file whole.
+   */
+  maxReadBytes?: number;
 }
+
+/**
+ * The most bytes the reader holds in one buffer (a file it hands over as one `Uint8Array`, a
+ * bundle a host answers whole): 4 GiB, the longest `Uint8Array` Node 20 makes (V8's limit
+ * there; Chromium and Firefox ESR on 64-bit Linux allocate 8 GiB at most, a 32-bit browser 2).
+ * A file listed larger cannot be read everywhere the package runs, and no game tab holds one, so
+ * the reader refuses its index at open, naming the file, rather than fail its read with an
+ * allocation error, or retry that as a network failure. (An AWKB offset or size field is 64 bits
+ * and a JSON number is exact to 2^53 − 1: those bound the format, not what one buffer holds.)
+ */
+export const MAX_READ_BYTES = 2 ** 32;
 
 /**
  * Checks an index object (as parsed from JSON) against SPEC §2–3 and returns it typed. A
@@ -119,6 +137,7 @@ export function parseProjectIndex(value: unknown, options: ParseIndexOptions = {
   }
   if (version === 2) checkLooseFiles(value.files, problems);
   else checkBundledIndex(value, value.files, problems);
+  if (options.maxReadBytes !== undefined) checkReadableSizes(value, options.maxReadBytes, problems);
   if (problems.count > 0) throw problems.error(details);
   return value as unknown as ProjectIndex;
 }
@@ -156,6 +175,27 @@ export function parseFetchedIndexJson(
     const answered = type === '' ? 'markup (a body that starts with "<")' : type;
     const problem = `the server answered ${answered} instead of a project index: is there an index at this URL? (a single-page app's server answers a path it does not have with its page)`;
     throw new IndexValidationError([problem], { ...(options.url === undefined ? {} : { url: options.url }), cause: error.cause });
+  }
+}
+
+/**
+ * Sizes past `max`, what a reader can hold in one buffer (`ParseIndexOptions.maxReadBytes`), each
+ * named with its place and its file (or bundle). Sizes that are not sizes were named already.
+ */
+function checkReadableSizes(index: Json, max: number, problems: Problems): void {
+  for (const list of ['files', 'bundles'] as const) {
+    const entries = index[list];
+    if (Array.isArray(entries))
+      entries.forEach((entry, i) => {
+        for (const field of ['sizeBytes', 'storedBytes'] as const) {
+          const size = isObject(entry) && entry[field];
+          if (isSize(size) && size > max)
+            problems.add(
+              `${list}[${i}].${field}`,
+              `${size} (${previewValue(entry.path ?? entry.id ?? entry.sha256)}) is more than a reader can hold in one buffer (${max} bytes)`,
+            );
+        }
+      });
   }
 }
 

@@ -4,6 +4,7 @@
  * Also the contract of a body read elsewhere (`BodyFetcher`, `StreamElsewhere`): the transport
  * owns it, a worker pool implements it. Browser-safe: no `node:` imports, no DOM at import time.
  */
+import { CLAIMED_CAPACITY_BYTES, roomFor } from '../bytes.js';
 
 /** Content-Length as the number of body bytes `fetch` will hand over, when that is known. */
 export function declaredLength(headers: Headers): number | undefined {
@@ -102,24 +103,21 @@ export async function pumpBody(body: ReadableStream<Uint8Array>, options: PumpOp
 }
 
 /**
- * A whole body in one buffer: of its declared length when known (checked against the limit by
- * the caller), else grown as bytes arrive (doubling), so a body that claims nothing costs only
- * what arrives, however large the limit.
+ * A whole body in one buffer, grown as bytes arrive (doubling): a declared length (checked
+ * against the limit by the caller) sizes it at once only up to `CLAIMED_CAPACITY_BYTES`, and caps
+ * its growth, so a body costs what arrives, whatever it claims and however large the limit.
  */
 export async function collectBody(
   body: ReadableStream<Uint8Array>,
   options: Omit<PumpOptions, 'onChunk'> & { expectedBytes?: number },
 ): Promise<{ bytes: Uint8Array; overLimit?: number }> {
-  let target = new Uint8Array(options.expectedBytes ?? 64 * 1024);
+  const expected = options.expectedBytes;
+  let target: Uint8Array = new Uint8Array(expected === undefined ? 64 * 1024 : Math.min(expected, CLAIMED_CAPACITY_BYTES));
   let length = 0;
   const result = await pumpBody(body, {
     ...options,
     onChunk(chunk) {
-      if (length + chunk.length > target.length) {
-        const grown = new Uint8Array(Math.max(length + chunk.length, target.length * 2));
-        grown.set(target.subarray(0, length));
-        target = grown;
-      }
+      target = roomFor(target, length + chunk.length, Math.max(length + chunk.length, expected ?? Infinity));
       target.set(chunk, length);
       length += chunk.length;
     },

@@ -25,9 +25,8 @@ export function rangesHeader(ranges: readonly { offset: number; length: number }
   return `bytes=${ranges.map((range) => `${range.offset}-${range.offset + range.length - 1}`).join(',')}`;
 }
 
-/** What `streamRangesAnswer` needs of the transport: its errors for a body of the wrong size. */
+/** What `streamRangesAnswer` needs of the transport: its error for a body cut short (retried). */
 export interface AnswerErrors {
-  sizeError(url: string, status: number, limit: number, got: { declaredBytes?: number; receivedBytes?: number }): Error;
   cutShort(url: string, received: number, expected: number): Error;
 }
 
@@ -35,8 +34,12 @@ export interface AnswerErrors {
  * One 206 answer to `ranges` (`Transport.streamRanges`), read into a new sink as it arrives: a
  * `multipart/byteranges` body through its parser (multipart.ts), or one range, which
  * must be the one asked for or, for several, cover them all (else `unsupported`, unread). The body
- * is bounded to what was asked for; one shorter than its Content-Length is the
- * transport's `cutShort` (retried), a malformed one `RangeResponseError`.
+ * is bounded by what its request could bring back, whatever its headers claim (SPEC §7 "Needed
+ * bytes"): from the first byte asked for to the last (a host may merge ranges and the gaps between
+ * them, never widen them), plus part headers for a multipart answer. Past that bound it is a
+ * `RangeResponseError` naming what was asked, thrown as soon as the headers or the bytes show it
+ * (the transport then aborts the request: nothing more is read or held). One shorter than its
+ * Content-Length is the transport's `cutShort` (retried), a malformed one `RangeResponseError`.
  */
 export async function streamRangesAnswer(
   response: Response,
@@ -51,13 +54,16 @@ export async function streamRangesAnswer(
   const declared = declaredLength(response.headers);
   const cancel = () => void response.body?.cancel().catch(() => undefined);
   const sink = newSink();
-  let limit: number;
-  let exact: boolean;
+  // What was asked, from its first byte to its last: what a 206 may hold, plus part headers.
+  const first = ranges[0]!.offset;
+  const last = ranges[ranges.length - 1]!.offset + ranges[ranges.length - 1]!.length - 1;
+  const asked = `${ranges.length > 1 ? `${ranges.length} ranges within ` : ''}bytes ${first}-${last}`;
+  let limit = last - first + 1;
+  let exact = true;
   let feed: (chunk: Uint8Array) => void;
   let end = () => {};
   if (isMultipart(response.headers)) {
-    const span = ranges[ranges.length - 1]!.offset + ranges[ranges.length - 1]!.length - ranges[0]!.offset;
-    limit = span + MULTIPART_PART_ALLOWANCE * ranges.length + MULTIPART_BODY_ALLOWANCE;
+    limit += MULTIPART_PART_ALLOWANCE * ranges.length + MULTIPART_BODY_ALLOWANCE;
     exact = false;
     const parser = new MultipartStream(response.headers.get('content-type') ?? '', url, ranges, (offset, bytes) =>
       sink.data(offset, bytes),
@@ -67,20 +73,7 @@ export async function streamRangesAnswer(
   } else {
     const header = response.headers.get('content-range');
     const contentRange = parseContentRange(header);
-    let first = ranges[0]!.offset;
-    if (ranges.length === 1) {
-      const last = first + ranges[0]!.length - 1;
-      if (header !== null && (contentRange?.first !== first || contentRange.last !== last)) {
-        cancel();
-        throw new RangeResponseError(
-          `GET ${url}: asked for bytes ${first}-${last}, the 206 answer says Content-Range: ${headerPreview(header)}`,
-          {
-            url,
-          },
-        );
-      }
-      limit = ranges[0]!.length;
-    } else {
+    if (ranges.length > 1) {
       if (!contentRange) {
         cancel();
         throw new RangeResponseError(
@@ -95,24 +88,33 @@ export async function streamRangesAnswer(
           reason: `asked for ${ranges.length} ranges, the server answered one (bytes ${contentRange.first}-${contentRange.last})`,
         };
       }
-      first = contentRange.first;
-      limit = contentRange.last - contentRange.first + 1;
     }
-    exact = true;
+    // One range must be the one asked for; covering several, it can only be their merge (a host
+    // may merge ranges and the gaps between them, never widen them): a wider claim (a terabyte
+    // from byte 0) would have the body read for as long as the host sends it.
+    if ((header !== null || ranges.length > 1) && (contentRange?.first !== first || contentRange.last !== last)) {
+      cancel();
+      throw new RangeResponseError(`GET ${url}: asked for ${asked}, the 206 answer says Content-Range: ${headerPreview(header)}`, { url });
+    }
     let at = first;
     feed = (chunk) => {
       sink.data(at, chunk);
       at += chunk.length;
     };
   }
+  const tooLong = (what: string) =>
+    new RangeResponseError(
+      `GET ${url}: asked for a range of ${last - first + 1} bytes${ranges.length > 1 ? ` (${asked}${exact ? '' : `; at most ${limit} with part headers`})` : ''}, the 206 answer is not: ${what}`,
+      { url },
+    );
   if (declared !== undefined && (exact ? declared !== limit : declared > limit)) {
     cancel();
-    throw errors.sizeError(url, 206, limit, { declaredBytes: declared });
+    throw tooLong(`its Content-Length says ${declared}`);
   }
   arm();
   const body = bodyToRead(response);
   const read = body ? await pumpBody(body, { signal, limit, onChunk: feed, onProgress }) : { received: 0 };
-  if (read.overLimit !== undefined) throw errors.sizeError(url, 206, limit, { receivedBytes: read.overLimit });
+  if (read.overLimit !== undefined) throw tooLong(`more arrived (${read.overLimit} bytes read, reading stopped)`);
   if (declared !== undefined && read.received !== declared) throw errors.cutShort(url, read.received, declared);
   if (exact && read.received !== limit)
     throw new RangeResponseError(`GET ${url}: asked for a range of ${limit} bytes, the 206 answer holds ${read.received}`, { url });

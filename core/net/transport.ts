@@ -17,6 +17,7 @@ import {
 import { bodyToRead, collectBody, declaredLength, pumpBody, type BodyFetcher, type StreamElsewhere } from './body.js';
 import { abortable, linkSignals, sleep as timerSleep } from './abort.js';
 import { parseRetryAfter } from './retry-after.js';
+import { roomFor } from '../bytes.js';
 import { rangesHeader, streamRangesAnswer } from './transport-ranges.js';
 import {
   checkedSize,
@@ -207,19 +208,24 @@ export class Transport {
   async getRange(url: string, offset: number, size: number, options: RequestOptions = {}): Promise<RangeResult> {
     // Offset and size are checked with the Range header (transport-ranges.ts `rangesHeader`).
     if (size === 0) return { kind: 'range', bytes: new Uint8Array(0) };
-    // The range into one buffer as it arrives (`streamRanges` bounds it to exactly `size` bytes).
-    const bytes = new Uint8Array(size);
+    // The range into one buffer as it arrives, grown with the bytes rather than allocated at the
+    // size asked for (an index's claim, which 100 bytes may answer); `streamRanges` bounds it to
+    // exactly `size` bytes. One buffer per attempt: a retry starts afresh.
+    let bytes: Uint8Array | undefined;
     const answer = await this.streamRanges(
       url,
       [{ offset, length: size }],
       { ...options, expectedBytes: options.expectedBytes ?? Number.MAX_SAFE_INTEGER },
-      () => ({
-        data: (at, chunk) => bytes.set(chunk, at - offset),
-        finish: () => Promise.resolve(),
-      }),
+      () => {
+        bytes = undefined;
+        return {
+          data: (at, chunk) => (bytes = roomFor(bytes, at - offset + chunk.length, size)).set(chunk, at - offset),
+          finish: () => Promise.resolve(),
+        };
+      },
     );
     // `unsupported` is for several ranges only: one gets a 206, the whole resource, or a refusal.
-    return answer.kind === 'streamed' || answer.kind === 'unsupported' ? { kind: 'range', bytes } : answer;
+    return answer.kind === 'streamed' || answer.kind === 'unsupported' ? { kind: 'range', bytes: bytes! } : answer;
   }
 
   /**
@@ -255,8 +261,15 @@ export class Transport {
         }
         throwIfNotSuccess(response, url);
         const declared = declaredLength(response.headers);
-        if (response.status === 206)
-          return streamRangesAnswer(
+        // An answer left unread stops its request, not only its body: whatever its headers claim,
+        // nothing more of it arrives.
+        const unread = (answer: StreamedRanges): StreamedRanges => {
+          response.body?.cancel().catch(() => undefined);
+          controller.abort();
+          return answer;
+        };
+        if (response.status === 206) {
+          const answer = await streamRangesAnswer(
             response,
             url,
             ranges,
@@ -264,15 +277,12 @@ export class Transport {
             arm,
             (received) => reportProgress(progress, received, declared),
             sink,
-            {
-              sizeError,
-              cutShort,
-            },
+            { cutShort },
           );
-        if (ranges.length > 1) {
-          response.body?.cancel().catch(() => undefined);
-          return { kind: 'unsupported', reason: `the server answered several ranges with HTTP ${response.status}` };
+          return answer.kind === 'unsupported' ? unread(answer) : answer;
         }
+        if (ranges.length > 1)
+          return unread({ kind: 'unsupported', reason: `the server answered several ranges with HTTP ${response.status}` });
         if (declared !== undefined && declared > limit) {
           response.body?.cancel().catch(() => undefined);
           throw sizeError(url, response.status, limit, { declaredBytes: declared });

@@ -8,6 +8,7 @@
  * member is checked alone), but nothing of the load is cached (as for a bundle, SPEC §7
  * "Streamed members", and delta reads).
  */
+import { roomFor } from '../../bytes.js';
 import { BundleIntegrityError, type MemberDecodeError } from '../../errors.js';
 import { entryKey, type BundleEntry } from '../../format/project-index.js';
 import type { RangeSink } from '../../net/requests.js';
@@ -19,7 +20,10 @@ import type { VerifiedCache } from '../state/verified-cache.js';
 import { spanOf } from '../verify/verify.js';
 import { checkMember } from '../verify/check-member.js';
 
-/** A member being cut from one attempt's answer: its buffer, and how many of its bytes came. */
+/**
+ * A member being cut from one attempt's answer: its buffer, grown with its bytes (not allocated at
+ * its listed size, which a host may answer with 100 bytes), and how many of them came.
+ */
 interface Cut {
   entry: Entry;
   bytes?: Uint8Array;
@@ -83,7 +87,7 @@ export class RangeMembers {
           if (cut.filled === span) continue;
           const from = Math.max(offset, entry.offset!);
           const to = Math.min(end, entry.offset! + span);
-          cut.bytes ??= new Uint8Array(span);
+          cut.bytes = roomFor(cut.bytes, to - entry.offset!, span);
           cut.bytes.set(bytes.subarray(from - offset, to - offset), from - entry.offset!);
           cut.filled += to - from;
           if (cut.filled >= span) {

@@ -5,7 +5,13 @@
  */
 import type { ContentCache } from '../../cache/content-cache.js';
 import { IndexTooLargeError, IndexValidationError, InvalidOptionError, ResponseSizeError } from '../../errors.js';
-import { parseFetchedIndexJson, parseProjectIndex, parseProjectIndexJson, type ProjectIndex } from '../../format/project-index.js';
+import {
+  MAX_READ_BYTES,
+  parseFetchedIndexJson,
+  parseProjectIndex,
+  parseProjectIndexJson,
+  type ProjectIndex,
+} from '../../format/project-index.js';
 import { bindTokenOrigin, needsTokenOrigin } from '../../net/token-fetch.js';
 import { checkedSize, Transport } from '../../net/transport.js';
 import { abortable } from '../../net/abort.js';
@@ -86,12 +92,14 @@ export async function openSource(options: OpenOptions): Promise<Opened> {
   let index: ProjectIndex;
   let loadsEndpoint: string | undefined;
   let indexLine: Opened['indexLine'];
+  // Every file and bundle within what one buffer holds: a read hands each file over whole.
+  const limits = { maxReadBytes: MAX_READ_BYTES };
   if (options.index !== undefined) {
     warm();
     index =
       typeof options.index === 'string'
-        ? parseProjectIndexJson(options.index, indexUrl ? { url: indexUrl } : {})
-        : parseProjectIndex(options.index, indexUrl ? { url: indexUrl } : {});
+        ? parseProjectIndexJson(options.index, indexUrl ? { url: indexUrl, ...limits } : limits)
+        : parseProjectIndex(options.index, indexUrl ? { url: indexUrl, ...limits } : limits);
   } else if (indexUrl !== undefined) {
     // Opened by a blocking script: the page's preload links (after it) are parsed first, so
     // the index and the bundles come from their preloads, each requested once (origins.ts).
@@ -140,7 +148,11 @@ export async function openSource(options: OpenOptions): Promise<Opened> {
     indexLine = { url: indexUrl, sample: { waitedMs: Math.min(waited, networkWaitMs(indexUrl) ?? waited) } };
     // Strict UTF-8: bytes that are not would become U+FFFD and another, legal path (SPEC preamble);
     // an answer that is a page instead (a single-page app's fallback) is named as such.
-    index = parseFetchedIndexJson(await indexText(bytes, indexUrl), { url: indexUrl, contentType: headers.get('content-type') });
+    index = parseFetchedIndexJson(await indexText(bytes, indexUrl), {
+      url: indexUrl,
+      contentType: headers.get('content-type'),
+      ...limits,
+    });
     loadsEndpoint = loadsEndpointOf(headers.get(LOADS_ENDPOINT_HEADER), indexUrl);
   } else {
     throw new InvalidOptionError('indexUrl', 'IndexedAssetSource.open needs indexUrl or index');

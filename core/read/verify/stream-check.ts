@@ -11,6 +11,7 @@
  * `response.body` by the transport), and in the reader's Web Workers (worker-main.ts), so the
  * rules exist once. Browser-safe: no `node:` imports.
  */
+import { roomFor } from '../../bytes.js';
 import { BundleIntegrityError, MemberDecodeError } from '../../errors.js';
 import { createMemberDecoder, type MemberDecoder } from '../../format/encoded-member.js';
 import type { BundleStreamPlan, DecodeFailure, StreamedContent, StreamFailure } from './stream-plan.js';
@@ -220,7 +221,9 @@ export class BundleStreamChecker {
       const span = spanOf(content);
       const take = Math.min(chunk.length - at, span - this.#filled);
       if (content.encoding === undefined) {
-        this.#buffer ??= new Uint8Array(span);
+        // Grown with the bytes, not allocated at the listed size: a body may bring 100 bytes of a
+        // member the index lists at 3 GiB (SPEC §5: never allocate from a size not bounded by bytes held).
+        this.#buffer = roomFor(this.#buffer, this.#filled + take, span);
         this.#buffer.set(chunk.subarray(at, at + take), this.#filled);
       } else {
         // SPEC §5a: decoded as the stored bytes arrive; the decoder holds what it is given.
