@@ -367,3 +367,23 @@ describe('the copies kept for the cache', () => {
     for (const [sha, bytes] of forCache) expect(sha256Hex(bytes)).toBe(sha);
   });
 });
+
+test('a pool that fails (its worker lost) while no one has called done yet leaves no unhandled rejection; done then rejects with its error', async () => {
+  const lost = new Error('the worker was lost');
+  const failing: DigestPool = { digest: () => Promise.reject(lost), terminate: () => undefined };
+  const seen: unknown[] = [];
+  const listen = (reason: unknown) => void seen.push(reason);
+  process.on('unhandledRejection', listen);
+  try {
+    const missing = ALL.map(member);
+    const { members } = rangeMembers(missing, { pool: failing });
+    feed(members.sink([spanning(...missing)]), spanning(...missing), 4096);
+    // Turns of the event loop before anyone awaits the checks (an answer that failed first, say).
+    await new Promise<void>((resolve) => setImmediate(resolve));
+    await new Promise<void>((resolve) => setImmediate(resolve));
+    expect(seen).toEqual([]);
+    await expect(members.done(bundle, URL_OF_BUNDLE, view)).rejects.toBe(lost);
+  } finally {
+    process.off('unhandledRejection', listen);
+  }
+});

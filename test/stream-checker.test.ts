@@ -444,6 +444,35 @@ describe('a body of the wrong length', () => {
   });
 });
 
+/** Rejections nobody handled while `run` ran and a macrotask after it (one would end a Node process). */
+async function unhandledDuring(run: () => Promise<void>): Promise<unknown[]> {
+  const seen: unknown[] = [];
+  const listen = (reason: unknown) => void seen.push(reason);
+  process.on('unhandledRejection', listen);
+  try {
+    await run();
+    await new Promise<void>((resolve) => setImmediate(resolve));
+    await new Promise<void>((resolve) => setImmediate(resolve));
+  } finally {
+    process.off('unhandledRejection', listen);
+  }
+  return seen;
+}
+
+test('a hasher that always fails leaves no unhandled rejection: every content’s failure is awaited in turn, or dropped with the checker', async () => {
+  const broken = new Error('crypto.subtle is gone');
+  const finished = await unhandledDuring(async () => {
+    const checker = new BundleStreamChecker(plan, () => Promise.reject(broken), { member: () => undefined }, deferredJudge(plan));
+    checker.push(bundleBytes);
+    await expect(checker.finish()).rejects.toBe(broken);
+  });
+  const dropped = await unhandledDuring(async () => {
+    // Dropped without finish (its load aborted): nobody will ever await its digests.
+    new BundleStreamChecker(plan, () => Promise.reject(broken), { member: () => undefined }, deferredJudge(plan)).push(bundleBytes);
+  });
+  expect({ finished, dropped }).toEqual({ finished: [], dropped: [] });
+});
+
 test('a hasher that fails: its error comes out of finish as it is, not taken for damage', async () => {
   // It fails on the first content in data order (the empty one): nothing is handed out.
   const broken = new Error('crypto.subtle is gone');

@@ -129,6 +129,9 @@ export class RangeMembers {
       if (this.#cache.enabled) this.#kept.push([entry.sha256, member.slice()]);
       this.#callbacks.onContent(entry.sha256, member);
     });
+    // Awaited by `done`; a pool that fails (a worker lost) before then, or an answer that fails
+    // first so `done` never comes, must not leave an unhandled rejection.
+    check.catch(() => undefined);
     this.#checks.push(check);
   }
 

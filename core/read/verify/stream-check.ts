@@ -352,6 +352,9 @@ export class BundleStreamChecker {
           },
         )
       : this.#hash(stored!).then((digest) => ({ bytes: stored!, digest }));
+    // Awaited in turn below; until then (a member before it still hashing, or a checker dropped
+    // without `finish`) its failure must not be an unhandled rejection, which ends a Node process.
+    digest.catch(() => undefined);
     this.#judged = this.#judged
       .then(() => digest)
       .then((outcome) => {
@@ -365,5 +368,7 @@ export class BundleStreamChecker {
         this.delivered.add(index);
         this.#sink.member(index, outcome.bytes!);
       });
+    // `finish` awaits the chain; a checker dropped without it (its load stopped) must not leave it unhandled.
+    this.#judged.catch(() => undefined);
   }
 }
