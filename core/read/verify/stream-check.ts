@@ -203,6 +203,11 @@ export class BundleStreamChecker {
     return this.#damaged.size > 0;
   }
 
+  /**
+   * The next bytes of the bundle, in order. The checker keeps `chunk` itself where an encoded
+   * member's decoder reads it later (plain members are copied): the caller must not reuse its
+   * buffer. Every caller hands over a fresh chunk (a stream's read, a worker's message).
+   */
   push(chunk: Uint8Array): void {
     let at = 0;
     while (at < chunk.length && (this.received < this.#plan.head.length || !this.#headMatches)) at += this.#takeHead(chunk.subarray(at));
