@@ -93,6 +93,8 @@ export class CacheStorageCache extends UnbatchedStore {
   async put(sha256: string, bytes: Uint8Array): Promise<void> {
     const url = this.urlFor(sha256);
     // The Response constructor copies the viewed bytes, so a view into a larger buffer is fine.
+    // Bytes, never a stream: Firefox keeps a streamed body that a page close cuts short as if it
+    // were whole, an entry `has` would find (SPEC §7 "Cache"); a body given whole is stored whole.
     const response = new Response(bytes as Uint8Array<ArrayBuffer>, {
       headers: { 'Content-Type': 'application/octet-stream', 'Content-Length': String(bytes.byteLength) },
     });
@@ -121,21 +123,38 @@ export class CacheStorageCache extends UnbatchedStore {
 // ---------------------------------------------------------------------------------------------
 // Origin Private File System
 
-/**
- * Entries as files in the OPFS folder `name`, one file per entry, named by its SHA-256, written
- * through `createWritable()` (which writes a swap file and swaps it in on close, so no reader
- * ever sees half a file). Works on the main thread and in workers alike.
- */
 /** The backends `openBrowserCache` may choose. */
 export type BrowserStorageCache = IndexedDBCache | CacheStorageCache | OpfsCache;
 
+/** `move`, which OpfsCache uses and TypeScript's DOM types do not declare yet. */
+interface MovableFileHandle extends FileSystemFileHandle {
+  move(newName: string): Promise<void>;
+}
+
+/** A temporary's name: `<sha256>.<uuid>.partial`, never an entry's (a key is 64 hex digits alone). */
+const TEMPORARY = /^[0-9a-f]{64}\.[0-9a-f-]{36}\.partial$/;
+
+/**
+ * Entries as files in the OPFS folder `name`, one file per entry, named by its SHA-256. Works on
+ * the main thread and in workers alike.
+ *
+ * A file is there from the moment it is made, empty until its writable closes; a page closed
+ * mid-write leaves it so, empty under its entry's name. So each entry is written under a
+ * temporary name and renamed (`move`) to its SHA-256 once its writable has closed: a name that
+ * is a key always holds whole bytes, and `has` says yes to nothing else (SPEC §7 "Cache").
+ *
+ * A temporary left by a closed page is no entry, and the next cache of that name to open removes
+ * it once no one is writing it: each write holds a Web Lock named by its temporary until it is
+ * renamed, and the browser lets go of the lock when the page or worker goes. (A lock held only
+ * while writing, not for the page's life, keeps the page fit for the back/forward cache.)
+ */
 export class OpfsCache extends UnbatchedStore {
   readonly backend = 'opfs' as const;
   readonly name: string;
   readonly copiesBytes = true;
   #folder?: Promise<FileSystemDirectoryHandle>;
-  // createWritable() makes the file before it holds any bytes; a get or has of an entry being
-  // written here waits for that write, rather than finding an empty file.
+  // A get or has of an entry being written here waits for that write, so a put is seen by the
+  // calls made after it, as with the other stores.
   readonly #writing = new Map<string, Promise<void>>();
 
   constructor(options: BrowserCacheOptions = {}) {
@@ -148,16 +167,22 @@ export class OpfsCache extends UnbatchedStore {
       typeof navigator !== 'undefined' &&
       typeof navigator.storage?.getDirectory === 'function' &&
       typeof FileSystemFileHandle !== 'undefined' &&
-      typeof FileSystemFileHandle.prototype.createWritable === 'function'
+      typeof FileSystemFileHandle.prototype.createWritable === 'function' &&
+      typeof (FileSystemFileHandle.prototype as MovableFileHandle).move === 'function'
     );
   }
 
-  /** Opens (creating) the folder; rejects where OPFS is missing or refused. Called by every method. */
+  /**
+   * Opens (creating) the folder; rejects where OPFS is missing or refused. Called by every method.
+   * Once open, temporaries that closed pages left are removed beside the cache's calls.
+   */
   open(): Promise<FileSystemDirectoryHandle> {
     this.#folder ??= (async () => {
       if (!OpfsCache.isAvailable()) throw new UnsupportedOperationError('the Origin Private File System is not available here');
       const root = await navigator.storage.getDirectory();
-      return root.getDirectoryHandle(this.name, { create: true });
+      const folder = await root.getDirectoryHandle(this.name, { create: true });
+      void removeAbandonedTemporaries(folder).catch(() => undefined); // left, they only take space
+      return folder;
     })().catch((error: unknown) => {
       this.#folder = undefined;
       throw error;
@@ -217,26 +242,36 @@ export class OpfsCache extends UnbatchedStore {
   }
 
   async #write(sha256: string, bytes: Uint8Array): Promise<void> {
+    const temporary = `${sha256}.${crypto.randomUUID()}.partial`;
+    // Held before the temporary exists, so no sweep takes it for abandoned.
+    await whileLocked(lockFor(temporary), () => this.#writeThrough(temporary, sha256, bytes));
+  }
+
+  /** Writes `bytes` to the file `temporary`, then renames it `sha256`; removes it on failure. */
+  async #writeThrough(temporary: string, sha256: string, bytes: Uint8Array): Promise<void> {
     let folder = await this.open();
     let handle: FileSystemFileHandle;
     try {
-      handle = await folder.getFileHandle(sha256, { create: true });
+      handle = await folder.getFileHandle(temporary, { create: true });
     } catch (error) {
       if (!isDomError(error, 'NotFoundError')) throw error;
       // Another OpfsCache of this name cleared the folder under us: make it again, once.
       this.#folder = undefined;
       folder = await this.open();
-      handle = await folder.getFileHandle(sha256, { create: true });
+      handle = await folder.getFileHandle(temporary, { create: true });
     }
     let writable: FileSystemWritableFileStream | undefined;
     try {
       writable = await handle.createWritable();
       await writable.write(bytes as Uint8Array<ArrayBuffer>);
       await writable.close();
+      writable = undefined;
+      // Replaces an entry already there (the same bytes, put again or by another page).
+      await (handle as MovableFileHandle).move(sha256);
     } catch (error) {
-      // Leave no empty or partial file behind (a full quota fails here).
+      // Leave no temporary behind (a full quota fails here).
       await writable?.abort().catch(() => undefined);
-      await folder.removeEntry(sha256).catch(() => undefined);
+      await folder.removeEntry(temporary).catch(() => undefined);
       throw error;
     }
   }
@@ -250,6 +285,32 @@ export class OpfsCache extends UnbatchedStore {
       if (isDomError(error, 'NotFoundError') || isDomError(error, 'TypeMismatchError')) return undefined;
       throw error;
     }
+  }
+}
+
+/** The Web Lock held while `temporary` is written and renamed. */
+const lockFor = (temporary: string) => `awake-bundle:opfs-write:${temporary}`;
+
+/** `work`, holding the Web Lock `name` until it settles; just `work` where Web Locks are missing. */
+function whileLocked<T>(name: string, work: () => Promise<T>): Promise<T> {
+  return typeof navigator === 'undefined' || navigator.locks === undefined ? work() : navigator.locks.request(name, work);
+}
+
+/**
+ * Removes the temporaries in `folder` whose lock is free: their write has gone with its page or
+ * worker, or has renamed them already. The folder is listed before a lock is asked, so a
+ * temporary seen there had its lock taken before it was made. Without Web Locks nothing is
+ * removed, as a write in progress could not be told from an abandoned one: a temporary is no
+ * entry, only space.
+ */
+async function removeAbandonedTemporaries(folder: FileSystemDirectoryHandle): Promise<void> {
+  if (typeof navigator === 'undefined' || navigator.locks === undefined) return;
+  const temporaries: string[] = [];
+  for await (const name of folder.keys()) if (TEMPORARY.test(name)) temporaries.push(name);
+  for (const temporary of temporaries) {
+    await navigator.locks.request(lockFor(temporary), { ifAvailable: true }, async (lock) => {
+      if (lock !== null) await folder.removeEntry(temporary).catch(() => undefined); // gone already: renamed
+    });
   }
 }
 
