@@ -2,7 +2,7 @@
 // `import('./x.js')`s (core/hash.ts, read/index-view.ts) load nothing later there, and webpack
 // does not concatenate the modules around an `import()` (about 4 KB more minified). Each becomes a
 // static namespace import, resolved at once.
-// Left out, their imports reject (the 38 KB limit): the Cache Storage and OPFS caches (cache/browser-stores.ts, 0.8 KB), the
+// Left out, their imports reject (the 38 KB limit): the Cache Storage and OPFS caches (cache/browser-stores.ts, 1.0 KB), the
 // fallbacks for a page where IndexedDB does not open: a service worker has IndexedDB wherever it
 // has service workers, and where it does not open there, `openBrowserCache` keeps the cache in memory;
 // and the AWKB decoder that says why a refused bundle's head or table is not the canonical one
