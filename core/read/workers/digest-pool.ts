@@ -335,8 +335,10 @@ export class WorkerDigestPool implements DigestPool {
         },
         (lost, _, reject) => {
           // As a failed fetch: the transport tries again, with a worker left or on this thread.
+          // Not where this thread kept a copy for a worker still starting: one that never started
+          // leaves that copy to be read (below), and stopping the request would end it too.
           init.signal.removeEventListener('abort', abort);
-          fetched?.stop();
+          if (!spare) fetched?.stop();
           reject(init.signal.aborted ? init.signal.reason : new TypeError(`fetch failed in a worker: ${lost.message}`));
         },
       );
