@@ -194,5 +194,7 @@ test('the installed package has the service worker and no source maps, nor comme
   expect(existsSync(join(installed, 'dist/sw/awake-bundle-sw.js'))).toBe(true);
   const names = readdirSync(installed, { recursive: true, encoding: 'utf8' });
   expect(names.filter((name) => name.endsWith('.map') || name === 'BENCHMARKS.md')).toEqual([]);
-  expect(names.filter((name) => name.endsWith('.js') && readFileSync(join(installed, name), 'utf8').includes('sourceMappingURL='))).toEqual([]);
+  expect(names.filter((name) => name.endsWith('.js') && readFileSync(join(installed, name), 'utf8').includes('sourceMappingURL='))).toEqual(
+    [],
+  );
 });
