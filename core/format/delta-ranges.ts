@@ -73,7 +73,7 @@ function missingSpans(members: readonly DeltaMember[], missing: ReadonlySet<stri
   for (const span of spans) {
     const last = joined[joined.length - 1];
     if (last && span.start <= last.end) last.end = Math.max(last.end, span.end);
-    else joined.push({ ...span });
+    else joined.push(span);
   }
   return joined;
 }
@@ -93,7 +93,7 @@ function mergeCloseRanges(spans: DeltaByteRange[], maxGapBytes: number): DeltaBy
   for (const span of spans) {
     const last = merged[merged.length - 1];
     if (last && gapJoins(span.start - last.end, maxGapBytes)) last.end = span.end;
-    else merged.push({ ...span });
+    else merged.push(span);
   }
   return merged;
 }
@@ -104,17 +104,17 @@ function mergeCloseRanges(spans: DeltaByteRange[], maxGapBytes: number): DeltaBy
  * were, so that is: cut at the `maxRanges − 1` widest gaps (of equal ones, the later), join the
  * rest. O(n log n), where merging pair by pair was O(n²). A gap of `keepOutGapBytes` or more is
  * always a cut, even where that leaves more than `maxRanges` ranges: it may hold bytes already had.
+ * The ranges are this plan's own (made by `missingSpans`): joined as they are, not copied.
  */
 function capRanges(ranges: DeltaByteRange[], maxRanges: number, keepOutGapBytes = Infinity): DeltaByteRange[] {
-  if (ranges.length <= maxRanges) return ranges.map((range) => ({ ...range }));
-  const gapOf = (i: number) => ranges[i + 1]!.start - ranges[i]!.end;
-  const gaps = Array.from({ length: ranges.length - 1 }, (_, i) => i);
-  gaps.sort((a, b) => gapOf(b) - gapOf(a) || b - a);
-  const kept = gaps.filter((i) => gapOf(i) >= keepOutGapBytes).length;
+  if (ranges.length <= maxRanges) return ranges;
+  const widths = ranges.slice(1).map((range, i) => range.start - ranges[i]!.end);
+  const gaps = [...widths.keys()].sort((a, b) => widths[b]! - widths[a]! || b - a);
+  const kept = widths.filter((width) => width >= keepOutGapBytes).length;
   const cuts = new Set(gaps.slice(0, Math.max(kept, maxRanges - 1)));
-  const capped: DeltaByteRange[] = [{ ...ranges[0]! }];
+  const capped = [ranges[0]!];
   for (let i = 1; i < ranges.length; i++) {
-    if (cuts.has(i - 1)) capped.push({ ...ranges[i]! });
+    if (cuts.has(i - 1)) capped.push(ranges[i]!);
     else capped[capped.length - 1]!.end = ranges[i]!.end;
   }
   return capped;

@@ -60,6 +60,13 @@ export interface PlanInputs {
   fetched?: ((sha256: string) => boolean) | undefined;
 }
 
+/**
+ * Members a planner plans between two turns it gives the event loop back (`#ranges`): a load over
+ * many bundles plans them in slices, each a task of its own, rather than all of them in the task
+ * that asked; a bundle larger than this is a slice of its own.
+ */
+export const PLAN_SLICE_MEMBERS = 4096;
+
 /** Where the delta rule comes from: imported on first use, with the range fetchers (bundle-fetcher.ts `rangesModule`), in one go. */
 export type DeltaRule = () => Promise<Pick<typeof import('./delta-plan.js'), 'deltaRangesFor'>>;
 
@@ -76,6 +83,10 @@ export class LoadPlanner {
   readonly #rule: DeltaRule;
   /** The lines to the origins, when needed bytes are on (needed-bytes.ts). */
   readonly #lines: LineEstimates | undefined;
+  /** Members planned since the planner's last turn of the event loop began. */
+  #sliced = 0;
+  /** The next turn, shared by the plans that wait for it: a task of its own, where a slice begins. */
+  #turn: Promise<void> | undefined;
 
   constructor(
     view: IndexView,
@@ -143,8 +154,24 @@ export class LoadPlanner {
   async #ranges(bundle: BundleEntry, inputs: PlanInputs): Promise<RangesPlan | undefined> {
     const url = this.#view.resolveUrl(bundle.url);
     if (!this.#settings || !this.#origins.servesRanges(url)) return undefined;
+    const members = this.#view.membersOf(bundle.sha256);
+    // A bundle whose members would take the slice past PLAN_SLICE_MEMBERS waits for a turn of the
+    // event loop (a timer: a task of its own, shared by the plans waiting), and goes there if it
+    // is the first of it (a bundle that large is a slice alone) or still fits; the plan reads its
+    // inputs after the wait, as they are then.
+    if (this.#sliced + members.length > PLAN_SLICE_MEMBERS)
+      do
+        await (this.#turn ??= new Promise((resolve) =>
+          setTimeout(() => {
+            this.#turn = undefined;
+            this.#sliced = 0;
+            resolve();
+          }),
+        ));
+      while (this.#sliced > 0 && this.#sliced + members.length > PLAN_SLICE_MEMBERS);
+    this.#sliced += members.length;
     const contents = new Map<string, Entry>();
-    for (const entry of this.#view.membersOf(bundle.sha256)) if (!contents.has(entry.sha256)) contents.set(entry.sha256, entry);
+    for (const entry of members) if (!contents.has(entry.sha256)) contents.set(entry.sha256, entry);
     if (this.#lines && inputs.wanted) return this.#needed(bundle, url, contents, inputs);
     if (!this.#delta) return undefined;
     const { held, present, need } = inputs;
