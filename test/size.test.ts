@@ -32,13 +32,16 @@ const KB = 1024;
  * refuses neededBytes with deltaReads: false (~0.05 KB); the source mount both adapters share
  * (core/page/mount.ts, ~0.2 KB: a class where each adapter had its own few lines); a pool that
  * finds its dead workers (a watchdog, jobs answered without them: ~0.45 KB) and one content
- * ledger with one member check (~0.2 KB). The service worker lost 2.4 KB: its own synchronous
- * SHA-256 and HMAC (adapters/service-worker/hash-sync.ts) in place of @noble/hashes.
+ * ledger with one member check (~0.2 KB); range answers bounded by what was asked and buffers
+ * that grow with the bytes (~0.4 KB); the near-miss warning's notice (~0.1 KB; its search is a
+ * chunk of its own); the planner's turns between large bundles (~0.03 KB). The service worker
+ * lost 2.4 KB: its own synchronous SHA-256 and HMAC (adapters/service-worker/hash-sync.ts) in
+ * place of @noble/hashes; it is at its 38 KB aim, with nothing to spare.
  */
 const BUDGETS: Record<string, number> = {
-  core: 49 * KB,
-  phaser: 51.75 * KB,
-  babylon: 51.5 * KB,
+  core: 49.5 * KB,
+  phaser: 52.5 * KB,
+  babylon: 52.25 * KB,
   // The service worker at most 38 KB gzipped; it reads no references ahead, records no loads and
   // hashes synchronously with code of its own.
   sw: 38 * KB,
