@@ -31,7 +31,14 @@ import {
 import { IndexView, type Entry } from '../core/read/open/index-view.js';
 import { OriginCapabilities } from '../core/read/open/origins.js';
 import * as deltaPlan from '../core/read/plan/delta-plan.js';
-import { LoadPlanner, type DeltaRule, type LoadPlan, type PlanInputs, type RangesPlan } from '../core/read/plan/load-planner.js';
+import {
+  LoadPlanner,
+  PLAN_SLICE_MEMBERS,
+  type DeltaRule,
+  type LoadPlan,
+  type PlanInputs,
+  type RangesPlan,
+} from '../core/read/plan/load-planner.js';
 import { LineEstimates, type WholeAllowance } from '../core/read/plan/needed-bytes.js';
 import type { VerifiedCache } from '../core/read/state/verified-cache.js';
 import { seededBytes, sha256Hex } from './helpers/trees.js';
@@ -590,5 +597,40 @@ describe('readsByRange: whether one read goes alone by range request (SPEC §7 "
     });
     const view = await IndexView.open(index, `${BASE}project.index.json`, BASE);
     expect(plannerFor(view, { rangeReads: true }).planner.readsByRange(entry(view, 'loose.bin'), true)).toBe(false);
+  });
+});
+
+describe('many members: the planner takes turns with the event loop', () => {
+  test('bundles whose members together pass PLAN_SLICE_MEMBERS are planned in tasks of their own; small ones share one', async () => {
+    // Three bundles of 3,000 tiny members each (one per folder) and two of 10: 9,020 members.
+    const files: Record<string, Uint8Array> = {};
+    for (const folder of ['a', 'b', 'c'])
+      for (let i = 0; i < 3000; i++) files[`${folder}/${i}.bin`] = seededBytes(8, i + folder.charCodeAt(0) * 10_000);
+    for (const folder of ['x', 'y'])
+      for (let i = 0; i < 10; i++) files[`${folder}/${i}.bin`] = seededBytes(8, i + folder.charCodeAt(0) * 10_000);
+    const view = await viewOf(await indexOf(files, { grouping: groupByFolder(1) }));
+    const { planner } = plannerFor(view, { roundTripBytes: 0 });
+    /** Which task each plan ended in: the count of timers that had run by then. */
+    let tasks = 0;
+    const ticking = setInterval(() => tasks++, 0);
+    try {
+      const ended: Record<string, number> = {};
+      await Promise.all(
+        ['x', 'a', 'y', 'b', 'c'].map(async (folder) => {
+          const first = `${folder}/0.bin`;
+          const plan = await planner.plan(keyOf(view, first), wanting(view, first));
+          expect(plan.kind).toBe('ranges');
+          ended[folder] = tasks;
+        }),
+      );
+      expect(PLAN_SLICE_MEMBERS).toBeLessThan(2 * 3000);
+      // x, a and y fit one slice (3,020 members); b and c each wait for a turn of their own.
+      expect(ended.x).toBe(ended.a);
+      expect(ended.y).toBe(ended.a);
+      expect(ended.b!).toBeGreaterThan(ended.a!);
+      expect(ended.c!).toBeGreaterThan(ended.b!);
+    } finally {
+      clearInterval(ticking);
+    }
   });
 });
