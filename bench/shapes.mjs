@@ -675,10 +675,49 @@ function aimCounts(part) {
 }
 
 /**
- * The first visits on the page; the return visits there as the aim's count (every cell is on the
- * console, with the limit table, and in --report's JSON). BENCHMARKS.md is one page of current figures.
+ * The first visits on the page, one row per game and protocol with a column per network (bundled
+ * ÷ loose, and the two medians); the return visits there as the aim's count. Every cell, with its
+ * bytes, requests and the limit table, is on the console and in --report's JSON: BENCHMARKS.md is
+ * one page of current figures.
  */
-const PAGE_TABLES = TABLES.filter(([title]) => title === 'First visit (an empty profile)');
+function compactFirstTable() {
+  return [
+    'First visit (an empty profile): bundled ÷ loose (loose s → bundled s), medians; ✗ an aim missed',
+    null,
+    (part) => {
+      const networks = [...new Set(part.cells.map((cell) => networkName(cell)))];
+      const rows = new Map();
+      for (const cell of part.cells) {
+        const [game, protocol] = cellName(cell);
+        const key = `${game} ${protocol}`;
+        const judged = judgeShape(part, cell);
+        const row = rows.get(key) ?? { game, protocol, byNetwork: new Map(), fetched: [], twice: 0 };
+        const [loose, bundled, ratio] = visitTimes(cell, 'first').map((text) => String(text).split(' ')[0]);
+        row.byNetwork.set(networkName(cell), `${ratio}${judged.firstMet === false ? ' ✗' : ''} (${loose} → ${bundled})`);
+        row.fetched.push(judged.fetchedPerUsed);
+        row.twice = Math.max(row.twice, cell.bundled.first.twiceMaxBytes ?? 0);
+        rows.set(key, row);
+      }
+      const head = ['game', 'protocol', ...networks, 'fetched ÷ used', 'bytes twice (most)'];
+      const body = [...rows.values()].map((row) => [
+        row.game,
+        row.protocol,
+        ...networks.map((name) => row.byNetwork.get(name) ?? '–'),
+        `${Math.min(...row.fetched).toFixed(2)}–${Math.max(...row.fetched).toFixed(2)}`,
+        String(row.twice),
+      ]);
+      return { head, body };
+    },
+  ];
+}
+const networkName = (cell) => `${cell.latencyMs} ms${cell.mbit ? `, ${cell.mbit} Mbit/s` : ''}`;
+const PAGE_TABLES = [];
+
+function compactLines(part) {
+  const [title, , make] = compactFirstTable();
+  const { head, body } = make(part);
+  return [`${title}:`, '', ...markdownTable(head, body), ''];
+}
 
 function renderPart(part) {
   const handoff = handoffTables(part, true);
@@ -693,6 +732,7 @@ function renderPart(part) {
       aims: aimCounts(part),
       tables: PAGE_TABLES,
     }),
+    ...compactLines(part),
     ...(handoff.length ? ['#### Per-file hand-off (phaser-audio)', '', HANDOFF_NOTE, ''] : []),
     ...handoff.flatMap(([title, head, rows]) => [`${title}:`, '', ...markdownTable(head, rows), '']),
   ];
