@@ -98,8 +98,8 @@ export async function openSource(options: OpenOptions): Promise<Opened> {
     warm();
     index =
       typeof options.index === 'string'
-        ? parseProjectIndexJson(options.index, indexUrl ? { url: indexUrl, ...limits } : limits)
-        : parseProjectIndex(options.index, indexUrl ? { url: indexUrl, ...limits } : limits);
+        ? parseProjectIndexJson(options.index, { ...limits, ...(indexUrl ? { url: indexUrl } : {}) })
+        : parseProjectIndex(options.index, { ...limits, ...(indexUrl ? { url: indexUrl } : {}) });
   } else if (indexUrl !== undefined) {
     // Opened by a blocking script: the page's preload links (after it) are parsed first, so
     // the index and the bundles come from their preloads, each requested once (origins.ts).

@@ -156,7 +156,8 @@ export class VerifiedCache {
     wanted.forEach((entry, i) => {
       const bytes = answers[i];
       if (bytes === undefined) return;
-      if (checkMember(entry, bytes, entry.sha256) === 'size') bad.push(entry.sha256);
+      // A wrong size is known without hashing; the rest are checked below once hashed (`checkMember`).
+      if (bytes.length !== entry.sizeBytes) bad.push(entry.sha256);
       // Bytes a cache may still hold are copied before they are ours to give away.
       else candidates.push({ entry, bytes: cache.copiesBytes ? bytes : bytes.slice() });
     });
