@@ -343,6 +343,42 @@ describe('Range', () => {
     expect(none.headers['content-range']).toBe(`bytes */${size}`);
   });
 
+  test(`${MAX_RANGES_PER_REQUEST} ranges of one file: every part whole (one past 64 KiB), read without a listener per part on the file`, async () => {
+    const { url } = await serve();
+    // Node warns past 10 listeners on one emitter: a read stream per part would add one each to the open file.
+    const fsPromises = jest.requireActual<typeof import('node:fs/promises')>('node:fs/promises');
+    const realOpen = fsPromises.open;
+    let mostCloseListeners = 0;
+    const opening = jest.spyOn(fsPromises, 'open').mockImplementation(async (...args: Parameters<typeof realOpen>) => {
+      const handle = await realOpen(...args);
+      const on = handle.on.bind(handle);
+      handle.on = ((event: string, listener: (...a: unknown[]) => void) => {
+        on(event, listener);
+        if (event === 'close') mostCloseListeners = Math.max(mostCloseListeners, handle.listenerCount('close'));
+        return handle;
+      }) as typeof handle.on;
+      return handle;
+    });
+    try {
+      // The last range, the back half, is over 64 KiB: read in pieces.
+      const half = Math.floor(size / 2);
+      const step = Math.floor(half / (2 * MAX_RANGES_PER_REQUEST));
+      const asked = Array.from({ length: MAX_RANGES_PER_REQUEST }, (_, i) =>
+        i === MAX_RANGES_PER_REQUEST - 1 ? [half, size - 1] : [i * 2 * step, i * 2 * step + step - 1],
+      );
+      expect(size - half).toBeGreaterThan(64 * 1024);
+      const response = await rawGet(url, `/${BIG_BUNDLE.url}`, { Range: `bytes=${asked.map(([a, b]) => `${a}-${b}`).join(',')}` });
+      expect(response.status).toBe(206);
+      const parts = partsOf(response);
+      expect(parts.map(({ first, last }) => [first, last])).toEqual(asked);
+      for (const part of parts) expect(part.bytes.equals(BIG_BUNDLE_BYTES.subarray(part.first, part.last + 1))).toBe(true);
+      expect(opening).toHaveBeenCalled();
+      expect(mostCloseListeners).toBeLessThanOrEqual(1);
+    } finally {
+      opening.mockRestore();
+    }
+  });
+
   test(`more than ${MAX_RANGES_PER_REQUEST} ranges get the whole file (200); a truncate fault cuts a multipart body short`, async () => {
     const { url } = await serve();
     const many = Array.from({ length: MAX_RANGES_PER_REQUEST + 1 }, (_, i) => `${i * 10}-${i * 10 + 4}`).join(',');
