@@ -18,16 +18,24 @@ const HEX_VALUES = /* @__PURE__ */ Int8Array.from({ length: 128 }, (_, code) => 
 });
 
 export function fromHex(hex: string): Uint8Array {
-  const bad = () => new InvalidOptionError('hex', `not a hex string: ${JSON.stringify(hex.slice(0, 80))}`);
-  if (hex.length % 2 !== 0) throw bad();
+  if (hex.length % 2 !== 0) throw notHex(hex);
   const out = new Uint8Array(hex.length / 2);
-  for (let i = 0; i < out.length; i++) {
-    const high = HEX_VALUES[hex.charCodeAt(i * 2)] ?? -1;
-    const low = HEX_VALUES[hex.charCodeAt(i * 2 + 1)] ?? -1;
-    if (high < 0 || low < 0) throw bad();
-    out[i] = (high << 4) | low;
-  }
+  hexInto(hex, out, 0);
   return out;
+}
+
+/** Writes the bytes of `hex` (an even number of digits) into `out` from `at`. */
+export function hexInto(hex: string, out: Uint8Array, at: number): void {
+  for (let i = 0; i < hex.length; i += 2) {
+    const high = HEX_VALUES[hex.charCodeAt(i)] ?? -1;
+    const low = HEX_VALUES[hex.charCodeAt(i + 1)] ?? -1;
+    if (high < 0 || low < 0) throw notHex(hex);
+    out[at++] = (high << 4) | low;
+  }
+}
+
+function notHex(hex: string): InvalidOptionError {
+  return new InvalidOptionError('hex', `not a hex string: ${JSON.stringify(hex.slice(0, 80))}`);
 }
 
 function subtle(): SubtleCrypto | undefined {

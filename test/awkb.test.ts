@@ -78,6 +78,44 @@ describe('encodeBundle / decodeBundle', () => {
     );
   });
 
+  test('keys of ASCII and other BMP characters (no surrogates) sort and decode by their UTF-8 bytes too', () => {
+    const bmpSegment = fc
+      .string({ unit: fc.constantFrom('a', 'b', 'Z', '-', ' ', '~', 'é', 'ÿ', 'Ａ', '\ue000', '\uffee', 'x'), minLength: 1, maxLength: 6 })
+      .filter((s) => s !== '.' && s !== '..');
+    const bmpKey = fc.array(bmpSegment, { minLength: 1, maxLength: 3 }).map((parts) => parts.join('/'));
+    fc.assert(
+      fc.property(fc.uniqueArray(bmpKey, { minLength: 1, maxLength: 16 }), fc.uint8Array({ maxLength: 8 }), (keys, bytes) => {
+        const input = keys.map((k, i) => ({ key: k, bytes: bytes.subarray(0, i % (bytes.length + 1)), sha256: '' }));
+        for (const member of input) member.sha256 = sha256(member.bytes);
+        const encoded = encodeBundle(input);
+        const decoded = decodeBundle(encoded);
+        const byBytes = [...keys].sort((a, b) => Buffer.compare(Buffer.from(a, 'utf8'), Buffer.from(b, 'utf8')));
+        expect(decoded.records.map((r) => r.key)).toEqual(byBytes);
+        for (const record of decoded.records)
+          expect(Buffer.from(memberBytes(encoded, record)).equals(Buffer.from(input.find((m) => m.key === record.key)!.bytes))).toBe(true);
+        // The key bytes in the table are the keys' UTF-8, whichever way they were written.
+        let at = 16;
+        for (const key of byBytes) {
+          const utf8 = Buffer.from(key, 'utf8');
+          expect(Buffer.from(encoded.buffer, encoded.byteOffset, encoded.length).readUInt16BE(at)).toBe(utf8.length);
+          expect(Buffer.from(encoded.subarray(at + 2, at + 2 + utf8.length)).equals(utf8)).toBe(true);
+          at += 2 + utf8.length + 48;
+        }
+      }),
+    );
+  });
+
+  test('two keys that differ only in their lone surrogates encode alike and are refused as one key', () => {
+    const a = new Uint8Array([1]);
+    // TextEncoder writes any lone surrogate as U+FFFD: the two keys have the same UTF-8 bytes.
+    expect(() =>
+      encodeBundle([
+        { key: 'k\ud800', bytes: a, sha256: sha256(a) },
+        { key: 'k\udc00', bytes: a, sha256: sha256(a) },
+      ]),
+    ).toThrow(/share the key/);
+  });
+
   test('keys sort by UTF-8 bytes, not UTF-16: U+FF21 comes before U+1F600', () => {
     const a = new TextEncoder().encode('x');
     const bytes = encodeBundle([

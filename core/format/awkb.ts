@@ -6,7 +6,7 @@
  */
 import { InvalidOptionError } from '../errors.js';
 import { SHA256_HEX } from './sha256.js';
-import { fromHex } from '../hash.js';
+import { hexInto } from '../hash.js';
 import { compareBytes, utf8 } from './paths.js';
 
 export const AWKB_MAGIC = new Uint8Array([0x41, 0x57, 0x4b, 0x42]); // "AWKB"
@@ -89,22 +89,45 @@ export interface LayoutOptions {
  * gives each distinct content one place in the data area, in data order.
  */
 export function layoutBundle(members: readonly BundleMemberSpec[], options: LayoutOptions = {}): BundleLayout {
-  const sorted = members
-    .map((member, given) => ({ member, given, keyBytes: utf8(member.key) }))
-    .sort((a, b) => compareBytes(a.keyBytes, b.keyBytes));
+  return layOut(members, options).layout;
+}
+
+/** A key with a UTF-16 surrogate: ordered (and told apart) by its UTF-8 bytes, not its code units. */
+const SURROGATE = /[\uD800-\uDFFF]/;
+/** A key of other than ASCII: its UTF-8 bytes are not its code units. */
+const NOT_ASCII = /[^\0-\x7f]/;
+
+/**
+ * `layoutBundle`, and for each record (in table order) the index in `members` it came from.
+ * Keys sort by their UTF-8 bytes (SPEC §5): for keys without surrogates that is the order of their
+ * UTF-16 code units, compared as strings; an ASCII key's bytes are its code units, never encoded.
+ */
+function layOut(members: readonly BundleMemberSpec[], options: LayoutOptions): { layout: BundleLayout; givenOf: number[] } {
+  const bytesOrder = members.some((member) => SURROGATE.test(member.key));
+  const sorted = members.map((member, given) => ({
+    member,
+    given,
+    keyBytes: bytesOrder || NOT_ASCII.test(member.key) ? utf8(member.key) : undefined,
+  }));
+  sorted.sort(
+    bytesOrder
+      ? (a, b) => compareBytes(a.keyBytes!, b.keyBytes!)
+      : ({ member: { key: a } }, { member: { key: b } }) => (a < b ? -1 : a > b ? 1 : 0),
+  );
   let keyBytesTotal = 0;
   for (let i = 0; i < sorted.length; i++) {
     const { member, keyBytes } = sorted[i]!;
-    if (keyBytes.length === 0 || keyBytes.length > MAX_KEY_BYTES)
+    const keyLength = keyBytes ? keyBytes.length : member.key.length;
+    if (keyLength === 0 || keyLength > MAX_KEY_BYTES)
       throw new InvalidOptionError('members', `bundle key ${JSON.stringify(member.key)} must be 1..65535 UTF-8 bytes`);
-    if (i > 0 && compareBytes(sorted[i - 1]!.keyBytes, keyBytes) === 0)
+    if (i > 0 && (bytesOrder ? compareBytes(sorted[i - 1]!.keyBytes!, keyBytes!) === 0 : sorted[i - 1]!.member.key === member.key))
       throw new InvalidOptionError('members', `two bundle members share the key ${JSON.stringify(member.key)}`);
     if (!SHA256_HEX.test(member.sha256))
       throw new InvalidOptionError('members', `member ${JSON.stringify(member.key)}: sha256 must be 64 lowercase hex digits`);
     if (!Number.isSafeInteger(member.sizeBytes) || member.sizeBytes < 0)
       throw new InvalidOptionError('members', `member ${JSON.stringify(member.key)}: sizeBytes must be a non-negative safe integer`);
     checkEncodingSpec(member);
-    keyBytesTotal += keyBytes.length;
+    keyBytesTotal += keyLength;
   }
   // SPEC §5a: version 2 only when some member is encoded, so a bundle with none is byte for byte
   // what version 1 always gave.
@@ -147,44 +170,51 @@ export function layoutBundle(members: readonly BundleMemberSpec[], options: Layo
 
   const head = new Uint8Array(dataStart);
   const view = new DataView(head.buffer);
+  let at = HEADER_BYTES;
+  /** A u64 (SPEC §5: big-endian) of a safe integer, as two u32s. */
+  const u64 = (value: number) => {
+    view.setUint32(at, Math.floor(value / 0x100000000));
+    view.setUint32(at + 4, value >>> 0);
+    at += 8;
+  };
   head.set(AWKB_MAGIC, 0);
   view.setUint16(4, encoded ? AWKB_VERSION_ENCODED : AWKB_VERSION);
   view.setUint16(6, 0);
   view.setUint32(8, records.length);
   view.setUint32(12, tableSize);
-  let at = HEADER_BYTES;
   for (let i = 0; i < records.length; i++) {
     const record = records[i]!;
-    const keyBytes = sorted[i]!.keyBytes;
-    view.setUint16(at, keyBytes.length);
-    head.set(keyBytes, at + 2);
-    at += 2 + keyBytes.length;
-    view.setBigUint64(at, BigInt(record.offset));
-    at += 8;
-    if (encoded) {
-      view.setBigUint64(at, BigInt(storedSizeOf(record)));
-      at += 8;
+    const { member, keyBytes } = sorted[i]!;
+    const key = member.key;
+    if (keyBytes) {
+      view.setUint16(at, keyBytes.length);
+      head.set(keyBytes, at + 2);
+      at += 2 + keyBytes.length;
+    } else {
+      view.setUint16(at, key.length);
+      at += 2;
+      for (let c = 0; c < key.length; c++) head[at++] = key.charCodeAt(c);
     }
-    view.setBigUint64(at, BigInt(record.sizeBytes));
-    head.set(fromHex(record.sha256), at + 8);
-    at += 40;
+    u64(record.offset);
+    if (encoded) u64(storedSizeOf(record));
+    u64(record.sizeBytes);
+    hexInto(record.sha256, head, at);
+    at += 32;
     if (encoded) head[at++] = record.encoding === undefined ? ENCODING_BYTE.none : ENCODING_BYTE[record.encoding];
   }
-  return { head, records, written, sizeBytes: end };
+  return { layout: { head, records, written, sizeBytes: end }, givenOf: sorted.map(({ given }) => given) };
 }
 
 /** SPEC §5a: an encoding this implementation knows, with a stored size; or neither. */
 function checkEncodingSpec(member: BundleMemberSpec): void {
-  const name = JSON.stringify(member.key);
+  const refuse = (problem: string) => new InvalidOptionError('members', `member ${JSON.stringify(member.key)}: ${problem}`);
   if (member.encoding === undefined) {
-    if (member.storedBytes !== undefined && member.storedBytes !== member.sizeBytes)
-      throw new InvalidOptionError('members', `member ${name}: storedBytes without an encoding must equal sizeBytes`);
+    if (member.storedBytes !== undefined && member.storedBytes !== member.sizeBytes) throw refuse('storedBytes without an encoding must equal sizeBytes');
     return;
   }
-  if (!MEMBER_ENCODINGS.includes(member.encoding))
-    throw new InvalidOptionError('members', `member ${name}: unknown encoding ${JSON.stringify(member.encoding)}`);
+  if (!MEMBER_ENCODINGS.includes(member.encoding)) throw refuse(`unknown encoding ${JSON.stringify(member.encoding)}`);
   if (!Number.isSafeInteger(member.storedBytes) || member.storedBytes! < 0)
-    throw new InvalidOptionError('members', `member ${name}: an encoded member needs storedBytes, a non-negative safe integer`);
+    throw refuse('an encoded member needs storedBytes, a non-negative safe integer');
 }
 
 /**
@@ -198,10 +228,11 @@ export function canonicalBundleLayout(
   listing: { sizeBytes: number },
   members: readonly (BundleMemberSpec & { offset: number })[],
 ): BundleLayout | undefined {
-  let layout: BundleLayout;
+  const ordered = inDataOrder(members);
+  let laid: ReturnType<typeof layOut>;
   try {
-    layout = layoutBundle(
-      inDataOrder(members).map(({ key, sizeBytes, sha256, storedBytes, encoding }) =>
+    laid = layOut(
+      ordered.map(({ key, sizeBytes, sha256, storedBytes, encoding }) =>
         encoding === undefined ? { key, sizeBytes, sha256 } : { key, sizeBytes, sha256, storedBytes: storedBytes!, encoding },
       ),
       { dataOrder: 'given' },
@@ -209,9 +240,9 @@ export function canonicalBundleLayout(
   } catch {
     return undefined;
   }
+  const { layout, givenOf } = laid;
   if (layout.sizeBytes !== listing.sizeBytes) return undefined;
-  const offsets = new Map(layout.records.map((record) => [record.key, record.offset]));
-  return members.some((member) => offsets.get(member.key) !== member.offset) ? undefined : layout;
+  return layout.records.some((record, i) => ordered[givenOf[i]!]!.offset !== record.offset) ? undefined : layout;
 }
 
 /**
