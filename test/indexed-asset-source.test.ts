@@ -9,7 +9,9 @@ import { join } from 'node:path';
 import {
   AssetNotFoundError,
   BundleIntegrityError,
+  decodeBundle,
   DEFAULT_INDEX_ATTEMPTS,
+  encodeBundle,
   DEFAULT_INDEX_TIMEOUT_MS,
   HttpError,
   IndexedAssetSource,
@@ -268,6 +270,54 @@ describe('prefetch', () => {
     expect(net.bundleRequests()).toBe(1);
     await source.read('assets/models/buoy.glb');
     expect(net.bundleRequests()).toBe(2);
+  });
+});
+
+describe('a load of many paths', () => {
+  test('looks them up in turns of the event loop, each path once in the order first named, folders too', async () => {
+    // 10,000 tiny files of one bundle: more paths than one turn looks up.
+    const dir = join(temporaryDir('awkb-many-'), 'site');
+    mkdirSync(join(dir, 'bundles'), { recursive: true });
+    const members = Array.from({ length: 10_000 }, (_, i) => {
+      const bytes = new TextEncoder().encode(`file ${i}`);
+      return { key: `${i % 2 === 0 ? 'even' : 'odd'}/${String(i).padStart(5, '0')}.txt`, bytes, sha256: sha256(bytes) };
+    });
+    const bundle = encodeBundle(members);
+    const bundleSha = sha256(bundle);
+    writeFileSync(join(dir, `bundles/${bundleSha}.awkb`), bundle);
+    const records = decodeBundle(bundle).records;
+    writeFileSync(
+      join(dir, 'project.index.json'),
+      JSON.stringify({
+        formatVersion: 3,
+        rootPath: '/many',
+        bundles: [{ sha256: bundleSha, sizeBytes: bundle.length, url: `bundles/${bundleSha}.awkb` }],
+        files: records.map((record) => ({ path: record.key, sizeBytes: record.sizeBytes, sha256: record.sha256, bundle: bundleSha, offset: record.offset })),
+      }),
+    );
+    const many = await startStaticServer({ root: dir });
+    try {
+      const source = await IndexedAssetSource.open({ indexUrl: `${many.url}project.index.json`, cache: null, hashWorkers: 0 });
+      const odd = members.filter((_, i) => i % 2 === 1).map((member) => member.key);
+      const even = members.filter((_, i) => i % 2 === 0).map((member) => member.key);
+      // Odd paths, one of them twice, some even ones, then (in another turn's share) the folder of even ones and an odd path again.
+      const items = [...odd, odd[0]!, ...even.slice(0, 4_000), 'even', odd[4_999]!];
+      expect(items.length).toBeGreaterThan(8_192);
+      const loading = source.load(items);
+      // The paths are gone through in turns: none is recorded yet when the call returns.
+      expect(source.recordedLoads().loads).toEqual([]);
+      const paths = await loading;
+      expect(paths).toEqual([...odd, ...even]);
+      expect(source.recordedLoads().loads).toEqual([{ name: 'main', paths: [...odd, ...even] }]);
+      // What load() gave back is the caller's: changing it changes nothing recorded.
+      paths.length = 0;
+      expect(source.recordedLoads().loads[0]!.paths).toHaveLength(10_000);
+      expect(new TextDecoder().decode(await source.read(even[123]!))).toBe('file 246');
+      await expect(source.load([...odd, 'nowhere/else.txt'])).rejects.toThrow(AssetNotFoundError);
+      source.dispose();
+    } finally {
+      await many.close();
+    }
   });
 });
 

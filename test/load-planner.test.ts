@@ -610,9 +610,12 @@ describe('many members: the planner takes turns with the event loop', () => {
       for (let i = 0; i < 10; i++) files[`${folder}/${i}.bin`] = seededBytes(8, i + folder.charCodeAt(0) * 10_000);
     const view = await viewOf(await indexOf(files, { grouping: groupByFolder(1) }));
     const { planner } = plannerFor(view, { roundTripBytes: 0 });
-    /** Which task each plan ended in: the count of timers that had run by then. */
+    /** Which task each plan ended in: the count of turns of the event loop (`setImmediate` in Node, as `nextTurn`) by then. */
     let tasks = 0;
-    const ticking = setInterval(() => tasks++, 0);
+    let ticking = setImmediate(function tick() {
+      tasks++;
+      ticking = setImmediate(tick);
+    });
     try {
       const ended: Record<string, number> = {};
       await Promise.all(
@@ -630,7 +633,49 @@ describe('many members: the planner takes turns with the event loop', () => {
       expect(ended.b!).toBeGreaterThan(ended.a!);
       expect(ended.c!).toBeGreaterThan(ended.b!);
     } finally {
-      clearInterval(ticking);
+      clearImmediate(ticking);
+    }
+  });
+
+  test('a whole bundle’s stream plan is made by the planner, once, a large one in a task of its own', async () => {
+    const files: Record<string, Uint8Array> = {};
+    for (const folder of ['a', 'b'])
+      for (let i = 0; i < 3000; i++) files[`${folder}/${i}.bin`] = seededBytes(8, i + folder.charCodeAt(0) * 10_000);
+    for (let i = 0; i < 10; i++) files[`x/${i}.bin`] = seededBytes(8, i + 'x'.charCodeAt(0) * 10_000);
+    const view = await viewOf(await indexOf(files, { grouping: groupByFolder(1) }));
+    // `deltaReads: false`: every bundle comes whole.
+    const { planner } = plannerFor(view, { ranges: null });
+    let tasks = 0;
+    let ticking = setImmediate(function tick() {
+      tasks++;
+      ticking = setImmediate(tick);
+    });
+    try {
+      const ended: Record<string, number> = {};
+      await Promise.all(
+        ['x', 'a', 'b'].map(async (folder) => {
+          const first = `${folder}/0.bin`;
+          const plan = await planner.plan(keyOf(view, first), wanting(view, first));
+          expect(plan.kind).toBe('whole');
+          // Made by the plan: the fetcher finds it.
+          expect(view.hasStreamPlan(bundleOf(view, first))).toBe(true);
+          ended[folder] = tasks;
+        }),
+      );
+      // x and a (3,010 members) in the task that asked; b (3,000 more: past a slice) in a turn of its own.
+      expect(PLAN_SLICE_MEMBERS).toBeLessThan(2 * 3000);
+      expect(ended.x).toBe(0);
+      expect(ended.a).toBe(0);
+      expect(ended.b!).toBeGreaterThan(0);
+      const plan = view.streamPlan(bundleOf(view, 'a/0.bin'));
+      expect(plan?.contents).toHaveLength(3000);
+      // Planned again: no turn, the stream plan is made already.
+      const before = tasks;
+      await planner.plan(keyOf(view, 'a/0.bin'), wanting(view, 'a/0.bin'));
+      expect(tasks).toBe(before);
+      expect(view.streamPlan(bundleOf(view, 'a/0.bin'))).toBe(plan);
+    } finally {
+      clearImmediate(ticking);
     }
   });
 });

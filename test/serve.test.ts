@@ -2,6 +2,7 @@
  * `awake-bundle serve` and `startStaticServer`: the embedded host, exercised over real HTTP on
  * 127.0.0.1 (SPEC §7 relies on its Range, ETag, CORS, token and fault behaviour).
  */
+import type { EventEmitter } from 'node:events';
 import { setTimeout as setTimeoutPromise } from 'node:timers/promises';
 import { spawn } from 'node:child_process';
 import { mkdirSync, readFileSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
@@ -351,12 +352,14 @@ describe('Range', () => {
     let mostCloseListeners = 0;
     const opening = jest.spyOn(fsPromises, 'open').mockImplementation(async (...args: Parameters<typeof realOpen>) => {
       const handle = await realOpen(...args);
-      const on = handle.on.bind(handle);
-      handle.on = ((event: string, listener: (...a: unknown[]) => void) => {
+      // A FileHandle is an EventEmitter (its types leave that out).
+      const emitter = handle as unknown as EventEmitter;
+      const on = emitter.on.bind(emitter);
+      emitter.on = (event: string | symbol, listener: (...a: unknown[]) => void) => {
         on(event, listener);
-        if (event === 'close') mostCloseListeners = Math.max(mostCloseListeners, handle.listenerCount('close'));
-        return handle;
-      }) as typeof handle.on;
+        if (event === 'close') mostCloseListeners = Math.max(mostCloseListeners, emitter.listenerCount('close'));
+        return emitter;
+      };
       return handle;
     });
     try {

@@ -15,9 +15,17 @@ export { DEFAULT_LOAD_NAME, LOADS_ENDPOINT_HEADER, loadsEndpointOf } from './loa
 /** A `keepalive` request may carry at most 64 KiB of body (Fetch standard); a larger post goes without it. */
 const KEEPALIVE_MAX_BYTES = 64 * 1024;
 
+/** Batches recorded before they are folded into the record: a bound on what waits (reads record one path each). */
+const FOLD_AFTER_BATCHES = 1024;
+
 export class LoadRecorder {
   /** Paths by load name: a Map and Sets keep the order of first use. */
   readonly #loads = new Map<string, Set<string>>();
+  /**
+   * What was recorded and not yet folded into `#loads`, in order: a load of many paths records
+   * in one step, and its paths are gone through when the record is asked for (or past the bound).
+   */
+  #batches: [string, readonly string[]][] = [];
   /** Paths recorded so far, and when the last post went out, so an unchanged record is not posted again. */
   #recorded = 0;
   #posted = 0;
@@ -25,26 +33,37 @@ export class LoadRecorder {
 
   constructor(readonly enabled: boolean) {}
 
-  /** Records `paths` under `name` (the default load when none); checks the name even when recording is off. */
-  record(name: string | undefined, paths: Iterable<string>): void {
+  /**
+   * Records `paths` under `name` (the default load when none), keeping the array (the caller
+   * leaves it unchanged); checks the name even when recording is off.
+   */
+  record(name: string | undefined, paths: readonly string[]): void {
     if (name !== undefined && (typeof name !== 'string' || name === ''))
       throw new InvalidOptionError('loadName', `loadName must be a non-empty string, got ${JSON.stringify(name)}`);
     if (!this.enabled) return;
-    const load = name ?? DEFAULT_LOAD_NAME;
-    let known = this.#loads.get(load);
-    if (!known) {
-      known = new Set();
-      this.#loads.set(load, known);
+    this.#batches.push([name ?? DEFAULT_LOAD_NAME, paths]);
+    if (this.#batches.length > FOLD_AFTER_BATCHES) this.#fold();
+  }
+
+  #fold(): void {
+    for (const [load, paths] of this.#batches) {
+      let known = this.#loads.get(load);
+      if (!known) {
+        known = new Set();
+        this.#loads.set(load, known);
+      }
+      for (const path of paths) {
+        if (known.has(path)) continue;
+        known.add(path);
+        this.#recorded++;
+      }
     }
-    for (const path of paths) {
-      if (known.has(path)) continue;
-      known.add(path);
-      this.#recorded++;
-    }
+    this.#batches = [];
   }
 
   /** The loads file's JSON: loads in order of first use, each with its paths in order of first use. */
   loadsFile(): LoadsFile {
+    this.#fold();
     return { formatVersion: 1, loads: [...this.#loads].map(([name, paths]) => ({ name, paths: [...paths] })) };
   }
 
@@ -54,6 +73,7 @@ export class LoadRecorder {
    * a development aid, and the game goes on.
    */
   async post(endpoint: string, fetch: typeof globalThis.fetch): Promise<boolean> {
+    this.#fold();
     if (this.#recorded === this.#posted || this.#loads.size === 0) return false;
     const recorded = this.#recorded;
     // Counted as posted from now on, so a second post meanwhile does not send the same again.

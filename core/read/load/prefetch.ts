@@ -32,14 +32,13 @@ export class Prefetcher {
     const { asked, held } = ledger;
     const keep = options.keep !== false || !cache.enabled;
     const groups = new Map<string, Entry[]>();
-    for (const { entry } of files) pushTo(groups, view.loadKeyOf(entry), entry);
-    if (keep) {
-      for (const { entry } of files) {
-        const key = entryKey(entry);
-        if (asked.has(key)) continue;
-        asked.add(key);
-        held.pin(entry.sha256);
-      }
+    for (const { entry } of files) {
+      pushTo(groups, view.loadKeyOf(entry), entry);
+      if (!keep) continue;
+      const key = entryKey(entry);
+      if (asked.has(key)) continue;
+      asked.add(key);
+      held.pin(entry.sha256);
     }
     const decided = ledger.beginDeciding(groups.keys());
     try {
@@ -201,11 +200,10 @@ export class Prefetcher {
     const wanted = new Map<string, Entry[]>();
     for (const [loadKey, group] of groups) {
       // On its way by a range of its own (aside-ranges.ts) counts as there too: `#holdFromCache` waits for it.
-      const missing = distinct(group.filter((entry) => !ledger.has(entry.sha256)));
-      if (missing.length === 0) complete.add(loadKey);
-      else wanted.set(loadKey, missing);
+      if (group.every((entry) => ledger.has(entry.sha256))) complete.add(loadKey);
+      else if (cache.enabled) wanted.set(loadKey, distinct(group.filter((entry) => !ledger.has(entry.sha256))));
     }
-    if (!cache.enabled || wanted.size === 0) return { complete };
+    if (wanted.size === 0) return { complete };
     // The same call asks for every member of the bundles that may be fetched (for delta reads).
     const shas = new Set<string>();
     for (const missing of wanted.values()) for (const entry of missing) shas.add(entry.sha256);

@@ -105,10 +105,23 @@ export class IndexView {
    * fails with `AssetNotFoundError` naming it.
    */
   expand(items: Iterable<string>): string[] {
-    const paths = new Set<string>();
+    return this.files(items).map((file) => file.path);
+  }
+
+  /**
+   * `expand`, each path with its entry (looked up once: a load of many paths costs one lookup
+   * each), into `files`; the paths in `seen` (those `files` has already) are left out.
+   */
+  files(items: Iterable<string>, files: { path: string; entry: Entry }[] = [], seen = new Set<string>()): { path: string; entry: Entry }[] {
+    const add = (path: string, entry: Entry) => {
+      if (seen.has(path)) return;
+      seen.add(path);
+      files.push({ path, entry });
+    };
     for (const item of items) {
-      if (this.entry(item)) {
-        paths.add(item);
+      const entry = this.entry(item);
+      if (entry) {
+        add(item, entry);
         continue;
       }
       const below = this.salt === undefined ? this.pathsBelow(item) : [];
@@ -118,9 +131,9 @@ export class IndexView {
           this.indexUrl,
           `${JSON.stringify(item)} is neither a path nor a folder in the project index${this.indexUrl ? ` ${this.indexUrl}` : ''}`,
         );
-      for (const path of below) paths.add(path);
+      for (const path of below) add(path, this.#entries.get(path)!);
     }
-    return [...paths];
+    return files;
   }
 
   bundle(sha256: string): BundleEntry | undefined {
@@ -176,6 +189,11 @@ export class IndexView {
       sha256: entry.sha256,
       ...(entry.encoding === undefined ? {} : { storedBytes: entry.storedBytes!, encoding: entry.encoding }),
     }));
+  }
+
+  /** Whether the streaming plan of a bundle is made already. */
+  hasStreamPlan(bundle: BundleEntry): boolean {
+    return this.#plans.has(bundle.sha256);
   }
 
   /** The streaming plan of a bundle (made once), or `undefined` when its layout is not canonical. */

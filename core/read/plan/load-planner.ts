@@ -67,6 +67,16 @@ export interface PlanInputs {
  */
 export const PLAN_SLICE_MEMBERS = 4096;
 
+/**
+ * A turn of the event loop: a task of its own after what is queued (a timer in a page or
+ * worker; `setImmediate` in Node, whose timers started by a long timer callback can run within
+ * the same round).
+ */
+export function nextTurn(): Promise<void> {
+  const later = (globalThis as { setImmediate?: (run: () => void) => void }).setImmediate ?? setTimeout;
+  return new Promise((resolve) => later(() => resolve()));
+}
+
 /** Where the delta rule comes from: imported on first use, with the range fetchers (bundle-fetcher.ts `rangesModule`), in one go. */
 export type DeltaRule = () => Promise<Pick<typeof import('./delta-plan.js'), 'deltaRangesFor'>>;
 
@@ -132,7 +142,32 @@ export class LoadPlanner {
       const entry = this.#view.looseEntry(loadKey)!;
       return { kind: 'loose', entry, bytes: entry.sizeBytes };
     }
-    return (await this.#ranges(bundle, inputs)) ?? this.#whole(bundle);
+    const ranges = await this.#ranges(bundle, inputs);
+    if (ranges) return ranges;
+    // A whole bundle is checked by its stream plan (stream-check.ts), made once per bundle: as
+    // much work as a range plan, in a slice as one is.
+    if (!this.#view.hasStreamPlan(bundle)) {
+      await this.#slice(this.#view.membersOf(bundle.sha256).length);
+      this.#view.streamPlan(bundle);
+    }
+    return this.#whole(bundle);
+  }
+
+  /**
+   * Takes `members` into the current slice: a bundle whose members would take the slice past
+   * PLAN_SLICE_MEMBERS first waits for a turn of the event loop (`nextTurn`, shared by the plans
+   * waiting), and goes there if it is the first of it (a bundle that large is
+   * a slice alone) or still fits. What is planned after the wait reads its inputs as they are then.
+   */
+  async #slice(members: number): Promise<void> {
+    if (this.#sliced + members > PLAN_SLICE_MEMBERS)
+      do
+        await (this.#turn ??= nextTurn().then(() => {
+          this.#turn = undefined;
+          this.#sliced = 0;
+        }));
+      while (this.#sliced > 0 && this.#sliced + members > PLAN_SLICE_MEMBERS);
+    this.#sliced += members;
   }
 
   /**
@@ -155,21 +190,7 @@ export class LoadPlanner {
     const url = this.#view.resolveUrl(bundle.url);
     if (!this.#settings || !this.#origins.servesRanges(url)) return undefined;
     const members = this.#view.membersOf(bundle.sha256);
-    // A bundle whose members would take the slice past PLAN_SLICE_MEMBERS waits for a turn of the
-    // event loop (a timer: a task of its own, shared by the plans waiting), and goes there if it
-    // is the first of it (a bundle that large is a slice alone) or still fits; the plan reads its
-    // inputs after the wait, as they are then.
-    if (this.#sliced + members.length > PLAN_SLICE_MEMBERS)
-      do
-        await (this.#turn ??= new Promise((resolve) =>
-          setTimeout(() => {
-            this.#turn = undefined;
-            this.#sliced = 0;
-            resolve();
-          }),
-        ));
-      while (this.#sliced > 0 && this.#sliced + members.length > PLAN_SLICE_MEMBERS);
-    this.#sliced += members.length;
+    await this.#slice(members.length);
     const contents = new Map<string, Entry>();
     for (const entry of members) if (!contents.has(entry.sha256)) contents.set(entry.sha256, entry);
     if (this.#lines && inputs.wanted) return this.#needed(bundle, url, contents, inputs);
