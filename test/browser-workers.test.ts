@@ -10,6 +10,7 @@
  * inside the job, until SpiderMonkey gives up. Firefox then logs `uncaught exception: out of
  * memory`; since the pool's jobs run in promise continuations, that kills the job alone: no
  * `error` event, no answer, no `catch` or `finally`, while the worker goes on answering pings.
+ * The pool finds that job late (its bytes at the slowest rate past `livenessMs`) and loses the worker.
  */
 import { createHash } from 'node:crypto';
 import type { Page } from 'puppeteer-core';
@@ -219,9 +220,11 @@ describe.each(TESTED_BROWSERS)('%s: a dead worker never hangs a read', (kind) =>
   // worker's) are capped at 32 MB, so that a worker's heap fills in about 3 s. The pool keeps its
   // default liveness (10 s): a smaller one would have the watchdog stop the worker while it is
   // still filling, a terminate again rather than an out-of-memory.
-  // As of this test's writing the pool does not recover: the worker answers the watchdog's pings,
-  // which count as life (digest-pool.ts `#watchWorkers`), so the job it lost is never answered and
-  // the reads wait on it for good; the test fails at its timeout until the pool answers such a job.
+  // Before the pool timed its jobs by their bytes it did not recover: the worker answers the
+  // watchdog's pings, which count as life, so the job it lost was never answered and the reads
+  // waited on it for good (this test failed at its timeout). Now the job is late after
+  // `livenessMs` + its bytes at the slowest rate (digest-pool.ts `SLOWEST_BYTES_PER_MS`): its
+  // worker is lost, the job answered without it.
   if (kind === 'firefox')
     describe('a worker out of memory (a Firefox whose JS heaps are capped at 32 MB)', () => {
       let capped: LaunchedBrowser;

@@ -107,6 +107,11 @@ interface Pending {
   lost?: (error: WorkerLostError) => void;
   onMessage?: (data: WorkerReply) => void;
   bytes: number;
+  /**
+   * When a job that is bounded by its bytes, not by a network, is late (`performance.now()`):
+   * its worker is lost then, however it answers pings.
+   */
+  due?: number;
 }
 
 interface WorkerReply {
@@ -165,13 +170,22 @@ export interface WorkerDigestPoolOptions {
    * How long a worker with jobs may stay silent before it counts as dead (default 10 s): after half
    * of it the pool pings it, and a live worker answers between any two steps of its work (its
    * hashing, decoding and IndexedDB calls all yield). A worker that dies without an `error`
-   * event (stopped, or out of memory in Firefox) is found so.
+   * event (stopped) is found so; one that lost a job (out of memory inside it, in Firefox) and
+   * still answers pings is found when that job is late (SLOWEST_BYTES_PER_MS).
    */
   livenessMs?: number;
 }
 
 /** Default `livenessMs`. */
 const LIVENESS_MS = 10_000;
+
+/**
+ * The slowest a worker may digest, decode or read from IndexedDB (bytes per ms: 10 MB/s, a
+ * hundredth of what a desktop hashes): a job of N bytes is late after `livenessMs` + N / this.
+ * A worker can run out of memory inside a job's asynchronous work (Firefox: no `error` event, the
+ * job's promise never settles) and still answer pings: such a job is found late.
+ */
+const SLOWEST_BYTES_PER_MS = 10_000;
 
 /** Why a job a lost worker held failed: the pool goes on without that worker. */
 export class WorkerLostError extends Error {
@@ -403,6 +417,7 @@ export class WorkerDigestPool implements DigestPool {
         resolve({ found: new Map(data.found!.map(([key, buffer]) => [key, new Uint8Array(buffer)])), bad: data.bad! });
       },
       (_, resolve) => resolve(undefined),
+      wanted.reduce((sum, { sizeBytes }) => sum + sizeBytes, 0),
     );
     worker.worker.postMessage({ id, read: { ...access, keys: wanted.map((w) => w.sha256), sizes: wanted.map((w) => w.sizeBytes) } });
     return result;
@@ -420,6 +435,7 @@ export class WorkerDigestPool implements DigestPool {
       1,
       (data, resolve, reject) => (data.readError !== undefined ? reject(new Error(data.readError)) : resolve(data.present!)),
       (_, resolve) => resolve(undefined),
+      0,
     );
     worker.worker.postMessage({ id, has: { ...access, keys } });
     return result;
@@ -617,7 +633,8 @@ export class WorkerDigestPool implements DigestPool {
 
   /**
    * The watchdog: a worker with jobs (or still starting) that has said nothing for half the
-   * liveness time is pinged; one still silent a half later is lost. Looks again while any has work.
+   * liveness time is pinged; one still silent a half later is lost, as is one holding a job past
+   * its time (`Pending.due`). Looks again while any has work.
    */
   #watchWorkers(): void {
     const at = now();
@@ -629,6 +646,10 @@ export class WorkerDigestPool implements DigestPool {
         this.#lose(entry, `silent for ${Math.round(at - entry.heard)} ms`);
         continue;
       }
+      if ([...entry.pending.values()].some((pending) => pending.due !== undefined && at > pending.due)) {
+        this.#lose(entry, 'a job of its own bytes still unanswered past its time');
+        continue;
+      }
       busy = true;
       if (entry.pinged === undefined && at - entry.heard >= this.#livenessMs / 2) {
         entry.pinged = at;
@@ -638,11 +659,16 @@ export class WorkerDigestPool implements DigestPool {
     if (busy) this.#watchSoon();
   }
 
+  /**
+   * Job `id` on `entry`, weighing `bytes` in its load; one of `work` bytes (a digest, a cache read
+   * or check: no network) is due after `livenessMs` + (the worker's load + `work`) / SLOWEST_BYTES_PER_MS.
+   */
   #track<T>(
     entry: PoolWorker,
     bytes: number,
     onMessage: (data: WorkerReply, resolve: (value: T) => void, reject: (error: Error) => void) => void,
     lost?: (error: WorkerLostError, resolve: (value: T) => void, reject: (error: Error) => void) => void,
+    work?: number,
   ): { id: number; result: Promise<T> } {
     const id = this.#nextId++;
     const result = new Promise<T>((resolve, reject) => {
@@ -657,6 +683,8 @@ export class WorkerDigestPool implements DigestPool {
         bytes,
         onMessage: (data) => onMessage(data, resolve, reject),
         ...(lost ? { lost: (error: WorkerLostError) => lost(error, resolve, reject) } : {}),
+        // Behind what the worker has already (its load), which it may do first.
+        ...(work === undefined ? {} : { due: now() + this.#livenessMs + (entry.load + work) / SLOWEST_BYTES_PER_MS }),
       };
       entry.pending.set(id, pending);
       entry.load += bytes;
@@ -711,6 +739,7 @@ export class WorkerDigestPool implements DigestPool {
         if (job.transfer) reject(lost);
         else void new InThreadDigests().digest(job).then(resolve, reject);
       },
+      bytes,
     );
     const message = {
       id,
