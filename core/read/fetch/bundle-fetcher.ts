@@ -23,7 +23,8 @@ import {
 import type { DigestPool } from '../workers/digest-pool.js';
 import type { Entry, IndexView } from '../open/index-view.js';
 import type { LoadPlan } from '../plan/load-planner.js';
-import { preloadedFetchUrls, type OriginCapabilities } from '../open/origins.js';
+import type { OriginCapabilities } from '../open/origins.js';
+import { preloadedFetchUrls } from '../open/page-preloads.js';
 import { DEFAULT_RANGE_READS, type RangeReadOptions } from '../plan/range-reads.js';
 import { checkFileBytes, checkFileSize } from '../verify/verify.js';
 import type { VerifiedCache } from '../state/verified-cache.js';

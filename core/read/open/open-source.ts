@@ -14,15 +14,15 @@ import {
 } from '../../format/project-index.js';
 import { bindTokenOrigin, needsTokenOrigin } from '../../net/token-fetch.js';
 import { checkedSize, Transport } from '../../net/transport.js';
-import { abortable } from '../../net/abort.js';
 import { deltaReadSettings } from '../plan/delta-ranges.js';
 import { InThreadDigests, sharedDigestPool, WorkerDigestPool, workersAvailable, type DigestPool } from '../workers/digest-pool.js';
-import { readMarkedIndexes, takeEarlyIndex } from './early-index.js';
+import { readMarkedIndexes } from './early-index.js';
 import { IndexView } from './index-view.js';
 import { loadsEndpointOf, LOADS_ENDPOINT_HEADER } from '../load/load-names.js';
 import { networkWaitMs, neededBytesSettings, nowMs, type LineSample } from '../plan/needed-bytes.js';
 import { DEFAULT_INDEX_ATTEMPTS, DEFAULT_INDEX_TIMEOUT_MS, DEFAULT_MAX_INDEX_BYTES, type OpenOptions } from '../options.js';
-import { absoluteUrl, allowedOrigins, checkIndexUrls, documentParsed, httpUrl, pageHref, tokenOrigin } from './origins.js';
+import { absoluteUrl, allowedOrigins, checkIndexUrls, httpUrl, pageHref, tokenOrigin } from './origins.js';
+import { indexFromPage } from './page-preloads.js';
 import { rangeReadSettings } from '../plan/range-reads.js';
 
 /** A source's makings, once its index is read and checked. */
@@ -102,32 +102,17 @@ export async function openSource(options: OpenOptions): Promise<Opened> {
         : parseProjectIndex(options.index, { ...limits, ...(indexUrl ? { url: indexUrl } : {}) });
   } else if (indexUrl !== undefined) {
     // Opened by a blocking script: the page's preload links (after it) are parsed first, so
-    // the index and the bundles come from their preloads, each requested once (origins.ts).
-    const parsed = documentParsed(indexUrl, options.signal, indexTimeoutMs);
-    if (parsed) await parsed;
-    // The index the page preloads, asked for by an adapter as the page was parsed (early-index.ts),
-    // if this open asks as that request did; one that failed is asked for again below.
-    const early = options.fetch || options.transport ? undefined : takeEarlyIndex(indexUrl);
-    const earlyAnswer = early
-      ? await abortable(early.answer, options.signal).catch((error: unknown) => {
-          if (options.signal?.aborted) throw error;
-          return undefined;
-        })
-      : undefined;
-    const asked = early && earlyAnswer ? early.askedMs : nowMs();
-    let answered = early && earlyAnswer ? early.answeredMs : undefined;
+    // the index and the bundles come from their preloads, each requested once. The index the
+    // page preloads, asked for by an adapter as the page was parsed (early-index.ts), is taken
+    // if this open asks as that request did; one that failed is asked for again below
+    // (page-preloads.ts, `undefined` at once where there is no page).
+    const fromPage = indexFromPage(indexUrl, options.signal, indexTimeoutMs, maxIndexBytes, !options.fetch && !options.transport);
+    const early = fromPage && (await fromPage);
+    const asked = early ? early.askedMs : nowMs();
+    let answered = early ? early.answeredMs : undefined;
     const answer = (
-      earlyAnswer
-        ? Promise.resolve(earlyAnswer).then((got) => {
-            const received = got.bytes.length;
-            if (received > maxIndexBytes)
-              throw new ResponseSizeError(`GET ${indexUrl}: over maxBytes ${maxIndexBytes}, ${received} bytes read`, {
-                url: indexUrl,
-                expectedBytes: maxIndexBytes,
-                receivedBytes: received,
-              });
-            return got;
-          })
+      early
+        ? early.answer()
         : transport.getBytesWithHeaders(indexUrl, {
             ...(options.signal ? { signal: options.signal } : {}),
             maxBytes: maxIndexBytes,

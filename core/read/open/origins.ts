@@ -3,7 +3,7 @@
  * request, and what each origin was found to serve (ranges, several ranges at once), kept per
  * source rather than for the whole page.
  */
-import { InvalidOptionError, OriginNotAllowedError, RequestAbortedError, TokenOriginError } from '../../errors.js';
+import { InvalidOptionError, OriginNotAllowedError, TokenOriginError } from '../../errors.js';
 import type { BundledFileEntry, ProjectIndex } from '../../format/project-index.js';
 
 export function pageHref(): string | undefined {
@@ -128,67 +128,11 @@ export class OriginCapabilities {
 }
 
 /**
- * The URLs the page preloads for `fetch` (`<link rel="preload" as="fetch" crossorigin href>`, as
- * the build plugins add for the index and the first load's bundles): the browser keeps the
- * preloaded response for a `fetch` from this page with the same URL and mode, so such a URL is
- * fetched on the page, not in a worker (whose fetch would ask again). Empty without a document.
- */
-export function preloadedFetchUrls(): Set<string> {
-  const document = (globalThis as { document?: { querySelectorAll?(selector: string): ArrayLike<{ href?: string }> } }).document;
-  const links = document?.querySelectorAll?.('link[rel~="preload"][as="fetch"]');
-  const urls = new Set<string>();
-  for (let i = 0; i < (links?.length ?? 0); i++) {
-    const href = links![i]!.href;
-    if (href) urls.add(href);
-  }
-  return urls;
-}
-
-/**
  * The `<meta name>` the build plugins put in a page's head when they add preload links at the end
- * of its body (integrations/build/preload.ts): those links follow the page's scripts.
+ * of its body (integrations/build/preload.ts): those links follow the page's scripts, and a
+ * reader opened before them waits for the parse (page-preloads.ts `documentParsed`).
  */
 export const PRELOAD_MARKER_NAME = 'awake-bundle-preload';
 
 /** The attribute the build plugins put on the index's preload link: adapters ask for it early (early-index.ts). */
 export const EARLY_INDEX_ATTRIBUTE = 'data-awkb-index';
-
-/**
- * Resolves once the page's HTML is parsed; `undefined` where it is already (or there is no
- * document: a worker, Node), and where nothing is to be waited for: the page has no preload links
- * to come (no `PRELOAD_MARKER_NAME` meta in it: a page the build plugins did not make, or one
- * made without links), or the link preloading `url` is parsed already. A reader opened by a
- * blocking script runs before the parser reaches the preload links after that script (where the
- * build plugins put them): a fetch made then takes the response the browser's preload scanner
- * fetched early, and the link, parsed next, fetches it again (Chromium: two requests). After the
- * parse, the fetch takes the link's response. A page without links asks for its index at once,
- * rather than after the rest of its HTML and the script's own work (BENCHMARKS.md, "Start and tail").
- *
- * The wait only saves that second request, so it holds no caller back for long: it rejects with
- * `RequestAbortedError` as soon as `signal` aborts, and resolves after `timeoutMs` (0: no limit)
- * whether or not the HTML has ended (a page whose HTML streams for long, or never ends, still opens).
- */
-export function documentParsed(url: string, signal?: AbortSignal, timeoutMs = 0): Promise<void> | undefined {
-  const document = (
-    globalThis as { document?: Pick<Document, 'readyState' | 'addEventListener' | 'removeEventListener' | 'querySelector'> }
-  ).document;
-  // Links to come: the page says so, and the one preloading `url` is not parsed yet.
-  if (document?.readyState !== 'loading' || !document.querySelector?.(`meta[name=${PRELOAD_MARKER_NAME}]`) || preloadedFetchUrls().has(url))
-    return undefined;
-  return new Promise((resolve, reject) => {
-    const end = (error?: RequestAbortedError): void => {
-      clearTimeout(timer);
-      document.removeEventListener('DOMContentLoaded', parsed);
-      signal?.removeEventListener('abort', aborted);
-      if (error) reject(error);
-      else resolve();
-    };
-    const parsed = (): void => end();
-    const aborted = (): void =>
-      end(new RequestAbortedError(`GET ${url}: aborted while waiting for the page to be parsed`, { url, cause: signal!.reason }));
-    const timer = timeoutMs > 0 ? setTimeout(parsed, timeoutMs) : undefined;
-    if (signal?.aborted) return aborted();
-    document.addEventListener('DOMContentLoaded', parsed);
-    signal?.addEventListener('abort', aborted);
-  });
-}
