@@ -38,16 +38,17 @@ module.exports = {
   // A service worker has no Web Workers: the reader's pool there is the calling thread's
   // (adapters/service-worker/digest-pool.ts), not core/read/workers/digest-pool.ts's worker pool. It reads
   // no references ahead either (adapters/service-worker/no-read-ahead.ts), records no loads
-  // (no-load-recorder.ts: the page's adapters post them), and has no document: no preload links,
-  // no parse to wait for, no index asked for early (no-page-preloads.ts for
-  // core/read/open/page-preloads.ts, no-early-index.ts). It hashes synchronously (opaque ids) with
-  // hash-sync.ts rather than @noble/hashes, 2.3 KB gzipped smaller.
+  // (no-load-recorder.ts: the page's adapters post them), runs no transport attempts in workers
+  // (no-elsewhere.ts for core/net/elsewhere.ts), and has no document: no preload links, no parse
+  // to wait for, no index asked for early (no-page-preloads.ts for core/read/open/page-preloads.ts).
+  // It hashes synchronously (opaque ids) with hash-sync.ts rather than @noble/hashes, 2.3 KB
+  // gzipped smaller.
   plugins: [
     standIn('core/read/workers/digest-pool.js', 'digest-pool.ts'),
     standIn('core/read/load/read-ahead.js', 'no-read-ahead.ts'),
     standIn('core/read/load/load-recorder.js', 'no-load-recorder.ts'),
-    standIn('core/read/open/early-index.js', 'no-early-index.ts'),
     standIn('core/read/open/page-preloads.js', 'no-page-preloads.ts'),
+    standIn('core/net/elsewhere.js', 'no-elsewhere.ts'),
     standIn('core/hash-noble.js', 'hash-sync.ts'),
   ],
   optimization: { minimize: true, splitChunks: false, runtimeChunk: false },

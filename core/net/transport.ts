@@ -9,14 +9,13 @@ import {
   HttpError,
   InvalidOptionError,
   NetworkError,
-  RangeResponseError,
   RequestAbortedError,
   RequestTimeoutError,
-  ResponseSizeError,
 } from '../errors.js';
 import { bodyToRead, collectBody, declaredLength, pumpBody, type BodyFetcher, type StreamElsewhere } from './body.js';
 import { abortable, linkSignals, sleep as timerSleep } from './abort.js';
-import { parseRetryAfter } from './retry-after.js';
+import { CallbackFailure, cutShort, isTransient, reportProgress, sizeError, throwIfNotSuccess, transient } from './answer-checks.js';
+import { fetchElsewhereAttempt, streamElsewhereAttempt } from './elsewhere.js';
 import { roomFor } from '../bytes.js';
 import { rangesHeader, streamRangesAnswer } from './transport-ranges.js';
 import {
@@ -116,19 +115,6 @@ const DEFAULT_ATTEMPTS = 4;
 const DEFAULT_BASE_DELAY_MS = 250;
 const DEFAULT_MAX_DELAY_MS = 30_000;
 const DEFAULT_TIMEOUT_MS = 30_000;
-
-/** Failures worth another attempt that a status alone does not show: network failures and timeouts. */
-const transientFailures = new WeakSet<AwakeError>();
-
-function transient<E extends AwakeError>(error: E): E {
-  transientFailures.add(error);
-  return error;
-}
-
-/** An exception thrown by the caller's `onProgress`: passed through unchanged, never retried. */
-class CallbackFailure {
-  constructor(readonly error: unknown) {}
-}
 
 export class Transport {
   readonly #fetch: typeof fetch;
@@ -388,7 +374,7 @@ export class Transport {
       if (status === 429 || (status >= 500 && status <= 599)) return this.#backoff(attempt);
       return undefined;
     }
-    return transientFailures.has(failure) ? this.#backoff(attempt) : undefined;
+    return isTransient(failure) ? this.#backoff(attempt) : undefined;
   }
 
   /** Exponential backoff with "equal jitter": between half and all of base·2^(attempt−1), capped. */
@@ -496,96 +482,6 @@ export class Transport {
   }
 }
 
-/**
- * One attempt through the body fetcher: the same checks as a plain attempt. `undefined` when
- * the fetcher cannot run here, so the caller fetches itself.
- */
-async function fetchElsewhereAttempt(
-  fetcher: BodyFetcher,
-  url: string,
-  headers: Record<string, string>,
-  controller: AbortController,
-  onProgress: RequestOptions['onProgress'],
-  bound: BodyBound,
-): Promise<Fetched | undefined> {
-  let callbackFailure: CallbackFailure | undefined;
-  const progress = onProgress
-    ? {
-        onProgress: (received: number, total: number | undefined) => {
-          try {
-            reportProgress(onProgress, received, total);
-          } catch (error) {
-            callbackFailure ??= error as CallbackFailure;
-            controller.abort(error);
-          }
-        },
-      }
-    : {};
-  let fetched;
-  try {
-    const limits = bound.whole !== undefined ? { expectedBytes: bound.whole } : {};
-    fetched = await abortable(fetcher(url, { headers, signal: controller.signal, ...progress, ...limits }), controller.signal);
-  } catch (error) {
-    throw callbackFailure ?? error;
-  }
-  if (fetched === undefined) return undefined;
-  throwIfNotSuccess(fetched, url);
-  const limit = bound.whole;
-  // The worker stopped at the limit (or at a Content-Length past it), as readBody does here.
-  if (fetched.overLimit && limit !== undefined) throw sizeError(url, fetched.status, limit, fetched.overLimit, bound.wholeIsMax);
-  if (limit !== undefined && fetched.bytes.length > limit)
-    throw sizeError(url, fetched.status, limit, { receivedBytes: fetched.bytes.length }, bound.wholeIsMax);
-  const expected = declaredLength(fetched.headers);
-  if (expected !== undefined && fetched.bytes.length !== expected) throw cutShort(url, fetched.bytes.length, expected);
-  if (onProgress) reportProgress(onProgress, fetched.bytes.length, expected);
-  return { status: fetched.status, headers: fetched.headers, bytes: fetched.bytes };
-}
-
-/** A body whose length is not its Content-Length: a network failure (a connection cut mid-body), retried. */
-function cutShort(url: string, received: number, expected: number): NetworkError {
-  const how = received < expected ? 'body cut short' : 'body longer than its Content-Length';
-  return transient(new NetworkError(`GET ${url}: ${how}: received ${received} of ${expected} bytes`, { url }));
-}
-
-/**
- * One attempt of `Transport.stream` run elsewhere (a worker): the same checks as one run here.
- * `undefined` when it cannot run there, so the caller reads the body itself.
- */
-async function streamElsewhereAttempt(
-  elsewhere: StreamElsewhere,
-  url: string,
-  headers: Record<string, string>,
-  controller: AbortController,
-  progress: (received: number, total: number | undefined) => void,
-  limit: number,
-): Promise<true | { here: Response } | undefined> {
-  let callbackFailure: CallbackFailure | undefined;
-  const onProgress = (received: number) => {
-    try {
-      reportProgress(progress, received, undefined);
-    } catch (error) {
-      if (!callbackFailure) {
-        callbackFailure = error as CallbackFailure;
-        controller.abort(error);
-      }
-    }
-  };
-  let answer;
-  try {
-    answer = await abortable(elsewhere(url, { headers, signal: controller.signal, expectedBytes: limit, onProgress }), controller.signal);
-  } catch (error) {
-    throw callbackFailure ?? error;
-  }
-  if (answer === undefined || 'here' in answer) return answer;
-  throwIfNotSuccess(answer, url);
-  if (answer.overLimit) throw sizeError(url, answer.status, limit, answer.overLimit);
-  // A refusal may come before the body's end (a head that is not the canonical one).
-  if (answer.refusal) throw answer.refusal;
-  const declared = declaredLength(answer.headers);
-  if (declared !== undefined && answer.receivedBytes !== declared) throw cutShort(url, answer.receivedBytes, declared);
-  return true;
-}
-
 function abortedError(url: string, signal: AbortSignal, when = ''): RequestAbortedError {
   return new RequestAbortedError(`GET ${url}: aborted${when ? ` ${when}` : ''}`, { url, cause: signal.reason });
 }
@@ -599,27 +495,6 @@ function givenUp(last: AwakeError, attempts: number, why?: string): AwakeError {
     return new HttpError(last.status, message, last.retryAfterMs === undefined ? details : { ...details, retryAfterMs: last.retryAfterMs });
   if (last instanceof RequestTimeoutError) return new RequestTimeoutError(last.timeoutMs, message, details);
   return new NetworkError(message, details);
-}
-
-/** Throws `HttpError` for anything but a 2xx, after releasing the unread body. */
-function throwIfNotSuccess(
-  response: Pick<Response, 'status' | 'statusText' | 'type' | 'headers'> & { body?: ReadableStream | null },
-  url: string,
-): void {
-  if (response.status >= 200 && response.status <= 299) return;
-  response.body?.cancel().catch(() => undefined);
-  if (response.type === 'opaqueredirect') {
-    throw new HttpError(
-      0,
-      `GET ${url}: the platform hid a redirect (opaque response); a token-authorized fetch in a browser follows redirects only within the page's own origin`,
-      { url },
-    );
-  }
-  if (response.status === 0) throw new HttpError(0, `GET ${url}: opaque response (status 0); the body cannot be read`, { url });
-  const retryAfterMs =
-    response.status === 429 || response.status === 503 ? parseRetryAfter(response.headers.get('retry-after')) : undefined;
-  const message = `GET ${url}: HTTP ${response.status}${response.statusText ? ` ${response.statusText}` : ''}`;
-  throw new HttpError(response.status, message, retryAfterMs === undefined ? { url } : { url, retryAfterMs });
 }
 
 /**
@@ -656,37 +531,6 @@ async function readBody(
   }
   if (expected !== undefined && bytes.length !== expected) throw cutShort(url, bytes.length, expected);
   return bytes;
-}
-
-function reportProgress(onProgress: RequestOptions['onProgress'], received: number, expected: number | undefined): void {
-  if (!onProgress) return;
-  try {
-    onProgress(received, expected);
-  } catch (error) {
-    throw new CallbackFailure(error);
-  }
-}
-
-/**
- * A body that is not the size asked for: for a 206, the range's (`RangeResponseError`); for
- * anything else, the resource's as the caller knows it, or past the caller's `maxBytes`
- * (`ResponseSizeError`). Neither is retried.
- */
-function sizeError(
-  url: string,
-  status: number,
-  limit: number,
-  got: { declaredBytes?: number; receivedBytes?: number },
-  isMax = false,
-): AwakeError {
-  const what =
-    got.declaredBytes !== undefined
-      ? `its Content-Length says ${got.declaredBytes}`
-      : `more arrived (${got.receivedBytes} bytes read, reading stopped)`;
-  if (status === 206)
-    return new RangeResponseError(`GET ${url}: asked for a range of ${limit} bytes, the 206 answer is not: ${what}`, { url });
-  const bound = isMax ? `the body is larger than maxBytes (${limit} bytes)` : `expected ${limit} bytes`;
-  return new ResponseSizeError(`GET ${url}: ${bound}, ${what}`, { url, expectedBytes: limit, ...got });
 }
 
 /** A failure's message with its cause's, since `fetch failed` alone says little. */
