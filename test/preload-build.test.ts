@@ -101,7 +101,7 @@ async function runBuiltPage(name: string, dist: string, built: Built) {
  * The links come after the page's scripts (at the end of the body): the browser asks for the
  * script first, which has to run before anything uses the index or a bundle; over HTTP/1.1 a link
  * ahead of it took a connection the browser had open and made the script wait for a new one. A
- * meta in the head says the links follow (core/read/open/origins.ts `documentParsed`).
+ * meta in the head says the links follow (core/read/open/page-preloads.ts `documentParsed`).
  */
 function expectPreloadsAfterScripts(html: string): void {
   const scripts = [...html.matchAll(/<script\b/g)].map((match) => match.index!);

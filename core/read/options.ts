@@ -118,7 +118,7 @@ export interface OpenOptions {
    * How long one attempt at the index may go quiet, in ms: no headers, then no body bytes
    * (default 15 000; 0 = none). A game's start waits on the index, so it gets a shorter limit
    * than bundles (`timeoutMs`), which may be large and come from a busy CDN. It also bounds the
-   * wait for the page's parse when a blocking script opens the source (origins.ts `documentParsed`).
+   * wait for the page's parse when a blocking script opens the source (page-preloads.ts `documentParsed`).
    */
   indexTimeoutMs?: number;
   /**

@@ -15,7 +15,7 @@
  *
  * And a `<meta name="awake-bundle-preload">` in the head, before any script, that says so: a
  * reader opened by a blocking script waits for the page's parse only where that meta is (so that
- * it takes the links' responses rather than fetch their URLs a second time, core/read/open/origins.ts
+ * it takes the links' responses rather than fetch their URLs a second time, core/read/open/page-preloads.ts
  * `documentParsed`); on a page without links it asks for its index at once.
  */
 import { opaqueId } from '../../core/format/ids.js';
