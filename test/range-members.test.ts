@@ -24,7 +24,8 @@ import { VerifiedCache } from '../core/read/state/verified-cache.js';
 import { spanOf } from '../core/read/verify/verify.js';
 import { InThreadDigests, type DigestJob, type DigestPool } from '../core/read/workers/digest-jobs.js';
 import { temporaryDir } from './helpers/cli.js';
-import { sha256Hex, writeTree } from './helpers/trees.js';
+import { seededBytes, sha256Hex, writeTree } from './helpers/trees.js';
+import { text } from './helpers/encoded-sites.js';
 import { MIXED_FILES } from './helpers/mixed-files.js';
 
 /** One bundle (one group) of every kind of member (helpers/mixed-files.ts). */
@@ -386,4 +387,155 @@ test('a pool that fails (its worker lost) while no one has called done yet leave
   } finally {
     process.off('unhandledRejection', listen);
   }
+});
+
+describe('a load of many tiny members over many ranges', () => {
+  // 1,536 members of 0–300 bytes in one bundle, every 40th a text of 2 KB that the writer stores
+  // deflate-raw, a few empty, a few of one content. Of the contents that take bytes, in data order,
+  // every 24th lies between ranges and every 7th inside one is not wanted: 64 ranges, as many as
+  // one multi-range request asks for.
+  const COUNT = 1536;
+  const MANY: Record<string, Uint8Array> = {};
+  for (let i = 0; i < COUNT; i++) {
+    const name = `m/${String(i).padStart(4, '0')}`;
+    if (i % 40 === 5) MANY[`${name}.json`] = text(2000 + (i % 300), i);
+    else if (i % 97 === 11) MANY[`${name}.bin`] = seededBytes(150, 42);
+    else MANY[`${name}.bin`] = seededBytes((i * 7919) % 301, i);
+  }
+  let manyBundle: BundleEntry;
+  let manyBytes: Uint8Array;
+  let manyView: IndexView;
+  /** One entry per content that takes bytes, in data order. */
+  let byOffset: Entry[];
+  let wanted: Entry[];
+  let ranges: ByteRange[];
+
+  beforeAll(async () => {
+    const tree = temporaryDir('awkb-range-members-many-');
+    writeTree(tree, MANY);
+    const out = temporaryDir('awkb-range-members-many-out-');
+    const published = await publishFolder({ folder: tree, outDir: out, grouping: () => 'one' });
+    manyBundle = published.index.bundles[0]!;
+    manyBytes = new Uint8Array(readFileSync(join(out, manyBundle.url)));
+    manyView = await IndexView.open(published.index, undefined, undefined);
+    const entries = Object.keys(MANY).map((path) => manyView.entry(path)!);
+    const contents = new Map<string, Entry>();
+    for (const entry of entries) if (spanOf(entry) > 0 && !contents.has(entry.sha256)) contents.set(entry.sha256, entry);
+    byOffset = [...contents.values()].sort((a, b) => a.offset! - b.offset!);
+    wanted = [];
+    ranges = [];
+    let run: Entry[] = [];
+    const endRun = () => {
+      if (run.length > 0) ranges.push(spanning(...run));
+      run = [];
+    };
+    byOffset.forEach((entry, k) => {
+      if (k % 24 === 0) return endRun();
+      run.push(entry);
+      if (k % 7 !== 3) wanted.push(entry);
+    });
+    endRun();
+    // Also asked: the empty content (in no range), and a wanted content under its other paths.
+    const asked = new Set(wanted.map((entry) => entry.sha256));
+    wanted.push(...entries.filter((entry) => !wanted.includes(entry) && (spanOf(entry) === 0 || asked.has(entry.sha256))));
+    // What the test relies on: encoded members, a content listed twice, an empty one, and 64 ranges.
+    expect(wanted.some((entry) => entry.encoding === 'deflate-raw')).toBe(true);
+    expect(new Set(wanted.map((entry) => entry.sha256)).size).toBeLessThan(wanted.length);
+    expect(wanted.some((entry) => entry.sizeBytes === 0)).toBe(true);
+    expect(ranges).toHaveLength(64);
+  });
+
+  /** The decoded bytes of `entries`, by SHA-256, as hex. */
+  const expectedOfMany = (entries: Entry[]) => Object.fromEntries(entries.map((entry) => [entry.sha256, hex(MANY[entry.path!]!)]));
+
+  /** Whether `entry` lies whole inside one of `among`. */
+  const inside = (entry: Entry, among: ByteRange[]) =>
+    among.some((range) => range.offset <= entry.offset! && entry.offset! + spanOf(entry) <= range.offset + range.length);
+
+  /** A pool that counts the members it hashes. */
+  function countingPool() {
+    const real = new InThreadDigests();
+    const pool = { hashed: 0, digest: (job: DigestJob) => ((pool.hashed += job.inputs.length), real.digest(job)), terminate() {} };
+    return pool;
+  }
+
+  /**
+   * Feeds the answer to `ranges` as one stream, parts in the order given, in pieces of awkward
+   * sizes (one byte, primes, 64 KiB), a piece that crosses the end of a part given as two calls;
+   * each piece a view at an odd offset into a larger buffer, scribbled on once the call returns.
+   */
+  function feedStream(sink: { data(offset: number, bytes: Uint8Array): void }, parts: readonly ByteRange[]): void {
+    const SIZES = [1, 4093, 3, 65_536, 2, 17, 16_381, 511, 1, 40_009];
+    const scratch = new Uint8Array(70_000);
+    let piece = 0;
+    let left = SIZES[0]!;
+    for (const { offset, length } of parts) {
+      for (let at = offset; at < offset + length;) {
+        const size = Math.min(left, offset + length - at);
+        scratch.set(manyBytes.subarray(at, at + size), 3);
+        sink.data(at, scratch.subarray(3, 3 + size));
+        scratch.fill(0xa5);
+        at += size;
+        left -= size;
+        if (left === 0) left = SIZES[++piece % SIZES.length]!;
+      }
+    }
+  }
+
+  test('one multi-range request: every wanted member cut and hashed once, handed over once with its bytes, none between', async () => {
+    const pool = countingPool();
+    const { members, handedOver } = rangeMembers(wanted, { pool });
+    feedStream(members.sink(ranges), ranges);
+    const { forCache } = await members.done(manyBundle, URL_OF_BUNDLE, manyView);
+    expect(handedOver()).toEqual(expectedOfMany(wanted));
+    const contents = new Set(wanted.map((entry) => entry.sha256));
+    expect(forCache).toHaveLength(contents.size);
+    // The empty content is checked without a range; every other content is cut and hashed once.
+    expect(pool.hashed).toBe(contents.size);
+  });
+
+  test('one request per range, answered last first: the same members, each once', async () => {
+    const pool = countingPool();
+    const { members, handedOver } = rangeMembers(wanted, { pool });
+    const sinks = ranges.map((range) => members.sink([range]));
+    for (let i = ranges.length - 1; i >= 0; i--) feedStream(sinks[i]!, [ranges[i]!]);
+    await members.done(manyBundle, URL_OF_BUNDLE, manyView);
+    expect(handedOver()).toEqual(expectedOfMany(wanted));
+    expect(pool.hashed).toBe(new Set(wanted.map((entry) => entry.sha256)).size);
+  });
+
+  test('ranges out of order and overlapping: each member inside them cut once; one only partly inside is not cut', async () => {
+    const pool = countingPool();
+    const { members, handedOver } = rangeMembers(wanted, { pool });
+    // Range 10 asked twice and within a range over 10 and 11, and answered twice; range 20 one
+    // byte short at each end, its answer whole all the same (as from a host that merged the ranges).
+    const [r10, r11, r20] = [ranges[10]!, ranges[11]!, ranges[20]!];
+    const over10and11 = { offset: r10.offset, length: r11.offset + r11.length - r10.offset };
+    const shortened = { offset: r20.offset + 1, length: r20.length - 2 };
+    const sink = members.sink([...ranges.slice(30).reverse(), r10, over10and11, r11, shortened, r10]);
+    feedStream(sink, [r20, ...ranges.slice(30), over10and11, r10]);
+    await members.done(manyBundle, URL_OF_BUNDLE, manyView);
+    const expected = wanted.filter((entry) => spanOf(entry) === 0 || inside(entry, [...ranges.slice(30), over10and11, shortened]));
+    expect(handedOver()).toEqual(expectedOfMany(expected));
+    // The first and last members of range 20, wanted, each have a byte outside the shortened range:
+    // not cut, though their bytes came. The members between them are.
+    const in20 = byOffset.filter((entry) => inside(entry, [r20]));
+    const [first20, last20] = [in20[0]!, in20[in20.length - 1]!];
+    expect(wanted).toEqual(expect.arrayContaining([first20, last20]));
+    expect(handedOver()[first20.sha256]).toBeUndefined();
+    expect(handedOver()[last20.sha256]).toBeUndefined();
+    expect(in20.filter((entry) => handedOver()[entry.sha256] !== undefined).length).toBeGreaterThan(10);
+    expect(pool.hashed).toBe(new Set(expected.map((entry) => entry.sha256)).size);
+  });
+
+  test('the range of one member asked twice in a row, after a range before it: it is cut once', async () => {
+    const pool = countingPool();
+    const { members, handedOver } = rangeMembers(wanted, { pool });
+    const lone = byOffset.find((entry) => entry.offset! > ranges[5]!.offset && wanted.includes(entry))!;
+    feedStream(members.sink([ranges[3]!, exactRange(lone), exactRange(lone)]), [ranges[3]!, exactRange(lone)]);
+    await members.done(manyBundle, URL_OF_BUNDLE, manyView);
+    const expected = wanted.filter((entry) => spanOf(entry) === 0 || inside(entry, [ranges[3]!, exactRange(lone)]));
+    expect(handedOver()).toEqual(expectedOfMany(expected));
+    expect(pool.hashed).toBe(new Set(expected.map((entry) => entry.sha256)).size);
+  });
 });

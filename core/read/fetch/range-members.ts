@@ -31,7 +31,7 @@ interface Cut {
 }
 
 export class RangeMembers {
-  /** Distinct contents to bring, by offset. */
+  /** Distinct contents to bring that take bytes, by offset. */
   readonly #contents: Entry[];
   readonly #pool: DigestPool;
   readonly #cache: VerifiedCache;
@@ -47,11 +47,13 @@ export class RangeMembers {
     this.#pool = pool;
     this.#cache = cache;
     this.#callbacks = callbacks;
-    const distinct = new Map<string, Entry>();
-    for (const entry of missing) if (!distinct.has(entry.sha256)) distinct.set(entry.sha256, entry);
-    this.#contents = [...distinct.values()].sort((a, b) => a.offset! - b.offset!);
-    // Empty contents lie in no range: checked now.
-    for (const entry of this.#contents) if (spanOf(entry) === 0) this.#check(entry, new Uint8Array(0));
+    const seen = new Set<string>();
+    // One entry per content (the first asked), by offset. Empty contents lie in no range: checked
+    // now, and not among those to cut.
+    this.#contents = missing
+      .filter((entry) => !seen.has(entry.sha256) && seen.add(entry.sha256))
+      .sort((a, b) => a.offset! - b.offset!)
+      .filter((entry) => spanOf(entry) > 0 || void this.#check(entry, new Uint8Array(0)));
   }
 
   /**
@@ -59,46 +61,53 @@ export class RangeMembers {
    * have not passed yet, each cut into a buffer of its own from the bytes as they come.
    */
   sink(ranges: readonly ByteRange[]): RangeSink {
-    const cuts: Cut[] = this.#contents
-      .filter(
-        (entry) =>
-          spanOf(entry) > 0 &&
-          !this.#passed.has(entry.sha256) &&
-          ranges.some((range) => range.offset <= entry.offset! && entry.offset! + spanOf(entry) <= range.offset + range.length),
-      )
-      .map((entry) => ({ entry, filled: 0 }));
+    // The members to cut, by index in `#contents`, found range by range with a search and a walk:
+    // a sink costs what its ranges hold, not a pass over every content of the load (where a host
+    // answers no multi-range request, each range is a request and a sink: SPEC §7 "Needed bytes").
+    const cuts: Cut[] = [];
+    for (const { offset, length } of ranges)
+      this.#eachWithin(offset, offset + length, (entry, i) => {
+        if (offset <= entry.offset! && entry.offset! + spanOf(entry) <= offset + length && !this.#passed.has(entry.sha256))
+          cuts[i] = { entry, filled: 0 };
+      });
     return {
       data: (offset, bytes) => {
         const end = offset + bytes.length;
-        // The first member that ends after `offset` (members are in offset order, and do not overlap).
-        let low = 0;
-        let high = cuts.length;
-        while (low < high) {
-          const mid = (low + high) >> 1;
-          const { entry } = cuts[mid]!;
-          if (entry.offset! + spanOf(entry) <= offset) low = mid + 1;
-          else high = mid;
-        }
-        for (let i = low; i < cuts.length && cuts[i]!.entry.offset! < end; i++) {
-          const cut = cuts[i]!;
-          const { entry } = cut;
+        this.#eachWithin(offset, end, (entry, i) => {
+          const cut = cuts[i];
           // An encoded member's stored bytes (SPEC §5a), decoded where it is hashed.
           const span = spanOf(entry);
-          if (cut.filled === span) continue;
-          const from = Math.max(offset, entry.offset!);
-          const to = Math.min(end, entry.offset! + span);
-          cut.bytes = roomFor(cut.bytes, to - entry.offset!, span);
-          cut.bytes.set(bytes.subarray(from - offset, to - offset), from - entry.offset!);
-          cut.filled += to - from;
-          if (cut.filled >= span) {
-            cut.filled = span;
-            this.#check(entry, cut.bytes);
-            cut.bytes = undefined;
+          if (cut && cut.filled < span) {
+            const from = Math.max(offset, entry.offset!);
+            const to = Math.min(end, entry.offset! + span);
+            cut.bytes = roomFor(cut.bytes, to - entry.offset!, span);
+            cut.bytes.set(bytes.subarray(from - offset, to - offset), from - entry.offset!);
+            cut.filled += to - from;
+            if (cut.filled >= span) {
+              this.#check(entry, cut.bytes);
+              cut.bytes = undefined;
+            }
           }
-        }
+        });
       },
-      finish: () => Promise.resolve(),
+      finish: async () => {},
     };
+  }
+
+  /**
+   * Calls `visit` with each content that has a byte in [`from`, `to`), and its index: a binary
+   * search for the first, then a walk (contents are in offset order, and do not overlap).
+   */
+  #eachWithin(from: number, to: number, visit: (entry: Entry, index: number) => void): void {
+    const contents = this.#contents;
+    let low = 0;
+    let high = contents.length;
+    while (low < high) {
+      const mid = (low + high) >> 1;
+      if (contents[mid]!.offset! + spanOf(contents[mid]!) <= from) low = mid + 1;
+      else high = mid;
+    }
+    for (let i = low; i < contents.length && contents[i]!.offset! < to; i++) visit(contents[i]!, i);
   }
 
   /**
