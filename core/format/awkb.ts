@@ -139,13 +139,9 @@ function layOut(members: readonly BundleMemberSpec[], options: LayoutOptions): {
   const dataStart = HEADER_BYTES + tableSize;
   let end = dataStart;
   const firstOffset = new Map<string, BundleRecord>();
-  const records: BundleRecord[] = sorted.map(({ member }) => ({
-    key: member.key,
-    offset: 0,
-    sizeBytes: member.sizeBytes,
-    sha256: member.sha256,
-    ...(member.encoding !== undefined ? { storedBytes: member.storedBytes!, encoding: member.encoding } : {}),
-  }));
+  const records: BundleRecord[] = sorted.map(({ member: { key, sizeBytes, sha256, storedBytes, encoding } }) =>
+    encoding === undefined ? { key, offset: 0, sizeBytes, sha256 } : { key, offset: 0, sizeBytes, sha256, storedBytes: storedBytes!, encoding },
+  );
   const written: number[] = [];
   // Table indices in data order.
   const dataOrder = sorted.map((_, index) => index);
@@ -231,12 +227,8 @@ export function canonicalBundleLayout(
   const ordered = inDataOrder(members);
   let laid: ReturnType<typeof layOut>;
   try {
-    laid = layOut(
-      ordered.map(({ key, sizeBytes, sha256, storedBytes, encoding }) =>
-        encoding === undefined ? { key, sizeBytes, sha256 } : { key, sizeBytes, sha256, storedBytes: storedBytes!, encoding },
-      ),
-      { dataOrder: 'given' },
-    );
+    // The records as they are: a stored size comes only with an encoding (SPEC §5a), in an index and a table alike.
+    laid = layOut(ordered, { dataOrder: 'given' });
   } catch {
     return undefined;
   }
