@@ -292,7 +292,13 @@ describe('a load of many paths', () => {
         formatVersion: 3,
         rootPath: '/many',
         bundles: [{ sha256: bundleSha, sizeBytes: bundle.length, url: `bundles/${bundleSha}.awkb` }],
-        files: records.map((record) => ({ path: record.key, sizeBytes: record.sizeBytes, sha256: record.sha256, bundle: bundleSha, offset: record.offset })),
+        files: records.map((record) => ({
+          path: record.key,
+          sizeBytes: record.sizeBytes,
+          sha256: record.sha256,
+          bundle: bundleSha,
+          offset: record.offset,
+        })),
       }),
     );
     const many = await startStaticServer({ root: dir });

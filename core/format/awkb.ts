@@ -140,7 +140,9 @@ function layOut(members: readonly BundleMemberSpec[], options: LayoutOptions): {
   let end = dataStart;
   const firstOffset = new Map<string, BundleRecord>();
   const records: BundleRecord[] = sorted.map(({ member: { key, sizeBytes, sha256, storedBytes, encoding } }) =>
-    encoding === undefined ? { key, offset: 0, sizeBytes, sha256 } : { key, offset: 0, sizeBytes, sha256, storedBytes: storedBytes!, encoding },
+    encoding === undefined
+      ? { key, offset: 0, sizeBytes, sha256 }
+      : { key, offset: 0, sizeBytes, sha256, storedBytes: storedBytes!, encoding },
   );
   const written: number[] = [];
   // Table indices in data order.
@@ -205,7 +207,8 @@ function layOut(members: readonly BundleMemberSpec[], options: LayoutOptions): {
 function checkEncodingSpec(member: BundleMemberSpec): void {
   const refuse = (problem: string) => new InvalidOptionError('members', `member ${JSON.stringify(member.key)}: ${problem}`);
   if (member.encoding === undefined) {
-    if (member.storedBytes !== undefined && member.storedBytes !== member.sizeBytes) throw refuse('storedBytes without an encoding must equal sizeBytes');
+    if (member.storedBytes !== undefined && member.storedBytes !== member.sizeBytes)
+      throw refuse('storedBytes without an encoding must equal sizeBytes');
     return;
   }
   if (!MEMBER_ENCODINGS.includes(member.encoding)) throw refuse(`unknown encoding ${JSON.stringify(member.encoding)}`);

@@ -4,14 +4,7 @@
  * that stops a request or a wait at once. Browser-safe: no `node:` imports, only the platform
  * `fetch` (or an injected one), `AbortController`, `TextDecoder` and timers.
  */
-import {
-  AwakeError,
-  HttpError,
-  InvalidOptionError,
-  NetworkError,
-  RequestAbortedError,
-  RequestTimeoutError,
-} from '../errors.js';
+import { AwakeError, HttpError, InvalidOptionError, NetworkError, RequestAbortedError, RequestTimeoutError } from '../errors.js';
 import { bodyToRead, collectBody, declaredLength, pumpBody, type BodyFetcher, type StreamElsewhere } from './body.js';
 import { abortable, linkSignals, sleep as timerSleep } from './abort.js';
 import { CallbackFailure, cutShort, isTransient, reportProgress, sizeError, throwIfNotSuccess, transient } from './answer-checks.js';

@@ -645,7 +645,7 @@ export async function startStaticServer(options: StaticServerOptions): Promise<S
 
 /** Bytes `start`..`end` (inclusive) of an open file, 64 KiB at a time; ends early at the file's end. */
 async function* readRange(handle: FileHandle, start: number, end: number): AsyncGenerator<Buffer> {
-  for (let at = start; at <= end; ) {
+  for (let at = start; at <= end;) {
     const length = Math.min(READ_CHUNK_BYTES, end - at + 1);
     const { bytesRead, buffer } = await handle.read(Buffer.allocUnsafe(length), 0, length, at);
     if (bytesRead === 0) return;
