@@ -47,6 +47,7 @@ import { monitorEventLoopDelay, performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
+import { mulberry32 } from './seeded.mjs';
 
 /**
  * How long the event loop was held: the gaps between ticks of a 1 ms interval (less the 1 ms),
@@ -139,17 +140,6 @@ async function main() {
   const SIZES = option('sizes', '10000,20000,40000,80000,100000').split(',').map(Number);
   const only = option('only', 'all');
 
-  /** A seeded generator (mulberry32): the same members every run. */
-  function random(seed) {
-    let a = seed >>> 0;
-    return () => {
-      a = (a + 0x6d2b79f5) >>> 0;
-      let t = a;
-      t = Math.imul(t ^ (t >>> 15), t | 1);
-      t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-      return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-    };
-  }
   const median = (values) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)];
   const ms = (value) => (value < 10 ? value.toFixed(2) : value.toFixed(1));
 
@@ -177,7 +167,7 @@ async function main() {
     console.log('\n(a) planDeltaRanges alone: N members of 200–800 B, every other one wanted (N/2 spans); median ms of ' + RUNS);
     console.log('members  spans | ' + CASES.map(([label]) => label.padStart(24)).join(' | '));
     for (const n of SIZES) {
-      const rng = random(0x5eed + n);
+      const rng = mulberry32(0x5eed + n);
       const members = [];
       let offset = 0;
       for (let i = 0; i < n; i++) {
@@ -302,7 +292,7 @@ async function main() {
   function publish(n, bundles) {
     const dir = mkdtempSync(join(tmpdir(), 'awkb-planning-bench-'));
     mkdirSync(join(dir, 'bundles'));
-    const rng = random(0xb0b + n);
+    const rng = mulberry32(0xb0b + n);
     const index = { formatVersion: 3, rootPath: '.', bundles: [], files: [] };
     const perBundle = Math.ceil(n / bundles);
     for (let b = 0; b < bundles; b++) {

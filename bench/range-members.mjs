@@ -29,6 +29,7 @@ import { cpus, loadavg } from 'node:os';
 import { performance } from 'node:perf_hooks';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
+import { mulberry32 } from './seeded.mjs';
 
 const { RangeMembers } = await import('../dist/core/read/fetch/range-members.js');
 const { VerifiedCache } = await import('../dist/core/read/state/verified-cache.js');
@@ -50,17 +51,6 @@ const collect = (() => {
   return runInNewContext('gc');
 })();
 
-/** A seeded generator (mulberry32): the same bundle every run. */
-function random(seed) {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 const median = (values) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)];
 const ms = (value) => (value < 10 ? value.toFixed(2) : value.toFixed(1));
 const load = () =>
@@ -70,7 +60,7 @@ const load = () =>
 
 /** The bundle's bytes, the N wanted entries and the R ranges that hold them. */
 function bundleOf(n, r) {
-  const rng = random(0x7a11 + n * 131 + r);
+  const rng = mulberry32(0x7a11 + n * 131 + r);
   const between = (low, high) => low + Math.floor(rng() * (high - low + 1));
   const layout = [];
   const ranges = [];
@@ -169,8 +159,8 @@ console.log(
 for (const n of SIZES) {
   for (const r of RANGES) {
     const { bytes, entries, ranges } = bundleOf(n, r);
-    const multipart = [{ ranges, pieces: piecesOf(bytes, ranges, random(n + r)) }];
-    const separate = ranges.map((range, i) => ({ ranges: [range], pieces: piecesOf(bytes, [range], random(n + r + i)) }));
+    const multipart = [{ ranges, pieces: piecesOf(bytes, ranges, mulberry32(n + r)) }];
+    const separate = ranges.map((range, i) => ({ ranges: [range], pieces: piecesOf(bytes, [range], mulberry32(n + r + i)) }));
     const rows = [];
     for (let run = 0; run <= RUNS; run++) {
       await settle();

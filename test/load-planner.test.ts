@@ -600,6 +600,21 @@ describe('readsByRange: whether one read goes alone by range request (SPEC §7 "
   });
 });
 
+/** Counts the turns of the event loop (`setImmediate` in Node, as `nextTurn` takes them) until stopped. */
+function countTurns(): { readonly count: number; stop(): void } {
+  let count = 0;
+  let ticking = setImmediate(function tick() {
+    count++;
+    ticking = setImmediate(tick);
+  });
+  return {
+    get count() {
+      return count;
+    },
+    stop: () => clearImmediate(ticking),
+  };
+}
+
 describe('many members: the planner takes turns with the event loop', () => {
   test('bundles whose members together pass PLAN_SLICE_MEMBERS are planned in tasks of their own; small ones share one', async () => {
     // Three bundles of 3,000 tiny members each (one per folder) and two of 10: 9,020 members.
@@ -610,12 +625,8 @@ describe('many members: the planner takes turns with the event loop', () => {
       for (let i = 0; i < 10; i++) files[`${folder}/${i}.bin`] = seededBytes(8, i + folder.charCodeAt(0) * 10_000);
     const view = await viewOf(await indexOf(files, { grouping: groupByFolder(1) }));
     const { planner } = plannerFor(view, { roundTripBytes: 0 });
-    /** Which task each plan ended in: the count of turns of the event loop (`setImmediate` in Node, as `nextTurn`) by then. */
-    let tasks = 0;
-    let ticking = setImmediate(function tick() {
-      tasks++;
-      ticking = setImmediate(tick);
-    });
+    /** Which task each plan ended in: the count of turns by then. */
+    const turns = countTurns();
     try {
       const ended: Record<string, number> = {};
       await Promise.all(
@@ -623,7 +634,7 @@ describe('many members: the planner takes turns with the event loop', () => {
           const first = `${folder}/0.bin`;
           const plan = await planner.plan(keyOf(view, first), wanting(view, first));
           expect(plan.kind).toBe('ranges');
-          ended[folder] = tasks;
+          ended[folder] = turns.count;
         }),
       );
       expect(PLAN_SLICE_MEMBERS).toBeLessThan(2 * 3000);
@@ -633,7 +644,7 @@ describe('many members: the planner takes turns with the event loop', () => {
       expect(ended.b!).toBeGreaterThan(ended.a!);
       expect(ended.c!).toBeGreaterThan(ended.b!);
     } finally {
-      clearImmediate(ticking);
+      turns.stop();
     }
   });
 
@@ -645,11 +656,7 @@ describe('many members: the planner takes turns with the event loop', () => {
     const view = await viewOf(await indexOf(files, { grouping: groupByFolder(1) }));
     // `deltaReads: false`: every bundle comes whole.
     const { planner } = plannerFor(view, { ranges: null });
-    let tasks = 0;
-    let ticking = setImmediate(function tick() {
-      tasks++;
-      ticking = setImmediate(tick);
-    });
+    const turns = countTurns();
     try {
       const ended: Record<string, number> = {};
       await Promise.all(
@@ -659,7 +666,7 @@ describe('many members: the planner takes turns with the event loop', () => {
           expect(plan.kind).toBe('whole');
           // Made by the plan: the fetcher finds it.
           expect(view.hasStreamPlan(bundleOf(view, first))).toBe(true);
-          ended[folder] = tasks;
+          ended[folder] = turns.count;
         }),
       );
       // x and a (3,010 members) in the task that asked; b (3,000 more: past a slice) in a turn of its own.
@@ -670,12 +677,12 @@ describe('many members: the planner takes turns with the event loop', () => {
       const plan = view.streamPlan(bundleOf(view, 'a/0.bin'));
       expect(plan?.contents).toHaveLength(3000);
       // Planned again: no turn, the stream plan is made already.
-      const before = tasks;
+      const before = turns.count;
       await planner.plan(keyOf(view, 'a/0.bin'), wanting(view, 'a/0.bin'));
-      expect(tasks).toBe(before);
+      expect(turns.count).toBe(before);
       expect(view.streamPlan(bundleOf(view, 'a/0.bin'))).toBe(plan);
     } finally {
-      clearImmediate(ticking);
+      turns.stop();
     }
   });
 });

@@ -1,0 +1,13 @@
+// A seeded generator for the CPU benches (planning.mjs, range-members.mjs): the same data every run.
+
+/** mulberry32: numbers in [0, 1) from a 32-bit seed. */
+export function mulberry32(seed) {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
