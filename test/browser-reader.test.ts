@@ -155,6 +155,23 @@ describe.each(TESTED_BROWSERS)('%s', (kind) => {
     expect(server.requests.filter((r) => r.path.endsWith('.awkb'))).toHaveLength(4);
   });
 
+  test('a turn the reader takes (a large load or plan) is a task of its own: after the current one and its microtasks, in order, none lost', async () => {
+    const order = await page.evaluate(async () => {
+      const { nextTurn } = await harnessImport('/dist/core/read/plan/load-planner.js');
+      const seen: (string | number)[] = [];
+      const turns = Promise.all([1, 2, 3].map((i) => nextTurn().then(() => seen.push(i))));
+      seen.push('now');
+      await Promise.resolve();
+      seen.push('microtask');
+      await turns;
+      // A chain of turns, as a load of many paths takes them, one after another.
+      for (let i = 0; i < 40; i++) await nextTurn();
+      seen.push('chain');
+      return seen;
+    });
+    expect(order).toEqual(['now', 'microtask', 1, 2, 3, 'chain']);
+  });
+
   test('the persistent cache survives a reload: the second load requests only the index', async () => {
     const first = await readInPage({ paths: PATHS, persistent: true, prefetch: true });
     expect(first.hashes).toEqual(EXPECTED_SHA);
