@@ -16,6 +16,7 @@ import {
   LOADS_ENDPOINT_HEADER,
   parseLoadsFile,
 } from '../core/internal.js';
+import { LoadRecorder } from '../core/read/load/load-recorder.js';
 import { startStaticServer, type StaticServer } from '../core/node/index.js';
 import { resolveBuildOptions } from '../integrations/build/options.js';
 import { FIXTURES, temporaryDir } from './helpers/cli.js';
@@ -97,6 +98,31 @@ describe('recordedLoads()', () => {
     expect(await source.postRecordedLoads()).toBe(false);
     expect(requests).toBe(before);
     source.dispose();
+  });
+});
+
+describe('LoadRecorder', () => {
+  test('many small records (reads) and large ones (loads): first use kept, each path once, whether folded on the way or when asked', () => {
+    const recorder = new LoadRecorder(true);
+    const big = Array.from({ length: 5_000 }, (_, i) => `tiles/${i}.png`);
+    recorder.record(undefined, big);
+    // 3,000 reads: past the records kept unfolded, with repeats across the fold and names interleaved.
+    for (let i = 0; i < 3_000; i++) recorder.record(i % 3 === 0 ? 'pier' : undefined, [`reads/${i % 1_500}.json`]);
+    recorder.record('pier', ['tiles/4.png', 'reads/0.json']);
+    const file = recorder.loadsFile();
+    const main: string[] = [...big];
+    const pier: string[] = [];
+    for (let i = 0; i < 3_000; i++) {
+      const list = i % 3 === 0 ? pier : main;
+      const path = `reads/${i % 1_500}.json`;
+      if (!list.includes(path)) list.push(path);
+    }
+    if (!pier.includes('tiles/4.png')) pier.push('tiles/4.png');
+    expect(file).toEqual({ formatVersion: 1, loads: [{ name: 'main', paths: main }, { name: 'pier', paths: pier }] });
+    // Asked again, and after more: the same order, the new ones last.
+    recorder.record(undefined, ['late.json', 'tiles/0.png']);
+    expect(recorder.loadsFile().loads[0]!.paths).toEqual([...main, 'late.json']);
+    expect(new LoadRecorder(false).loadsFile()).toEqual({ formatVersion: 1, loads: [] });
   });
 });
 
