@@ -118,7 +118,13 @@ describe('LoadRecorder', () => {
       if (!list.includes(path)) list.push(path);
     }
     if (!pier.includes('tiles/4.png')) pier.push('tiles/4.png');
-    expect(file).toEqual({ formatVersion: 1, loads: [{ name: 'main', paths: main }, { name: 'pier', paths: pier }] });
+    expect(file).toEqual({
+      formatVersion: 1,
+      loads: [
+        { name: 'main', paths: main },
+        { name: 'pier', paths: pier },
+      ],
+    });
     // Asked again, and after more: the same order, the new ones last.
     recorder.record(undefined, ['late.json', 'tiles/0.png']);
     expect(recorder.loadsFile().loads[0]!.paths).toEqual([...main, 'late.json']);
