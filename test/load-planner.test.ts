@@ -177,6 +177,22 @@ describe('the layout the cases below rely on', () => {
   });
 });
 
+describe('a bundle’s distinct contents (what a plan brings once each)', () => {
+  test('one entry per content, the first listed, in the index’s order; without copies in the index, its members as they are', async () => {
+    const key = keyOf(level, 'level/a.bin');
+    const members = level.membersOf(key);
+    const contents = level.contentsOf(key);
+    // e-copy shares a's content: listed after it, left out.
+    expect(contents).not.toContain(entry(level, 'level/e-copy.bin'));
+    expect(contents).toContain(entry(level, 'level/a.bin'));
+    expect(contents).toEqual(members.filter((member, i) => members.findIndex((other) => other.sha256 === member.sha256) === i));
+    expect(level.contentsOf(key)).toBe(contents); // made once
+    const plain = await viewOf(await indexOf({ 'x/1.bin': seededBytes(10, 1), 'x/2.bin': seededBytes(10, 2) }));
+    const plainKey = keyOf(plain, 'x/1.bin');
+    expect(plain.contentsOf(plainKey)).toBe(plain.membersOf(plainKey));
+  });
+});
+
 describe('needed bytes: whole bundle or the wanted members’ ranges (SPEC §7 "Needed bytes")', () => {
   test('a bundle whose members are all wanted comes whole, even where the whole rule would never pick it', async () => {
     // A round trip of 0 bytes: any unneeded byte costs more than a request, so only "all of it" can make it whole.

@@ -29,6 +29,10 @@ export class IndexView {
   readonly #looseBySha = new Map<string, Entry[]>();
   readonly #bySha = new Map<string, Entry>();
   readonly #plans = new Map<string, BundleStreamPlan | undefined>();
+  /** Per bundle, one entry per distinct content, where the index lists copies of a content (else its members are that). */
+  readonly #contents = new Map<string, Entry[]>();
+  /** Whether the index lists a content more than once (copies share one place in a bundle, SPEC §5). */
+  readonly #copies: boolean;
   readonly #filesBySha = new Map<string, Map<string, Entry[]>>();
   readonly #resolved = new Map<string, string>();
   readonly #idOf: ((path: string) => string) | undefined;
@@ -56,6 +60,7 @@ export class IndexView {
       this.#bySha.set(entry.sha256, entry);
       if (entry.url !== undefined) pushTo(this.#looseBySha, entry.sha256, entry);
     }
+    this.#copies = this.#bySha.size !== index.files.length;
     if (index.formatVersion === 3) {
       for (const bundle of index.bundles) {
         this.#bundles.set(bundle.sha256, bundle);
@@ -142,6 +147,18 @@ export class IndexView {
 
   membersOf(bundleSha: string): Entry[] {
     return this.#membersOf.get(bundleSha) ?? [];
+  }
+
+  /** The members of a bundle, one per distinct content (the first listed), in the index's order; made once. */
+  contentsOf(bundleSha: string): readonly Entry[] {
+    if (!this.#copies) return this.membersOf(bundleSha);
+    let contents = this.#contents.get(bundleSha);
+    if (!contents) {
+      const seen = new Set<string>();
+      contents = this.membersOf(bundleSha).filter((entry) => !seen.has(entry.sha256) && seen.add(entry.sha256));
+      this.#contents.set(bundleSha, contents);
+    }
+    return contents;
   }
 
   /** An entry with this content (for its size). */

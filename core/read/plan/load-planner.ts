@@ -205,16 +205,15 @@ export class LoadPlanner {
     if (!this.#settings || !this.#origins.servesRanges(url)) return undefined;
     const members = this.#view.membersOf(bundle.sha256);
     await this.#slice(members.length);
-    const contents = new Map<string, Entry>();
-    for (const entry of members) if (!contents.has(entry.sha256)) contents.set(entry.sha256, entry);
+    const contents = this.#view.contentsOf(bundle.sha256);
     if (this.#lines && inputs.wanted) return this.#needed(bundle, url, contents, inputs);
     if (!this.#delta) return undefined;
     const { held, present, need } = inputs;
-    const unknown = [...contents.keys()].filter((sha256) => !held(sha256) && !present?.has(sha256));
+    const unknown = contents.filter(({ sha256 }) => !held(sha256) && !present?.has(sha256)).map(({ sha256 }) => sha256);
     const cached = present ?? (unknown.length === 0 ? new Set<string>() : await this.#cache.contains(unknown));
     if (!cached) return undefined;
-    const missing = [...contents.values()].filter((entry) => entry.sha256 === need || (!cached.has(entry.sha256) && !held(entry.sha256)));
-    if (missing.length === contents.size) return undefined;
+    const missing = contents.filter((entry) => entry.sha256 === need || (!cached.has(entry.sha256) && !held(entry.sha256)));
+    if (missing.length === contents.length) return undefined;
     const multipart = this.#delta.multipartRanges && this.#origins.servesMultipart(url);
     const keepOut = keepOutOf(contents, missing, inputs.fetched);
     const ranges = await this.#rangesOf(bundle, missing, multipart, keptOut(this.#delta, keepOut));
@@ -226,14 +225,14 @@ export class LoadPlanner {
    * that neither memory nor the cache (as a prefetch found it) holds, unless the whole bundle
    * adds at most one round trip's bytes to them (what is left of them, over a load's bundles).
    */
-  async #needed(bundle: BundleEntry, url: string, contents: Map<string, Entry>, inputs: PlanInputs): Promise<RangesPlan | undefined> {
+  async #needed(bundle: BundleEntry, url: string, contents: readonly Entry[], inputs: PlanInputs): Promise<RangesPlan | undefined> {
     const { held, present, need, wanted, allowance, fetched } = inputs;
-    const missing = [...contents.values()].filter(
+    const missing = contents.filter(
       (entry) => entry.sha256 === need || (wanted!.has(entry.sha256) && !held(entry.sha256) && !present?.has(entry.sha256)),
     );
     // Everything it wanted is held, on its way or cached by now (the load gathered, then planned): nothing to fetch.
     if (missing.length === 0) return rangesPlan(bundle, [], missing, false, true);
-    if (missing.length === contents.size) return undefined;
+    if (missing.length === contents.length) return undefined;
     const multipart = this.#settings!.multipartRanges && this.#origins.servesMultipart(url);
     // The whole bundle is priced only where none of its other members came already: else it would bring them twice.
     const keepOut = keepOutOf(contents, missing, fetched);
@@ -307,13 +306,19 @@ function rangesPlan(
  * gap a range may then span, one byte less than the smallest of them (a gap holding one is at
  * least that wide), so that no range brings their bytes again; `undefined` where none did.
  */
-function keepOutOf(contents: Map<string, Entry>, missing: readonly Entry[], fetched: PlanInputs['fetched']): number | undefined {
-  const planned = new Set(missing);
+function keepOutOf(contents: readonly Entry[], missing: readonly Entry[], fetched: PlanInputs['fetched']): number | undefined {
+  if (!fetched) return undefined;
   let smallest = Infinity;
-  for (const entry of contents.values()) {
+  // `missing` is a part of `contents`, in its order: walked beside it.
+  let planned = 0;
+  for (const entry of contents) {
+    if (entry === missing[planned]) {
+      planned++;
+      continue;
+    }
     // An empty member has no bytes to bring twice.
     const bytes = entry.storedBytes ?? entry.sizeBytes;
-    if (bytes && !planned.has(entry) && fetched?.(entry.sha256)) smallest = Math.min(smallest, bytes);
+    if (bytes && fetched(entry.sha256)) smallest = Math.min(smallest, bytes);
   }
   return smallest < Infinity ? smallest - 1 : undefined;
 }
