@@ -157,7 +157,7 @@ describe.each(TESTED_BROWSERS)('%s', (kind) => {
 
   test('a turn the reader takes (a large load or plan) is a task of its own: after the current one and its microtasks, in order, none lost', async () => {
     const order = await page.evaluate(async () => {
-      const { nextTurn } = await harnessImport('/dist/core/read/plan/load-planner.js');
+      const { nextTurn } = await harnessImport('/dist/core/read/turns.js');
       const seen: (string | number)[] = [];
       const turns = Promise.all([1, 2, 3].map((i) => nextTurn().then(() => seen.push(i))));
       seen.push('now');

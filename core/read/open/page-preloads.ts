@@ -102,17 +102,16 @@ export function indexFromPage(
           (got) => ({
             askedMs: early.askedMs,
             answeredMs: early.answeredMs,
-            answer: () =>
-              Promise.resolve(got).then(() => {
-                const received = got.bytes.length;
-                if (received > maxBytes)
-                  throw new ResponseSizeError(`GET ${url}: over maxBytes ${maxBytes}, ${received} bytes read`, {
-                    url,
-                    expectedBytes: maxBytes,
-                    receivedBytes: received,
-                  });
-                return got;
-              }),
+            answer: async () => {
+              const received = got.bytes.length;
+              if (received > maxBytes)
+                throw new ResponseSizeError(`GET ${url}: over maxBytes ${maxBytes}, ${received} bytes read`, {
+                  url,
+                  expectedBytes: maxBytes,
+                  receivedBytes: received,
+                });
+              return got;
+            },
           }),
           (error: unknown) => {
             if (signal?.aborted) throw error;

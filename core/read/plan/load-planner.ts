@@ -12,6 +12,7 @@ import type { ByteRange, DeltaReadOptions } from './delta-ranges.js';
 import type { Replan } from '../fetch/fetched.js';
 import type { Entry, IndexView } from '../open/index-view.js';
 import type { OriginCapabilities } from '../open/origins.js';
+import { nextTurn } from '../turns.js';
 import type { LineEstimates, WholeAllowance } from './needed-bytes.js';
 import type { VerifiedCache } from '../state/verified-cache.js';
 
@@ -66,30 +67,6 @@ export interface PlanInputs {
  * that asked; a bundle larger than this is a slice of its own.
  */
 export const PLAN_SLICE_MEMBERS = 4096;
-
-/** The turns waiting for their task, in a page or worker (`nextTurn`), and the channel that gives them one. */
-const turnsWaiting: (() => void)[] = [];
-let turnChannel: MessageChannel | undefined;
-
-/**
- * A turn of the event loop: a task of its own after what is queued. In Node `setImmediate`
- * (a timer started by a long timer callback can run within the same round); in a page or worker a
- * message to itself, as a timer nested five deep waits at least 4 ms (HTML "timers"); a timer
- * where neither is.
- */
-export function nextTurn(): Promise<void> {
-  const { setImmediate } = globalThis as { setImmediate?: (run: () => void) => void };
-  return new Promise((resolve) => {
-    if (setImmediate) return setImmediate(resolve);
-    if (typeof MessageChannel !== 'function') return void setTimeout(resolve);
-    if (!turnChannel) {
-      turnChannel = new MessageChannel();
-      turnChannel.port1.onmessage = () => turnsWaiting.shift()?.();
-    }
-    turnsWaiting.push(resolve);
-    turnChannel.port2.postMessage(null);
-  });
-}
 
 /** Where the delta rule comes from: imported on first use, with the range fetchers (bundle-fetcher.ts `rangesModule`), in one go. */
 export type DeltaRule = () => Promise<Pick<typeof import('./delta-plan.js'), 'deltaRangesFor'>>;
@@ -170,8 +147,8 @@ export class LoadPlanner {
   /**
    * Takes `members` into the current slice: a bundle whose members would take the slice past
    * PLAN_SLICE_MEMBERS first waits for a turn of the event loop (`nextTurn`, shared by the plans
-   * waiting), and goes there if it is the first of it (a bundle that large is
-   * a slice alone) or still fits. What is planned after the wait reads its inputs as they are then.
+   * waiting), and goes there if it is the first of it (a bundle that large is a slice alone) or
+   * still fits. What is planned after the wait reads its inputs as they are then.
    */
   async #slice(members: number): Promise<void> {
     if (this.#sliced + members > PLAN_SLICE_MEMBERS)
