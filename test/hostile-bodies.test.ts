@@ -9,9 +9,10 @@
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { createServer, type ServerResponse } from 'node:http';
-import type { AddressInfo, Socket } from 'node:net';
+import type { Socket } from 'node:net';
 import { join } from 'node:path';
 import { AwakeError, IndexedAssetSource } from '../core/internal.js';
+import { listenOnLoopback } from './helpers/loopback.js';
 import { RecordingCache } from './helpers/recording-cache.js';
 import { runCli, temporaryDir } from './helpers/cli.js';
 import { seededBytes, writeTree } from './helpers/trees.js';
@@ -112,18 +113,16 @@ describe('20 hostile bodies × 21 reads: verified bytes or a typed error, never 
   test('each body', async () => {
     const outcomes: Record<string, string> = {};
     for (const [name, answer] of hostile()) {
-      const sockets = new Set<Socket>();
       const server = createServer((request, response) => {
         const path = decodeURIComponent(new URL(request.url!, 'http://x').pathname);
         if (path.endsWith('.awkb')) return answer(response, bundle, request.socket);
         send(readFileSync(join(root, path)), { 'content-type': 'application/json' })(response, bundle, request.socket);
       });
-      server.on('connection', (socket) => (sockets.add(socket), socket.on('close', () => sockets.delete(socket))));
-      await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+      const { origin, close } = await listenOnLoopback(server);
       try {
         const cache = new RecordingCache();
         const source = await IndexedAssetSource.open({
-          indexUrl: `http://127.0.0.1:${(server.address() as AddressInfo).port}/site/project.index.json`,
+          indexUrl: `${origin}/site/project.index.json`,
           cache,
           hashWorkers: 0,
           timeoutMs: 300, // a stall ends by the transport's quiet-time limit
@@ -147,8 +146,7 @@ describe('20 hostile bodies × 21 reads: verified bytes or a typed error, never 
         else if (reads.some((read) => read !== 'bytes')) expect(cache.puts).toEqual([]);
         source.dispose();
       } finally {
-        for (const socket of sockets) socket.destroy();
-        await new Promise((resolve) => server.close(resolve));
+        await close();
       }
     }
     if (process.env.HOSTILE_REPORT) console.log(outcomes);

@@ -8,12 +8,12 @@
  * paths. A size of 2^53 − 1 is an `IndexValidationError` naming the file, the index asked for once.
  */
 import { createServer } from 'node:http';
-import type { AddressInfo, Socket } from 'node:net';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import { AwakeError, IndexedAssetSource, IndexValidationError, MAX_READ_BYTES } from '../core/internal.js';
 import { layoutBundle } from '../core/format/awkb.js';
 import { sha256Hex } from './helpers/trees.js';
+import { listenOnLoopback } from './helpers/loopback.js';
 
 const MiB = 1024 * 1024;
 const GiB = 1024 * MiB;
@@ -60,7 +60,6 @@ interface Served {
  */
 async function serve(index: unknown, bytes: (range: string | undefined) => Uint8Array, holdMs = 300): Promise<Served> {
   const requests: Served['requests'] = [];
-  const sockets = new Set<Socket>();
   const server = createServer((request, response) => {
     const path = new URL(request.url!, 'http://x').pathname;
     requests.push({ path, range: request.headers.range });
@@ -72,16 +71,7 @@ async function serve(index: unknown, bytes: (range: string | undefined) => Uint8
     response.write(bytes(range));
     setTimeout(() => response.end(), holdMs);
   });
-  server.on('connection', (socket) => (sockets.add(socket), socket.on('close', () => sockets.delete(socket))));
-  await new Promise<void>((listening) => server.listen(0, '127.0.0.1', listening));
-  return {
-    origin: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
-    requests,
-    close: async () => {
-      for (const socket of sockets) socket.destroy();
-      await new Promise((closed) => server.close(closed));
-    },
-  };
+  return { ...(await listenOnLoopback(server)), requests };
 }
 
 // A collection before each measure, so that a buffer an earlier test left is not counted in (nor

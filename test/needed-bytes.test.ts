@@ -8,11 +8,11 @@
  */
 import { createReadStream, readFileSync, statSync } from 'node:fs';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
-import type { AddressInfo, Socket } from 'node:net';
 import { join } from 'node:path';
 import { BundleIntegrityError, IndexedAssetSource, MemoryCache, type ContentCache } from '../core/internal.js';
 import { startStaticServer, type StaticServer } from '../core/node/index.js';
 import { runCli, temporaryDir } from './helpers/cli.js';
+import { listenOnLoopback } from './helpers/loopback.js';
 import { seededBytes, sha256Hex, writeTree } from './helpers/trees.js';
 import { startWholeFileServer } from './helpers/whole-file-server.js';
 
@@ -290,7 +290,6 @@ test('a damaged member in a range fails its reads, naming it, and nothing of it 
 
 /** A server answering one range per request (as S3 and many CDNs do), which holds the answers to the ranges it is told until each is let go. */
 async function startSingleRangeServer(dir: string) {
-  const sockets = new Set<Socket>();
   const seen: string[] = [];
   const holds = new Map<string, { reached: () => void; released: Promise<void> }>();
   const server = createServer((request: IncomingMessage, response: ServerResponse) => {
@@ -313,10 +312,9 @@ async function startSingleRangeServer(dir: string) {
       void hold.released.then(send);
     } else send();
   });
-  server.on('connection', (socket) => (sockets.add(socket), socket.on('close', () => sockets.delete(socket))));
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { origin, close } = await listenOnLoopback(server);
   return {
-    base: `http://127.0.0.1:${(server.address() as AddressInfo).port}/`,
+    base: `${origin}/`,
     seen,
     /** Holds the next answer to `range`; `reached` once it was asked for. */
     hold(range: string) {
@@ -326,10 +324,7 @@ async function startSingleRangeServer(dir: string) {
       holds.set(range, { released: gate.released, reached });
       return { reached: gate.reached, release };
     },
-    close: () => {
-      for (const socket of sockets) socket.destroy();
-      return new Promise<void>((resolve) => server.close(() => resolve()));
-    },
+    close,
   };
 }
 
@@ -414,7 +409,6 @@ test('read-ahead of a glTF buffer in the same bundle: fetched by a range beside 
  * each answer up to the bytes of resource offset `holdAt` only, the rest once let go.
  */
 async function startMidAnswerServer(dir: string) {
-  const sockets = new Set<Socket>();
   const seen: string[] = [];
   let holdAt: number | undefined;
   let release!: () => void;
@@ -466,10 +460,9 @@ async function startMidAnswerServer(dir: string) {
     if (cut < body.length) reached();
     void released.then(() => response.end(body.subarray(cut)));
   });
-  server.on('connection', (socket) => (sockets.add(socket), socket.on('close', () => sockets.delete(socket))));
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const listening = await listenOnLoopback(server);
   return {
-    base: `http://127.0.0.1:${(server.address() as AddressInfo).port}/`,
+    base: `${listening.origin}/`,
     seen,
     /** Answers stop before resource offset `offset` until `release`; `reached` once one did. */
     hold(offset: number) {
@@ -480,8 +473,7 @@ async function startMidAnswerServer(dir: string) {
     },
     close: () => {
       release?.();
-      for (const socket of sockets) socket.destroy();
-      return new Promise<void>((resolve) => server.close(() => resolve()));
+      return listening.close();
     },
   };
 }

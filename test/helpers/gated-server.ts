@@ -10,9 +10,9 @@
  */
 import { readFileSync } from 'node:fs';
 import { createServer, type ServerResponse } from 'node:http';
-import type { AddressInfo, Socket } from 'node:net';
 import { join, normalize } from 'node:path';
 import { contentTypeOf } from '../../core/format/media-types.js';
+import { listenOnLoopback } from './loopback.js';
 
 export interface Gate {
   /** Resolves once the held answer has sent its first bytes and waits. */
@@ -33,7 +33,6 @@ export interface GatedServer {
 export async function startGatedServer(root: string): Promise<GatedServer> {
   const gates = new Map<string, { afterBytes: number; reached: () => void; released: Promise<void> }>();
   const requests: string[] = [];
-  const sockets = new Set<Socket>();
   const server = createServer((request, response) => {
     const path = decodeURIComponent(new URL(request.url ?? '/', 'http://localhost').pathname);
     requests.push(path);
@@ -53,14 +52,9 @@ export async function startGatedServer(root: string): Promise<GatedServer> {
     if (!gate) return void response.end(body);
     void sendHeld(response, body, gate);
   });
-  server.on('connection', (socket) => {
-    sockets.add(socket);
-    socket.on('close', () => sockets.delete(socket));
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as AddressInfo;
+  const { origin, close } = await listenOnLoopback(server);
   return {
-    origin: `http://127.0.0.1:${port}`,
+    origin,
     requests,
     gate(path, afterBytes) {
       let reached!: () => void;
@@ -70,11 +64,7 @@ export async function startGatedServer(root: string): Promise<GatedServer> {
       gates.set(path, gate);
       return { reached: reachedPromise, release: () => release() };
     },
-    close: () =>
-      new Promise<void>((resolve) => {
-        for (const socket of sockets) socket.destroy();
-        server.close(() => resolve());
-      }),
+    close,
   };
 }
 

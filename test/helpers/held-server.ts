@@ -12,8 +12,8 @@
  */
 import { readFileSync } from 'node:fs';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
-import type { AddressInfo, Socket } from 'node:net';
 import { join, normalize } from 'node:path';
+import { listenOnLoopback } from './loopback.js';
 
 export interface Held {
   /** Resolves once the held request has arrived. */
@@ -50,9 +50,9 @@ export async function startHeldServer(root: string): Promise<HeldServer> {
   const watchers: { path: string; count: number; resolve: () => void }[] = [];
   const droppedPaths = new Set<string>();
   const dropWatchers: { path: string; resolve: () => void }[] = [];
-  const sockets = new Set<Socket>();
   let inFlight = 0;
   const server = createServer((request, response) => void answer(request, response));
+  // `origin` and `close` are set once it listens.
   const host: HeldServer = {
     origin: '',
     requests: [],
@@ -80,11 +80,7 @@ export async function startHeldServer(root: string): Promise<HeldServer> {
         if (droppedPaths.has(path)) return resolve();
         dropWatchers.push({ path, resolve });
       }),
-    close: () =>
-      new Promise<void>((resolve) => {
-        for (const socket of sockets) socket.destroy();
-        server.close(() => resolve());
-      }),
+    close: async () => undefined,
   };
 
   async function answer(request: IncomingMessage, response: ServerResponse): Promise<void> {
@@ -136,12 +132,9 @@ export async function startHeldServer(root: string): Promise<HeldServer> {
     response.end(bytes);
   }
 
-  server.on('connection', (socket) => {
-    host.connections++;
-    sockets.add(socket);
-    socket.on('close', () => sockets.delete(socket));
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  host.origin = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  server.on('connection', () => host.connections++);
+  const { origin, close } = await listenOnLoopback(server);
+  host.origin = origin;
+  host.close = close;
   return host;
 }

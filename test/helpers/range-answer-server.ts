@@ -15,9 +15,9 @@
  */
 import { readFileSync, statSync } from 'node:fs';
 import { createServer, type ServerResponse } from 'node:http';
-import type { AddressInfo, Socket } from 'node:net';
 import { join, resolve, sep } from 'node:path';
 import { contentTypeOf } from '../../core/format/media-types.js';
+import { listenOnLoopback } from './loopback';
 
 export interface AnsweredRequest {
   path: string;
@@ -112,7 +112,6 @@ export async function startRangeAnswerServer(
   mounts: Record<string, string> = {},
   page?: string,
 ): Promise<RangeAnswerServer> {
-  const sockets = new Set<Socket>();
   const requests: AnsweredRequest[] = [];
   const server = createServer((message, response) => {
     const path = decodeURIComponent(new URL(message.url ?? '/', 'http://x').pathname);
@@ -141,19 +140,12 @@ export async function startRangeAnswerServer(
     }
     response.writeHead(404, { 'Content-Length': 0 }).end();
   });
-  server.on('connection', (socket) => {
-    sockets.add(socket);
-    socket.on('close', () => sockets.delete(socket));
-  });
-  await new Promise<void>((listening) => server.listen(0, '127.0.0.1', listening));
+  const { origin, close } = await listenOnLoopback(server);
   return {
-    origin: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    origin,
     requests,
     bundleRequests: () => requests.filter((request) => request.path.endsWith('.awkb')),
-    close: async () => {
-      for (const socket of sockets) socket.destroy();
-      await new Promise((closed) => server.close(closed));
-    },
+    close,
   };
 }
 

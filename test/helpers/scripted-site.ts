@@ -6,11 +6,11 @@
  */
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { createServer, type IncomingHttpHeaders, type ServerResponse } from 'node:http';
-import type { AddressInfo, Socket } from 'node:net';
 import { join } from 'node:path';
 import type { BundledIndex } from '../../core/internal.js';
 import { looseFileLocator, looseIndexFromFolder, publishToDirectory } from '../../core/node/index.js';
 import { temporaryDir } from './cli';
+import { listenOnLoopback } from './loopback';
 
 export interface PublishedSite {
   index: BundledIndex;
@@ -95,18 +95,15 @@ export async function startScriptedServer(
   resources: Map<string, Uint8Array>,
   script: (request: ScriptedRequest) => Fault | undefined = () => undefined,
 ): Promise<ScriptedServer> {
-  const sockets = new Set<Socket>();
   const seenByPath = new Map<string, number>();
+  // `origin` and `close` are set once it listens.
   const state: ScriptedServer = {
     origin: '',
     requests: [],
     bytesWritten: 0,
     open: 0,
     count: (path) => state.requests.filter((request) => request.path === path).length,
-    close: async () => {
-      for (const socket of sockets) socket.destroy();
-      await new Promise((closed) => server.close(closed));
-    },
+    close: async () => undefined,
   };
   const server = createServer((request, response) => {
     const path = decodeURIComponent(new URL(request.url ?? '/', 'http://x').pathname);
@@ -120,12 +117,9 @@ export async function startScriptedServer(
     if (!bytes) return void response.writeHead(404, { 'Content-Length': 0 }).end();
     answer(response, bytes, request.headers.range, script(scripted), state);
   });
-  server.on('connection', (socket) => {
-    sockets.add(socket);
-    socket.on('close', () => sockets.delete(socket));
-  });
-  await new Promise<void>((listening) => server.listen(0, '127.0.0.1', listening));
-  state.origin = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  const { origin, close } = await listenOnLoopback(server);
+  state.origin = origin;
+  state.close = close;
   return state;
 }
 

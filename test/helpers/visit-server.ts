@@ -17,11 +17,11 @@
  */
 import { createReadStream, readFileSync, statSync } from 'node:fs';
 import { createServer, type ServerResponse } from 'node:http';
-import type { AddressInfo, Socket } from 'node:net';
 import { join, resolve, sep } from 'node:path';
 import { contentTypeOf } from '../../core/format/media-types.js';
 import { requestedRanges } from '../../core/format/range-header.js';
 import { REPO_ROOT } from './browser';
+import { listenOnLoopback } from './loopback';
 
 export interface VisitRequest {
   /** The visit number of a `/visit-<n>/` request; undefined for the package and pages. */
@@ -70,7 +70,6 @@ export async function startVisitServer(sites: Record<string, string>): Promise<V
   const holds = new Map<string, { afterBytes: number; arrived: () => void; released: Promise<void> }>();
   let inFlight = 0;
   const quietWaiters: (() => void)[] = [];
-  const sockets = new Set<Socket>();
   const server = createServer((request, response) => {
     const url = new URL(request.url ?? '/', 'http://localhost');
     const visited = /^\/visit-(\d+)(\/.*)$/.exec(decodeURIComponent(url.pathname));
@@ -123,13 +122,9 @@ export async function startVisitServer(sites: Record<string, string>): Promise<V
     held.arrived();
     void held.released.then(answer);
   });
-  server.on('connection', (socket) => {
-    sockets.add(socket);
-    socket.on('close', () => sockets.delete(socket));
-  });
-  await new Promise<void>((listening) => server.listen(0, '127.0.0.1', listening));
+  const { origin, close } = await listenOnLoopback(server);
   return {
-    origin: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    origin,
     requests,
     arrival: (matches) =>
       new Promise<VisitRequest>((resolveArrival) => {
@@ -146,11 +141,7 @@ export async function startVisitServer(sites: Record<string, string>): Promise<V
       return { arrived: arrival, release: () => release() };
     },
     quiet: () => new Promise<void>((resolveQuiet) => (inFlight === 0 ? resolveQuiet() : quietWaiters.push(resolveQuiet))),
-    close: () =>
-      new Promise<void>((closed) => {
-        for (const socket of sockets) socket.destroy();
-        server.close(() => closed());
-      }),
+    close,
   };
 }
 
